@@ -1,0 +1,75 @@
+"""Where Predictor X keeps its state, and the client configuration stored there.
+
+`PREDICTORX_HOME` selects the state dir (database, config.json, daemon_id); the default comes
+from platformdirs. The CLI finds the local server through `config.json`, which the server writes
+on its first start (0600, the only place a plain token is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+CONFIG_NAME = "config.json"
+
+
+def state_dir() -> Path:
+    home = os.environ.get("PREDICTORX_HOME")
+    path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("predictorx"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def database_url() -> str:
+    url = os.environ.get("PREDICTORX_DATABASE_URL")
+    if url:
+        return url
+    return f"sqlite:///{state_dir() / 'predictorx.db'}"
+
+
+def workspaces_root() -> Path:
+    root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
+    return Path(root).expanduser() if root else Path.home() / "predictorx_workspaces"
+
+
+def read_config() -> dict:
+    path = state_dir() / CONFIG_NAME
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def write_config(**values: object) -> Path:
+    """Merge `values` into config.json, created 0600 so a token never lands world-readable."""
+    path = state_dir() / CONFIG_NAME
+    data = read_config()
+    data.update({k: v for k, v in values.items() if v is not None})
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    server_url: str | None
+    token: str | None
+    workspace_id: str | None
+
+
+def client_config() -> ClientConfig:
+    """Environment overrides config.json (PREDICTORX_SERVER_URL, PREDICTORX_TOKEN)."""
+    data = read_config()
+    return ClientConfig(
+        server_url=os.environ.get("PREDICTORX_SERVER_URL") or data.get("server_url"),
+        token=os.environ.get("PREDICTORX_TOKEN") or data.get("token"),
+        workspace_id=os.environ.get("PREDICTORX_WORKSPACE") or data.get("workspace_id"),
+    )

@@ -1,0 +1,228 @@
+"""The whole domain of SPEC §1 as SQLAlchemy tables. Alembic migrations mirror this file."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+TS = DateTime(timezone=True)
+
+# Task statuses (SPEC §1). `ACTIVE` ones hold the (agent, issue) slot.
+TASK_STATUSES = ("queued", "dispatched", "waiting_local_directory", "running", "completed", "failed", "cancelled")
+ACTIVE_STATUSES = ("queued", "dispatched", "waiting_local_directory", "running")
+TERMINAL_STATUSES = ("completed", "failed", "cancelled")
+
+
+class Workspace(Base):
+    __tablename__ = "workspace"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200))
+    slug: Mapped[str] = mapped_column(String(100), unique=True)
+    repos: Mapped[list] = mapped_column(JSON, default=list)
+    issue_counter: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "user_account"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str | None] = mapped_column(String(320), unique=True)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class Member(Base):
+    __tablename__ = "member"
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("user_account.id", ondelete="CASCADE"), primary_key=True)
+    role: Mapped[str] = mapped_column(String(20), default="member")  # owner | admin | member
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class Token(Base):
+    """User, daemon and task-scoped tokens (R-SEC-1). Only the SHA-256 of a token is stored."""
+
+    __tablename__ = "token"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(10))  # user | daemon | task
+    name: Mapped[str | None] = mapped_column(String(200))
+    user_id: Mapped[str | None] = mapped_column(ForeignKey("user_account.id", ondelete="CASCADE"))
+    workspace_id: Mapped[str | None] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
+    daemon_id: Mapped[str | None] = mapped_column(String(36))
+    task_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(TS)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Project(Base):
+    __tablename__ = "project"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str] = mapped_column(String(500))
+    description: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(20), default="planned")
+    priority: Mapped[str] = mapped_column(String(20), default="none")
+    lead_id: Mapped[str | None] = mapped_column(ForeignKey("user_account.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+
+class ProjectResource(Base):
+    __tablename__ = "project_resource"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    project_id: Mapped[str] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"))
+    resource_type: Mapped[str] = mapped_column(String(100))
+    resource_ref: Mapped[dict] = mapped_column(JSON)
+    label: Mapped[str | None] = mapped_column(String(500))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    # Set by the type's handler (e.g. one local_directory per daemon); NULLs never collide.
+    unique_key: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    created_by: Mapped[str | None] = mapped_column(String(36))
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "unique_key", name="uq_project_resource_unique_key"),
+        Index("ix_project_resource_project_position", "project_id", "position"),
+    )
+
+
+class Issue(Base):
+    __tablename__ = "issue"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(500))
+    body: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(20), default="todo")
+    priority: Mapped[str] = mapped_column(String(20), default="none")
+    project_id: Mapped[str | None] = mapped_column(ForeignKey("project.id", ondelete="SET NULL"), index=True)
+    assignee_type: Mapped[str | None] = mapped_column(String(10))  # member | agent
+    assignee_id: Mapped[str | None] = mapped_column(String(36))
+    created_by: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (UniqueConstraint("workspace_id", "number", name="uq_issue_number"),)
+
+
+class Comment(Base):
+    __tablename__ = "comment"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    issue_id: Mapped[str] = mapped_column(ForeignKey("issue.id", ondelete="CASCADE"), index=True)
+    author_type: Mapped[str] = mapped_column(String(10))  # member | agent
+    author_id: Mapped[str | None] = mapped_column(String(36))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class Agent(Base):
+    __tablename__ = "agent"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    provider: Mapped[str] = mapped_column(String(50))
+    model: Mapped[str | None] = mapped_column(String(200))
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    command: Mapped[list | None] = mapped_column(JSON)  # argv for the `command` provider
+    max_concurrent_tasks: Mapped[int] = mapped_column(Integer, default=1)
+    runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("workspace_id", "name", name="uq_agent_name"),)
+
+
+class Daemon(Base):
+    __tablename__ = "daemon"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)  # the machine's stable daemon_id
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    hostname: Mapped[str | None] = mapped_column(String(255))
+    version: Mapped[str | None] = mapped_column(String(50))
+    capabilities: Mapped[list] = mapped_column(JSON, default=list)
+    last_heartbeat_at: Mapped[datetime | None] = mapped_column(TS)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class Runtime(Base):
+    __tablename__ = "runtime"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    daemon_id: Mapped[str] = mapped_column(ForeignKey("daemon.id", ondelete="CASCADE"))
+    provider: Mapped[str] = mapped_column(String(50))
+    version: Mapped[str | None] = mapped_column(String(200))
+    path: Mapped[str | None] = mapped_column(String(1000))
+    capabilities: Mapped[list] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("daemon_id", "provider", name="uq_runtime_provider"),)
+
+
+class Task(Base):
+    __tablename__ = "task"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
+    issue_id: Mapped[str] = mapped_column(ForeignKey("issue.id", ondelete="CASCADE"), index=True)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agent.id", ondelete="CASCADE"))
+    project_id: Mapped[str | None] = mapped_column(String(36))
+    status: Mapped[str] = mapped_column(String(30), default="queued")
+    wait_reason: Mapped[str | None] = mapped_column(Text)
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    branch_name: Mapped[str | None] = mapped_column(String(300))
+    result: Mapped[str | None] = mapped_column(Text)
+    session_id: Mapped[str | None] = mapped_column(String(200))
+    daemon_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    runtime_id: Mapped[str | None] = mapped_column(String(36))
+    # Snapshot of the project's resources when the task was made (R-RES-7).
+    context: Mapped[dict | None] = mapped_column(JSON)
+    # "<agent_id>:<issue_id>" while active, NULL when finished: one active task per pair.
+    active_key: Mapped[str | None] = mapped_column(String(80), unique=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(TS)
+    message_seq: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    dispatched_at: Mapped[datetime | None] = mapped_column(TS)
+    started_at: Mapped[datetime | None] = mapped_column(TS)
+    finished_at: Mapped[datetime | None] = mapped_column(TS)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (Index("ix_task_status_created", "status", "created_at"),)
+
+
+class TaskMessage(Base):
+    __tablename__ = "task_message"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    task_id: Mapped[str] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(20))  # text | thinking | tool_use | tool_result | error | system
+    content: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("task_id", "seq", name="uq_task_message_seq"),)

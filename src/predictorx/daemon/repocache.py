@@ -1,0 +1,394 @@
+"""The daemon's bare-repository cache and task checkouts (R-CTX-4).
+
+Layout under the workspaces root::
+
+    .repos/<name>-<hash>.git     one bare repository per URL; <hash> = sha256 of the normalised
+                                 URL (first 16 hex digits), <name> its last path part, for humans
+    .repos/<name>-<hash>.lock    the per-repository lock (filelock: works across processes)
+    .repos/<name>-<hash>.git/predictorx-last-used
+                                 epoch seconds of the last fetch/checkout, read by GC
+
+The remote's branches are fetched to ``refs/remotes/origin/*`` and its tags to ``refs/tags/*``;
+``refs/heads/*`` holds only the task branches (``agent/<agent>/<task>``) of the worktrees made
+from the cache, so a fetch can never rewrite or prune a task's work. Every git call goes through
+the git CLI with a timeout and no terminal prompts (a credential prompt would hang a daemon).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import posixpath
+import re
+import shutil
+import signal
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import filelock
+
+from predictorx import config
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR_NAME = ".repos"
+LAST_USED_NAME = "predictorx-last-used"
+DEFAULT_FETCH_TIMEOUT = 600.0
+DEFAULT_GIT_TIMEOUT = 120.0
+
+
+class RepoCacheError(RuntimeError):
+    """Anything that stops a repository from being cached or checked out; the message says why."""
+
+
+class GitError(RepoCacheError):
+    def __init__(self, args: list[str], returncode: int | None, stderr: str, *, timed_out: bool = False):
+        self.git_args = args
+        self.returncode = returncode
+        self.stderr = stderr
+        self.timed_out = timed_out
+        what = "git " + " ".join(args[:2])
+        detail = stderr.strip().splitlines()[-3:] if stderr.strip() else []
+        reason = "timed out" if timed_out else f"failed (exit {returncode})"
+        super().__init__(f"{what} {reason}" + (": " + " / ".join(detail) if detail else ""))
+
+
+class URLNotAllowed(RepoCacheError):
+    def __init__(self, url: str, allowed: list[str]):
+        self.url = url
+        self.allowed = allowed
+        listed = ", ".join(allowed) if allowed else "(none: this task has no repositories)"
+        super().__init__(f"repository {url} is not allowed for this task; allowed repositories: {listed}")
+
+
+class RefNotFound(RepoCacheError):
+    pass
+
+
+class RepoCacheBusy(RepoCacheError):
+    pass
+
+
+# -- git ------------------------------------------------------------------------------------------
+
+def git_env() -> dict[str, str]:
+    """The environment for every git call: never prompt, never wait on a human."""
+    env = dict(os.environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GCM_INTERACTIVE"] = "never"
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    env["LC_ALL"] = "C"
+    return env
+
+
+def run_git(args: list[str], *, cwd: Path | str | None = None, timeout: float = DEFAULT_GIT_TIMEOUT,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``git <args>``; on timeout kill git's whole process group (ssh, remote helpers)."""
+    proc = subprocess.Popen(
+        ["git", *args], cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        raise GitError(args, None, err, timed_out=True) from None
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        raise GitError(args, proc.returncode, err)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+# -- URLs and names -------------------------------------------------------------------------------
+
+_SCP_LIKE = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>.+)$")
+
+
+def normalize_url(url: str) -> str:
+    """A comparison key for a git URL.
+
+    `https://Host/o/r.git/`, `https://host/o/r` and `https://user:token@host/o/r` are one
+    repository; `git@host:o/r` is written as `ssh://host/o/r`; a plain path becomes a `file://`
+    URL. Only scheme and host are case-folded: paths are case-sensitive on many forges.
+    """
+    url = url.strip()
+    if not url:
+        raise ValueError("empty repository URL")
+    if "://" not in url:
+        scp = _SCP_LIKE.match(url)
+        if scp and not os.path.isabs(url):
+            url = f"ssh://{scp['host']}/{scp['path'].lstrip('/')}"
+        else:
+            url = "file://" + Path(os.path.abspath(url)).as_posix()
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if parts.port and not (scheme == "https" and parts.port == 443) and not (scheme == "http" and parts.port == 80):
+        host = f"{host}:{parts.port}"
+    path = parts.path
+    if scheme == "file":
+        path = posixpath.normpath(path) if path else path
+    path = path.rstrip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")].rstrip("/")
+    return urlunsplit((scheme, host, path, "", ""))
+
+
+def check_allowed(url: str, allowed: Iterable[str]) -> str:
+    """Return the normalised `url` if it is in `allowed` (compared normalised); else raise URLNotAllowed."""
+    allowed = list(dict.fromkeys(allowed))
+    key = normalize_url(url)
+    for candidate in allowed:
+        try:
+            if normalize_url(candidate) == key:
+                return key
+        except ValueError:
+            continue
+    raise URLNotAllowed(url, allowed)
+
+
+def repo_name(url: str) -> str:
+    """`https://host/org/My.Repo.git` → `My.Repo`: a readable directory name for a checkout."""
+    last = normalize_url(url).rsplit("/", 1)[-1]
+    return _component(last, fallback="repo")
+
+
+_BRANCH_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _component(value: str, *, fallback: str = "x") -> str:
+    # Stricter than git check-ref-format (ASCII only), so a name is also safe in a shell or URL.
+    value = _BRANCH_UNSAFE.sub("-", value)
+    value = re.sub(r"\.{2,}", ".", value)
+    value = re.sub(r"-{2,}", "-", value)
+    value = value.strip(".-")[:64].rstrip(".")
+    while value.endswith(".lock"):
+        value = value[: -len(".lock")].rstrip(".")
+    return value or fallback
+
+
+def sanitize_branch(name: str) -> str:
+    """Make `name` a valid branch name (git check-ref-format --branch), keeping its slashes."""
+    parts = [_component(p) for p in name.split("/") if p.strip()]
+    return "/".join(parts) or "x"
+
+
+def task_branch(agent: str, task_id: str) -> str:
+    """The branch a task's work is delivered on: `agent/<agent>/<task>` (R-WT-3)."""
+    return f"agent/{_component(agent, fallback='agent')}/{_component(task_id, fallback='task')}"
+
+
+def cache_key(url: str) -> str:
+    normalized = normalize_url(url)
+    digest = hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
+    return f"{_component(normalized.rsplit('/', 1)[-1], fallback='repo')[:40]}-{digest}"
+
+
+# -- last used ------------------------------------------------------------------------------------
+
+def touch_last_used(cache: Path, now: float | None = None) -> None:
+    (cache / LAST_USED_NAME).write_text(f"{now if now is not None else time.time():.3f}\n")
+
+
+def last_used(cache: Path) -> datetime:
+    """When the cache was last fetched or checked out from (its directory's mtime if never recorded)."""
+    try:
+        stamp = float((cache / LAST_USED_NAME).read_text().strip())
+    except (OSError, ValueError):
+        stamp = cache.stat().st_mtime
+    return datetime.fromtimestamp(stamp, timezone.utc)
+
+
+# -- the cache ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Checkout:
+    url: str
+    path: Path
+    branch: str
+    commit: str
+    ref: str  # what `ref` resolved to, e.g. "origin/main", "tag v1.2", or the commit
+    cache: Path
+    fetch_error: str | None = None  # set when the refresh failed and the cached copy was used
+
+
+class RepoCache:
+    """One bare cache per repository URL, fetched under a per-repository cross-process lock."""
+
+    def __init__(self, root: Path | None = None, *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
+                 git_timeout: float = DEFAULT_GIT_TIMEOUT, lock_timeout: float | None = None):
+        self.root = Path(root) if root is not None else config.workspaces_root()
+        self.dir = self.root / CACHE_DIR_NAME
+        self.fetch_timeout = fetch_timeout
+        self.git_timeout = git_timeout
+        # Waiting for another process's fetch of the same repo is normal; bound it by what that
+        # fetch may take at most, plus slack.
+        self.lock_timeout = lock_timeout if lock_timeout is not None else fetch_timeout + 60
+
+    def cache_path(self, url: str) -> Path:
+        return self.dir / f"{cache_key(url)}.git"
+
+    def lock_path(self, url: str) -> Path:
+        return self.dir / f"{cache_key(url)}.lock"
+
+    @contextmanager
+    def lock(self, url: str, timeout: float | None = None) -> Iterator[None]:
+        """Hold the repository's lock; RepoCacheBusy if another holder keeps it past `timeout`."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        wait = self.lock_timeout if timeout is None else timeout
+        lock = filelock.FileLock(self.lock_path(url), timeout=wait, thread_local=False)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise RepoCacheBusy(
+                f"the cache of {url} is locked by another fetch or checkout (waited {wait:g}s); try again"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def list_caches(self) -> list[Path]:
+        if not self.dir.is_dir():
+            return []
+        return sorted(p for p in self.dir.glob("*.git") if p.is_dir() and not p.is_symlink())
+
+    # -- fetching ---------------------------------------------------------------------------------
+    def ensure(self, url: str, *, refresh: bool = True) -> Path:
+        """Clone `url` into the cache if missing, else fetch it (if `refresh`); return the cache path.
+
+        A failed refresh of an existing cache raises GitError; `checkout` instead falls back to the
+        cached copy and says so.
+        """
+        with self.lock(url):
+            cache, _ = self._ensure_locked(url, refresh=refresh, tolerate_fetch_error=False)
+            return cache
+
+    def _ensure_locked(self, url: str, *, refresh: bool, tolerate_fetch_error: bool) -> tuple[Path, str | None]:
+        _refuse_option_like(url, "repository URL")
+        cache = self.cache_path(url)
+        fetch_error = None
+        if not cache.is_dir():
+            self._create(url, cache)
+        elif refresh:
+            try:
+                self._fetch(url, cache)
+            except GitError as exc:
+                if not tolerate_fetch_error:
+                    raise
+                fetch_error = str(exc)
+                log.warning("could not refresh %s, using the cached copy: %s", url, exc)
+        touch_last_used(cache)
+        return cache, fetch_error
+
+    def _create(self, url: str, cache: Path) -> None:
+        # Build under a temporary name and rename at the end: a crash never leaves a cache that
+        # looks complete. Leftovers of earlier crashes are ours to remove (we hold the lock).
+        for leftover in self.dir.glob(f"{cache.name}.partial-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        tmp = cache.with_name(f"{cache.name}.partial-{os.getpid()}")
+        try:
+            run_git(["init", "--quiet", "--bare", str(tmp)], timeout=self.git_timeout)
+            self._git(tmp, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+            self._fetch(url, tmp)
+            os.replace(tmp, cache)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _fetch(self, url: str, cache: Path) -> None:
+        # The URL is set on every fetch so that the spelling used last (e.g. a fresh token) wins.
+        self._git(cache, "config", "remote.origin.url", url)
+        self._git(cache, "fetch", "--quiet", "--prune", "--tags", "--force", "origin", timeout=self.fetch_timeout)
+        if not self._rev(cache, "refs/remotes/origin/HEAD"):
+            # New cache, or the remote's default branch moved: ask the remote (a network call).
+            self._git(cache, "remote", "set-head", "origin", "--auto", timeout=self.fetch_timeout, check=False)
+
+    # -- checkout ---------------------------------------------------------------------------------
+    def checkout(self, url: str, ref: str | None, dest_dir: Path, branch: str, *, refresh: bool = True) -> Checkout:
+        """Make `dest_dir` a worktree of the cached `url` on a new branch `branch` started at `ref`.
+
+        `ref` is a branch or tag of the remote or a commit; None means the remote's default branch.
+        If `branch` already exists in the cache (a retried task, a second checkout), `-2`, `-3`, …
+        is appended; the branch actually used is in the result. `dest_dir` must not exist or be empty.
+        """
+        if ref is not None:
+            _refuse_option_like(ref, "ref")
+        dest_dir = Path(dest_dir)
+        if dest_dir.exists() and (not dest_dir.is_dir() or any(dest_dir.iterdir())):
+            raise RepoCacheError(f"cannot check {url} out into {dest_dir}: it exists and is not an empty directory")
+        dest_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock(url):
+            cache, fetch_error = self._ensure_locked(url, refresh=refresh, tolerate_fetch_error=True)
+            try:
+                commit, described = self._resolve(cache, ref)
+            except RefNotFound as exc:
+                if fetch_error:
+                    raise RefNotFound(f"{exc} (the refresh failed too: {fetch_error})") from None
+                raise
+            name = self._free_branch(cache, sanitize_branch(branch))
+            self._git(cache, "worktree", "add", "--quiet", "--no-track", "-b", name, str(dest_dir), commit)
+            touch_last_used(cache)
+        return Checkout(url=url, path=dest_dir, branch=name, commit=commit, ref=described,
+                        cache=cache, fetch_error=fetch_error)
+
+    def _resolve(self, cache: Path, ref: str | None) -> tuple[str, str]:
+        if ref is None:
+            commit = self._rev(cache, "refs/remotes/origin/HEAD")
+            if commit:
+                head = self._git(cache, "symbolic-ref", "--short", "refs/remotes/origin/HEAD", check=False)
+                return commit, head.stdout.strip() or "origin/HEAD"
+            raise RefNotFound("the repository has no default branch (is it empty?); give a ref")
+        candidates = [(f"refs/remotes/origin/{ref}", f"origin/{ref}"), (f"refs/tags/{ref}", f"tag {ref}")]
+        if ref.startswith("refs/"):
+            candidates.insert(0, (ref, ref))
+        candidates.append((ref, ref))
+        for spec, described in candidates:
+            commit = self._rev(cache, spec)
+            if commit:
+                return commit, described
+        branches = self._git(cache, "for-each-ref", "--format=%(refname:lstrip=3)", "--count=20",
+                             "refs/remotes/origin/", check=False).stdout.split()
+        known = ", ".join(b for b in branches if b != "HEAD") or "none"
+        raise RefNotFound(f"ref {ref!r} is neither a branch, a tag nor a commit of the repository; branches: {known}")
+
+    def _free_branch(self, cache: Path, name: str) -> str:
+        for n in range(1, 1000):
+            candidate = name if n == 1 else f"{name}-{n}"
+            if not self._rev(cache, f"refs/heads/{candidate}"):
+                return candidate
+        raise RepoCacheError(f"too many branches named {name}-N in the cache")
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _rev(self, cache: Path, spec: str) -> str | None:
+        out = self._git(cache, "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}", check=False)
+        return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+    def _git(self, cache: Path, *args: str, timeout: float | None = None,
+             check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_git(["--git-dir", str(cache), *args], timeout=timeout or self.git_timeout, check=check)
+
+
+def _refuse_option_like(value: str, what: str) -> None:
+    # A value starting with "-" would be read by git as an option.
+    if not value or value.startswith("-"):
+        raise RepoCacheError(f"{what} {value!r} is not valid")

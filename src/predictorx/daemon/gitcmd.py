@@ -1,0 +1,98 @@
+"""Run the git command line with a timeout, in an environment that cannot be redirected.
+
+Everything the daemon does to a person's repository goes through `git(...)`: one place decides
+which environment git sees, how long it may take and what a failure looks like.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+DEFAULT_TIMEOUT = 120.0
+
+# Variables that would point git at another repository, index or object store than the one we
+# name with -C. The daemon may itself run inside a git hook or a test harness that sets them.
+_REDIRECTING = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH", "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+)
+
+# Options for every command. Hooks are the person's, for their own work: our plumbing commits
+# (baselines, leftovers) must neither be blocked by a lint hook nor run a post-checkout script.
+# Automatic gc would make timings unpredictable and is the person's business.
+_ALWAYS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
+
+
+class GitError(RuntimeError):
+    """A git command failed or timed out. `stderr` holds what git said, stripped."""
+
+    def __init__(self, args: Sequence[str], returncode: int | None, stderr: str, stdout: bytes = b""):
+        self.git_args = list(args)
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+        self.stdout = stdout
+        what = "timed out" if returncode is None else f"exited with {returncode}"
+        detail = f": {self.stderr}" if self.stderr else ""
+        super().__init__(f"git {' '.join(self.git_args)} {what}{detail}")
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for git: ours minus redirections, never prompting, optional locks off.
+
+    GIT_OPTIONAL_LOCKS=0 matters: without it read-only commands such as `git status` refresh and
+    rewrite the index, and the person's index must stay byte-identical.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTING}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", LANGUAGE="C")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `git -C cwd <args>`; raise GitError on failure (if check) or timeout (always).
+
+    stdout is bytes (callers use -z for paths); stderr is decoded for messages. On timeout the
+    whole process group is killed, so filters or helpers git started do not linger.
+    """
+    cmd = ["git", "-C", str(Path(cwd)), *_ALWAYS, *args]
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=git_env(env),
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        raise GitError(args, None, f"no answer within {timeout:g}s", out) from None
+    stderr = err.decode("utf-8", "replace")
+    if check and proc.returncode != 0:
+        raise GitError(args, proc.returncode, stderr, out)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def git_text(args: Sequence[str], **kwargs) -> str:
+    """stdout of a successful git command as stripped text (for hashes, names, single values)."""
+    return git(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()

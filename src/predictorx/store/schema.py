@@ -16,6 +16,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.types import TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -31,7 +32,26 @@ class Base(DeclarativeBase):
     pass
 
 
-TS = DateTime(timezone=True)
+class UTCDateTime(TypeDecorator):
+    """Aware UTC datetimes on both backends (SQLite would hand back naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):  # noqa: ANN001
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        if value is not None and dialect.name == "sqlite":
+            value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value, dialect):  # noqa: ANN001
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
+
+
+TS = UTCDateTime()
 
 # Task statuses (SPEC §1). `ACTIVE` ones hold the (agent, issue) slot.
 TASK_STATUSES = ("queued", "dispatched", "waiting_local_directory", "running", "completed", "failed", "cancelled")

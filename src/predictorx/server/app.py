@@ -1,0 +1,124 @@
+"""The FastAPI application: routes, error answers, and the background jobs of a server process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError, IntegrityError, StatementError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..resources import ResourceError
+from ..service import tasks
+from ..service.daemons import daemon_timeout
+from ..service.errors import ServiceError
+from ..store.db import Database
+from .hub import Hub
+from .routes import agents, daemons, issues, projects, tasks as task_routes, workspaces
+from .state import AppState
+
+log = logging.getLogger("predictorx.server")
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"detail": message}, status_code=status)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "invalid request — " + "; ".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def _service(_: Request, exc: ServiceError) -> JSONResponse:
+        return _error(exc.status, exc.message)
+
+    @app.exception_handler(ResourceError)
+    async def _resource(_: Request, exc: ResourceError) -> JSONResponse:
+        return _error(exc.status, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, _validation_message(exc))
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity(_: Request, exc: IntegrityError) -> JSONResponse:
+        return _error(409, "this conflicts with something that already exists")
+
+    @app.exception_handler(DataError)
+    async def _data(_: Request, exc: DataError) -> JSONResponse:
+        return _error(400, "a value in the request is not valid for the database (wrong format or size)")
+
+    @app.exception_handler(StatementError)
+    async def _statement(_: Request, exc: StatementError) -> JSONResponse:
+        return _error(400, "a value in the request could not be used")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+
+async def _sweeper(state: AppState, interval: float) -> None:
+    def once() -> None:
+        with state.write() as s:
+            swept = tasks.sweep(s, daemon_timeout())
+            for t in swept:
+                log.warning("swept task %s: now %s", t.id, t.status)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await run_in_threadpool(once)
+        except Exception:  # noqa: BLE001 — the sweeper must outlive a bad moment
+            log.exception("sweep failed")
+
+
+def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = True) -> FastAPI:
+    db = db or Database()
+    if migrate:
+        db.migrate()
+    hub = Hub()
+    state = AppState(db, hub)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        hub.bind(asyncio.get_running_loop())
+        jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5"))))]
+        if state.postgres:
+            url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+            jobs.append(asyncio.create_task(hub.listen_postgres(url)))
+        try:
+            yield
+        finally:
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+
+    app = FastAPI(title="Predictor X", version=__version__, lifespan=lifespan,
+                  description="Coding-agent CLIs as teammates: projects, issues, agents, daemons, tasks.")
+    app.state.px = state
+    app.state.token_cache = {}
+    install_error_handlers(app)
+
+    @app.get("/api/health", tags=["meta"])
+    def health() -> dict:
+        return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
+
+    for module in (workspaces, projects, issues, agents, task_routes, daemons):
+        app.include_router(module.router)
+    if web:
+        from .web import router as web_router, mount_static
+
+        app.include_router(web_router)
+        mount_static(app)
+    return app

@@ -1,0 +1,122 @@
+"""Realtime fan-out: daemons and browsers subscribe; committed events are pushed to them.
+
+Within one server process events go straight through asyncio queues. With PostgreSQL, events are
+sent with NOTIFY inside the transaction that made them and every server process LISTENs, so a
+daemon connected to any process hears about a task queued through any other (R-SC-2) — no broker.
+The hub also carries small request/answer exchanges to a connected daemon (path checks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("predictorx.hub")
+CHANNEL = "predictorx_events"
+
+
+@dataclass(eq=False)
+class Subscriber:
+    workspace_id: str
+    daemon_id: str | None = None
+    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=10_000))
+
+    def wants(self, event: dict[str, Any]) -> bool:
+        if event.get("workspace_id") != self.workspace_id:
+            return False
+        target = event.get("daemon_id")
+        return self.daemon_id is None or target is None or target == self.daemon_id
+
+
+class Hub:
+    def __init__(self) -> None:
+        self._subs: set[Subscriber] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: dict[str, asyncio.Future] = {}
+        self._ids = itertools.count()
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def subscribe(self, workspace_id: str, daemon_id: str | None = None) -> Subscriber:
+        sub = Subscriber(workspace_id, daemon_id)
+        self._subs.add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        self._subs.discard(sub)
+
+    def daemon_connected(self, daemon_id: str) -> bool:
+        return any(s.daemon_id == daemon_id for s in self._subs)
+
+    def _deliver(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            for sub in list(self._subs):
+                if sub.wants(event):
+                    try:
+                        sub.queue.put_nowait(event)
+                    except asyncio.QueueFull:  # a stuck reader loses events, never the server
+                        log.warning("dropping event for a slow subscriber")
+
+    def publish(self, events: list[dict[str, Any]]) -> None:
+        """Thread-safe: routes run in a thread pool."""
+        if not events or self._loop is None or self._loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._deliver(events)
+        else:
+            self._loop.call_soon_threadsafe(self._deliver, events)
+
+    # -- request/answer with a connected daemon ------------------------------------------------
+    async def ask_daemon(self, workspace_id: str, daemon_id: str, payload: dict[str, Any],
+                         timeout: float = 5.0) -> dict[str, Any] | None:
+        """Send a request on the daemon's event stream and wait for its answer (None: no answer)."""
+        if not self.daemon_connected(daemon_id):
+            return None
+        request_id = str(uuid.uuid4())
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = fut
+        try:
+            self._deliver([{"workspace_id": workspace_id, "daemon_id": daemon_id, "type": "request",
+                            "request_id": request_id, **payload}])
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            self._pending.pop(request_id, None)
+
+    def answer(self, request_id: str, answer: dict[str, Any]) -> bool:
+        fut = self._pending.get(request_id)
+        if fut is None or fut.done():
+            return False
+        fut.get_loop().call_soon_threadsafe(lambda: fut.done() or fut.set_result(answer))
+        return True
+
+    # -- PostgreSQL bridge ----------------------------------------------------------------------
+    async def listen_postgres(self, url: str) -> None:
+        """LISTEN forever (reconnecting), delivering what any server process NOTIFYs."""
+        import psycopg
+
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=10) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    async for note in conn.notifies():
+                        try:
+                            self._deliver([json.loads(note.payload)])
+                        except ValueError:
+                            log.warning("ignoring a malformed notification")
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 — keep listening across outages
+                log.warning("LISTEN connection lost (%s); retrying in 1 s", e)
+                await asyncio.sleep(1)

@@ -1,0 +1,156 @@
+"""Request bodies. Constraints here turn wrong input into a clear 422 before any work is done."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_no_nul)]
+ShortName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul)]
+Body = Annotated[str, Field(max_length=100_000), AfterValidator(_no_nul)]
+Ident = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+Position = Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorkspaceCreate(Strict):
+    name: Name
+    slug: ShortName | None = None
+    repos: list[Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]] = Field(default_factory=list, max_length=200)
+
+
+class WorkspaceUpdate(Strict):
+    name: Name | None = None
+    repos: list[Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
+
+
+class ResourceIn(Strict):
+    resource_type: ShortName
+    resource_ref: dict[str, Any]
+    label: Name | None = None
+    position: Position | None = None
+
+
+class ResourcePatch(Strict):
+    """Omitted fields are kept; `null` clears (inside resource_ref too)."""
+
+    resource_type: ShortName | None = None
+    resource_ref: dict[str, Any] | None = None
+    label: Name | None = None
+    position: Position | None = None
+
+
+class ProjectCreate(Strict):
+    title: Name
+    description: Body = ""
+    status: ShortName = "planned"
+    priority: ShortName = "none"
+    lead_id: Ident | None = None
+    resources: list[ResourceIn] = Field(default_factory=list, max_length=100)
+
+
+class ProjectUpdate(Strict):
+    title: Name | None = None
+    description: Body | None = None
+    status: ShortName | None = None
+    priority: ShortName | None = None
+
+
+class IssueCreate(Strict):
+    title: Name
+    body: Body = ""
+    status: ShortName = "todo"
+    priority: ShortName = "none"
+    project_id: Ident | None = None
+    assignee: Ident | None = None
+
+
+class IssueUpdate(Strict):
+    title: Name | None = None
+    body: Body | None = None
+    status: ShortName | None = None
+    priority: ShortName | None = None
+
+
+class Assign(Strict):
+    assignee: Ident | None = None
+
+
+class CommentIn(Strict):
+    body: Annotated[str, Field(min_length=1, max_length=100_000), AfterValidator(_no_nul)]
+
+
+class AgentCreate(Strict):
+    name: ShortName
+    provider: ShortName
+    model: Name | None = None
+    instructions: Body = ""
+    command: list[Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
+    max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] = 1
+    runtime: Ident | None = None
+
+
+class RuntimeIn(Strict):
+    provider: ShortName
+    version: Name | None = None
+    path: Annotated[str, Field(max_length=4000), AfterValidator(_no_nul)] | None = None
+    capabilities: list[ShortName] = Field(default_factory=list, max_length=50)
+
+
+class DaemonRegister(Strict):
+    daemon_id: Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{36}$")]
+    name: Name
+    hostname: Name | None = None
+    version: ShortName | None = None
+    capabilities: list[ShortName] = Field(default_factory=list, max_length=50)
+    runtimes: list[RuntimeIn] = Field(default_factory=list, max_length=50)
+
+
+class Heartbeat(Strict):
+    task_ids: list[Ident] = Field(default_factory=list, max_length=1000)
+
+
+class Claim(Strict):
+    limit: Annotated[int, Field(ge=1, le=100)] = 1
+    task_id: Ident | None = None
+
+
+class TaskStatus(Strict):
+    status: ShortName
+    wait_reason: Body | None = None
+    branch_name: Name | None = None
+
+
+class TaskFinish(Strict):
+    status: ShortName
+    result: Annotated[str, Field(max_length=1_000_000), AfterValidator(_no_nul)] | None = None
+    session_id: Name | None = None
+    failure_reason: Body | None = None
+    branch_name: Annotated[str, Field(max_length=500), AfterValidator(_no_nul)] | None = None
+
+
+class MessageIn(Strict):
+    seq: Annotated[int, Field(ge=0, le=2_000_000_000)]
+    kind: ShortName
+    content: dict[str, Any]
+
+
+class MessageBatch(Strict):
+    messages: list[MessageIn] = Field(max_length=1000)
+
+
+class RpcAnswer(Strict):
+    ok: bool
+    error: Body | None = None
+    data: dict[str, Any] | None = None

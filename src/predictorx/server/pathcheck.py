@@ -1,0 +1,32 @@
+"""Check a machine-local path with its daemon at save time (R-LD-1), when that daemon is online.
+
+Only the owning machine can see the folder, so the server asks the daemon over its event stream.
+When the daemon is not connected the resource is saved and the daemon checks again before every
+task (R-LD-2), so a bad path still never runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import resources as registry
+from ..resources import ResourceError
+from .state import AppState
+
+
+async def check_with_daemon(state: AppState, workspace_id: str, resource_type: str, ref: Any,
+                            prefix: str = "") -> None:
+    try:
+        handler = registry.get(resource_type)
+        if not isinstance(ref, dict):
+            return  # the service answers the shape error
+        normalized = handler.normalize(registry.split_label(ref, None)[0])
+    except ResourceError:
+        return  # the transaction below reports it with full context
+    daemon_id = handler.owner_daemon_id(normalized)
+    path = normalized.get("local_path")
+    if not daemon_id or not path:
+        return
+    answer = await state.hub.ask_daemon(workspace_id, daemon_id, {"op": "check_path", "path": path})
+    if answer is not None and not answer.get("ok", True):
+        raise ResourceError(f"{prefix}{answer.get('error') or 'the daemon refused this path'}", status=422)

@@ -1,0 +1,126 @@
+"""Daemon listing for people, and the daemon's own API: register, heartbeat, claim, report,
+and its event stream (push dispatch, R-EX-2)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, Depends, Request
+from sse_starlette.sse import EventSourceResponse
+
+from ...service import daemons as svc
+from ...service import serialize, tasks
+from ...service.errors import NotFound
+from ...store.schema import Daemon
+from ..deps import Caller, daemon_caller, get_state, user_caller
+from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
+from ..state import AppState
+
+router = APIRouter(prefix="/api", tags=["daemons"])
+PING_SECONDS = 15
+
+
+@router.get("/daemons")
+def list_daemons(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        return [serialize.daemon(d, svc.runtimes_of(s, d.id), svc.is_online(d))
+                for d in svc.list_daemons(s, caller.workspace_id)]
+
+
+@router.get("/daemons/{daemon_id}")
+def get_daemon(daemon_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        d = svc.get_daemon(s, caller.workspace_id, daemon_id)
+        out = serialize.daemon(d, svc.runtimes_of(s, d.id), svc.is_online(d))
+        out["connected"] = state.hub.daemon_connected(d.id)
+        return out
+
+
+@router.post("/daemon/register")
+def register(body: DaemonRegister, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        d, token = svc.register(s, caller.workspace_id, daemon_id=body.daemon_id.lower(), name=body.name,
+                                hostname=body.hostname, version=body.version, capabilities=body.capabilities,
+                                runtimes=[r.model_dump() for r in body.runtimes])
+        return {"daemon": serialize.daemon(d, svc.runtimes_of(s, d.id), True), "token": token}
+
+
+def _me(s, caller: Caller) -> Daemon:  # noqa: ANN001
+    d = s.get(Daemon, caller.principal.daemon_id)
+    if d is None:
+        raise NotFound("this daemon is no longer registered; restart it to register again")
+    return d
+
+
+@router.post("/daemon/heartbeat")
+def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids)}
+
+
+@router.post("/daemon/claim")
+def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        d = _me(s, caller)
+        claimed = tasks.claim(s, d, limit=body.limit, task_id=body.task_id)
+        return {"tasks": [{
+            "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
+            "agent": serialize.agent(c["agent"]),
+            "issue": serialize.issue(c["issue"]),
+            "context": c["context"],
+            "token": c["token"],
+        } for c in claimed]}
+
+
+@router.post("/daemon/tasks/{task_id}/status")
+def report_status(task_id: str, body: TaskStatus, caller: Caller = Depends(daemon_caller),
+                  state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        t = tasks.report_status(s, caller.principal.daemon_id, task_id, status=body.status,
+                                wait_reason=body.wait_reason, branch_name=body.branch_name)
+        return serialize.task(t)
+
+
+@router.post("/daemon/tasks/{task_id}/finish")
+def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_caller),
+           state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        return serialize.task(tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump()))
+
+
+@router.post("/daemon/requests/{request_id}")
+def answer(request_id: str, body: RpcAnswer, caller: Caller = Depends(daemon_caller),
+           state: AppState = Depends(get_state)) -> dict:
+    return {"accepted": state.hub.answer(request_id, body.model_dump())}
+
+
+@router.get("/daemon/events")
+async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller),
+                        state: AppState = Depends(get_state)) -> EventSourceResponse:
+    """The long-lived push connection. The first event tells the daemon to claim what is queued."""
+    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id)
+    return EventSourceResponse(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+
+
+@router.get("/events")
+async def events(request: Request, caller: Caller = Depends(user_caller),
+                 state: AppState = Depends(get_state)) -> EventSourceResponse:
+    """Live updates for browsers and `predictorx … --watch`."""
+    sub = state.hub.subscribe(caller.workspace_id)
+    return EventSourceResponse(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+
+
+async def _stream(request: Request, state: AppState, sub, hello: dict):  # noqa: ANN001, ANN202
+    try:
+        yield {"data": json.dumps(hello)}
+        while True:
+            try:
+                event = await asyncio.wait_for(sub.queue.get(), timeout=5)
+            except asyncio.TimeoutError:
+                if await request.is_disconnected():
+                    return
+                continue
+            yield {"data": json.dumps(event)}
+    finally:
+        state.hub.unsubscribe(sub)

@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query
+
+from ...service import issues as svc
+from ...service import serialize, tasks
+from ...service.errors import Forbidden, Invalid
+from ...store.schema import Agent, Issue
+from ..deps import Caller, get_caller, get_state, user_caller
+from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
+from ..state import AppState
+
+router = APIRouter(prefix="/api/issues", tags=["issues"])
+
+
+def _out(s, issue: Issue) -> dict:  # noqa: ANN001
+    return serialize.issue(issue, svc.assignee_name(s, issue))
+
+
+def _task_may_touch(caller: Caller, s, issue: Issue) -> None:  # noqa: ANN001
+    """A task token acts on its own issue only (R-EX-4)."""
+    p = caller.principal
+    if p.kind == "user":
+        return
+    if p.kind == "task":
+        t = s.get(tasks.Task, p.task_id)
+        if t is not None and t.issue_id == issue.id:
+            return
+    raise Forbidden("this token may not act on that issue")
+
+
+@router.get("")
+def list_issues(project: str | None = Query(default=None, max_length=200),
+                status: str | None = Query(default=None, max_length=50),
+                limit: int = Query(default=200, ge=1, le=1000),
+                caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        project_id = svc.get_project(s, caller.workspace_id, project).id if project else None
+        return [_out(s, i) for i in svc.list_issues(s, caller.workspace_id, project_id=project_id,
+                                                  status=status, limit=limit)]
+
+
+@router.post("", status_code=201)
+def create_issue(body: IssueCreate, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        issue = svc.create_issue(s, caller.workspace_id, caller.user_id, **body.model_dump())
+        return _out(s, issue)
+
+
+@router.get("/{ref}")
+def get_issue(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        issue = svc.get_issue(s, caller.workspace_id, ref)
+        _task_may_touch(caller, s, issue)
+        out = _out(s, issue)
+        out["comments"] = [serialize.comment(c) for c in svc.list_comments(s, issue)]
+        return out
+
+
+@router.patch("/{ref}")
+def update_issue(ref: str, body: IssueUpdate, caller: Caller = Depends(get_caller),
+                 state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        issue = svc.get_issue(s, caller.workspace_id, ref)
+        _task_may_touch(caller, s, issue)
+        changes = body.model_dump(exclude_unset=True, exclude_none=True)
+        if caller.principal.kind == "task" and set(changes) - {"status"}:
+            raise Forbidden("an agent's task token may only change the issue's status")
+        if "status" in changes and changes["status"] not in svc.ISSUE_STATUSES:
+            raise Invalid(f"status must be one of {', '.join(svc.ISSUE_STATUSES)}")
+        if "priority" in changes and changes["priority"] not in svc.PRIORITIES:
+            raise Invalid(f"priority must be one of {', '.join(svc.PRIORITIES)}")
+        for key, value in changes.items():
+            setattr(issue, key, value)
+        s.flush()
+        return _out(s, issue)
+
+
+@router.post("/{ref}/assign")
+def assign(ref: str, body: Assign, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        issue = svc.get_issue(s, caller.workspace_id, ref)
+        task = svc.assign(s, issue, body.assignee)
+        out = _out(s, issue)
+        out["task"] = serialize.task(task) if task else None
+        return out
+
+
+@router.get("/{ref}/comments")
+def list_comments(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        issue = svc.get_issue(s, caller.workspace_id, ref)
+        _task_may_touch(caller, s, issue)
+        return [serialize.comment(c) for c in svc.list_comments(s, issue)]
+
+
+@router.post("/{ref}/comments", status_code=201)
+def add_comment(ref: str, body: CommentIn, caller: Caller = Depends(get_caller),
+                state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        issue = svc.get_issue(s, caller.workspace_id, ref)
+        _task_may_touch(caller, s, issue)
+        if caller.principal.kind == "task":
+            t = s.get(tasks.Task, caller.principal.task_id)
+            c = svc.add_comment(s, issue, body=body.body, author_type="agent", author_id=t.agent_id)
+        else:
+            c = svc.add_comment(s, issue, body=body.body, author_type="member", author_id=caller.user_id)
+        return serialize.comment(c)
+
+
+@router.get("/{ref}/runs")
+def runs(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        issue = svc.get_issue(s, caller.workspace_id, ref)
+        out = []
+        for t in tasks.list_for_issue(s, issue):
+            agent = s.get(Agent, t.agent_id)
+            out.append(serialize.task(t, agent.name if agent else None, issue.number))
+        return out

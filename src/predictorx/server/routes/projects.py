@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import select
+
+from ... import resources as registry
+from ...service import projects as svc
+from ...service import serialize
+from ...store.schema import Project
+from ..deps import Caller, get_state, user_caller
+from ..models import ProjectCreate, ProjectUpdate, ResourceIn, ResourcePatch
+from ..pathcheck import check_with_daemon
+from ..state import AppState
+
+router = APIRouter(prefix="/api/projects", tags=["projects"])
+
+
+@router.get("")
+def list_projects(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        rows = s.scalars(select(Project).where(Project.workspace_id == caller.workspace_id)
+                         .order_by(Project.created_at))
+        return [serialize.project(p) for p in rows]
+
+
+@router.post("", status_code=201)
+async def create_project(body: ProjectCreate, caller: Caller = Depends(user_caller),
+                         state: AppState = Depends(get_state)) -> dict:
+    for i, r in enumerate(body.resources):
+        await check_with_daemon(state, caller.workspace_id, r.resource_type, r.resource_ref, f"resource {i + 1}: ")
+
+    def work() -> dict:
+        with state.write() as s:
+            p = svc.create_project(s, caller.workspace_id, caller.user_id, title=body.title,
+                                   description=body.description, status=body.status, priority=body.priority,
+                                   lead_id=body.lead_id, resources=[r.model_dump() for r in body.resources])
+            return serialize.project(p, svc.list_resources(s, p.id))
+    return await run_in_threadpool(work)
+
+
+@router.get("/{project_id}")
+def get_project(project_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        p = svc.get_project(s, caller.workspace_id, project_id)
+        return serialize.project(p, svc.list_resources(s, p.id))
+
+
+@router.patch("/{project_id}")
+def update_project(project_id: str, body: ProjectUpdate, caller: Caller = Depends(user_caller),
+                   state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        p = svc.get_project(s, caller.workspace_id, project_id)
+        for key, value in body.model_dump(exclude_unset=True).items():
+            if value is None:
+                continue
+            if key == "status" and value not in svc.PROJECT_STATUSES:
+                raise svc.Invalid(f"status must be one of {', '.join(svc.PROJECT_STATUSES)}")
+            if key == "priority" and value not in svc.PRIORITIES:
+                raise svc.Invalid(f"priority must be one of {', '.join(svc.PRIORITIES)}")
+            setattr(p, key, value)
+        s.flush()
+        return serialize.project(p, svc.list_resources(s, p.id))
+
+
+@router.delete("/{project_id}", status_code=204)
+def delete_project(project_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> Response:
+    with state.write() as s:
+        s.delete(svc.get_project(s, caller.workspace_id, project_id))
+    return Response(status_code=204)
+
+
+# -- resources --------------------------------------------------------------------------------
+
+@router.get("/{project_id}/resources")
+def list_resources(project_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        p = svc.get_project(s, caller.workspace_id, project_id)
+        return [serialize.resource(r) for r in svc.list_resources(s, p.id)]
+
+
+@router.post("/{project_id}/resources", status_code=201)
+async def add_resource(project_id: str, body: ResourceIn, caller: Caller = Depends(user_caller),
+                       state: AppState = Depends(get_state)) -> dict:
+    await check_with_daemon(state, caller.workspace_id, body.resource_type, body.resource_ref)
+
+    def work() -> dict:
+        with state.write() as s:
+            p = svc.get_project(s, caller.workspace_id, project_id)
+            row = svc.add_resource(s, p, caller.user_id, resource_type=body.resource_type,
+                                   resource_ref=body.resource_ref, label=body.label, position=body.position)
+            return serialize.resource(row)
+    return await run_in_threadpool(work)
+
+
+@router.get("/{project_id}/resources/{resource_id}")
+def get_resource(project_id: str, resource_id: str, caller: Caller = Depends(user_caller),
+                 state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        p = svc.get_project(s, caller.workspace_id, project_id)
+        return serialize.resource(svc.get_resource(s, p, resource_id))
+
+
+@router.patch("/{project_id}/resources/{resource_id}")
+async def update_resource(project_id: str, resource_id: str, body: ResourcePatch,
+                          caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    patch = body.model_dump(exclude_unset=True)
+
+    def current() -> tuple[str, dict]:
+        with state.read() as s:
+            row = svc.get_resource(s, svc.get_project(s, caller.workspace_id, project_id), resource_id)
+            return row.resource_type, row.resource_ref
+    rtype, ref = await run_in_threadpool(current)
+    merged = registry.merge_patch(ref, {k: v for k, v in (patch.get("resource_ref") or {}).items() if k != "label"})
+    if merged != ref:
+        await check_with_daemon(state, caller.workspace_id, rtype, merged)
+
+    def work() -> dict:
+        with state.write() as s:
+            p = svc.get_project(s, caller.workspace_id, project_id)
+            return serialize.resource(svc.update_resource(s, p, resource_id, patch))
+    return await run_in_threadpool(work)
+
+
+@router.delete("/{project_id}/resources/{resource_id}", status_code=204)
+def remove_resource(project_id: str, resource_id: str, caller: Caller = Depends(user_caller),
+                    state: AppState = Depends(get_state)) -> Response:
+    with state.write() as s:
+        svc.remove_resource(s, svc.get_project(s, caller.workspace_id, project_id), resource_id)
+    return Response(status_code=204)

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query
+
+from ...service import serialize
+from ...service import tasks as svc
+from ...service.errors import Forbidden
+from ...store.schema import Agent, Issue
+from ..deps import Caller, get_caller, get_state, user_caller
+from ..models import MessageBatch
+from ..state import AppState
+
+router = APIRouter(prefix="/api/tasks", tags=["tasks"])
+
+
+def _visible(caller: Caller, task) -> None:  # noqa: ANN001
+    p = caller.principal
+    if p.kind == "task" and p.task_id != task.id:
+        raise Forbidden("a task token sees only its own task")
+    if p.kind == "daemon" and task.daemon_id != p.daemon_id:
+        raise Forbidden("this task is not held by this daemon")
+
+
+def _out(s, t) -> dict:  # noqa: ANN001
+    agent, issue = s.get(Agent, t.agent_id), s.get(Issue, t.issue_id)
+    return serialize.task(t, agent.name if agent else None, issue.number if issue else None)
+
+
+@router.get("")
+def list_tasks(project: str | None = Query(default=None, max_length=200),
+               status: str | None = Query(default=None, max_length=50),
+               limit: int = Query(default=200, ge=1, le=1000),
+               caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        return [_out(s, t) for t in svc.list_tasks(s, caller.workspace_id, project_id=project,
+                                                  status=status, limit=limit)]
+
+
+@router.get("/{task_id}")
+def get_task(task_id: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        t = svc.get_task(s, caller.workspace_id, task_id)
+        _visible(caller, t)
+        out = _out(s, t)
+        if caller.principal.kind in ("task", "daemon"):
+            out["context"] = t.context
+        return out
+
+
+@router.get("/{task_id}/messages")
+def messages(task_id: str, after: int = Query(default=-1, ge=-1, le=2_000_000_000),
+             limit: int = Query(default=1000, ge=1, le=10_000),
+             caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        t = svc.get_task(s, caller.workspace_id, task_id)
+        _visible(caller, t)
+        return [serialize.message(m) for m in svc.list_messages(s, t, after, limit)]
+
+
+@router.post("/{task_id}/messages")
+def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get_caller),
+                  state: AppState = Depends(get_state)) -> dict:
+    if caller.principal.kind == "user":
+        raise Forbidden("messages are posted by the daemon running the task")
+    with state.write() as s:
+        t = svc.get_task(s, caller.workspace_id, task_id)
+        _visible(caller, t)
+        last = svc.append_messages(s, t, [m.model_dump() for m in body.messages])
+        return {"last_seq": last}
+
+
+@router.post("/{task_id}/cancel")
+def cancel(task_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        t = svc.cancel(s, svc.get_task(s, caller.workspace_id, task_id))
+        return _out(s, t)

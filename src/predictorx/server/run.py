@@ -1,0 +1,50 @@
+"""Start a server process: migrate, bootstrap the first owner, record the URL, serve."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import uvicorn
+
+from .. import config
+from ..service import auth
+from ..store.db import Database
+from .app import create_app
+
+log = logging.getLogger("predictorx.server")
+
+
+def bootstrap(db: Database, server_url: str) -> str | None:
+    """First start: create the owner and its token; the plain token lives only in config.json (0600).
+    Returns the new token, or None when the owner already existed."""
+    with db.write() as s:
+        made = auth.bootstrap_owner(s)
+    cfg = config.read_config()
+    if made is not None:
+        token, ws, _user = made
+        config.write_config(server_url=server_url, token=token, workspace_id=ws.id)
+        return token
+    if cfg.get("token"):
+        config.write_config(server_url=server_url)
+    return None
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = None) -> None:
+    db = Database(db_url)
+    db.migrate()
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}"
+    bootstrap(db, url)
+    app = create_app(db, migrate=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -1,0 +1,114 @@
+"""Tokens and principals (R-SEC-1, R-SEC-2).
+
+Tokens are random strings with a kind prefix; only their SHA-256 is stored. A principal is what a
+token stands for: a user (member of workspaces), a daemon (one workspace, one daemon_id) or a task
+(one task: comment on its issue, set its status, check out its allowed repos, nothing more).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..store.schema import Member, Task, Token, User, Workspace, utcnow
+from .errors import NotFound, ServiceError
+
+PREFIX = {"user": "pxu_", "daemon": "pxd_", "task": "pxt_"}
+
+
+class Unauthorized(ServiceError):
+    status = 401
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def mint(session: Session, kind: str, *, name: str | None = None, user_id: str | None = None,
+         workspace_id: str | None = None, daemon_id: str | None = None, task_id: str | None = None,
+         ttl: timedelta | None = None) -> str:
+    raw = PREFIX[kind] + secrets.token_urlsafe(32)
+    session.add(Token(
+        token_hash=hash_token(raw), kind=kind, name=name, user_id=user_id,
+        workspace_id=workspace_id, daemon_id=daemon_id, task_id=task_id,
+        expires_at=utcnow() + ttl if ttl else None,
+    ))
+    return raw
+
+
+@dataclass
+class Principal:
+    kind: str
+    token_id: str
+    user_id: str | None = None
+    workspace_ids: list[str] = field(default_factory=list)
+    daemon_id: str | None = None
+    task_id: str | None = None
+
+    @property
+    def is_user(self) -> bool:
+        return self.kind == "user"
+
+
+def authenticate(session: Session, raw: str | None) -> Principal:
+    if not raw:
+        raise Unauthorized("missing token: run `predictorx login` or set PREDICTORX_TOKEN")
+    tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)))
+    now = utcnow()
+    if tok is None or tok.revoked or (tok.expires_at is not None and tok.expires_at < now):
+        raise Unauthorized("invalid or expired token: run `predictorx login` again")
+    if tok.kind == "user":
+        ws = list(session.scalars(select(Member.workspace_id).where(Member.user_id == tok.user_id)
+                                  .order_by(Member.created_at)))
+        return Principal("user", tok.id, user_id=tok.user_id, workspace_ids=ws)
+    if tok.kind == "task":
+        task = session.get(Task, tok.task_id)
+        if task is None or task.status in ("completed", "failed", "cancelled"):
+            raise Unauthorized("this task token is no longer valid: its task has finished")
+    return Principal(tok.kind, tok.id, workspace_ids=[tok.workspace_id], daemon_id=tok.daemon_id,
+                     task_id=tok.task_id)
+
+
+def resolve_workspace(session: Session, principal: Principal, wanted: str | None) -> Workspace:
+    """The workspace a request acts in: named by id or slug, else the principal's first one.
+
+    Anything outside the principal's workspaces answers 404, never 403 (R-SEC-2).
+    """
+    if wanted:
+        ws = session.get(Workspace, wanted) or session.scalar(select(Workspace).where(Workspace.slug == wanted))
+        if ws is None or ws.id not in principal.workspace_ids:
+            raise NotFound(f"workspace {wanted!r} not found; `predictorx workspace list` shows yours")
+        return ws
+    if not principal.workspace_ids:
+        raise NotFound("you are not a member of any workspace; create one with `predictorx workspace create`")
+    return session.get(Workspace, principal.workspace_ids[0])
+
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(text: str) -> str:
+    return _SLUG.sub("-", text.lower()).strip("-")[:60] or "workspace"
+
+
+def bootstrap_owner(session: Session, name: str = "owner") -> tuple[str, Workspace, User] | None:
+    """On the very first start: an owner, a default workspace and the owner's token."""
+    if session.scalar(select(User.id).limit(1)) is not None:
+        return None
+    user = User(name=name)
+    ws = Workspace(name="Default", slug="default", repos=[])
+    session.add_all([user, ws])
+    session.flush()
+    session.add(Member(workspace_id=ws.id, user_id=user.id, role="owner"))
+    raw = mint(session, "user", name="local owner", user_id=user.id)
+    return raw, ws, user
+
+
+def expiry(seconds: float) -> datetime:
+    return utcnow() + timedelta(seconds=seconds)

@@ -1,0 +1,108 @@
+"""Issues, comments and assignment. Assigning an issue to an agent queues a task."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
+from . import tasks
+from .agents import find_agent
+from .errors import Invalid, NotFound
+from .projects import PRIORITIES, get_project
+
+ISSUE_STATUSES = ("backlog", "todo", "in_progress", "in_review", "done", "cancelled")
+
+
+def get_issue(session: Session, workspace_id: str, ref: str | int) -> Issue:
+    """By id, by number, or by '#N' / 'KEY-N' style numbers."""
+    issue = None
+    text = str(ref).strip()
+    digits = text.lstrip("#").rsplit("-", 1)[-1]
+    if digits.isdigit() and len(digits) < 10:
+        issue = session.scalar(select(Issue).where(Issue.workspace_id == workspace_id, Issue.number == int(digits)))
+    if issue is None:
+        issue = session.get(Issue, text)
+        if issue is not None and issue.workspace_id != workspace_id:
+            issue = None
+    if issue is None:
+        raise NotFound(f"issue {text!r} not found; `predictorx issue list` shows the issues")
+    return issue
+
+
+def _next_number(session: Session, workspace_id: str) -> int:
+    # One UPDATE … RETURNING-free increment under the write lock of this transaction.
+    session.execute(update(Workspace).where(Workspace.id == workspace_id)
+                    .values(issue_counter=Workspace.issue_counter + 1))
+    return session.scalar(select(Workspace.issue_counter).where(Workspace.id == workspace_id))
+
+
+def create_issue(session: Session, workspace_id: str, user_id: str | None, *, title: str, body: str = "",
+                 status: str = "todo", priority: str = "none", project_id: str | None = None,
+                 assignee: str | None = None) -> Issue:
+    if status not in ISSUE_STATUSES:
+        raise Invalid(f"status must be one of {', '.join(ISSUE_STATUSES)}")
+    if priority not in PRIORITIES:
+        raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
+    if project_id:
+        project_id = get_project(session, workspace_id, project_id).id
+    issue = Issue(workspace_id=workspace_id, number=_next_number(session, workspace_id), title=title,
+                  body=body, status=status, priority=priority, project_id=project_id, created_by=user_id)
+    session.add(issue)
+    session.flush()
+    if assignee:
+        assign(session, issue, assignee)
+    return issue
+
+
+def assign(session: Session, issue: Issue, assignee: str | None) -> Task | None:
+    """Assign to an agent (queues a task) or a member; None unassigns."""
+    if not assignee:
+        issue.assignee_type, issue.assignee_id = None, None
+        return None
+    try:
+        agent = find_agent(session, issue.workspace_id, assignee)
+    except NotFound:
+        agent = None
+    if agent is not None:
+        issue.assignee_type, issue.assignee_id = "agent", agent.id
+        return tasks.enqueue(session, issue, agent)
+    user = session.scalar(select(User).join(Member, Member.user_id == User.id).where(
+        Member.workspace_id == issue.workspace_id, (User.id == assignee) | (User.name == assignee)))
+    if user is None:
+        raise NotFound(f"no agent or member named {assignee!r}; `predictorx agent list` shows the agents")
+    issue.assignee_type, issue.assignee_id = "member", user.id
+    return None
+
+
+def assignee_name(session: Session, issue: Issue) -> str | None:
+    if issue.assignee_type == "agent":
+        a = session.get(Agent, issue.assignee_id)
+        return a.name if a else None
+    if issue.assignee_type == "member":
+        u = session.get(User, issue.assignee_id)
+        return u.name if u else None
+    return None
+
+
+def list_issues(session: Session, workspace_id: str, *, project_id: str | None = None,
+                status: str | None = None, limit: int = 200) -> list[Issue]:
+    q = select(Issue).where(Issue.workspace_id == workspace_id)
+    if project_id:
+        q = q.where(Issue.project_id == project_id)
+    if status:
+        q = q.where(Issue.status == status)
+    return list(session.scalars(q.order_by(Issue.number.desc()).limit(limit)))
+
+
+def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, author_id: str | None) -> Comment:
+    if not body.strip():
+        raise Invalid("a comment needs a body")
+    c = Comment(issue_id=issue.id, body=body, author_type=author_type, author_id=author_id)
+    session.add(c)
+    session.flush()
+    return c
+
+
+def list_comments(session: Session, issue: Issue) -> list[Comment]:
+    return list(session.scalars(select(Comment).where(Comment.issue_id == issue.id).order_by(Comment.created_at)))

@@ -1,0 +1,161 @@
+"""Projects and their typed resources (R-RES-1 … R-RES-9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from .. import resources as registry
+from ..resources import ResourceError
+from ..store.schema import Daemon, Project, ProjectResource, Runtime
+from .errors import Conflict, Invalid, NotFound
+
+PROJECT_STATUSES = ("planned", "in_progress", "paused", "completed", "cancelled")
+PRIORITIES = ("none", "low", "medium", "high", "urgent")
+
+
+def get_project(session: Session, workspace_id: str, project_id: str) -> Project:
+    p = session.get(Project, project_id)
+    if p is None or p.workspace_id != workspace_id:
+        raise NotFound(f"project {project_id!r} not found; `predictorx project list` shows the projects")
+    return p
+
+
+def list_resources(session: Session, project_id: str) -> list[ProjectResource]:
+    return list(session.scalars(
+        select(ProjectResource).where(ProjectResource.project_id == project_id)
+        .order_by(ProjectResource.position, ProjectResource.created_at)))
+
+
+def _check_capabilities(session: Session, handler: registry.ResourceType, ref: dict[str, Any]) -> None:
+    """R-RES-9: capability, not version, decides whether the owning daemon can run this."""
+    needed = handler.required_capabilities(ref)
+    owner = handler.owner_daemon_id(ref)
+    if not needed or owner is None:
+        return
+    daemon = session.get(Daemon, owner)
+    if daemon is None:
+        return  # unknown machine yet: the claim-time check (R-RES-9) still protects the run
+    declared = set(daemon.capabilities or [])
+    for rt in session.scalars(select(Runtime).where(Runtime.daemon_id == owner)):
+        declared |= set(rt.capabilities or [])
+    missing = sorted(needed - declared)
+    if missing:
+        raise Invalid(
+            f"daemon {daemon.name} ({owner}) does not support {', '.join(missing)}; "
+            "update Predictor X on that machine and restart its daemon, or use execution_mode in_place"
+        )
+
+
+def _validate(session: Session, resource_type: str, ref: Any, label: str | None,
+              validate_path=None) -> tuple[registry.ResourceType, dict, str | None]:  # noqa: ANN001
+    handler = registry.get(resource_type)
+    if not isinstance(ref, dict):
+        raise Invalid("resource_ref must be a JSON object")
+    ref, label = registry.split_label(ref, label)
+    ref = handler.normalize(ref)
+    _check_capabilities(session, handler, ref)
+    if validate_path is not None:
+        validate_path(handler, ref)
+    return handler, ref, label
+
+
+def _row(project_id: str, handler, ref, label, position, user_id) -> ProjectResource:  # noqa: ANN001
+    return ProjectResource(project_id=project_id, resource_type=handler.name, resource_ref=ref,
+                           label=label, position=position, unique_key=handler.unique_key(ref),
+                           created_by=user_id)
+
+
+def _conflict_message(handler: registry.ResourceType, ref: dict) -> str:
+    if handler.name == "local_directory":
+        return (f"this project already has a local_directory for daemon {ref['daemon_id']}; "
+                "a project can have one local folder per machine — update or remove the existing one")
+    return f"this project already has a {handler.name} resource with the same key"
+
+
+def _flush_unique(session: Session, handler, ref) -> None:  # noqa: ANN001
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(_conflict_message(handler, ref)) from None
+
+
+def create_project(session: Session, workspace_id: str, user_id: str | None, *, title: str,
+                   description: str = "", status: str = "planned", priority: str = "none",
+                   lead_id: str | None = None, resources: list[dict] = (), validate_path=None) -> Project:  # noqa: ANN001
+    """One transaction (R-RES-5): an invalid resource aborts the whole creation."""
+    if status not in PROJECT_STATUSES:
+        raise Invalid(f"status must be one of {', '.join(PROJECT_STATUSES)}")
+    if priority not in PRIORITIES:
+        raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
+    project = Project(workspace_id=workspace_id, title=title, description=description,
+                      status=status, priority=priority, lead_id=lead_id)
+    session.add(project)
+    session.flush()
+    for i, spec in enumerate(resources):
+        try:
+            handler, ref, label = _validate(session, spec["resource_type"], spec.get("resource_ref"),
+                                            spec.get("label"), validate_path)
+        except ResourceError as e:
+            raise type(e)(f"resource {i + 1}: {e.message}", e.status) from None
+        pos = spec.get("position")
+        session.add(_row(project.id, handler, ref, label, i if pos is None else pos, user_id))
+        _flush_unique(session, handler, ref)
+    return project
+
+
+def add_resource(session: Session, project: Project, user_id: str | None, *, resource_type: str,
+                 resource_ref: Any, label: str | None = None, position: int | None = None,
+                 validate_path=None) -> ProjectResource:  # noqa: ANN001
+    handler, ref, label = _validate(session, resource_type, resource_ref, label, validate_path)
+    if position is None:
+        top = session.scalar(select(func.max(ProjectResource.position))
+                             .where(ProjectResource.project_id == project.id))
+        position = 0 if top is None else top + 1
+    row = _row(project.id, handler, ref, label, position, user_id)
+    session.add(row)
+    _flush_unique(session, handler, ref)
+    return row
+
+
+def get_resource(session: Session, project: Project, resource_id: str) -> ProjectResource:
+    row = session.get(ProjectResource, resource_id)
+    if row is None or row.project_id != project.id:
+        raise NotFound(f"resource {resource_id!r} not found in project {project.id}; "
+                       f"`predictorx project resource list {project.id}` shows its resources")
+    return row
+
+
+def update_resource(session: Session, project: Project, resource_id: str, patch: dict[str, Any],
+                    validate_path=None) -> ProjectResource:  # noqa: ANN001
+    """Partial update: omitted fields are kept, fields set to null are cleared."""
+    row = get_resource(session, project, resource_id)
+    if "resource_type" in patch and patch["resource_type"] != row.resource_type:
+        raise Invalid(f"resource_type cannot change (this one is {row.resource_type}); "
+                      "remove the resource and add a new one")
+    ref_patch = patch.get("resource_ref") or {}
+    if not isinstance(ref_patch, dict):
+        raise Invalid("resource_ref must be a JSON object")
+    label = row.label
+    if "label" in ref_patch:
+        label = ref_patch.pop("label")
+    if "label" in patch:
+        label = patch["label"]
+    if label is not None and not isinstance(label, str):
+        raise Invalid("label must be a string or null")
+    handler, ref, _ = _validate(session, row.resource_type, registry.merge_patch(row.resource_ref, ref_patch),
+                                None, validate_path)
+    row.resource_ref = ref
+    row.label = label or None
+    row.unique_key = handler.unique_key(ref)
+    if patch.get("position") is not None:
+        row.position = patch["position"]
+    _flush_unique(session, handler, ref)
+    return row
+
+
+def remove_resource(session: Session, project: Project, resource_id: str) -> None:
+    session.delete(get_resource(session, project, resource_id))

@@ -1,0 +1,325 @@
+"""Tasks: queueing, atomic claims, lifecycle, messages, cancellation and the sweeper.
+
+Claims are atomic on both backends: SQLite serialises writers with BEGIN IMMEDIATE (see
+store.db), PostgreSQL skips rows another claimer holds (FOR UPDATE SKIP LOCKED) and locks the
+agent rows it counts concurrency against, so no task is ever handed out twice.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from .. import resources as registry
+from ..store.schema import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    Agent,
+    Daemon,
+    Issue,
+    Project,
+    Runtime,
+    Task,
+    TaskMessage,
+    Workspace,
+    utcnow,
+)
+from . import auth
+from .errors import Conflict, Forbidden, Invalid, NotFound
+from .events import emit
+from .projects import list_resources
+
+MESSAGE_KINDS = ("text", "thinking", "tool_use", "tool_result", "error", "system")
+MAX_ATTEMPTS = 3
+
+
+def lease_duration() -> timedelta:
+    """The prepare lease: a dispatched task not started or extended by then goes back to the queue."""
+    return timedelta(seconds=float(os.environ.get("PREDICTORX_TASK_LEASE", "60")))
+
+
+def _active_key(agent_id: str, issue_id: str) -> str:
+    return f"{agent_id}:{issue_id}"
+
+
+# -- queueing ---------------------------------------------------------------------------------
+
+def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
+    """At most one active task per (agent, issue): an existing one is returned, not duplicated."""
+    key = _active_key(agent.id, issue.id)
+    existing = session.scalar(select(Task).where(Task.active_key == key))
+    if existing is not None:
+        return existing
+    task = Task(workspace_id=issue.workspace_id, issue_id=issue.id, agent_id=agent.id,
+                project_id=issue.project_id, status="queued", active_key=key)
+    session.add(task)
+    session.flush()
+    emit(session, issue.workspace_id, "task_queued", task_id=task.id)
+    return task
+
+
+def get_task(session: Session, workspace_id: str, task_id: str) -> Task:
+    t = session.get(Task, task_id)
+    if t is None or t.workspace_id != workspace_id:
+        raise NotFound(f"task {task_id!r} not found; `predictorx issue runs <issue>` lists an issue's tasks")
+    return t
+
+
+def list_for_issue(session: Session, issue: Issue) -> list[Task]:
+    return list(session.scalars(select(Task).where(Task.issue_id == issue.id).order_by(Task.created_at)))
+
+
+def list_tasks(session: Session, workspace_id: str, *, project_id: str | None = None,
+               status: str | None = None, limit: int = 200) -> list[Task]:
+    q = select(Task).where(Task.workspace_id == workspace_id)
+    if project_id:
+        q = q.where(Task.project_id == project_id)
+    if status:
+        q = q.where(Task.status == status)
+    return list(session.scalars(q.order_by(Task.created_at.desc()).limit(limit)))
+
+
+# -- claiming ---------------------------------------------------------------------------------
+
+def _context(session: Session, task: Task, daemon_id: str) -> dict[str, Any]:
+    """What the daemon needs to run the task, and only what concerns it (R-RES-8)."""
+    ws = session.get(Workspace, task.workspace_id)
+    project = session.get(Project, task.project_id) if task.project_id else None
+    resources = []
+    if project is not None:
+        for r in list_resources(session, project.id):
+            try:
+                handler = registry.get(r.resource_type)
+            except registry.ResourceError:
+                continue  # a type this server no longer knows: nothing safe to send
+            if handler.visible_to_daemon(r.resource_ref, daemon_id):
+                resources.append({"id": r.id, "resource_type": r.resource_type,
+                                  "resource_ref": r.resource_ref, "label": r.label})
+    return {
+        "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name, "repos": list(ws.repos or [])},
+        "project": None if project is None else {
+            "id": project.id, "title": project.title, "description": project.description},
+        "resources": resources,
+    }
+
+
+def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | None:
+    for r in context["resources"]:
+        needed = registry.get(r["resource_type"]).required_capabilities(r["resource_ref"]) - declared
+        if needed:
+            return (f"this daemon does not declare {', '.join(sorted(needed))}, needed for the "
+                    f"{r['resource_type']} resource {r['label'] or r['id']}; update Predictor X on this "
+                    "machine and restart its daemon (the task was not run in place instead)")
+    return None
+
+
+def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None) -> list[dict[str, Any]]:
+    """Hand this daemon up to `limit` queued tasks it can run. Each is returned with its context,
+    its agent and a task-scoped token (R-EX-4)."""
+    runtimes = list(session.scalars(select(Runtime).where(Runtime.daemon_id == daemon.id)))
+    if not runtimes or limit < 1:
+        return []
+    by_provider = {rt.provider: rt for rt in runtimes}
+    runtime_ids = [rt.id for rt in runtimes]
+    q = (select(Task).join(Agent, Agent.id == Task.agent_id)
+         .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
+                or_(Agent.runtime_id.in_(runtime_ids),
+                    and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))))
+         .order_by(Task.created_at, Task.id).limit(limit * 4))
+    if task_id:
+        q = q.where(Task.id == task_id)
+    if session.bind.dialect.name == "postgresql":
+        q = q.with_for_update(of=Task, skip_locked=True)
+    candidates = list(session.scalars(q))
+    if not candidates:
+        return []
+    agent_q = select(Agent).where(Agent.id.in_({t.agent_id for t in candidates}))
+    if session.bind.dialect.name == "postgresql":
+        agent_q = agent_q.with_for_update()  # concurrency counts below must not race
+    agents = {a.id: a for a in session.scalars(agent_q)}
+    busy = dict(session.execute(
+        select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)),
+                                                 Task.status.in_(("dispatched", "running")))
+        .group_by(Task.agent_id)).all())
+    declared = set(daemon.capabilities or [])
+    for rt in runtimes:
+        declared |= set(rt.capabilities or [])
+    now = utcnow()
+    claimed = []
+    for task in candidates:
+        agent = agents[task.agent_id]
+        if busy.get(agent.id, 0) >= agent.max_concurrent_tasks:
+            continue
+        context = _context(session, task, daemon.id)
+        task.daemon_id = daemon.id
+        task.runtime_id = agent.runtime_id or by_provider[agent.provider].id
+        task.context = context
+        task.dispatched_at = now
+        reason = _missing_capability(context, declared)
+        if reason:  # R-RES-9: never silently run in place
+            _finish(session, task, "cancelled", failure_reason=reason)
+            continue
+        task.status = "dispatched"
+        task.attempt += 1
+        task.lease_expires_at = now + lease_duration()
+        busy[agent.id] = busy.get(agent.id, 0) + 1
+        issue = session.get(Issue, task.issue_id)
+        token = auth.mint(session, "task", name=f"task {task.id}", workspace_id=task.workspace_id,
+                          daemon_id=daemon.id, task_id=task.id, ttl=timedelta(days=2))
+        claimed.append({"task": task, "agent": agent, "issue": issue, "context": context, "token": token})
+        emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+        if len(claimed) >= limit:
+            break
+    return claimed
+
+
+# -- lifecycle reported by the daemon ---------------------------------------------------------
+
+def _owned(session: Session, daemon_id: str, task_id: str) -> Task:
+    task = session.get(Task, task_id)
+    if task is None:
+        raise NotFound(f"task {task_id!r} not found")
+    if task.daemon_id != daemon_id:
+        raise Forbidden(f"task {task_id} is not held by this daemon")
+    return task
+
+
+def _finish(session: Session, task: Task, status: str, *, failure_reason: str | None = None) -> None:
+    task.status = status
+    task.active_key = None
+    task.lease_expires_at = None
+    task.finished_at = utcnow()
+    if failure_reason is not None:
+        task.failure_reason = failure_reason
+    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
+
+
+def report_status(session: Session, daemon_id: str, task_id: str, *, status: str,
+                  wait_reason: str | None = None, branch_name: str | None = None) -> Task:
+    """running / waiting_local_directory while the task is alive. A cancelled task stays cancelled."""
+    task = _owned(session, daemon_id, task_id)
+    if status not in ("running", "waiting_local_directory"):
+        raise Invalid("status must be running or waiting_local_directory; finish a task with /finish")
+    if branch_name is not None:
+        task.branch_name = branch_name
+    if task.status in TERMINAL_STATUSES:
+        return task
+    task.status = status
+    task.wait_reason = wait_reason if status == "waiting_local_directory" else None
+    task.lease_expires_at = None  # past the prepare lease: heartbeats keep it alive now
+    if status == "running" and task.started_at is None:
+        task.started_at = utcnow()
+    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
+    return task
+
+
+def finish(session: Session, daemon_id: str, task_id: str, *, status: str, result: str | None = None,
+           session_id: str | None = None, failure_reason: str | None = None,
+           branch_name: str | None = None) -> Task:
+    task = _owned(session, daemon_id, task_id)
+    if status not in TERMINAL_STATUSES:
+        raise Invalid(f"status must be one of {', '.join(TERMINAL_STATUSES)}")
+    task.result = result if result is not None else task.result
+    task.session_id = session_id or task.session_id
+    if branch_name is not None:
+        task.branch_name = branch_name or None
+    if task.status in TERMINAL_STATUSES:  # cancelled (or swept) meanwhile: keep what the user saw
+        if failure_reason and not task.failure_reason:
+            task.failure_reason = failure_reason
+        return task
+    if task.started_at is None and status == "completed":
+        task.started_at = task.dispatched_at
+    task.wait_reason = None
+    _finish(session, task, status, failure_reason=failure_reason)
+    return task
+
+
+def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]) -> int:
+    """Idempotent on (task, seq): a retried batch inserts nothing twice. Returns the highest seq."""
+    rows = []
+    for m in messages:
+        seq, kind = m.get("seq"), m.get("kind")
+        if not isinstance(seq, int) or seq < 0:
+            raise Invalid("every message needs an integer seq >= 0")
+        if kind not in MESSAGE_KINDS:
+            raise Invalid(f"message kind must be one of {', '.join(MESSAGE_KINDS)}")
+        content = m.get("content")
+        if not isinstance(content, dict):
+            raise Invalid("message content must be a JSON object")
+        rows.append({"task_id": task.id, "seq": seq, "kind": kind, "content": content, "created_at": utcnow()})
+    if not rows:
+        return task.message_seq
+    ins = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
+    from ..store.schema import new_id
+
+    for r in rows:
+        r["id"] = new_id()
+    session.execute(ins(TaskMessage).values(rows).on_conflict_do_nothing(index_elements=["task_id", "seq"]))
+    task.message_seq = max(task.message_seq, max(r["seq"] for r in rows))
+    emit(session, task.workspace_id, "task_messages", task_id=task.id, seq=task.message_seq)
+    return task.message_seq
+
+
+def list_messages(session: Session, task: Task, after: int = -1, limit: int = 1000) -> list[TaskMessage]:
+    return list(session.scalars(select(TaskMessage).where(TaskMessage.task_id == task.id, TaskMessage.seq > after)
+                                .order_by(TaskMessage.seq).limit(limit)))
+
+
+def cancel(session: Session, task: Task, reason: str = "cancelled by a user") -> Task:
+    """Immediate for the user; a daemon holding the task is told and kills the agent (R-EX-5)."""
+    if task.status in TERMINAL_STATUSES:
+        raise Conflict(f"task {task.id} already {task.status}")
+    task.cancel_requested = True
+    _finish(session, task, "cancelled", failure_reason=reason)
+    if task.daemon_id:
+        emit(session, task.workspace_id, "task_cancelled", task_id=task.id, daemon_id=task.daemon_id)
+    return task
+
+
+def heartbeat(session: Session, daemon: Daemon, task_ids: list[str]) -> list[str]:
+    """Extend the leases of the daemon's live tasks; answer which of them were cancelled."""
+    now = utcnow()
+    daemon.last_heartbeat_at = now
+    cancelled = []
+    if task_ids:
+        for t in session.scalars(select(Task).where(Task.id.in_(task_ids), Task.daemon_id == daemon.id)):
+            if t.status in TERMINAL_STATUSES:
+                cancelled.append(t.id)
+            elif t.status == "dispatched":
+                t.lease_expires_at = now + lease_duration()
+    return cancelled
+
+
+# -- the sweeper (R-EX-6) ---------------------------------------------------------------------
+
+def sweep(session: Session, daemon_timeout: timedelta) -> list[Task]:
+    """Re-queue tasks whose prepare lease ran out or whose daemon went silent before they started;
+    fail the ones that had started on a daemon that went silent (their run is lost)."""
+    now = utcnow()
+    dead = select(Daemon.id).where(or_(Daemon.last_heartbeat_at.is_(None),
+                                       Daemon.last_heartbeat_at < now - daemon_timeout))
+    q = select(Task).where(Task.status.in_(ACTIVE_STATUSES[1:]), or_(
+        Task.daemon_id.in_(dead),
+        and_(Task.status == "dispatched", Task.lease_expires_at < now)))
+    if session.bind.dialect.name == "postgresql":
+        q = q.with_for_update(skip_locked=True)
+    swept = []
+    for task in session.scalars(q):
+        daemon = session.get(Daemon, task.daemon_id) if task.daemon_id else None
+        who = daemon.name if daemon else "its daemon"
+        if task.status == "dispatched" and task.attempt < MAX_ATTEMPTS:
+            task.status, task.daemon_id, task.lease_expires_at = "queued", None, None
+            task.wait_reason = None
+            emit(session, task.workspace_id, "task_queued", task_id=task.id)
+        else:
+            _finish(session, task, "failed", failure_reason=(
+                f"{who} stopped heartbeating while the task was {task.status}; the run was lost "
+                "(messages already received are kept). Assign the issue again to retry."))
+        swept.append(task)
+    return swept

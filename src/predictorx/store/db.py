@@ -1,0 +1,96 @@
+"""Engines and sessions for SQLite (embedded default) and PostgreSQL (scale path).
+
+SQLite runs in WAL mode with a busy timeout and foreign keys on every connection. A transaction
+that writes starts with `BEGIN IMMEDIATE`: a deferred transaction that later tries to write fails
+at once with SQLITE_BUSY instead of waiting, which is exactly the race a claim must not lose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from .. import config
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def normalize_url(url: str) -> str:
+    """Accept plain `postgresql://` URLs and pick the psycopg 3 driver."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def make_engine(url: str | None = None) -> Engine:
+    url = normalize_url(url or config.database_url())
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+            pool_size=20,
+            max_overflow=20,
+        )
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # noqa: ANN001
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see module doc)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):  # noqa: ANN001
+        immediate = conn.get_execution_options().get("sqlite_immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Database:
+    """One engine plus two session factories: read (deferred) and write (immediate)."""
+
+    def __init__(self, url: str | None = None, engine: Engine | None = None):
+        self.engine = engine or make_engine(url)
+        self.sqlite = is_sqlite(self.engine)
+        self._read = sessionmaker(self.engine, expire_on_commit=False)
+        write_engine = self.engine.execution_options(sqlite_immediate=True) if self.sqlite else self.engine
+        self._write = sessionmaker(write_engine, expire_on_commit=False)
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._read() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A transaction that commits on success and rolls back on any error."""
+        with self._write() as session, session.begin():
+            yield session
+
+    def migrate(self) -> None:
+        from .migrate import upgrade
+
+        upgrade(self.engine)
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,26 @@
+"""Run Alembic migrations programmatically (the server migrates on start)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    command.upgrade(alembic_config(engine), revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    command.downgrade(alembic_config(engine), revision)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import pytest
+from starlette.testclient import TestClient
+
+from predictorx.server.app import create_app
+from predictorx.server.run import bootstrap
+
+
+class Api:
+    """A TestClient that carries the owner's token; `.as_(token)` for another principal."""
+
+    def __init__(self, client: TestClient, token: str):
+        self.client = client
+        self.token = token
+
+    def _h(self, headers):  # noqa: ANN001, ANN202
+        return {"Authorization": f"Bearer {self.token}", **(headers or {})}
+
+    def get(self, url, **kw):  # noqa: ANN001, ANN201
+        return self.client.get(url, headers=self._h(kw.pop("headers", None)), **kw)
+
+    def post(self, url, **kw):  # noqa: ANN001, ANN201
+        return self.client.post(url, headers=self._h(kw.pop("headers", None)), **kw)
+
+    def patch(self, url, **kw):  # noqa: ANN001, ANN201
+        return self.client.patch(url, headers=self._h(kw.pop("headers", None)), **kw)
+
+    def delete(self, url, **kw):  # noqa: ANN001, ANN201
+        return self.client.delete(url, headers=self._h(kw.pop("headers", None)), **kw)
+
+    def as_(self, token: str) -> "Api":
+        return Api(self.client, token)
+
+
+@pytest.fixture
+def app(db):  # noqa: ANN001, ANN201
+    return create_app(db, migrate=False, web=False)
+
+
+@pytest.fixture
+def api(app, db):  # noqa: ANN001, ANN201
+    token = bootstrap(db, "http://testserver")
+    with TestClient(app) as client:
+        yield Api(client, token)

@@ -1,0 +1,169 @@
+"""Projects with typed resources over the HTTP API (R-RES-1 … R-RES-6, R-SEC-2)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from predictorx import resources as registry
+
+DAEMON = str(uuid.uuid4())
+
+
+def _project(api, **kw):  # noqa: ANN001, ANN202
+    r = api.post("/api/projects", json={"title": "Agent UX 2026", **kw})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_create_project_with_resources_in_one_call(api):  # noqa: ANN001
+    p = _project(api, resources=[
+        {"resource_type": "github_repo", "resource_ref": {"url": "https://github.com/org/repo", "ref": "main"}},
+        {"resource_type": "local_directory", "resource_ref": {"local_path": "/srv/code", "daemon_id": DAEMON,
+                                                              "label": "main checkout"}},
+    ])
+    assert [r["resource_type"] for r in p["resources"]] == ["github_repo", "local_directory"]
+    local = p["resources"][1]
+    assert local["label"] == "main checkout" and "label" not in local["resource_ref"]
+    assert local["resource_ref"]["execution_mode"] == "in_place"
+    assert [r["position"] for r in p["resources"]] == [0, 1]
+
+
+def test_bad_resource_aborts_whole_creation(api):  # noqa: ANN001
+    before = api.get("/api/projects").json()
+    r = api.post("/api/projects", json={"title": "x", "resources": [
+        {"resource_type": "github_repo", "resource_ref": {"url": "https://github.com/org/ok"}},
+        {"resource_type": "github_repo", "resource_ref": {"url": "not a url"}},
+    ]})
+    assert r.status_code == 422
+    assert "resource 2" in r.json()["detail"] and "not a git URL" in r.json()["detail"]
+    assert api.get("/api/projects").json() == before
+
+
+def test_unknown_type_lists_known_ones(api):  # noqa: ANN001
+    p = _project(api)
+    r = api.post(f"/api/projects/{p['id']}/resources",
+                 json={"resource_type": "notion_page", "resource_ref": {"page_id": "1"}})
+    assert r.status_code == 400
+    assert "github_repo" in r.json()["detail"] and "local_directory" in r.json()["detail"]
+
+
+def test_second_local_directory_for_same_daemon_is_409(api):  # noqa: ANN001
+    p = _project(api)
+    url = f"/api/projects/{p['id']}/resources"
+    ref = {"local_path": "/srv/a", "daemon_id": DAEMON}
+    assert api.post(url, json={"resource_type": "local_directory", "resource_ref": ref}).status_code == 201
+    r = api.post(url, json={"resource_type": "local_directory", "resource_ref": {**ref, "local_path": "/srv/b"}})
+    assert r.status_code == 409 and "one local folder per machine" in r.json()["detail"]
+    other = {"local_path": "/srv/b", "daemon_id": str(uuid.uuid4())}
+    assert api.post(url, json={"resource_type": "local_directory", "resource_ref": other}).status_code == 201
+    assert len(api.get(url).json()) == 2
+
+
+def test_partial_update_distinguishes_omitted_and_cleared(api):  # noqa: ANN001
+    p = _project(api)
+    url = f"/api/projects/{p['id']}/resources"
+    r = api.post(url, json={"resource_type": "github_repo", "label": "api",
+                            "resource_ref": {"url": "git@gitea.local:org/api.git", "ref": "dev",
+                                             "default_branch_hint": "main"}}).json()
+    upd = api.patch(f"{url}/{r['id']}", json={"resource_ref": {"ref": None}}).json()
+    assert upd["resource_ref"] == {"url": "git@gitea.local:org/api.git", "default_branch_hint": "main"}
+    assert upd["label"] == "api"
+    upd = api.patch(f"{url}/{r['id']}", json={"label": "backend", "position": 7}).json()
+    assert upd["label"] == "backend" and upd["position"] == 7 and upd["resource_ref"]["url"].endswith("api.git")
+    bad = api.patch(f"{url}/{r['id']}", json={"resource_type": "local_directory"})
+    assert bad.status_code == 422 and "cannot change" in bad.json()["detail"]
+    assert api.get(f"{url}/{r['id']}").json()["resource_type"] == "github_repo"
+
+
+def test_update_cannot_create_a_duplicate_local_directory(api):  # noqa: ANN001
+    p = _project(api)
+    url = f"/api/projects/{p['id']}/resources"
+    other = str(uuid.uuid4())
+    api.post(url, json={"resource_type": "local_directory", "resource_ref": {"local_path": "/a", "daemon_id": DAEMON}})
+    r = api.post(url, json={"resource_type": "local_directory",
+                            "resource_ref": {"local_path": "/b", "daemon_id": other}}).json()
+    clash = api.patch(f"{url}/{r['id']}", json={"resource_ref": {"daemon_id": DAEMON}})
+    assert clash.status_code == 409
+    assert api.get(f"{url}/{r['id']}").json()["resource_ref"]["daemon_id"] == other
+
+
+def test_remove_resource(api):  # noqa: ANN001
+    p = _project(api, resources=[{"resource_type": "github_repo", "resource_ref": {"url": "file:///srv/x.git"}}])
+    rid = p["resources"][0]["id"]
+    assert api.delete(f"/api/projects/{p['id']}/resources/{rid}").status_code == 204
+    assert api.get(f"/api/projects/{p['id']}/resources/{rid}").status_code == 404
+
+
+@pytest.mark.parametrize("ref,message", [
+    ({"local_path": "relative/path", "daemon_id": DAEMON}, "absolute"),
+    ({"local_path": "", "daemon_id": DAEMON}, "must not be empty"),
+    ({"local_path": "/srv/x", "daemon_id": "not-a-uuid"}, "UUID"),
+    ({"local_path": "/srv/x", "daemon_id": DAEMON, "execution_mode": "yolo"}, "execution_mode"),
+    ({"local_path": "/srv/x" * 1000, "daemon_id": DAEMON}, "longer than"),
+    ({"local_path": 5, "daemon_id": DAEMON}, "must be a string"),
+    ({"daemon_id": DAEMON}, "local_path is required"),
+])
+def test_bad_local_directory_payloads(api, ref, message):  # noqa: ANN001
+    p = _project(api)
+    r = api.post(f"/api/projects/{p['id']}/resources", json={"resource_type": "local_directory", "resource_ref": ref})
+    assert r.status_code == 422 and message in r.json()["detail"], r.text
+    assert api.get(f"/api/projects/{p['id']}/resources").json() == []
+
+
+def test_malformed_json_is_4xx(api):  # noqa: ANN001
+    r = api.post("/api/projects", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_third_type_is_one_module_plus_registration(api):  # noqa: ANN001
+    class NotionPage(registry.ResourceType):
+        name = "notion_page"
+        title = "Notion page"
+
+        def normalize(self, ref):  # noqa: ANN001, ANN202
+            if not isinstance(ref.get("page_id"), str):
+                raise registry.ResourceError("page_id is required")
+            return {"page_id": ref["page_id"], "title": ref.get("title")}
+
+        def describe(self, ref, label):  # noqa: ANN001, ANN202
+            return f"Notion page “{ref['title']}”"
+
+    registry.register(NotionPage)
+    try:
+        p = _project(api)
+        r = api.post(f"/api/projects/{p['id']}/resources",
+                     json={"resource_type": "notion_page", "resource_ref": {"page_id": "abc", "title": "Spec"}})
+        assert r.status_code == 201, r.text
+        assert r.json()["resource_ref"] == {"page_id": "abc", "title": "Spec"}
+        assert registry.get("notion_page").describe(r.json()["resource_ref"], None) == "Notion page “Spec”"
+    finally:
+        registry.unregister("notion_page")
+
+
+def test_workspace_isolation_is_404(api):  # noqa: ANN001
+    p = _project(api)
+    ws = api.post("/api/workspaces", json={"name": "Other team"}).json()
+    # A second user who is only a member of the other workspace.
+    from predictorx.service import auth
+    from predictorx.store.schema import Member, User
+
+    state = api.client.app.state.px
+    with state.write() as s:
+        u = User(name="mallory")
+        s.add(u)
+        s.flush()
+        s.add(Member(workspace_id=ws["id"], user_id=u.id, role="member"))
+        token = auth.mint(s, "user", user_id=u.id)
+    other = api.as_(token)
+    assert other.get(f"/api/projects/{p['id']}").status_code == 404
+    assert other.get(f"/api/projects/{p['id']}/resources").status_code == 404
+    assert other.get("/api/projects").json() == []
+    first_ws = api.get("/api/workspaces").json()[0]["id"]
+    assert other.get("/api/projects", headers={"X-Workspace": first_ws}).status_code == 404
+
+
+def test_no_token_is_401(api):  # noqa: ANN001
+    assert api.client.get("/api/projects").status_code == 401
+    assert api.as_("pxu_wrong").get("/api/projects").status_code == 401

@@ -1,0 +1,5 @@
+import sys
+
+from agents_room.cli import main
+
+sys.exit(main())

@@ -78,6 +78,10 @@ def _within(path: str, top: str) -> bool:
     return path == top or top == "/" or path.startswith(top + "/")
 
 
+def _is_in(path: str, top: str) -> str:
+    return "is" if path == top else "is inside"
+
+
 def _strictly_within(path: str, top: str) -> bool:
     return path != top and _within(path, top)
 
@@ -120,9 +124,9 @@ def posix_location_violation(
         if tree == "/var":
             if any(_strictly_within(p, fold(a)) for a in _VAR_ALLOWED):
                 continue
-            return SYSTEM_TREE, ("is inside a system directory (/var and everything under it, "
+            return SYSTEM_TREE, (f"{_is_in(p, t)} a system directory (/var and everything under it, "
                                  "except folders inside /var/tmp, /var/folders and /var/www)")
-        return SYSTEM_TREE, f"is inside a system directory ({tree} and everything under it)"
+        return SYSTEM_TREE, f"{_is_in(p, t)} a system directory ({tree} and everything under it)"
 
     for homes in ("/home", "/Users"):
         hs = fold(homes)

@@ -1,0 +1,336 @@
+"""The one place agent processes are started, read, logged and stopped (R-EX-3, R-EX-5).
+
+- The agent runs in its own session, hence its own process group, so one signal reaches
+  everything it started.
+- Stdout is read in chunks and split into lines by hand: asyncio's `readline` gives up on lines
+  over its 64 KiB limit, and agents print whole files as one JSON line.
+- Stdout is kept verbatim in `<logs>/<provider>.stream.jsonl`, stderr in
+  `<logs>/<provider>.stderr.log`; the tail of stderr is kept in memory for the failure reason.
+- Cancel or timeout: SIGTERM to the group, SIGKILL after a grace; all of it within
+  `STOP_BUDGET_S`. On a normal exit, whatever the agent left running in its group is stopped too.
+- The leader's exit is noticed from its return code, not from `Process.wait()`, which on some
+  Python versions also waits for the pipes — and a grandchild holding stdout would keep it waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE = 64 * 1024
+#: After SIGTERM, how long the group gets to exit before SIGKILL.
+TERM_GRACE_S = 2.0
+#: After SIGKILL, how long we wait for the leader to be reaped.
+KILL_WAIT_S = 1.5
+#: After the group is gone, how long we keep reading what is left in the pipes.
+DRAIN_TIMEOUT_S = 1.0
+#: Output that keeps flowing after the group ended (from an escaped process) is read this long at most.
+DRAIN_MAX_S = 30.0
+#: Cancel reaches a stopped group within this (TERM grace + KILL wait + drain + polling).
+STOP_BUDGET_S = 5.0
+POLL_S = 0.02
+STDERR_TAIL_BYTES = 8 * 1024
+#: Lines read ahead of the handler; past this the reader waits (and so, in the end, the agent).
+LINE_QUEUE_SIZE = 1000
+#: How long the handler may take to finish the lines already read once the process has ended.
+HANDLER_FINISH_S = 60.0
+
+
+@dataclass
+class ProcessRequest:
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    #: Written to stdin, which is then closed; None: stdin is /dev/null.
+    stdin_data: bytes | None
+    stream_log: Path
+    stderr_log: Path
+    timeout_s: float | None = None
+
+
+@dataclass
+class ProcessOutcome:
+    exit_code: int | None
+    cancelled: bool = False
+    timed_out: bool = False
+    #: Set when the process could not be started at all.
+    spawn_error: str | None = None
+    stderr_tail: str = ""
+    pid: int | None = None
+
+
+LineHandler = Callable[[str], Awaitable[None]]
+
+
+async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asyncio.Event) -> ProcessOutcome:
+    """Run one agent process to its end; `on_line` gets every stdout line, in order."""
+    request.stream_log.parent.mkdir(parents=True, exist_ok=True)
+    request.stderr_log.parent.mkdir(parents=True, exist_ok=True)
+    with open(request.stream_log, "ab") as stream_log, open(request.stderr_log, "ab") as stderr_log:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *request.argv,
+                cwd=str(request.cwd),
+                env=request.env,
+                stdin=asyncio.subprocess.PIPE if request.stdin_data is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return ProcessOutcome(None, spawn_error=_not_found(request))
+        except OSError as exc:
+            return ProcessOutcome(None, spawn_error=f"could not start {request.argv[0]!r}: {exc}")
+        return await _supervise(proc, request, on_line, cancel, stream_log, stderr_log)
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    request: ProcessRequest,
+    on_line: LineHandler,
+    cancel: asyncio.Event,
+    stream_log: BinaryIO,
+    stderr_log: BinaryIO,
+) -> ProcessOutcome:
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    tail = _Tail(STDERR_TAIL_BYTES)
+    assert proc.stdout is not None and proc.stderr is not None
+    # Reading and handling are apart so that a slow handler never makes us give up on the pipes.
+    lines: asyncio.Queue[str | None] = asyncio.Queue(LINE_QUEUE_SIZE)
+    activity = _Activity()
+    readers = [
+        asyncio.create_task(_read_lines(proc.stdout, stream_log, lines, activity)),
+        asyncio.create_task(_read_bytes(proc.stderr, stderr_log, tail, activity)),
+    ]
+    handler = asyncio.create_task(_handle_lines(lines, on_line))
+    writer = asyncio.create_task(_feed(proc.stdin, request.stdin_data)) if proc.stdin else None
+    cancelled = timed_out = False
+    try:
+        ending = await _wait_for_end(proc, cancel, request.timeout_s)
+        cancelled, timed_out = ending == "cancelled", ending == "timed_out"
+        if cancelled or timed_out:
+            await _stop_group(proc, pgid)
+        else:
+            await _stop_leftovers(pgid)
+        await _drain(readers, activity)
+        await lines.put(None)
+        await _finish_handler(handler)
+    finally:
+        # Also reached when the run itself is cancelled (daemon shutdown): nothing may survive it.
+        for task in [*readers, handler, *([writer] if writer else [])]:
+            task.cancel()
+        if proc.returncode is None or _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+        await _reap(proc)
+        _close_pipes(proc)
+    return ProcessOutcome(
+        exit_code=proc.returncode,
+        cancelled=cancelled,
+        timed_out=timed_out,
+        stderr_tail=tail.text(),
+        pid=proc.pid,
+    )
+
+
+async def _wait_for_end(proc: asyncio.subprocess.Process, cancel: asyncio.Event, timeout_s: float | None) -> str:
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while proc.returncode is None:
+        if cancel.is_set():
+            return "cancelled"
+        if deadline is not None and time.monotonic() >= deadline:
+            return "timed_out"
+        await asyncio.sleep(POLL_S)
+    return "exited"
+
+
+async def _stop_group(proc: asyncio.subprocess.Process, pgid: int) -> None:
+    """SIGTERM the whole group, SIGKILL it after `TERM_GRACE_S`, wait for the leader."""
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while time.monotonic() < deadline:
+        if proc.returncode is not None and not _group_alive(pgid):
+            return
+        await asyncio.sleep(POLL_S)
+    _signal_group(pgid, signal.SIGKILL)
+    await _reap(proc)
+
+
+async def _stop_leftovers(pgid: int) -> None:
+    """The leader exited; children it left in its group (servers, watchers) go with it."""
+    if not _group_alive(pgid):
+        return
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while time.monotonic() < deadline and _group_alive(pgid):
+        await asyncio.sleep(POLL_S)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    deadline = time.monotonic() + KILL_WAIT_S
+    while proc.returncode is None and time.monotonic() < deadline:
+        await asyncio.sleep(POLL_S)
+    if proc.returncode is None:
+        log.error("agent process %s did not exit after SIGKILL", proc.pid)
+
+
+async def _drain(readers: list[asyncio.Task], activity: _Activity) -> None:
+    """Read what is left in the pipes; a process that left the group may hold them open.
+
+    We stop once the pipes have been silent for `DRAIN_TIMEOUT_S`, not after a fixed time, so a
+    large tail of output that is still flowing is never cut off.
+    """
+    pending = set(readers)
+    give_up = time.monotonic() + DRAIN_MAX_S
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=POLL_S * 5)
+        now = time.monotonic()
+        if pending and (now - activity.last > DRAIN_TIMEOUT_S or now > give_up):
+            break
+    if pending:
+        log.warning("agent output pipes still open after the process group ended; stopped reading")
+    for task in readers:
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            log.error("reading agent output failed", exc_info=task.exception())
+
+
+async def _finish_handler(handler: asyncio.Task) -> None:
+    try:
+        await asyncio.wait_for(handler, HANDLER_FINISH_S)
+    except asyncio.TimeoutError:
+        log.error("agent message handler did not finish within %.0f s; remaining lines dropped", HANDLER_FINISH_S)
+
+
+async def _handle_lines(lines: asyncio.Queue[str | None], on_line: LineHandler) -> None:
+    while (line := await lines.get()) is not None:
+        try:
+            await on_line(line)
+        except Exception:
+            # One bad line or one failed delivery must not stop the rest of the stream.
+            log.exception("handling an agent output line failed")
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    # Reaching into the transport is the only way to let go of pipes an escaped process holds.
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is left in the group."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    # killpg also succeeds for zombies no one has reaped yet; those are not "left running".
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return False
+
+
+async def _read_lines(
+    stream: asyncio.StreamReader, raw_log: BinaryIO, lines: asyncio.Queue[str | None], activity: _Activity
+) -> None:
+    pending = bytearray()
+    while True:
+        chunk = await stream.read(CHUNK_SIZE)
+        if not chunk:
+            break
+        activity.touch()
+        raw_log.write(chunk)
+        raw_log.flush()
+        start = 0
+        newline = chunk.find(b"\n")
+        while newline >= 0:
+            pending += chunk[start:newline]
+            await lines.put(_decode(pending))
+            activity.touch()
+            pending.clear()
+            start = newline + 1
+            newline = chunk.find(b"\n", start)
+        pending += chunk[start:]
+    if pending.strip():
+        await lines.put(_decode(pending))
+
+
+async def _read_bytes(stream: asyncio.StreamReader, raw_log: BinaryIO, tail: _Tail, activity: _Activity) -> None:
+    while True:
+        chunk = await stream.read(CHUNK_SIZE)
+        if not chunk:
+            return
+        activity.touch()
+        raw_log.write(chunk)
+        raw_log.flush()
+        tail.add(chunk)
+
+
+async def _feed(stdin: asyncio.StreamWriter | None, data: bytes | None) -> None:
+    if stdin is None:
+        return
+    try:
+        if data:
+            stdin.write(data)
+            await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the agent did not want (all of) its stdin; its exit code will tell
+    finally:
+        with contextlib.suppress(Exception):
+            stdin.close()
+
+
+def _decode(line: bytes | bytearray) -> str:
+    return bytes(line).decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _not_found(request: ProcessRequest) -> str:
+    path = request.env.get("PATH", "")
+    return f"executable not found: {request.argv[0]!r} (PATH={path})"
+
+
+class _Activity:
+    """When the pipes last gave us something."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def touch(self) -> None:
+        self.last = time.monotonic()
+
+
+class _Tail:
+    """The last `size` bytes written, for the failure reason."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.buffer = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        if len(self.buffer) > self.size:
+            del self.buffer[: len(self.buffer) - self.size]
+
+    def text(self) -> str:
+        return _decode(self.buffer).strip()

@@ -1,0 +1,28 @@
+"""What to run: everything an adapter needs to launch one agent CLI for one task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RunSpec:
+    prompt: str
+    #: The task's working directory; the agent runs here and finds its instruction file here.
+    cwd: Path
+    #: Added on top of the daemon's own environment (task token, server URL, task id, …).
+    env: dict[str, str]
+    #: Where the raw stream (`<provider>.stream.jsonl`) and stderr (`<provider>.stderr.log`) go.
+    logs_dir: Path
+    model: str | None = None
+    #: For a CLI adapter: the words that launch the CLI instead of its executable name
+    #: (`["/opt/bin/claude"]`, `["node", "cli.js"]`); the adapter's flags follow them.
+    #: For the `command` provider: the whole command line.
+    argv_override: list[str] | None = None
+    #: Appended to the adapter's own flags, before the prompt.
+    extra_args: list[str] = field(default_factory=list)
+    #: Continue this CLI session instead of starting a new one.
+    resume_session_id: str | None = None
+    #: The whole run; when it passes, the process group is stopped and the run fails.
+    timeout_s: float | None = None

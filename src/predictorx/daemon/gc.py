@@ -1,0 +1,357 @@
+"""Garbage collection of env roots and repo caches (R-EX-7, R-LD-6).
+
+TTLs (defaults; the daemon may pass its own):
+
+- an env root is removed `DEFAULT_ENV_ROOT_TTL` (7 days) after its task finished
+  (`.gc_meta.json` ``finished_at``). An env root whose task never recorded an end (a daemon that
+  died) counts from its last activity (newest mtime of its meta, logs/ and output/) and is only
+  removed when `is_task_active` says the task is not running.
+- a repo cache is removed `DEFAULT_REPO_CACHE_TTL` (30 days) after its last fetch or checkout, once
+  `git worktree prune` left it without worktrees, and only if no task branch in it holds commits
+  the remote does not have.
+- `GcTimer` runs `collect` every `DEFAULT_INTERVAL` (60 minutes), first right after start.
+
+What GC never does: delete or enter a person's folder. A path recorded as ``local_path`` in any
+env root's meta (plus whatever the caller passes in `protect`) is never deleted and nothing that
+contains it is; an ``in_place`` env root only loses its own artefacts (output/, logs/, the meta);
+symlinks are never followed; an env root holding a git working tree with uncommitted changes is
+kept (and the report says which).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, Iterable
+
+import filelock
+
+from predictorx import config
+
+from .envroot import META_NAME, parse_time, read_meta, utcnow
+from .repocache import CACHE_DIR_NAME, GitError, RepoCache, last_used, run_git
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ENV_ROOT_TTL = timedelta(days=7)
+DEFAULT_REPO_CACHE_TTL = timedelta(days=30)
+DEFAULT_INTERVAL = timedelta(minutes=60)
+GIT_TIMEOUT = 60.0
+_TREE_SEARCH_DEPTH = 4  # env root → workdir → a checkout → one more level
+
+
+@dataclass
+class GcReport:
+    removed_env_roots: list[Path] = field(default_factory=list)
+    removed_repo_caches: list[Path] = field(default_factory=list)
+    kept: list[tuple[Path, str]] = field(default_factory=list)
+    errors: list[tuple[Path, str]] = field(default_factory=list)
+
+    def keep(self, path: Path, reason: str) -> None:
+        self.kept.append((path, reason))
+
+    def reason_kept(self, path: Path) -> str | None:
+        return next((why for p, why in self.kept if p == path), None)
+
+    def summary(self) -> str:
+        lines = [f"gc: removed {len(self.removed_env_roots)} env root(s), "
+                 f"{len(self.removed_repo_caches)} repo cache(s); kept {len(self.kept)}; "
+                 f"{len(self.errors)} error(s)"]
+        lines += [f"  kept {p}: {why}" for p, why in self.kept if why != _NOT_EXPIRED]
+        lines += [f"  error {p}: {why}" for p, why in self.errors]
+        return "\n".join(lines)
+
+
+_NOT_EXPIRED = "not expired"
+
+
+def collect(
+    workspaces_root: Path | None = None,
+    now: datetime | None = None,
+    env_root_ttl: timedelta = DEFAULT_ENV_ROOT_TTL,
+    repo_cache_ttl: timedelta = DEFAULT_REPO_CACHE_TTL,
+    is_task_active: Callable[[str], bool] = lambda task_id: False,
+    *,
+    protect: Iterable[Path | str] = (),
+) -> GcReport:
+    """One pass over `workspaces_root` (default: `config.workspaces_root()`); never raises for one entry."""
+    root = Path(workspaces_root) if workspaces_root is not None else config.workspaces_root()
+    now = now or utcnow()
+    report = GcReport()
+    if not root.is_dir():
+        return report
+    env_roots = list(_env_roots(root, report))
+    protected = _protected_paths(env_roots, protect)
+    for env in env_roots:
+        try:
+            _collect_env_root(root, env, now, env_root_ttl, is_task_active, protected, report)
+        except (OSError, GitError) as exc:
+            report.errors.append((env, str(exc)))
+            log.warning("gc: %s: %s", env, exc)
+    for cache in RepoCache(root).list_caches():
+        try:
+            _collect_repo_cache(cache, now, repo_cache_ttl, report)
+        except (OSError, GitError) as exc:
+            report.errors.append((cache, str(exc)))
+            log.warning("gc: %s: %s", cache, exc)
+    return report
+
+
+# -- env roots ------------------------------------------------------------------------------------
+
+def _env_roots(root: Path, report: GcReport) -> Iterable[Path]:
+    """`<root>/<workspace>/<task>/` directories; hidden top-level entries (.repos) are not env roots."""
+    for workspace in _scan(root):
+        if workspace.name.startswith(".") or workspace.name == CACHE_DIR_NAME:
+            continue
+        if workspace.is_symlink():
+            report.keep(Path(workspace.path), "a symlink; not followed")
+            continue
+        if not workspace.is_dir(follow_symlinks=False):
+            continue
+        for task in _scan(Path(workspace.path)):
+            if task.is_symlink():
+                report.keep(Path(task.path), "a symlink; not followed")
+            elif task.is_dir(follow_symlinks=False):
+                yield Path(task.path)
+
+
+def _scan(path: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(path) as entries:
+            return sorted(entries, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _protected_paths(env_roots: list[Path], extra: Iterable[Path | str]) -> list[Path]:
+    paths = [Path(os.path.realpath(p)) for p in extra]
+    for env in env_roots:
+        local = (read_meta(env) or {}).get("local_path")
+        if isinstance(local, str) and local:
+            paths.append(Path(os.path.realpath(local)))
+    return paths
+
+
+def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
+                      is_task_active: Callable[[str], bool], protected: list[Path], report: GcReport) -> None:
+    meta = read_meta(env)
+    if meta is None:
+        report.keep(env, f"no readable {META_NAME}; not an env root GC can judge")
+        return
+    task_id = str(meta["task_id"])
+    if is_task_active(task_id):
+        report.keep(env, "task is active")
+        return
+    finished = parse_time(meta.get("finished_at"))
+    since = finished or _last_activity(env)
+    if now - since < ttl:
+        report.keep(env, _NOT_EXPIRED)
+        return
+
+    real = Path(os.path.realpath(env))
+    real_root = Path(os.path.realpath(root))
+    if real_root not in real.parents:
+        report.keep(env, "resolves outside the workspaces root; not touched")
+        return
+    for folder in protected:
+        if folder == real or real in folder.parents:
+            report.keep(env, f"contains the local folder {folder}; never deleted")
+            return
+
+    trees = list(_git_trees(env))
+    for tree in trees:
+        dirty = _uncommitted(tree)
+        if dirty:
+            report.keep(env, f"{tree} has uncommitted changes ({dirty}); kept so nothing is lost")
+            return
+    for tree in trees:
+        _remove_worktree(tree)
+
+    if meta.get("workdir_kind") == "in_place":
+        _remove_own_artefacts(env, report)
+    else:
+        shutil.rmtree(env)  # never follows symlinks inside the tree
+        report.removed_env_roots.append(env)
+
+
+def _last_activity(env: Path) -> datetime:
+    stamps = []
+    for sub in (env / META_NAME, env / "logs", env / "output"):
+        try:
+            stamps.append(sub.lstat().st_mtime)
+        except OSError:
+            pass
+    return datetime.fromtimestamp(max(stamps, default=0), timezone.utc)
+
+
+def _remove_own_artefacts(env: Path, report: GcReport) -> None:
+    """An in_place env root: our output/, logs/, an empty workdir/ and the meta; nothing else."""
+    for name in ("output", "logs"):
+        path = env / name
+        if path.is_symlink():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+    workdir = env / "workdir"
+    if workdir.is_symlink():
+        workdir.unlink()  # the link only, never where it points
+    elif workdir.is_dir():
+        try:
+            workdir.rmdir()
+        except OSError:
+            pass
+    (env / META_NAME).unlink(missing_ok=True)
+    try:
+        env.rmdir()
+    except OSError:
+        left = ", ".join(sorted(p.name for p in env.iterdir()))
+        report.keep(env, f"in_place env root: removed our artefacts, left what we did not make ({left})")
+        return
+    report.removed_env_roots.append(env)
+
+
+def _git_trees(top: Path, depth: int = _TREE_SEARCH_DEPTH) -> Iterable[Path]:
+    """Git working trees (worktrees or clones) inside `top`, without following symlinks."""
+    for entry in _scan(top):
+        if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        if os.path.lexists(path / ".git"):
+            yield path
+        elif depth > 1:
+            yield from _git_trees(path, depth - 1)
+
+
+def _uncommitted(tree: Path) -> str | None:
+    """A short description of uncommitted work in `tree`, or None if it is clean."""
+    try:
+        # fsmonitor off: a repository's config must not make GC run a program of its choosing.
+        out = run_git(["-c", "core.fsmonitor=false", "-C", str(tree), "status", "--porcelain",
+                       "--untracked-files=normal"], timeout=GIT_TIMEOUT)
+    except GitError as exc:
+        return f"cannot tell: {exc}"
+    changed = [line for line in out.stdout.splitlines() if line.strip()]
+    return f"{len(changed)} path(s), e.g. {changed[0][3:]}" if changed else None
+
+
+def _remove_worktree(tree: Path) -> None:
+    """Unregister a linked worktree from its repository (ours or a person's) before deleting it."""
+    if not (tree / ".git").is_file():
+        return  # a plain clone: deleting the directory is all there is
+    try:
+        common = run_git(["-C", str(tree), "rev-parse", "--git-common-dir"], timeout=GIT_TIMEOUT).stdout.strip()
+        common_dir = (tree / common).resolve()
+        run_git(["--git-dir", str(common_dir), "worktree", "remove", "--force", str(tree)], timeout=GIT_TIMEOUT)
+    except GitError as exc:
+        # The directory is deleted anyway; for the repo cache the next `worktree prune` tidies up.
+        log.info("gc: could not unregister worktree %s: %s", tree, exc)
+
+
+# -- repo caches ----------------------------------------------------------------------------------
+
+def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcReport) -> None:
+    lock = filelock.FileLock(cache.with_suffix(".lock"), timeout=0, thread_local=False)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        report.keep(cache, "in use (a fetch or checkout holds its lock)")
+        return
+    try:
+        git = ["--git-dir", str(cache)]
+        run_git([*git, "worktree", "prune"], timeout=GIT_TIMEOUT)
+        if now - last_used(cache) < ttl:
+            report.keep(cache, _NOT_EXPIRED)
+            return
+        listing = run_git([*git, "worktree", "list", "--porcelain"], timeout=GIT_TIMEOUT).stdout
+        worktrees = [line[len("worktree "):] for line in listing.splitlines() if line.startswith("worktree ")][1:]
+        if worktrees:
+            report.keep(cache, f"still used by {len(worktrees)} worktree(s), e.g. {worktrees[0]}")
+            return
+        unpushed = run_git([*git, "rev-list", "--count", "--branches", "--not", "--remotes"],
+                           timeout=GIT_TIMEOUT).stdout.strip()
+        if unpushed not in ("", "0"):
+            report.keep(cache, f"task branches hold {unpushed} commit(s) the remote does not have")
+            return
+        shutil.rmtree(cache)
+        report.removed_repo_caches.append(cache)
+    finally:
+        lock.release()
+
+
+# -- the timer ------------------------------------------------------------------------------------
+
+class GcTimer:
+    """Run `collect` in a worker thread every `interval`, first right after `start()`.
+
+    `is_task_active` and `protect` are called from that thread. A failing pass is logged and the
+    timer goes on. Use `async with GcTimer(...)` or `start()` / `await stop()`.
+    """
+
+    def __init__(
+        self,
+        workspaces_root: Path | None = None,
+        *,
+        interval: timedelta = DEFAULT_INTERVAL,
+        env_root_ttl: timedelta = DEFAULT_ENV_ROOT_TTL,
+        repo_cache_ttl: timedelta = DEFAULT_REPO_CACHE_TTL,
+        is_task_active: Callable[[str], bool] = lambda task_id: False,
+        protect: Callable[[], Iterable[Path | str]] = lambda: (),
+        on_report: Callable[[GcReport], None] | None = None,
+    ):
+        self.workspaces_root = workspaces_root
+        self.interval = interval
+        self.env_root_ttl = env_root_ttl
+        self.repo_cache_ttl = repo_cache_ttl
+        self.is_task_active = is_task_active
+        self.protect = protect
+        self.on_report = on_report
+        self.last_report: GcReport | None = None
+        self.runs = 0
+        self._task: asyncio.Task | None = None
+
+    async def run_once(self) -> GcReport:
+        report = await asyncio.to_thread(
+            collect, self.workspaces_root, None, self.env_root_ttl, self.repo_cache_ttl,
+            self.is_task_active, protect=list(self.protect()),
+        )
+        self.last_report = report
+        self.runs += 1
+        if report.removed_env_roots or report.removed_repo_caches or report.errors:
+            log.info("%s", report.summary())
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except Exception:  # noqa: BLE001 - one bad pass must not stop collection for good
+                log.exception("gc pass failed")
+            await asyncio.sleep(self.interval.total_seconds())
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="predictorx-gc")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    async def __aenter__(self) -> GcTimer:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

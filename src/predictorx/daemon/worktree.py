@@ -1,0 +1,459 @@
+"""Worktree mode (R-WT-1 … R-WT-7): each task in its own git worktree of the person's repository.
+
+The daemon calls, per task:
+
+    prepared = prepare(local_path, env_root, agent_name, task_id)   # before the agent
+    ...  # run the agent in prepared.start_dir; store prepared.branch on the task
+    result = finalize(prepared)                                       # after it, also on failure
+
+and once at start-up, before taking tasks: `recover([workspaces_root])`.
+
+How the person's state is reproduced without touching it: their index is copied (with its mtime,
+so git's racy-entry check still works) to a file in the env root; `git add` runs against that copy
+and their working tree — cheap, because the copied stat data tells git which files changed — then
+`write-tree` and `commit-tree -p HEAD` give a *baseline* commit of exactly what they see. The
+worktree is made from a new branch at that baseline, so the branch's own commits are the agent's
+work and nothing else. Their working copy, index and stash list are only read.
+
+Nothing is lost silently: `finalize` commits what the agent left, keeps the worktree (and says
+where) if that commit fails, and deletes the branch only when it holds nothing beyond the baseline.
+A JSON marker in the env root lets a restarted daemon find and finish what a crash left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from .gitcmd import GitError, git, git_text
+
+MAX_UNTRACKED_FILES = 2000
+MAX_UNTRACKED_BYTES = 200 * 1024 * 1024
+MARKER = ".predictorx-worktree.json"
+WORKDIR = "workdir"
+TIMEOUT = 300.0  # per git command; a checkout of a very large repository takes a while
+
+_FIX_HINT = ("Add build output to .gitignore or clean it up (`git clean -n` shows what would go), "
+             "then run the task again.")
+_FALLBACK_NAME = "Predictor X"
+_FALLBACK_EMAIL = "predictorx@localhost"
+
+
+class WorktreeError(RuntimeError):
+    """The task cannot run in (or leave) a worktree; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    worktree_dir: Path
+    start_dir: Path          # where the agent starts: the resource's sub-folder inside the worktree
+    branch: str              # agent/<agent>/<task>, possibly with a -N suffix
+    baseline_commit: str     # the person's state when the task started (== base_commit if clean)
+    base_commit: str         # their HEAD at that moment
+    repo_dir: Path           # top of the person's working copy
+    env_root: Path
+    agent_name: str = ""
+    task_id: str = ""
+
+
+@dataclass(frozen=True)
+class Finalized:
+    branch: str | None               # None when the branch was deleted (the task changed nothing)
+    commits: tuple[str, ...]         # the task's commits on the branch, oldest first
+    kept_worktree: bool
+    message: str                     # one or two sentences for the task's log and details
+    error: str | None = None         # set when the task must fail: the work is kept, see message
+
+
+# --- prepare ------------------------------------------------------------------------------------
+
+def prepare(
+    local_path: str | os.PathLike[str],
+    env_root: str | os.PathLike[str],
+    agent_name: str,
+    task_id: str,
+    *,
+    max_untracked_files: int = MAX_UNTRACKED_FILES,
+    max_untracked_bytes: int = MAX_UNTRACKED_BYTES,
+    timeout: float = TIMEOUT,
+) -> Prepared:
+    """Make the task's worktree from what the person sees in `local_path`; raise WorktreeError.
+
+    Never falls back to running in place. On failure nothing is left behind but the env root.
+    """
+    local = Path(os.path.realpath(local_path))
+    env = Path(os.path.realpath(env_root))
+    top, prefix, index_path = _repo_info(local, timeout)
+    if env == top or _is_inside(env, top):
+        raise WorktreeError(f"the task's env root {env} is inside the repository {top}; "
+                            "the worktree would show up in your working copy")
+    wt_dir = env / WORKDIR
+    if wt_dir.exists():
+        raise WorktreeError(f"{wt_dir} already exists; a task's worktree is made only once")
+    env.mkdir(parents=True, exist_ok=True)
+
+    head = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=top, timeout=timeout, check=False)
+    if head.returncode != 0:
+        raise WorktreeError(f"the git repository at {top} has no commit yet; worktree mode needs at least "
+                            "one commit. Commit something first (the task never falls back to running in place).")
+    base = head.stdout.decode().strip()
+
+    untracked = _untracked_files(top, max_untracked_files, max_untracked_bytes, timeout)
+    baseline = _baseline_commit(top, index_path, env, untracked, base, task_id, timeout)
+
+    marker = env / MARKER
+    record = {"version": 1, "state": "preparing", "repo_dir": str(top), "worktree_dir": str(wt_dir),
+              "start_dir": str(wt_dir / prefix), "branch": None, "baseline_commit": baseline,
+              "base_commit": base, "env_root": str(env), "agent_name": agent_name, "task_id": task_id,
+              **_owner()}
+    _write_marker(marker, record)
+    branch = None
+    try:
+        branch = _create_branch(top, agent_name, task_id, baseline, timeout)
+        record["branch"] = branch
+        _write_marker(marker, record)
+        git(["worktree", "add", "--quiet", str(wt_dir), branch], cwd=top, timeout=timeout)
+        start = wt_dir / prefix
+        start.mkdir(parents=True, exist_ok=True)  # a sub-folder holding only ignored files
+        record["state"] = "ready"
+        _write_marker(marker, record)
+    except BaseException as e:
+        _undo_prepare(top, wt_dir, branch, baseline, timeout)
+        marker.unlink(missing_ok=True)
+        if isinstance(e, GitError):
+            raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
+        raise
+    return Prepared(wt_dir, start, branch, baseline, base, top, env, agent_name, task_id)
+
+
+def _repo_info(local: Path, timeout: float) -> tuple[Path, str, Path]:
+    """(top of the working copy, local's path inside it, the index file of that working copy)."""
+    try:
+        out = git(["rev-parse", "--path-format=absolute", "--show-toplevel", "--show-prefix",
+                   "--git-path", "index"], cwd=local, timeout=timeout).stdout.decode("utf-8", "surrogateescape")
+    except GitError as e:
+        if e.returncode is None:
+            raise WorktreeError(f"git did not answer in {local}: {e.stderr}") from e
+        raise WorktreeError(f"{local} is not inside a git repository with a working copy; worktree mode "
+                            "needs one (the task never falls back to running in place). "
+                            f"Run `git init` and commit there, or use in_place mode. (git: {e.stderr})") from e
+    top, prefix, index = out.split("\n")[:3]
+    return Path(top), prefix.rstrip("/"), Path(index)
+
+
+def _untracked_files(top: Path, max_files: int, max_bytes: int, timeout: float) -> list[bytes]:
+    """Untracked, not ignored files (paths relative to top), checked against the limits and for
+    anything a commit cannot reproduce faithfully."""
+    out = git(["ls-files", "-z", "--others", "--exclude-standard"], cwd=top, timeout=timeout).stdout
+    paths = [p for p in out.split(b"\0") if p]
+    if len(paths) > max_files:
+        raise WorktreeError(f"{top} has {len(paths):,} untracked files that are not ignored; a worktree "
+                            f"reproduces at most {max_files:,}. {_FIX_HINT}")
+    total = 0
+    for rel in paths:
+        shown = rel.decode("utf-8", "replace")
+        if rel.endswith(b"/"):  # git lists an untracked nested repository as its directory
+            raise WorktreeError(f"{shown} in {top} is an untracked nested git repository, which a worktree "
+                                f"cannot reproduce faithfully. {_FIX_HINT}")
+        try:
+            st = os.lstat(os.path.join(os.fsencode(top), rel))
+        except FileNotFoundError:
+            raise WorktreeError(f"the untracked file {shown} in {top} vanished while the task was starting; "
+                                f"the state cannot be reproduced faithfully. {_FIX_HINT}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise WorktreeError(f"the untracked file {shown} in {top} is a symlink, which a worktree cannot "
+                                f"reproduce faithfully. {_FIX_HINT}")
+        if not stat.S_ISREG(st.st_mode):
+            raise WorktreeError(f"the untracked {shown} in {top} is not a regular file and cannot be "
+                                f"reproduced. {_FIX_HINT}")
+        total += st.st_size
+        if total > max_bytes:
+            raise WorktreeError(f"the untracked files that are not ignored in {top} are larger than "
+                                f"{max_bytes / 2**20:,.0f} MiB, the most a worktree reproduces. {_FIX_HINT}")
+    return paths
+
+
+def _baseline_commit(top: Path, index_path: Path, env: Path, untracked: list[bytes], head: str,
+                     task_id: str, timeout: float) -> str:
+    """A commit of exactly what the person sees (child of HEAD), or HEAD itself if that is clean."""
+    tmp_index = env / ".predictorx-baseline.index"
+    genv = {"GIT_INDEX_FILE": str(tmp_index)}
+    try:
+        if index_path.exists():
+            shutil.copy2(index_path, tmp_index)  # copy2 keeps the mtime: racy entries stay detected
+        else:
+            git(["read-tree", "HEAD"], cwd=top, env=genv, timeout=timeout)
+        git(["add", "--update"], cwd=top, env=genv, timeout=timeout)
+        if untracked:  # exactly the files we checked; a file made since then is not taken along
+            try:
+                git(["add", "--pathspec-from-file=-", "--pathspec-file-nul"], cwd=top, timeout=timeout,
+                    env={**genv, "GIT_LITERAL_PATHSPECS": "1"}, input=b"\0".join(untracked))
+            except GitError as e:
+                raise WorktreeError(f"the untracked files in {top} changed while the task was starting "
+                                    f"(git: {e.stderr}); the state cannot be reproduced faithfully. "
+                                    f"{_FIX_HINT}") from e
+        tree = git_text(["write-tree"], cwd=top, env=genv, timeout=timeout)
+    except GitError as e:
+        raise WorktreeError(f"could not take a snapshot of the uncommitted state of {top}: {e.stderr}") from e
+    finally:
+        tmp_index.unlink(missing_ok=True)
+    if tree == git_text(["rev-parse", "HEAD^{tree}"], cwd=top, timeout=timeout):
+        return head
+    message = (f"Baseline: your uncommitted changes when task {task_id} started\n\n"
+               "Made by Predictor X from your working copy (which it did not touch), so that the\n"
+               "agent's commits on this branch show apart from your own work.\n")
+    try:
+        # commit-tree never signs (commit.gpgSign is for porcelain commits): the baseline is ours.
+        return git_text(["commit-tree", tree, "-p", head, "-m", message], cwd=top,
+                        env=_identity_env(top, timeout), timeout=timeout)
+    except GitError as e:
+        raise WorktreeError(f"could not record the baseline commit in {top}: {e.stderr}") from e
+
+
+def branch_name(agent_name: str, task_id: str) -> str:
+    """agent/<agent>/<task> with each part made a valid ref component (git check-ref-format)."""
+    return f"agent/{_ref_component(agent_name, 'agent')}/{_ref_component(task_id, 'task')}"
+
+
+def _ref_component(text: str, fallback: str) -> str:
+    s = re.sub(r"[^\w.-]+", "-", text)         # spaces, / ~ ^ : ? * [ \ @ { and control characters
+    s = re.sub(r"\.{2,}", ".", s)
+    s = re.sub(r"-{2,}", "-", s)
+    s = s[:64].strip(".-")
+    while s.lower().endswith(".lock"):
+        s = s[:-5].rstrip(".-")
+    return s or fallback
+
+
+def _create_branch(top: Path, agent_name: str, task_id: str, commit: str, timeout: float) -> str:
+    """Create the task's branch atomically (it must not exist yet); on a collision try -2, -3, …
+    and, if a branch named like a parent folder (`agent`) is in the way, a flat name."""
+    base = branch_name(agent_name, task_id)
+    flat = base.replace("/", "-")
+    candidates = [base, *(f"{base}-{n}" for n in range(2, 10)), flat, *(f"{flat}-{n}" for n in range(2, 10))]
+    last: GitError | None = None
+    for name in candidates:
+        try:
+            git(["update-ref", "-m", "predictorx: task branch", f"refs/heads/{name}", commit, ""],
+                cwd=top, timeout=timeout)
+            return name
+        except GitError as e:
+            last = e
+    raise WorktreeError(f"could not create a branch for task {task_id} in {top}: {last.stderr if last else ''}")
+
+
+def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, timeout: float) -> None:
+    """Take back a half-made worktree; the agent never ran in it, so there is nothing of its own."""
+    if wt_dir.exists() or _registered(top, wt_dir, timeout):
+        git(["worktree", "remove", "--force", str(wt_dir)], cwd=top, timeout=timeout, check=False)
+        shutil.rmtree(wt_dir, ignore_errors=True)
+        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+    if branch:  # only if it still points at the baseline: never drop a commit
+        git(["update-ref", "-d", f"refs/heads/{branch}", baseline], cwd=top, timeout=timeout, check=False)
+
+
+# --- finalize -----------------------------------------------------------------------------------
+
+def finalize(prepared: Prepared, *, timeout: float = TIMEOUT) -> Finalized:
+    """After the agent (also after a failure or cancellation, once its processes are gone):
+    commit its leftovers to the branch, then remove the worktree — or keep it if that failed.
+
+    Returns a Finalized; when `error` is set the task must fail with it (the work is kept in the
+    worktree the message names). Raises only WorktreeError for a repository git cannot read at all.
+    """
+    p = prepared
+    top, wt, ref = p.repo_dir, p.worktree_dir, f"refs/heads/{p.branch}"
+    marker = p.env_root / MARKER
+    present = wt.is_dir() and (wt / ".git").exists()
+
+    if present:
+        problem = _commit_leftovers(p, timeout)
+        if problem is None:
+            problem = _bring_branch_to_head(p, timeout)
+        if problem is not None:
+            _update_marker(marker, state="kept", error=problem)
+            return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
+    else:
+        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+
+    commits = _commits(p, timeout)
+    if present:
+        _remove_worktree(top, wt, timeout)
+    if commits:
+        message = (f"The task's work is on branch {p.branch} ({len(commits)} commit"
+                   f"{'s' if len(commits) != 1 else ''}); review it with git log / git diff — "
+                   "nothing was merged.")
+        branch: str | None = p.branch
+    else:
+        # Only when the branch still points at the baseline: the old value guards every commit.
+        git(["update-ref", "-d", ref, p.baseline_commit], cwd=top, timeout=timeout, check=False)
+        message = "The task changed nothing, so its branch was deleted."
+        branch = None
+    marker.unlink(missing_ok=True)
+    return Finalized(branch, commits, False, message)
+
+
+def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
+    """Commit everything the agent left (untracked too, ignored files not) where its HEAD is."""
+    wt = p.worktree_dir
+    try:
+        git(["add", "--all"], cwd=wt, timeout=timeout)
+        staged = git(["diff", "--cached", "--quiet"], cwd=wt, timeout=timeout, check=False)
+        if staged.returncode == 0:
+            return None
+        env = {**_identity_env(wt, timeout),
+               "GIT_AUTHOR_NAME": f"{p.agent_name or 'agent'} (Predictor X agent)",
+               "GIT_AUTHOR_EMAIL": f"{_ref_component(p.agent_name, 'agent')}@agents.predictorx.invalid"}
+        message = (f"Uncommitted changes left by agent {p.agent_name} in task {p.task_id}\n\n"
+                   "Committed by Predictor X when the task ended, so nothing is lost.\n")
+        # Porcelain on purpose: the repository's own settings (commit.gpgSign, …) apply.
+        git(["commit", "--quiet", "--no-verify", "-m", message], cwd=wt, env=env, timeout=timeout)
+        return None
+    except GitError as e:
+        return (f"Could not commit the changes the agent left in {wt} (git: {e.stderr or e}). "
+                f"The worktree was kept so nothing is lost; `git worktree list` in {p.repo_dir} shows it. "
+                "Commit or copy the changes yourself, then remove it with `git worktree remove`.")
+
+
+def _bring_branch_to_head(p: Prepared, timeout: float) -> str | None:
+    """If the agent committed on another branch or a detached HEAD, move our branch there when
+    that only adds commits; otherwise keep the worktree rather than strand its commits."""
+    wt, ref = p.worktree_dir, f"refs/heads/{p.branch}"
+    head = git_text(["rev-parse", "HEAD"], cwd=wt, timeout=timeout)
+    tip = git(["rev-parse", "--verify", "-q", ref], cwd=wt, timeout=timeout, check=False).stdout.decode().strip()
+    if head == tip:
+        return None
+    if not tip:  # the agent renamed or deleted our branch: recreate it where its work is
+        git(["update-ref", ref, head, ""], cwd=wt, timeout=timeout)
+        return None
+    if git(["merge-base", "--is-ancestor", tip, head], cwd=wt, timeout=timeout, check=False).returncode == 0:
+        git(["update-ref", ref, head, tip], cwd=wt, timeout=timeout)
+        return None
+    return (f"The agent left its worktree {wt} on commit {head[:12]}, which is not on branch {p.branch}; "
+            f"the worktree was kept so nothing is lost (`git worktree list` in {p.repo_dir} shows it).")
+
+
+def _commits(p: Prepared, timeout: float) -> tuple[str, ...]:
+    out = git(["rev-list", "--reverse", f"{p.baseline_commit}..refs/heads/{p.branch}"],
+              cwd=p.repo_dir, timeout=timeout, check=False)
+    return tuple(out.stdout.decode().split()) if out.returncode == 0 else ()
+
+
+def _remove_worktree(top: Path, wt: Path, timeout: float) -> None:
+    # --force: what is left are ignored files (build output); everything else is committed.
+    r = git(["worktree", "remove", "--force", str(wt)], cwd=top, timeout=timeout, check=False)
+    if r.returncode != 0:
+        shutil.rmtree(wt, ignore_errors=True)
+        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+
+
+# --- recover ------------------------------------------------------------------------------------
+
+def recover(roots: Iterable[str | os.PathLike[str]], *, timeout: float = TIMEOUT) -> list[str]:
+    """At daemon start: finish what a previous run left. Each root is an env root or a folder
+    whose children or grandchildren are env roots. Worktrees whose owning process is still alive
+    (another daemon on this machine) are left alone. Returns sentences for the log."""
+    said: list[str] = []
+    for marker in _find_markers(roots):
+        try:
+            rec = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            said.append(f"Ignored an unreadable worktree record {marker}.")
+            continue
+        if _owner_alive(rec):
+            continue
+        wt = rec.get("worktree_dir")
+        top = Path(rec["repo_dir"])
+        if rec.get("state") == "preparing" or not rec.get("branch"):
+            _undo_prepare(top, Path(wt), rec.get("branch"), rec["baseline_commit"], timeout)
+            marker.unlink(missing_ok=True)
+            said.append(f"Removed the half-made worktree {wt} of task {rec.get('task_id')} "
+                        "(a previous run stopped while making it; the agent never ran).")
+            continue
+        prepared = Prepared(Path(wt), Path(rec["start_dir"]), rec["branch"], rec["baseline_commit"],
+                            rec["base_commit"], top, Path(rec["env_root"]), rec.get("agent_name", ""),
+                            rec.get("task_id", ""))
+        try:
+            result = finalize(prepared, timeout=timeout)
+        except (GitError, WorktreeError, OSError) as e:
+            said.append(f"Could not finish the worktree {wt} of task {rec.get('task_id')}: {e}")
+            continue
+        said.append(f"Finished the worktree {wt} that task {rec.get('task_id')} left when a previous "
+                    f"run stopped: {result.message}")
+    return said
+
+
+def _find_markers(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    found: set[Path] = set()
+    for root in roots:
+        r = Path(root)
+        for pattern in (MARKER, f"*/{MARKER}", f"*/*/{MARKER}"):
+            found.update(m for m in r.glob(pattern) if m.is_file())
+    return sorted(found)
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+def _identity_env(cwd: Path, timeout: float) -> dict[str, str]:
+    """A fallback identity only where git has none, so commits never fail for want of a name."""
+    env: dict[str, str] = {}
+    for who in ("AUTHOR", "COMMITTER"):
+        if git(["var", f"GIT_{who}_IDENT"], cwd=cwd, timeout=timeout, check=False).returncode != 0:
+            env[f"GIT_{who}_NAME"] = _FALLBACK_NAME
+            env[f"GIT_{who}_EMAIL"] = _FALLBACK_EMAIL
+    return env
+
+
+def _registered(top: Path, wt: Path, timeout: float) -> bool:
+    out = git(["worktree", "list", "--porcelain", "-z"], cwd=top, timeout=timeout, check=False).stdout
+    return f"worktree {wt}".encode() in out.split(b"\0")
+
+
+def _is_inside(path: Path, top: Path) -> bool:
+    try:
+        path.relative_to(top)
+        return True
+    except ValueError:
+        return False
+
+
+def _owner() -> dict:
+    me = psutil.Process()
+    return {"pid": me.pid, "pid_started": me.create_time(), "created_at": time.time()}
+
+
+def _owner_alive(rec: dict) -> bool:
+    """The process that made the record still runs (pid and start time match, and it is not us —
+    recover() runs before this process makes any worktree)."""
+    pid = rec.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid():
+        return False
+    try:
+        return abs(psutil.Process(pid).create_time() - float(rec.get("pid_started", 0))) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+def _write_marker(path: Path, record: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, path)
+
+
+def _update_marker(path: Path, **changes) -> None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    record.update(changes)
+    _write_marker(path, record)
+

@@ -193,11 +193,13 @@ class Room:
         cwd: str | None = None,
         pid: Any = _UNSET,
         repo_room: bool = True,
+        raise_only: bool = False,
     ) -> dict:
         """Join (or rejoin) a session to its repo room and any shared rooms.
 
         ``autonomy=None`` means "not given": a rejoin keeps the stored level. A
-        given level below the stored one lowers it, with a warning.
+        given level below the stored one lowers it, with a warning; with
+        ``raise_only`` (hooks re-running on resume) a lower level is ignored.
         """
         level = parse_autonomy(autonomy)
         try:
@@ -244,6 +246,8 @@ class Room:
                 sid = row["id"]
                 new = False
                 current_level = row["autonomy"]
+                if level is not None and raise_only and level < current_level:
+                    level = None
                 if level is not None and level != current_level:
                     if level < current_level:
                         warnings.append(

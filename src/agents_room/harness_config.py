@@ -1,0 +1,123 @@
+"""What agents-room registers with each harness: the MCP server entry and the hooks.
+
+Shared by ``agents-room install`` (writes the user's or project's config, merging)
+and :mod:`agents_room.integration` (writes per-run files, touching no user config).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+MCP_NAME = "agents-room"
+HOOK_MARK = "agents_room hook"  # every command we register contains this, so a reinstall finds ours
+CLAUDE_EDIT_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
+CODEX_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")  # Codex has no SessionEnd
+WAKE_TIMEOUT = 3600
+
+
+def base_command() -> list[str]:
+    """How to run agents-room from a harness: this interpreter with ``-m agents_room``."""
+    return [sys.executable, "-m", "agents_room"]
+
+
+def hook_command(event: str, harness: str, *, autonomy: str | int | None = None, rooms: list[str] | None = None,
+                 label: str | None = None, db_path: Path | None = None, wake: bool = False) -> str:
+    argv = base_command() + ["hook", f"--event={event}", f"--harness={harness}"]
+    if db_path is not None:
+        argv.insert(len(base_command()), f"--db={db_path}")
+    if autonomy is not None:
+        argv.append(f"--autonomy={autonomy}")
+    for r in rooms or []:
+        argv.append(f"--room={r}")
+    if label:
+        argv.append(f"--label={label}")
+    if wake:
+        argv.append("--wake")
+    return shlex.join(argv)
+
+
+def _is_wake(autonomy: str | int | None) -> bool:
+    return str(autonomy).strip().lower() in ("2", "wake")
+
+
+def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list[str] | None = None,
+               label: str | None = None, db_path: Path | None = None) -> dict:
+    """The ``hooks`` mapping in the harness's own layout (event -> matcher groups -> handlers)."""
+
+    def cmd(event: str, **kw) -> dict:
+        handler = {"type": "command", "command": hook_command(event, harness, db_path=db_path, **kw), "timeout": 10}
+        return handler
+
+    start = cmd("SessionStart", autonomy=autonomy, rooms=rooms, label=label)
+    spec: dict = {
+        "SessionStart": [{"hooks": [start]}],
+        "PreToolUse": [{"matcher": CLAUDE_EDIT_MATCHER if harness == "claude" else "*", "hooks": [cmd("PreToolUse")]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [cmd("PostToolUse", autonomy=autonomy, rooms=rooms, label=label)]}],
+        "Stop": [{"hooks": [cmd("Stop")]}],
+    }
+    if harness == "claude":
+        spec["SessionEnd"] = [{"hooks": [cmd("SessionEnd")]}]
+        if _is_wake(autonomy):
+            wake = cmd("Stop", wake=True)
+            wake.update({"timeout": WAKE_TIMEOUT + 60, "async": True, "asyncRewake": True})
+            spec["Stop"][0]["hooks"].append(wake)
+    else:
+        spec = {k: v for k, v in spec.items() if k in CODEX_EVENTS}
+    return spec
+
+
+def mcp_entry(harness: str, db_path: Path | None = None) -> dict:
+    cmd = base_command()
+    env = {"AGENTS_ROOM_HARNESS": harness}
+    if db_path is not None:
+        env["AGENTS_ROOM_DB"] = str(db_path)
+    entry = {"command": cmd[0], "args": cmd[1:] + ["mcp"], "env": env}
+    if harness == "claude":
+        entry = {"type": "stdio", **entry}
+    return entry
+
+
+def merge_hooks(existing: dict, ours: dict) -> dict:
+    """Drop handlers we registered before (found by HOOK_MARK), keep everything else, add ours."""
+    out: dict = {}
+    for event, groups in (existing or {}).items():
+        kept = []
+        for g in groups if isinstance(groups, list) else []:
+            if not isinstance(g, dict):
+                kept.append(g)
+                continue
+            handlers = [h for h in g.get("hooks", []) if not (isinstance(h, dict) and HOOK_MARK in str(h.get("command", "")))]
+            if handlers or not g.get("hooks"):
+                kept.append({**g, "hooks": handlers})
+        if kept:
+            out[event] = kept
+    for event, groups in ours.items():
+        out.setdefault(event, []).extend(json.loads(json.dumps(groups)))
+    return out
+
+
+def toml_str(s: str) -> str:
+    return json.dumps(s)  # a JSON string literal is a valid TOML basic string
+
+
+def toml_inline(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return toml_str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_inline(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {toml_inline(v)}" for k, v in value.items()) + "}"
+    raise TypeError(type(value))
+
+
+def _toml_key(k: str) -> str:
+    import re
+
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else toml_str(k)

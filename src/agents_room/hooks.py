@@ -1,0 +1,263 @@
+"""``agents-room hook --event=…``: the harness hook, for Claude Code and Codex.
+
+Reads the harness's JSON on stdin and answers in the form that harness shows
+the model:
+
+* SessionStart, PreToolUse, PostToolUse: ``{"hookSpecificOutput": {"hookEventName": E,
+  "additionalContext": text}}`` (both harnesses; Codex requires the JSON envelope).
+* Stop: ``{"decision": "block", "reason": text}`` to hold the turn (autonomy >= hold),
+  never twice in one turn, never when ``stop_hook_active``; Codex has our own cap.
+* Stop with ``--wake`` (Claude Code, registered ``async`` + ``asyncRewake``): waits
+  while the chat is idle and exits 2 with the nudge on stderr when a message
+  arrives, which starts a new turn.
+* SessionEnd: releases leases, keeps mail for a resume; no output.
+
+Any internal error fails open: exit 0, no output. The module imports only the
+standard library and the store, so it stays cheap on every tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import sys
+import time
+from typing import Any
+
+EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+HARNESSES = ("claude", "codex")
+READ_TOOLS = {"Read", "read_file", "view"}
+WRITE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "write_file", "edit_file"}
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
+
+
+def _context(event: str, text: str) -> dict:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _paths(payload: dict) -> tuple[list[str], bool]:
+    """(paths the tool call touches, whether it writes)."""
+    tool = payload.get("tool_name") or ""
+    ti = payload.get("tool_input") or {}
+    if not isinstance(ti, dict):
+        ti = {}
+    if tool in READ_TOOLS or tool in WRITE_TOOLS:
+        p = ti.get("file_path") or ti.get("notebook_path") or ti.get("path")
+        return ([p] if isinstance(p, str) and p else []), tool in WRITE_TOOLS
+    # Codex: apply_patch (as its own tool or inside a shell command)
+    blob = ""
+    for key in ("input", "patch", "command"):
+        v = ti.get(key)
+        if isinstance(v, list):
+            v = " ".join(str(x) for x in v)
+        if isinstance(v, str):
+            blob += v + "\n"
+    if "*** Begin Patch" in blob or tool == "apply_patch":
+        return [m.strip() for m in _PATCH_FILE.findall(blob)], True
+    return [], False
+
+
+def _session_for(room, payload: dict, harness: str, opts: dict, create: bool):
+    key = payload.get("session_id")
+    if not isinstance(key, str) or not key:
+        return None, None
+    row = room.conn.execute(
+        "SELECT * FROM sessions WHERE harness_key=? AND harness=? ORDER BY last_seen DESC LIMIT 1", (key, harness)
+    ).fetchone()
+    if row is not None and row["ended_at"] is None:
+        return row, None
+    if not create:
+        return None, None
+    from . import liveness
+
+    joined = room.join(
+        harness_key=key,
+        harness=harness,
+        cwd=payload.get("cwd") or os.getcwd(),
+        rooms=opts.get("rooms"),
+        label=opts.get("label"),
+        autonomy=opts.get("autonomy"),
+        pid=liveness.harness_pid(),
+        raise_only=True,
+    )
+    return room.session_row(joined["session"]), joined
+
+
+def _intro(joined: dict) -> str:
+    sid = joined["session"]
+    me = f"{sid}" + (f" ({joined['label']})" if joined.get("label") else "")
+    text = (
+        f"agents-room: you are session {me} in rooms {', '.join(joined['rooms']) or '(none)'}; "
+        f"autonomy {joined['autonomy']}. Pass session=\"{sid}\" to every agents-room tool "
+        "(msg_recv, msg_send, room_who, lease_acquire, file_check, ...)."
+    )
+    others = joined.get("others") or []
+    if others:
+        shown = ", ".join(
+            f"{o['session']}" + (f" {o['label']}" if o.get("label") else "") + f" [{o.get('repo') or 'no repo'}, {o['state']}]"
+            for o in others[:4]
+        )
+        text += f" Also here: {shown}" + (f" +{len(others) - 4} more" if len(others) > 4 else "") + "."
+    else:
+        text += " Nobody else is in these rooms yet."
+    for w in joined.get("warnings") or []:
+        text += f" Warning: {w}."
+    return text
+
+
+def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, int, str]:
+    """One hook call: (stdout, exit code, stderr)."""
+    from .room import Room
+
+    if event not in EVENTS:
+        return "", 0, ""
+    if event == "PreToolUse":
+        paths, writes = _paths(payload)
+        if not (paths and writes):
+            return "", 0, ""  # nothing to check: do not even open the store
+    room = Room.open(opts.get("db"))
+    try:
+        if event == "SessionStart":
+            row, joined = _session_for(room, payload, harness, opts, create=True)
+            if joined is None:  # existing live row: rejoin to refresh rooms, pid and autonomy (never lowered)
+                from . import liveness
+
+                joined = room.join(
+                    session=row["id"], rooms=opts.get("rooms"), label=opts.get("label"), autonomy=opts.get("autonomy"),
+                    cwd=payload.get("cwd") or row["cwd"], pid=liveness.harness_pid(), raise_only=True,
+                )
+            text = _intro(joined)
+            offer = room.pending(joined["session"], "tool")
+            if offer:
+                text += " " + offer.nudge
+            return json.dumps(_context(event, text)), 0, ""
+
+        if event == "SessionEnd":
+            row, _ = _session_for(room, payload, harness, opts, create=False)
+            if row is not None:
+                room.end(row["id"])
+            return "", 0, ""
+
+        if event == "PreToolUse":
+            row, _ = _session_for(room, payload, harness, opts, create=False)
+            if row is None:
+                return "", 0, ""
+            paths, _ = _paths(payload)
+            notes = []
+            for p in paths:
+                for c in room.leases_against(row["id"], p):
+                    notes.append(
+                        f"{p} is under a {c['mode']} lease held by {c['holder']}"
+                        + (f" ({c['holder_label']})" if c["holder_label"] else "")
+                        + f" in {c['repo'] or 'no repo'} until {c['expires_at']}; message them (msg_send to=\"file:{c['pattern']}\") before editing"
+                    )
+            try:
+                check = room.file_check(row["id"], paths)
+                notes += [f["message"] for f in check["files"] if f["status"] in ("changed", "deleted")]
+            except Exception:
+                pass
+            if not notes:
+                return "", 0, ""
+            return json.dumps(_context(event, "agents-room: " + "; ".join(notes) + ".")), 0, ""
+
+        if event == "PostToolUse":
+            row, joined = _session_for(room, payload, harness, opts, create=True)
+            if row is None:
+                return "", 0, ""
+            sid = row["id"]
+            paths, writes = _paths(payload)
+            for p in paths[:20]:
+                try:
+                    room.file_read(sid, p)
+                except Exception:
+                    pass
+            room.tool_seen(sid)
+            offer = room.pending(sid, "tool")
+            parts = []
+            if joined is not None:
+                parts.append(_intro(joined))
+            if offer:
+                parts.append(offer.nudge)
+            if not parts:
+                return "", 0, ""
+            return json.dumps(_context(event, " ".join(parts))), 0, ""
+
+        if event == "Stop":
+            row, _ = _session_for(room, payload, harness, opts, create=False)
+            if row is None:
+                return "", 0, ""
+            if opts.get("wake"):
+                return _wake(room, row, opts)
+            offer = room.stop_check(
+                row["id"],
+                harness=harness,
+                stop_hook_active=bool(payload.get("stop_hook_active")),
+                turn_id=payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else None,
+            )
+            if offer is None:
+                return "", 0, ""
+            reason = offer.nudge + " Read them before you stop; answer if they need it, then you may stop."
+            return json.dumps({"decision": "block", "reason": reason}), 0, ""
+    finally:
+        room.close()
+    return "", 0, ""
+
+
+def _wake(room, row, opts: dict) -> tuple[str, int, str]:
+    """Wait while the chat is idle; a new message wakes it (exit 2, nudge on stderr)."""
+    from .room import WAKE
+
+    if row["autonomy"] < WAKE:
+        return "", 0, ""
+    sid = row["id"]
+    token = secrets.token_hex(6)
+    room.conn.execute("UPDATE sessions SET wake_waiter=? WHERE id=?", (token, sid))
+    deadline = time.monotonic() + float(opts.get("wake_timeout") or 3600)
+    interval = float(opts.get("wake_interval") or 1.0)
+    while time.monotonic() < deadline:
+        cur = room.conn.execute("SELECT wake_waiter, ended_at FROM sessions WHERE id=?", (sid,)).fetchone()
+        if cur is None or cur["ended_at"] is not None or cur["wake_waiter"] != token:
+            return "", 0, ""  # superseded, busy again, or ended
+        fresh = room.conn.execute(
+            "SELECT 1 FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? AND d.state='stored' "
+            "AND (m.expires_at IS NULL OR m.expires_at > ?) LIMIT 1",
+            (sid, time.time()),
+        ).fetchone()
+        if fresh:
+            offer = room.pending(sid, "tool")
+            if offer:
+                room.conn.execute("UPDATE sessions SET wake_waiter=NULL WHERE id=? AND wake_waiter=?", (sid, token))
+                return "", 2, offer.nudge
+        time.sleep(interval)
+    return "", 0, ""
+
+
+def main(argv_opts: dict) -> int:
+    """Entry from the CLI; never raises, never blocks the harness on our own failure."""
+    try:
+        raw = sys.stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            return 0
+        event = argv_opts["event"]
+        harness = argv_opts.get("harness") or "claude"
+        rooms = list(argv_opts.get("rooms") or [])
+        env_rooms = os.environ.get("AGENTS_ROOM_ROOMS", "")
+        rooms += [r for r in env_rooms.split(",") if r.strip()]
+        opts: dict[str, Any] = dict(argv_opts)
+        opts["rooms"] = rooms
+        opts["label"] = argv_opts.get("label") or os.environ.get("AGENTS_ROOM_LABEL") or None
+        out, code, err = handle(event, harness, payload, opts)
+    except BaseException:  # fail open: exit 0, no output
+        if os.environ.get("AGENTS_ROOM_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        return 0
+    if out:
+        sys.stdout.write(out + "\n")
+    if err:
+        sys.stderr.write(err + "\n")
+    return code

@@ -1,0 +1,119 @@
+"""Platform integration (R-ROOM-15): join every agent run to its project's room.
+
+The platform daemon calls :func:`prepare_agent_run` before it launches an agent
+CLI and adds the returned arguments, environment and files to that one run.
+Nothing in the user's own harness configuration is read or written: Claude
+Code gets ``--mcp-config`` and ``--settings`` files in ``config_dir``; Codex gets
+``-c`` overrides (``mcp_servers.agents-room.*``, ``hooks.*``,
+``features.codex_hooks``) on its command line.
+
+Example::
+
+    cfg = prepare_agent_run(
+        "claude",
+        config_dir=run_dir / "agents-room",
+        rooms=["shared:project-storefront"],
+        label="storefront/api #42",
+        db_path=None,                 # the user's default store
+        cwd=checkout,
+    )
+    subprocess.Popen(["claude", *cfg.args, "-p", prompt], cwd=checkout, env={**os.environ, **cfg.env})
+
+The agent's SessionStart hook then joins ``repo:<name>`` (from the git checkout
+at ``cwd``) and every room in ``rooms``, and tells the model its session id.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .harness_config import MCP_NAME, hooks_spec, mcp_entry, toml_inline
+from .naming import normalize_room, repo_of
+
+
+@dataclass(frozen=True)
+class AgentRunConfig:
+    """What to add to one agent run."""
+
+    harness: str
+    #: extra command-line arguments for the agent CLI (append to its argv)
+    args: list[str]
+    #: extra environment variables for the agent process (merge over its env)
+    env: dict[str, str]
+    #: files written under config_dir for this run (safe to delete after the run)
+    files: list[Path]
+    #: the normalised shared rooms the agent will join (its repo room is added by the hook)
+    rooms: list[str]
+    #: the repo room the agent's cwd maps to, or None when cwd is not in a git repository
+    repo_room: str | None
+    label: str
+    #: marker put in the agent's environment; makes liveness exact on Linux
+    marker: str = field(default="")
+
+
+SUPPORTED = ("claude", "codex")
+
+
+def prepare_agent_run(
+    harness: str,
+    *,
+    config_dir: Path,
+    rooms: list[str],
+    label: str,
+    db_path: Path | None = None,
+    cwd: Path,
+    autonomy: str = "wake",
+) -> AgentRunConfig:
+    """Prepare one agent run to join ``rooms`` plus its repo room, without touching user config.
+
+    harness: ``"claude"`` (Claude Code) or ``"codex"`` (Codex CLI).
+    config_dir: a directory owned by this run; created if missing.
+    rooms: shared rooms, e.g. ``["shared:project-storefront"]`` (``project-storefront`` is the same room).
+    label: a human label shown in ``who`` (e.g. ``"storefront/api task 42"``).
+    db_path: the store; ``None`` means the default (``$AGENTS_ROOM_DB`` or ``~/.agents-room/room.db``).
+    cwd: the agent's working directory (its git checkout gives the repo room).
+    autonomy: the level agreed with the operator: ``notify``, ``hold`` or ``wake`` (default).
+
+    Raises ``ValueError`` for an unknown harness or an invalid room name.
+    """
+    if harness not in SUPPORTED:
+        raise ValueError(f"unsupported harness {harness!r}; agents-room integrates with {', '.join(SUPPORTED)}")
+    norm = list(dict.fromkeys(normalize_room(r) for r in rooms))
+    config_dir = Path(config_dir)
+    config_dir.mkdir(parents=True, exist_ok=True)
+    db = Path(db_path).expanduser().resolve() if db_path is not None else None
+    marker = uuid.uuid4().hex
+    env = {
+        "AGENTS_ROOM_ROOMS": ",".join(norm),
+        "AGENTS_ROOM_LABEL": label,
+        "AGENTS_ROOM_MARKER": marker,
+    }
+    if db is not None:
+        env["AGENTS_ROOM_DB"] = str(db)
+    repo_room, _ = repo_of(str(Path(cwd).resolve()))
+    hooks = hooks_spec(harness, autonomy=autonomy, rooms=norm, label=label, db_path=db)
+    entry = mcp_entry(harness, db)
+    files: list[Path] = []
+    if harness == "claude":
+        mcp_file = config_dir / "agents-room.mcp.json"
+        settings_file = config_dir / "agents-room.settings.json"
+        mcp_file.write_text(json.dumps({"mcpServers": {MCP_NAME: entry}}, indent=2) + "\n")
+        settings_file.write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
+        files = [mcp_file, settings_file]
+        args = ["--mcp-config", str(mcp_file), "--settings", str(settings_file)]
+    else:
+        overrides = [
+            f"mcp_servers.{MCP_NAME}.command={toml_inline(entry['command'])}",
+            f"mcp_servers.{MCP_NAME}.args={toml_inline(entry['args'])}",
+            f"mcp_servers.{MCP_NAME}.env={toml_inline(entry['env'])}",
+            "features.codex_hooks=true",
+        ] + [f"hooks.{event}={toml_inline(groups)}" for event, groups in hooks.items()]
+        args = [a for o in overrides for a in ("-c", o)]
+        record = config_dir / "agents-room.codex-overrides.txt"
+        record.write_text("\n".join(overrides) + "\n")
+        files = [record]
+    return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
+                          label=label, marker=marker)

@@ -176,8 +176,11 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 def migrate_to(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     """Apply migrations up to ``target``; each step and its version bump in one transaction."""
-    if schema_version(conn) >= target:
-        return schema_version(conn)
+    found = schema_version(conn)
+    if found > SCHEMA_VERSION:
+        raise StoreError(f"store schema version {found} is newer than this agents-room ({SCHEMA_VERSION}); upgrade agents-room")
+    if found >= target:
+        return found
     with immediate(conn):
         current = schema_version(conn)
         if current > SCHEMA_VERSION:

@@ -1,0 +1,82 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents_room.room import Room
+
+PY = sys.executable
+
+
+def make_repo(root: Path, name: str, remote: str | None = None) -> Path:
+    """A directory that looks like a git checkout (enough for repo detection; no git needed)."""
+    d = root / name
+    (d / ".git").mkdir(parents=True)
+    cfg = "[core]\n\trepositoryformatversion = 0\n"
+    if remote:
+        cfg += f'[remote "origin"]\n\turl = {remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+    (d / ".git" / "config").write_text(cfg)
+    (d / "src").mkdir()
+    return d
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """Every test gets its own store and HOME; ~/.agents-room is never touched."""
+    db = tmp_path / "room.db"
+    monkeypatch.setenv("AGENTS_ROOM_DB", str(db))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    for k in ("AGENTS_ROOM_ROOMS", "AGENTS_ROOM_LABEL", "AGENTS_ROOM_MARKER", "AGENTS_ROOM_HARNESS"):
+        monkeypatch.delenv(k, raising=False)
+    (tmp_path / "home").mkdir()
+    return db
+
+
+@pytest.fixture
+def db(isolated):
+    return isolated
+
+
+class Clock:
+    def __init__(self, t: float = 1_800_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, s: float) -> None:
+        self.t += s
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def room(db, clock):
+    r = Room.open(db, clock=clock)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def repos(tmp_path):
+    return {
+        "api": make_repo(tmp_path, "api-checkout", "git@github.com:acme/api.git"),
+        "web": make_repo(tmp_path, "web", "https://github.com/acme/web"),
+        "cli": make_repo(tmp_path, "cli"),
+    }
+
+
+def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd=None, timeout: float = 30):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run(
+        [PY, "-m", "agents_room", *args], input=input, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout
+    )

@@ -7,7 +7,9 @@ Switches (environment variables):
 
 - FAKE_AGENT_MODE     ok (default) | fail | error_event | hang | long_line | edit
 - FAKE_AGENT_DELAY    seconds to sleep before each event (default 0)
-- FAKE_AGENT_RECORD   path: write what the fake saw there as JSON
+- FAKE_AGENT_RECORD   path: write what the fake saw there as JSON; if the path is a directory,
+                      write `<dir>/<PREDICTORX_TASK_ID or pid>.json` (concurrent runs don't collide)
+- FAKE_AGENT_RUNS_LOG path: append one JSON line per run (provider, task id, pid, cwd) — to count runs
 - FAKE_AGENT_TEXT     the final answer (default "Done: fake <provider> finished the task.")
 - FAKE_AGENT_SESSION_ID  the session id to report (default: the resumed one, else a new uuid)
 - FAKE_AGENT_EDIT_FILE   edit mode: file (relative to cwd) to append a line to (default FAKE_AGENT_EDITS.md)
@@ -81,12 +83,24 @@ class FakeAgent:
             **extra,
         }
         self._write_record()
+        runs_log = os.environ.get("FAKE_AGENT_RUNS_LOG")
+        if runs_log:
+            line = {k: self.record[k] for k in ("provider", "pid", "cwd", "mode")}
+            line["task_id"] = os.environ.get("PREDICTORX_TASK_ID")
+            # One small O_APPEND write per run: lines from concurrent runs never interleave.
+            fd = os.open(runs_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (json.dumps(line) + "\n").encode())
+            finally:
+                os.close(fd)
 
     def _write_record(self) -> None:
         if not self.record_path:
             return
         path = Path(self.record_path)
-        tmp = path.with_name(path.name + ".tmp")
+        if path.is_dir():
+            path = path / f"{os.environ.get('PREDICTORX_TASK_ID') or os.getpid()}.json"
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(self.record, indent=2), encoding="utf-8")
         os.replace(tmp, path)
 

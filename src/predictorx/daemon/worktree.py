@@ -22,13 +22,17 @@ A JSON marker in the env root lets a restarted daemon find and finish what a cra
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import stat
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +125,9 @@ def prepare(
         branch = _create_branch(top, agent_name, task_id, baseline, timeout)
         record["branch"] = branch
         _write_marker(marker, record)
-        git(["worktree", "add", "--quiet", str(wt_dir), branch], cwd=top, timeout=timeout)
+        with _admin_lock(top, timeout):  # registration only; the checkout below runs in parallel
+            git(["worktree", "add", "--quiet", "--no-checkout", str(wt_dir), branch], cwd=top, timeout=timeout)
+        git(["reset", "--quiet", "--hard"], cwd=wt_dir, timeout=timeout)
         start = wt_dir / prefix
         start.mkdir(parents=True, exist_ok=True)  # a sub-folder holding only ignored files
         record["state"] = "ready"
@@ -253,10 +259,11 @@ def _create_branch(top: Path, agent_name: str, task_id: str, commit: str, timeou
 
 def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, timeout: float) -> None:
     """Take back a half-made worktree; the agent never ran in it, so there is nothing of its own."""
-    if wt_dir.exists() or _registered(top, wt_dir, timeout):
-        git(["worktree", "remove", "--force", str(wt_dir)], cwd=top, timeout=timeout, check=False)
-        shutil.rmtree(wt_dir, ignore_errors=True)
-        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+    with _admin_lock(top, timeout):
+        if wt_dir.exists() or _registered(top, wt_dir, timeout):
+            git(["worktree", "remove", "--force", str(wt_dir)], cwd=top, timeout=timeout, check=False)
+            shutil.rmtree(wt_dir, ignore_errors=True)
+            git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
     if branch:  # only if it still points at the baseline: never drop a commit
         git(["update-ref", "-d", f"refs/heads/{branch}", baseline], cwd=top, timeout=timeout, check=False)
 
@@ -283,7 +290,8 @@ def finalize(prepared: Prepared, *, timeout: float = TIMEOUT) -> Finalized:
             _update_marker(marker, state="kept", error=problem)
             return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
     else:
-        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+        with _admin_lock(top, timeout):
+            git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
 
     commits = _commits(p, timeout)
     if present:
@@ -350,10 +358,11 @@ def _commits(p: Prepared, timeout: float) -> tuple[str, ...]:
 
 def _remove_worktree(top: Path, wt: Path, timeout: float) -> None:
     # --force: what is left are ignored files (build output); everything else is committed.
-    r = git(["worktree", "remove", "--force", str(wt)], cwd=top, timeout=timeout, check=False)
-    if r.returncode != 0:
-        shutil.rmtree(wt, ignore_errors=True)
-        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+    with _admin_lock(top, timeout):
+        r = git(["worktree", "remove", "--force", str(wt)], cwd=top, timeout=timeout, check=False)
+        if r.returncode != 0:
+            shutil.rmtree(wt, ignore_errors=True)
+            git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
 
 
 # --- recover ------------------------------------------------------------------------------------
@@ -411,6 +420,24 @@ def _identity_env(cwd: Path, timeout: float) -> dict[str, str]:
             env[f"GIT_{who}_NAME"] = _FALLBACK_NAME
             env[f"GIT_{who}_EMAIL"] = _FALLBACK_EMAIL
     return env
+
+
+@contextmanager
+def _admin_lock(top: Path, timeout: float) -> Iterator[None]:
+    """Serialise `git worktree add/remove/prune` per repository, across threads and processes.
+
+    git is not safe here: while one `worktree add` has made .git/worktrees/<id> but not yet
+    written its files, another one reading all entries fails ("failed to read …/commondir").
+    """
+    common = git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top, timeout=timeout)
+    key = hashlib.sha256(common.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    fd = os.open(Path(tempfile.gettempdir()) / f"predictorx-worktrees-{key}.lock",
+                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: the holders run short git commands
+        yield
+    finally:
+        os.close(fd)
 
 
 def _registered(top: Path, wt: Path, timeout: float) -> bool:

@@ -1,0 +1,260 @@
+"""Worktree mode (R-WT-1 … R-WT-7) on real repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ld_git import git, make_repo, snapshot, tree_files
+
+from predictorx.daemon.worktree import (
+    MARKER, Prepared, WorktreeError, branch_name, finalize, prepare,
+)
+
+
+def visible_files(repo: Path) -> dict[str, bytes]:
+    """What the person sees in their folder, minus what git ignores."""
+    ignored = set(git(repo, "ls-files", "--others", "--ignored", "--exclude-standard").split("\n"))
+    return {k: v for k, v in tree_files(repo).items() if k not in ignored}
+
+
+def branches(repo: Path) -> list[str]:
+    return git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
+
+
+def changed_files(repo: Path, a: str, b: str) -> list[str]:
+    return git(repo, "diff", "--name-only", a, b).split()
+
+
+# --- prepare: reproduce exactly what the person sees, touching nothing -----------------------------
+
+def test_the_worktree_starts_from_what_the_person_sees(dirty_repo: Path, tmp_path: Path) -> None:
+    before = snapshot(dirty_repo)
+    p = prepare(dirty_repo, tmp_path / "env", "claude", "task-1")
+    assert snapshot(dirty_repo) == before  # status, index bytes, stash list, HEAD
+    assert tree_files(p.worktree_dir) == visible_files(dirty_repo)
+    assert not (p.worktree_dir / "build").exists() and not (p.worktree_dir / "debug.log").exists()
+    assert os.access(p.worktree_dir / "run.sh", os.X_OK)
+    assert p.base_commit == before[3].strip()
+    assert git(dirty_repo, "rev-parse", f"{p.baseline_commit}^") == before[3]
+    assert p.branch == "agent/claude/task-1"
+    assert git(dirty_repo, "rev-parse", p.branch).strip() == p.baseline_commit
+    assert git(p.worktree_dir, "status", "--porcelain") == ""
+    assert str(p.worktree_dir) in git(dirty_repo, "worktree", "list")
+    assert p.worktree_dir == (tmp_path / "env" / "workdir").resolve()
+    result = finalize(p)
+    assert snapshot(dirty_repo) == before
+    assert result.branch is None and result.error is None
+
+
+def test_a_clean_repository_needs_no_baseline_commit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    p = prepare(repo, tmp_path / "env", "codex", "t")
+    assert p.baseline_commit == p.base_commit == git(repo, "rev-parse", "HEAD").strip()
+    finalize(p)
+
+
+def test_a_sub_folder_resource_starts_in_the_same_sub_folder(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"game/engine/main.c": "int main;\n", "README": "r\n"})
+    p = prepare(repo / "game" / "engine", tmp_path / "env", "claude", "t")
+    assert p.start_dir == p.worktree_dir / "game" / "engine"
+    assert (p.start_dir / "main.c").read_text() == "int main;\n"
+    assert p.repo_dir == repo.resolve()
+    finalize(p)
+
+
+def test_a_symlinked_resource_path_is_followed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (tmp_path / "link").symlink_to(repo)
+    p = prepare(tmp_path / "link", tmp_path / "env", "claude", "t")
+    assert p.repo_dir == repo.resolve()
+    finalize(p)
+
+
+# --- prepare: refuse rather than start from a tree the person would not recognise ----------------
+
+def test_not_a_repository_fails_and_leaves_the_folder_alone(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "f.txt").write_text("x")
+    with pytest.raises(WorktreeError, match="not inside a git repository.*never falls back"):
+        prepare(tmp_path / "plain", tmp_path / "env", "claude", "t")
+    assert os.listdir(tmp_path / "plain") == ["f.txt"]
+
+
+def test_a_repository_without_commits_fails(tmp_path: Path) -> None:
+    (tmp_path / "fresh").mkdir()
+    git(tmp_path / "fresh", "init", "-q")
+    (tmp_path / "fresh" / "f.txt").write_text("x")
+    with pytest.raises(WorktreeError, match="no commit yet.*never falls back"):
+        prepare(tmp_path / "fresh", tmp_path / "env", "claude", "t")
+    assert not (tmp_path / "env" / "workdir").exists()
+
+
+def test_too_many_untracked_files_fail_with_advice(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for i in range(6):
+        (repo / f"out{i}.o").write_text("x")
+    before = snapshot(repo)
+    with pytest.raises(WorktreeError, match=r"6 untracked files.*at most 5.*\.gitignore"):
+        prepare(repo, tmp_path / "env", "claude", "t", max_untracked_files=5)
+    assert snapshot(repo) == before and branches(repo) == ["main"]
+    prepare(repo, tmp_path / "env2", "claude", "t", max_untracked_files=6)  # at the limit is fine
+
+
+def test_untracked_content_over_200_mib_fails(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    with open(repo / "huge.bin", "wb") as f:  # sparse: 201 MiB on paper, nothing on disk
+        f.truncate(201 * 1024 * 1024)
+    with pytest.raises(WorktreeError, match=r"larger than 200 MiB.*gitignore"):
+        prepare(repo, tmp_path / "env", "claude", "t")
+    assert branches(repo) == ["main"]
+
+
+def test_an_untracked_symlink_fails(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "latest").symlink_to("/etc/hostname")
+    with pytest.raises(WorktreeError, match="latest.*symlink.*gitignore"):
+        prepare(repo, tmp_path / "env", "claude", "t")
+
+
+def test_an_untracked_nested_repository_fails(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    make_repo(repo / "vendor" / "lib")
+    with pytest.raises(WorktreeError, match="nested git repository"):
+        prepare(repo, tmp_path / "env", "claude", "t")
+
+
+def test_an_env_root_inside_the_repository_is_refused(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    with pytest.raises(WorktreeError, match="inside the repository"):
+        prepare(repo, repo / "envs" / "t", "claude", "t")
+
+
+# --- branches --------------------------------------------------------------------------------------
+
+def test_branch_names_are_sanitised() -> None:
+    assert branch_name("Claude Code", "T-42") == "agent/Claude-Code/T-42"
+    assert branch_name("../evil~^:?*[\\", "x.lock") == "agent/evil/x"
+    assert branch_name("", "") == "agent/agent/task"
+    assert branch_name("코더", "태스크") == "agent/코더/태스크"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_every_branch_name_is_a_valid_git_ref(agent: str, task: str) -> None:
+    name = branch_name(agent, task)
+    assert name.startswith("agent/")
+    r = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True)
+    assert r.returncode == 0, name
+
+
+def test_branch_collisions_get_a_suffix(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    a = prepare(repo, tmp_path / "e1", "claude", "t")
+    b = prepare(repo, tmp_path / "e2", "claude", "t")
+    assert (a.branch, b.branch) == ("agent/claude/t", "agent/claude/t-2")
+    repo2 = make_repo(tmp_path / "repo2")
+    git(repo2, "branch", "agent")  # a branch where our folder of branches would be
+    c = prepare(repo2, tmp_path / "e3", "claude", "t")
+    assert c.branch == "agent-claude-t"
+    for p in (a, b, c):
+        finalize(p)
+
+
+# --- finalize ----------------------------------------------------------------------------------------
+
+def test_a_task_that_changed_nothing_leaves_nothing(dirty_repo: Path, tmp_path: Path) -> None:
+    p = prepare(dirty_repo, tmp_path / "env", "claude", "t")
+    result = finalize(p)
+    assert result.branch is None and result.commits == () and not result.kept_worktree
+    assert "deleted" in result.message
+    assert branches(dirty_repo) == ["main"]
+    assert not p.worktree_dir.exists()
+    assert str(p.worktree_dir) not in git(dirty_repo, "worktree", "list")
+    assert not (p.env_root / MARKER).exists()
+
+
+def test_leftovers_are_committed_and_the_branch_kept(dirty_repo: Path, tmp_path: Path) -> None:
+    before = snapshot(dirty_repo)
+    p = prepare(dirty_repo, tmp_path / "env", "claude", "t")
+    (p.worktree_dir / "src" / "app.py").write_text("print('agent')\n")
+    git(p.worktree_dir, "commit", "-qam", "agent's own commit")
+    (p.worktree_dir / "NEW.md").write_text("left uncommitted\n")
+    (p.worktree_dir / "docs" / "guide.md").unlink()
+    (p.worktree_dir / "build").mkdir()
+    (p.worktree_dir / "build" / "x.o").write_text("ignored build output")
+    result = finalize(p)
+    assert result.error is None and not result.kept_worktree
+    assert result.branch == p.branch and len(result.commits) == 2
+    assert git(dirty_repo, "rev-parse", p.branch).strip() == result.commits[-1]
+    assert sorted(changed_files(dirty_repo, p.baseline_commit, p.branch)) == ["NEW.md", "docs/guide.md", "src/app.py"]
+    assert "agent" in git(dirty_repo, "log", "-1", "--format=%an", p.branch).lower()
+    assert not p.worktree_dir.exists()
+    assert snapshot(dirty_repo) == before
+    assert p.branch in branches(dirty_repo)
+
+
+def test_a_commit_that_cannot_be_signed_keeps_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "config", "commit.gpgSign", "true")
+    git(repo, "config", "user.signingkey", "DEADBEEF-no-such-key")
+    git(repo, "config", "gpg.program", "false")
+    p = prepare(repo, tmp_path / "env", "claude", "t")
+    (p.worktree_dir / "work.txt").write_text("precious\n")
+    result = finalize(p)
+    assert result.kept_worktree and result.error
+    assert str(p.worktree_dir) in result.error and "git worktree list" in result.error
+    assert (p.worktree_dir / "work.txt").read_text() == "precious\n"
+    assert str(p.worktree_dir) in git(repo, "worktree", "list")
+    assert p.branch in branches(repo)
+    assert (p.env_root / MARKER).exists()  # a restarted daemon tries again
+
+
+def test_work_on_another_branch_of_the_agent_is_brought_onto_the_task_branch(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    p = prepare(repo, tmp_path / "env", "claude", "t")
+    git(p.worktree_dir, "checkout", "-q", "-b", "agent-chose-this")
+    (p.worktree_dir / "f.txt").write_text("x\n")
+    git(p.worktree_dir, "add", "f.txt")
+    git(p.worktree_dir, "commit", "-qm", "work elsewhere")
+    result = finalize(p)
+    assert result.branch == p.branch and len(result.commits) == 1
+    assert changed_files(repo, p.baseline_commit, p.branch) == ["f.txt"]
+
+
+def test_finalize_after_the_worktree_vanished(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    p = prepare(repo, tmp_path / "env", "claude", "t")
+    import shutil
+    shutil.rmtree(p.worktree_dir)
+    result = finalize(p)
+    assert result.branch is None and branches(repo) == ["main"]
+    assert git(repo, "worktree", "list").count("\n") == 1
+
+
+# --- in parallel -----------------------------------------------------------------------------------
+
+def test_twenty_tasks_on_one_folder_in_parallel_each_get_their_own_branch(dirty_repo: Path, tmp_path: Path) -> None:
+    before = snapshot(dirty_repo)
+
+    def run_task(i: int) -> tuple[Prepared, object]:
+        p = prepare(dirty_repo, tmp_path / f"env{i}", "claude", f"task-{i}")
+        (p.worktree_dir / f"change-{i}.txt").write_text(f"task {i}\n")
+        (p.worktree_dir / "src" / "app.py").write_text(f"print({i})\n")
+        return p, finalize(p)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(run_task, range(20)))
+    assert len({p.branch for p, _ in results}) == 20
+    for i, (p, result) in enumerate(results):
+        assert result.branch == f"agent/claude/task-{i}" and len(result.commits) == 1
+        assert sorted(changed_files(dirty_repo, p.baseline_commit, p.branch)) == [f"change-{i}.txt", "src/app.py"]
+        assert git(dirty_repo, "show", f"{p.branch}:src/app.py") == f"print({i})\n"
+        assert git(dirty_repo, "show", f"{p.branch}:notes/todo.md") == "untracked\n"
+    assert snapshot(dirty_repo) == before
+    assert git(dirty_repo, "worktree", "list").count("\n") == 1

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Daemon, Runtime, utcnow
-from . import auth
+from . import auth, tasks
 from .errors import Forbidden, Invalid, NotFound
 
 
@@ -52,6 +52,7 @@ def register(session: Session, workspace_id: str, *, daemon_id: str, name: str, 
                                                          Agent.provider == rt.provider,
                                                          Agent.runtime_id.is_(None))):
             agent.runtime_id = rt.id
+    tasks.orphaned_by_restart(session, d)
     token = auth.mint(session, "daemon", name=name, workspace_id=workspace_id, daemon_id=daemon_id)
     return d, token
 

@@ -101,10 +101,13 @@ def _context(session: Session, task: Task, daemon_id: str) -> dict[str, Any]:
             if handler.visible_to_daemon(r.resource_ref, daemon_id):
                 resources.append({"id": r.id, "resource_type": r.resource_type,
                                   "resource_ref": r.resource_ref, "label": r.label})
+    # Flat, in the shape the daemon's TaskContext reads (and resources.json shows).
     return {
-        "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name, "repos": list(ws.repos or [])},
-        "project": None if project is None else {
-            "id": project.id, "title": project.title, "description": project.description},
+        "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name},
+        "workspace_repos": list(ws.repos or []),
+        "project_id": project.id if project else None,
+        "project_title": project.title if project else None,
+        "project_description": project.description if project else None,
         "resources": resources,
     }
 
@@ -296,6 +299,27 @@ def heartbeat(session: Session, daemon: Daemon, task_ids: list[str]) -> list[str
     return cancelled
 
 
+def orphaned_by_restart(session: Session, daemon: Daemon) -> list[Task]:
+    """A daemon registering is a new process: what its previous process held is lost (R-EX-6)."""
+    q = select(Task).where(Task.daemon_id == daemon.id, Task.status.in_(ACTIVE_STATUSES[1:]))
+    out = []
+    for task in session.scalars(q):
+        _lost(session, task, f"daemon {daemon.name} restarted")
+        out.append(task)
+    return out
+
+
+def _lost(session: Session, task: Task, why: str) -> None:
+    """Re-queue a task that never started; fail one whose run was under way."""
+    if task.status == "dispatched" and task.attempt < MAX_ATTEMPTS:
+        task.status, task.daemon_id, task.lease_expires_at, task.wait_reason = "queued", None, None, None
+        emit(session, task.workspace_id, "task_queued", task_id=task.id)
+    else:
+        _finish(session, task, "failed", failure_reason=(
+            f"{why} while the task was {task.status}; the run was lost (messages already received "
+            "are kept). Assign the issue again to retry."))
+
+
 # -- the sweeper (R-EX-6) ---------------------------------------------------------------------
 
 def sweep(session: Session, daemon_timeout: timedelta) -> list[Task]:
@@ -312,14 +336,6 @@ def sweep(session: Session, daemon_timeout: timedelta) -> list[Task]:
     swept = []
     for task in session.scalars(q):
         daemon = session.get(Daemon, task.daemon_id) if task.daemon_id else None
-        who = daemon.name if daemon else "its daemon"
-        if task.status == "dispatched" and task.attempt < MAX_ATTEMPTS:
-            task.status, task.daemon_id, task.lease_expires_at = "queued", None, None
-            task.wait_reason = None
-            emit(session, task.workspace_id, "task_queued", task_id=task.id)
-        else:
-            _finish(session, task, "failed", failure_reason=(
-                f"{who} stopped heartbeating while the task was {task.status}; the run was lost "
-                "(messages already received are kept). Assign the issue again to retry."))
+        _lost(session, task, f"{daemon.name if daemon else 'its daemon'} stopped heartbeating")
         swept.append(task)
     return swept

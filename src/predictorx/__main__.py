@@ -1,0 +1,3 @@
+from predictorx.cli.main import main
+
+main()

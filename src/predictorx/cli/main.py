@@ -1,0 +1,137 @@
+"""`predictorx`: the platform's command line. Thin: every command is one or two HTTP calls."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from .. import __version__, config
+from .client import Client, CliError, fail
+from .output import Output, record, table
+from . import issues, projects, small
+
+app = typer.Typer(
+    help="Predictor X — coding-agent CLIs as teammates. Start with `predictorx up`.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+server_app = typer.Typer(help="Run the server.", no_args_is_help=True)
+daemon_app = typer.Typer(help="The daemon that runs agents on this machine.", no_args_is_help=True)
+repo_app = typer.Typer(help="Repositories, for agents inside a task.", no_args_is_help=True)
+
+app.add_typer(server_app, name="server")
+app.add_typer(projects.app, name="project")
+app.add_typer(issues.app, name="issue")
+app.add_typer(small.agent_app, name="agent")
+app.add_typer(small.task_app, name="task")
+app.add_typer(small.workspace_app, name="workspace")
+app.add_typer(daemon_app, name="daemon")
+app.add_typer(repo_app, name="repo")
+OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    typer.echo(__version__)
+
+
+@server_app.command("start")
+def server_start(host: str = typer.Option("127.0.0.1", "--host", help="Loopback by default."),
+                 port: int = typer.Option(8484, "--port", min=1, max=65535)) -> None:
+    """Run the API and web server in the foreground."""
+    from ..server.run import port_free, serve
+
+    if not port_free(host, port):
+        fail(f"port {port} on {host} is in use; pick another with --port")
+    typer.echo(f"Predictor X server on http://{host}:{port} (state in {config.state_dir()})", err=True)
+    serve(host, port)
+
+
+@app.command()
+def up(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8484, "--port", min=1, max=65535),
+       no_daemon: bool = typer.Option(False, "--no-daemon", help="Only the server and web UI."),
+       demo: bool = typer.Option(True, "--demo/--no-demo", help="On a fresh state dir, create and run the demo.")) -> None:
+    """Server + web UI + a local daemon, in one process group, on the embedded SQLite default."""
+    from ..up import run_up
+
+    run_up(host, port, with_daemon=not no_daemon, demo=demo)
+
+
+@app.command()
+def login(server_url: str = typer.Option(..., "--server-url"), token: str = typer.Option(..., "--token"),
+          workspace: Optional[str] = typer.Option(None, "--workspace", help="Workspace id or slug.")) -> None:
+    """Remember a (remote) server and your token in the state dir (0600)."""
+    me = Client(server_url=server_url, token=token, workspace=workspace).get("/api/me")
+    if me["kind"] != "user":
+        fail("that token is not a user token; ask for a personal token")
+    ws = workspace or (me["workspace_ids"][0] if me["workspace_ids"] else None)
+    path = config.write_config(server_url=server_url.rstrip("/"), token=token, workspace_id=ws)
+    typer.echo(f"Logged in to {server_url} as {me['user']['name']}; saved in {path}.")
+
+
+@daemon_app.command("start")
+def daemon_start(foreground: bool = typer.Option(False, "--foreground", help="Stay attached (logs to stderr)."),
+                 name: Optional[str] = typer.Option(None, "--name", help="Shown in `daemon list`; defaults to the hostname."),
+                 max_tasks: int = typer.Option(4, "--max-tasks", min=1, max=64, help="Execution slots.")) -> None:
+    """Register this machine, then claim and run tasks (R-EX-1)."""
+    from ..daemon.main import start
+
+    start(foreground=foreground, name=name, max_tasks=max_tasks)
+
+
+@daemon_app.command("status")
+def daemon_status(output: Output = OutputOpt) -> None:
+    """This machine's daemon: id, whether it is running, its runtimes."""
+    from ..daemon.identity import daemon_id, running_pid
+
+    did = daemon_id()
+    pid = running_pid()
+    info = {"daemon_id": did, "running": pid is not None, "pid": pid, "state_dir": str(config.state_dir())}
+    try:
+        remote = Client().get(f"/api/daemons/{did}")
+        info.update(online=remote["online"], name=remote["name"],
+                    runtimes=[f"{r['provider']} {r['version'] or ''}".strip() for r in remote["runtimes"]])
+    except CliError as e:
+        info["server"] = e.message
+    record(info, [(k, k) for k in info], output)
+
+
+@daemon_app.command("list")
+def daemon_list(output: Output = OutputOpt) -> None:
+    """Daemons of the workspace: id, name, runtimes, online."""
+    rows = Client().get("/api/daemons")
+    for d in rows:
+        d["runtime_names"] = [f"{r['provider']} {r['version'] or ''}".strip() for r in d["runtimes"]]
+    table(rows, [("id", "ID"), ("name", "NAME"), ("runtime_names", "RUNTIMES"), ("online", "ONLINE"),
+                 ("last_heartbeat_at", "LAST SEEN")], output, "no daemons: run `predictorx daemon start`")
+
+
+@repo_app.command("checkout")
+def repo_checkout(url: str, ref: Optional[str] = typer.Option(None, "--ref", help="Branch, tag or commit.")) -> None:
+    """Inside a task: check a repository out into the task's working directory (R-CTX-4)."""
+    from ..daemon.checkout import checkout_for_task
+
+    path = checkout_for_task(url, ref)
+    typer.echo(str(path))
+
+
+@app.command()
+def demo() -> None:
+    """Create a sample project over a small local git repo, a command agent, an issue, and run it."""
+    from ..demo import run_demo
+
+    run_demo()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=True)
+    except CliError as e:
+        sys.stderr.write(f"predictorx: {e.message}\n")
+        sys.exit(e.code)
+
+
+if __name__ == "__main__":
+    main()

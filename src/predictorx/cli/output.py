@@ -1,0 +1,60 @@
+"""Tables for people, JSON for scripts (`--output json` on every listing and getter)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .client import emit_json
+
+import sys
+
+# Piped output is read by scripts and people alike: never fold it to a pretend 80 columns.
+console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 400)
+
+
+class Output(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], output: Output,
+          empty: str = "nothing here yet") -> None:
+    if output == Output.json:
+        emit_json(rows)
+        return
+    if not rows:
+        console.print(f"[dim]{empty}[/dim]")
+        return
+    t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for _key, title in columns:
+        t.add_column(title, overflow="fold")
+    for row in rows:
+        t.add_row(*[_cell(row.get(key)) for key, _ in columns])
+    console.print(t)
+
+
+def record(data: dict[str, Any], fields: list[tuple[str, str]], output: Output) -> None:
+    if output == Output.json:
+        emit_json(data)
+        return
+    width = max(len(title) for _, title in fields)
+    for key, title in fields:
+        value = data.get(key)
+        if value not in (None, "", []):
+            console.print(f"[bold]{title.ljust(width)}[/bold]  {_cell(value)}")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items() if v not in (None, ""))
+    return str(value)

@@ -1,0 +1,162 @@
+"""`predictorx project …` and `predictorx project resource …` (the seeds' commands, exactly)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+
+from .client import Client, fail
+from .output import Output, record, table
+
+app = typer.Typer(help="Projects and their resources.", no_args_is_help=True)
+resource_app = typer.Typer(help="A project's typed resources (repos, local folders, …).", no_args_is_help=True)
+app.add_typer(resource_app, name="resource")
+
+OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
+PROJECT_COLS = [("id", "ID"), ("title", "TITLE"), ("status", "STATUS"), ("priority", "PRIORITY")]
+RESOURCE_COLS = [("id", "ID"), ("position", "POS"), ("resource_type", "TYPE"), ("label", "LABEL"),
+                 ("resource_ref", "REF")]
+
+
+@app.command("create")
+def create(
+    title: str = typer.Option(..., "--title", help="Project title."),
+    description: str = typer.Option("", "--description"),
+    repo: list[str] = typer.Option([], "--repo", help="A git URL; repeat for several. A bad one aborts the whole creation."),
+    status: str = typer.Option("planned", "--status"),
+    priority: str = typer.Option("none", "--priority"),
+    output: Output = OutputOpt,
+) -> None:
+    """Create a project, with its repos, in one transaction."""
+    body = {"title": title, "description": description, "status": status, "priority": priority,
+            "resources": [{"resource_type": "github_repo", "resource_ref": {"url": u}} for u in repo]}
+    p = Client().post("/api/projects", body)
+    if output == Output.json:
+        record(p, [], output)
+        return
+    typer.echo(f"Created project {p['id']} “{p['title']}” with {len(p['resources'])} resource(s).")
+
+
+@app.command("list")
+def list_(output: Output = OutputOpt) -> None:
+    """List the workspace's projects."""
+    table(Client().get("/api/projects"), PROJECT_COLS, output, "no projects yet: `predictorx project create --title …`")
+
+
+@app.command("get")
+def get(project_id: str, output: Output = OutputOpt) -> None:
+    """Show a project and its resources."""
+    p = Client().get(f"/api/projects/{project_id}")
+    if output == Output.json:
+        record(p, [], output)
+        return
+    record(p, [("id", "id"), ("title", "title"), ("description", "description"), ("status", "status"),
+               ("priority", "priority")], output)
+    typer.echo("")
+    table(p["resources"], RESOURCE_COLS, output, "no resources")
+
+
+def _ref_payload(ref: str | None) -> dict[str, Any] | None:
+    """`--ref` is overloaded by the seeds: '{…}' is the generic JSON payload, anything else the
+    checkout ref of a github_repo."""
+    if ref is None or not ref.lstrip().startswith("{"):
+        return None
+    try:
+        payload = json.loads(ref)
+    except ValueError as e:
+        fail(f"--ref looks like JSON but does not parse ({e.msg} at character {e.pos}); quote it like --ref '{{\"key\": \"value\"}}'", 2)
+    if not isinstance(payload, dict):
+        fail("--ref JSON must be an object", 2)
+    return payload
+
+
+def _fields(url, ref, hint, local_path, daemon_id, mode) -> dict[str, Any]:  # noqa: ANN001
+    payload = _ref_payload(ref) or {}
+    if ref is not None and not payload:
+        payload["ref"] = ref
+    for key, value in (("url", url), ("default_branch_hint", hint), ("local_path", local_path),
+                       ("daemon_id", daemon_id), ("execution_mode", mode)):
+        if value is not None:
+            payload[key] = value
+    return payload
+
+
+@resource_app.command("list")
+def resource_list(project_id: str, output: Output = OutputOpt) -> None:
+    """List a project's resources in order."""
+    table(Client().get(f"/api/projects/{project_id}/resources"), RESOURCE_COLS, output, "no resources")
+
+
+@resource_app.command("add")
+def resource_add(
+    project_id: str,
+    type_: str = typer.Option(..., "--type", help="github_repo, local_directory, or any registered type."),
+    url: Optional[str] = typer.Option(None, "--url", help="github_repo: any git URL."),
+    ref: Optional[str] = typer.Option(None, "--ref", help="github_repo: branch/tag/commit; or a JSON payload '{…}' for any type."),
+    default_branch_hint: Optional[str] = typer.Option(None, "--default-branch-hint"),
+    local_path: Optional[str] = typer.Option(None, "--local-path", help="local_directory: absolute path."),
+    daemon_id: Optional[str] = typer.Option(None, "--daemon-id", help="local_directory: the machine's daemon id."),
+    ref_label: Optional[str] = typer.Option(None, "--ref-label", "--label", help="A label shown to people and agents."),
+    execution_mode: Optional[str] = typer.Option(None, "--execution-mode", help="local_directory: in_place or worktree."),
+    position: Optional[int] = typer.Option(None, "--position", min=0),
+    output: Output = OutputOpt,
+) -> None:
+    """Add a resource to a project."""
+    body: dict[str, Any] = {"resource_type": type_,
+                            "resource_ref": _fields(url, ref, default_branch_hint, local_path, daemon_id, execution_mode)}
+    if ref_label is not None:
+        body["label"] = ref_label
+    if position is not None:
+        body["position"] = position
+    r = Client().post(f"/api/projects/{project_id}/resources", body)
+    if output == Output.json:
+        record(r, [], output)
+    else:
+        typer.echo(f"Added {r['resource_type']} {r['id']}.")
+
+
+@resource_app.command("update")
+def resource_update(
+    project_id: str,
+    resource_id: str,
+    url: Optional[str] = typer.Option(None, "--url"),
+    ref: Optional[str] = typer.Option(None, "--ref"),
+    default_branch_hint: Optional[str] = typer.Option(None, "--default-branch-hint"),
+    local_path: Optional[str] = typer.Option(None, "--local-path"),
+    daemon_id: Optional[str] = typer.Option(None, "--daemon-id"),
+    ref_label: Optional[str] = typer.Option(None, "--ref-label", "--label"),
+    execution_mode: Optional[str] = typer.Option(None, "--execution-mode"),
+    position: Optional[int] = typer.Option(None, "--position", min=0),
+    clear: list[str] = typer.Option([], "--clear", help="Clear a field (e.g. --clear ref, --clear label)."),
+    output: Output = OutputOpt,
+) -> None:
+    """Change a resource: only the fields given change; --clear FIELD empties one."""
+    payload = _fields(url, ref, default_branch_hint, local_path, daemon_id, execution_mode)
+    body: dict[str, Any] = {}
+    for field in clear:
+        if field == "label":
+            body["label"] = None
+        else:
+            payload[field] = None
+    if payload:
+        body["resource_ref"] = payload
+    if ref_label is not None:
+        body["label"] = ref_label
+    if position is not None:
+        body["position"] = position
+    if not body:
+        fail("nothing to change: give at least one of --url, --ref, --local-path, --execution-mode, --ref-label, …", 2)
+    r = Client().patch(f"/api/projects/{project_id}/resources/{resource_id}", body)
+    if output == Output.json:
+        record(r, [], output)
+    else:
+        typer.echo(f"Updated {r['resource_type']} {r['id']}.")
+
+
+@resource_app.command("remove")
+def resource_remove(project_id: str, resource_id: str) -> None:
+    """Remove a resource from a project."""
+    Client().delete(f"/api/projects/{project_id}/resources/{resource_id}")
+    typer.echo(f"Removed resource {resource_id}.")

@@ -1,0 +1,117 @@
+"""The small command groups: workspace, agent, task."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Optional
+
+import typer
+
+from .client import Client
+from .output import Output, record, table
+
+OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
+
+workspace_app = typer.Typer(help="Workspaces (tenants).", no_args_is_help=True)
+agent_app = typer.Typer(help="Agents: a name, a provider and a runtime.", no_args_is_help=True)
+task_app = typer.Typer(help="Tasks: one agent's run on one issue.", no_args_is_help=True)
+
+
+@workspace_app.command("list")
+def workspace_list(output: Output = OutputOpt) -> None:
+    """List your workspaces."""
+    table(Client().get("/api/workspaces"), [("id", "ID"), ("slug", "SLUG"), ("name", "NAME"), ("repos", "REPOS")], output)
+
+
+@workspace_app.command("create")
+def workspace_create(name: str = typer.Option(..., "--name"), slug: Optional[str] = typer.Option(None, "--slug"),
+                     repo: list[str] = typer.Option([], "--repo", help="A workspace repository URL; repeatable."),
+                     output: Output = OutputOpt) -> None:
+    """Create a workspace you own."""
+    w = Client().post("/api/workspaces", {"name": name, "slug": slug, "repos": repo})
+    if output == Output.json:
+        record(w, [], output)
+    else:
+        typer.echo(f"Created workspace {w['slug']} ({w['id']}).")
+
+
+@workspace_app.command("repos")
+def workspace_repos(workspace: str, repo: list[str] = typer.Option(..., "--repo", help="The full list; repeatable."),
+                    output: Output = OutputOpt) -> None:
+    """Replace a workspace's repository list."""
+    w = Client().patch(f"/api/workspaces/{workspace}", {"repos": repo})
+    record(w, [("slug", "workspace"), ("repos", "repos")], output)
+
+
+AGENT_COLS = [("name", "NAME"), ("provider", "PROVIDER"), ("model", "MODEL"), ("runtime_id", "RUNTIME"),
+              ("max_concurrent_tasks", "MAX TASKS"), ("id", "ID")]
+
+
+@agent_app.command("create")
+def agent_create(
+    name: str = typer.Option(..., "--name"),
+    provider: str = typer.Option(..., "--provider", help="claude, codex, gemini, opencode or command."),
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime id, daemon id or daemon name; defaults to the only match."),
+    model: Optional[str] = typer.Option(None, "--model"),
+    command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
+    instructions: str = typer.Option("", "--instructions"),
+    max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
+    output: Output = OutputOpt,
+) -> None:
+    """Create an agent."""
+    argv = shlex.split(command) if command else None
+    a = Client().post("/api/agents", {"name": name, "provider": provider, "runtime": runtime, "model": model,
+                                       "command": argv, "instructions": instructions,
+                                       "max_concurrent_tasks": max_concurrent_tasks})
+    if output == Output.json:
+        record(a, [], output)
+    else:
+        typer.echo(f"Created agent {a['name']} ({a['provider']}).")
+
+
+@agent_app.command("list")
+def agent_list(output: Output = OutputOpt) -> None:
+    """List agents."""
+    table(Client().get("/api/agents"), AGENT_COLS, output, "no agents yet: `predictorx agent create --name … --provider …`")
+
+
+TASK_FIELDS = [("id", "task"), ("issue_number", "issue"), ("agent_name", "agent"), ("status", "status"),
+               ("wait_reason", "waiting for"), ("failure_reason", "failure"), ("branch_name", "branch"),
+               ("result", "result"), ("session_id", "session"), ("created_at", "created"),
+               ("started_at", "started"), ("finished_at", "finished")]
+
+
+@task_app.command("get")
+def task_get(task_id: str, output: Output = OutputOpt) -> None:
+    """A task's details (status, wait reason, branch, result)."""
+    record(Client().get(f"/api/tasks/{task_id}"), TASK_FIELDS, output)
+
+
+@task_app.command("list")
+def task_list(status: Optional[str] = typer.Option(None, "--status"),
+              project: Optional[str] = typer.Option(None, "--project"), output: Output = OutputOpt) -> None:
+    """Recent tasks of the workspace."""
+    params = {k: v for k, v in (("status", status), ("project", project)) if v}
+    table(Client().get("/api/tasks", params=params),
+          [("id", "TASK"), ("issue_number", "#"), ("agent_name", "AGENT"), ("status", "STATUS"),
+           ("branch_name", "BRANCH"), ("created_at", "CREATED")], output, "no tasks")
+
+
+@task_app.command("messages")
+def task_messages(task_id: str, after: int = typer.Option(-1, "--after"), output: Output = OutputOpt) -> None:
+    """The agent's messages, in order."""
+    rows = Client().get(f"/api/tasks/{task_id}/messages", params={"after": after})
+    if output == Output.json:
+        table(rows, [], output)
+        return
+    for m in rows:
+        c = m["content"]
+        text = c.get("text") or c.get("name") or c.get("output") or c.get("message") or ""
+        typer.echo(f"{m['seq']:>4} {m['kind']:<11} {str(text)[:400]}")
+
+
+@task_app.command("cancel")
+def task_cancel(task_id: str) -> None:
+    """Cancel a task; a running agent is stopped within seconds."""
+    t = Client().post(f"/api/tasks/{task_id}/cancel")
+    typer.echo(f"Task {t['id']} is {t['status']}.")

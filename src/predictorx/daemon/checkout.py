@@ -1,0 +1,47 @@
+"""`predictorx repo checkout <url> [--ref R]`, run by an agent inside its task (R-CTX-4).
+
+The task is found from the environment the daemon gave the agent; the allowed list is the task's
+own snapshot (its project's repos plus the workspace's repos when it was claimed), so refreshing
+the workspace list never revokes a running task's URL.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..cli.client import Client, fail
+from . import envroot
+from .context import TaskContext, allowed_repo_urls
+from .repocache import RepoCache, RepoCacheError, URLNotAllowed, check_allowed, repo_name, task_branch
+
+
+def checkout_for_task(url: str, ref: str | None) -> Path:
+    task_id = os.environ.get("PREDICTORX_TASK_ID")
+    workdir = os.environ.get("PREDICTORX_WORKDIR")
+    if not task_id or not workdir:
+        fail("`predictorx repo checkout` runs inside a task (PREDICTORX_TASK_ID and PREDICTORX_WORKDIR are "
+             "not set); people clone with git directly")
+    task = Client().get(f"/api/tasks/{task_id}")
+    ctx = TaskContext.from_dict(task.get("context") or {})
+    try:
+        check_allowed(url, allowed_repo_urls(ctx))
+    except URLNotAllowed as e:
+        fail(str(e))
+    dest = Path(workdir) / repo_name(url)
+    n = 2
+    while dest.exists() and any(dest.iterdir()):
+        dest = Path(workdir) / f"{repo_name(url)}-{n}"
+        n += 1
+    root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
+    try:
+        co = RepoCache(Path(root) if root else None).checkout(url, ref, dest, task_branch(task["agent_name"] or "agent", task_id))
+    except RepoCacheError as e:
+        fail(f"could not check out {url}: {e}")
+    env_root = os.environ.get("PREDICTORX_ENV_ROOT")
+    if env_root:
+        try:
+            envroot.record_repo_urls(Path(env_root), [url])
+        except OSError:
+            pass
+    return co.path

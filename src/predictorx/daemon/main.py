@@ -1,0 +1,300 @@
+"""The daemon: register this machine, hold the push connection, claim and run tasks (R-EX-1/2/6).
+
+Dispatch is pushed: the server announces work on a server-sent-event stream and the daemon claims
+at once. Only while that stream is down does the daemon poll. Heartbeats keep its tasks' leases
+and tell it about cancellations it might have missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import platform
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, agents, config
+from ..cli.client import CliError, fail
+from ..resources.local_directory import WORKTREE_CAPABILITY
+from . import identity, worktree
+from .dirlock import DirLocks
+from .gc import GcTimer
+from .paths import PathRuleError, check_local_directory
+from .repocache import RepoCache
+from .runner import TaskRun
+from .serverapi import ServerApi, ServerError
+
+log = logging.getLogger("predictorx.daemon")
+
+DAEMON_CAPABILITIES = [WORKTREE_CAPABILITY]
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def probe_runtimes(path: str | None = None) -> list[dict[str, Any]]:
+    """One runtime per agent CLI found on PATH, plus `command`, which is always available."""
+    found = []
+    for provider in agents.known_providers():
+        adapter = agents.get(provider)
+        if adapter.executable is None:
+            found.append({"provider": provider, "version": __version__, "path": None,
+                          "capabilities": list(adapter.capabilities)})
+            continue
+        exe = adapter.locate(path)
+        if exe is None:
+            continue
+        found.append({"provider": provider, "version": adapter.probe(exe), "path": exe,
+                      "capabilities": list(adapter.capabilities)})
+    return found
+
+
+class Daemon:
+    def __init__(self, api: ServerApi, *, name: str | None = None, max_tasks: int = 4,
+                 workspaces_root: Path | None = None):
+        self.api = api
+        self.daemon_id = identity.daemon_id()
+        self.name = name or socket.gethostname()
+        self.max_tasks = max_tasks
+        self.workspaces_root = workspaces_root or config.workspaces_root()
+        self.dir_locks = DirLocks(config.state_dir() / "locks")
+        self.repo_cache = RepoCache(self.workspaces_root)
+        self.runs: dict[str, TaskRun] = {}
+        self.busy_slots = 0
+        self.task_timeout = _env_float("PREDICTORX_TASK_TIMEOUT", 0) or None
+        self.heartbeat_interval = _env_float("PREDICTORX_HEARTBEAT_INTERVAL", 5)
+        self.poll_interval = _env_float("PREDICTORX_POLL_INTERVAL", 3)
+        self.runtimes: list[dict[str, Any]] = []
+        self._claim_wakeup = asyncio.Event()
+        self._push_connected = False
+        self._stopping = asyncio.Event()
+
+    # -- slots ------------------------------------------------------------------------------------
+    def slot_released(self) -> None:
+        self.busy_slots -= 1
+        self._claim_wakeup.set()
+
+    def slot_taken(self) -> None:
+        self.busy_slots += 1
+
+    def executable_for(self, provider: str) -> list[str] | None:
+        for rt in self.runtimes:
+            if rt["provider"] == provider and rt.get("path"):
+                return [rt["path"]]
+        return None
+
+    def room_setup(self, run: TaskRun, env, cwd: Path) -> tuple[list[str], dict[str, str]]:  # noqa: ANN001
+        """Join the agent to its project's room (R-ROOM-15); see rooms.py."""
+        from .rooms import room_setup
+
+        return room_setup(run, env, cwd)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def register(self) -> None:
+        self.runtimes = await asyncio.to_thread(probe_runtimes)
+        answer = await self.api.register({
+            "daemon_id": self.daemon_id, "name": self.name, "hostname": socket.gethostname(),
+            "version": __version__, "capabilities": DAEMON_CAPABILITIES, "runtimes": self.runtimes,
+        })
+        names = ", ".join(f"{r['provider']} {r['version'] or ''}".strip() for r in self.runtimes)
+        log.info("registered daemon %s (%s) with runtimes: %s", self.daemon_id, self.name, names)
+        return answer
+
+    def recover(self) -> None:
+        """Say what a previous run left (locks, worktrees) and finish or clean it."""
+        for sentence in self.dir_locks.recover():
+            log.info("recovery: %s", sentence)
+        for sentence in worktree.recover([self.workspaces_root]):
+            log.info("recovery: %s", sentence)
+
+    async def run(self) -> None:
+        self.recover()
+        await self.register()
+        jobs = [asyncio.create_task(self._push_loop(), name="push"),
+                asyncio.create_task(self._claim_loop(), name="claim"),
+                asyncio.create_task(self._heartbeat_loop(), name="heartbeat")]
+        gc = GcTimer(self.workspaces_root, is_task_active=lambda task_id: task_id in self.runs)
+        gc.start()
+        try:
+            await self._stopping.wait()
+        finally:
+            for job in jobs:
+                job.cancel()
+            for r in list(self.runs.values()):
+                r.cancel()
+            pending = [r.main for r in self.runs.values() if r.main]
+            if pending:
+                await asyncio.wait(pending, timeout=10)
+            await gc.stop()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            await self.api.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    # -- push connection, with polling only while it is down ----------------------------------
+    async def _push_loop(self) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                async for event in self.api.events():
+                    self._push_connected = True
+                    backoff = 0.5
+                    await self._on_event(event)
+            except asyncio.CancelledError:
+                raise
+            except ServerError as e:
+                if e.status == 401:
+                    log.warning("the server forgot this daemon's token; registering again")
+                    try:
+                        await self.register()
+                    except ServerError:
+                        pass
+                else:
+                    log.warning("push connection failed: %s", e.detail)
+            except Exception as e:  # noqa: BLE001 — reconnect on anything
+                log.warning("push connection lost: %s", e)
+            self._push_connected = False
+            self._claim_wakeup.set()  # poll at once while reconnecting
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 10)
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind in ("hello", "task_queued"):
+            self._claim_wakeup.set()
+        elif kind == "task_cancelled":
+            run = self.runs.get(event.get("task_id", ""))
+            if run is not None:
+                log.info("task %s cancelled", run.id)
+                run.cancel()
+        elif kind == "request":
+            asyncio.create_task(self._answer(event))
+
+    async def _answer(self, event: dict[str, Any]) -> None:
+        if event.get("op") == "check_path":
+            try:
+                await asyncio.to_thread(check_local_directory, str(event.get("path", "")))
+                ok, error = True, None
+            except PathRuleError as e:
+                ok, error = False, str(e)
+            try:
+                await self.api.answer(event["request_id"], ok, error)
+            except ServerError as e:
+                log.warning("could not answer a path check: %s", e)
+
+    # -- claiming ---------------------------------------------------------------------------------
+    async def _claim_loop(self) -> None:
+        while True:
+            try:
+                timeout = None if self._push_connected else self.poll_interval
+                await asyncio.wait_for(self._claim_wakeup.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            self._claim_wakeup.clear()
+            try:
+                await self._claim_available()
+            except asyncio.CancelledError:
+                raise
+            except ServerError as e:
+                log.warning("claim failed: %s", e.detail)
+                await asyncio.sleep(1)
+            except Exception:  # noqa: BLE001
+                log.exception("claim failed")
+                await asyncio.sleep(1)
+
+    async def _claim_available(self) -> None:
+        while self.busy_slots < self.max_tasks:
+            claimed = await self.api.claim(self.max_tasks - self.busy_slots)
+            for item in claimed:
+                self._start(item)
+            if not claimed:
+                return
+
+    def _start(self, claim: dict[str, Any]) -> None:
+        run = TaskRun(self, claim)
+        self.runs[run.id] = run
+        self.busy_slots += 1
+        log.info("task %s: running %s (%s) on issue #%s", run.id, run.agent["name"], run.agent["provider"],
+                 run.issue["number"])
+
+        async def go() -> None:
+            try:
+                await run.run()
+            finally:
+                self.runs.pop(run.id, None)
+                self._claim_wakeup.set()
+        run.main = asyncio.create_task(go(), name=f"task-{run.id}")
+
+    # -- heartbeats -------------------------------------------------------------------------------
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval)
+            try:
+                cancelled = await self.api.heartbeat(list(self.runs))
+            except asyncio.CancelledError:
+                raise
+            except ServerError as e:
+                log.warning("heartbeat failed: %s", e.detail)
+                continue
+            for task_id in cancelled:
+                run = self.runs.get(task_id)
+                if run is not None:
+                    run.cancel()
+
+
+def start(*, foreground: bool, name: str | None, max_tasks: int) -> None:
+    """`predictorx daemon start`: refuse a second daemon on this state dir, then run."""
+    pid = identity.running_pid()
+    if pid is not None:
+        fail(f"a daemon for this state dir is already running (pid {pid}); stop it first or set PREDICTORX_HOME")
+    cfg = config.client_config()
+    if not cfg.server_url or not cfg.token:
+        fail("no server configured: start one with `predictorx up`, or run `predictorx login --server-url URL --token TOKEN`")
+    if not foreground:
+        _detach()
+    logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request drowns the log
+    identity.write_pid()
+    try:
+        asyncio.run(_main(cfg, name, max_tasks))
+    except CliError:
+        raise
+    finally:
+        identity.clear_pid()
+
+
+async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int) -> None:
+    daemon = Daemon(ServerApi(cfg.server_url, cfg.token, cfg.workspace_id), name=name, max_tasks=max_tasks)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, daemon.stop)
+    try:
+        await daemon.run()
+    except ServerError as e:
+        fail(f"the daemon could not talk to the server at {cfg.server_url}: {e.detail}")
+
+
+def _detach() -> None:
+    """Run in the background, logging to <state dir>/daemon.log."""
+    if platform.system() == "Windows":
+        fail("run `predictorx daemon start --foreground` on Windows")
+    if os.fork() > 0:
+        log_path = config.state_dir() / "daemon.log"
+        print(f"daemon started in the background; log: {log_path}")
+        os._exit(0)
+    os.setsid()
+    log_file = open(config.state_dir() / "daemon.log", "a", buffering=1)  # noqa: SIM115
+    os.dup2(log_file.fileno(), sys.stdout.fileno())
+    os.dup2(log_file.fileno(), sys.stderr.fileno())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, sys.stdin.fileno())

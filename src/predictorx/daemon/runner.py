@@ -1,0 +1,236 @@
+"""One claimed task, from claim to finish: choose the code to run in, give the agent its context,
+run it, stream what it says, deliver its work, report how it ended.
+
+Where the agent runs (R-LD-3, R-CTX-4):
+- the project has a `local_directory` for this daemon → `in_place` (the person's folder, under the
+  per-folder lock) or `worktree` (a git worktree of exactly what the person sees);
+- otherwise, a project `github_repo` → a worktree of the daemon's bare cache of that repo;
+- otherwise an empty working directory of the task's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import agents
+from ..agents import RunSpec
+from . import envroot, worktree
+from .context import TaskContext, prepare_context
+from .paths import PathRuleError, check_local_directory
+from .repocache import RepoCacheError, repo_name
+from .serverapi import ServerError
+from .uploader import MessageUploader
+
+if TYPE_CHECKING:
+    from .main import Daemon
+
+log = logging.getLogger("predictorx.daemon")
+
+
+class TaskFailed(Exception):
+    """The task cannot run; the message is its failure_reason, in words the person can act on."""
+
+
+@dataclass
+class Placement:
+    kind: str                     # in_place | worktree | own
+    local_path: Path | None = None
+    label: str | None = None
+
+
+def _placement(ctx: TaskContext, daemon_id: str) -> tuple[Placement, Any]:
+    for res in ctx.resources:
+        if res.resource_type == "local_directory" and res.resource_ref.get("daemon_id") == daemon_id:
+            mode = res.resource_ref.get("execution_mode") or "in_place"
+            return Placement(mode, Path(res.resource_ref["local_path"]), res.label), res
+    return Placement("own"), None
+
+
+def build_prompt(issue: dict[str, Any], agent: dict[str, Any]) -> str:
+    parts = [f"You are {agent['name']}, an agent on Predictor X, working on issue #{issue['number']}: "
+             f"{issue['title']}"]
+    if issue.get("body"):
+        parts.append(issue["body"])
+    if agent.get("instructions"):
+        parts.append(agent["instructions"])
+    parts.append(f"Work in the current directory. When you are done, say briefly what you changed. "
+                 f"To tell the people on the issue something, run "
+                 f"`predictorx issue comment {issue['number']} \"…\"`.")
+    return "\n\n".join(parts)
+
+
+class TaskRun:
+    def __init__(self, daemon: "Daemon", claim: dict[str, Any]):
+        self.daemon = daemon
+        self.task = claim["task"]
+        self.agent = claim["agent"]
+        self.issue = claim["issue"]
+        self.context_data = claim["context"] or {}
+        self.token = claim["token"]
+        self.id: str = self.task["id"]
+        self.cancel_event = asyncio.Event()
+        self.phase = "preparing"       # preparing | waiting | running | finishing
+        self.holds_slot = True
+        self.branch: str | None = None
+        self.main: asyncio.Task | None = None
+
+    # -- control --------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Stop the agent (its process group) or leave the folder queue at once (R-EX-5, R-LD-4)."""
+        if self.cancel_event.is_set():
+            return
+        self.cancel_event.set()
+        if self.phase in ("preparing", "waiting") and self.main is not None:
+            self.main.cancel()
+
+    def _release_slot(self) -> None:
+        if self.holds_slot:
+            self.holds_slot = False
+            self.daemon.slot_released()
+
+    def _take_slot(self) -> None:
+        if not self.holds_slot:
+            self.holds_slot = True
+            self.daemon.slot_taken()
+
+    # -- the run --------------------------------------------------------------------------------
+    async def run(self) -> None:
+        api = self.daemon.api
+        outcome: dict[str, Any] = {"status": "failed", "failure_reason": "the daemon stopped unexpectedly"}
+        env = None
+        self._uploader = MessageUploader(api, self.id)
+        self._uploader.start()
+        try:
+            ctx = TaskContext.from_dict(self.context_data)
+            placement, _res = _placement(ctx, self.daemon.daemon_id)
+            ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
+            real = None
+            if placement.local_path is not None:
+                try:
+                    real = check_local_directory(str(placement.local_path))
+                except PathRuleError as e:  # R-LD-2: fail, folder untouched
+                    raise TaskFailed(f"the local folder “{placement.label or 'local directory'}” cannot be used: {e}") from None
+            env = envroot.create_env_root(self.daemon.workspaces_root, ws, self.id,
+                                          workdir_kind=placement.kind, local_path=real)
+            if placement.kind == "in_place":
+                async with self.daemon.dir_locks.acquire(real, self.id, placement.label or "local folder",
+                                                         on_wait=self._on_wait):
+                    self._take_slot()
+                    outcome = await self._execute(ctx, env, real, real)
+            elif placement.kind == "worktree":
+                outcome = await self._in_worktree(ctx, env, real)
+            else:
+                outcome = await self._in_own_workdir(ctx, env)
+        except asyncio.CancelledError:
+            outcome = {"status": "cancelled", "failure_reason": "cancelled"}
+        except TaskFailed as e:
+            outcome = {"status": "failed", "failure_reason": str(e)}
+        except Exception as e:  # noqa: BLE001 — report every failure on the task, never lose it
+            log.exception("task %s failed in the daemon", self.id)
+            outcome = {"status": "failed", "failure_reason": f"the daemon could not run the task: {e}"}
+        finally:
+            self.phase = "finishing"
+            self._release_slot()
+            await asyncio.shield(self._uploader.close())
+            if env is not None:
+                try:
+                    envroot.mark_finished(env, status=outcome["status"])
+                except OSError:
+                    pass
+        if self.cancel_event.is_set() and outcome["status"] != "completed":
+            outcome["status"] = "cancelled"
+        try:
+            await api.finish(self.id, branch_name=self.branch, **outcome)
+        except ServerError as e:
+            log.error("task %s: could not report its end (%s)", self.id, e)
+
+    async def _on_wait(self, reason: str) -> None:
+        self.phase = "waiting"
+        self._release_slot()  # a waiting task does not hold an execution slot (R-LD-4)
+        await self.daemon.api.status(self.id, "waiting_local_directory", wait_reason=reason)
+
+    async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> dict[str, Any]:
+        workdir = env.path / "workdir"
+        if workdir.is_dir() and not any(workdir.iterdir()):
+            workdir.rmdir()  # git makes it
+        try:
+            prepared = await asyncio.to_thread(worktree.prepare, real, env.path, self.agent["name"], self.id)
+        except worktree.WorktreeError as e:
+            raise TaskFailed(str(e)) from None
+        self.branch = prepared.branch
+        outcome: dict[str, Any] = {"status": "failed", "failure_reason": "interrupted"}
+        try:
+            outcome = await self._execute(ctx, env, prepared.start_dir, real)
+        finally:
+            done = await asyncio.to_thread(worktree.finalize, prepared)
+            self.branch = done.branch
+            await self._note("system", {"event": "worktree", "message": done.message, "branch": done.branch})
+            if done.error:
+                outcome = {"status": "failed", "failure_reason": done.message}
+        return outcome
+
+    async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot) -> dict[str, Any]:
+        repos = ctx.project_repositories()
+        cwd = env.workdir
+        if repos:
+            repo = repos[0]
+            try:
+                co = await asyncio.to_thread(self.daemon.repo_cache.checkout, repo.url, repo.ref,
+                                             env.workdir / repo_name(repo.url),
+                                             worktree.branch_name(self.agent["name"], self.id))
+            except RepoCacheError as e:
+                raise TaskFailed(f"could not check out {repo.url}: {e}") from None
+            envroot.record_repo_urls(env, [repo.url])
+            self.branch = co.branch
+            cwd = co.path
+        return await self._execute(ctx, env, cwd, None)
+
+    async def _note(self, kind: str, content: dict[str, Any]) -> None:
+        await self._uploader.add(kind, content)
+
+    async def _execute(self, ctx: TaskContext, env: envroot.EnvRoot, cwd: Path, local: Path | None) -> dict[str, Any]:
+        """Give the agent its context, run it, and take the context away again."""
+        if self.cancel_event.is_set():
+            raise asyncio.CancelledError
+        adapter = agents.get(self.agent["provider"])
+        self.phase = "running"
+        await self.daemon.api.status(self.id, "running", branch_name=self.branch)
+        uploader = self._uploader
+        prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx)
+        if prepared.error:
+            await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
+        extra_args, extra_env = self.daemon.room_setup(self, env, cwd)
+        spec = RunSpec(
+            prompt=build_prompt(self.issue, self.agent), cwd=cwd, logs_dir=env.logs,
+            env={**self._env(env, cwd), **extra_env}, model=self.agent.get("model"),
+            argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
+            extra_args=extra_args, timeout_s=self.daemon.task_timeout,
+        )
+        try:
+            result = await adapter.run(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event)
+        finally:
+            prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
+        return {"status": result.status, "result": result.result, "session_id": result.session_id,
+                "failure_reason": result.failure_reason}
+
+    def _env(self, env: envroot.EnvRoot, cwd: Path) -> dict[str, str]:
+        bin_dir = str(Path(sys.executable).parent)
+        return {
+            "PREDICTORX_SERVER_URL": self.daemon.api.server_url,
+            "PREDICTORX_TOKEN": self.token,
+            "PREDICTORX_TASK_ID": self.id,
+            "PREDICTORX_WORKSPACE": self.task["workspace_id"],
+            "PREDICTORX_ISSUE": str(self.issue["number"]),
+            "PREDICTORX_AGENT": self.agent["name"],
+            "PREDICTORX_ENV_ROOT": str(env.path),
+            "PREDICTORX_WORKDIR": str(env.path / "workdir") if env.workdir_kind != "in_place" else str(cwd),
+            "PREDICTORX_OUTPUT_DIR": str(env.output),
+            "PREDICTORX_WORKSPACES_ROOT": str(self.daemon.workspaces_root),
+            "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        }

@@ -1,0 +1,78 @@
+"""Send an agent's messages to the server in order, in batches, with sequence numbers.
+
+Every message gets its seq when the agent says it, so a retried batch is idempotent (the server
+ignores seqs it has). A failed send keeps the batch and retries; nothing acknowledged is dropped,
+and what was not acknowledged is still in the task's raw stream log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .serverapi import ServerApi, ServerError
+
+log = logging.getLogger("predictorx.daemon")
+
+
+class MessageUploader:
+    def __init__(self, api: ServerApi, task_id: str, *, max_batch: int = 100, interval: float = 0.05):
+        self.api = api
+        self.task_id = task_id
+        self.max_batch = max_batch
+        self.interval = interval
+        self._next_seq = 0
+        self._pending: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def add(self, kind: str, content: dict[str, Any]) -> None:
+        self._pending.append({"seq": self._next_seq, "kind": kind, "content": content})
+        self._next_seq += 1
+        if len(self._pending) >= self.max_batch:
+            self._wake.set()
+
+    async def _send_some(self) -> None:
+        while self._pending:
+            batch = self._pending[: self.max_batch]
+            await self.api.messages(self.task_id, batch)
+            del self._pending[: len(batch)]
+
+    async def _loop(self) -> None:
+        backoff = 0.2
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self._send_some()
+                backoff = 0.2
+            except ServerError as e:
+                if 400 <= e.status < 500 and e.status not in (408, 429):
+                    log.error("task %s: the server refused messages (%s); they stay in the raw log", self.task_id, e)
+                    self._pending.clear()
+                else:
+                    log.warning("task %s: sending messages failed (%s); retrying", self.task_id, e)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5)
+            if self._closed and not self._pending:
+                return
+
+    async def close(self, timeout: float = 30.0) -> None:
+        """Flush everything (bounded), then stop."""
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout)
+            except asyncio.TimeoutError:
+                self._task.cancel()
+                log.error("task %s: %d messages could not be sent; they stay in the raw log",
+                          self.task_id, len(self._pending))

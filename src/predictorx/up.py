@@ -1,0 +1,75 @@
+"""`predictorx up`: server + web UI + a local daemon, one process group, embedded SQLite default."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+
+import uvicorn
+
+from . import config
+from .cli.client import fail
+from .server.app import create_app
+from .server.run import bootstrap, port_free
+from .store.db import Database
+
+log = logging.getLogger("predictorx.up")
+
+
+def run_up(host: str, port: int, *, with_daemon: bool, demo: bool) -> None:
+    if not port_free(host, port):
+        fail(f"port {port} on {host} is in use (is `predictorx up` already running?); pick another with --port")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    db = Database()
+    db.migrate()
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    fresh = bootstrap(db, url) is not None
+    app = create_app(db, migrate=False)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+    asyncio.run(_serve(server, url, with_daemon=with_daemon, demo=demo and fresh))
+
+
+async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool) -> None:
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            await serving
+            return
+        await asyncio.sleep(0.05)
+    token = config.read_config().get("token", "")
+    print(f"\nPredictor X is up at {url}", flush=True)
+    print(f"  web UI:    {url}/login?token={token}", flush=True)
+    print(f"  state dir: {config.state_dir()}", flush=True)
+    print("  the CLI in this state dir needs no login: try `predictorx issue list`\n", flush=True)
+    daemon = None
+    if with_daemon:
+        # Same process group as this one: Ctrl-C or a kill of the group stops both.
+        daemon = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground"],
+                                  env=os.environ.copy())
+    demo_job = asyncio.create_task(asyncio.to_thread(_demo)) if demo and with_daemon else None
+    try:
+        await serving
+    finally:
+        if demo_job is not None:
+            demo_job.cancel()
+        if daemon is not None and daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(daemon.wait, 15)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+
+
+def _demo() -> None:
+    from .cli.client import CliError
+    from .demo import run_demo
+
+    try:
+        run_demo()
+    except CliError as e:
+        print(f"demo: {e.message}", file=sys.stderr)

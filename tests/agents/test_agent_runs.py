@@ -233,3 +233,44 @@ async def test_a_failing_message_handler_does_not_stop_the_stream(task: Task):
     result = await get("claude").run(task.spec(), flaky, asyncio.Event())
     assert result.status == "completed"
     assert len(seen) > 3
+
+
+async def test_cancel_mid_stream_keeps_what_was_said(task: Task):
+    cancel = asyncio.Event()
+    received: list[AgentMessage] = []
+
+    async def collect(message: AgentMessage) -> None:
+        received.append(message)
+        if message.kind == "tool_use":
+            cancel.set()
+
+    from predictorx.agents import get
+
+    result = await get("opencode").run(task.spec(env={"FAKE_AGENT_DELAY": "0.3"}), collect, cancel)
+    assert result.status == "cancelled"
+    assert [m.kind for m in received][:2] == ["system", "text"]
+    assert not any(m.content.get("text", "").startswith("Done") for m in received)
+    assert gone(task.record()["pid"])
+
+
+async def test_cancelled_before_start_never_starts(task: Task):
+    cancel = asyncio.Event()
+    cancel.set()
+    _, result = await run_agent("claude", task.spec(), cancel)
+    assert result.status == "cancelled"
+    assert not task.record_path.exists()
+
+
+async def test_concurrent_runs_record_apart_and_are_counted(task: Task):
+    from fakes import with_fakes_on_path
+
+    records = task.root / "records"
+    records.mkdir()
+    runs_log = task.root / "runs.jsonl"
+    env = with_fakes_on_path({"PATH": task.env["PATH"], "FAKE_AGENT_RECORD": str(records), "FAKE_AGENT_RUNS_LOG": str(runs_log)})
+    specs = [task.spec(env={**env, "PREDICTORX_TASK_ID": f"t{i}"}) for i in range(4)]
+    results = await asyncio.gather(*(run_agent("codex", s) for s in specs))
+    assert all(r.status == "completed" for _, r in results)
+    assert sorted(p.name for p in records.iterdir()) == ["t0.json", "t1.json", "t2.json", "t3.json"]
+    runs = [json.loads(line) for line in runs_log.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in runs) == ["t0", "t1", "t2", "t3"]

@@ -153,6 +153,8 @@ class AgentAdapter:
             argv = self.build_argv(spec)
         except ValueError as exc:
             return RunResult("failed", None, None, str(exc), None, None)
+        if cancel.is_set():  # cancelled while the task was being prepared: never start it
+            return RunResult("cancelled", None, None, "cancelled before the agent started", None, None)
         request = ProcessRequest(
             argv=argv,
             cwd=spec.cwd,

@@ -174,3 +174,22 @@ def test_file_mode_is_kept(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     remove_block(handle)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_begin_line_without_end_is_not_guessed_at(tmp_path: Path) -> None:
+    original = b"# Mine\n<!-- predictorx:begin task=old (added by Predictor X) -->\nuser text below\n"
+    path = tmp_path / "CLAUDE.md"
+    path.write_bytes(original)
+    handle = insert_block(path, BLOCK, task_id="new")
+    assert path.read_bytes().startswith(original)
+    assert remove_block(handle)
+    assert path.read_bytes() == original
+
+
+def test_users_own_text_mentioning_the_marker_is_not_stripped(tmp_path: Path) -> None:
+    original = b"<!-- predictorx:begin is how the daemon marks its block -->\nthen\n<!-- predictorx:end -->\n"
+    path = tmp_path / "CLAUDE.md"
+    path.write_bytes(original)
+    handle = insert_block(path, BLOCK, task_id="t")
+    assert remove_block(handle)
+    assert path.read_bytes() == original

@@ -45,6 +45,10 @@ def test_normalize_treats_spellings_of_one_repo_alike(a: str, b: str) -> None:
     assert normalize_url(a) == normalize_url(b)
 
 
+def test_windows_path_is_not_an_ssh_url() -> None:
+    assert not normalize_url("C:/src/repo.git").startswith("ssh://")
+
+
 def test_normalize_keeps_path_case_and_ports() -> None:
     assert normalize_url("https://h/Acme/Shop") != normalize_url("https://h/acme/shop")
     assert normalize_url("https://h:8443/a/b") != normalize_url("https://h/a/b")

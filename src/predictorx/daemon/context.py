@@ -424,20 +424,29 @@ def _end_of_end_marker(data: bytes, start: int) -> int:
     return stop
 
 
+_OUR_BEGIN_LINE = re.compile(rb"<!-- predictorx:begin( task=[A-Za-z0-9._-]+)? \(added by Predictor X[^\n]*-->\r?(\n|$)")
+
+
 def _strip_blocks(data: bytes) -> tuple[bytes, bool]:
-    """Remove blocks left by crashed runs, with the one newline `insert_block` put before each."""
+    """Remove blocks left by crashed runs, with the one newline `insert_block` put before each.
+
+    Only a complete block (our begin line … end marker) counts: a begin line without its end is
+    left alone, like `remove_block` does, because its extent is unknown.
+    """
     found = False
-    while (start := _line_start_find(data, BEGIN)) >= 0:
+    pos = 0
+    while (start := _line_start_find(data, BEGIN, pos)) >= 0:
+        line = _OUR_BEGIN_LINE.match(data, start)
+        stop = _end_of_end_marker(data, start) if line else -1
+        if stop < 0:
+            pos = start + 1
+            continue
         found = True
-        line_end = data.find(b"\n", start)
-        stop = _end_of_end_marker(data, start)
-        if stop < 0:  # an orphan begin line: drop that line only
-            stop = len(data) if line_end < 0 else line_end + 1
-        crlf = line_end > 0 and data[line_end - 1:line_end] == b"\r"
-        sep = b"\r\n" if crlf else b"\n"
+        sep = b"\r\n" if line.group(0).rstrip(b"\n").endswith(b"\r") else b"\n"
         if start > 0 and data[:start].endswith(sep):
             start -= len(sep)
         data = data[:start] + data[stop:]
+        pos = start
     return data, found
 
 

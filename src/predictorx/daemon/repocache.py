@@ -120,6 +120,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 # -- URLs and names -------------------------------------------------------------------------------
 
+_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
 _SCP_LIKE = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>.+)$")
 
 
@@ -135,7 +136,7 @@ def normalize_url(url: str) -> str:
         raise ValueError("empty repository URL")
     if "://" not in url:
         scp = _SCP_LIKE.match(url)
-        if scp and not os.path.isabs(url):
+        if scp and not os.path.isabs(url) and not _WINDOWS_PATH.match(url):
             url = f"ssh://{scp['host']}/{scp['path'].lstrip('/')}"
         else:
             url = "file://" + Path(os.path.abspath(url)).as_posix()

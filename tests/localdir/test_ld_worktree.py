@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -230,7 +231,6 @@ def test_work_on_another_branch_of_the_agent_is_brought_onto_the_task_branch(tmp
 def test_finalize_after_the_worktree_vanished(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     p = prepare(repo, tmp_path / "env", "claude", "t")
-    import shutil
     shutil.rmtree(p.worktree_dir)
     result = finalize(p)
     assert result.branch is None and branches(repo) == ["main"]

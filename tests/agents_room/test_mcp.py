@@ -1,0 +1,79 @@
+"""R-ROOM-2: the MCP server, in process and over stdio with the SDK's own client."""
+
+import json
+import os
+import sys
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from agents_room.mcp_server import build_server
+
+TOOLS = {
+    "room_join", "room_leave", "room_who", "room_history", "msg_send", "msg_recv", "msg_unread", "msg_sent",
+    "lease_acquire", "lease_renew", "lease_release", "file_read", "file_check",
+}
+
+
+def data(result):
+    assert not result.is_error, result.content[0].text
+    return result.structured_content if result.structured_content is not None else json.loads(result.content[0].text)
+
+
+async def test_in_process_tools(db, repos):
+    async with Client(build_server(db)) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+        assert names == TOOLS
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        for name in TOOLS - {"room_join"}:
+            assert "session" in tools[name].input_schema["required"], name
+        a = data(await c.call_tool("room_join", {"rooms": ["storefront"], "cwd": str(repos["api"]), "autonomy": 2}))
+        # another chat (its own harness process) joins through the API
+        from agents_room.room import Room
+
+        other = Room.open(db)
+        b = other.join(rooms=["shared:storefront"], cwd=str(repos["web"]))
+        other.close()
+        # a rejoin that omits autonomy keeps it (not given != 0)
+        again = data(await c.call_tool("room_join", {"session": a["session"], "rooms": ["x"]}))
+        assert again["autonomy"] == "wake"
+        sent = data(await c.call_tool("msg_send", {"session": a["session"], "to": "*", "body": "hi"}))
+        assert sent["recipients"] == 1
+        got = data(await c.call_tool("msg_recv", {"session": b["session"]}))
+        assert [m["body"] for m in got["messages"]] == ["hi"]
+        empty = data(await c.call_tool("msg_recv", {"session": b["session"]}))
+        assert empty["messages"] == [] and "caught up" in empty["empty_because"]
+        bad = await c.call_tool("msg_recv", {"session": b["session"][:-1] + "z"})
+        assert bad.is_error and b["session"] in bad.content[0].text
+
+
+async def test_stdio_round_trip(db, repos, tmp_path):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "agents_room", "mcp"], env={"AGENTS_ROOM_DB": str(db)}, cwd=str(repos["api"])
+    )
+    async with Client(params, read_timeout_seconds=30) as c:
+        assert {t.name for t in (await c.list_tools()).tools} == TOOLS
+        a = data(await c.call_tool("room_join", {"rooms": ["storefront"], "label": "api"}))
+        assert a["repo"] == "repo:api" and "shared:storefront" in a["rooms"]
+        b = data(await c.call_tool("room_join", {"rooms": ["payments"]}))
+        # a second room_join from the same harness process is the same chat: no duplicate session row
+        assert b["session"] == a["session"]
+        who = data(await c.call_tool("room_who", {"session": a["session"]}))
+        assert who["sessions"][0]["state"] == "live"
+        lease = data(await c.call_tool("lease_acquire", {"session": a["session"], "paths": ["src/*.py"], "ttl_seconds": 60}))
+        assert lease["granted"]
+        (repos["api"] / "src" / "m.py").write_text("x")
+        rd = data(await c.call_tool("file_read", {"session": a["session"], "path": "src/m.py"}))
+        assert rd["hash"].startswith("sha256:")
+        chk = data(await c.call_tool("file_check", {"session": a["session"]}))
+        assert chk["diverged"] == 0
+        hist = data(await c.call_tool("room_history", {"session": a["session"]}))
+        assert hist["messages"] == []
+        assert data(await c.call_tool("msg_unread", {"session": a["session"]}))["unread"] == 0
+        assert data(await c.call_tool("msg_sent", {"session": a["session"]}))["messages"] == []
+        assert data(await c.call_tool("lease_renew", {"session": a["session"]}))["renewed"]
+        assert data(await c.call_tool("lease_release", {"session": a["session"]}))["released"] == ["src/*.py"]
+        left = data(await c.call_tool("room_leave", {"session": a["session"], "rooms": ["storefront"]}))
+        assert left["left"] == ["shared:storefront"]
+    # the store the server wrote is the one in AGENTS_ROOM_DB, not the home one
+    assert db.exists() and not (tmp_path / "home" / ".agents-room").exists()

@@ -16,6 +16,7 @@ from predictorx.daemon.envroot import (
     create_env_root,
     env_root_path,
     mark_finished,
+    open_env_root,
     read_meta,
     record_repo_urls,
 )
@@ -74,6 +75,14 @@ def test_in_place_env_root_runs_in_the_persons_folder(tmp_path: Path) -> None:
         create_env_root(tmp_path / "ws", "acme", "t2", workdir_kind="in_place")
 
 
+def test_open_env_root_reads_back_what_was_created(tmp_path: Path) -> None:
+    folder, _ = person_folder(tmp_path)
+    made = create_env_root(tmp_path / "ws", "acme", "t1", workdir_kind="worktree", local_path=folder)
+    assert open_env_root(made.path) == made
+    with pytest.raises(FileNotFoundError):
+        open_env_root(tmp_path)
+
+
 def test_env_root_names_cannot_escape(tmp_path: Path) -> None:
     assert env_root_path(tmp_path, "../..", "../../etc").parent.parent == tmp_path
     with pytest.raises(ValueError):
@@ -101,6 +110,18 @@ def test_abandoned_unfinished_env_root_goes_after_ttl_of_inactivity(tmp_path: Pa
     for path in (env.meta_path, env.logs, env.output):
         os.utime(path, (old, old))
     assert collect(root, NOW).removed_env_roots == [env.path]
+
+
+def test_abandoned_env_root_with_a_log_still_growing_is_kept(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    env = create_env_root(root, "acme", "long", now=LONG_AGO)
+    log_file = env.logs / "agent.jsonl"
+    log_file.write_text("line\n")
+    old = LONG_AGO.timestamp()
+    for path in (env.meta_path, env.logs, env.output):
+        os.utime(path, (old, old))
+    os.utime(log_file, (NOW.timestamp(), NOW.timestamp()))
+    assert collect(root, NOW).reason_kept(env.path) == "not expired"
 
 
 def test_custom_ttl(tmp_path: Path) -> None:
@@ -291,7 +312,8 @@ async def test_timer_runs_collect_repeatedly_and_stops(tmp_path: Path) -> None:
     env = create_env_root(root, "acme", "t1")
     mark_finished(env, now=datetime.now(timezone.utc) - timedelta(days=8))
     reports = []
-    async with GcTimer(root, interval=timedelta(seconds=0.05), on_report=reports.append) as timer:
+    async with GcTimer(root, interval=timedelta(seconds=0.05), is_task_active=lambda t: False,
+                       on_report=reports.append) as timer:
         for _ in range(100):
             if timer.runs >= 2:
                 break
@@ -311,7 +333,8 @@ async def test_timer_survives_a_failing_pass(tmp_path: Path) -> None:
             raise RuntimeError("daemon state unavailable")
         return []
 
-    async with GcTimer(tmp_path, interval=timedelta(seconds=0.02), protect=protect) as timer:
+    async with GcTimer(tmp_path, interval=timedelta(seconds=0.02), is_task_active=lambda t: False,
+                       protect=protect) as timer:
         for _ in range(100):
             if timer.runs >= 1:
                 break

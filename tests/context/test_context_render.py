@@ -130,6 +130,18 @@ def test_from_dict_accepts_claim_shapes() -> None:
     assert [r.url for r in c.workspace_repos] == ["https://h/o/w", "https://h/o/x"]
 
 
+def test_other_machines_rows_are_dropped() -> None:
+    other = "0e0e0e0e-0000-4000-8000-000000000000"
+    rows = [{"id": "a", "resource_type": "local_directory",
+             "resource_ref": {"local_path": "/theirs", "daemon_id": other, "execution_mode": "in_place"}},
+            {"id": "b", "resource_type": "local_directory",
+             "resource_ref": {"local_path": "/mine", "daemon_id": DAEMON, "execution_mode": "in_place"}},
+            {"id": "c", "resource_type": "github_repo", "resource_ref": {"url": "https://h/o/r"}}]
+    c = TaskContext.from_dict({"project_id": "p", "resources": rows}, daemon_id=DAEMON)
+    assert [r.id for r in c.resources] == ["b", "c"]
+    assert "/theirs" not in render_context_block(c)
+
+
 def test_instruction_file_per_provider() -> None:
     assert instruction_file_for("claude") == "CLAUDE.md"
     assert instruction_file_for("gemini") == "GEMINI.md"

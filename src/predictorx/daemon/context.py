@@ -87,13 +87,19 @@ class TaskContext:
     workspace_repos: tuple[WorkspaceRepo, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TaskContext:
-        """Build from a claim/API payload; workspace repos may be URLs or {url, description}."""
+    def from_dict(cls, data: Mapping[str, Any], *, daemon_id: str | None = None) -> TaskContext:
+        """Build from a claim/API payload; workspace repos may be URLs or {url, description}.
+
+        With `daemon_id`, rows that belong to another machine are dropped even if the server sent
+        them (R-RES-8): no other machine's path ever reaches the agent.
+        """
         resources = tuple(
             Resource(id=str(r["id"]), resource_type=r["resource_type"],
                      resource_ref=dict(r.get("resource_ref") or {}), label=r.get("label"))
             for r in data.get("resources") or ()
         )
+        if daemon_id is not None:
+            resources = tuple(r for r in resources if _visible_to(r, daemon_id))
         repos = tuple(
             WorkspaceRepo(url=r) if isinstance(r, str) else WorkspaceRepo(url=r["url"], description=r.get("description"))
             for r in data.get("workspace_repos") or ()
@@ -144,6 +150,14 @@ def _handler(resource_type: str) -> resource_types.ResourceType | None:
         return resource_types.get(resource_type)
     except resource_types.ResourceError:
         return None  # a type this daemon does not know yet (the server may be newer)
+
+
+def _visible_to(res: Resource, daemon_id: str) -> bool:
+    handler = _handler(res.resource_type)
+    try:
+        return handler.visible_to_daemon(dict(res.resource_ref), daemon_id) if handler else True
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def _repository_url(res: Resource) -> str | None:

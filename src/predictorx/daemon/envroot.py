@@ -110,6 +110,17 @@ def read_meta(env_path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "task_id" in data else None
 
 
+def open_env_root(env_path: Path) -> EnvRoot:
+    """The EnvRoot recorded at `env_path` (for reconciling after a restart, or a task's CLI)."""
+    data = read_meta(env_path)
+    if data is None:
+        raise FileNotFoundError(f"{env_path} has no readable {META_NAME}")
+    kind = data.get("workdir_kind") if data.get("workdir_kind") in WORKDIR_KINDS else "own"
+    local = data.get("local_path")
+    return EnvRoot(path=Path(env_path), task_id=str(data["task_id"]), workspace=str(data.get("workspace", "")),
+                   workdir_kind=kind, local_path=Path(local) if isinstance(local, str) and local else None)
+
+
 def _write_meta(env_path: Path, data: dict[str, Any]) -> None:
     # Atomic: GC may read the file at any moment and must never see half of it.
     target = Path(env_path) / META_NAME

@@ -79,7 +79,13 @@ def collect(
     *,
     protect: Iterable[Path | str] = (),
 ) -> GcReport:
-    """One pass over `workspaces_root` (default: `config.workspaces_root()`); never raises for one entry."""
+    """One pass over `workspaces_root` (default: `config.workspaces_root()`).
+
+    `is_task_active(task_id)` must say True for every task the daemon is running or preparing;
+    its default (nothing is active) is right only when no daemon uses the root. `protect` adds
+    folders that must never be deleted to those named in metas. An error on one entry is put in
+    the report and the pass goes on.
+    """
     root = Path(workspaces_root) if workspaces_root is not None else config.workspaces_root()
     now = now or utcnow()
     report = GcReport()
@@ -181,12 +187,19 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
 
 
 def _last_activity(env: Path) -> datetime:
+    """Newest mtime of the meta, logs/, output/ and their direct entries (a log being appended)."""
     stamps = []
     for sub in (env / META_NAME, env / "logs", env / "output"):
         try:
             stamps.append(sub.lstat().st_mtime)
         except OSError:
-            pass
+            continue
+        if sub.is_dir() and not sub.is_symlink():
+            for entry in _scan(sub):
+                try:
+                    stamps.append(entry.stat(follow_symlinks=False).st_mtime)
+                except OSError:
+                    pass
     return datetime.fromtimestamp(max(stamps, default=0), timezone.utc)
 
 
@@ -289,7 +302,8 @@ def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcRe
 class GcTimer:
     """Run `collect` in a worker thread every `interval`, first right after `start()`.
 
-    `is_task_active` and `protect` are called from that thread. A failing pass is logged and the
+    `is_task_active(task_id)` is required here (the daemon knows what it runs); it and `protect`
+    (the daemon's local folders, extra to those in metas) are called from that thread. A failing pass is logged and the
     timer goes on. Use `async with GcTimer(...)` or `start()` / `await stop()`.
     """
 
@@ -300,7 +314,7 @@ class GcTimer:
         interval: timedelta = DEFAULT_INTERVAL,
         env_root_ttl: timedelta = DEFAULT_ENV_ROOT_TTL,
         repo_cache_ttl: timedelta = DEFAULT_REPO_CACHE_TTL,
-        is_task_active: Callable[[str], bool] = lambda task_id: False,
+        is_task_active: Callable[[str], bool],
         protect: Callable[[], Iterable[Path | str]] = lambda: (),
         on_report: Callable[[GcReport], None] | None = None,
     ):

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import pytest
+
+from .harness import Daemon, Server
+
+
+@pytest.fixture
+def server(tmp_path, database_url):  # noqa: ANN001, ANN201
+    s = Server(tmp_path / "server-home", database_url)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def start_daemon(server, tmp_path):  # noqa: ANN001, ANN201
+    started: list[Daemon] = []
+
+    def start(name: str = "d1", **env: str) -> Daemon:
+        d = Daemon(server, tmp_path / f"daemon-{name}", **env)
+        started.append(d)
+        return d
+    yield start
+    for d in started:
+        d.stop()

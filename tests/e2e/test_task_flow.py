@@ -1,0 +1,133 @@
+"""Issue → task → agent ran in the right code with the right context → messages in order → done."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import psutil
+
+from .harness import git, make_repo, wait_until
+
+
+def _bare_remote(tmp_path: Path) -> str:
+    src = make_repo(tmp_path / "src-repo", {"README.md": "# api\n", "app.py": "print('api')\n"})
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(src), str(bare))
+    return f"file://{bare}"
+
+
+def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemon, tmp_path):  # noqa: ANN001
+    record = tmp_path / "record.json"
+    daemon = start_daemon(FAKE_AGENT_RECORD=str(record))
+    url = _bare_remote(tmp_path)
+    project = server.api("POST", "/api/projects", {"title": "Storefront", "description": "The shop.",
+                                                   "resources": [{"resource_type": "github_repo",
+                                                                  "resource_ref": {"url": url, "ref": "main"}}]})
+    server.cli("agent", "create", "--name", "claude-1", "--provider", "claude")
+    out = server.cli("issue", "create", "--title", "Fix the API", "--project", project["id"],
+                     "--assignee", "claude-1", "--output", "json")
+    number = json.loads(out.stdout)["number"]
+    runs = wait_until(lambda: (r := server.runs(number)) and r, what="a task")
+    task = server.wait_task(runs[0]["id"])
+    assert task["status"] == "completed", task
+    assert task["branch_name"].startswith("agent/claude-1/")
+    assert task["session_id"] and task["result"]
+
+    seen = json.loads(record.read_text())
+    assert Path(seen["cwd"]).name == "remote" and (Path(seen["cwd"]) / "app.py").exists()
+    assert "## Project Context" in seen["instruction"] and "## Repositories" in seen["instruction"]
+    assert "Storefront" in seen["instruction"] and url in seen["instruction"]
+    assert seen["resources"]["project_title"] == "Storefront"
+    assert seen["env"]["PREDICTORX_TOKEN"].startswith("pxt_")
+    assert seen["env"]["PREDICTORX_TASK_ID"] == task["id"]
+    assert daemon.id not in json.dumps(seen["resources"])  # no machine-local rows for this project
+
+    msgs = json.loads(server.cli("task", "messages", task["id"], "--output", "json").stdout)
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    kinds = [m["kind"] for m in msgs]
+    assert "tool_use" in kinds and "tool_result" in kinds and kinds.count("text") >= 1
+    runs_json = json.loads(server.cli("issue", "runs", str(number), "--output", "json").stdout)
+    assert runs_json[0]["status"] == "completed" and runs_json[0]["branch_name"] == task["branch_name"]
+
+
+def test_in_place_codex_leaves_the_folder_byte_identical(server, start_daemon, tmp_path):  # noqa: ANN001
+    record = tmp_path / "record.json"
+    daemon = start_daemon(FAKE_AGENT_RECORD=str(record))
+    folder = make_repo(tmp_path / "mine", {"AGENTS.md": "# My rules\r\nBe nice.\r\n", "main.py": "x = 1\n"})
+    (folder / "notes.txt").write_text("uncommitted\n")
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts}
+    status_before = git(folder, "status", "--porcelain")
+    project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
+        "resource_type": "local_directory", "label": "my checkout",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id}}]})
+    server.cli("agent", "create", "--name", "codex-1", "--provider", "codex")
+    issue = server.api("POST", "/api/issues", {"title": "Look around", "project_id": project["id"], "assignee": "codex-1"})
+    task = server.wait_task(server.runs(issue["number"])[0]["id"])
+    assert task["status"] == "completed", task
+    seen = json.loads(record.read_text())
+    assert Path(seen["cwd"]).resolve() == folder.resolve()
+    assert seen["instruction"].startswith("# My rules") and "## Project Context" in seen["instruction"]
+    assert seen["resources"]["resources"][0]["label"] == "my checkout"
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+    assert git(folder, "status", "--porcelain") == status_before
+
+
+def test_cancel_mid_run_kills_the_agent_group(server, start_daemon, tmp_path):  # noqa: ANN001
+    records = tmp_path / "records"
+    records.mkdir()
+    start_daemon(FAKE_AGENT_RECORD=str(records), FAKE_AGENT_MODE="hang")
+    server.cli("agent", "create", "--name", "slow", "--provider", "claude")
+    issue = server.api("POST", "/api/issues", {"title": "Take forever", "assignee": "slow"})
+    task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
+    rec = records / f"{task_id}.json"
+    seen = wait_until(lambda: rec.exists() and (d := json.loads(rec.read_text())).get("child_pid") and d,
+                      what="the agent to start its child")
+    assert server.api("GET", f"/api/tasks/{task_id}")["status"] == "running"
+    started = time.monotonic()
+    out = server.cli("task", "cancel", task_id)
+    assert "cancelled" in out.stdout
+    for pid in (seen["pid"], seen["child_pid"]):
+        wait_until(lambda pid=pid: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+                   timeout=5, what=f"pid {pid} to die")
+    assert time.monotonic() - started < 5
+    assert server.api("GET", f"/api/tasks/{task_id}")["status"] == "cancelled"
+
+
+def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_daemon, tmp_path):  # noqa: ANN001
+    records = tmp_path / "records"
+    records.mkdir()
+    daemon = start_daemon(FAKE_AGENT_RECORD=str(records), FAKE_AGENT_MODE="hang")
+    server.cli("agent", "create", "--name", "doomed", "--provider", "claude")
+    issue = server.api("POST", "/api/issues", {"title": "Crash", "assignee": "doomed"})
+    task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
+    wait_until(lambda: server.api("GET", f"/api/tasks/{task_id}/messages"), what="the first messages")
+    acknowledged = server.api("GET", f"/api/tasks/{task_id}/messages")
+    daemon.kill()
+    started = time.monotonic()
+    task = server.wait_task(task_id, timeout=15)
+    assert task["status"] == "failed" and "stopped heartbeating" in task["failure_reason"]
+    assert time.monotonic() - started < 10  # daemon timeout 3 s + sweep interval 0.5 s, with slack
+    assert server.api("GET", f"/api/tasks/{task_id}/messages")[: len(acknowledged)] == acknowledged
+    seen = json.loads((records / f"{task_id}.json").read_text())
+    for pid in (seen["pid"], seen.get("child_pid")):
+        if pid and psutil.pid_exists(pid):
+            psutil.Process(pid).kill()  # the orphaned fake: a real daemon's restart reaps it via recovery
+
+
+def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp_path):  # noqa: ANN001
+    log = tmp_path / "runs.log"
+    start_daemon("a")
+    start_daemon("b")
+    server.api("POST", "/api/agents", {"name": "fast", "provider": "command", "max_concurrent_tasks": 64,
+                                       "command": ["sh", "-c", f'echo "$PREDICTORX_TASK_ID" >> {log}']})
+    issues = [server.api("POST", "/api/issues", {"title": f"job {i}", "assignee": "fast"}) for i in range(200)]
+    wait_until(lambda: len(server.api("GET", "/api/tasks", params={"status": "completed", "limit": 1000})) == 200,
+               timeout=120, interval=0.5, what="200 completed tasks")
+    lines = log.read_text().split()
+    assert len(lines) == 200 and len(set(lines)) == 200
+    daemons = {t["daemon_id"] for t in server.api("GET", "/api/tasks", params={"limit": 1000})}
+    assert len(daemons) == 2, "both daemons should have claimed some"
+    assert len(issues) == 200

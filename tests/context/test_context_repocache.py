@@ -242,3 +242,16 @@ def test_another_process_holding_the_lock_makes_us_wait(tmp_path: Path, remote: 
         assert time.monotonic() - started > 0.5  # waited for the holder to let go
     finally:
         holder.wait(timeout=10)
+
+
+def test_relative_paths_work(tmp_path: Path, remote: Remote, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = RepoCache(Path("ws")).checkout(remote.url, None, Path("task") / "r", "b")
+    assert result.path == tmp_path / "task" / "r" and (result.path / "README.md").exists()
+
+
+def test_redirecting_git_variables_are_ignored(tmp_path: Path, remote: Remote, monkeypatch) -> None:
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path / "elsewhere"))
+    result = RepoCache(tmp_path / "ws").checkout(remote.url, None, tmp_path / "r", "b")
+    assert (result.path / "README.md").exists() and not (tmp_path / "elsewhere").exists()

@@ -86,7 +86,7 @@ def collect(
     folders that must never be deleted to those named in metas. An error on one entry is put in
     the report and the pass goes on.
     """
-    root = Path(workspaces_root) if workspaces_root is not None else config.workspaces_root()
+    root = (Path(workspaces_root) if workspaces_root is not None else config.workspaces_root()).absolute()
     now = now or utcnow()
     report = GcReport()
     if not root.is_dir():
@@ -245,8 +245,8 @@ def _uncommitted(tree: Path) -> str | None:
     """A short description of uncommitted work in `tree`, or None if it is clean."""
     try:
         # fsmonitor off: a repository's config must not make GC run a program of its choosing.
-        out = run_git(["-c", "core.fsmonitor=false", "-C", str(tree), "status", "--porcelain",
-                       "--untracked-files=normal"], timeout=GIT_TIMEOUT)
+        out = run_git(["-c", "core.fsmonitor=false", "status", "--porcelain", "--untracked-files=normal"],
+                      cwd=tree, timeout=GIT_TIMEOUT)
     except GitError as exc:
         return f"cannot tell: {exc}"
     changed = [line for line in out.stdout.splitlines() if line.strip()]
@@ -258,9 +258,10 @@ def _remove_worktree(tree: Path) -> None:
     if not (tree / ".git").is_file():
         return  # a plain clone: deleting the directory is all there is
     try:
-        common = run_git(["-C", str(tree), "rev-parse", "--git-common-dir"], timeout=GIT_TIMEOUT).stdout.strip()
+        common = run_git(["rev-parse", "--git-common-dir"], cwd=tree, timeout=GIT_TIMEOUT).stdout.strip()
         common_dir = (tree / common).resolve()
-        run_git(["--git-dir", str(common_dir), "worktree", "remove", "--force", str(tree)], timeout=GIT_TIMEOUT)
+        run_git(["--git-dir", str(common_dir), "worktree", "remove", "--force", str(tree)],
+                cwd=common_dir, timeout=GIT_TIMEOUT)
     except GitError as exc:
         # The directory is deleted anyway; for the repo cache the next `worktree prune` tidies up.
         log.info("gc: could not unregister worktree %s: %s", tree, exc)
@@ -276,18 +277,19 @@ def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcRe
         report.keep(cache, "in use (a fetch or checkout holds its lock)")
         return
     try:
-        git = ["--git-dir", str(cache)]
-        run_git([*git, "worktree", "prune"], timeout=GIT_TIMEOUT)
+        def git(*args: str) -> str:
+            return run_git(["--git-dir", str(cache), *args], cwd=cache, timeout=GIT_TIMEOUT).stdout
+
+        git("worktree", "prune")
         if now - last_used(cache) < ttl:
             report.keep(cache, _NOT_EXPIRED)
             return
-        listing = run_git([*git, "worktree", "list", "--porcelain"], timeout=GIT_TIMEOUT).stdout
+        listing = git("worktree", "list", "--porcelain")
         worktrees = [line[len("worktree "):] for line in listing.splitlines() if line.startswith("worktree ")][1:]
         if worktrees:
             report.keep(cache, f"still used by {len(worktrees)} worktree(s), e.g. {worktrees[0]}")
             return
-        unpushed = run_git([*git, "rev-list", "--count", "--branches", "--not", "--remotes"],
-                           timeout=GIT_TIMEOUT).stdout.strip()
+        unpushed = git("rev-list", "--count", "--branches", "--not", "--remotes").strip()
         if unpushed not in ("", "0"):
             report.keep(cache, f"task branches hold {unpushed} commit(s) the remote does not have")
             return

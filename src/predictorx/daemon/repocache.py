@@ -11,7 +11,7 @@ Layout under the workspaces root::
 The remote's branches are fetched to ``refs/remotes/origin/*`` and its tags to ``refs/tags/*``;
 ``refs/heads/*`` holds only the task branches (``agent/<agent>/<task>``) of the worktrees made
 from the cache, so a fetch can never rewrite or prune a task's work. Every git call goes through
-the git CLI with a timeout and no terminal prompts (a credential prompt would hang a daemon).
+the git CLI (`gitcmd`) with a timeout and no terminal prompts (a prompt would hang a daemon).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import os
 import posixpath
 import re
 import shutil
-import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -35,6 +34,8 @@ from urllib.parse import urlsplit, urlunsplit
 import filelock
 
 from predictorx import config
+
+from . import gitcmd
 
 log = logging.getLogger(__name__)
 
@@ -79,43 +80,23 @@ class RepoCacheBusy(RepoCacheError):
 # -- git ------------------------------------------------------------------------------------------
 
 def git_env() -> dict[str, str]:
-    """The environment for every git call: never prompt, never wait on a human."""
-    env = dict(os.environ)
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GCM_INTERACTIVE"] = "never"
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    env["LC_ALL"] = "C"
-    return env
+    """What the cache adds to `gitcmd`'s environment: no credential dialogs, no ssh questions."""
+    extra = {"GCM_INTERACTIVE": "never"}
+    if "GIT_SSH_COMMAND" not in os.environ:
+        extra["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+    return gitcmd.git_env(extra)
 
 
-def run_git(args: list[str], *, cwd: Path | str | None = None, timeout: float = DEFAULT_GIT_TIMEOUT,
+def run_git(args: list[str], *, cwd: Path | str, timeout: float = DEFAULT_GIT_TIMEOUT,
             check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run ``git <args>``; on timeout kill git's whole process group (ssh, remote helpers)."""
-    proc = subprocess.Popen(
-        ["git", *args], cwd=cwd, env=git_env(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-        start_new_session=True,
-    )
+    """`git -C cwd <args>` through `gitcmd` (timeout kills git's process group; no prompts),
+    with text output and failures raised as this module's GitError."""
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        raise GitError(args, None, err, timed_out=True) from None
-    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-    if check and proc.returncode != 0:
-        raise GitError(args, proc.returncode, err)
-    return result
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except ProcessLookupError:
-        pass
+        done = gitcmd.git(args, cwd=cwd, env=git_env(), timeout=timeout, check=check)
+    except gitcmd.GitError as exc:
+        raise GitError(list(args), exc.returncode, exc.stderr, timed_out=exc.returncode is None) from None
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
+                                       done.stderr.decode("utf-8", "replace"))
 
 
 # -- URLs and names -------------------------------------------------------------------------------
@@ -237,7 +218,8 @@ class RepoCache:
 
     def __init__(self, root: Path | None = None, *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
                  git_timeout: float = DEFAULT_GIT_TIMEOUT, lock_timeout: float | None = None):
-        self.root = Path(root) if root is not None else config.workspaces_root()
+        # Absolute: git runs with -C, so a relative path would be read from the wrong place.
+        self.root = (Path(root) if root is not None else config.workspaces_root()).absolute()
         self.dir = self.root / CACHE_DIR_NAME
         self.fetch_timeout = fetch_timeout
         self.git_timeout = git_timeout
@@ -308,7 +290,7 @@ class RepoCache:
             shutil.rmtree(leftover, ignore_errors=True)
         tmp = cache.with_name(f"{cache.name}.partial-{os.getpid()}")
         try:
-            run_git(["init", "--quiet", "--bare", str(tmp)], timeout=self.git_timeout)
+            run_git(["init", "--quiet", "--bare", str(tmp)], cwd=self.dir, timeout=self.git_timeout)
             self._git(tmp, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
             self._fetch(url, tmp)
             os.replace(tmp, cache)
@@ -334,7 +316,7 @@ class RepoCache:
         """
         if ref is not None:
             _refuse_option_like(ref, "ref")
-        dest_dir = Path(dest_dir)
+        dest_dir = Path(dest_dir).absolute()
         if dest_dir.exists() and (not dest_dir.is_dir() or any(dest_dir.iterdir())):
             raise RepoCacheError(f"cannot check {url} out into {dest_dir}: it exists and is not an empty directory")
         dest_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -386,7 +368,8 @@ class RepoCache:
 
     def _git(self, cache: Path, *args: str, timeout: float | None = None,
              check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run_git(["--git-dir", str(cache), *args], timeout=timeout or self.git_timeout, check=check)
+        return run_git(["--git-dir", str(cache), *args], cwd=self.dir, timeout=timeout or self.git_timeout,
+                       check=check)
 
 
 def _refuse_option_like(value: str, what: str) -> None:

@@ -146,10 +146,14 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                 return "", 0, ""
             paths, _ = _paths(payload)
             notes = []
+            from .naming import abs_path, rel_path
+
             for p in paths:
+                shown = rel_path(abs_path(p, row["repo_root"], row["cwd"]), row["repo_root"])
                 for c in room.leases_against(row["id"], p):
+                    article = "an" if c["mode"] == "exclusive" else "a"
                     notes.append(
-                        f"{p} is under a {c['mode']} lease held by {c['holder']}"
+                        f"{shown} is under {article} {c['mode']} lease held by {c['holder']}"
                         + (f" ({c['holder_label']})" if c["holder_label"] else "")
                         + f" in {c['repo'] or 'no repo'} until {c['expires_at']}; message them (msg_send to=\"file:{c['pattern']}\") before editing"
                     )

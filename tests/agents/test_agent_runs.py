@@ -274,3 +274,38 @@ async def test_concurrent_runs_record_apart_and_are_counted(task: Task):
     assert sorted(p.name for p in records.iterdir()) == ["t0.json", "t1.json", "t2.json", "t3.json"]
     runs = [json.loads(line) for line in runs_log.read_text().splitlines()]
     assert sorted(r["task_id"] for r in runs) == ["t0", "t1", "t2", "t3"]
+
+
+async def test_a_slow_handler_still_gets_every_line_in_order(task: Task):
+    argv = script(task, """
+        for i in range(2500):
+            print(f"line {i}")
+    """)
+    received: list[str] = []
+
+    async def slow(message: AgentMessage) -> None:
+        received.append(message.content["text"])
+        if len(received) % 500 == 0:
+            await asyncio.sleep(0.2)
+
+    from predictorx.agents import get
+
+    result = await get("command").run(task.spec(argv_override=argv), slow, asyncio.Event())
+    assert result.status == "completed"
+    assert received == [f"line {i}" for i in range(2500)]
+
+
+async def test_a_process_that_escaped_the_group_cannot_hold_the_run_open(task: Task):
+    argv = script(task, """
+        import os, subprocess, sys
+        # A daemonised helper: its own session, but our stdout — the pipe never reaches EOF.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+        print(child.pid, flush=True)
+    """)
+    started = time.monotonic()
+    _, result = await run_agent("command", task.spec(argv_override=argv))
+    try:
+        assert result.status == "completed"
+        assert time.monotonic() - started < STOP_BUDGET_S
+    finally:
+        psutil.Process(int(result.result)).kill()

@@ -125,8 +125,7 @@ async def _supervise(
         else:
             await _stop_leftovers(pgid)
         await _drain(readers, activity)
-        await lines.put(None)
-        await _finish_handler(handler)
+        await _finish_handler(handler, lines)
     finally:
         # Also reached when the run itself is cancelled (daemon shutdown): nothing may survive it.
         for task in [*readers, handler, *([writer] if writer else [])]:
@@ -201,14 +200,22 @@ async def _drain(readers: list[asyncio.Task], activity: _Activity) -> None:
             break
     if pending:
         log.warning("agent output pipes still open after the process group ended; stopped reading")
+        for task in pending:
+            task.cancel()
     for task in readers:
         if task.done() and not task.cancelled() and task.exception() is not None:
             log.error("reading agent output failed", exc_info=task.exception())
 
 
-async def _finish_handler(handler: asyncio.Task) -> None:
+async def _finish_handler(handler: asyncio.Task, lines: asyncio.Queue[str | None]) -> None:
+    """Let the handler work through the lines already read, then stop it."""
+
+    async def finish() -> None:
+        await lines.put(None)
+        await handler
+
     try:
-        await asyncio.wait_for(handler, HANDLER_FINISH_S)
+        await asyncio.wait_for(finish(), HANDLER_FINISH_S)
     except asyncio.TimeoutError:
         log.error("agent message handler did not finish within %.0f s; remaining lines dropped", HANDLER_FINISH_S)
 

@@ -255,3 +255,10 @@ def test_redirecting_git_variables_are_ignored(tmp_path: Path, remote: Remote, m
     monkeypatch.setenv("GIT_WORK_TREE", str(tmp_path / "elsewhere"))
     result = RepoCache(tmp_path / "ws").checkout(remote.url, None, tmp_path / "r", "b")
     assert (result.path / "README.md").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_git_errors_name_the_command_and_hide_credentials() -> None:
+    err = GitError(["--git-dir", "/c.git", "fetch", "origin"], 128,
+                   "fatal: repository 'https://bot:s3cret@example.com/o/r/' not found\n")
+    assert str(err).startswith("git fetch failed (exit 128)")
+    assert "s3cret" not in str(err) and "***@example.com" in str(err)

@@ -53,12 +53,24 @@ class GitError(RepoCacheError):
     def __init__(self, args: list[str], returncode: int | None, stderr: str, *, timed_out: bool = False):
         self.git_args = args
         self.returncode = returncode
-        self.stderr = stderr
+        self.stderr = _redact(stderr)
         self.timed_out = timed_out
-        what = "git " + " ".join(args[:2])
-        detail = stderr.strip().splitlines()[-3:] if stderr.strip() else []
+        detail = self.stderr.strip().splitlines()[-3:]
         reason = "timed out" if timed_out else f"failed (exit {returncode})"
-        super().__init__(f"{what} {reason}" + (": " + " / ".join(detail) if detail else ""))
+        super().__init__(f"git {_subcommand(args)} {reason}" + (": " + " / ".join(detail) if detail else ""))
+
+
+def _subcommand(args: list[str]) -> str:
+    """`fetch` out of `--git-dir X -c k=v fetch --prune …`, for messages."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in ("--git-dir", "-c", "-C") else 1
+    return args[i] if i < len(args) else "command"
+
+
+def _redact(text: str) -> str:
+    # Messages reach the server and the agent: never a token embedded in a URL.
+    return re.sub(r"(://)[^/@\s]+@", r"\1***@", text)
 
 
 class URLNotAllowed(RepoCacheError):

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from . import message as m
 from .message import AgentMessage
 from .process import ProcessOutcome, ProcessRequest, run_process
-from .result import RunResult
+from .result import RunResult, RunStatus
 from .spec import RunSpec
 from .stream_state import StreamState
 
@@ -165,16 +165,19 @@ class AgentAdapter:
             timeout_s=spec.timeout_s,
         )
         outcome = await run_process(request, on_line, cancel)
-        for msg in self.finish(state):
-            await on_message(msg)
+        try:
+            for msg in self.finish(state):
+                await on_message(msg)
+        except Exception:  # as for every other line: a failed delivery does not change the outcome
+            log.exception("%s: delivering the last messages failed", self.provider)
         return self.conclude(state, outcome, spec)
 
     def conclude(self, state: StreamState, outcome: ProcessOutcome, spec: RunSpec) -> RunResult:
         """Turn what the stream said and how the process ended into the task's outcome."""
         answer = state.result if state.result is not None else state.last_text
 
-        def ended(status: str, reason: str | None) -> RunResult:
-            return RunResult(status, answer, state.session_id, reason, outcome.exit_code, state.usage)  # type: ignore[arg-type]
+        def ended(status: RunStatus, reason: str | None) -> RunResult:
+            return RunResult(status, answer, state.session_id, reason, outcome.exit_code, state.usage)
 
         name = self.executable or self.provider
         if outcome.spawn_error:

@@ -69,6 +69,7 @@ def test_check_allowed() -> None:
 def test_task_branch_name() -> None:
     assert task_branch("Claude Coder", "0b5e-41") == "agent/Claude-Coder/0b5e-41"
     assert task_branch("..", "x.lock") == "agent/agent/x"
+    assert sanitize_branch("HEAD") == "HEAD-branch"
 
 
 @settings(max_examples=60, deadline=None)

@@ -183,7 +183,8 @@ def _component(value: str, *, fallback: str = "x") -> str:
 def sanitize_branch(name: str) -> str:
     """Make `name` a valid branch name (git check-ref-format --branch), keeping its slashes."""
     parts = [_component(p) for p in name.split("/") if p.strip()]
-    return "/".join(parts) or "x"
+    branch = "/".join(parts) or "x"
+    return "HEAD-branch" if branch == "HEAD" else branch  # git reserves the bare name HEAD
 
 
 def task_branch(agent: str, task_id: str) -> str:

@@ -76,3 +76,10 @@ class Client:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def seg(value: object) -> str:
+    """One URL path segment from user input ('#12' must not become a fragment)."""
+    from urllib.parse import quote
+
+    return quote(str(value).lstrip("#") if str(value).startswith("#") else str(value), safe="")

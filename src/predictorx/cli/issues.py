@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .client import Client
+from .client import Client, seg
 from .output import Output, record, table
 
 app = typer.Typer(help="Issues: create, assign to an agent, comment, see runs.", no_args_is_help=True)
@@ -49,7 +49,7 @@ def list_(project: Optional[str] = typer.Option(None, "--project"),
 @app.command("get")
 def get(issue: str = typer.Argument(..., help="Number (12, #12) or id."), output: Output = OutputOpt) -> None:
     """Show an issue with its comments."""
-    i = Client().get(f"/api/issues/{issue}")
+    i = Client().get(f"/api/issues/{seg(issue)}")
     record(i, [("number", "#"), ("title", "title"), ("status", "status"), ("priority", "priority"),
                ("assignee_name", "assignee"), ("project_id", "project"), ("body", "body")], output)
     if output == Output.table:
@@ -65,7 +65,7 @@ def comment(issue: str, text: Optional[str] = typer.Argument(None), body: Option
     if not content:
         from .client import fail
         fail("give the comment text: `predictorx issue comment 12 \"text\"` or --body", 2)
-    c = Client().post(f"/api/issues/{issue}/comments", {"body": content})
+    c = Client().post(f"/api/issues/{seg(issue)}/comments", {"body": content})
     if output == Output.json:
         record(c, [], output)
     else:
@@ -76,7 +76,7 @@ def comment(issue: str, text: Optional[str] = typer.Argument(None), body: Option
 def assign(issue: str, agent: Optional[str] = typer.Option(None, "--agent", "--to", help="Agent (or member) name; omit to unassign."),
            output: Output = OutputOpt) -> None:
     """Assign an issue to an agent: this queues a task for it."""
-    i = Client().post(f"/api/issues/{issue}/assign", {"assignee": agent})
+    i = Client().post(f"/api/issues/{seg(issue)}/assign", {"assignee": agent})
     if output == Output.json:
         record(i, [], output)
     elif i.get("task"):
@@ -88,11 +88,11 @@ def assign(issue: str, agent: Optional[str] = typer.Option(None, "--agent", "--t
 @app.command("status")
 def set_status(issue: str, status: str, output: Output = OutputOpt) -> None:
     """Set an issue's status (backlog, todo, in_progress, in_review, done, cancelled)."""
-    i = Client().patch(f"/api/issues/{issue}", {"status": status})
+    i = Client().patch(f"/api/issues/{seg(issue)}", {"status": status})
     record(i, [("number", "#"), ("status", "status")], output)
 
 
 @app.command("runs")
 def runs(issue: str, output: Output = OutputOpt) -> None:
     """The tasks (runs) of an issue, oldest first."""
-    table(Client().get(f"/api/issues/{issue}/runs"), RUN_COLS, output, "no runs: assign the issue to an agent")
+    table(Client().get(f"/api/issues/{seg(issue)}/runs"), RUN_COLS, output, "no runs: assign the issue to an agent")

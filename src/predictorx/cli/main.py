@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from .. import __version__, config
-from .client import Client, CliError, fail
+from .client import Client, CliError, fail, seg
 from .output import Output, record, table
 from . import issues, projects, small
 
@@ -90,7 +90,7 @@ def daemon_status(output: Output = OutputOpt) -> None:
     pid = running_pid()
     info = {"daemon_id": did, "running": pid is not None, "pid": pid, "state_dir": str(config.state_dir())}
     try:
-        remote = Client().get(f"/api/daemons/{did}")
+        remote = Client().get(f"/api/daemons/{seg(did)}")
         info.update(online=remote["online"], name=remote["name"],
                     runtimes=[f"{r['provider']} {r['version'] or ''}".strip() for r in remote["runtimes"]])
     except CliError as e:

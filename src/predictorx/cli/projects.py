@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from .client import Client, fail
+from .client import Client, fail, seg
 from .output import Output, record, table
 
 app = typer.Typer(help="Projects and their resources.", no_args_is_help=True)
@@ -48,7 +48,7 @@ def list_(output: Output = OutputOpt) -> None:
 @app.command("get")
 def get(project_id: str, output: Output = OutputOpt) -> None:
     """Show a project and its resources."""
-    p = Client().get(f"/api/projects/{project_id}")
+    p = Client().get(f"/api/projects/{seg(project_id)}")
     if output == Output.json:
         record(p, [], output)
         return
@@ -86,7 +86,7 @@ def _fields(url, ref, hint, local_path, daemon_id, mode) -> dict[str, Any]:  # n
 @resource_app.command("list")
 def resource_list(project_id: str, output: Output = OutputOpt) -> None:
     """List a project's resources in order."""
-    table(Client().get(f"/api/projects/{project_id}/resources"), RESOURCE_COLS, output, "no resources")
+    table(Client().get(f"/api/projects/{seg(project_id)}/resources"), RESOURCE_COLS, output, "no resources")
 
 
 @resource_app.command("add")
@@ -110,7 +110,7 @@ def resource_add(
         body["label"] = ref_label
     if position is not None:
         body["position"] = position
-    r = Client().post(f"/api/projects/{project_id}/resources", body)
+    r = Client().post(f"/api/projects/{seg(project_id)}/resources", body)
     if output == Output.json:
         record(r, [], output)
     else:
@@ -148,7 +148,7 @@ def resource_update(
         body["position"] = position
     if not body:
         fail("nothing to change: give at least one of --url, --ref, --local-path, --execution-mode, --ref-label, …", 2)
-    r = Client().patch(f"/api/projects/{project_id}/resources/{resource_id}", body)
+    r = Client().patch(f"/api/projects/{seg(project_id)}/resources/{seg(resource_id)}", body)
     if output == Output.json:
         record(r, [], output)
     else:
@@ -158,5 +158,5 @@ def resource_update(
 @resource_app.command("remove")
 def resource_remove(project_id: str, resource_id: str) -> None:
     """Remove a resource from a project."""
-    Client().delete(f"/api/projects/{project_id}/resources/{resource_id}")
+    Client().delete(f"/api/projects/{seg(project_id)}/resources/{seg(resource_id)}")
     typer.echo(f"Removed resource {resource_id}.")

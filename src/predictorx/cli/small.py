@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .client import Client
+from .client import Client, seg
 from .output import Output, record, table
 
 OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
@@ -39,7 +39,7 @@ def workspace_create(name: str = typer.Option(..., "--name"), slug: Optional[str
 def workspace_repos(workspace: str, repo: list[str] = typer.Option(..., "--repo", help="The full list; repeatable."),
                     output: Output = OutputOpt) -> None:
     """Replace a workspace's repository list."""
-    w = Client().patch(f"/api/workspaces/{workspace}", {"repos": repo})
+    w = Client().patch(f"/api/workspaces/{seg(workspace)}", {"repos": repo})
     record(w, [("slug", "workspace"), ("repos", "repos")], output)
 
 
@@ -84,7 +84,7 @@ TASK_FIELDS = [("id", "task"), ("issue_number", "issue"), ("agent_name", "agent"
 @task_app.command("get")
 def task_get(task_id: str, output: Output = OutputOpt) -> None:
     """A task's details (status, wait reason, branch, result)."""
-    record(Client().get(f"/api/tasks/{task_id}"), TASK_FIELDS, output)
+    record(Client().get(f"/api/tasks/{seg(task_id)}"), TASK_FIELDS, output)
 
 
 @task_app.command("list")
@@ -100,7 +100,7 @@ def task_list(status: Optional[str] = typer.Option(None, "--status"),
 @task_app.command("messages")
 def task_messages(task_id: str, after: int = typer.Option(-1, "--after"), output: Output = OutputOpt) -> None:
     """The agent's messages, in order."""
-    rows = Client().get(f"/api/tasks/{task_id}/messages", params={"after": after})
+    rows = Client().get(f"/api/tasks/{seg(task_id)}/messages", params={"after": after})
     if output == Output.json:
         table(rows, [], output)
         return
@@ -113,5 +113,5 @@ def task_messages(task_id: str, after: int = typer.Option(-1, "--after"), output
 @task_app.command("cancel")
 def task_cancel(task_id: str) -> None:
     """Cancel a task; a running agent is stopped within seconds."""
-    t = Client().post(f"/api/tasks/{task_id}/cancel")
+    t = Client().post(f"/api/tasks/{seg(task_id)}/cancel")
     typer.echo(f"Task {t['id']} is {t['status']}.")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
@@ -26,13 +26,13 @@ def me(principal: auth.Principal = Depends(get_principal), state: AppState = Dep
 @router.get("/workspaces")
 def list_workspaces(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
-        rows = s.scalars(select(Workspace).where(Workspace.id.in_(caller.principal.workspace_ids))
-                         .order_by(Workspace.created_at))
+        rows = s.scalars(select(Workspace).join(Member, Member.workspace_id == Workspace.id)
+                         .where(Member.user_id == caller.user_id).order_by(Workspace.created_at))
         return [serialize.workspace(w) for w in rows]
 
 
 @router.post("/workspaces", status_code=201)
-def create_workspace(body: WorkspaceCreate, caller: Caller = Depends(user_caller),
+def create_workspace(body: WorkspaceCreate, request: Request, caller: Caller = Depends(user_caller),
                      state: AppState = Depends(get_state)) -> dict:
     slug = auth.slugify(body.slug or body.name)
     try:
@@ -43,6 +43,7 @@ def create_workspace(body: WorkspaceCreate, caller: Caller = Depends(user_caller
             s.add(Member(workspace_id=ws.id, user_id=caller.user_id, role="owner"))
     except IntegrityError:
         raise Conflict(f"a workspace with slug {slug!r} exists; choose another --slug") from None
+    request.app.state.token_cache.clear()  # memberships changed: cached principals are stale
     return serialize.workspace(ws)
 
 

@@ -1,0 +1,183 @@
+"""The seeds' commands, exactly as written, against a real server; errors are one sentence on
+stderr with a non-zero exit, and change nothing."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from predictorx.cli.main import main
+
+from e2e.harness import Server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):  # noqa: ANN001, ANN201
+    base = tmp_path_factory.mktemp("cli")
+    s = Server(base / "home", f"sqlite:///{base / 'px.db'}")
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def px(server, monkeypatch, capsys):  # noqa: ANN001, ANN201
+    """Run `predictorx ARGS` in-process as the server's owner; returns (exit code, stdout, stderr)."""
+    monkeypatch.setenv("PREDICTORX_HOME", str(server.home))
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
+
+
+def _ok(result):  # noqa: ANN001, ANN202
+    code, out, err = result
+    assert code == 0, err
+    return out
+
+
+def test_seed_commands_as_written(px):  # noqa: ANN001
+    out = _ok(px("project", "create", "--title", "Agent UX 2026", "--repo", "https://github.com/org/repo",
+                 "--repo", "git@gitea.example.com:org/other.git", "--output", "json"))
+    project = json.loads(out)
+    pid = project["id"]
+    assert [r["resource_ref"]["url"] for r in project["resources"]] == [
+        "https://github.com/org/repo", "git@gitea.example.com:org/other.git"]
+
+    _ok(px("project", "resource", "add", pid, "--type", "github_repo", "--url", "https://gitlab.example.com/org/api", "--ref", "main"))
+    daemon = str(uuid.uuid4())
+    _ok(px("project", "resource", "add", pid, "--type", "local_directory", "--local-path", "/srv/checkout",
+           "--daemon-id", daemon, "--ref-label", "main checkout", "--execution-mode", "worktree"))
+    rows = json.loads(_ok(px("project", "resource", "list", pid, "--output", "json")))
+    assert [r["resource_type"] for r in rows] == ["github_repo", "github_repo", "github_repo", "local_directory"]
+    assert rows[2]["resource_ref"] == {"url": "https://gitlab.example.com/org/api", "ref": "main"}
+    local = rows[3]
+    assert local["label"] == "main checkout"
+    assert local["resource_ref"] == {"local_path": "/srv/checkout", "daemon_id": daemon, "execution_mode": "worktree"}
+
+    _ok(px("project", "resource", "update", pid, local["id"], "--local-path", "/srv/new/path"))
+    _ok(px("project", "resource", "update", pid, local["id"], "--execution-mode", "in_place"))
+    got = json.loads(_ok(px("project", "resource", "list", pid, "--output", "json")))[3]
+    assert got["resource_ref"] == {"local_path": "/srv/new/path", "daemon_id": daemon, "execution_mode": "in_place"}
+    assert got["label"] == "main checkout"
+
+    code, _, err = px("project", "resource", "add", pid, "--type", "notion_page", "--ref", '{"page_id":"abc","title":"Spec"}')
+    assert code == 1 and "unknown resource type 'notion_page'" in err and "github_repo" in err
+
+    _ok(px("project", "resource", "remove", pid, local["id"]))
+    assert len(json.loads(_ok(px("project", "resource", "list", pid, "--output", "json")))) == 3
+    table = _ok(px("project", "resource", "list", pid))
+    assert "https://gitlab.example.com/org/api" in table
+
+    assert json.loads(_ok(px("daemon", "list", "--output", "json"))) == []
+    _ok(px("daemon", "list"))
+
+
+def test_generic_json_ref_reaches_the_validator(px):  # noqa: ANN001
+    pid = json.loads(_ok(px("project", "create", "--title", "J", "--output", "json")))["id"]
+    _ok(px("project", "resource", "add", pid, "--type", "github_repo",
+           "--ref", '{"url": "file:///srv/repo.git", "ref": "v1.2"}'))
+    rows = json.loads(_ok(px("project", "resource", "list", pid, "--output", "json")))
+    assert rows[0]["resource_ref"] == {"url": "file:///srv/repo.git", "ref": "v1.2"}
+
+
+def test_bad_repo_aborts_project_creation(px):  # noqa: ANN001
+    before = _ok(px("project", "list", "--output", "json"))
+    code, out, err = px("project", "create", "--title", "Half", "--repo", "https://github.com/org/ok",
+                        "--repo", "not a url")
+    assert code == 1 and out == ""
+    assert err.startswith("predictorx: ") and "not a git URL" in err and err.count("\n") == 1
+    assert _ok(px("project", "list", "--output", "json")) == before
+
+
+@pytest.mark.parametrize("args,expected", [
+    (("project", "get", "nope"), "not found"),
+    (("project", "resource", "add", "nope", "--type", "github_repo", "--url", "https://h/o/r"), "not found"),
+    (("issue", "get", "999999"), "not found"),
+    (("task", "cancel", "nope"), "not found"),
+    (("agent", "create", "--name", "x", "--provider", "nonsense"), "unknown provider"),
+    (("agent", "create", "--name", "bad name!", "--provider", "claude"), "agent name"),
+    (("issue", "create", "--title", "t", "--assignee", "nobody-here"), "no agent or member"),
+])
+def test_errors_are_one_sentence_and_nonzero(px, args, expected):  # noqa: ANN001
+    code, out, err = px(*args)
+    assert code != 0 and out == ""
+    assert expected in err and err.startswith("predictorx: ")
+
+
+def test_malformed_json_ref_is_a_usage_error(px):  # noqa: ANN001
+    pid = json.loads(_ok(px("project", "create", "--title", "K", "--output", "json")))["id"]
+    code, _, err = px("project", "resource", "add", pid, "--type", "notion_page", "--ref", '{"page_id": ')
+    assert code == 2 and "does not parse" in err
+    assert json.loads(_ok(px("project", "resource", "list", pid, "--output", "json"))) == []
+
+
+def test_relative_local_path_is_refused(px):  # noqa: ANN001
+    pid = json.loads(_ok(px("project", "create", "--title", "L", "--output", "json")))["id"]
+    code, _, err = px("project", "resource", "add", pid, "--type", "local_directory", "--local-path", "rel/dir",
+                      "--daemon-id", str(uuid.uuid4()))
+    assert code == 1 and "absolute" in err
+    code, _, err = px("project", "resource", "add", pid, "--type", "local_directory", "--local-path", "/srv/x",
+                      "--daemon-id", "not-a-uuid")
+    assert code == 1 and "UUID" in err
+
+
+def test_issue_agent_and_workspace_commands(px):  # noqa: ANN001
+    _ok(px("agent", "create", "--name", "scripted", "--provider", "command", "--command", "sh -c 'echo hi'"))
+    agents = json.loads(_ok(px("agent", "list", "--output", "json")))
+    assert any(a["name"] == "scripted" and a["command"] == ["sh", "-c", "echo hi"] for a in agents)
+    issue = json.loads(_ok(px("issue", "create", "--title", "Hello", "--body", "text", "--output", "json")))
+    n = str(issue["number"])
+    _ok(px("issue", "comment", n, "looks good"))
+    got = json.loads(_ok(px("issue", "get", f"#{n}", "--output", "json")))
+    assert got["comments"][0]["body"] == "looks good"
+    out = _ok(px("issue", "assign", n, "--agent", "scripted"))
+    assert "queued" in out
+    runs = json.loads(_ok(px("issue", "runs", n, "--output", "json")))
+    assert runs[0]["status"] == "queued" and runs[0]["agent_name"] == "scripted"
+    _ok(px("task", "cancel", runs[0]["id"]))
+    assert json.loads(_ok(px("task", "get", runs[0]["id"], "--output", "json")))["status"] == "cancelled"
+    assert any(i["number"] == issue["number"] for i in json.loads(_ok(px("issue", "list", "--output", "json"))))
+    _ok(px("workspace", "create", "--name", "Team B"))
+    slugs = [w["slug"] for w in json.loads(_ok(px("workspace", "list", "--output", "json")))]
+    assert slugs == ["default", "team-b"]
+
+
+def test_no_server_configured_says_what_to_do(monkeypatch, capsys, tmp_path):  # noqa: ANN001
+    monkeypatch.setenv("PREDICTORX_HOME", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit) as e:
+        main(["project", "list"])
+    assert e.value.code == 1
+    assert "predictorx up" in capsys.readouterr().err
+
+
+def test_unreachable_server_says_what_to_do(monkeypatch, capsys, tmp_path):  # noqa: ANN001
+    monkeypatch.setenv("PREDICTORX_SERVER_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("PREDICTORX_TOKEN", "pxu_x")
+    with pytest.raises(SystemExit) as e:
+        main(["issue", "list"])
+    assert e.value.code == 1 and "cannot reach" in capsys.readouterr().err
+
+
+def test_login_writes_a_private_config(server, monkeypatch, capsys, tmp_path):  # noqa: ANN001
+    home = tmp_path / "other-home"
+    monkeypatch.setenv("PREDICTORX_HOME", str(home))
+    with pytest.raises(SystemExit) as ok:
+        main(["login", "--server-url", server.url, "--token", server.token])
+    assert ok.value.code == 0
+    cfg = home / "config.json"
+    assert oct(cfg.stat().st_mode & 0o777) == "0o600"
+    assert json.loads(cfg.read_text())["server_url"] == server.url
+    with pytest.raises(SystemExit) as listed:
+        main(["project", "list", "--output", "json"])
+    assert listed.value.code == 0
+    with pytest.raises(SystemExit) as e:
+        main(["login", "--server-url", server.url, "--token", "pxu_wrong"])
+    assert e.value.code == 1 and "invalid or expired token" in capsys.readouterr().err

@@ -79,6 +79,7 @@ class TaskRun:
         self.holds_slot = True
         self.branch: str | None = None
         self.main: asyncio.Task | None = None
+        self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
 
     # -- control --------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -107,7 +108,7 @@ class TaskRun:
         self._uploader = MessageUploader(api, self.id)
         self._uploader.start()
         try:
-            ctx = TaskContext.from_dict(self.context_data)
+            ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
             placement, _res = _placement(ctx, self.daemon.daemon_id)
             ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
             real = None
@@ -189,6 +190,7 @@ class TaskRun:
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch
             cwd = co.path
+            self._checkouts = {repo.url: "."}
         return await self._execute(ctx, env, cwd, None)
 
     async def _note(self, kind: str, content: dict[str, Any]) -> None:
@@ -202,7 +204,7 @@ class TaskRun:
         self.phase = "running"
         await self.daemon.api.status(self.id, "running", branch_name=self.branch)
         uploader = self._uploader
-        prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx)
+        prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts)
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
         extra_args, extra_env = self.daemon.room_setup(self, env, cwd)

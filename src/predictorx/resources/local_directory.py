@@ -49,14 +49,14 @@ class LocalDirectory(ResourceType):
         return {WORKTREE_CAPABILITY} if ref.get("execution_mode") == "worktree" else set()
 
     def describe(self, ref: dict[str, Any], label: str | None) -> str:
-        name = f"“{label}”" if label else "a local folder"
+        name = f"Local folder “{label}”" if label else "A local folder"
         if ref.get("execution_mode") == "worktree":
             how = ("you work in your own git worktree made from exactly what the person sees there; "
                    "your changes are delivered on your task's branch, never merged for you")
         else:
             how = ("you work directly in the person's folder, one task at a time; "
                    "do not switch branches, stash or reset their work")
-        return f"Local folder {name} at {ref['local_path']} on this machine — {how}"
+        return f"{name} at {ref['local_path']} on this machine — {how}"
 
     def render_html(self, ref: dict[str, Any], label: str | None) -> str:
         name = html.escape(label or "Local folder")

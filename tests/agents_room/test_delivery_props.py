@@ -110,9 +110,12 @@ class Deliveries(RuleBasedStateMachine):
             unread = self._unread(who)
             # tool events: retry window 0, so every unread delivery is offered now
             assert self._probe(who, "tool") == unread
-            # Stop: everything unread is offered again once the window has passed
-            shifted = self._unread_at(who, self.clock() + RETRY_WINDOW["stop"] + 1)
-            assert self._probe(who, "stop", RETRY_WINDOW["stop"] + 1) == shifted
+            # Stop: everything unread is offered again once the window has passed since its last offer
+            last = self.room.conn.execute(
+                "SELECT max(offered_at) FROM deliveries WHERE recipient=?", (self.ids[who],)
+            ).fetchone()[0] or self.clock()
+            shift = RETRY_WINDOW["stop"] + 1 + max(0.0, last - self.clock())
+            assert self._probe(who, "stop", shift) == self._unread_at(who, self.clock() + shift)
 
     def _unread_at(self, who, t):
         return {m for (m, r), exp in self.model.items() if r == self.ids[who] and (exp is None or exp > t)}

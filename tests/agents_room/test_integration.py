@@ -1,0 +1,107 @@
+"""R-ROOM-15: the platform's per-run integration (prepare_agent_run)."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from agents_room.integration import AgentRunConfig, prepare_agent_run
+from agents_room.room import Room
+
+
+def _run_hook(command: str, cfg: AgentRunConfig, data: dict) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "AGENTS_ROOM_DB"}
+    env.update(cfg.env)
+    return subprocess.run(shlex.split(command), input=json.dumps(data), capture_output=True, text=True, env=env, timeout=30)
+
+
+def _overrides(args: list[str]) -> dict:
+    assert args[::2] == ["-c"] * (len(args) // 2)
+    out = {}
+    for item in args[1::2]:
+        key, value = item.split("=", 1)
+        out[key] = tomllib.loads(f"v = {value}")["v"]
+    return out
+
+
+def test_claude_run_joins_project_and_repo_rooms(tmp_path, repos):
+    home_before = sorted(p.name for p in (tmp_path / "home").iterdir())
+    db = tmp_path / "platform.db"
+    cfg = prepare_agent_run(
+        "claude", config_dir=tmp_path / "run1", rooms=["project-storefront"], label="storefront/api #42",
+        db_path=db, cwd=repos["api"],
+    )
+    assert cfg.rooms == ["shared:project-storefront"] and cfg.repo_room == "repo:api"
+    mcp_file, settings_file = cfg.files
+    assert cfg.args == ["--mcp-config", str(mcp_file), "--settings", str(settings_file)]
+    assert cfg.env["AGENTS_ROOM_DB"] == str(db) and cfg.env["AGENTS_ROOM_MARKER"] == cfg.marker
+    entry = json.loads(mcp_file.read_text())["mcpServers"]["agents-room"]
+    assert entry["env"]["AGENTS_ROOM_DB"] == str(db)
+    hooks = json.loads(settings_file.read_text())["hooks"]
+    start = hooks["SessionStart"][0]["hooks"][0]["command"]
+    res = _run_hook(start, cfg, {"session_id": "run-42", "cwd": str(repos["api"]), "hook_event_name": "SessionStart",
+                                 "source": "startup"})
+    ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "repo:api, shared:project-storefront" in ctx
+    r = Room.open(db)
+    s = r.who()["sessions"][0]
+    assert s["label"] == "storefront/api #42" and s["rooms"] == ["repo:api", "shared:project-storefront"]
+    assert s["autonomy"] == "wake"
+    # the user's own config was not touched
+    assert sorted(p.name for p in (tmp_path / "home").iterdir()) == home_before
+
+
+async def test_claude_run_mcp_registration_reaches_the_same_store(tmp_path, repos):
+    db = tmp_path / "platform.db"
+    cfg = prepare_agent_run("claude", config_dir=tmp_path / "run", rooms=["shared:p"], label="x", db_path=db, cwd=repos["web"])
+    entry = json.loads(cfg.files[0].read_text())["mcpServers"]["agents-room"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"], cwd=str(repos["web"]))
+    async with Client(params, read_timeout_seconds=30) as c:
+        res = await c.call_tool("room_join", {"rooms": ["shared:p"]})
+        assert not res.is_error
+    assert Room.open(db).who()["sessions"][0]["rooms"] == ["repo:web", "shared:p"]
+
+
+def test_codex_run_overrides(tmp_path, repos):
+    db = tmp_path / "platform.db"
+    cfg = prepare_agent_run("codex", config_dir=tmp_path / "run2", rooms=["shared:project-storefront"], label="web",
+                            db_path=db, cwd=repos["web"], autonomy="hold")
+    ov = _overrides(cfg.args)
+    assert ov["mcp_servers.agents-room.args"][-1] == "mcp"
+    assert ov["mcp_servers.agents-room.env"]["AGENTS_ROOM_DB"] == str(db)
+    assert ov["features.codex_hooks"] is True
+    assert set(k for k in ov if k.startswith("hooks.")) == {"hooks.SessionStart", "hooks.PreToolUse", "hooks.PostToolUse", "hooks.Stop"}
+    start = ov["hooks.SessionStart"][0]["hooks"][0]["command"]
+    res = _run_hook(start, cfg, {"session_id": "codex-thread", "cwd": str(repos["web"]), "hook_event_name": "SessionStart",
+                                 "model": "m", "permission_mode": "default", "source": "startup", "transcript_path": None})
+    assert res.returncode == 0 and "shared:project-storefront" in res.stdout
+    s = Room.open(db).who()["sessions"][0]
+    assert s["harness"] == "codex" and s["rooms"] == ["repo:web", "shared:project-storefront"] and s["autonomy"] == "hold"
+    assert cfg.files[0].read_text().count("\n") == len(cfg.args) // 2
+
+
+def test_two_repos_one_project_can_talk(tmp_path, repos):
+    db = tmp_path / "p.db"
+    runs = {
+        name: prepare_agent_run(h, config_dir=tmp_path / name, rooms=["project-shop"], label=name, db_path=db, cwd=repos[name])
+        for name, h in (("api", "claude"), ("web", "codex"))
+    }
+    for name, cfg in runs.items():
+        cmd = (json.loads(cfg.files[1].read_text())["hooks"] if cfg.harness == "claude" else
+               {"SessionStart": _overrides(cfg.args)["hooks.SessionStart"]})["SessionStart"][0]["hooks"][0]["command"]
+        _run_hook(cmd, cfg, {"session_id": f"chat-{name}", "cwd": str(repos[name]), "hook_event_name": "SessionStart"})
+    r = Room.open(db)
+    ids = {s["label"]: s["session"] for s in r.who()["sessions"]}
+    assert r.send(ids["api"], "*", "the /orders API now pages")["recipient_ids"] == [ids["web"]]
+
+
+def test_rejects_unknown_harness_and_bad_rooms(tmp_path, repos):
+    with pytest.raises(ValueError):
+        prepare_agent_run("gemini", config_dir=tmp_path, rooms=[], label="x", cwd=repos["api"])
+    with pytest.raises(ValueError):
+        prepare_agent_run("claude", config_dir=tmp_path, rooms=["bad name"], label="x", cwd=repos["api"])

@@ -129,6 +129,10 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                     cwd=payload.get("cwd") or row["cwd"], pid=liveness.harness_pid(), raise_only=True,
                 )
             text = _intro(joined)
+            try:
+                room.maybe_prune()  # at most once a day, so no timer is needed
+            except Exception:
+                pass
             offer = room.pending(joined["session"], "tool")
             if offer:
                 text += " " + offer.nudge

@@ -52,7 +52,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         autonomy: int | None = None,
         cwd: str | None = None,
         harness: str | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Join your repo room (automatic, from the git repository of cwd) and any shared rooms.
 
         rooms: shared room names ('storefront' and 'shared:storefront' are one room).
@@ -72,67 +72,67 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         )
 
     @app.tool()
-    def room_leave(session: str, rooms: list[str] | None = None) -> dict:
+    def room_leave(session: str, rooms: list[str] | None = None) -> dict[str, Any]:
         """Leave the given rooms; with no rooms, end the session (leaves every room, releases every lease)."""
         return call("leave", session, rooms)
 
     @app.tool()
-    def room_who(session: str, room: str | None = None) -> dict:
+    def room_who(session: str, room: str | None = None) -> dict[str, Any]:
         """Sessions sharing a room with you (or in `room`): label, repo, state (live/gone/no-pid), autonomy, leases."""
         return call("who", session=session, room=room)
 
     @app.tool()
-    def room_history(session: str, room: str | None = None, limit: int = 50, before: int | None = None) -> dict:
+    def room_history(session: str, room: str | None = None, limit: int = 50, before: int | None = None) -> dict[str, Any]:
         """Messages in your rooms (or one of them), oldest first; `before` pages back by message id."""
         return call("history", session, room, limit, before)
 
     @app.tool()
     def msg_send(
         session: str, to: str, body: str, subject: str | None = None, ttl_seconds: float | None = None, room: str | None = None
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Send a message. `to`: '*' (everyone in your rooms, or in `room`), a session id, 'file:<glob>'
         (sessions holding a matching lease; 'file:repo:<name>/<glob>' for another repo), 'tag:<tag>';
         comma-separate several. Returns the recipient count; zero is allowed and said."""
         return call("send", session, to, body, subject=subject, ttl=ttl_seconds, room=room)
 
     @app.tool()
-    def msg_recv(session: str, limit: int = 50) -> dict:
+    def msg_recv(session: str, limit: int = 50) -> dict[str, Any]:
         """Fetch and mark read your unread messages. When there are none, `empty_because` says why."""
         return call("recv", session, limit)
 
     @app.tool()
-    def msg_unread(session: str) -> dict:
+    def msg_unread(session: str) -> dict[str, Any]:
         """Count and preview unread messages without marking them read."""
         return call("unread", session)
 
     @app.tool()
-    def msg_sent(session: str, limit: int = 20) -> dict:
+    def msg_sent(session: str, limit: int = 20) -> dict[str, Any]:
         """Messages you sent, with each recipient's delivery state (stored/offered/read/expired)."""
         return call("sent", session, limit)
 
     @app.tool()
-    def lease_acquire(session: str, paths: list[str], mode: str = "exclusive", ttl_seconds: float | None = None) -> dict:
+    def lease_acquire(session: str, paths: list[str], mode: str = "exclusive", ttl_seconds: float | None = None) -> dict[str, Any]:
         """Lease files or globs in your repo (all or nothing). mode 'exclusive' or 'shared'. A conflict names
         the holder, its repo and expiry. Default TTL 15 minutes; renew with lease_renew."""
         return call("lease_acquire", session, paths, mode, ttl_seconds)
 
     @app.tool()
-    def lease_renew(session: str, paths: list[str] | None = None, ttl_seconds: float | None = None) -> dict:
+    def lease_renew(session: str, paths: list[str] | None = None, ttl_seconds: float | None = None) -> dict[str, Any]:
         """Extend your leases (all, or the given patterns/ids)."""
         return call("lease_renew", session, paths, ttl_seconds)
 
     @app.tool()
-    def lease_release(session: str, paths: list[str] | None = None) -> dict:
+    def lease_release(session: str, paths: list[str] | None = None) -> dict[str, Any]:
         """Release your leases (all, or the given patterns/ids)."""
         return call("lease_release", session, paths)
 
     @app.tool()
-    def file_read(session: str, path: str, content_hash: str | None = None) -> dict:
+    def file_read(session: str, path: str, content_hash: str | None = None) -> dict[str, Any]:
         """Record the content hash of a file you read (hashed from disk unless given), for divergence checks."""
         return call("file_read", session, path, content_hash)
 
     @app.tool()
-    def file_check(session: str, paths: list[str] | None = None) -> dict:
+    def file_check(session: str, paths: list[str] | None = None) -> dict[str, Any]:
         """Which files you read have changed since, and by which session/repo."""
         return call("file_check", session, paths)
 

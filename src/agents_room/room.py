@@ -42,6 +42,7 @@ SYSTEM_SENDER = "agents-room"
 GONE_PRUNE_AFTER = 7 * 24 * 3600.0
 EVENTS_PRUNE_AFTER = 30 * 24 * 3600.0
 STALE_OFFER_AFTER = 3600.0
+AUTO_PRUNE_EVERY = 24 * 3600.0
 _UNSET: Any = object()
 
 
@@ -1162,6 +1163,13 @@ class Room:
         if report["problems"] and report["ok"]:
             report["ok"] = not any(p.startswith(("database", "schema")) for p in report["problems"])
         return report
+
+    def maybe_prune(self, every: float = AUTO_PRUNE_EVERY) -> dict | None:
+        """Prune when the last prune is older than ``every``: run from SessionStart, so no timer is needed."""
+        last = self.conn.execute("SELECT max(at) FROM events WHERE kind='prune'").fetchone()[0]
+        if last is not None and self.clock() - last < every:
+            return None
+        return self.prune()
 
     def prune(self, dry_run: bool = False) -> dict:
         """Delete expired messages, long-gone sessions (never one without a pid) and old events."""

@@ -144,6 +144,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX messages_sender ON messages(sender, id);
     CREATE INDEX messages_expires ON messages(expires_at);
     CREATE INDEX memberships_room ON memberships(room_id);
+    CREATE INDEX events_kind ON events(kind, at);
     """,
 ]
 

@@ -397,3 +397,10 @@ def test_doctor_fix_collapses_duplicate_chat_rows(room, repos, clock):
     assert rep["fixed"]
     got = room.recv("s-dup00001")
     assert [m["body"] for m in got["messages"]] == ["to the old row"]
+
+
+def test_maybe_prune_runs_at_most_daily(room, repos, clock):
+    assert room.maybe_prune() is not None
+    assert room.maybe_prune() is None
+    clock.advance(24 * 3600 + 1)
+    assert room.maybe_prune() is not None

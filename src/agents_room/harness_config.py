@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 MCP_NAME = "agents-room"
-HOOK_MARK = "agents_room hook"  # every command we register contains this, so a reinstall finds ours
+HOOK_MARK = "agents_room"  # every command we register runs `-m agents_room … hook`, so a reinstall finds ours
 CLAUDE_EDIT_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
 CODEX_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")  # Codex has no SessionEnd
 WAKE_TIMEOUT = 3600
@@ -54,8 +54,11 @@ def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list
     start = cmd("SessionStart", autonomy=autonomy, rooms=rooms, label=label)
     spec: dict = {
         "SessionStart": [{"hooks": [start]}],
-        "PreToolUse": [{"matcher": CLAUDE_EDIT_MATCHER if harness == "claude" else "*", "hooks": [cmd("PreToolUse")]}],
-        "PostToolUse": [{"matcher": "*", "hooks": [cmd("PostToolUse", autonomy=autonomy, rooms=rooms, label=label)]}],
+        # Claude Code: "*" matches every tool; Codex matchers are regexes, so no matcher (= every tool)
+        "PreToolUse": [{"matcher": CLAUDE_EDIT_MATCHER, "hooks": [cmd("PreToolUse")]} if harness == "claude"
+                       else {"hooks": [cmd("PreToolUse")]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [cmd("PostToolUse", autonomy=autonomy, rooms=rooms, label=label)]}
+                        if harness == "claude" else {"hooks": [cmd("PostToolUse", autonomy=autonomy, rooms=rooms, label=label)]}],
         "Stop": [{"hooks": [cmd("Stop")]}],
     }
     if harness == "claude":
@@ -80,6 +83,10 @@ def mcp_entry(harness: str, db_path: Path | None = None) -> dict:
     return entry
 
 
+def _ours(command: str) -> bool:
+    return HOOK_MARK in command and " hook " in command + " "
+
+
 def merge_hooks(existing: dict, ours: dict) -> dict:
     """Drop handlers we registered before (found by HOOK_MARK), keep everything else, add ours."""
     out: dict = {}
@@ -89,7 +96,7 @@ def merge_hooks(existing: dict, ours: dict) -> dict:
             if not isinstance(g, dict):
                 kept.append(g)
                 continue
-            handlers = [h for h in g.get("hooks", []) if not (isinstance(h, dict) and HOOK_MARK in str(h.get("command", "")))]
+            handlers = [h for h in g.get("hooks", []) if not (isinstance(h, dict) and _ours(str(h.get("command", ""))))]
             if handlers or not g.get("hooks"):
                 kept.append({**g, "hooks": handlers})
         if kept:

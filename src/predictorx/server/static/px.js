@@ -1,0 +1,153 @@
+// Predictor X web UI behaviour: dialogs, toggles, copy buttons, and live updates from
+// /api/events. Kept to plain DOM code; htmx does the requests and swaps.
+(function () {
+  "use strict";
+
+  // -- dialogs and toggles --------------------------------------------------------------------
+  document.addEventListener("click", function (ev) {
+    var opener = ev.target.closest("[data-dialog]");
+    if (opener) {
+      var dialog = document.getElementById(opener.dataset.dialog);
+      if (dialog && !dialog.open) dialog.showModal();
+      var first = dialog && dialog.querySelector("input:not([type=hidden]), textarea");
+      if (first) first.focus();
+      return;
+    }
+    var closer = ev.target.closest("[data-close]");
+    if (closer) {
+      var d = closer.closest("dialog");
+      if (d) d.close();
+      return;
+    }
+    var toggle = ev.target.closest("[data-toggle]");
+    if (toggle) {
+      var el = document.getElementById(toggle.dataset.toggle);
+      if (el) {
+        el.hidden = !el.hidden;
+        var input = !el.hidden && el.querySelector("input:not([type=hidden]), textarea");
+        if (input) input.focus();
+      }
+      return;
+    }
+    var copy = ev.target.closest("[data-copy]");
+    if (copy) copyText(copy);
+  });
+
+  // A dialog opened from a server-rendered error (<dialog open>) becomes modal like the others.
+  document.querySelectorAll("dialog[open]").forEach(function (d) { d.close(); d.showModal(); });
+
+  document.body.addEventListener("px-close-dialog", function () {
+    document.querySelectorAll("dialog[open]").forEach(function (d) { d.close(); });
+  });
+
+  // The repos picker shows how many repositories are chosen.
+  document.addEventListener("input", function (ev) {
+    var picker = ev.target.closest(".picker");
+    if (!picker) return;
+    var ticked = picker.querySelectorAll("input[type=checkbox]:checked").length;
+    var area = picker.querySelector("textarea");
+    var pasted = area ? area.value.split("\n").filter(function (l) { return l.trim(); }).length : 0;
+    var count = picker.querySelector("[data-repo-count]");
+    if (count) count.textContent = ticked + pasted;
+  });
+
+  // -- copy -------------------------------------------------------------------------------------
+  function copyText(button) {
+    var text = button.dataset.copy;
+    var done = function () { flash(button, "Copied"); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(done, function () { legacyCopy(text) && done(); });
+    } else if (legacyCopy(text)) {
+      done();
+    }
+  }
+
+  function legacyCopy(text) {
+    // Plain-http pages on another host have no Clipboard API.
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.appendChild(area);
+    area.select();
+    var ok = false;
+    try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+    area.remove();
+    return ok;
+  }
+
+  function flash(button, text) {
+    var before = button.dataset.label || button.textContent;
+    button.dataset.label = before;
+    button.textContent = text;
+    button.classList.add("flashed");
+    setTimeout(function () { button.textContent = before; button.classList.remove("flashed"); }, 1500);
+  }
+
+  // -- live updates -------------------------------------------------------------------------------
+  function live(kind) { return document.querySelectorAll('[data-live="' + kind + '"]'); }
+
+  function refresh(el) { if (window.htmx) htmx.trigger(el, "px-refresh"); }
+
+  function pullMessages(list) {
+    // New messages only (after the highest seq shown), appended in order; overlapping pulls
+    // are folded into one follow-up so nothing is shown twice or out of order.
+    if (list._busy) { list._again = true; return; }
+    list._busy = true;
+    var after = parseInt(list.dataset.after || "-1", 10);
+    fetch(list.dataset.src + "?after=" + after, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : ""; })
+      .then(function (html) {
+        var tpl = document.createElement("template");
+        tpl.innerHTML = html;
+        var nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+        tpl.content.querySelectorAll("li[data-seq]").forEach(function (li) {
+          var seq = parseInt(li.dataset.seq, 10);
+          if (seq <= parseInt(list.dataset.after, 10)) return;
+          list.appendChild(li);
+          list.dataset.after = String(seq);
+        });
+        var empty = document.getElementById("no-messages");
+        if (empty && list.children.length) empty.hidden = true;
+        if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
+      })
+      .catch(function () {})
+      .finally(function () {
+        list._busy = false;
+        if (list._again) { list._again = false; pullMessages(list); }
+      });
+  }
+
+  function refreshEverything() {
+    live("tasks").forEach(refresh);
+    live("task").forEach(refresh);
+    live("messages").forEach(pullMessages);
+  }
+
+  document.body.addEventListener("px-tasks-changed", function () { live("tasks").forEach(refresh); });
+
+  if (!document.querySelector("[data-live]") || !window.EventSource) return;
+  var stream = new EventSource("/api/events");
+  var opened = false;
+  stream.onopen = function () {
+    // After a reconnect, events may have been missed: fetch the current state once.
+    if (opened) refreshEverything();
+    opened = true;
+    document.body.classList.add("live-on");
+  };
+  stream.onerror = function () { document.body.classList.remove("live-on"); };
+  stream.onmessage = function (ev) {
+    var event;
+    try { event = JSON.parse(ev.data); } catch (e) { return; }
+    if (!event.task_id) return;
+    if (event.type === "task_messages") {
+      live("messages").forEach(function (el) { if (el.dataset.task === event.task_id) pullMessages(el); });
+      return;
+    }
+    live("tasks").forEach(refresh);
+    live("task").forEach(function (el) { if (el.dataset.task === event.task_id) refresh(el); });
+    live("messages").forEach(function (el) { if (el.dataset.task === event.task_id) pullMessages(el); });
+  };
+  window.pxEvents = stream;
+})();

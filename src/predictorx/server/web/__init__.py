@@ -1,0 +1,23 @@
+"""The web UI: server-rendered pages (Jinja2) made live with htmx and the /api/events stream.
+
+One module per page or panel; every router uses PageRoute so errors come back as pages.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from . import folders, issues, projects, resources, roster, session, tasks
+from .pageroute import PageFallback
+from .render import STATIC_DIR
+
+router = APIRouter(include_in_schema=False)
+for _module in (session, projects, resources, folders, issues, tasks, roster):
+    router.include_router(_module.router)
+
+
+def mount_static(app: FastAPI) -> None:
+    """Static files, then the HTML 404 for unknown pages (it must come after every route)."""
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.router.routes.append(PageFallback())

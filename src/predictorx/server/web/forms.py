@@ -1,0 +1,86 @@
+"""Reading the url-encoded bodies htmx and plain forms send, and turning errors into one line.
+
+Parsed here rather than with FastAPI's Form() so a malformed or oversized body becomes a message
+on the form, never a 500 or an error page in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import Request
+from pydantic import ValidationError
+
+from ...resources import ResourceError
+from ...service.errors import ServiceError
+
+MAX_FORM_BYTES = 1_000_000
+
+
+class FormError(Exception):
+    """Input a form cannot accept; the message is shown next to the form."""
+
+
+class Form:
+    def __init__(self, pairs: list[tuple[str, str]]):
+        self._pairs = pairs
+
+    def get(self, name: str, default: str = "") -> str:
+        for key, value in self._pairs:
+            if key == name:
+                return value.strip()
+        return default
+
+    def getlist(self, name: str) -> list[str]:
+        return [value.strip() for key, value in self._pairs if key == name and value.strip()]
+
+    def optional(self, name: str) -> str | None:
+        return self.get(name) or None
+
+    def values(self) -> dict[str, str]:
+        """What was typed, to put back into a form shown again with an error."""
+        return {key: value for key, value in self._pairs}
+
+
+async def read_form(request: Request) -> Form:
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise FormError("the form is too large")
+    text = body.decode("utf-8", errors="replace").replace("\x00", "")
+    try:
+        return Form(parse_qsl(text, keep_blank_values=True, max_num_fields=2000))
+    except ValueError:
+        raise FormError("the form has too many fields") from None
+
+
+def message_of(exc: Exception) -> str:
+    """The one line a person should read for an error a service, a resource handler or a
+    request model raised."""
+    if isinstance(exc, (ServiceError, ResourceError)):
+        return exc.message
+    if isinstance(exc, ValidationError):
+        parts = []
+        for err in exc.errors()[:3]:
+            where = ".".join(str(x) for x in err.get("loc", ()))
+            parts.append(f"{where}: {err.get('msg', 'invalid')}" if where else err.get("msg", "invalid"))
+        return "; ".join(parts)
+    return str(exc)
+
+
+def status_of(exc: Exception) -> int:
+    return getattr(exc, "status", 422)
+
+
+def json_object(text: str, what: str = "payload") -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError) as e:
+        raise FormError(f"{what} is not valid JSON ({getattr(e, 'msg', e)}, line {getattr(e, 'lineno', '?')})") from None
+    if not isinstance(value, dict):
+        raise FormError(f'{what} must be a JSON object, like {{"key": "value"}}')
+    return value
+
+
+FORM_ERRORS = (ServiceError, ResourceError, ValidationError, FormError)

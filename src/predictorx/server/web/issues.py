@@ -1,0 +1,185 @@
+"""Issues on pages: the workspace's list, one issue (comments, assignee, runs), and the Issues
+panel of a project page (create with an optional agent, assign an existing issue to an agent).
+
+Assigning to an agent queues a task; the answer also fires `px-tasks-changed` so the run lists
+refresh at once, before the event stream reports the new task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ...service import agents as agent_svc
+from ...service import issues as svc
+from ...service import projects as project_svc
+from ...store.schema import Agent, Issue, Project, User
+from ..models import Assign, CommentIn, IssueCreate
+from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
+from .pageroute import PageRoute
+from .render import html, is_htmx, panel, redirect
+from .session import Viewer, viewer
+from .tasks import issue_runs_context
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+TASKS_CHANGED = {"HX-Trigger": "px-tasks-changed"}
+
+
+def _issue_rows(s: Session, issues: list[Issue]) -> list[dict[str, Any]]:
+    projects: dict[str, Project | None] = {}
+    rows = []
+    for i in issues:
+        project = projects.setdefault(i.project_id, s.get(Project, i.project_id)) if i.project_id else None
+        rows.append({"issue": i, "assignee": svc.assignee_name(s, i), "project": project})
+    return rows
+
+
+def _agents(s: Session, workspace_id: str) -> list[Any]:
+    return agent_svc.list_agents(s, workspace_id)
+
+
+def _create(request: Request, who: Viewer, form: Form, project_id: str | None) -> Issue:
+    body = IssueCreate(title=form.get("title"), body=form.get("body"), priority=form.get("priority") or "none",
+                       project_id=project_id or form.optional("project_id"), assignee=form.optional("assignee"))
+    with request.app.state.px.write() as s:
+        return svc.create_issue(s, who.workspace_id, who.caller.user_id, **body.model_dump())
+
+
+def _assign(request: Request, who: Viewer, ref: str, form: Form) -> None:
+    body = Assign(assignee=form.optional("assignee"))
+    with request.app.state.px.write() as s:
+        svc.assign(s, svc.get_issue(s, who.workspace_id, ref), body.assignee)
+
+
+# -- the workspace's issues -----------------------------------------------------------------
+
+def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, limit=500))
+        projects = list(s.scalars(select(Project).where(Project.workspace_id == who.workspace_id)
+                                  .order_by(Project.title)))
+        agents = _agents(s, who.workspace_id)
+    return {"viewer": who, "section": "issues", "rows": rows, "projects": projects, "agents": agents,
+            "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False, **extra}
+
+
+@router.get("/issues")
+async def issues_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
+    return html("issues.html", await run_in_threadpool(list_context, request, who))
+
+
+@router.post("/issues")
+async def create_issue(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    try:
+        issue = await run_in_threadpool(_create, request, who, form, None)
+    except FORM_ERRORS as e:
+        context = await run_in_threadpool(list_context, request, who, error=message_of(e),
+                                          values=form.values(), open=True)
+        return html("_issue_form.html" if is_htmx(request) else "issues.html", context, status_of(e))
+    return redirect(request, f"/issues/{issue.number}")
+
+
+# -- one issue -------------------------------------------------------------------------------
+
+def issue_context(request: Request, who: Viewer, ref: str, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        issue = svc.get_issue(s, who.workspace_id, ref)
+        project = s.get(Project, issue.project_id) if issue.project_id else None
+        comments = svc.list_comments(s, issue)
+        authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in comments}
+        return {"viewer": who, "section": "issues", "issue": issue, "project": project,
+                "assignee": svc.assignee_name(s, issue), "agents": _agents(s, who.workspace_id),
+                "comments": comments, "authors": authors, "error": None, "error_for": None, "values": {},
+                **extra}
+
+
+def _author(s: Session, kind: str, author_id: str | None) -> str:
+    row = s.get(Agent if kind == "agent" else User, author_id) if author_id else None
+    return row.name if row is not None else ("an agent" if kind == "agent" else "someone")
+
+
+@router.get("/issues/{ref}")
+async def issue_page(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
+    context = await run_in_threadpool(issue_context, request, who, ref)
+    context["runs"] = await run_in_threadpool(issue_runs_context, request, who, ref)
+    return html("issue.html", context)
+
+
+@router.post("/issues/{ref}/comments")
+async def add_comment(request: Request, ref: str, form: Form = Depends(read_form),
+                      who: Viewer = Depends(viewer)) -> Response:
+    def work() -> None:
+        body = CommentIn(body=form.get("body"))
+        with request.app.state.px.write() as s:
+            issue = svc.get_issue(s, who.workspace_id, ref)
+            svc.add_comment(s, issue, body=body.body, author_type="member", author_id=who.caller.user_id)
+    try:
+        await run_in_threadpool(work)
+    except FORM_ERRORS as e:
+        context = await run_in_threadpool(issue_context, request, who, ref, error=message_of(e),
+                                          error_for="comment", values=form.values())
+        return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await run_in_threadpool(issue_context, request, who, ref)
+    return panel(request, "_comments.html", context, page_url=f"/issues/{ref}")
+
+
+@router.post("/issues/{ref}/assign")
+async def assign(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    try:
+        await run_in_threadpool(_assign, request, who, ref, form)
+    except FORM_ERRORS as e:
+        context = await run_in_threadpool(issue_context, request, who, ref, error=message_of(e), error_for="assign")
+        return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await run_in_threadpool(issue_context, request, who, ref)
+    return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
+
+
+# -- the Issues panel of a project page ------------------------------------------------------
+
+def project_issues_context(request: Request, who: Viewer, project_id: str, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        project = project_svc.get_project(s, who.workspace_id, project_id)
+        rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, project_id=project.id, limit=500))
+        agents = _agents(s, who.workspace_id)
+    return {"viewer": who, "project": project, "rows": rows, "agents": agents, "error": None,
+            "error_for": None, "values": {}, **extra}
+
+
+async def _project_issues(request: Request, who: Viewer, project_id: str, *, status: int = 200,
+                          headers: dict[str, str] | None = None, **extra: Any) -> Response:
+    context = await run_in_threadpool(project_issues_context, request, who, project_id, **extra)
+    return panel(request, "_project_issues.html", context, page_url=f"/projects/{project_id}",
+                 status=status, headers=headers)
+
+
+@router.get("/projects/{project_id}/issues")
+async def project_issues(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return await _project_issues(request, who, project_id)
+
+
+@router.post("/projects/{project_id}/issues")
+async def create_project_issue(request: Request, project_id: str, form: Form = Depends(read_form),
+                               who: Viewer = Depends(viewer)) -> Response:
+    try:
+        issue = await run_in_threadpool(_create, request, who, form, project_id)
+    except FORM_ERRORS as e:
+        return await _project_issues(request, who, project_id, status=status_of(e), error=message_of(e),
+                                     error_for="create", values=form.values())
+    return await _project_issues(request, who, project_id,
+                                 headers=TASKS_CHANGED if issue.assignee_type == "agent" else None)
+
+
+@router.post("/projects/{project_id}/issues/{ref}/assign")
+async def assign_in_project(request: Request, project_id: str, ref: str, form: Form = Depends(read_form),
+                            who: Viewer = Depends(viewer)) -> Response:
+    try:
+        await run_in_threadpool(_assign, request, who, ref, form)
+    except FORM_ERRORS as e:
+        return await _project_issues(request, who, project_id, status=status_of(e), error=message_of(e),
+                                     error_for=ref)
+    return await _project_issues(request, who, project_id, headers=TASKS_CHANGED)

@@ -1,0 +1,101 @@
+"""The projects list with "New project" (R-WEB-3), and the project page that gathers the
+Resources, Issues and Runs panels (R-WEB-1).
+
+A new project is created in one POST with its repositories as `github_repo` resources, through
+the API's own route function: an invalid repository aborts the whole creation (R-RES-5) and the
+form comes back with the server's message and everything typed still in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from sqlalchemy import func, select
+
+from ...service import projects as svc
+from ...store.schema import ACTIVE_STATUSES, Issue, Member, Project, ProjectResource, Task, User, Workspace
+from ..models import ProjectCreate, ResourceIn
+from ..routes import projects as api
+from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
+from .issues import project_issues_context
+from .pageroute import PageRoute
+from .render import html, is_htmx, redirect
+from .resources import resources_context
+from .session import Viewer, viewer
+from .tasks import project_tasks_context
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+
+
+def _counts(s, column, workspace_id: str, *where) -> dict[str, int]:  # noqa: ANN001
+    """Rows per project (resources, open issues, active runs) for the whole list in one query."""
+    q = (select(column, func.count()).join(Project, Project.id == column)
+         .where(Project.workspace_id == workspace_id, *where).group_by(column))
+    return dict(s.execute(q).all())
+
+
+def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        projects = list(s.scalars(select(Project).where(Project.workspace_id == who.workspace_id)
+                                  .order_by(Project.created_at.desc())))
+        members = list(s.scalars(select(User).join(Member, Member.user_id == User.id)
+                                 .where(Member.workspace_id == who.workspace_id).order_by(User.name)))
+        repos = list(s.get(Workspace, who.workspace_id).repos or [])
+        resources = _counts(s, ProjectResource.project_id, who.workspace_id)
+        open_issues = _counts(s, Issue.project_id, who.workspace_id,
+                              Issue.status.not_in(("done", "cancelled")))
+        active = _counts(s, Task.project_id, who.workspace_id, Task.status.in_(ACTIVE_STATUSES))
+    leads = {m.id: m.name for m in members}
+    rows = [{"project": p, "lead": leads.get(p.lead_id or ""), "resources": resources.get(p.id, 0),
+             "open_issues": open_issues.get(p.id, 0), "active": active.get(p.id, 0)} for p in projects]
+    return {"viewer": who, "section": "projects", "rows": rows, "members": members, "workspace_repos": repos,
+            "statuses": svc.PROJECT_STATUSES, "priorities": svc.PRIORITIES, "error": None,
+            "values": {"status": "planned", "priority": "none"}, "picked": [], "pasted": "", "open": False,
+            **extra}
+
+
+@router.get("/")
+async def projects_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
+    return html("projects.html", await run_in_threadpool(list_context, request, who))
+
+
+def picked_repos(form: Form) -> list[str]:
+    """Ticked workspace repositories and pasted URLs (one per line), in order, without repeats."""
+    pasted = [line.strip() for line in form.get("repo_urls").splitlines() if line.strip()]
+    return list(dict.fromkeys(form.getlist("repo") + pasted))
+
+
+@router.post("/projects")
+async def create_project(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    try:
+        body = ProjectCreate(
+            title=form.get("title"), description=form.get("description"),
+            status=form.get("status") or "planned", priority=form.get("priority") or "none",
+            lead_id=form.optional("lead_id"),
+            resources=[ResourceIn(resource_type="github_repo", resource_ref={"url": url})
+                       for url in picked_repos(form)])
+        made = await api.create_project(body, who.caller, request.app.state.px)
+    except FORM_ERRORS as e:
+        context = await run_in_threadpool(list_context, request, who, error=message_of(e), values=form.values(),
+                                          picked=form.getlist("repo"), pasted=form.get("repo_urls"), open=True)
+        return html("_project_form.html" if is_htmx(request) else "projects.html", context, status_of(e))
+    return redirect(request, f"/projects/{made['id']}")
+
+
+@router.get("/projects/{project_id}")
+async def project_page(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
+    context = await run_in_threadpool(resources_context, request, who, project_id)
+
+    def rest() -> dict[str, Any]:
+        with request.app.state.px.read() as s:
+            project = context["project"]
+            lead = s.get(User, project.lead_id) if project.lead_id else None
+        return {"lead": lead.name if lead else None,
+                "issues": project_issues_context(request, who, project_id),
+                "runs": project_tasks_context(request, who, project_id)}
+    context.update(await run_in_threadpool(rest))
+    context["section"] = "projects"
+    return html("project.html", context)

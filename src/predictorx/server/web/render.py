@@ -1,0 +1,112 @@
+"""Templates and the HTML answers every page handler shares.
+
+Templates and static files are found relative to this module, so they work from a source tree
+and from an installed wheel alike. Autoescape is on for every template, whatever its name.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+from ... import resources as registry
+
+SERVER_DIR = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = SERVER_DIR / "templates"
+STATIC_DIR = SERVER_DIR / "static"
+
+
+def ago(value: datetime | None) -> str:
+    """'3 min ago' — the exact time goes in a title attribute next to it."""
+    if value is None:
+        return ""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    seconds = int((datetime.now(timezone.utc) - value).total_seconds())
+    if seconds < 45:
+        return "just now"
+    for size, unit in ((86400 * 30, "mo"), (86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return "just now"
+
+
+def iso(value: datetime | None) -> str:
+    return value.isoformat(timespec="seconds") if value is not None else ""
+
+
+def pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def humanize(value: str | None) -> str:
+    return (value or "").replace("_", " ")
+
+
+def resource_html(resource_type: str, ref: Any, label: str | None) -> Markup:
+    """A resource as its type's handler renders it (R-RES-1: this code knows no type).
+
+    A type the server no longer knows, or a plugin renderer that breaks, shows its raw payload
+    instead of taking the page down.
+    """
+    try:
+        return Markup(registry.get(resource_type).render_html(ref, label))
+    except Exception:  # noqa: BLE001 — a broken plugin must not break the project page
+        head = f"{escape(label)} · " if label else ""
+        return Markup(f'{head}<code class="res-raw">{escape(json.dumps(ref, sort_keys=True))}</code>')
+
+
+def resource_title(resource_type: str) -> str:
+    try:
+        return registry.get(resource_type).title or resource_type
+    except registry.ResourceError:
+        return resource_type
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(ago=ago, iso=iso, pretty=pretty, humanize=humanize)
+    env.globals.update(resource_html=resource_html, resource_title=resource_title)
+    return env
+
+
+ENV = _environment()
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def html(name: str, context: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
+    """Render a template (a whole page or one panel) into a response."""
+    body = ENV.get_template(name).render(**context)
+    return HTMLResponse(body, status_code=status, headers=headers)
+
+
+def redirect(request: Request, url: str) -> Response:
+    """After a successful form post: htmx follows HX-Redirect, a plain form a 303."""
+    if is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+def panel(request: Request, template: str, context: dict[str, Any], *, page_url: str, status: int = 200,
+          headers: dict[str, str] | None = None) -> Response:
+    """The answer to a form inside a panel. htmx swaps the re-rendered panel in (with the error
+    next to the form when there is one); a plain form post goes back to the page, or on an
+    error gets the panel alone, with its message, on a page of its own."""
+    if is_htmx(request):
+        return html(template, context, status, headers)
+    if status < 400:
+        return RedirectResponse(page_url, status_code=303)
+    return html("standalone.html", {**context, "panel_template": template, "back_url": page_url}, status)

@@ -1,0 +1,108 @@
+"""The Resources panel of a project page: list, add, edit label and mode, remove (R-WEB-1).
+
+Each resource is drawn by its type's own `render_html`, and types without a form of their own
+get the generic one (a JSON payload), so a new resource type needs no web code (R-RES-1). Every
+change goes through the API's route functions, so the page applies exactly the API's rules:
+validation, the daemon's path check and the 409 on a second local folder per machine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from ... import resources as registry
+from ...resources.local_directory import EXECUTION_MODES
+from ...service import projects as svc
+from ..models import ResourceIn, ResourcePatch
+from ..routes import projects as api
+from .forms import FORM_ERRORS, Form, json_object, message_of, read_form, status_of
+from .machine import local_folder_button
+from .pageroute import PageRoute
+from .render import panel, pretty
+from .session import Viewer, viewer
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+TEMPLATE = "_resources.html"
+
+
+def resources_context(request: Request, viewer: Viewer, project_id: str, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        project = svc.get_project(s, viewer.workspace_id, project_id)
+        rows = svc.list_resources(s, project.id)
+        button = local_folder_button(request, s, viewer.workspace_id, rows)
+    return {"viewer": viewer, "project": project, "resources": rows, "local_button": button,
+            "known_types": registry.known_types(), "modes": EXECUTION_MODES,
+            "error": None, "error_for": None, "values": {}, **extra}
+
+
+async def render_resources(request: Request, viewer: Viewer, project_id: str, *, status: int = 200,
+                           headers: dict[str, str] | None = None, **extra: Any) -> Response:
+    context = await run_in_threadpool(resources_context, request, viewer, project_id, **extra)
+    return panel(request, TEMPLATE, context, page_url=f"/projects/{project_id}", status=status, headers=headers)
+
+
+@router.get("/projects/{project_id}/resources")
+async def show(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return await render_resources(request, who, project_id)
+
+
+def _new_resource(form: Form) -> ResourceIn:
+    if form.get("form") == "repo":
+        ref = {key: form.get(key) for key in ("url", "ref", "default_branch_hint") if form.get(key)}
+        return ResourceIn(resource_type="github_repo", resource_ref=ref, label=form.optional("label"))
+    return ResourceIn(resource_type=form.get("resource_type"), resource_ref=json_object(form.get("payload")),
+                      label=form.optional("label"))
+
+
+@router.post("/projects/{project_id}/resources")
+async def add(request: Request, project_id: str, form: Form = Depends(read_form),
+              who: Viewer = Depends(viewer)) -> Response:
+    which = "add_repo" if form.get("form") == "repo" else "add_other"
+    try:
+        await api.add_resource(project_id, _new_resource(form), who.caller, request.app.state.px)
+    except FORM_ERRORS as e:
+        return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
+                                      error_for=which, values=form.values())
+    return await render_resources(request, who, project_id)
+
+
+def _ref_patch(current: dict[str, Any], form: Form) -> dict[str, Any]:
+    """What changed between the stored payload and the form: a key left out is cleared (null)."""
+    patch: dict[str, Any] = {}
+    if form.get("payload") and form.get("payload") != pretty(current):
+        edited = json_object(form.get("payload"))
+        patch = {k: v for k, v in edited.items() if current.get(k) != v}
+        patch.update({k: None for k in current if k not in edited})
+    mode = form.get("execution_mode")
+    if mode and mode != current.get("execution_mode"):
+        patch["execution_mode"] = mode
+    return patch
+
+
+@router.post("/projects/{project_id}/resources/{resource_id}")
+async def edit(request: Request, project_id: str, resource_id: str, form: Form = Depends(read_form),
+               who: Viewer = Depends(viewer)) -> Response:
+    state = request.app.state.px
+    try:
+        current = await run_in_threadpool(api.get_resource, project_id, resource_id, who.caller, state)
+        ref_patch = _ref_patch(current["resource_ref"], form)
+        patch = ResourcePatch(label=form.optional("label"), **({"resource_ref": ref_patch} if ref_patch else {}))
+        await api.update_resource(project_id, resource_id, patch, who.caller, state)
+    except FORM_ERRORS as e:
+        return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
+                                      error_for=resource_id, values=form.values())
+    return await render_resources(request, who, project_id)
+
+
+@router.post("/projects/{project_id}/resources/{resource_id}/remove")
+async def remove(request: Request, project_id: str, resource_id: str, who: Viewer = Depends(viewer)) -> Response:
+    try:
+        await run_in_threadpool(api.remove_resource, project_id, resource_id, who.caller, request.app.state.px)
+    except FORM_ERRORS as e:
+        return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
+                                      error_for="remove")
+    return await render_resources(request, who, project_id)

@@ -1,0 +1,88 @@
+"""Who is looking at a page: the `px_token` cookie, `/login` and `/logout`.
+
+`predictorx up` prints `/login?token=…`; the token is checked, kept in an HttpOnly, SameSite=Strict
+cookie (so no other site can make the browser act with it) and the browser is sent on to `/`,
+which also drops the token from the address bar and history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import RedirectResponse, Response
+
+from ...service import auth
+from ...store.schema import User
+from ..deps import Caller, get_principal
+from .forms import Form, read_form
+from .pageroute import PageRoute, login_page
+
+COOKIE = "px_token"
+COOKIE_MAX_AGE = 90 * 24 * 3600
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+
+
+@dataclass(frozen=True)
+class Viewer:
+    caller: Caller
+    user_name: str
+    workspace_name: str
+
+    @property
+    def workspace_id(self) -> str:
+        return self.caller.workspace_id
+
+
+def viewer(request: Request) -> Viewer:
+    """The signed-in person and their workspace; raises Unauthorized (→ login page) otherwise."""
+    state = request.app.state.px
+    principal = get_principal(request, state)
+    if principal.kind != "user":
+        raise auth.Unauthorized("pages need a person's token, not a daemon's or a task's")
+    with state.read() as s:
+        ws = auth.resolve_workspace(s, principal, None)
+        user = s.get(User, principal.user_id)
+        seen = Viewer(Caller(principal, ws.id), user.name if user else "", ws.name)
+    request.state.viewer = seen
+    return seen
+
+
+def _sign_in(request: Request, token: str) -> Response:
+    state = request.app.state.px
+    try:
+        with state.read() as s:
+            principal = auth.authenticate(s, token)
+    except auth.Unauthorized:
+        return login_page(request, "That token is not valid (or has expired). Open the link "
+                                   "`predictorx up` printed most recently, or paste a current token.")
+    if principal.kind != "user":
+        return login_page(request, "That is a daemon's or a task's token; the web UI needs a person's token, "
+                                   "like the one in the link `predictorx up` prints.")
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+@router.get("/login")
+def login(request: Request, token: str | None = Query(default=None, max_length=500)) -> Response:
+    if token is None:
+        return login_page(request, status=200)
+    return _sign_in(request, token.strip())
+
+
+@router.post("/login")
+def login_with_form(request: Request, form: Form = Depends(read_form)) -> Response:
+    token = form.get("token")
+    if not token:
+        return login_page(request, "Paste a token first.", status=400)
+    return _sign_in(request, token)
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response

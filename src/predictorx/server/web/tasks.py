@@ -1,0 +1,121 @@
+"""Tasks on pages: the live task lists of a project and an issue, and a run's details page
+(status, wait and failure reasons, branch, cancel, the agent's messages in order).
+
+Lists and the run header are re-fetched when /api/events says a task changed; messages are
+fetched incrementally (`?after=<seq>`) when it says new ones arrived (see static/px.js).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from ...service import daemons as daemon_svc
+from ...service import issues as issue_svc
+from ...service import projects as project_svc
+from ...service import tasks as svc
+from ...store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Project, Task
+from .forms import FORM_ERRORS, message_of, status_of
+from .pageroute import PageRoute
+from .render import html, panel
+from .session import Viewer, viewer
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+MESSAGES_PER_PAGE = 5000
+
+
+def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
+    agents: dict[str, Agent | None] = {}
+    issues: dict[str, Issue | None] = {}
+    rows = []
+    for t in tasks:
+        agent = agents.setdefault(t.agent_id, s.get(Agent, t.agent_id))
+        issue = issues.setdefault(t.issue_id, s.get(Issue, t.issue_id))
+        rows.append({"task": t, "agent": agent.name if agent else "(deleted agent)", "issue": issue,
+                     "active": t.status in ACTIVE_STATUSES})
+    return rows
+
+
+def project_tasks_context(request: Request, who: Viewer, project_id: str) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        project = project_svc.get_project(s, who.workspace_id, project_id)
+        rows = task_rows(s, svc.list_tasks(s, who.workspace_id, project_id=project.id, limit=100))
+    return {"rows": rows, "live_url": f"/projects/{project_id}/tasks", "show_issue": True,
+            "empty": "No runs yet. Assign an issue to an agent to start one."}
+
+
+def issue_runs_context(request: Request, who: Viewer, ref: str) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        issue = issue_svc.get_issue(s, who.workspace_id, ref)
+        rows = task_rows(s, list(reversed(svc.list_for_issue(s, issue))))
+    return {"rows": rows, "live_url": f"/issues/{issue.number}/runs", "show_issue": False,
+            "empty": "No runs yet. Assign this issue to an agent to start one."}
+
+
+@router.get("/projects/{project_id}/tasks")
+async def project_tasks(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return html("_tasks.html", {"runs": await run_in_threadpool(project_tasks_context, request, who, project_id)})
+
+
+@router.get("/issues/{ref}/runs")
+async def issue_runs(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
+    return html("_tasks.html", {"runs": await run_in_threadpool(issue_runs_context, request, who, ref)})
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+def header_context(request: Request, who: Viewer, task_id: str, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        task = svc.get_task(s, who.workspace_id, task_id)
+        row = task_rows(s, [task])[0]
+        daemon = s.get(Daemon, task.daemon_id) if task.daemon_id else None
+        project = s.get(Project, task.project_id) if task.project_id else None
+        return {"viewer": who, **row, "project": project, "daemon": daemon,
+                "daemon_online": daemon is not None and daemon_svc.is_online(daemon),
+                "error": None, **extra}
+
+
+def messages_context(request: Request, who: Viewer, task_id: str, after: int) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        task = svc.get_task(s, who.workspace_id, task_id)
+        messages = svc.list_messages(s, task, after, MESSAGES_PER_PAGE)
+    return {"messages": messages}
+
+
+@router.get("/tasks/{task_id}")
+async def task_page(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
+    context = await run_in_threadpool(header_context, request, who, task_id)
+    context.update(await run_in_threadpool(messages_context, request, who, task_id, -1))
+    return html("task.html", context)
+
+
+@router.get("/tasks/{task_id}/header")
+async def task_header(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return html("_task_header.html", await run_in_threadpool(header_context, request, who, task_id))
+
+
+@router.get("/tasks/{task_id}/messages")
+async def task_messages(request: Request, task_id: str, after: int = Query(default=-1, ge=-1, le=2_000_000_000),
+                        who: Viewer = Depends(viewer)) -> Response:
+    return html("_messages.html", await run_in_threadpool(messages_context, request, who, task_id, after))
+
+
+def _cancel(request: Request, who: Viewer, task_id: str) -> None:
+    with request.app.state.px.write() as s:
+        svc.cancel(s, svc.get_task(s, who.workspace_id, task_id))
+
+
+@router.post("/tasks/{task_id}/cancel")
+async def cancel(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
+    extra: dict[str, Any] = {}
+    status = 200
+    try:
+        await run_in_threadpool(_cancel, request, who, task_id)
+    except FORM_ERRORS as e:
+        extra, status = {"error": message_of(e)}, status_of(e)
+    context = await run_in_threadpool(header_context, request, who, task_id, **extra)
+    return panel(request, "_task_header.html", context, page_url=f"/tasks/{task_id}", status=status)

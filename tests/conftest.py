@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-POSTGRES_URL = os.environ.get("PREDICTORX_TEST_POSTGRES_URL")
-BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
-
+from databases import BACKENDS, POSTGRES_URL, drop_postgres_schema, postgres_schema_url
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -25,24 +23,6 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
                        ("GIT_COMMITTER_NAME", "Test"), ("GIT_COMMITTER_EMAIL", "test@example.com")):
         monkeypatch.setenv(var, value)
     return home
-
-
-def postgres_schema_url(base: str) -> tuple[str, str]:
-    """A fresh schema per database fixture, so runs never see each other's rows."""
-    import psycopg
-
-    schema = f"pxt_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    sep = "&" if "?" in base else "?"
-    return f"{base}{sep}options=-csearch_path%3D{schema}", schema
-
-
-def drop_postgres_schema(base: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -65,3 +45,26 @@ def db(database_url: str):
     database.migrate()
     yield database
     database.dispose()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """CI sets PREDICTORX_REQUIRE_POSTGRES: PostgreSQL tests must run, never be skipped."""
+    if os.environ.get("PREDICTORX_REQUIRE_POSTGRES") and not POSTGRES_URL:
+        raise pytest.UsageError("PREDICTORX_REQUIRE_POSTGRES is set but PREDICTORX_TEST_POSTGRES_URL is not")
+    if POSTGRES_URL:
+        import psycopg
+
+        try:
+            psycopg.connect(POSTGRES_URL, connect_timeout=10).close()
+        except psycopg.Error as e:
+            raise pytest.UsageError(f"PostgreSQL at PREDICTORX_TEST_POSTGRES_URL is unreachable: {e}") from e
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
+    """CI sets PREDICTORX_REQUIRE_BROWSER: a browser test skipped for want of Chromium fails."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("PREDICTORX_REQUIRE_BROWSER") and "no Chromium" in str(report.longrepr):
+        report.outcome = "failed"
+        report.longrepr = "PREDICTORX_REQUIRE_BROWSER is set but no Chromium was found (apt-get install chromium)"

@@ -106,6 +106,8 @@ def repo_of(cwd: str) -> tuple[str | None, str | None]:
 def rel_path(path: str, repo_root: str | None) -> str:
     """A path as stored in leases and reads: relative to the repo root when inside it."""
     p = path.strip()
+    if p.endswith("/") and len(p) > 1:
+        return rel_path(p.rstrip("/"), repo_root).rstrip("/") + "/**"
     if repo_root and os.path.isabs(p):
         try:
             rel = os.path.relpath(os.path.normpath(p), repo_root)
@@ -116,8 +118,6 @@ def rel_path(path: str, repo_root: str | None) -> str:
         return os.path.normpath(p)
     if p.startswith("./"):
         p = p[2:]
-    if p.endswith("/"):
-        p = p + "**"
     return p
 
 

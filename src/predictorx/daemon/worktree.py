@@ -23,13 +23,11 @@ A JSON marker in the env root lets a restarted daemon find and finish what a cra
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -208,9 +206,11 @@ def _baseline_commit(top: Path, index_path: Path, env: Path, untracked: list[byt
                 git(["update-index", "--add", "-z", "--stdin"], cwd=top, timeout=timeout, env=genv,
                     input=b"".join(p + b"\0" for p in untracked))
             except GitError as e:
-                raise WorktreeError(f"the untracked files in {top} changed while the task was starting "
-                                    f"(git: {e.stderr}); the state cannot be reproduced faithfully. "
-                                    f"{_FIX_HINT}") from e
+                if "does not exist" not in e.stderr:
+                    raise
+                raise WorktreeError(f"an untracked file in {top} vanished while the task was starting "
+                                    f"(git: {e.stderr.splitlines()[0]}); the state cannot be reproduced "
+                                    f"faithfully. {_FIX_HINT}") from e
         tree = git_text(["write-tree"], cwd=top, env=genv, timeout=timeout)
     except GitError as e:
         raise WorktreeError(f"could not take a snapshot of the uncommitted state of {top}: {e.stderr}") from e
@@ -436,12 +436,12 @@ def _admin_lock(top: Path, timeout: float, common: str | None = None) -> Iterato
 
     git is not safe here: while one `worktree add` has made .git/worktrees/<id> but not yet
     written its files, another one reading all entries fails ("failed to read …/commondir").
+    The lock is a flock on the repository's git directory itself: shared by every daemon on the
+    machine, gone with its holder, and no file of ours in the person's .git.
     """
     if common is None:
         common = git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top, timeout=timeout)
-    key = hashlib.sha256(common.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    fd = os.open(Path(tempfile.gettempdir()) / f"predictorx-worktrees-{key}.lock",
-                 os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    fd = os.open(common, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: the holders run short git commands
         yield

@@ -34,9 +34,10 @@ def get_principal(request: Request, state: AppState = Depends(get_state)) -> aut
         return hit[1]
     with state.read() as session:
         principal = auth.authenticate(session, raw)
-    if len(cache) > 10_000:
-        cache.clear()
-    cache[raw] = (time.monotonic() + _CACHE_TTL, principal)
+    if principal.kind != "task":  # a task token dies with its task: always look it up
+        if len(cache) > 10_000:
+            cache.clear()
+        cache[raw] = (time.monotonic() + _CACHE_TTL, principal)
     return principal
 
 

@@ -306,7 +306,7 @@ def _people(args: argparse.Namespace, room) -> int:
                 print(f"fixed: {f}")
             if not res["problems"]:
                 print("no problems found")
-        return 0 if res["ok"] else 1
+        return 0 if not res["problems"] else 1
     if cmd == "prune":
         _print(room.prune(dry_run=args.dry_run), args.json)
         return 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import sys
 import time
 from typing import Any
@@ -220,7 +219,7 @@ def _wake(room, row, opts: dict) -> tuple[str, int, str]:
     if row["autonomy"] < WAKE:
         return "", 0, ""
     sid = row["id"]
-    token = secrets.token_hex(6)
+    token = os.urandom(6).hex()
     room.conn.execute("UPDATE sessions SET wake_waiter=? WHERE id=?", (token, sid))
     deadline = time.monotonic() + float(opts.get("wake_timeout") or 3600)
     interval = float(opts.get("wake_interval") or 1.0)

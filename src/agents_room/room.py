@@ -10,10 +10,8 @@ import difflib
 import hashlib
 import json
 import os
-import secrets
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -92,14 +90,16 @@ def _fmt_in(seconds: float) -> str:
     return f"in {s // 3600}h{(s % 3600) // 60:02d}m"
 
 
-@dataclass
 class Offer:
-    """Messages a pending check just offered, and the one-line nudge for them."""
+    """Messages a pending check just offered, the rooms they came through, and the one-line nudge."""
 
-    session: str
-    messages: list[dict]
-    rooms: list[str]
-    nudge: str
+    __slots__ = ("session", "messages", "rooms", "nudge")
+
+    def __init__(self, session: str, messages: list[dict], rooms: list[str], nudge: str):
+        self.session, self.messages, self.rooms, self.nudge = session, messages, rooms, nudge
+
+    def __repr__(self) -> str:
+        return f"Offer({self.session!r}, {len(self.messages)} messages, {self.nudge!r})"
 
 
 class Room:
@@ -312,7 +312,7 @@ class Room:
 
     def _new_id(self) -> str:
         while True:
-            sid = "s-" + secrets.token_hex(4)
+            sid = "s-" + os.urandom(4).hex()
             if self.conn.execute("SELECT 1 FROM sessions WHERE id=?", (sid,)).fetchone() is None:
                 return sid
 

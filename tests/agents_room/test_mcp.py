@@ -77,3 +77,25 @@ async def test_stdio_round_trip(db, repos, tmp_path):
         assert left["left"] == ["shared:storefront"]
     # the store the server wrote is the one in AGENTS_ROOM_DB, not the home one
     assert db.exists() and not (tmp_path / "home" / ".agents-room").exists()
+
+
+async def test_every_tool_in_process_on_an_in_memory_store(repos):
+    """Each tool through the MCP layer, on a ':memory:' store (no file at all)."""
+    (repos["api"] / "src" / "f.py").write_text("x")
+    async with Client(build_server(":memory:")) as c:
+        me = data(await c.call_tool("room_join", {"rooms": ["mem"], "cwd": str(repos["api"]), "tags": ["t"]}))["session"]
+        s = {"session": me}
+        assert data(await c.call_tool("room_who", s))["sessions"][0]["session"] == me
+        assert data(await c.call_tool("msg_send", {**s, "to": "*", "body": "solo"}))["recipients"] == 0
+        assert data(await c.call_tool("room_history", {**s, "room": "mem"}))["messages"][0]["recipients"] == 0
+        assert data(await c.call_tool("msg_unread", s))["unread"] == 0
+        assert "nobody else" in data(await c.call_tool("msg_recv", s))["empty_because"]
+        assert data(await c.call_tool("msg_sent", s))["messages"][0]["body"] == "solo"
+        assert data(await c.call_tool("lease_acquire", {**s, "paths": ["src/"], "mode": "shared"}))["granted"][0]["pattern"] == "src/**"
+        assert data(await c.call_tool("lease_renew", {**s, "ttl_seconds": 30}))["renewed"]
+        assert data(await c.call_tool("file_read", {**s, "path": "src/f.py"}))["path"] == "src/f.py"
+        assert data(await c.call_tool("file_check", {**s, "paths": ["src/f.py"]}))["files"][0]["status"] == "same"
+        assert data(await c.call_tool("lease_release", s))["released"] == ["src/**"]
+        assert data(await c.call_tool("room_leave", s))["ended"] is True
+        bad = await c.call_tool("lease_acquire", {**s, "paths": ["a"], "mode": "weird"})
+        assert bad.is_error and "exclusive" in bad.content[0].text

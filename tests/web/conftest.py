@@ -1,0 +1,162 @@
+"""Fixtures for the web UI: the real app served by uvicorn in a thread over a temp SQLite db,
+an API client for the owner and for a daemon, and headless Chromium through Playwright.
+
+Chromium is found at $PREDICTORX_CHROMIUM, /usr/bin/chromium, /usr/bin/chromium-browser or on
+PATH; browser tests skip (saying "no Chromium") only when none exists.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx2
+import pytest
+import uvicorn
+from starlette.testclient import TestClient
+
+from predictorx import config
+from predictorx.server.app import create_app
+from predictorx.server.run import bootstrap
+from predictorx.store.db import Database
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def find_chromium() -> str | None:
+    for candidate in (os.environ.get("PREDICTORX_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser",
+                      shutil.which("chromium")):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+# -- the app in-process (TestClient) ---------------------------------------------------------
+
+@pytest.fixture
+def web_db(tmp_path: Path) -> Iterator[Database]:
+    db = Database(f"sqlite:///{tmp_path / 'web.db'}")
+    db.migrate()
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def token(web_db: Database) -> str:
+    return bootstrap(web_db, "http://testserver")
+
+
+def make_client(web_db: Database, token: str | None, host: str = "testclient") -> TestClient:
+    """A TestClient whose requests come from `host` (TestClient's default host is not loopback)."""
+    client = TestClient(create_app(web_db, migrate=False), client=(host, 50000), follow_redirects=False)
+    if token:
+        client.cookies.set("px_token", token)
+    return client
+
+
+@pytest.fixture
+def client(web_db: Database, token: str) -> Iterator[TestClient]:
+    with make_client(web_db, token) as c:
+        yield c
+
+
+@pytest.fixture
+def local_client(web_db: Database, token: str) -> Iterator[TestClient]:
+    """Requests from 127.0.0.1, as a browser on the server's own machine sends them."""
+    with make_client(web_db, token, "127.0.0.1") as c:
+        yield c
+
+
+# -- the app served for real (for the browser) -----------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    token: str
+    api: httpx2.Client
+    daemon_token: str | None = None
+    daemon_id: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def post(self, path: str, json: dict | None = None, token: str | None = None) -> dict:
+        r = self.api.post(path, json=json or {}, headers={"Authorization": f"Bearer {token or self.token}"})
+        assert r.status_code < 300, r.text
+        return r.json() if r.content else {}
+
+    def get(self, path: str) -> dict | list:
+        r = self.api.get(path)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def register_local_daemon(self, *, capabilities: tuple[str, ...] = ("local-worktree-v1",),
+                              providers: tuple[str, ...] = ("claude",)) -> str:
+        """Register this machine's daemon: its id in the server's state dir, as `predictorx up` has it."""
+        self.daemon_id = str(uuid.uuid4())
+        (config.state_dir() / "daemon_id").write_text(self.daemon_id + "\n")
+        out = self.post("/api/daemon/register", {
+            "daemon_id": self.daemon_id, "name": "laptop", "hostname": "laptop.local", "version": "0.1.0",
+            "capabilities": list(capabilities), "runtimes": [{"provider": p, "version": "1.0"} for p in providers]})
+        self.daemon_token = out["token"]
+        return self.daemon_id
+
+    def daemon(self, path: str, json: dict | None = None) -> dict:
+        return self.post(path, json, token=self.daemon_token)
+
+
+@pytest.fixture
+def live(web_db: Database, token: str) -> Iterator[LiveServer]:
+    port = _free_port()
+    app = create_app(web_db, migrate=False)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False, lifespan="on"))
+    thread = threading.Thread(target=server.run, name="px-web-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the test server did not start"
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{port}"
+    with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10) as api:
+        yield LiveServer(url, token, api)
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+# -- the browser ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def browser():
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("no Chromium found: install chromium or set PREDICTORX_CHROMIUM")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, live: LiveServer):  # noqa: ANN001, ANN201
+    """A fresh browser context, signed in through the login link `predictorx up` prints."""
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
+    context.set_default_timeout(5000)
+    p = context.new_page()
+    p.goto(f"/login?token={live.token}")
+    yield p
+    context.close()

@@ -228,8 +228,8 @@ class Room:
                 # the same chat (same harness process) rejoining through another door
                 row = self.conn.execute(
                     "SELECT * FROM sessions WHERE pid=? AND pid_start=? AND ended_at IS NULL "
-                    "AND coalesce(harness,'')=coalesce(?, '') ORDER BY last_seen DESC LIMIT 1",
-                    (ppid, pstart, harness),
+                    "AND (? IS NULL OR harness IS NULL OR harness=?) ORDER BY last_seen DESC LIMIT 1",
+                    (ppid, pstart, harness, harness),
                 ).fetchone()
             if row is None:
                 sid = self._new_id()
@@ -260,7 +260,8 @@ class Room:
                     "last_seen": now,
                     "ended_at": None,
                     "autonomy": current_level,
-                    "cwd": cwd if (cwd and (repo or not row["repo"])) else row["cwd"],
+                    # a rejoin from outside any repository keeps the cwd its repo room came from
+                    "cwd": cwd if (repo or not row["repo"]) else row["cwd"],
                 }
                 if repo:
                     sets["repo"], sets["repo_root"] = repo, repo_root
@@ -291,8 +292,6 @@ class Room:
             ).fetchone()[0]
         if not repo and repo_room:
             warnings.append(f"{cwd} is not inside a git repository, so no repo: room was joined")
-        if level is None and new:
-            pass
         others = self.who(session=sid)["sessions"]
         others = [o for o in others if o["session"] != sid]
         return {
@@ -411,7 +410,12 @@ class Room:
         notes: list[str] = []
         now = self.clock()
         if room is not None:
-            rid = self._room_id(room, create=False) or self._room_id(normalize_room(room), create=False)
+            rid = self._room_id(room, create=False)
+            if rid is None:
+                try:
+                    rid = self._room_id(normalize_room(room), create=False)
+                except NameError_ as exc:
+                    raise RoomError(str(exc)) from None
             if rid is None or not self.conn.execute(
                 "SELECT 1 FROM memberships WHERE session_id=? AND room_id=?", (sid, rid)
             ).fetchone():
@@ -493,6 +497,8 @@ class Room:
         """
         if not body or not body.strip():
             raise RoomError("empty message body")
+        if ttl is not None and ttl <= 0:
+            raise RoomError("ttl must be a positive number of seconds (omit it for a message that never expires)")
         selectors = [to] if isinstance(to, str) else list(to)
         selectors = [s.strip() for part in selectors for s in part.split(",") if s.strip()]
         if not selectors:
@@ -515,9 +521,9 @@ class Room:
                 (sid, None, ",".join(selectors), text, now, now + ttl if ttl else None, len(recipients)),
             ).lastrowid
             rooms = self._rooms_of(sid)
-            self.conn.executemany(
+            self.conn.execute(
                 "INSERT INTO message_rooms(message_id, room_id) SELECT ?, room_id FROM memberships WHERE session_id=?",
-                [(mid, sid)],
+                (mid, sid),
             )
             self.conn.executemany(
                 "INSERT INTO deliveries(message_id, recipient, state) VALUES (?,?, 'stored')",

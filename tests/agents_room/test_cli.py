@@ -43,7 +43,7 @@ def test_watch_follows_new_messages(db, repos):
     a = r.join(cwd=str(repos["api"]), rooms=["w"])["session"]
     r.send(a, "*", "before")
     import subprocess, sys, time
-    p = subprocess.Popen([sys.executable, "-m", "agents_room", "watch", "--room", "w", "--interval", "0.05", "--timeout", "3"],
+    p = subprocess.Popen([sys.executable, "-m", "agents_room", "watch", "--room", "w", "--interval", "0.05", "--timeout", "1.5"],
                          stdout=subprocess.PIPE, text=True)
     time.sleep(0.8)
     r.send(a, "*", "after")

@@ -164,7 +164,7 @@ def test_codex_turn_guard_and_cap(db, repos):
     me = _start("codex", repos["api"])
     r, peer = _peer(db, repos["web"])
     blocks = 0
-    for turn in range(6):
+    for turn in range(4):
         r.send(peer, me, f"m{turn}")
         st = payload("codex", "Stop", repos["api"], turn_id=f"turn-{turn}")
         res = hook("codex", "Stop", st)
@@ -284,3 +284,17 @@ def test_wake_stands_down_when_chat_is_busy_or_below_wake(db, repos):
     _start("claude", repos["api"], autonomy="hold", key="another-chat")
     res = hook("claude", "Stop", payload("claude", "Stop", repos["api"], session_id="another-chat"), "--wake")
     assert res.returncode == 0  # hold: the wake waiter exits at once
+
+
+async def test_mcp_join_from_the_same_chat_finds_the_hook_session(db, repos):
+    """SessionStart (hook) and room_join (MCP) from one harness process are one session."""
+    from mcp import Client, StdioServerParameters
+
+    me = _start("claude", repos["api"], autonomy="wake")
+    # the hook ran as a child of this test process, and so does this server: same harness pid
+    params = StdioServerParameters(command=PY, args=["-m", "agents_room", "mcp"], env={"AGENTS_ROOM_DB": str(db)},
+                                   cwd=str(repos["api"]))
+    async with Client(params, read_timeout_seconds=30) as c:
+        res = await c.call_tool("room_join", {"rooms": ["extra"]})  # no session, no autonomy, no harness
+        got = res.structured_content
+    assert got["session"] == me and got["autonomy"] == "wake" and "shared:extra" in got["rooms"]

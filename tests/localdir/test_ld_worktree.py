@@ -258,3 +258,58 @@ def test_twenty_tasks_on_one_folder_in_parallel_each_get_their_own_branch(dirty_
         assert git(dirty_repo, "show", f"{p.branch}:notes/todo.md") == "untracked\n"
     assert snapshot(dirty_repo) == before
     assert git(dirty_repo, "worktree", "list").count("\n") == 1
+
+
+# --- odd but real situations ---------------------------------------------------------------------------
+
+def test_pipes_and_sockets_are_not_content(tmp_path: Path) -> None:
+    """git does not see them (a dev server's socket, a fifo), so they are neither copied nor fatal."""
+    repo = make_repo(tmp_path / "repo")
+    os.mkfifo(repo / "socket.fifo")
+    p = prepare(repo, tmp_path / "env", "claude", "t")
+    assert not (p.worktree_dir / "socket.fifo").exists()
+    finalize(p)
+
+
+def test_a_repository_without_an_identity_still_gets_its_commits(tmp_path: Path, monkeypatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("EMAIL", "")
+    git(repo, "config", "user.useConfigOnly", "true")
+    (repo / "dirty.txt").write_text("mine\n")
+    p = prepare(repo, tmp_path / "env", "claude", "t")
+    assert p.baseline_commit != p.base_commit
+    (p.worktree_dir / "agent.txt").write_text("agent\n")
+    result = finalize(p)
+    assert result.error is None and len(result.commits) == 1
+
+
+def test_a_linked_worktree_of_the_person_is_a_valid_resource(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "feature"))
+    (tmp_path / "feature" / "wip.txt").write_text("work in progress\n")
+    before = snapshot_linked(tmp_path / "feature")
+    p = prepare(tmp_path / "feature", tmp_path / "env", "claude", "t")
+    assert (p.worktree_dir / "wip.txt").read_text() == "work in progress\n"
+    assert git(repo, "rev-parse", f"{p.baseline_commit}^").strip() == git(repo, "rev-parse", "feature").strip()
+    finalize(p)
+    assert snapshot_linked(tmp_path / "feature") == before
+
+
+def snapshot_linked(wt: Path) -> tuple[str, bytes]:
+    index = Path(git(wt, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+    return git(wt, "status", "--porcelain", "--untracked-files=all"), index.read_bytes()
+
+
+def test_work_left_off_the_branch_keeps_the_worktree(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    p = prepare(repo, tmp_path / "env", "claude", "t")
+    git(p.worktree_dir, "checkout", "-q", "--detach", "HEAD~1")  # off the task's line of history
+    (p.worktree_dir / "f.txt").write_text("x\n")
+    result = finalize(p)
+    assert result.kept_worktree and result.error and str(p.worktree_dir) in result.error
+    assert p.worktree_dir.exists()
+    head = git(p.worktree_dir, "rev-parse", "HEAD").strip()
+    assert git(p.worktree_dir, "show", f"{head}:f.txt") == "x\n"  # committed, not lost

@@ -41,7 +41,6 @@ GONE_PRUNE_AFTER = 7 * 24 * 3600.0
 EVENTS_PRUNE_AFTER = 30 * 24 * 3600.0
 STALE_OFFER_AFTER = 3600.0
 AUTO_PRUNE_EVERY = 24 * 3600.0
-_UNSET: Any = object()
 
 
 class RoomError(Exception):
@@ -192,7 +191,7 @@ class Room:
         harness: str | None = None,
         harness_key: str | None = None,
         cwd: str | None = None,
-        pid: Any = _UNSET,
+        pid: int | None = None,
         repo_room: bool = True,
         raise_only: bool = False,
     ) -> dict:
@@ -209,8 +208,6 @@ class Room:
             raise RoomError(str(exc)) from None
         cwd = cwd or os.getcwd()
         repo, repo_root = repo_of(cwd) if repo_room else (None, None)
-        if pid is _UNSET:
-            pid = None
         ppid, pstart, pmarker = liveness.identity(pid)
         now = self.clock()
         warnings: list[str] = []
@@ -224,12 +221,15 @@ class Room:
                     "ORDER BY last_seen DESC LIMIT 1",
                     (harness_key, harness),
                 ).fetchone()
-            elif ppid is not None and pstart is not None:
-                # the same chat (same harness process) rejoining through another door
+            if row is None and not session and ppid is not None and pstart is not None:
+                # the same chat (same harness process) joining through another door: the MCP server
+                # and the hooks are both children of the harness. A row with another harness key is
+                # another chat of that process (e.g. after /clear) and is left alone.
                 row = self.conn.execute(
                     "SELECT * FROM sessions WHERE pid=? AND pid_start=? AND ended_at IS NULL "
-                    "AND (? IS NULL OR harness IS NULL OR harness=?) ORDER BY last_seen DESC LIMIT 1",
-                    (ppid, pstart, harness, harness),
+                    "AND (? IS NULL OR harness IS NULL OR harness=?) "
+                    "AND (? IS NULL OR harness_key IS NULL OR harness_key=?) ORDER BY last_seen DESC LIMIT 1",
+                    (ppid, pstart, harness, harness, harness_key, harness_key),
                 ).fetchone()
             if row is None:
                 sid = self._new_id()

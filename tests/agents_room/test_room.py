@@ -404,3 +404,11 @@ def test_maybe_prune_runs_at_most_daily(room, repos, clock):
     assert room.maybe_prune() is None
     clock.advance(24 * 3600 + 1)
     assert room.maybe_prune() is not None
+
+
+def test_mcp_first_then_hook_is_one_session_but_clear_is_another(room, repos):
+    mcp = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="claude")  # room_join before SessionStart
+    hook = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="claude", harness_key="chat-1")
+    assert hook["session"] == mcp["session"]
+    cleared = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="claude", harness_key="chat-2")  # /clear
+    assert cleared["session"] != mcp["session"]

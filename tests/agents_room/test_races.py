@@ -21,7 +21,7 @@ def _lease_worker(db, cwd, barrier, out):
 
 
 def test_sixteen_processes_race_for_one_lease(db, repos):
-    Room.open(db).close()  # create the schema once, like a first run would
+    # no store yet: all 16 create and migrate it at once
     ctx = mp.get_context("fork")
     barrier, out = ctx.Barrier(N), ctx.Queue()
     procs = [ctx.Process(target=_lease_worker, args=(str(db), str(repos["api"]), barrier, out)) for _ in range(N)]

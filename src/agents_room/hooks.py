@@ -120,6 +120,8 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
     try:
         if event == "SessionStart":
             row, joined = _session_for(room, payload, harness, opts, create=True)
+            if row is None:
+                return "", 0, ""  # no chat id in the payload: nothing to join as
             if joined is None:  # existing live row: rejoin to refresh rooms, pid and autonomy (never lowered)
                 from . import liveness
 

@@ -131,3 +131,37 @@ def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp
     daemons = {t["daemon_id"] for t in server.api("GET", "/api/tasks", params={"limit": 1000})}
     assert len(daemons) == 2, "both daemons should have claimed some"
     assert len(issues) == 200
+
+
+def test_agents_of_one_project_meet_in_its_room(server, start_daemon, tmp_path):  # noqa: ANN001
+    """R-ROOM-15: two Claude agents on one project, in two repositories, land in one room."""
+    import os
+    import subprocess
+    import sys
+
+    records = tmp_path / "records"
+    records.mkdir()
+    start_daemon(FAKE_AGENT_RECORD=str(records))
+    api_url, web_url = _bare_remote(tmp_path / "a"), _bare_remote(tmp_path / "b")
+    project = server.api("POST", "/api/projects", {"title": "Storefront", "resources": [
+        {"resource_type": "github_repo", "resource_ref": {"url": api_url}}]})
+    other = server.api("POST", "/api/projects", {"title": "Storefront web", "resources": [
+        {"resource_type": "github_repo", "resource_ref": {"url": web_url}}]})
+    server.api("POST", "/api/agents", {"name": "api-agent", "provider": "claude"})
+    server.api("POST", "/api/agents", {"name": "web-agent", "provider": "claude"})
+    ids = []
+    for pid, agent in ((project["id"], "api-agent"), (project["id"], "web-agent"), (other["id"], "web-agent")):
+        issue = server.api("POST", "/api/issues", {"title": f"work for {agent}", "project_id": pid, "assignee": agent})
+        ids.append(server.runs(issue["number"])[0]["id"])
+    for tid in ids:
+        assert server.wait_task(tid)["status"] == "completed"
+    seen = [json.loads((records / f"{tid}.json").read_text()) for tid in ids]
+    assert all("--mcp-config" in s["argv"] and "--settings" in s["argv"] for s in seen)
+    assert all(s["hook_outputs"] and "shared:project-storefront-" in s["hook_outputs"][0] for s in seen[:2])
+    who = subprocess.run([sys.executable, "-m", "agents_room", "who", "--json"], capture_output=True, text=True,
+                         timeout=30, env={**os.environ})
+    sessions = json.loads(who.stdout)["sessions"]
+    project_rooms = [{r for r in s["rooms"] if r.startswith("shared:project-storefront-")} for s in sessions]
+    assert len(sessions) == 3 and all(len(r) == 1 for r in project_rooms)
+    assert sorted(len([r for r in project_rooms if r == x]) for x in project_rooms) == [1, 2, 2]
+    assert any(s["rooms"] and any(r.startswith("repo:") for r in s["rooms"]) for s in sessions)

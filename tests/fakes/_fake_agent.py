@@ -104,6 +104,22 @@ class FakeAgent:
         tmp.write_text(json.dumps(self.record, indent=2), encoding="utf-8")
         os.replace(tmp, path)
 
+    def run_session_start_hooks(self, settings_path: str, session_id: str) -> list[str]:
+        """Run the `SessionStart` command hooks of a Claude Code settings file, as the CLI does:
+        the event JSON on stdin, stdout collected (Claude shows it to the model)."""
+        with open(settings_path, encoding="utf-8") as fh:
+            settings = json.load(fh)
+        event = {"session_id": session_id, "hook_event_name": "SessionStart", "source": "startup",
+                 "cwd": os.getcwd(), "transcript_path": os.path.join(os.getcwd(), ".fake-transcript.jsonl")}
+        outputs = []
+        for group in settings.get("hooks", {}).get("SessionStart", []):
+            for hook in group.get("hooks", []):
+                if hook.get("type") == "command":
+                    done = subprocess.run(hook["command"], shell=True, input=json.dumps(event), capture_output=True,
+                                   text=True, timeout=hook.get("timeout", 60))
+                    outputs.append(done.stdout)
+        return outputs
+
     # -- output ---------------------------------------------------------------------------------
     def emit(self, event: dict[str, Any]) -> None:
         if self.delay:

@@ -69,6 +69,13 @@ def client(web_db: Database, token: str) -> Iterator[TestClient]:
 
 
 @pytest.fixture
+def anon(web_db: Database, token: str) -> Iterator[TestClient]:
+    """No cookie: a browser that has not signed in."""
+    with make_client(web_db, None) as c:
+        yield c
+
+
+@pytest.fixture
 def local_client(web_db: Database, token: str) -> Iterator[TestClient]:
     """Requests from 127.0.0.1, as a browser on the server's own machine sends them."""
     with make_client(web_db, token, "127.0.0.1") as c:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth
@@ -35,16 +36,17 @@ class Viewer:
         return self.caller.workspace_id
 
 
-def viewer(request: Request) -> Viewer:
+async def viewer(request: Request, principal: auth.Principal = Depends(get_principal)) -> Viewer:
     """The signed-in person and their workspace; raises Unauthorized (→ login page) otherwise."""
-    state = request.app.state.px
-    principal = get_principal(request, state)
     if principal.kind != "user":
         raise auth.Unauthorized("pages need a person's token, not a daemon's or a task's")
-    with state.read() as s:
-        ws = auth.resolve_workspace(s, principal, None)
-        user = s.get(User, principal.user_id)
-        seen = Viewer(Caller(principal, ws.id), user.name if user else "", ws.name)
+
+    def load() -> Viewer:
+        with request.app.state.px.read() as s:
+            ws = auth.resolve_workspace(s, principal, None)
+            user = s.get(User, principal.user_id)
+            return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name)
+    seen = await run_in_threadpool(load)
     request.state.viewer = seen
     return seen
 

@@ -1,0 +1,246 @@
+"""The HTML routes without a browser: sign-in, error pages, bad form input (R-SEC-3 for the
+web), escaping, the local-folder rules (R-WEB-2) and rendering through the type registry (R-RES-1)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from predictorx import config
+from predictorx import resources as registry
+from predictorx.resources.registry import ResourceType
+from predictorx.store.schema import ProjectResource
+
+HX = {"HX-Request": "true"}
+
+
+def _project(client, **extra) -> str:  # noqa: ANN001
+    r = client.post("/projects", data={"title": "Storefront", **extra})
+    assert r.status_code == 303, r.text
+    return r.headers["location"].rsplit("/", 1)[-1]
+
+
+def _local_daemon(client, token: str, *, online: bool = True) -> str:  # noqa: ANN001
+    daemon_id = str(uuid.uuid4())
+    (config.state_dir() / "daemon_id").write_text(daemon_id)
+    r = client.post("/api/daemon/register", headers={"Authorization": f"Bearer {token}"},
+                    json={"daemon_id": daemon_id, "name": "laptop", "capabilities": ["local-worktree-v1"],
+                          "runtimes": [{"provider": "claude"}]})
+    assert r.status_code == 200, r.text
+    return daemon_id
+
+
+# -- signing in --------------------------------------------------------------------------------
+
+def test_pages_without_a_cookie_show_the_sign_in_page(anon):  # noqa: ANN001
+    for path in ("/", "/projects/x", "/issues", "/tasks/x", "/agents", "/daemons"):
+        r = anon.get(path)
+        assert r.status_code == 401 and "Open the link printed by" in r.text, path
+    r = anon.get("/projects/x/resources", headers=HX)
+    assert r.status_code == 401 and r.headers["HX-Redirect"] == "/login"
+    assert anon.post("/projects", data={"title": "x"}).status_code == 401
+
+
+def test_login_link_checks_the_token_and_sets_a_strict_httponly_cookie(anon, token):  # noqa: ANN001
+    r = anon.get(f"/login?token={token}")
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    cookie = r.headers["set-cookie"].lower()
+    assert "px_token=" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+    assert anon.get("/").status_code == 200
+
+    bad = anon.get("/login?token=pxu_nope")
+    assert bad.status_code == 401 and "not valid" in bad.text and "set-cookie" not in bad.headers
+    assert anon.post("/login", data={"token": ""}).status_code == 400
+    assert anon.post("/logout").headers["location"] == "/login"
+
+
+def test_a_daemon_token_does_not_open_the_web_ui(client, token):  # noqa: ANN001
+    _local_daemon(client, token)
+    daemon_token = client.post("/api/daemon/register", headers={"Authorization": f"Bearer {token}"},
+                               json={"daemon_id": str(uuid.uuid4()), "name": "ci"}).json()["token"]
+    r = client.get(f"/login?token={daemon_token}")
+    assert r.status_code == 401 and "daemon" in r.text
+
+
+# -- errors are pages --------------------------------------------------------------------------
+
+def test_unknown_ids_and_addresses_answer_a_404_page(client):  # noqa: ANN001
+    pid = _project(client)
+    for path in ("/projects/nope", "/issues/12345", "/issues/nope", "/tasks/nope", "/tasks/nope/header",
+                 "/tasks/nope/messages", "/projects/nope/resources", "/projects/nope/tasks", "/no/such/page"):
+        r = client.get(path)
+        assert r.status_code == 404, path
+        assert r.headers["content-type"].startswith("text/html") and "Not found" in r.text, path
+    r = client.post(f"/projects/{pid}/resources/nope", data={"label": "x"}, headers=HX)
+    assert r.status_code == 404 and "not found" in r.text
+    assert client.get("/api/nothing").headers["content-type"] == "application/json"
+    assert client.get("/tasks/x/messages?after=abc").status_code == 400
+
+
+def test_bad_project_form_comes_back_with_the_message_and_creates_nothing(client):  # noqa: ANN001
+    r = client.post("/projects", data={"title": "", "description": "kept"})
+    assert r.status_code == 422 and "title" in r.text and "kept" in r.text and "<dialog" in r.text
+    r = client.post("/projects", data={"title": "X", "status": "someday"}, headers=HX)
+    assert r.status_code == 422 and "status must be one of" in r.text and 'id="project-form"' in r.text
+    r = client.post("/projects", headers=HX, data={
+        "title": "Half", "repo": "https://github.com/org/ok", "repo_urls": "ftp://nope"})
+    assert r.status_code == 422 and "resource 2" in r.text and "not a git URL" in r.text
+    assert 'value="Half"' in r.text and "ftp://nope" in r.text
+    assert "Half" not in client.get("/").text.split("<dialog")[0]
+
+
+def test_bad_resource_input_is_answered_next_to_its_form(client):  # noqa: ANN001
+    pid = _project(client)
+    url = f"/projects/{pid}/resources"
+    cases = [
+        ({"form": "other", "resource_type": "notion_page", "payload": "{}"}, 400, "known types: github_repo"),
+        ({"form": "other", "resource_type": "github_repo", "payload": "{oops"}, 422, "not valid JSON"),
+        ({"form": "other", "resource_type": "github_repo", "payload": "[1]"}, 422, "must be a JSON object"),
+        ({"form": "repo", "url": ""}, 422, "url is required"),
+        ({"form": "repo", "url": "https://github.com/o/r", "ref": "a..b"}, 422, "not a valid git"),
+    ]
+    for data, status, message in cases:
+        r = client.post(url, data=data, headers=HX)
+        assert r.status_code == status and message in r.text, (data, r.text[:300])
+    assert client.get(f"/api/projects/{pid}").json()["resources"] == []
+
+    client.post(url, data={"form": "other", "resource_type": "local_directory",
+                           "payload": f'{{"local_path": "/srv/a", "daemon_id": "{uuid.uuid4()}"}}'}, headers=HX)
+    rid = client.get(f"/api/projects/{pid}").json()["resources"][0]["id"]
+    r = client.post(f"{url}/{rid}", data={"label": "a", "execution_mode": "sideways"}, headers=HX)
+    assert r.status_code == 422 and "execution_mode must be one of" in r.text
+    r = client.post(f"{url}/{rid}", data={"label": "a", "execution_mode": "worktree"}, headers=HX)
+    assert r.status_code == 200  # an unknown daemon: the claim-time check still guards it (R-RES-9)
+    assert client.get(f"/api/projects/{pid}").json()["resources"][0]["resource_ref"]["execution_mode"] == "worktree"
+
+
+def test_plain_form_posts_redirect_or_show_the_panel_with_its_error(client):  # noqa: ANN001
+    pid = _project(client)
+    ok = client.post(f"/projects/{pid}/resources", data={"form": "repo", "url": "https://github.com/o/r"})
+    assert ok.status_code == 303 and ok.headers["location"] == f"/projects/{pid}"
+    bad = client.post(f"/projects/{pid}/resources", data={"form": "repo", "url": "nope"})
+    assert bad.status_code == 422 and "not a git URL" in bad.text and "<html" in bad.text
+
+
+def test_other_forms_refuse_bad_input_without_a_500(client):  # noqa: ANN001
+    pid = _project(client)
+    r = client.post(f"/projects/{pid}/issues", data={"title": ""}, headers=HX)
+    assert r.status_code == 422 and 'id="new-issue-form"' in r.text
+    r = client.post(f"/projects/{pid}/issues", data={"title": "T", "assignee": "ghost"}, headers=HX)
+    assert r.status_code == 404 and "no agent or member named" in r.text
+    assert client.get("/api/issues").json() == []
+    client.post(f"/projects/{pid}/issues", data={"title": "T"}, headers=HX)
+    assert client.post("/issues/1/comments", data={"body": "  "}, headers=HX).status_code == 422
+    assert client.post("/issues/1/assign", data={"assignee": "ghost"}, headers=HX).status_code == 404
+    assert client.post("/issues", data={"title": "x" * 600}, headers=HX).status_code == 422
+    assert client.post("/projects", content=b"title=" + b"x" * 1_100_000,
+                       headers={"content-type": "application/x-www-form-urlencoded"}).status_code == 400
+    assert client.post("/projects", content=b"\xff\xfe=\x00", headers=HX).status_code == 422
+
+
+def test_cancelling_a_finished_run_says_so(client, token):  # noqa: ANN001
+    auth = {"Authorization": f"Bearer {token}"}
+    client.post("/api/agents", json={"name": "claude", "provider": "claude"}, headers=auth)
+    issue = client.post("/api/issues", json={"title": "T", "assignee": "claude"}, headers=auth).json()
+    task_id = client.get(f"/api/issues/{issue['number']}/runs", headers=auth).json()[0]["id"]
+    assert client.post(f"/tasks/{task_id}/cancel", headers=HX).status_code == 200
+    r = client.post(f"/tasks/{task_id}/cancel", headers=HX)
+    assert r.status_code == 409 and "already cancelled" in r.text
+
+
+def test_user_text_is_escaped_everywhere(client):  # noqa: ANN001
+    pid = _project(client, description="<img src=x onerror=alert(1)>")
+    client.post(f"/projects/{pid}/resources", headers=HX,
+                data={"form": "repo", "url": "https://github.com/o/r", "label": "<script>alert(1)</script>"})
+    page = client.get(f"/projects/{pid}").text
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+    assert "<img src=x" not in page
+
+
+# -- resource types render through the registry (R-RES-1) --------------------------------------
+
+class _Doc(ResourceType):
+    name = "test_doc"
+    title = "Document"
+
+    def render_html(self, ref, label):  # noqa: ANN001, ANN201
+        return f'<a class="test-doc" href="https://docs.example/{ref["id"]}">doc {ref["id"]}</a>'
+
+
+@pytest.fixture
+def doc_type():  # noqa: ANN201
+    registry.register(_Doc)
+    yield
+    registry.unregister("test_doc")
+
+
+def test_a_new_resource_type_needs_no_web_code(client, doc_type):  # noqa: ANN001
+    pid = _project(client)
+    r = client.post(f"/projects/{pid}/resources", headers=HX,
+                    data={"form": "other", "resource_type": "test_doc", "payload": '{"id": "42"}'})
+    assert r.status_code == 200
+    assert '<a class="test-doc" href="https://docs.example/42">doc 42</a>' in r.text and "Document" in r.text
+    assert '<option value="test_doc">' in r.text
+
+
+def test_a_row_of_an_unknown_type_shows_its_payload(client, web_db):  # noqa: ANN001
+    pid = _project(client)
+    with web_db.write() as s:
+        s.add(ProjectResource(project_id=pid, resource_type="gone_type", resource_ref={"k": "<v>"}, position=0))
+    r = client.get(f"/projects/{pid}")
+    assert r.status_code == 200 and "gone_type" in r.text and "&lt;v&gt;" in r.text
+
+
+# -- the local folder button and browser (R-WEB-2) --------------------------------------------
+
+def test_local_folder_button_only_on_the_daemons_machine(client, local_client, token):  # noqa: ANN001
+    pid = _project(client)
+    assert 'id="add-local-folder"' not in local_client.get(f"/projects/{pid}").text  # no daemon here yet
+    _local_daemon(client, token)
+    assert 'id="add-local-folder"' in local_client.get(f"/projects/{pid}").text
+    assert 'id="add-local-folder"' not in client.get(f"/projects/{pid}").text  # remote browser
+    proxied = local_client.get(f"/projects/{pid}", headers={"X-Forwarded-For": "198.51.100.4"})
+    assert 'id="add-local-folder"' not in proxied.text
+    assert client.get(f"/projects/{pid}/local-folders").status_code == 403
+    assert client.post(f"/projects/{pid}/local-folders", data={"path": "/srv"}).status_code == 403
+
+
+def test_folder_browser_lists_folders_only(local_client, token, tmp_path, monkeypatch):  # noqa: ANN001
+    home = tmp_path / "home"
+    (home / "code" / "app").mkdir(parents=True)
+    (home / "code" / ".hidden").mkdir()
+    (home / "code" / "secret.txt").write_text("never shown")
+    monkeypatch.setenv("HOME", str(home))
+    _local_daemon(local_client, token)
+    pid = _project(local_client)
+    r = local_client.get(f"/projects/{pid}/local-folders")
+    assert r.status_code == 200 and str(home) in r.text and 'data-folder="code"' in r.text
+    r = local_client.get(f"/projects/{pid}/local-folders", params={"path": str(home / "code")})
+    assert 'data-folder="app"' in r.text and ".hidden" not in r.text and "secret.txt" not in r.text
+    r = local_client.get(f"/projects/{pid}/local-folders", params={"path": str(home / "missing")})
+    assert r.status_code == 200 and "does not exist" in r.text
+
+
+def test_saving_a_local_folder_applies_the_path_rules_and_the_409(local_client, token, tmp_path: Path,
+                                                                   monkeypatch):  # noqa: ANN001
+    home = tmp_path / "home"
+    (home / "code").mkdir(parents=True)
+    (home / "other").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    daemon_id = _local_daemon(local_client, token)
+    pid = _project(local_client)
+    url = f"/projects/{pid}/local-folders"
+    r = local_client.post(url, data={"path": str(home), "execution_mode": "in_place"}, headers=HX)
+    assert r.status_code == 422 and "home directory" in r.text
+    r = local_client.post(url, data={"path": "/etc", "execution_mode": "in_place"}, headers=HX)
+    assert r.status_code == 422 and "/etc" in r.text
+    r = local_client.post(url, data={"path": str(home / "code"), "execution_mode": "worktree", "label": "code"},
+                          headers=HX)
+    assert r.status_code == 200 and r.headers["HX-Retarget"] == "#resources"
+    stored = local_client.get(f"/api/projects/{pid}").json()["resources"]
+    assert stored[0]["resource_ref"] == {"local_path": str(home / "code"), "daemon_id": daemon_id,
+                                         "execution_mode": "worktree"}
+    r = local_client.post(url, data={"path": str(home / "other"), "execution_mode": "in_place"}, headers=HX)
+    assert r.status_code == 409 and "one local folder per machine" in r.text

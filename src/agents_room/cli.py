@@ -6,19 +6,19 @@ the MCP SDK nor anything heavy is imported unless its subcommand runs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
-from typing import Any
 
 USAGE_EPILOG = """commands for agents' harnesses: mcp, hook, install
 commands for people: join, leave, send, recv, sent, history, who, watch, doctor, prune
 store: $AGENTS_ROOM_DB or ~/.agents-room/room.db"""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="agents-room",
         description="Rooms, presence, file leases, divergence and nudges for coding agents (SQLite, no daemon).",
@@ -167,8 +167,60 @@ def _who_table(res: dict) -> None:
         print("  ".join(str(v).ljust(widths[i]) for i, v in enumerate(line)).rstrip())
 
 
+_HOOK_FLAGS = {"--event", "--harness", "--autonomy", "--room", "--label", "--wake", "--wake-timeout", "--wake-interval", "--db"}
+
+
+def _fast_hook_args(argv: list[str]) -> dict | None:
+    """Parse ``[--db=X] hook --event=E …`` without argparse (the hook runs on every tool call).
+
+    Returns None for anything unusual; argparse then handles it.
+    """
+    opts: dict = {"harness": "claude", "autonomy": None, "rooms": [], "label": None, "wake": False,
+                  "wake_timeout": 3600.0, "wake_interval": 1.0, "db": None, "event": None}
+    seen_hook = False
+    it = iter(argv)
+    for arg in it:
+        if arg == "hook" and not seen_hook:
+            seen_hook = True
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in _HOOK_FLAGS or (name == "--db") == seen_hook:
+            return None
+        if name == "--wake":
+            if eq:
+                return None
+            opts["wake"] = True
+            continue
+        if not eq:
+            value = next(it, None)
+            if value is None:
+                return None
+        key = name[2:].replace("-", "_")
+        if key == "room":
+            opts["rooms"].append(value)
+        elif key in ("wake_timeout", "wake_interval"):
+            try:
+                opts[key] = float(value)
+            except ValueError:
+                return None
+        else:
+            opts[key] = value
+    if not seen_hook or opts["event"] not in ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"):
+        return None
+    if opts["harness"] not in ("claude", "codex"):
+        return None
+    return opts
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    fast = _fast_hook_args(argv) if "hook" in argv else None
+    if fast is not None:
+        from . import hooks
+
+        if fast["db"]:
+            os.environ["AGENTS_ROOM_DB"] = fast["db"]
+        return hooks.main(fast)
     parser = _parser()
     if not argv:
         parser.print_usage(sys.stderr)
@@ -230,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         room.close()
 
 
-def _people(args: argparse.Namespace, room) -> int:
+def _people(args, room) -> int:
     cmd = args.cmd
     if cmd == "join":
         res = room.join(
@@ -313,7 +365,7 @@ def _people(args: argparse.Namespace, room) -> int:
     return 2
 
 
-def _watch(room, args: argparse.Namespace) -> int:
+def _watch(room, args) -> int:
     from .naming import normalize_room
 
     names = [normalize_room(r) if not r.startswith("repo:") else r for r in args.room]

@@ -23,7 +23,6 @@ import os
 import re
 import sys
 import time
-from typing import Any
 
 EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
 HARNESSES = ("claude", "codex")

@@ -12,19 +12,27 @@ when psutil can read it). A session with no pid is never judged gone.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 
-_PROC = Path("/proc")
-HAS_PROC = (_PROC / "self" / "stat").exists()
+_PROC = "/proc"
+HAS_PROC = os.path.exists("/proc/self/stat")
+def _read(path: str) -> str:
+    with open(path) as fh:
+        return fh.read()
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "env", "timeout", "nice", "nohup", "stdbuf"}
 
 
 def proc_start(pid: int) -> str | None:
     if HAS_PROC:
         try:
-            data = (_PROC / str(pid) / "stat").read_text()
+            data = _read(f"{_PROC}/{pid}/stat")
         except OSError:
             return None
         rest = data[data.rfind(")") + 2 :].split()
@@ -42,19 +50,21 @@ def env_marker(pid: int) -> str | None:
     if not HAS_PROC:
         return None
     try:
-        raw = (_PROC / str(pid) / "environ").read_bytes()
+        raw = _read_bytes(f"{_PROC}/{pid}/environ")
     except OSError:
         return None
     for item in raw.split(b"\0"):
         if item.startswith(b"AGENTS_ROOM_MARKER="):
             return "m:" + item.split(b"=", 1)[1].decode(errors="replace")
+    import hashlib
+
     return "h:" + hashlib.sha256(raw).hexdigest()[:16]
 
 
 def proc_name(pid: int) -> str | None:
     if HAS_PROC:
         try:
-            return (_PROC / str(pid) / "comm").read_text().strip()
+            return _read(f"{_PROC}/{pid}/comm").strip()
         except OSError:
             return None
     try:
@@ -68,7 +78,7 @@ def proc_name(pid: int) -> str | None:
 def proc_parent(pid: int) -> int | None:
     if HAS_PROC:
         try:
-            data = (_PROC / str(pid) / "stat").read_text()
+            data = _read(f"{_PROC}/{pid}/stat")
         except OSError:
             return None
         rest = data[data.rfind(")") + 2 :].split()

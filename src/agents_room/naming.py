@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import configparser
 import fnmatch
 import functools
 import os
@@ -73,6 +72,8 @@ def find_git_dir(cwd: Path) -> tuple[Path, Path] | None:
 
 
 def _remote_name(common: Path) -> str | None:
+    import configparser
+
     cfg = configparser.RawConfigParser(strict=False)
     try:
         cfg.read(common / "config")

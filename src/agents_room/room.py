@@ -6,16 +6,17 @@ Every read-check-write runs in one ``BEGIN IMMEDIATE`` transaction.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import json
 import os
 import sqlite3
 import time
-from pathlib import Path
-from typing import Any, Callable, Iterable
 
 from . import liveness
+
+TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Callable, Iterable
 from .naming import (
     NameError_,
     abs_path,
@@ -65,6 +66,8 @@ def parse_autonomy(value: Any) -> int | None:
 
 
 def file_hash(path: str) -> str | None:
+    import hashlib
+
     try:
         with open(path, "rb") as fh:
             return "sha256:" + hashlib.sha256(fh.read()).hexdigest()
@@ -146,6 +149,8 @@ class Room:
         raise RoomError(self._unknown_session_message(sid))
 
     def _unknown_session_message(self, sid: str) -> str:
+        import difflib
+
         by_key = self.conn.execute(
             "SELECT id, label FROM sessions WHERE harness_key=? ORDER BY last_seen DESC LIMIT 1", (sid,)
         ).fetchone()

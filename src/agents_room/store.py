@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
 
 BUSY_TIMEOUT_MS = 5000
 #: total time :func:`immediate` keeps retrying a busy database before giving up
@@ -211,6 +213,8 @@ def _retry(fn):
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc) or time.monotonic() > deadline:
                 raise
+            import random
+
             time.sleep(delay * (1 + random.random()))
             delay = min(delay * 2, 0.05)
 

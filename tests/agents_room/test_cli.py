@@ -147,3 +147,28 @@ def test_codex_config_keeps_existing_features_and_refuses_broken():
 def test_install_cli(tmp_path):
     res = run_cli("install", "claude", "--dry-run")
     assert res.returncode == 0 and "dry run" in res.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["hook", "--event=Stop"],
+    ["hook", "--event", "PostToolUse", "--harness", "codex", "--autonomy=2", "--room=a", "--room", "b", "--label=x y"],
+    ["--db=/tmp/x.db", "hook", "--event=Stop", "--wake", "--wake-timeout=5", "--wake-interval", "0.1"],
+])
+def test_fast_hook_args_match_argparse(argv):
+    from agents_room.cli import _fast_hook_args, _parser
+
+    fast = _fast_hook_args(argv)
+    ns = _parser().parse_args(argv)
+    assert fast == {"event": ns.event, "harness": ns.harness, "autonomy": ns.autonomy, "rooms": ns.room,
+                    "label": ns.label, "wake": ns.wake, "wake_timeout": ns.wake_timeout,
+                    "wake_interval": ns.wake_interval, "db": ns.db}
+
+
+@pytest.mark.parametrize("argv", [
+    ["hook"], ["hook", "--event=Nope"], ["hook", "--event=Stop", "--harness=gemini"], ["hook", "--event=Stop", "--bogus"],
+    ["hook", "--event=Stop", "--db=/x"], ["hook", "--event"],
+])
+def test_fast_hook_args_defer_unusual_input_to_argparse(argv):
+    from agents_room.cli import _fast_hook_args
+
+    assert _fast_hook_args(argv) is None

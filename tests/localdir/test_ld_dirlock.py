@@ -85,15 +85,19 @@ async def test_two_symlinks_to_one_folder_are_serialised(locks: DirLocks, folder
 
 async def test_twenty_waiters_run_one_at_a_time_in_order_of_arrival(locks: DirLocks, folder: Path) -> None:
     order: list[int] = []
-    waiting: list[int] = []
+    reasons: dict[int, list[str]] = {}
+    everyone_queued = asyncio.Event()
     inside = 0
 
     async def task(i: int) -> None:
         nonlocal inside
-        async with locks.acquire(folder, f"task-{i}", "main", on_wait=lambda r, i=i: waiting.append(i)):
+        async with locks.acquire(folder, f"task-{i}", "main",
+                                 on_wait=lambda r, i=i: reasons.setdefault(i, []).append(r)):
             inside += 1
             assert inside == 1
             order.append(i)
+            if i == 0:
+                await everyone_queued.wait()
             await asyncio.sleep(0.002)
             inside -= 1
 
@@ -101,9 +105,14 @@ async def test_twenty_waiters_run_one_at_a_time_in_order_of_arrival(locks: DirLo
     for i in range(20):
         tasks.append(asyncio.create_task(task(i)))
         await asyncio.sleep(0)  # arrival order is creation order
+    await asyncio.sleep(0.01)
+    assert [w.task_id for w in locks._slots[lock_key(folder)].queue] == [f"task-{i}" for i in range(1, 20)]
+    everyone_queued.set()
     await asyncio.gather(*tasks)
     assert order == list(range(20))
-    assert waiting[:19] == list(range(1, 20))  # everyone but the first had to wait
+    assert list(reasons) == list(range(1, 20))  # everyone but the first waited, in order
+    # each waiter heard about every holder ahead of it, as the holder changed
+    assert reasons[19] == [wait_reason("main", f"task-{i}") for i in range(19)]
 
 
 async def test_cancelling_a_waiter_removes_it_at_once(locks: DirLocks, folder: Path) -> None:
@@ -125,7 +134,7 @@ async def test_cancelling_a_waiter_removes_it_at_once(locks: DirLocks, folder: P
     doomed.cancel()
     with pytest.raises(asyncio.CancelledError):
         await doomed
-    assert time.monotonic() - t0 < 0.05
+    assert time.monotonic() - t0 < 0.5  # one turn of the loop; generous for a loaded machine
     assert [w.task_id for w in locks._slots[lock_key(folder)].queue] == ["last"]
     release.set()
     await asyncio.gather(holder, last)
@@ -165,7 +174,7 @@ async def test_the_lock_works_across_processes_and_dies_with_its_holder(locks: D
         t0 = time.monotonic()
         proc.send_signal(signal.SIGKILL)  # no release: the kernel drops the flock
         assert await asyncio.wait_for(waiter, 5) == "task-here"
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 2.0
     finally:
         proc.kill()
         proc.wait()
@@ -223,4 +232,4 @@ async def test_in_process_handoff_is_immediate(locks: DirLocks, folder: Path) ->
 
     await asyncio.gather(*(task(i) for i in range(30)))
     latencies.sort()
-    assert latencies[len(latencies) // 2] < 0.01
+    assert latencies[len(latencies) // 2] < 0.05

@@ -131,8 +131,12 @@ def prepare(
         record["state"] = "ready"
         _write_marker(marker, record)
     except BaseException as e:
-        _undo_prepare(top, wt_dir, branch, baseline, timeout)
-        marker.unlink(missing_ok=True)
+        try:
+            _undo_prepare(top, wt_dir, branch, baseline, timeout)
+            marker.unlink(missing_ok=True)
+        except Exception:
+            pass  # the marker stays for recover(); the first error is the one to report
+
         if isinstance(e, GitError):
             raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
         raise
@@ -283,9 +287,17 @@ def finalize(prepared: Prepared, *, timeout: float = TIMEOUT) -> Finalized:
     commit its leftovers to the branch, then remove the worktree — or keep it if that failed.
 
     Returns a Finalized; when `error` is set the task must fail with it (the work is kept in the
-    worktree the message names). Raises only WorktreeError for a repository git cannot read at all.
+    worktree the message names). Raises WorktreeError only when git itself fails on the repository
+    (then nothing was removed).
     """
-    p = prepared
+    try:
+        return _finalize(prepared, timeout)
+    except GitError as e:
+        raise WorktreeError(f"could not finish the worktree {prepared.worktree_dir} of {prepared.repo_dir}; "
+                            f"it was left as it is ({e})") from e
+
+
+def _finalize(p: Prepared, timeout: float) -> Finalized:
     top, wt, ref = p.repo_dir, p.worktree_dir, f"refs/heads/{p.branch}"
     marker = p.env_root / MARKER
     present = wt.is_dir() and (wt / ".git").exists()
@@ -311,9 +323,13 @@ def finalize(prepared: Prepared, *, timeout: float = TIMEOUT) -> Finalized:
         branch: str | None = p.branch
     else:
         # Only when the branch still points at the baseline: the old value guards every commit.
-        git(["update-ref", "-d", ref, p.baseline_commit], cwd=top, timeout=timeout, check=False)
-        message = "The task changed nothing, so its branch was deleted."
-        branch = None
+        r = git(["update-ref", "-d", ref, p.baseline_commit], cwd=top, timeout=timeout, check=False)
+        if r.returncode == 0:
+            message = "The task changed nothing, so its branch was deleted."
+            branch = None
+        else:  # the agent moved the branch back behind the baseline: leave it as it is
+            message = f"The task made no commits of its own; its branch {p.branch} was left where the agent put it."
+            branch = p.branch
     marker.unlink(missing_ok=True)
     return Finalized(branch, commits, False, message)
 

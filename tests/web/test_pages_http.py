@@ -122,6 +122,9 @@ def test_plain_form_posts_redirect_or_show_the_panel_with_its_error(client):  # 
     assert ok.status_code == 303 and ok.headers["location"] == f"/projects/{pid}"
     bad = client.post(f"/projects/{pid}/resources", data={"form": "repo", "url": "nope"})
     assert bad.status_code == 422 and "not a git URL" in bad.text and "<html" in bad.text
+    client.post(f"/projects/{pid}/issues", data={"title": "T"})
+    bad = client.post("/issues/1/comments", data={"body": " "})
+    assert bad.status_code == 422 and "<html" in bad.text and 'name="body"' in bad.text
 
 
 def test_other_forms_refuse_bad_input_without_a_500(client):  # noqa: ANN001
@@ -221,6 +224,8 @@ def test_folder_browser_lists_folders_only(local_client, token, tmp_path, monkey
     assert 'data-folder="app"' in r.text and ".hidden" not in r.text and "secret.txt" not in r.text
     r = local_client.get(f"/projects/{pid}/local-folders", params={"path": str(home / "missing")})
     assert r.status_code == 200 and "does not exist" in r.text
+    r = local_client.get(f"/projects/{pid}/local-folders", params={"path": str(home) + "/a\x00b"})
+    assert r.status_code == 200 and "not a valid path" in r.text
 
 
 def test_saving_a_local_folder_applies_the_path_rules_and_the_409(local_client, token, tmp_path: Path,

@@ -54,6 +54,8 @@ def _subdirectories(path: str) -> tuple[list[dict[str, str]], int, str | None]:
         return [], 0, "it is not a folder"
     except OSError as e:
         return [], 0, e.strerror or "it cannot be opened"
+    except ValueError:  # a NUL character in the path
+        return [], 0, "it is not a valid path"
     names.sort(key=str.casefold)
     shown = [{"name": n, "path": os.path.join(path, n)} for n in names[:MAX_ENTRIES]]
     return shown, max(0, len(names) - MAX_ENTRIES), None

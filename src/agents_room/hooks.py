@@ -214,8 +214,12 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
 
 
 def _wake(room, row, opts: dict) -> tuple[str, int, str]:
-    """Wait while the chat is idle; a new message wakes it (exit 2, nudge on stderr)."""
-    from .room import WAKE
+    """Wait while the chat is idle; a message wakes it (exit 2, nudge on stderr).
+
+    It wakes for a message never offered, and for one offered longer ago than the
+    Stop retry window (30 minutes) and still unread: an idle chat is reminded too.
+    """
+    from .room import RETRY_WINDOW, WAKE
 
     if row["autonomy"] < WAKE:
         return "", 0, ""
@@ -228,13 +232,15 @@ def _wake(room, row, opts: dict) -> tuple[str, int, str]:
         cur = room.conn.execute("SELECT wake_waiter, ended_at FROM sessions WHERE id=?", (sid,)).fetchone()
         if cur is None or cur["ended_at"] is not None or cur["wake_waiter"] != token:
             return "", 0, ""  # superseded, busy again, or ended
-        fresh = room.conn.execute(
-            "SELECT 1 FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? AND d.state='stored' "
+        now = room.clock()
+        due = room.conn.execute(
+            "SELECT 1 FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? "
+            "AND (d.state='stored' OR (d.state='offered' AND d.offered_at <= ?)) "
             "AND (m.expires_at IS NULL OR m.expires_at > ?) LIMIT 1",
-            (sid, time.time()),
+            (sid, now - RETRY_WINDOW["stop"], now),
         ).fetchone()
-        if fresh:
-            offer = room.pending(sid, "tool")
+        if due:
+            offer = room.pending(sid, "stop")
             if offer:
                 room.conn.execute("UPDATE sessions SET wake_waiter=NULL WHERE id=? AND wake_waiter=?", (sid, token))
                 return "", 2, offer.nudge

@@ -298,3 +298,14 @@ async def test_mcp_join_from_the_same_chat_finds_the_hook_session(db, repos):
         res = await c.call_tool("room_join", {"rooms": ["extra"]})  # no session, no autonomy, no harness
         got = res.structured_content
     assert got["session"] == me and got["autonomy"] == "wake" and "shared:extra" in got["rooms"]
+
+
+def test_wake_reminds_of_a_message_offered_long_ago(db, repos):
+    me = _start("claude", repos["api"], autonomy="wake")
+    r, peer = _peer(db, repos["web"])
+    r.send(peer, me, "ignored once")
+    r.pending(me, "tool")  # offered, not read
+    r.conn.execute("UPDATE deliveries SET offered_at = offered_at - 31*60 WHERE recipient=?", (me,))
+    res = hook("claude", "Stop", payload("claude", "Stop", repos["api"]), "--wake", "--wake-interval=0.05",
+               "--wake-timeout=5")
+    assert res.returncode == 2 and "ignored" not in res.stdout and "1 unread message" in res.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -100,3 +101,19 @@ def test_a_worktree_kept_for_a_failed_commit_is_tried_again(tmp_path: Path) -> N
     said = recover([tmp_path / "envs"])
     assert branch in said[0] and not wt.exists()
     assert git(repo, "show", f"{branch}:work.txt")
+
+
+def test_broken_records_are_reported_and_do_not_stop_the_others(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (tmp_path / "envs" / "garbled").mkdir(parents=True)
+    (tmp_path / "envs" / "garbled" / MARKER).write_text("{not json")
+    gone = make_repo(tmp_path / "gone")
+    crash_during_task(gone, tmp_path / "envs" / "orphan", "t-orphan", "x.txt")
+    shutil.rmtree(gone)
+    wt, branch = crash_during_task(repo, tmp_path / "envs" / "fine", "t-fine", "y.txt")
+    said = recover([tmp_path / "envs"])
+    assert len(said) == 3
+    assert any("unreadable" in s for s in said)
+    assert any("t-orphan" in s and "is gone" in s for s in said)
+    assert any("t-fine" in s and branch in s for s in said)
+    assert git(repo, "show", f"{branch}:y.txt")

@@ -398,31 +398,37 @@ def recover(roots: Iterable[str | os.PathLike[str]], *, timeout: float = TIMEOUT
     said: list[str] = []
     for marker in _find_markers(roots):
         try:
-            rec = json.loads(marker.read_text())
-        except (OSError, ValueError):
-            said.append(f"Ignored an unreadable worktree record {marker}.")
-            continue
-        if _owner_alive(rec):
-            continue
-        wt = rec.get("worktree_dir")
-        top = Path(rec["repo_dir"])
-        if rec.get("state") == "preparing" or not rec.get("branch"):
-            _undo_prepare(top, Path(wt), rec.get("branch"), rec["baseline_commit"], timeout)
-            marker.unlink(missing_ok=True)
-            said.append(f"Removed the half-made worktree {wt} of task {rec.get('task_id')} "
-                        "(a previous run stopped while making it; the agent never ran).")
-            continue
-        prepared = Prepared(Path(wt), Path(rec["start_dir"]), rec["branch"], rec["baseline_commit"],
-                            rec["base_commit"], top, Path(rec["env_root"]), rec.get("agent_name", ""),
-                            rec.get("task_id", ""))
-        try:
-            result = finalize(prepared, timeout=timeout)
-        except (GitError, WorktreeError, OSError) as e:
-            said.append(f"Could not finish the worktree {wt} of task {rec.get('task_id')}: {e}")
-            continue
-        said.append(f"Finished the worktree {wt} that task {rec.get('task_id')} left when a previous "
-                    f"run stopped: {result.message}")
+            sentence = _recover_one(marker, timeout)
+        except Exception as e:  # one broken record must not stop the others, nor the daemon
+            sentence = f"Could not recover the worktree recorded in {marker}: {e}"
+        if sentence:
+            said.append(sentence)
     return said
+
+
+def _recover_one(marker: Path, timeout: float) -> str | None:
+    try:
+        rec = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return f"Ignored an unreadable worktree record {marker}."
+    if _owner_alive(rec):
+        return None
+    wt, top, task = Path(rec["worktree_dir"]), Path(rec["repo_dir"]), rec.get("task_id")
+    if not top.is_dir():
+        return (f"The repository {top} of task {task} is gone; its worktree {wt} was left as it is "
+                f"(remove {marker} once you have looked).")
+    if rec.get("state") == "preparing" or not rec.get("branch"):
+        _undo_prepare(top, wt, rec.get("branch"), rec["baseline_commit"], timeout)
+        marker.unlink(missing_ok=True)
+        return (f"Removed the half-made worktree {wt} of task {task} "
+                "(a previous run stopped while making it; the agent never ran).")
+    prepared = Prepared(wt, Path(rec["start_dir"]), rec["branch"], rec["baseline_commit"], rec["base_commit"],
+                        top, Path(rec["env_root"]), rec.get("agent_name", ""), task or "")
+    try:
+        result = finalize(prepared, timeout=timeout)
+    except WorktreeError as e:
+        return f"Could not finish the worktree {wt} of task {task}: {e}"
+    return f"Finished the worktree {wt} that task {task} left when a previous run stopped: {result.message}"
 
 
 def _find_markers(roots: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -1064,7 +1064,7 @@ class Room:
         groups: dict[str, list[str]] = {}
         for (name,) in self.conn.execute("SELECT name FROM rooms"):
             groups.setdefault(legacy_key(name), []).append(name)
-        splits = []
+        splits, legacy_only = [], []
         for canon, names in sorted(groups.items()):
             if len(names) < 2:
                 continue
@@ -1077,6 +1077,10 @@ class Room:
                         (legacy,),
                     )
                 ]
+                if not members:
+                    # nobody left in the old name: only its history remains there
+                    legacy_only.append({"room": canon, "old_name": legacy})
+                    continue
                 splits.append(
                     {
                         "room": canon,
@@ -1085,12 +1089,12 @@ class Room:
                         "fix": [
                             [f"agents-room leave --session {s} --room {legacy}", f"agents-room join --session {s} --room {canon}"]
                             for s in members
-                        ]
-                        or [[f"(no live session is in {legacy}; nothing to move)"]],
+                        ],
                         "note": "not fixed automatically: moving a session between rooms is the session's decision",
                     }
                 )
         report["split_rooms"] = splits
+        report["legacy_room_names"] = legacy_only
         if splits:
             report["problems"].append(f"{len(splits)} split room(s): see split_rooms for the two commands that fix each")
         # duplicate chats: live rows for the same harness chat

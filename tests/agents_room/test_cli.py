@@ -172,3 +172,19 @@ def test_fast_hook_args_defer_unusual_input_to_argparse(argv):
     from agents_room.cli import _fast_hook_args
 
     assert _fast_hook_args(argv) is None
+
+
+def test_the_two_commands_doctor_names_mend_the_split(db, repos):
+    r = Room.open(db)
+    legacy = r.conn.execute("INSERT INTO rooms(name, created_at) VALUES ('shop', 1)").lastrowid
+    s = r.join(cwd=str(repos["web"]), rooms=["shop"])["session"]  # in shared:shop
+    old = r.join(cwd=str(repos["api"]))["session"]
+    r.conn.execute("INSERT INTO memberships VALUES (?, ?, 1)", (old, legacy))
+    split = json.loads(run_cli("doctor", "--json").stdout)["split_rooms"]
+    assert split[0]["sessions"] == [old]
+    for cmd in split[0]["fix"][0]:
+        res = run_cli(*cmd.split()[1:])
+        assert res.returncode == 0, res.stderr
+    rep = json.loads(run_cli("doctor", "--json").stdout)
+    assert rep["split_rooms"] == [] and rep["legacy_room_names"] == [{"room": "shared:shop", "old_name": "shop"}]
+    assert r.send(s, "*", "together")["recipient_ids"] == [old]

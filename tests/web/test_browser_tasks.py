@@ -127,3 +127,7 @@ def test_issue_page_comments_assign_and_runs(page, live):  # noqa: ANN001
     page.locator("#issue-meta").get_by_role("button", name="Assign").click()
     expect(page.locator("#assignee")).to_have_text("claude")
     expect(page.locator("#runs [data-status]")).to_have_attribute("data-status", "queued")
+    page.locator("#issue-status").select_option("in_review")
+    expect(page.locator("#issue-status")).to_have_value("in_review")
+    page.wait_for_function(f"fetch('/api/issues/{issue['number']}').then(r => r.json())"
+                           ".then(i => i.status === 'in_review')", polling=100)

@@ -143,6 +143,20 @@ def test_other_forms_refuse_bad_input_without_a_500(client):  # noqa: ANN001
     assert client.post("/projects", content=b"\xff\xfe=\x00", headers=HX).status_code == 422
 
 
+def test_status_and_priority_changes_are_checked(client):  # noqa: ANN001
+    pid = _project(client)
+    r = client.post(f"/projects/{pid}/update", data={"status": "someday"}, headers=HX)
+    assert r.status_code == 422 and "status must be one of" in r.text and 'id="project-status"' in r.text
+    r = client.post(f"/projects/{pid}/update", data={"status": "in_progress", "priority": "urgent"}, headers=HX)
+    assert r.status_code == 200
+    assert client.get(f"/api/projects/{pid}").json()["priority"] == "urgent"
+    client.post(f"/projects/{pid}/issues", data={"title": "T"}, headers=HX)
+    r = client.post("/issues/1/update", data={"priority": "whenever"}, headers=HX)
+    assert r.status_code == 422 and "priority must be one of" in r.text
+    assert client.post("/issues/1/update", data={"status": "done"}, headers=HX).status_code == 200
+    assert client.get("/api/issues/1").json()["status"] == "done"
+
+
 def test_cancelling_a_finished_run_says_so(client, token):  # noqa: ANN001
     auth = {"Authorization": f"Bearer {token}"}
     client.post("/api/agents", json={"name": "claude", "provider": "claude"}, headers=auth)

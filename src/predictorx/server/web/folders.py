@@ -22,6 +22,7 @@ from ...resources.local_directory import EXECUTION_MODES
 from ...service import projects as svc
 from ..models import ResourceIn
 from ..routes import projects as api
+from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .machine import is_local_request, local_daemon_id, local_folder_button
 from .pageroute import PageRoute, error_page
@@ -125,7 +126,7 @@ async def save(request: Request, project_id: str, form: Form = Depends(read_form
         body = ResourceIn(resource_type="local_directory", label=form.optional("label"),
                           resource_ref={"local_path": os.path.abspath(path), "daemon_id": local_daemon_id(),
                                         "execution_mode": form.get("execution_mode") or "in_place"})
-        await api.add_resource(project_id, body, who.caller, request.app.state.px)
+        await call(api.add_resource, project_id, body, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
         context = await run_in_threadpool(browser_context, request, who, project_id, path or None,
                                           error=message_of(e), label=form.get("label"),

@@ -19,7 +19,9 @@ from ...service import agents as agent_svc
 from ...service import issues as svc
 from ...service import projects as project_svc
 from ...store.schema import Agent, Issue, Project, User
-from ..models import Assign, CommentIn, IssueCreate
+from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
+from ..routes import issues as api
+from .api import call
 from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .render import html, is_htmx, panel, redirect
@@ -93,6 +95,7 @@ def issue_context(request: Request, who: Viewer, ref: str, **extra: Any) -> dict
         comments = svc.list_comments(s, issue)
         authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in comments}
         return {"viewer": who, "section": "issues", "issue": issue, "project": project,
+                "statuses": svc.ISSUE_STATUSES, "priorities": project_svc.PRIORITIES,
                 "assignee": svc.assignee_name(s, issue), "agents": _agents(s, who.workspace_id),
                 "comments": comments, "authors": authors, "error": None, "error_for": None, "values": {},
                 **extra}
@@ -137,6 +140,19 @@ async def assign(request: Request, ref: str, form: Form = Depends(read_form), wh
         return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
     context = await run_in_threadpool(issue_context, request, who, ref)
     return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
+
+
+@router.post("/issues/{ref}/update")
+async def update(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    """Status and priority, changed from the issue's side panel."""
+    changes = {key: form.get(key) for key in ("status", "priority") if form.get(key)}
+    try:
+        await call(api.update_issue, ref, IssueUpdate(**changes), who.caller, request.app.state.px)
+    except FORM_ERRORS as e:
+        context = await run_in_threadpool(issue_context, request, who, ref, error=message_of(e), error_for="update")
+        return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await run_in_threadpool(issue_context, request, who, ref)
+    return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}")
 
 
 # -- the Issues panel of a project page ------------------------------------------------------

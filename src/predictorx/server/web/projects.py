@@ -17,12 +17,13 @@ from sqlalchemy import func, select
 
 from ...service import projects as svc
 from ...store.schema import ACTIVE_STATUSES, Issue, Member, Project, ProjectResource, Task, User, Workspace
-from ..models import ProjectCreate, ResourceIn
+from ..models import ProjectCreate, ProjectUpdate, ResourceIn
 from ..routes import projects as api
+from .api import call
 from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
 from .issues import project_issues_context
 from .pageroute import PageRoute
-from .render import html, is_htmx, redirect
+from .render import html, is_htmx, panel, redirect
 from .resources import resources_context
 from .session import Viewer, viewer
 from .tasks import project_tasks_context
@@ -77,7 +78,7 @@ async def create_project(request: Request, form: Form = Depends(read_form), who:
             lead_id=form.optional("lead_id"),
             resources=[ResourceIn(resource_type="github_repo", resource_ref={"url": url})
                        for url in picked_repos(form)])
-        made = await api.create_project(body, who.caller, request.app.state.px)
+        made = await call(api.create_project, body, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
         context = await run_in_threadpool(list_context, request, who, error=message_of(e), values=form.values(),
                                           picked=form.getlist("repo"), pasted=form.get("repo_urls"), open=True)
@@ -85,17 +86,35 @@ async def create_project(request: Request, form: Form = Depends(read_form), who:
     return redirect(request, f"/projects/{made['id']}")
 
 
+def head_context(request: Request, who: Viewer, project_id: str, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        project = svc.get_project(s, who.workspace_id, project_id)
+        lead = s.get(User, project.lead_id) if project.lead_id else None
+    return {"viewer": who, "project": project, "lead": lead.name if lead else None,
+            "statuses": svc.PROJECT_STATUSES, "priorities": svc.PRIORITIES, "head_error": None, **extra}
+
+
 @router.get("/projects/{project_id}")
 async def project_page(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
-    context = await run_in_threadpool(resources_context, request, who, project_id)
+    def build() -> dict[str, Any]:
+        context = resources_context(request, who, project_id)
+        context.update(head_context(request, who, project_id), section="projects",
+                       issues=project_issues_context(request, who, project_id),
+                       runs=project_tasks_context(request, who, project_id))
+        return context
+    return html("project.html", await run_in_threadpool(build))
 
-    def rest() -> dict[str, Any]:
-        with request.app.state.px.read() as s:
-            project = context["project"]
-            lead = s.get(User, project.lead_id) if project.lead_id else None
-        return {"lead": lead.name if lead else None,
-                "issues": project_issues_context(request, who, project_id),
-                "runs": project_tasks_context(request, who, project_id)}
-    context.update(await run_in_threadpool(rest))
-    context["section"] = "projects"
-    return html("project.html", context)
+
+@router.post("/projects/{project_id}/update")
+async def update_project(request: Request, project_id: str, form: Form = Depends(read_form),
+                         who: Viewer = Depends(viewer)) -> Response:
+    """Status and priority, changed from the page header."""
+    changes = {key: form.get(key) for key in ("status", "priority") if form.get(key)}
+    extra: dict[str, Any] = {}
+    status = 200
+    try:
+        await call(api.update_project, project_id, ProjectUpdate(**changes), who.caller, request.app.state.px)
+    except FORM_ERRORS as e:
+        extra, status = {"head_error": message_of(e)}, status_of(e)
+    context = await run_in_threadpool(head_context, request, who, project_id, **extra)
+    return panel(request, "_project_head.html", context, page_url=f"/projects/{project_id}", status=status)

@@ -19,6 +19,7 @@ from ...resources.local_directory import EXECUTION_MODES
 from ...service import projects as svc
 from ..models import ResourceIn, ResourcePatch
 from ..routes import projects as api
+from .api import call
 from .forms import FORM_ERRORS, Form, json_object, message_of, read_form, status_of
 from .machine import local_folder_button
 from .pageroute import PageRoute
@@ -63,7 +64,7 @@ async def add(request: Request, project_id: str, form: Form = Depends(read_form)
               who: Viewer = Depends(viewer)) -> Response:
     which = "add_repo" if form.get("form") == "repo" else "add_other"
     try:
-        await api.add_resource(project_id, _new_resource(form), who.caller, request.app.state.px)
+        await call(api.add_resource, project_id, _new_resource(form), who.caller, request.app.state.px)
     except FORM_ERRORS as e:
         return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
                                       error_for=which, values=form.values())
@@ -88,10 +89,10 @@ async def edit(request: Request, project_id: str, resource_id: str, form: Form =
                who: Viewer = Depends(viewer)) -> Response:
     state = request.app.state.px
     try:
-        current = await run_in_threadpool(api.get_resource, project_id, resource_id, who.caller, state)
+        current = await call(api.get_resource, project_id, resource_id, who.caller, state)
         ref_patch = _ref_patch(current["resource_ref"], form)
         patch = ResourcePatch(label=form.optional("label"), **({"resource_ref": ref_patch} if ref_patch else {}))
-        await api.update_resource(project_id, resource_id, patch, who.caller, state)
+        await call(api.update_resource, project_id, resource_id, patch, who.caller, state)
     except FORM_ERRORS as e:
         return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
                                       error_for=resource_id, values=form.values())
@@ -101,7 +102,7 @@ async def edit(request: Request, project_id: str, resource_id: str, form: Form =
 @router.post("/projects/{project_id}/resources/{resource_id}/remove")
 async def remove(request: Request, project_id: str, resource_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        await run_in_threadpool(api.remove_resource, project_id, resource_id, who.caller, request.app.state.px)
+        await call(api.remove_resource, project_id, resource_id, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
         return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
                                       error_for="remove")

@@ -12,6 +12,7 @@ from urllib.parse import parse_qsl
 
 from fastapi import Request
 from pydantic import ValidationError
+from sqlalchemy.exc import StatementError
 
 from ...resources import ResourceError
 from ...service.errors import ServiceError
@@ -66,6 +67,9 @@ def message_of(exc: Exception) -> str:
             where = ".".join(str(x) for x in err.get("loc", ()))
             parts.append(f"{where}: {err.get('msg', 'invalid')}" if where else err.get("msg", "invalid"))
         return "; ".join(parts)
+    if isinstance(exc, StatementError):
+        # The API answers these with a generic message too; the form says which kind it was.
+        return "a value in the form refers to something that does not exist, or already exists"
     return str(exc)
 
 
@@ -83,4 +87,4 @@ def json_object(text: str, what: str = "payload") -> dict[str, Any]:
     return value
 
 
-FORM_ERRORS = (ServiceError, ResourceError, ValidationError, FormError)
+FORM_ERRORS = (ServiceError, ResourceError, ValidationError, FormError, StatementError)

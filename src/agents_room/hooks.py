@@ -105,8 +105,15 @@ def _intro(joined: dict) -> str:
     return text
 
 
+_KEPT: list = []
+
+
 def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, int, str]:
-    """One hook call: (stdout, exit code, stderr)."""
+    """One hook call: (stdout, exit code, stderr).
+
+    With ``opts["keep_open"]`` the store connection is left open for the process
+    to exit without closing it (see :func:`agents_room.cli.main`).
+    """
     from .room import Room
 
     if event not in EVENTS:
@@ -209,7 +216,10 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
             reason = offer.nudge + " Read them before you stop; answer if they need it, then you may stop."
             return json.dumps({"decision": "block", "reason": reason}), 0, ""
     finally:
-        room.close()
+        if opts.get("keep_open"):
+            _KEPT.append(room)
+        else:
+            room.close()
     return "", 0, ""
 
 

@@ -73,6 +73,15 @@ _VAR_ALLOWED = ("/var/tmp", "/var/folders", "/var/www")
 _PRIVATE = re.compile(r"^/private(/(?:etc|var|tmp))(/.*)?$")
 
 
+def _canonical(path: str) -> str:
+    """Normalised, with macOS's /private/{etc,var,tmp} under the names people know."""
+    path = posixpath.normpath(path)
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    m = _PRIVATE.match(path)
+    return m.group(1) + (m.group(2) or "") if m else path
+
+
 def _within(path: str, top: str) -> bool:
     """path is top or inside it — component-wise, so /etc2 is not inside /etc."""
     return path == top or top == "/" or path.startswith(top + "/")
@@ -94,15 +103,9 @@ def posix_location_violation(
     Returns (rule, reason) — the reason completes "<path> …" — or None when allowed. `casefold`
     is for case-insensitive file systems (macOS), where /USERS is /Users.
     """
-    path = posixpath.normpath(real)
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")
-    m = _PRIVATE.match(path)
-    if m:
-        path = m.group(1) + (m.group(2) or "")
     fold = (lambda s: s.casefold()) if casefold else (lambda s: s)
-    p = fold(path)
-    h = fold(posixpath.normpath(home)) if home else None
+    p = fold(_canonical(real))
+    h = fold(_canonical(home)) if home else None
 
     if h and p == h:
         return HOME, "is your home directory itself; use a project folder inside it"
@@ -111,7 +114,7 @@ def posix_location_violation(
             return ROOT, f"is a system or profile root ({root}); use a project folder inside your home"
     if h and _within(h, p):
         return ROOT, f"contains your home directory ({home}); use a project folder inside your home"
-    if temp_dir and p == fold(posixpath.normpath(temp_dir)):
+    if temp_dir and p == fold(_canonical(temp_dir)):
         return ROOT, "is the system's temporary directory itself; use a folder inside it"
     home_is_own_tree = h is not None and h != "/" and h not in {fold(r) for r in _POSIX_ROOTS if r != "/root"}
     if home_is_own_tree and _strictly_within(p, h):

@@ -94,7 +94,7 @@ def prepare(
     """
     local = Path(os.path.realpath(local_path))
     env = Path(os.path.realpath(env_root))
-    top, prefix, index_path, common = _repo_info(local, timeout)
+    top, prefix, index_path, common, base, base_tree = _repo_info(local, timeout)
     if env == top or _is_inside(env, top):
         raise WorktreeError(f"the task's env root {env} is inside the repository {top}; "
                             "the worktree would show up in your working copy")
@@ -103,14 +103,8 @@ def prepare(
         raise WorktreeError(f"{wt_dir} already exists; a task's worktree is made only once")
     env.mkdir(parents=True, exist_ok=True)
 
-    head = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=top, timeout=timeout, check=False)
-    if head.returncode != 0:
-        raise WorktreeError(f"the git repository at {top} has no commit yet; worktree mode needs at least "
-                            "one commit. Commit something first (the task never falls back to running in place).")
-    base = head.stdout.decode().strip()
-
     untracked = _untracked_files(top, max_untracked_files, max_untracked_bytes, timeout)
-    baseline = _baseline_commit(top, index_path, env, untracked, base, task_id, timeout)
+    baseline = _baseline_commit(top, index_path, env, untracked, base, base_tree, task_id, timeout)
 
     marker = env / MARKER
     record = {"version": 1, "state": "preparing", "repo_dir": str(top), "worktree_dir": str(wt_dir),
@@ -143,21 +137,26 @@ def prepare(
     return Prepared(wt_dir, start, branch, baseline, base, top, env, agent_name, task_id)
 
 
-def _repo_info(local: Path, timeout: float) -> tuple[Path, str, Path, str]:
+def _repo_info(local: Path, timeout: float) -> tuple[Path, str, Path, str, str, str]:
     """(top of the working copy, local's path inside it, the index file of that working copy,
-    the repository's common git dir)."""
+    the repository's common git dir, HEAD, HEAD's tree) — one git call when all is well."""
+    query = ["rev-parse", "--path-format=absolute", "--show-toplevel", "--show-prefix",
+             "--git-path", "index", "--git-common-dir"]
     try:
-        out = git(["rev-parse", "--path-format=absolute", "--show-toplevel", "--show-prefix",
-                   "--git-path", "index", "--git-common-dir"],
-                  cwd=local, timeout=timeout).stdout.decode("utf-8", "surrogateescape")
+        out = git([*query, "HEAD^{commit}", "HEAD^{tree}"], cwd=local, timeout=timeout)
+        top, prefix, index, common, head, tree = out.stdout.decode("utf-8", "surrogateescape").split("\n")[:6]
+        return Path(top), prefix.rstrip("/"), Path(index), common, head, tree
     except GitError as e:
         if e.returncode is None:
             raise WorktreeError(f"git did not answer in {local}: {e.stderr}") from e
+    try:  # which of the two: no repository, or a repository without a commit?
+        top = git_text(query[:3], cwd=local, timeout=timeout).split("\n")[0]
+    except GitError as e:
         raise WorktreeError(f"{local} is not inside a git repository with a working copy; worktree mode "
                             "needs one (the task never falls back to running in place). "
                             f"Run `git init` and commit there, or use in_place mode. (git: {e.stderr})") from e
-    top, prefix, index, common = out.split("\n")[:4]
-    return Path(top), prefix.rstrip("/"), Path(index), common
+    raise WorktreeError(f"the git repository at {top} has no commit yet; worktree mode needs at least "
+                        "one commit. Commit something first (the task never falls back to running in place).")
 
 
 def _untracked_files(top: Path, max_files: int, max_bytes: int, timeout: float) -> list[bytes]:
@@ -193,7 +192,7 @@ def _untracked_files(top: Path, max_files: int, max_bytes: int, timeout: float) 
 
 
 def _baseline_commit(top: Path, index_path: Path, env: Path, untracked: list[bytes], head: str,
-                     task_id: str, timeout: float) -> str:
+                     head_tree: str, task_id: str, timeout: float) -> str:
     """A commit of exactly what the person sees (child of HEAD), or HEAD itself if that is clean."""
     tmp_index = env / ".predictorx-baseline.index"
     genv = {"GIT_INDEX_FILE": str(tmp_index)}
@@ -220,7 +219,7 @@ def _baseline_commit(top: Path, index_path: Path, env: Path, untracked: list[byt
         raise WorktreeError(f"could not take a snapshot of the uncommitted state of {top}: {e.stderr}") from e
     finally:
         tmp_index.unlink(missing_ok=True)
-    if tree == git_text(["rev-parse", "HEAD^{tree}"], cwd=top, timeout=timeout):
+    if tree == head_tree:
         return head
     message = (f"Baseline: your uncommitted changes when task {task_id} started\n\n"
                "Made by Predictor X from your working copy (which it did not touch), so that the\n"

@@ -394,7 +394,7 @@ def _watch(room, args) -> int:
             params += names
         rows = room.conn.execute(q + " ORDER BY m.id", params).fetchall()
         if rows:
-            _print_messages([room._msg_dict(r) for r in rows])
+            _print_messages(room._msgs(rows))
             sys.stdout.flush()
             last = rows[-1]["id"]
         time.sleep(args.interval)

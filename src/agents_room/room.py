@@ -557,14 +557,21 @@ class Room:
         return mid
 
     # --------------------------------------------------------------- receiving
-    def _msg_dict(self, r: sqlite3.Row, reader_rooms: set[str] | None = None) -> dict:
-        rooms = [
-            x[0]
-            for x in self.conn.execute(
-                "SELECT r.name FROM message_rooms mr JOIN rooms r ON r.id=mr.room_id WHERE mr.message_id=? ORDER BY r.name",
-                (r["id"],),
-            )
-        ]
+    def _msgs(self, rows: list, reader_rooms: set[str] | None = None) -> list[dict]:
+        """Message rows as dicts, with the rooms of all of them fetched in one query."""
+        by_id: dict[int, list[str]] = {r["id"]: [] for r in rows}
+        ids = list(by_id)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for mid, name in self.conn.execute(
+                "SELECT mr.message_id, r.name FROM message_rooms mr JOIN rooms r ON r.id=mr.room_id "
+                f"WHERE mr.message_id IN ({','.join('?' * len(chunk))}) ORDER BY r.name",
+                chunk,
+            ):
+                by_id[mid].append(name)
+        return [self._msg_dict(r, by_id[r["id"]], reader_rooms) for r in rows]
+
+    def _msg_dict(self, r: sqlite3.Row, rooms: list[str], reader_rooms: set[str] | None = None) -> dict:
         d = {
             "id": r["id"],
             "from": r["sender"],
@@ -594,7 +601,7 @@ class Room:
             sid = me["id"]
             rows = self.conn.execute(self._PENDING_SQL + " ORDER BY m.id LIMIT ?", (sid, now, limit)).fetchall()
             my_rooms = set(self._rooms_of(sid))
-            msgs = [self._msg_dict(r, my_rooms) for r in rows]
+            msgs = self._msgs(rows, my_rooms)
             if rows and not peek:
                 self.conn.executemany(
                     "UPDATE deliveries SET state='read', read_at=? WHERE message_id=? AND recipient=?",
@@ -671,8 +678,7 @@ class Room:
             (me["id"], max(1, min(int(limit), 200))),
         ).fetchall()
         out = []
-        for r in rows:
-            d = self._msg_dict(r)
+        for d, r in zip(self._msgs(rows), rows):
             d["deliveries"] = {
                 x["recipient"]: x["state"]
                 for x in self.conn.execute("SELECT recipient, state FROM deliveries WHERE message_id=?", (r["id"],))
@@ -710,7 +716,7 @@ class Room:
         q += " ORDER BY m.id DESC LIMIT ?"
         params.append(max(1, min(int(limit), 500)))
         rows = self.conn.execute(q, params).fetchall()
-        return {"rooms": targets, "messages": [self._msg_dict(r) for r in reversed(rows)]}
+        return {"rooms": targets, "messages": self._msgs(list(reversed(rows)))}
 
     # ---------------------------------------------------------- pending check
     def pending(self, session: str, event: str = "tool") -> Offer | None:
@@ -741,7 +747,7 @@ class Room:
                 [(now, r["id"], sid) for r in rows],
             )
             my_rooms = set(self._rooms_of(sid))
-            msgs = [self._msg_dict(r, my_rooms) for r in rows]
+            msgs = self._msgs(rows, my_rooms)
         return Offer(sid, msgs, *self._nudge(sid, msgs, my_rooms))
 
     def _nudge(self, sid: str, msgs: list[dict], my_rooms: set[str]) -> tuple[list[str], str]:

@@ -6,11 +6,15 @@ The daemon calls, per task:
     ...  # run the agent in prepared.start_dir; store prepared.branch on the task
     result = finalize(prepared)                                       # after it, also on failure
 
-and once at start-up, before taking tasks: `recover([workspaces_root])`.
+and once at start-up, before taking tasks: `recover([workspaces_root])`. All three block (git runs
+as subprocesses with timeouts); from the event loop use `asyncio.to_thread`. Before `finalize`,
+stop the agent's processes and take out what the daemon itself wrote into the worktree (the
+instruction-file block, .predictorx/project/resources.json), or it is committed as leftovers.
 
 How the person's state is reproduced without touching it: their index is copied (with its mtime,
-so git's racy-entry check still works) to a file in the env root; `git add` runs against that copy
-and their working tree — cheap, because the copied stat data tells git which files changed — then
+so git's racy-entry check still works) to a file in the env root; `git add --update` and
+`git update-index --add` (for the untracked files, checked first) run against that copy and their
+working tree — cheap, because the copied stat data tells git which files changed — then
 `write-tree` and `commit-tree -p HEAD` give a *baseline* commit of exactly what they see. The
 worktree is made from a new branch at that baseline, so the branch's own commits are the agent's
 work and nothing else. Their working copy, index and stash list are only read.

@@ -240,6 +240,8 @@ def test_folder_browser_lists_folders_only(local_client, token, tmp_path, monkey
     assert 'data-folder="app"' in r.text and ".hidden" not in r.text and "secret.txt" not in r.text
     r = local_client.get(f"/projects/{pid}/local-folders", params={"path": str(home / "missing")})
     assert r.status_code == 200 and "does not exist" in r.text
+    r = local_client.get(f"/projects/{pid}/local-folders", params={"path": "code"})
+    assert f"<code class=\"mono\" id=\"selected-path\">{home / 'code'}</code>" in r.text
     r = local_client.get(f"/projects/{pid}/local-folders", params={"path": str(home) + "/a\x00b"})
     assert r.status_code == 200 and "not a valid path" in r.text
 
@@ -265,3 +267,25 @@ def test_saving_a_local_folder_applies_the_path_rules_and_the_409(local_client, 
                                          "execution_mode": "worktree"}
     r = local_client.post(url, data={"path": str(home / "other"), "execution_mode": "in_place"}, headers=HX)
     assert r.status_code == 409 and "one local folder per machine" in r.text
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+def test_agents_and_daemons_tables(client, token):  # noqa: ANN001
+    auth = {"Authorization": f"Bearer {token}"}
+    daemon_id = _local_daemon(client, token)
+    client.post("/api/agents", json={"name": "claude", "provider": "claude", "model": "sonnet"}, headers=auth)
+    agents = client.get("/agents").text
+    assert "claude" in agents and "sonnet" in agents and "laptop · claude" in agents
+    daemons = client.get("/daemons").text
+    assert daemon_id in daemons and "this machine" in daemons and "online" in daemons
+
+
+def test_projects_list_counts_resources_issues_and_runs(client, token):  # noqa: ANN001
+    auth = {"Authorization": f"Bearer {token}"}
+    pid = _project(client, repo_urls="https://github.com/o/a\nhttps://github.com/o/b", priority="urgent")
+    client.post("/api/agents", json={"name": "claude", "provider": "claude"}, headers=auth)
+    client.post("/api/issues", json={"title": "T", "project_id": pid, "assignee": "claude"}, headers=auth)
+    row = client.get("/").text.split(f'href="/projects/{pid}"', 1)[1].split("</tr>", 1)[0]
+    cells = [c.split("</td>")[0].strip() for c in row.split('<td class="num">')[1:]]
+    assert cells == ["2", "1", "1"] and "urgent" in row

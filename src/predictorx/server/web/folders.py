@@ -74,7 +74,8 @@ def browser_context(request: Request, who: Viewer, project_id: str, path: str | 
         button = local_folder_button(request, s, who.workspace_id, svc.list_resources(s, project.id))
     if button is None:
         raise FormError("folders can be browsed only on the machine that runs the daemon")
-    path = os.path.abspath(os.path.expanduser(path)) if path else str(Path.home())
+    # A relative path is taken from $HOME, where the browser starts, not from the server's cwd.
+    path = os.path.abspath(os.path.join(str(Path.home()), os.path.expanduser(path or "")))
     entries, more, unreadable = _subdirectories(path)
     try:
         check_local_directory(path)

@@ -70,7 +70,7 @@ def _writer(db: str, cwd: str, n: int, barrier, out) -> None:
     r = Room.open(db)
     sid = r.join(cwd=cwd, rooms=["race"], repo_room=False)["session"]
     barrier.wait(timeout=60)
-    ids = [r.send(sid, "reader-placeholder" if False else "*", f"{sid} {i}")["message_id"] for i in range(n)]
+    ids = [r.send(sid, "*", f"{sid} {i}")["message_id"] for i in range(n)]
     out.put(ids)
 
 

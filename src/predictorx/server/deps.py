@@ -1,4 +1,10 @@
-"""FastAPI dependencies: the app state, the caller (principal) and the workspace it acts in."""
+"""FastAPI dependencies: the app state, the caller (principal) and the workspace it acts in.
+
+They are `async def` on purpose: FastAPI runs a plain `def` dependency in the thread pool, and a
+request used to make four such hops before its endpoint even started. They only block (in the
+thread pool) when they must read the database: a token not in the cache, or a workspace given by
+slug or by an id the principal does not already carry.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from fastapi import Depends, Header, Request
+from fastapi.concurrency import run_in_threadpool
 
 from ..service import auth
 from ..service.errors import Forbidden
@@ -15,7 +22,7 @@ from .state import AppState
 _CACHE_TTL = 2.0  # seconds a token lookup is reused; keeps listing endpoints fast
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     return request.app.state.px
 
 
@@ -26,14 +33,18 @@ def _raw_token(request: Request) -> str | None:
     return request.cookies.get("px_token") or None
 
 
-def get_principal(request: Request, state: AppState = Depends(get_state)) -> auth.Principal:
+def _authenticate(state: AppState, raw: str | None) -> auth.Principal:
+    with state.read() as session:
+        return auth.authenticate(session, raw)
+
+
+async def get_principal(request: Request, state: AppState = Depends(get_state)) -> auth.Principal:
     raw = _raw_token(request)
     cache = request.app.state.token_cache
     hit = cache.get(raw) if raw else None
     if hit and hit[0] > time.monotonic():
         return hit[1]
-    with state.read() as session:
-        principal = auth.authenticate(session, raw)
+    principal = await run_in_threadpool(_authenticate, state, raw)
     if principal.kind != "task":  # a task token dies with its task: always look it up
         if len(cache) > 10_000:
             cache.clear()
@@ -51,23 +62,31 @@ class Caller:
         return self.principal.user_id
 
 
-def get_caller(principal: auth.Principal = Depends(get_principal), state: AppState = Depends(get_state),
-               x_workspace: str | None = Header(default=None, max_length=200)) -> Caller:
-    if principal.kind == "user" and not x_workspace and principal.workspace_ids:
-        return Caller(principal, principal.workspace_ids[0])
+def _resolve(state: AppState, principal: auth.Principal, x_workspace: str | None) -> Caller:
     with state.read() as session:
         ws: Workspace = auth.resolve_workspace(session, principal, x_workspace)
         return Caller(principal, ws.id)
 
 
-def user_caller(caller: Caller = Depends(get_caller)) -> Caller:
+async def get_caller(principal: auth.Principal = Depends(get_principal), state: AppState = Depends(get_state),
+                     x_workspace: str | None = Header(default=None, max_length=200)) -> Caller:
+    # What resolve_workspace would answer, without a query: the principal's own workspace ids
+    # (workspaces are never deleted, so an id the principal carries always resolves to itself).
+    if not x_workspace and principal.workspace_ids:
+        return Caller(principal, principal.workspace_ids[0])
+    if x_workspace and x_workspace in principal.workspace_ids:
+        return Caller(principal, x_workspace)
+    return await run_in_threadpool(_resolve, state, principal, x_workspace)
+
+
+async def user_caller(caller: Caller = Depends(get_caller)) -> Caller:
     """Routes for people (and the CLI on their behalf), not for daemons or agents."""
     if caller.principal.kind != "user":
         raise Forbidden("this endpoint needs a user token")
     return caller
 
 
-def daemon_caller(caller: Caller = Depends(get_caller)) -> Caller:
+async def daemon_caller(caller: Caller = Depends(get_caller)) -> Caller:
     if caller.principal.kind != "daemon":
         raise Forbidden("this endpoint needs a daemon token (from POST /api/daemon/register)")
     return caller

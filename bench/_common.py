@@ -1,0 +1,293 @@
+"""Shared helpers for the bench scripts: real server and daemon processes, databases, statistics.
+
+Each bench prints ONE JSON object on stdout; everything else (progress, child logs on failure)
+goes to stderr. Processes are started like tests/e2e/harness.py does — `python -m predictorx …`
+with a temporary PREDICTORX_HOME — and are always stopped (and temp dirs removed) on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+
+PYTHON = sys.executable
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+_T0 = time.monotonic()
+
+
+def log(*parts: Any) -> None:
+    print(f"[{time.monotonic() - _T0:7.1f}s]", *parts, file=sys.stderr, flush=True)
+
+
+def emit(result: dict[str, Any]) -> None:
+    """The one JSON object a bench prints."""
+    print(json.dumps(result, indent=2, sort_keys=False), flush=True)
+
+
+def machine() -> dict[str, Any]:
+    """Also the load average: other work on a shared machine skews every figure."""
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()]}
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of an already sorted list."""
+    if not sorted_values:
+        return float("nan")
+    k = max(0, min(len(sorted_values) - 1, int(round(q / 100 * len(sorted_values) + 0.5)) - 1))
+    return sorted_values[k]
+
+
+def summary_ms(seconds: list[float]) -> dict[str, Any]:
+    """count, p50/p90/p99/max/mean in milliseconds, from latencies in seconds."""
+    v = sorted(x * 1000 for x in seconds)
+    if not v:
+        return {"count": 0}
+    return {"count": len(v), "p50_ms": round(percentile(v, 50), 2), "p90_ms": round(percentile(v, 90), 2),
+            "p99_ms": round(percentile(v, 99), 2), "max_ms": round(v[-1], 2),
+            "mean_ms": round(statistics.fmean(v), 2), "min_ms": round(v[0], 2)}
+
+
+# -- processes ----------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(check, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+class Server:
+    """`python -m predictorx server start --port P` with its own state dir."""
+
+    def __init__(self, root: Path, database_url: str, **env: str):
+        self.home = root / "server-home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.database_url = database_url
+        self.env = {**os.environ, "PREDICTORX_HOME": str(self.home), "PREDICTORX_DATABASE_URL": database_url,
+                    "PREDICTORX_WORKSPACES_ROOT": str(root / "workspaces"), **env}
+        self.log_path = root / f"server-{self.port}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen([PYTHON, "-m", "predictorx", "server", "start", "--port", str(self.port)],
+                                     env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        wait_until(self._healthy, 60, 0.1, "the server to answer")
+        self.config = json.loads((self.home / "config.json").read_text())
+        self.token = self.config["token"]
+        self.http = httpx.Client(base_url=self.url, headers=self.headers(), timeout=60)
+
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.token}"}
+
+    def _healthy(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"server exited: {self.log_path.read_text()[-3000:]}")
+        try:
+            return httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def api(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        r = self.http.request(method, path, json=body, **kw)
+        if r.status_code >= 400:
+            raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
+        return r.json() if r.content else None
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system, all threads) the server process has used so far."""
+        import psutil
+
+        t = psutil.Process(self.proc.pid).cpu_times()
+        return t.user + t.system
+
+    def stop(self) -> None:
+        _stop_group(self.proc)
+        with contextlib.suppress(Exception):
+            self.http.close()
+        self._log.close()
+
+
+class Daemon:
+    """`predictorx daemon start --foreground` with its own state dir (so its own daemon_id)."""
+
+    def __init__(self, server: Server, home: Path, *, max_tasks: int = 4, wait: bool = True, **env: str):
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copy(server.home / "config.json", home / "config.json")
+        self.home = home
+        self.server = server
+        self.env = {**server.env, "PREDICTORX_HOME": str(home), "PREDICTORX_LOG_LEVEL": "WARNING", **env}
+        self.env.pop("PREDICTORX_DATABASE_URL", None)
+        self.log_path = home / "daemon.out"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen([PYTHON, "-m", "predictorx", "daemon", "start", "--foreground",
+                                      "--max-tasks", str(max_tasks)], env=self.env, stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.id: str | None = None
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        idf = self.home / "daemon_id"
+        self.id = wait_until(lambda: self._alive() and idf.exists() and idf.read_text().strip(), 60,
+                             what="the daemon id")
+
+        def connected() -> bool:
+            r = self.server.http.get(f"/api/daemons/{self.id}")  # 404 until it registered
+            return r.status_code == 200 and bool(r.json().get("connected"))
+        wait_until(lambda: self._alive() and connected(), 60, 0.1, "the daemon's push connection")
+
+    def _alive(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"daemon exited: {self.log_path.read_text()[-3000:]}")
+        return True
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # the daemon alone: it stops its agents itself
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU time used so far by the local PostgreSQL processes (0 when none are visible)."""
+    import psutil
+
+    total = 0.0
+    for p in psutil.process_iter(["name", "cpu_times"]):
+        name = p.info.get("name") or ""
+        if name.startswith("postgres") and p.info.get("cpu_times"):
+            total += p.info["cpu_times"].user + p.info["cpu_times"].system
+    return total
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent not idle (all cores), for saturation figures."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+@contextlib.contextmanager
+def tempdir(prefix: str) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# -- databases ----------------------------------------------------------------------------------
+
+def sqlite_url(root: Path) -> str:
+    return f"sqlite:///{root / 'px.db'}"
+
+
+def postgres_base_url() -> str | None:
+    """PREDICTORX_BENCH_POSTGRES_URL, else PREDICTORX_TEST_POSTGRES_URL, else the local default if it answers."""
+    for var in ("PREDICTORX_BENCH_POSTGRES_URL", "PREDICTORX_TEST_POSTGRES_URL"):
+        if os.environ.get(var):
+            return os.environ[var]
+    import psycopg
+
+    try:
+        with psycopg.connect(DEFAULT_POSTGRES, connect_timeout=3):
+            return DEFAULT_POSTGRES
+    except Exception:  # noqa: BLE001 — not reachable: the bench reports it skipped PostgreSQL
+        return None
+
+
+@contextlib.contextmanager
+def postgres_schema(base: str) -> Iterator[str]:
+    """A fresh schema (like tests/conftest.py), dropped afterwards. Yields the URL that selects it."""
+    import psycopg
+
+    schema = f"pxbench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(base, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def backends(include_postgres: bool = True) -> list[tuple[str, str | None]]:
+    """[(name, base url or None)] — sqlite always; postgres when reachable."""
+    out: list[tuple[str, str | None]] = [("sqlite", None)]
+    if include_postgres:
+        base = postgres_base_url()
+        if base:
+            out.append(("postgres", base))
+        else:
+            log("PostgreSQL not reachable: skipping it")
+    return out
+
+
+@contextlib.contextmanager
+def database(name: str, base: str | None, root: Path) -> Iterator[str]:
+    if name == "sqlite":
+        yield sqlite_url(root)
+    else:
+        assert base is not None
+        with postgres_schema(base) as url:
+            yield url
+
+
+def redact(url: str) -> str:
+    """The database URL without a password, for the report."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        return f"{scheme}://{cred.split(':', 1)[0]}@{host}"
+    return url

@@ -20,7 +20,12 @@ def _bare_remote(tmp_path: Path) -> str:
 
 def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemon, tmp_path):  # noqa: ANN001
     record = tmp_path / "record.json"
-    daemon = start_daemon(FAKE_AGENT_RECORD=str(record))
+    daemon = start_daemon(FAKE_AGENT_RECORD=str(record), FAKE_AGENT_VERSION="9.9.9 (fake)")
+    listed = json.loads(server.cli("daemon", "list", "--output", "json").stdout)
+    runtimes = {r["provider"]: r for r in listed[0]["runtimes"]}
+    assert listed[0]["id"] == daemon.id and listed[0]["online"] is True
+    assert set(runtimes) == {"claude", "codex", "gemini", "opencode", "command"}  # fakes on PATH + command
+    assert runtimes["claude"]["version"] == "9.9.9 (fake)" and "local-worktree-v1" in runtimes["claude"]["capabilities"]
     url = _bare_remote(tmp_path)
     project = server.api("POST", "/api/projects", {"title": "Storefront", "description": "The shop.",
                                                    "resources": [{"resource_type": "github_repo",

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ld_git import git, make_repo, snapshot, tree_files
 
+from predictorx.daemon.branches import task_branch as branch_name
 from predictorx.daemon.worktree import (
-    MARKER, Prepared, WorktreeError, branch_name, finalize, prepare,
+    MARKER, Prepared, WorktreeError, finalize, prepare,
 )
 
 

@@ -36,6 +36,7 @@ import filelock
 from predictorx import config
 
 from . import gitcmd
+from .branches import sanitize_branch, task_branch  # noqa: F401  (task_branch re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -178,18 +179,6 @@ def _component(value: str, *, fallback: str = "x") -> str:
     while value.endswith(".lock"):
         value = value[: -len(".lock")].rstrip(".")
     return value or fallback
-
-
-def sanitize_branch(name: str) -> str:
-    """Make `name` a valid branch name (git check-ref-format --branch), keeping its slashes."""
-    parts = [_component(p) for p in name.split("/") if p.strip()]
-    branch = "/".join(parts) or "x"
-    return "HEAD-branch" if branch == "HEAD" else branch  # git reserves the bare name HEAD
-
-
-def task_branch(agent: str, task_id: str) -> str:
-    """The branch a task's work is delivered on: `agent/<agent>/<task>` (R-WT-3)."""
-    return f"agent/{_component(agent, fallback='agent')}/{_component(task_id, fallback='task')}"
 
 
 def cache_key(url: str) -> str:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import agents
 from ..agents import RunSpec
 from . import envroot, worktree
+from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .paths import PathRuleError, check_local_directory
 from .repocache import RepoCacheError, repo_name
@@ -184,7 +185,7 @@ class TaskRun:
             try:
                 co = await asyncio.to_thread(self.daemon.repo_cache.checkout, repo.url, repo.ref,
                                              env.workdir / repo_name(repo.url),
-                                             worktree.branch_name(self.agent["name"], self.id))
+                                             task_branch(self.agent["name"], self.id))
             except RepoCacheError as e:
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import psutil
 
+from .branches import ref_component, task_branch
 from .gitcmd import GitError, git, git_text
 
 MAX_UNTRACKED_FILES = 2000
@@ -240,25 +241,10 @@ def _baseline_commit(top: Path, index_path: Path, env: Path, untracked: list[byt
         raise WorktreeError(f"could not record the baseline commit in {top}: {e.stderr}") from e
 
 
-def branch_name(agent_name: str, task_id: str) -> str:
-    """agent/<agent>/<task> with each part made a valid ref component (git check-ref-format)."""
-    return f"agent/{_ref_component(agent_name, 'agent')}/{_ref_component(task_id, 'task')}"
-
-
-def _ref_component(text: str, fallback: str) -> str:
-    s = re.sub(r"[^\w.-]+", "-", text)         # spaces, / ~ ^ : ? * [ \ @ { and control characters
-    s = re.sub(r"\.{2,}", ".", s)
-    s = re.sub(r"-{2,}", "-", s)
-    s = s[:64].strip(".-")
-    while s.lower().endswith(".lock"):
-        s = s[:-5].rstrip(".-")
-    return s or fallback
-
-
 def _create_branch(top: Path, agent_name: str, task_id: str, commit: str, timeout: float) -> str:
     """Create the task's branch atomically (it must not exist yet); on a collision try -2, -3, …
     and, if a branch named like a parent folder (`agent`) is in the way, a flat name."""
-    base = branch_name(agent_name, task_id)
+    base = task_branch(agent_name, task_id)
     flat = base.replace("/", "-")
     candidates = [base, *(f"{base}-{n}" for n in range(2, 10)), flat, *(f"{flat}-{n}" for n in range(2, 10))]
     last: GitError | None = None
@@ -347,7 +333,7 @@ def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
             return None
         env = {**_identity_env(wt, timeout),
                "GIT_AUTHOR_NAME": f"{p.agent_name or 'agent'} (Predictor X agent)",
-               "GIT_AUTHOR_EMAIL": f"{_ref_component(p.agent_name, 'agent')}@agents.predictorx.invalid"}
+               "GIT_AUTHOR_EMAIL": f"{ref_component(p.agent_name, 'agent')}@agents.predictorx.invalid"}
         message = (f"Uncommitted changes left by agent {p.agent_name} in task {p.task_id}\n\n"
                    "Committed by Predictor X when the task ended, so nothing is lost.\n")
         # Porcelain on purpose: the repository's own settings (commit.gpgSign, …) apply.

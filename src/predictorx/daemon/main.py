@@ -72,6 +72,7 @@ class Daemon:
         self.task_timeout = _env_float("PREDICTORX_TASK_TIMEOUT", 0) or None
         self.heartbeat_interval = _env_float("PREDICTORX_HEARTBEAT_INTERVAL", 5)
         self.poll_interval = _env_float("PREDICTORX_POLL_INTERVAL", 3)
+        self.safety_poll_interval = 30.0
         self.runtimes: list[dict[str, Any]] = []
         self._claim_wakeup = asyncio.Event()
         self._push_connected = False
@@ -195,7 +196,8 @@ class Daemon:
     async def _claim_loop(self) -> None:
         while True:
             try:
-                timeout = None if self._push_connected else self.poll_interval
+                # Pushed events drive claims; a slow look while connected is only a safety net.
+                timeout = self.safety_poll_interval if self._push_connected else self.poll_interval
                 await asyncio.wait_for(self._claim_wakeup.wait(), timeout)
             except asyncio.TimeoutError:
                 pass

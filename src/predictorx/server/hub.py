@@ -112,7 +112,8 @@ class Hub:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     async for note in conn.notifies():
                         try:
-                            self._deliver([json.loads(note.payload)])
+                            events = json.loads(note.payload)
+                            self._deliver(events if isinstance(events, list) else [events])
                         except ValueError:
                             log.warning("ignoring a malformed notification")
             except asyncio.CancelledError:

@@ -15,6 +15,24 @@ from ..store.db import Database
 from .hub import CHANNEL, Hub
 
 
+NOTIFY_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
+
+
+def _notify_payloads(events: list[dict]) -> list[str]:
+    """As few NOTIFYs as fit: one JSON list per payload (one statement per event was the cost)."""
+    payloads, batch, size = [], [], 2
+    for e in events:
+        text_ = json.dumps(e)
+        if batch and size + len(text_) + 1 > NOTIFY_LIMIT:
+            payloads.append("[" + ",".join(batch) + "]")
+            batch, size = [], 2
+        batch.append(text_)
+        size += len(text_) + 1
+    if batch:
+        payloads.append("[" + ",".join(batch) + "]")
+    return payloads
+
+
 class AppState:
     def __init__(self, db: Database, hub: Hub):
         self.db = db
@@ -31,8 +49,8 @@ class AppState:
             yield session
             session.flush()
             events = take(session)
-            if self.postgres:
-                for e in events:  # NOTIFY is delivered on commit, to every server process
-                    session.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": json.dumps(e)})
+            if self.postgres:  # NOTIFY is delivered on commit, to every server process
+                for payload in _notify_payloads(events):
+                    session.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
         if events and not self.postgres:
             self.hub.publish(events)

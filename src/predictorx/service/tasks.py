@@ -134,7 +134,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
          .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
                 or_(Agent.runtime_id.in_(runtime_ids),
                     and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))))
-         .order_by(Task.created_at, Task.id).limit(limit * 4))
+         .order_by(Task.created_at, Task.id).limit(limit * 2))
     if task_id:
         q = q.where(Task.id == task_id)
     if session.bind.dialect.name == "postgresql":
@@ -142,24 +142,33 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
     candidates = list(session.scalars(q))
     if not candidates:
         return []
-    agent_q = select(Agent).where(Agent.id.in_({t.agent_id for t in candidates}))
-    if session.bind.dialect.name == "postgresql":
-        agent_q = agent_q.with_for_update()  # concurrency counts below must not race
+    postgres = session.bind.dialect.name == "postgresql"
+    agent_q = select(Agent).where(Agent.id.in_({t.agent_id for t in candidates})).order_by(Agent.id)
+    if postgres:
+        agent_q = agent_q.with_for_update()  # the concurrency counts below must not race
     agents = {a.id: a for a in session.scalars(agent_q)}
     busy = dict(session.execute(
         select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)),
                                                  Task.status.in_(("dispatched", "running")))
         .group_by(Task.agent_id)).all())
+    issues = {i.id: i for i in session.scalars(select(Issue).where(Issue.id.in_({t.issue_id for t in candidates})))}
     declared = set(daemon.capabilities or [])
     for rt in runtimes:
         declared |= set(rt.capabilities or [])
+    contexts: dict[str | None, dict[str, Any]] = {}  # one per project within this claim
     now = utcnow()
     claimed = []
+    left_over = False
     for task in candidates:
+        if len(claimed) >= limit:
+            left_over = True
+            break
         agent = agents[task.agent_id]
         if busy.get(agent.id, 0) >= agent.max_concurrent_tasks:
             continue
-        context = _context(session, task, daemon.id)
+        if task.project_id not in contexts:
+            contexts[task.project_id] = _context(session, task, daemon.id)
+        context = contexts[task.project_id]
         task.daemon_id = daemon.id
         task.runtime_id = agent.runtime_id or by_provider[agent.provider].id
         task.context = context
@@ -172,13 +181,14 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         task.attempt += 1
         task.lease_expires_at = now + lease_duration()
         busy[agent.id] = busy.get(agent.id, 0) + 1
-        issue = session.get(Issue, task.issue_id)
         token = auth.mint(session, "task", name=f"task {task.id}", workspace_id=task.workspace_id,
                           daemon_id=daemon.id, task_id=task.id, ttl=timedelta(days=2))
-        claimed.append({"task": task, "agent": agent, "issue": issue, "context": context, "token": token})
+        claimed.append({"task": task, "agent": agent, "issue": issues[task.issue_id], "context": context,
+                        "token": token})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
-        if len(claimed) >= limit:
-            break
+    if left_over:
+        # Rows this claim held locked were skipped by other claimers: tell them to look again.
+        emit(session, daemon.workspace_id, "task_queued")
     return claimed
 
 
@@ -194,6 +204,7 @@ def _owned(session: Session, daemon_id: str, task_id: str) -> Task:
 
 
 def _finish(session: Session, task: Task, status: str, *, failure_reason: str | None = None) -> None:
+    was_holding_a_slot = task.status in ("dispatched", "running")
     task.status = status
     task.active_key = None
     task.lease_expires_at = None
@@ -201,6 +212,10 @@ def _finish(session: Session, task: Task, status: str, *, failure_reason: str | 
     if failure_reason is not None:
         task.failure_reason = failure_reason
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
+    if was_holding_a_slot and session.scalar(
+            select(Task.id).where(Task.agent_id == task.agent_id, Task.status == "queued").limit(1)):
+        # The agent's concurrency limit may have held these back; daemons should look again.
+        emit(session, task.workspace_id, "task_queued")
 
 
 def report_status(session: Session, daemon_id: str, task_id: str, *, status: str,

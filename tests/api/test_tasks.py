@@ -173,3 +173,20 @@ def test_daemon_restart_requeues_or_fails_what_it_held(api):  # noqa: ANN001
 def test_daemon_endpoints_need_a_daemon_token(api):  # noqa: ANN001
     assert api.post("/api/daemon/claim", json={"limit": 1}).status_code == 403
     assert api.post("/api/daemon/register", json={"daemon_id": "nope", "name": "x"}).status_code == 422
+
+
+def test_the_issue_moves_along_with_its_agents_work(api):  # noqa: ANN001
+    _, d = _daemon(api)
+    api.post("/api/agents", json={"name": "a1", "provider": "claude"})
+    issue = _issue(api, assignee="a1")
+    tid = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    d.post(f"/api/daemon/tasks/{tid}/status", json={"status": "running"})
+    assert api.get(f"/api/issues/{issue['number']}").json()["status"] == "in_progress"
+    d.post(f"/api/daemon/tasks/{tid}/finish", json={"status": "completed"})
+    assert api.get(f"/api/issues/{issue['number']}").json()["status"] == "in_review"  # never done by itself
+    blocked = _issue(api, title="parked", status="backlog")
+    api.patch(f"/api/issues/{blocked['number']}", json={"status": "cancelled"})
+    api.post(f"/api/issues/{blocked['number']}/assign", json={"assignee": "a1"})
+    t2 = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    d.post(f"/api/daemon/tasks/{t2}/status", json={"status": "running"})
+    assert api.get(f"/api/issues/{blocked['number']}").json()["status"] == "cancelled"

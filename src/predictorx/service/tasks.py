@@ -233,6 +233,7 @@ def report_status(session: Session, daemon_id: str, task_id: str, *, status: str
     task.lease_expires_at = None  # past the prepare lease: heartbeats keep it alive now
     if status == "running" and task.started_at is None:
         task.started_at = utcnow()
+        _move_issue(session, task, ("backlog", "todo"), "in_progress")
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
     return task
 
@@ -255,7 +256,16 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
         task.started_at = task.dispatched_at
     task.wait_reason = None
     _finish(session, task, status, failure_reason=failure_reason)
+    if status == "completed":
+        _move_issue(session, task, ("in_progress",), "in_review")  # a person closes it, never the agent
     return task
+
+
+def _move_issue(session: Session, task: Task, from_statuses: tuple[str, ...], to: str) -> None:
+    """Move the issue along with its agent's work, never back and never past a person's choice."""
+    issue = session.get(Issue, task.issue_id)
+    if issue is not None and issue.status in from_statuses:
+        issue.status = to
 
 
 def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]) -> int:

@@ -41,9 +41,8 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
             await serving
             return
         await asyncio.sleep(0.05)
-    token = config.read_config().get("token", "")
     print(f"\nPredictor X is up at {url}", flush=True)
-    print(f"  web UI:    {url}/login?token={token}", flush=True)
+    print(f"  web UI:    {await asyncio.to_thread(_login_link, url)}", flush=True)
     print(f"  state dir: {config.state_dir()}", flush=True)
     print("  the CLI in this state dir needs no login: try `predictorx issue list`\n", flush=True)
     daemon = None
@@ -63,6 +62,16 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
                 await asyncio.to_thread(daemon.wait, 15)
             except subprocess.TimeoutExpired:
                 daemon.kill()
+
+
+def _login_link(url: str) -> str:
+    """A single-use sign-in link (the owner's token itself is never printed)."""
+    from .cli.client import Client, CliError
+
+    try:
+        return Client(server_url=url).post("/api/login-link")["url"]
+    except CliError as e:
+        return f"{url} (sign-in link unavailable: {e.message}; run `predictorx web`)"
 
 
 def _demo() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,7 +59,15 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
                    interval=0.2, what="the demo to finish")
         text = log.read_text()
         assert "Demo: issue #1 ran as task" in text and ": completed" in text, text[-3000:]
-        assert f"http://127.0.0.1:{port}/login?token=" in text
+        link = next(w for w in text.split() if w.startswith(f"http://127.0.0.1:{port}/login?code="))
+        owner_token = json.loads((tmp_path / "fresh" / "config.json").read_text())["token"]
+        assert owner_token not in text  # only a single-use sign-in code is printed
+        import httpx2
+
+        signed_in = httpx2.get(link, follow_redirects=False, timeout=10)
+        assert signed_in.status_code == 303 and "px_token" in signed_in.headers.get("set-cookie", "")
+        again = httpx2.get(link, follow_redirects=False, timeout=10)
+        assert "px_token" not in again.headers.get("set-cookie", "")
         branch = next(line.split()[1] for line in text.splitlines() if line.strip().startswith("branch:"))
         repo = tmp_path / "fresh" / "demo-repo"
         assert "greet" in git(repo, "show", f"{branch}:hello.py")

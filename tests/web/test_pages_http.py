@@ -289,3 +289,30 @@ def test_projects_list_counts_resources_issues_and_runs(client, token):  # noqa:
     row = client.get("/").text.split(f'href="/projects/{pid}"', 1)[1].split("</tr>", 1)[0]
     cells = [c.split("</td>")[0].strip() for c in row.split('<td class="num">')[1:]]
     assert cells == ["2", "1", "1"] and "urgent" in row
+
+
+def test_a_login_code_signs_in_once_and_the_owner_token_stays_secret(web_db, token):  # noqa: ANN001
+    from starlette.testclient import TestClient
+
+    from predictorx.server.app import create_app
+
+    app = create_app(web_db, migrate=False)
+
+    def make_client(_db, cookie):  # noqa: ANN001, ANN202
+        c = TestClient(app, follow_redirects=False)
+        if cookie:
+            c.cookies.set("px_token", cookie)
+        return c
+    owner = make_client(web_db, token)
+    link = owner.post("/api/login-link").json()["url"]
+    path = link[link.index("/login"):]
+    anon = make_client(web_db, None)
+    first = anon.get(path, follow_redirects=False)
+    assert first.status_code == 303
+    cookie = first.cookies.get("px_token")
+    assert cookie and cookie != token
+    assert anon.get("/api/projects", headers={"Authorization": f"Bearer {cookie}"}).status_code == 200
+    second = make_client(web_db, None).get(path, follow_redirects=False)
+    assert second.status_code != 303 and "already used" in second.text
+    code = path.split("code=")[1]
+    assert anon.get("/api/projects", headers={"Authorization": f"Bearer {code}"}).status_code == 401

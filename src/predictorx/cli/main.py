@@ -118,6 +118,13 @@ def repo_checkout(url: str, ref: Optional[str] = typer.Option(None, "--ref", hel
 
 
 @app.command()
+def web() -> None:
+    """Print a single-use sign-in link for the web UI (valid 15 minutes)."""
+    link = Client().post("/api/login-link")
+    typer.echo(link["url"])
+
+
+@app.command()
 def demo() -> None:
     """Create a sample project over a small local git repo, a command agent, an issue, and run it."""
     from ..demo import run_demo

@@ -19,7 +19,9 @@ from sqlalchemy.orm import Session
 from ..store.schema import Member, Task, Token, User, Workspace, utcnow
 from .errors import NotFound, ServiceError
 
-PREFIX = {"user": "pxu_", "daemon": "pxd_", "task": "pxt_"}
+PREFIX = {"user": "pxu_", "daemon": "pxd_", "task": "pxt_", "login": "pxl_"}
+LOGIN_CODE_TTL = timedelta(minutes=15)
+WEB_SESSION_TTL = timedelta(days=30)
 
 
 class Unauthorized(ServiceError):
@@ -61,7 +63,7 @@ def authenticate(session: Session, raw: str | None) -> Principal:
         raise Unauthorized("missing token: run `predictorx login` or set PREDICTORX_TOKEN")
     tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)))
     now = utcnow()
-    if tok is None or tok.revoked or (tok.expires_at is not None and tok.expires_at < now):
+    if tok is None or tok.revoked or (tok.expires_at is not None and tok.expires_at < now) or tok.kind == "login":
         raise Unauthorized("invalid or expired token: run `predictorx login` again")
     if tok.kind == "user":
         ws = list(session.scalars(select(Member.workspace_id).where(Member.user_id == tok.user_id)
@@ -108,6 +110,20 @@ def bootstrap_owner(session: Session, name: str = "owner") -> tuple[str, Workspa
     session.add(Member(workspace_id=ws.id, user_id=user.id, role="owner"))
     raw = mint(session, "user", name="local owner", user_id=user.id)
     return raw, ws, user
+
+
+def mint_login_code(session: Session, user_id: str) -> str:
+    """A single-use code for a browser sign-in link, so no long-lived token is ever printed."""
+    return mint(session, "login", name="web login link", user_id=user_id, ttl=LOGIN_CODE_TTL)
+
+
+def redeem_login_code(session: Session, raw: str) -> str:
+    """Spend a login code (once); answer a fresh web-session token for the browser's cookie."""
+    tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)).with_for_update())
+    if tok is None or tok.kind != "login" or tok.revoked or tok.expires_at < utcnow():
+        raise Unauthorized("this sign-in link was already used or has expired; run `predictorx web` for a new one")
+    tok.revoked = True
+    return mint(session, "user", name="web session", user_id=tok.user_id, ttl=WEB_SESSION_TTL)
 
 
 def expiry(seconds: float) -> datetime:

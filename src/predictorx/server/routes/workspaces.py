@@ -70,3 +70,12 @@ def update_workspace(ref: str, body: WorkspaceUpdate, caller: Caller = Depends(u
         if body.repos is not None:
             ws.repos = list(dict.fromkeys(body.repos))
     return serialize.workspace(ws)
+
+
+@router.post("/login-link", status_code=201)
+def login_link(request: Request, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    """A single-use browser sign-in link for the caller (`predictorx web`)."""
+    with state.write() as s:
+        code = auth.mint_login_code(s, caller.user_id)
+    base = str(request.base_url).rstrip("/")
+    return {"url": f"{base}/login?code={code}", "expires_in_s": int(auth.LOGIN_CODE_TTL.total_seconds())}

@@ -1,7 +1,8 @@
 """Who is looking at a page: the `px_token` cookie, `/login` and `/logout`.
 
-`predictorx up` prints `/login?token=…`; the token is checked, kept in an HttpOnly, SameSite=Strict
-cookie (so no other site can make the browser act with it) and the browser is sent on to `/`,
+`predictorx up` (and `predictorx web`) print `/login?code=…`: a single-use code, spent for a fresh
+30-day web-session token, so no long-lived token is ever printed. `/login?token=…` and the paste
+form take a token directly. The token is kept in an HttpOnly, SameSite=Strict cookie (so no other site can make the browser act with it) and the browser is sent on to `/`,
 which also drops the token from the address bar and history.
 """
 
@@ -69,7 +70,14 @@ def _sign_in(request: Request, token: str) -> Response:
 
 
 @router.get("/login")
-def login(request: Request, token: str | None = Query(default=None, max_length=500)) -> Response:
+def login(request: Request, token: str | None = Query(default=None, max_length=500),
+          code: str | None = Query(default=None, max_length=500)) -> Response:
+    if code is not None:
+        try:
+            with request.app.state.px.write() as s:
+                token = auth.redeem_login_code(s, code.strip())
+        except auth.Unauthorized as e:
+            return login_page(request, e.message)
     if token is None:
         return login_page(request, status=200)
     return _sign_in(request, token.strip())

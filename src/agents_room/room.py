@@ -1108,9 +1108,11 @@ class Room:
             "SELECT harness, harness_key, group_concat(id) AS ids FROM sessions WHERE ended_at IS NULL AND harness_key IS NOT NULL "
             "GROUP BY harness, harness_key HAVING count(*) > 1"
         ).fetchall()
+        # one harness process: the same chat only when the harness keys agree (or both are missing);
+        # a row with another key is another chat of that process (e.g. after /clear), as join treats it
         dups += self.conn.execute(
             "SELECT harness, pid AS harness_key, group_concat(id) AS ids FROM sessions WHERE ended_at IS NULL AND pid IS NOT NULL "
-            "AND pid_start IS NOT NULL GROUP BY harness, pid, pid_start HAVING count(*) > 1"
+            "AND pid_start IS NOT NULL GROUP BY harness, pid, pid_start, coalesce(harness_key, '') HAVING count(*) > 1"
         ).fetchall()
         dup_list = []
         for d in dups:

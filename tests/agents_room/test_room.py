@@ -412,3 +412,29 @@ def test_mcp_first_then_hook_is_one_session_but_clear_is_another(room, repos):
     assert hook["session"] == mcp["session"]
     cleared = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="claude", harness_key="chat-2")  # /clear
     assert cleared["session"] != mcp["session"]
+
+
+def test_doctor_fix_keeps_two_chats_of_one_harness_process_apart(room, repos, clock):
+    # /clear in one harness process: two chats (two harness keys) share a pid and its start time
+    a = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="claude", harness_key="chat-A", rooms=["s"])
+    clock.advance(1)
+    b = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="claude", harness_key="chat-B", rooms=["s"])
+    assert a["session"] != b["session"]
+    sender = join(room, repos["web"], rooms=["s"])
+    room.send(sender["session"], a["session"], "for chat A")
+    rep = room.doctor(fix=True)
+    assert rep["duplicate_chats"] == []
+    row = room.conn.execute("SELECT ended_at FROM sessions WHERE id=?", (a["session"],)).fetchone()
+    assert row["ended_at"] is None
+    assert [m["body"] for m in room.recv(a["session"])["messages"]] == ["for chat A"]
+
+
+def test_doctor_still_collapses_keyless_rows_of_one_process(room, repos, clock):
+    a = room.join(cwd=str(repos["api"]), pid=os.getpid(), harness="cli")
+    clock.advance(1)
+    room.conn.execute(
+        "INSERT INTO sessions(id, harness, cwd, pid, pid_start, env_marker, created_at, last_seen, autonomy, tags) "
+        "SELECT 's-dup00002', harness, cwd, pid, pid_start, env_marker, ?, ?, 0, '[]' FROM sessions WHERE id=?",
+        (clock(), clock(), a["session"]),
+    )
+    assert room.doctor()["duplicate_chats"] == [{"keep": "s-dup00002", "duplicates": [a["session"]]}]

@@ -296,7 +296,9 @@ def _people(args, room) -> int:
     if cmd == "join":
         res = room.join(
             session=args.session, rooms=args.room, label=args.label, tags=args.tag, autonomy=args.autonomy,
-            cwd=args.cwd or os.getcwd(), harness=args.harness or "cli",
+            # a rejoin with --session stays in its repo unless --cwd says otherwise (doctor's fix
+            # commands may be run from any directory)
+            cwd=args.cwd or (None if args.session else os.getcwd()), harness=args.harness or "cli",
         )
         _print(res, args.json)
         return 0

@@ -67,7 +67,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
             tags=tags,
             autonomy=autonomy,
             harness=harness or os.environ.get("AGENTS_ROOM_HARNESS"),
-            cwd=cwd or os.getcwd(),
+            cwd=cwd or (None if session else os.getcwd()),  # a rejoin keeps its repo unless cwd is given
             pid=liveness.harness_pid(),
         )
 

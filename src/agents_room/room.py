@@ -211,8 +211,14 @@ class Room:
             wanted = [normalize_room(r) for r in (rooms or []) if r and r.strip()]
         except NameError_ as exc:
             raise RoomError(str(exc)) from None
-        cwd = cwd or os.getcwd()
-        repo, repo_root = repo_of(cwd) if repo_room else (None, None)
+        # A rejoin by session id without an explicit cwd keeps the session where it is: the
+        # caller's own directory (another repository, perhaps) says nothing about that chat.
+        keep_place = bool(session) and not cwd
+        if not keep_place:
+            cwd = cwd or os.getcwd()
+            repo, repo_root = repo_of(cwd) if repo_room else (None, None)
+        else:
+            repo = repo_root = None
         ppid, pstart, pmarker = liveness.identity(pid)
         now = self.clock()
         warnings: list[str] = []
@@ -220,6 +226,9 @@ class Room:
             row = None
             if session:
                 row = self.session_row(session)
+                if keep_place:
+                    cwd = row["cwd"]
+                    repo, repo_root = (row["repo"], row["repo_root"]) if repo_room else (None, None)
             elif harness_key:
                 row = self.conn.execute(
                     "SELECT * FROM sessions WHERE harness_key=? AND coalesce(harness,'')=coalesce(?, '') "

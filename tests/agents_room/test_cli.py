@@ -188,3 +188,12 @@ def test_the_two_commands_doctor_names_mend_the_split(db, repos):
     rep = json.loads(run_cli("doctor", "--json").stdout)
     assert rep["split_rooms"] == [] and rep["legacy_room_names"] == [{"room": "shared:shop", "old_name": "shop"}]
     assert r.send(s, "*", "together")["recipient_ids"] == [old]
+
+
+def test_cli_rejoin_with_session_from_another_repo_stays_put(db, repos):
+    a = json.loads(run_cli("join", "--room", "old", "--json", cwd=repos["api"]).stdout)
+    res = run_cli("join", "--session", a["session"], "--room", "canon", "--json", cwd=repos["web"])
+    assert res.returncode == 0, res.stderr
+    again = json.loads(res.stdout)
+    assert again["repo"] == "repo:api"
+    assert again["rooms"] == ["repo:api", "shared:canon", "shared:old"]

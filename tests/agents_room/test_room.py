@@ -438,3 +438,18 @@ def test_doctor_still_collapses_keyless_rows_of_one_process(room, repos, clock):
         (clock(), clock(), a["session"]),
     )
     assert room.doctor()["duplicate_chats"] == [{"keep": "s-dup00002", "duplicates": [a["session"]]}]
+
+
+def test_rejoin_by_session_keeps_its_repo_unless_cwd_is_given(room, repos, monkeypatch):
+    a = join(room, repos["api"] / "src", rooms=["storefront"])
+    room.lease_acquire(a["session"], ["src/a.py"])
+    monkeypatch.chdir(repos["web"])  # e.g. doctor's fix command run from another checkout
+    again = room.join(session=a["session"], rooms=["canon"])
+    assert again["repo"] == "repo:api"
+    assert again["rooms"] == ["repo:api", "shared:canon", "shared:storefront"]
+    row = room.session_row(a["session"])
+    assert (row["repo"], row["repo_root"], row["cwd"]) == ("repo:api", str(repos["api"]), str(repos["api"] / "src"))
+    assert room.conn.execute("SELECT repo FROM leases WHERE session_id=?", (a["session"],)).fetchone()[0] == "repo:api"
+    assert room.leases_against(join(room, repos["api"])["session"], "src/a.py")  # the lease still guards api
+    moved = room.join(session=a["session"], cwd=str(repos["web"]))  # an explicit cwd still moves it
+    assert moved["repo"] == "repo:web" and "repo:web" in moved["rooms"]

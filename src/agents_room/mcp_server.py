@@ -9,6 +9,7 @@ keeps the stored level).
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from . import liveness
 from .room import Room, RoomError
+from .store import StoreError
 
 INSTRUCTIONS = """agents-room connects you with agents in other repositories (and other chats in this one).
 Your session id is given at session start (it looks like s-1a2b3c4d); if you have none, call room_join.
@@ -42,6 +44,10 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
                 return getattr(room(), method)(*args, **kwargs)
         except RoomError as exc:
             raise ToolError(str(exc)) from None
+        except (StoreError, sqlite3.Error, ValueError, OSError) as exc:
+            # anticipated failures outside the room's own rules: say what happened and what to do,
+            # rather than the SDK's bare "Error executing tool" and a traceback on stderr
+            raise ToolError(f"{type(exc).__name__}: {exc}. Hint: {_hint(exc, db_path)}") from None
 
     @app.tool()
     def room_join(
@@ -137,6 +143,22 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         return call("file_check", session, paths)
 
     return app
+
+
+def _hint(exc: BaseException, db_path: str | Path | None) -> str:
+    from .store import default_db_path
+
+    try:
+        store = str(db_path) if db_path is not None else str(default_db_path())
+    except Exception:  # pragma: no cover - a broken HOME must not hide the original error
+        store = "$AGENTS_ROOM_DB or ~/.agents-room/room.db"
+    if isinstance(exc, StoreError):
+        return f"the store {store} cannot be used by this agents-room; run `agents-room doctor` in a shell"
+    if isinstance(exc, sqlite3.Error):
+        return f"the store {store} could not be read or written; retry, and run `agents-room doctor` if it persists"
+    if isinstance(exc, ValueError):
+        return "check this call's arguments (paths and cwd must be plain text, without NUL characters)"
+    return f"check that the path exists and is accessible, and that the store {store} is writable"
 
 
 def run(db_path: str | Path | None = None) -> None:

@@ -99,3 +99,34 @@ async def test_every_tool_in_process_on_an_in_memory_store(repos):
         assert data(await c.call_tool("room_leave", s))["ended"] is True
         bad = await c.call_tool("lease_acquire", {**s, "paths": ["a"], "mode": "weird"})
         assert bad.is_error and "exclusive" in bad.content[0].text
+
+
+async def test_unexpected_failures_are_tool_errors_with_a_hint_not_tracebacks(db, repos, tmp_path, caplog):
+    import logging
+    import sqlite3
+
+    caplog.set_level(logging.DEBUG)
+    async with Client(build_server(db)) as c:
+        # ValueError from the OS layer: a NUL in cwd
+        bad = await c.call_tool("room_join", {"cwd": str(repos["api"]) + "\x00x"})
+        assert bad.is_error
+        text = bad.content[0].text
+        assert "ValueError: " in text and "Hint:" in text and "NUL" in text
+        me = data(await c.call_tool("room_join", {"cwd": str(repos["api"])}))["session"]
+    # a store written by a newer agents-room: StoreError, on the first tool call of a new server
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 999")
+    conn.close()
+    async with Client(build_server(db)) as c:
+        bad = await c.call_tool("msg_recv", {"session": me})
+        text = bad.content[0].text
+        assert bad.is_error and "StoreError: store schema version 999 is newer" in text and "agents-room doctor" in text
+    # a store path sqlite cannot open (a directory): sqlite3.OperationalError
+    as_dir = tmp_path / "dir.db"
+    as_dir.mkdir()
+    async with Client(build_server(as_dir)) as c:
+        bad = await c.call_tool("msg_unread", {"session": me})
+        text = bad.content[0].text
+        assert bad.is_error and text.startswith("Error executing tool msg_unread: OperationalError: ") and str(as_dir) in text
+    crashes = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert crashes == []

@@ -190,3 +190,55 @@ def test_the_issue_moves_along_with_its_agents_work(api):  # noqa: ANN001
     t2 = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
     d.post(f"/api/daemon/tasks/{t2}/status", json={"status": "running"})
     assert api.get(f"/api/issues/{blocked['number']}").json()["status"] == "cancelled"
+
+
+def test_an_agent_at_its_limit_does_not_hide_other_agents_work(api):  # noqa: ANN001
+    _, d = _daemon(api)
+    api.post("/api/agents", json={"name": "busy", "provider": "claude", "max_concurrent_tasks": 1})
+    api.post("/api/agents", json={"name": "free", "provider": "claude"})
+    for i in range(10):
+        _issue(api, title=f"a{i}", assignee="busy")
+    _issue(api, title="b", assignee="free")
+    got = [c["agent"]["name"] for _ in range(3) for c in d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]]
+    assert got == ["busy", "free"]
+
+
+def test_only_the_daemon_records_what_the_agent_said(api):  # noqa: ANN001
+    _, d = _daemon(api)
+    api.post("/api/agents", json={"name": "a1", "provider": "claude"})
+    _issue(api, assignee="a1")
+    claim = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]
+    forged = api.as_(claim["token"]).post(f"/api/tasks/{claim['task']['id']}/messages",
+                                          json={"messages": [{"seq": 0, "kind": "text", "content": {"text": "FORGED"}}]})
+    assert forged.status_code == 403
+    issue = claim["issue"]["number"]
+    done = api.as_(claim["token"]).patch(f"/api/issues/{issue}", json={"status": "done"})
+    assert done.status_code == 403 and "never closes" in done.json()["detail"]
+
+
+def test_reassigning_cancels_the_previous_agents_task(api):  # noqa: ANN001
+    api.post("/api/agents", json={"name": "first", "provider": "claude"})
+    api.post("/api/agents", json={"name": "second", "provider": "claude"})
+    issue = _issue(api, assignee="first")
+    api.post(f"/api/issues/{issue['number']}/assign", json={"assignee": "second"})
+    runs = {r["agent_name"]: r for r in api.get(f"/api/issues/{issue['number']}/runs").json()}
+    assert runs["first"]["status"] == "cancelled" and "reassigned" in runs["first"]["failure_reason"]
+    assert runs["second"]["status"] == "queued"
+    api.post(f"/api/issues/{issue['number']}/assign", json={"assignee": None})
+    assert {r["status"] for r in api.get(f"/api/issues/{issue['number']}/runs").json()} == {"cancelled"}
+
+
+def test_bad_ids_and_repo_urls_are_refused(api):  # noqa: ANN001
+    r = api.post("/api/daemon/register", json={"daemon_id": "-" * 36, "name": "x"})
+    assert r.status_code == 422
+    ws = api.get("/api/workspaces").json()[0]["id"]
+    bad = api.patch(f"/api/workspaces/{ws}", json={"repos": ["-oProxyCommand=evil"]})
+    assert bad.status_code == 422 and "not a git URL" in bad.json()["detail"]
+    assert api.get(f"/api/workspaces/{ws}").json()["repos"] == []
+    lead = api.post("/api/projects", json={"title": "x", "lead_id": "nobody"})
+    assert lead.status_code == 422 and "not a member" in lead.json()["detail"]
+    p = api.post("/api/projects", json={"title": "L"}).json()
+    long_label = api.post(f"/api/projects/{p['id']}/resources", json={
+        "resource_type": "github_repo", "resource_ref": {"url": "https://h/o/r", "label": "x" * 5000}})
+    assert long_label.status_code == 422
+    assert api.get("/api/issues/foo-1").status_code == 404 and api.get("/api/issues/-1").status_code == 404

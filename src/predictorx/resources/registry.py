@@ -118,6 +118,8 @@ def split_label(ref: dict[str, Any], label: str | None) -> tuple[dict[str, Any],
         if not isinstance(inner, str):
             raise ResourceError("label must be a string")
         label = inner
+    if label is not None and (len(label) > 500 or "\x00" in label):
+        raise ResourceError("label must be at most 500 characters, without NUL characters")
     return ref, label
 
 

@@ -24,15 +24,28 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _repo_url(value: str) -> str:
+    from ..resources import ResourceError
+    from ..resources.validation import git_url
+
+    try:
+        return git_url(_no_nul(value.strip()))
+    except ResourceError as e:
+        raise ValueError(e.message) from None
+
+
+RepoUrl = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_repo_url)]
+
+
 class WorkspaceCreate(Strict):
     name: Name
     slug: ShortName | None = None
-    repos: list[Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]] = Field(default_factory=list, max_length=200)
+    repos: list[RepoUrl] = Field(default_factory=list, max_length=200)
 
 
 class WorkspaceUpdate(Strict):
     name: Name | None = None
-    repos: list[Annotated[str, Field(max_length=2000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
+    repos: list[RepoUrl] | None = Field(default=None, max_length=200)
 
 
 class ResourceIn(Strict):
@@ -108,8 +121,17 @@ class RuntimeIn(Strict):
     capabilities: list[ShortName] = Field(default_factory=list, max_length=50)
 
 
+def _uuid(value: str) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise ValueError("must be a UUID") from None
+
+
 class DaemonRegister(Strict):
-    daemon_id: Annotated[str, Field(pattern=r"^[0-9a-fA-F-]{36}$")]
+    daemon_id: Annotated[str, Field(min_length=32, max_length=36), AfterValidator(_uuid)]
     name: Name
     hostname: Name | None = None
     version: ShortName | None = None

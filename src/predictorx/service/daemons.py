@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Daemon, Runtime, utcnow
@@ -26,9 +26,9 @@ def register(session: Session, workspace_id: str, *, daemon_id: str, name: str, 
              version: str | None, capabilities: list[str], runtimes: list[dict]) -> tuple[Daemon, str]:
     """Upsert the daemon and its runtimes; returns the daemon and a fresh daemon token."""
     d = session.get(Daemon, daemon_id)
-    if d is not None and d.workspace_id != workspace_id:
-        raise Forbidden("this daemon_id is registered to another workspace; remove the state dir's daemon_id "
-                        "or log in to that workspace")
+    if d is not None and d.workspace_id != workspace_id:  # 404, never a hint at another workspace
+        raise NotFound("this daemon_id cannot be registered in this workspace; remove daemon_id from the "
+                       "daemon's state dir to get a new one, or log in to the workspace it belongs to")
     if d is None:
         d = Daemon(id=daemon_id, workspace_id=workspace_id, name=name)
         session.add(d)
@@ -46,8 +46,13 @@ def register(session: Session, workspace_id: str, *, daemon_id: str, name: str, 
         rt.capabilities = sorted(set(spec.get("capabilities") or []) | set(capabilities))
         session.add(rt)
     session.flush()
-    # Agents created before any runtime existed bind to the only matching one now.
+    # Agents created before any runtime existed bind to the only matching one now — only while it
+    # is the only one, so a restart never captures agents meant to run on any machine.
     for rt in session.scalars(select(Runtime).where(Runtime.daemon_id == daemon_id)):
+        same = session.scalar(select(func.count()).select_from(Runtime).join(Daemon, Daemon.id == Runtime.daemon_id)
+                              .where(Daemon.workspace_id == workspace_id, Runtime.provider == rt.provider))
+        if same != 1:
+            continue
         for agent in session.scalars(select(Agent).where(Agent.workspace_id == workspace_id,
                                                          Agent.provider == rt.provider,
                                                          Agent.runtime_id.is_(None))):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -11,6 +13,7 @@ from .agents import find_agent
 from .errors import Invalid, NotFound
 from .projects import PRIORITIES, get_project
 
+_ISSUE_REF = re.compile(r"^#?(\d{1,9})$")  # 12 or #12
 ISSUE_STATUSES = ("backlog", "todo", "in_progress", "in_review", "done", "cancelled")
 
 
@@ -18,8 +21,9 @@ def get_issue(session: Session, workspace_id: str, ref: str | int) -> Issue:
     """By id, by number, or by '#N' / 'KEY-N' style numbers."""
     issue = None
     text = str(ref).strip()
-    digits = text.lstrip("#").rsplit("-", 1)[-1]
-    if digits.isdigit() and len(digits) < 10:
+    m = _ISSUE_REF.match(text)
+    digits = m.group(1) if m else ""
+    if digits:
         issue = session.scalar(select(Issue).where(Issue.workspace_id == workspace_id, Issue.number == int(digits)))
     if issue is None:
         issue = session.get(Issue, text)
@@ -55,9 +59,18 @@ def create_issue(session: Session, workspace_id: str, user_id: str | None, *, ti
     return issue
 
 
+def _cancel_others(session: Session, issue: Issue, keep_agent_id: str | None) -> None:
+    """The issue moved away from an agent: its queued or running work on it stops."""
+    for t in tasks.list_for_issue(session, issue):
+        if t.active_key is not None and t.agent_id != keep_agent_id:
+            tasks.cancel(session, t, reason="the issue was reassigned")
+
+
 def assign(session: Session, issue: Issue, assignee: str | None) -> Task | None:
-    """Assign to an agent (queues a task) or a member; None unassigns."""
+    """Assign to an agent (queues a task) or a member; None unassigns. Other agents' active tasks
+    on the issue are cancelled, as a person would expect from taking the work away."""
     if not assignee:
+        _cancel_others(session, issue, None)
         issue.assignee_type, issue.assignee_id = None, None
         return None
     try:
@@ -65,12 +78,14 @@ def assign(session: Session, issue: Issue, assignee: str | None) -> Task | None:
     except NotFound:
         agent = None
     if agent is not None:
+        _cancel_others(session, issue, agent.id)
         issue.assignee_type, issue.assignee_id = "agent", agent.id
         return tasks.enqueue(session, issue, agent)
     user = session.scalar(select(User).join(Member, Member.user_id == User.id).where(
         Member.workspace_id == issue.workspace_id, (User.id == assignee) | (User.name == assignee)))
     if user is None:
         raise NotFound(f"no agent or member named {assignee!r}; `predictorx agent list` shows the agents")
+    _cancel_others(session, issue, None)
     issue.assignee_type, issue.assignee_id = "member", user.id
     return None
 

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from .. import resources as registry
 from ..resources import ResourceError
-from ..store.schema import Daemon, Project, ProjectResource, Runtime
+from ..store.schema import Daemon, Member, Project, ProjectResource, Runtime
 from .errors import Conflict, Invalid, NotFound
 
 PROJECT_STATUSES = ("planned", "in_progress", "paused", "completed", "cancelled")
@@ -91,6 +91,9 @@ def create_project(session: Session, workspace_id: str, user_id: str | None, *, 
         raise Invalid(f"status must be one of {', '.join(PROJECT_STATUSES)}")
     if priority not in PRIORITIES:
         raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
+    if lead_id is not None and session.scalar(
+            select(Member.user_id).where(Member.workspace_id == workspace_id, Member.user_id == lead_id)) is None:
+        raise Invalid(f"lead {lead_id!r} is not a member of this workspace")
     project = Project(workspace_id=workspace_id, title=title, description=description,
                       status=status, priority=priority, lead_id=lead_id)
     session.add(project)

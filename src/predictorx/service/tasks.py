@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from .. import resources as registry
 from ..store.schema import (
@@ -36,6 +36,8 @@ from .events import emit
 from .projects import list_resources
 
 MESSAGE_KINDS = ("text", "thinking", "tool_use", "tool_result", "error", "system")
+#: Statuses that count toward an agent's max_concurrent_tasks.
+HOLDING = ("dispatched", "waiting_local_directory", "running")
 MAX_ATTEMPTS = 3
 
 
@@ -64,8 +66,13 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
     return task
 
 
-def get_task(session: Session, workspace_id: str, task_id: str) -> Task:
-    t = session.get(Task, task_id)
+def _lock(session: Session) -> bool:
+    """Row locks where they exist (PostgreSQL); SQLite's BEGIN IMMEDIATE already serialises writers."""
+    return session.bind.dialect.name == "postgresql"
+
+
+def get_task(session: Session, workspace_id: str, task_id: str, *, for_update: bool = False) -> Task:
+    t = session.get(Task, task_id, with_for_update=for_update and _lock(session))
     if t is None or t.workspace_id != workspace_id:
         raise NotFound(f"task {task_id!r} not found; `predictorx issue runs <issue>` lists an issue's tasks")
     return t
@@ -130,8 +137,12 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         return []
     by_provider = {rt.provider: rt for rt in runtimes}
     runtime_ids = [rt.id for rt in runtimes]
+    held = aliased(Task)
+    running = (select(func.count()).where(held.agent_id == Agent.id, held.status.in_(HOLDING))
+               .correlate(Agent).scalar_subquery())
     q = (select(Task).join(Agent, Agent.id == Task.agent_id)
          .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
+                Agent.max_concurrent_tasks > running,  # an agent at its limit must not hide others' work
                 or_(Agent.runtime_id.in_(runtime_ids),
                     and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))))
          .order_by(Task.created_at, Task.id).limit(limit * 2))
@@ -148,8 +159,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         agent_q = agent_q.with_for_update()  # the concurrency counts below must not race
     agents = {a.id: a for a in session.scalars(agent_q)}
     busy = dict(session.execute(
-        select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)),
-                                                 Task.status.in_(("dispatched", "running")))
+        select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)), Task.status.in_(HOLDING))
         .group_by(Task.agent_id)).all())
     issues = {i.id: i for i in session.scalars(select(Issue).where(Issue.id.in_({t.issue_id for t in candidates})))}
     declared = set(daemon.capabilities or [])
@@ -195,7 +205,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
 # -- lifecycle reported by the daemon ---------------------------------------------------------
 
 def _owned(session: Session, daemon_id: str, task_id: str) -> Task:
-    task = session.get(Task, task_id)
+    task = session.get(Task, task_id, with_for_update=_lock(session))
     if task is None:
         raise NotFound(f"task {task_id!r} not found")
     if task.daemon_id != daemon_id:
@@ -204,7 +214,7 @@ def _owned(session: Session, daemon_id: str, task_id: str) -> Task:
 
 
 def _finish(session: Session, task: Task, status: str, *, failure_reason: str | None = None) -> None:
-    was_holding_a_slot = task.status in ("dispatched", "running")
+    was_holding_a_slot = task.status in HOLDING
     task.status = status
     task.active_key = None
     task.lease_expires_at = None

@@ -66,6 +66,8 @@ def update_issue(ref: str, body: IssueUpdate, caller: Caller = Depends(get_calle
         changes = body.model_dump(exclude_unset=True, exclude_none=True)
         if caller.principal.kind == "task" and set(changes) - {"status"}:
             raise Forbidden("an agent's task token may only change the issue's status")
+        if caller.principal.kind == "task" and changes.get("status") in ("done", "cancelled"):
+            raise Forbidden("an agent never closes an issue; set in_review and a person will close it")
         if "status" in changes and changes["status"] not in svc.ISSUE_STATUSES:
             raise Invalid(f"status must be one of {', '.join(svc.ISSUE_STATUSES)}")
         if "priority" in changes and changes["priority"] not in svc.PRIORITIES:

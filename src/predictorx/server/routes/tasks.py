@@ -60,10 +60,10 @@ def messages(task_id: str, after: int = Query(default=-1, ge=-1, le=2_000_000_00
 @router.post("/{task_id}/messages")
 def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get_caller),
                   state: AppState = Depends(get_state)) -> dict:
-    if caller.principal.kind == "user":
+    if caller.principal.kind != "daemon":  # an agent must not rewrite what it is recorded saying
         raise Forbidden("messages are posted by the daemon running the task")
     with state.write() as s:
-        t = svc.get_task(s, caller.workspace_id, task_id)
+        t = svc.get_task(s, caller.workspace_id, task_id, for_update=True)
         _visible(caller, t)
         last = svc.append_messages(s, t, [m.model_dump() for m in body.messages])
         return {"last_seq": last}
@@ -72,5 +72,5 @@ def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get
 @router.post("/{task_id}/cancel")
 def cancel(task_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
-        t = svc.cancel(s, svc.get_task(s, caller.workspace_id, task_id))
+        t = svc.cancel(s, svc.get_task(s, caller.workspace_id, task_id, for_update=True))
         return _out(s, t)

@@ -608,6 +608,7 @@ class Room:
         with immediate(self.conn):
             me = self.session_row(session)
             sid = me["id"]
+            self._lease_notices(sid, now)  # an MCP-only client learns of expiry here too (R-ROOM-5)
             rows = self.conn.execute(self._PENDING_SQL + " ORDER BY m.id LIMIT ?", (sid, now, limit)).fetchall()
             my_rooms = set(self._rooms_of(sid))
             msgs = self._msgs(rows, my_rooms)
@@ -668,7 +669,9 @@ class Room:
 
     def unread(self, session: str) -> dict:
         now = self.clock()
-        me = self.session_row(session)
+        with immediate(self.conn):
+            me = self.session_row(session)
+            self._lease_notices(me["id"], now)
         rows = self.conn.execute(self._PENDING_SQL + " ORDER BY m.id LIMIT 200", (me["id"], now)).fetchall()
         heads = [
             {"id": r["id"], "from": r["sender"], "from_label": r["label"], "state": r["dstate"],
@@ -950,6 +953,7 @@ class Room:
         now = self.clock()
         with immediate(self.conn):
             me = self.session_row(session)
+            self._lease_notices(me["id"], now)  # told of an expiry even when renewing after it
             rows = self._my_leases(me["id"], me["repo_root"], paths)
             renewed, lost = [], []
             for r in rows:

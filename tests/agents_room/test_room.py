@@ -453,3 +453,22 @@ def test_rejoin_by_session_keeps_its_repo_unless_cwd_is_given(room, repos, monke
     assert room.leases_against(join(room, repos["api"])["session"], "src/a.py")  # the lease still guards api
     moved = room.join(session=a["session"], cwd=str(repos["web"]))  # an explicit cwd still moves it
     assert moved["repo"] == "repo:web" and "repo:web" in moved["rooms"]
+
+
+@pytest.mark.parametrize("first_call", ["recv", "unread", "lease_renew"])
+def test_mcp_only_holder_learns_of_expiry_without_hooks(room, repos, clock, first_call):
+    # no hook ever runs pending(): recv, unread and lease_renew must tell of the expiry themselves
+    a = join(room, repos["api"])
+    room.lease_acquire(a["session"], ["src/w.py"], ttl=30)
+    clock.advance(31)
+    if first_call == "recv":
+        got = room.recv(a["session"])["messages"]
+    elif first_call == "unread":
+        got = room.unread(a["session"])["messages"]
+        assert got and "expired" in got[0]["preview"]
+        got = room.recv(a["session"])["messages"]
+    else:
+        assert room.lease_renew(a["session"])["renewed"][0]["was_expired"] is True
+        got = room.recv(a["session"])["messages"]
+    assert len(got) == 1 and got[0]["from"] == "agents-room" and "src/w.py expired" in got[0]["body"]
+    assert room.conn.execute("SELECT count(*) FROM messages WHERE kind='notice'").fetchone()[0] == 1

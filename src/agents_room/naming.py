@@ -123,10 +123,30 @@ def rel_path(path: str, repo_root: str | None) -> str:
 
 
 def abs_path(path: str, repo_root: str | None, cwd: str | None) -> str:
+    """A path the session gave (tool argument, hook payload): a relative one is relative to the
+    session's cwd, which may be a sub-folder of the repo root."""
+    if os.path.isabs(path):
+        return path
+    base = cwd or repo_root or os.getcwd()
+    return os.path.join(base, path)
+
+
+def stored_abs_path(path: str, repo_root: str | None, cwd: str | None) -> str:
+    """A path as stored (relative to the repo root when inside it) back to an absolute one."""
     if os.path.isabs(path):
         return path
     base = repo_root or cwd or os.getcwd()
     return os.path.join(base, path)
+
+
+def input_rel_path(path: str, repo_root: str | None, cwd: str | None) -> str:
+    """A path or glob the session gave, in stored form: resolved against the session's cwd, then
+    made relative to the repo root. Without a repo root a relative one stays as given."""
+    p = path.strip()
+    if repo_root and cwd and p and not os.path.isabs(p):
+        trailing = p.endswith("/")
+        p = os.path.normpath(os.path.join(cwd, p)) + ("/" if trailing else "")
+    return rel_path(p, repo_root)
 
 
 # --- glob overlap -----------------------------------------------------------------

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 from .naming import (
     NameError_,
     abs_path,
+    input_rel_path,
+    stored_abs_path,
     glob_matches,
     globs_overlap,
     legacy_key,
@@ -468,7 +470,7 @@ class Room:
                 repo, glob = glob.split("/", 1)
                 pat = glob
             else:
-                pat = rel_path(glob, me["repo_root"])
+                pat = rel_path(glob, me["repo_root"])  # lease patterns as shown: relative to the repo root
             rows = self.conn.execute(
                 f"SELECT l.session_id, l.pattern, l.repo FROM leases l WHERE l.expires_at>? AND l.session_id IN ({scope_sql})",
                 (now, *scope_params),
@@ -872,7 +874,7 @@ class Room:
             me = self.session_row(session)
             sid = me["id"]
             repo = me["repo"] or ""
-            pats = [rel_path(p, me["repo_root"]) for p in paths]
+            pats = [input_rel_path(p, me["repo_root"], me["cwd"]) for p in paths]
             held = self.conn.execute(
                 "SELECT l.*, s.label, s.pid, s.pid_start, s.env_marker, s.ended_at FROM leases l "
                 "JOIN sessions s ON s.id=l.session_id WHERE l.repo=?",
@@ -939,11 +941,11 @@ class Room:
             self._event("lease_acquire", sid, paths=pats, mode=mode)
         return {"granted": granted, "conflicts": [], "taken_over": [dict(holder=l["session_id"], pattern=l["pattern"], reason=w) for l, w in takeovers]}
 
-    def _my_leases(self, sid: str, repo_root: str | None, paths: list[str] | None) -> list[sqlite3.Row]:
-        rows = self.conn.execute("SELECT * FROM leases WHERE session_id=?", (sid,)).fetchall()
+    def _my_leases(self, me: sqlite3.Row, paths: list[str] | None) -> list[sqlite3.Row]:
+        rows = self.conn.execute("SELECT * FROM leases WHERE session_id=?", (me["id"],)).fetchall()
         if not paths:
             return rows
-        pats = {rel_path(p, repo_root) for p in paths}
+        pats = {input_rel_path(p, me["repo_root"], me["cwd"]) for p in paths}
         return [r for r in rows if r["pattern"] in pats or str(r["id"]) in {str(p) for p in paths}]
 
     def lease_renew(self, session: str, paths: list[str] | None = None, ttl: float | None = None) -> dict:
@@ -954,7 +956,7 @@ class Room:
         with immediate(self.conn):
             me = self.session_row(session)
             self._lease_notices(me["id"], now)  # told of an expiry even when renewing after it
-            rows = self._my_leases(me["id"], me["repo_root"], paths)
+            rows = self._my_leases(me, paths)
             renewed, lost = [], []
             for r in rows:
                 self.conn.execute("UPDATE leases SET expires_at=?, notified=0 WHERE id=?", (now + ttl, r["id"]))
@@ -963,7 +965,7 @@ class Room:
             if paths:
                 have = {r["pattern"] for r in rows} | {str(r["id"]) for r in rows}
                 for p in paths:
-                    if rel_path(p, me["repo_root"]) not in have and str(p) not in have:
+                    if input_rel_path(p, me["repo_root"], me["cwd"]) not in have and str(p) not in have:
                         ev = self.conn.execute(
                             "SELECT session_id, data FROM events WHERE kind='lease_takeover' AND data LIKE ? ORDER BY id DESC LIMIT 1",
                             (f'%"holder": "{me["id"]}"%',),
@@ -979,7 +981,7 @@ class Room:
     def lease_release(self, session: str, paths: list[str] | None = None) -> dict:
         with immediate(self.conn):
             me = self.session_row(session)
-            rows = self._my_leases(me["id"], me["repo_root"], paths)
+            rows = self._my_leases(me, paths)
             for r in rows:
                 self.conn.execute("DELETE FROM leases WHERE id=?", (r["id"],))
             self._event("lease_release", me["id"], n=len(rows))
@@ -989,7 +991,7 @@ class Room:
         """Live leases held by others that cover ``path`` (for the PreToolUse warning)."""
         now = self.clock()
         me = self.session_row(session)
-        p = rel_path(path, me["repo_root"])
+        p = input_rel_path(path, me["repo_root"], me["cwd"])
         rows = self.conn.execute(
             "SELECT l.*, s.label FROM leases l JOIN sessions s ON s.id=l.session_id "
             "WHERE l.repo=? AND l.session_id<>? AND l.expires_at>? AND s.ended_at IS NULL",
@@ -1034,7 +1036,7 @@ class Room:
         out = []
         for r in rows:
             path = r["path"]
-            cur = file_hash(abs_path(path, me["repo_root"], me["cwd"]))
+            cur = file_hash(stored_abs_path(path, me["repo_root"], me["cwd"]))
             item: dict = {"path": path, "read_hash": r["hash"], "current_hash": cur, "read_at": _fmt_ts(r["read_at"])}
             if r["hash"] is None:
                 item["status"] = "never-read"

@@ -442,7 +442,7 @@ def test_doctor_still_collapses_keyless_rows_of_one_process(room, repos, clock):
 
 def test_rejoin_by_session_keeps_its_repo_unless_cwd_is_given(room, repos, monkeypatch):
     a = join(room, repos["api"] / "src", rooms=["storefront"])
-    room.lease_acquire(a["session"], ["src/a.py"])
+    room.lease_acquire(a["session"], [str(repos["api"] / "src" / "a.py")])
     monkeypatch.chdir(repos["web"])  # e.g. doctor's fix command run from another checkout
     again = room.join(session=a["session"], rooms=["canon"])
     assert again["repo"] == "repo:api"
@@ -472,3 +472,26 @@ def test_mcp_only_holder_learns_of_expiry_without_hooks(room, repos, clock, firs
         got = room.recv(a["session"])["messages"]
     assert len(got) == 1 and got[0]["from"] == "agents-room" and "src/w.py expired" in got[0]["body"]
     assert room.conn.execute("SELECT count(*) FROM messages WHERE kind='notice'").fetchone()[0] == 1
+
+
+def test_relative_paths_resolve_against_the_session_cwd_in_a_sub_folder(room, repos):
+    api = repos["api"]
+    (api / "pkg").mkdir()
+    (api / "pkg" / "mod.py").write_text("in pkg")
+    (api / "mod.py").write_text("at the root")
+    sub = join(room, api / "pkg")  # an agent started in a sub-folder
+    rd = room.file_read(sub["session"], "mod.py")
+    assert rd["path"] == "pkg/mod.py"
+    assert rd["hash"] == room.file_read(join(room, api)["session"], "pkg/mod.py")["hash"]
+    chk = room.file_check(sub["session"], ["mod.py"])
+    assert [(f["path"], f["status"]) for f in chk["files"]] == [("pkg/mod.py", "same")]
+    (api / "pkg" / "mod.py").write_text("changed")
+    assert room.file_check(sub["session"])["files"][0]["status"] == "changed"  # stored paths stay root-relative
+    got = room.lease_acquire(sub["session"], ["*.py", "./sub/", "../docs/x.md"])
+    assert [g["pattern"] for g in got["granted"]] == ["pkg/*.py", "pkg/sub/**", "docs/x.md"]
+    other = join(room, api)
+    assert room.lease_acquire(other["session"], ["pkg/mod.py"])["conflicts"]
+    assert room.lease_acquire(other["session"], ["mod.py"])["granted"]  # the root file is not covered
+    assert room.leases_against(other["session"], str(api / "pkg" / "mod.py"))
+    assert [r["pattern"] for r in room.lease_renew(sub["session"], ["*.py"])["renewed"]] == ["pkg/*.py"]
+    assert room.lease_release(sub["session"], ["*.py"])["released"] == ["pkg/*.py"]

@@ -135,6 +135,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                     session=row["id"], rooms=opts.get("rooms"), label=opts.get("label"), autonomy=opts.get("autonomy"),
                     cwd=payload.get("cwd") or row["cwd"], pid=liveness.harness_pid(), raise_only=True,
                 )
+            room.reset_stop_guard(joined["session"])  # a hold of a turn before this start no longer counts
             text = _intro(joined)
             try:
                 room.maybe_prune()  # at most once a day, so no timer is needed
@@ -188,7 +189,8 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                     room.file_read(sid, p)
                 except Exception:
                     pass
-            room.tool_seen(sid)
+            turn = payload.get("turn_id")
+            room.tool_seen(sid, turn_id=turn if isinstance(turn, str) else None)
             offer = room.pending(sid, "tool")
             parts = []
             if joined is not None:

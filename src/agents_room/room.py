@@ -39,6 +39,9 @@ DEFAULT_LEASE_TTL = 15 * 60.0
 MAX_LEASE_TTL = 24 * 3600.0
 CODEX_HOLD_CAP = 3  # Stop blocks per rolling hour for Codex (Codex has no cap of its own)
 CODEX_HOLD_WINDOW = 3600.0
+#: the "Stop already held once" flag counts only for the turn it was set in; a turn whose Stop
+#: never came back (interrupted, crashed) must not let the next turn's Stop through unheld
+STOP_GUARD_TTL = 10 * 60.0
 SYSTEM_SENDER = "agents-room"
 GONE_PRUNE_AFTER = 7 * 24 * 3600.0
 EVENTS_PRUNE_AFTER = 30 * 24 * 3600.0
@@ -816,9 +819,10 @@ class Room:
             sid = me["id"]
             self._touch(sid)
             if me["stop_block_pending"]:
-                # the Stop right after a block is in the same turn: always let it through
                 self.conn.execute("UPDATE sessions SET stop_block_pending=0 WHERE id=?", (sid,))
-                return None
+                if self._stop_guard_current(me, now, turn_id):
+                    # the Stop right after a block is in the same turn: always let it through
+                    return None
             if me["autonomy"] < HOLD or stop_hook_active:
                 return None
             blocks = [t for t in json.loads(me["stop_blocks"] or "[]") if now - t < CODEX_HOLD_WINDOW]
@@ -838,13 +842,38 @@ class Room:
             self._event("stop_hold", sid, messages=[m["id"] for m in offer.messages])
         return offer
 
-    def tool_seen(self, session: str) -> None:
-        """A tool event: the chat is busy, so any idle wake waiter stands down."""
+    def _stop_guard_current(self, me: sqlite3.Row, now: float, turn_id: str | None) -> bool:
+        """Is the session's "Stop already held once" flag still about the current turn?
+
+        Not when the harness names another turn, nor when the hold is older than
+        :data:`STOP_GUARD_TTL`. A hold in the future (a clock that stepped back) still counts:
+        never blocking twice matters more than one missed hold.
+        """
+        if turn_id and me["stop_block_turn"] and turn_id != me["stop_block_turn"]:
+            return False
+        blocks = json.loads(me["stop_blocks"] or "[]")
+        return bool(blocks) and now - blocks[-1] < STOP_GUARD_TTL
+
+    def reset_stop_guard(self, session: str) -> None:
+        """A new chat start (SessionStart): no Stop hold of an earlier turn counts any more."""
         with immediate(self.conn):
-            self.conn.execute(
-                "UPDATE sessions SET last_seen=?, wake_waiter=NULL WHERE id=?",
-                (self.clock(), session),
-            )
+            self.conn.execute("UPDATE sessions SET stop_block_pending=0 WHERE id=?", (session,))
+
+    def tool_seen(self, session: str, turn_id: str | None = None) -> None:
+        """A tool event: the chat is busy, so any idle wake waiter stands down.
+
+        A tool event of another turn than the last Stop hold (when the harness names
+        turns) clears the stale "already held once" flag.
+        """
+        now = self.clock()
+        with immediate(self.conn):
+            self.conn.execute("UPDATE sessions SET last_seen=?, wake_waiter=NULL WHERE id=?", (now, session))
+            if turn_id:
+                self.conn.execute(
+                    "UPDATE sessions SET stop_block_pending=0 WHERE id=? AND stop_block_pending<>0 "
+                    "AND stop_block_turn IS NOT NULL AND stop_block_turn<>?",
+                    (session, turn_id),
+                )
 
     # ------------------------------------------------------------------ leases
     def _holder_desc(self, l: sqlite3.Row, now: float) -> dict:

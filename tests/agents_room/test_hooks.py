@@ -309,3 +309,15 @@ def test_wake_reminds_of_a_message_offered_long_ago(db, repos):
     res = hook("claude", "Stop", payload("claude", "Stop", repos["api"]), "--wake", "--wake-interval=0.05",
                "--wake-timeout=5")
     assert res.returncode == 2 and "ignored" not in res.stdout and "1 unread message" in res.stderr
+
+
+def test_session_start_clears_a_stop_hold_flag_left_by_an_earlier_turn(db, repos):
+    me = _start("claude", repos["api"])
+    r, peer = _peer(db, repos["web"])
+    r.send(peer, me, "one")
+    stop = payload("claude", "Stop", repos["api"])
+    assert json.loads(hook("claude", "Stop", stop).stdout)["decision"] == "block"
+    # the held turn is never finished (the chat is closed); the chat is resumed
+    assert _start("claude", repos["api"]) == me
+    r.send(peer, me, "two")
+    assert json.loads(hook("claude", "Stop", stop).stdout)["decision"] == "block"

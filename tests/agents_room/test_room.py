@@ -495,3 +495,31 @@ def test_relative_paths_resolve_against_the_session_cwd_in_a_sub_folder(room, re
     assert room.leases_against(other["session"], str(api / "pkg" / "mod.py"))
     assert [r["pattern"] for r in room.lease_renew(sub["session"], ["*.py"])["renewed"]] == ["pkg/*.py"]
     assert room.lease_release(sub["session"], ["*.py"])["released"] == ["pkg/*.py"]
+
+
+def test_stop_guard_flag_does_not_outlive_its_turn(room, repos, clock):
+    me = room.join(cwd=str(repos["api"]), rooms=["s"], autonomy="hold", harness="claude")["session"]
+    peer = join(room, repos["web"], rooms=["s"])["session"]
+    room.send(peer, me, "one")
+    assert room.stop_check(me, harness="claude") is not None  # held; the turn is then interrupted
+    clock.advance(30)
+    room.send(peer, me, "two")
+    assert room.stop_check(me, harness="claude") is None  # within the guard: the Stop right after a hold
+    room.send(peer, me, "three")
+    assert room.stop_check(me, harness="claude") is not None
+    # this turn never reaches Stop again (Esc, crash); much later another turn stops
+    clock.advance(11 * 60)
+    room.send(peer, me, "four")
+    assert room.stop_check(me, harness="claude") is not None  # the stale flag did not let it through
+
+
+def test_stop_guard_flag_cleared_by_a_tool_event_of_another_turn(room, repos, clock):
+    me = room.join(cwd=str(repos["api"]), rooms=["s"], autonomy="hold", harness="codex")["session"]
+    peer = join(room, repos["web"], rooms=["s"])["session"]
+    room.send(peer, me, "one")
+    assert room.stop_check(me, harness="codex", turn_id="t1") is not None
+    flag = lambda: room.conn.execute("SELECT stop_block_pending FROM sessions WHERE id=?", (me,)).fetchone()[0]
+    room.tool_seen(me, turn_id="t1")  # the same turn goes on: the flag stays
+    assert flag() == 1
+    room.tool_seen(me, turn_id="t2")
+    assert flag() == 0

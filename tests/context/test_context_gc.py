@@ -295,6 +295,28 @@ def test_cache_with_unpushed_task_commits_is_kept(tmp_path: Path, remote: Remote
     assert "1 commit(s) the remote does not have" in report.reason_kept(checkout.cache)
 
 
+def test_a_cache_worktrees_unbranched_commit_is_anchored_and_keeps_the_cache(tmp_path: Path, remote: Remote) -> None:
+    """The agent detached HEAD and committed: removing the clean worktree must not strand that commit,
+    and the cache that now holds it under refs/predictorx/kept/ must not be deleted later."""
+    root = tmp_path / "ws"
+    env = create_env_root(root, "acme", "t1", now=LONG_AGO)
+    checkout = RepoCache(root).checkout(remote.url, None, env.workdir / "r", "agent/bot/t1")
+    git("checkout", "-q", "--detach", cwd=checkout.path)
+    (checkout.path / "x.txt").write_text("x")
+    git("add", "x.txt", cwd=checkout.path)
+    git("-c", "user.name=A", "-c", "user.email=a@b", "commit", "-qm", "detached, on no branch", cwd=checkout.path)
+    sha = git("rev-parse", "HEAD", cwd=checkout.path)
+    mark_finished(env, now=LONG_AGO)
+    report = collect(root, NOW)
+    assert report.removed_env_roots == [env.path]
+    assert git("--git-dir", str(checkout.cache), "rev-parse", "refs/predictorx/kept/t1") == sha
+    assert report.anchored and "refs/predictorx/kept/t1" in report.summary()
+    touch_last_used(checkout.cache, LONG_AGO.timestamp() - 86400 * 30)
+    report = collect(root, NOW)
+    assert report.removed_repo_caches == [] and checkout.cache.exists()
+    assert "1 commit(s) the remote does not have" in report.reason_kept(checkout.cache)
+
+
 def test_locked_cache_is_skipped(tmp_path: Path, remote: Remote) -> None:
     root = tmp_path / "ws"
     cache = RepoCache(root)

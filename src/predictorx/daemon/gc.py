@@ -16,11 +16,19 @@ env root's meta (plus whatever the caller passes in `protect`) is never deleted 
 contains it is; an ``in_place`` env root only loses its own artefacts (output/, logs/, the meta);
 symlinks are never followed; an env root holding a git working tree with uncommitted changes is
 kept (and the report says which).
+
+What GC never loses: a commit. An env root with a worktree-mode record
+(`worktree.MARKER`, `.predictorx-worktree.json`) in any state is kept — `finalize` leaves the
+record only when it kept the worktree on purpose (or has not finished), and the daemon's
+`worktree.recover` is what finishes it. Before any worktree is removed, a HEAD commit that no
+branch holds is anchored as `refs/predictorx/kept/<task>` in its repository (the report's
+`anchored` says where), and a repo cache holding such refs with commits its remote lacks is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -34,7 +42,10 @@ import filelock
 from predictorx import config
 
 from .envroot import META_NAME, parse_time, read_meta, utcnow
+from .gitcmd import KEPT_REFS, anchor_unbranched_head
+from .gitcmd import GitError as _CmdGitError
 from .repocache import CACHE_DIR_NAME, GitError, RepoCache, last_used, run_git
+from .worktree import MARKER as WORKTREE_MARKER
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +62,8 @@ class GcReport:
     removed_repo_caches: list[Path] = field(default_factory=list)
     kept: list[tuple[Path, str]] = field(default_factory=list)
     errors: list[tuple[Path, str]] = field(default_factory=list)
+    # (worktree, sentence): a removed worktree's HEAD commit that no branch held, and the ref now holding it
+    anchored: list[tuple[Path, str]] = field(default_factory=list)
 
     def keep(self, path: Path, reason: str) -> None:
         self.kept.append((path, reason))
@@ -63,6 +76,7 @@ class GcReport:
                  f"{len(self.removed_repo_caches)} repo cache(s); kept {len(self.kept)}; "
                  f"{len(self.errors)} error(s)"]
         lines += [f"  kept {p}: {why}" for p, why in self.kept if why != _NOT_EXPIRED]
+        lines += [f"  anchored {p}: {what}" for p, what in self.anchored]
         lines += [f"  error {p}: {why}" for p, why in self.errors]
         return "\n".join(lines)
 
@@ -159,6 +173,10 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
     if now - since < ttl:
         report.keep(env, _NOT_EXPIRED)
         return
+    record = env / WORKTREE_MARKER
+    if os.path.lexists(record):
+        report.keep(env, _worktree_record_reason(record))
+        return
 
     real = Path(os.path.realpath(env))
     real_root = Path(os.path.realpath(root))
@@ -176,6 +194,23 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
         if dirty:
             report.keep(env, f"{tree} has uncommitted changes ({dirty}); kept so nothing is lost")
             return
+    task_name = task_id or env.name
+    held: list[tuple[Path, tuple[str, str]]] = []
+    for tree in trees:
+        if not (tree / ".git").is_file():
+            continue  # a plain clone goes with its own objects; only linked worktrees leave a repository behind
+        try:
+            anchor = anchor_unbranched_head(tree, task_name, timeout=GIT_TIMEOUT)
+        except _CmdGitError as exc:
+            report.keep(env, f"cannot tell whether the last commit of {tree} is on a branch ({exc}); "
+                             "kept so nothing is lost")
+            return
+        if anchor is not None:
+            held.append((tree, anchor))
+    for tree, (ref, sha) in held:
+        report.anchored.append((tree, f"its last commit {sha[:12]} was on no branch; kept as {ref} in its "
+                                      "repository before the worktree was removed"))
+        log.info("gc: %s: last commit %s was on no branch; kept as %s", tree, sha[:12], ref)
     for tree in trees:
         _remove_worktree(tree)
 
@@ -184,6 +219,26 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
     else:
         shutil.rmtree(env)  # never follows symlinks inside the tree
         report.removed_env_roots.append(env)
+
+
+def _worktree_record_reason(record: Path) -> str:
+    """Why an env root with a worktree-mode record stays, in the record's own words."""
+    try:
+        rec = json.loads(record.read_text())
+        if not isinstance(rec, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError):
+        return (f"its worktree record {record.name} is unreadable; kept so nothing is lost "
+                f"(the daemon's next start reports it; delete {record} once you have looked)")
+    state = rec.get("state") or "unknown"
+    where = f"`git worktree list` in {rec.get('repo_dir')} shows the worktree {rec.get('worktree_dir')}"
+    if state == "kept":
+        why = f" ({rec['error']})" if rec.get("error") else ""
+        return (f"its worktree was kept on purpose when the task ended{why}; {WORKTREE_MARKER} says "
+                f"'kept', and GC never removes it. {where}; once you have dealt with it, the daemon's "
+                "next start finishes it.")
+    return (f"its worktree record {WORKTREE_MARKER} says '{state}' (the task's worktree was never "
+            f"finished); kept so nothing is lost — the daemon's next start finishes it. {where}.")
 
 
 def _last_activity(env: Path) -> datetime:
@@ -289,9 +344,10 @@ def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcRe
         if worktrees:
             report.keep(cache, f"still used by {len(worktrees)} worktree(s), e.g. {worktrees[0]}")
             return
-        unpushed = git("rev-list", "--count", "--branches", "--not", "--remotes").strip()
+        unpushed = git("rev-list", "--count", "--branches", f"--glob={KEPT_REFS}/*", "--not", "--remotes").strip()
         if unpushed not in ("", "0"):
-            report.keep(cache, f"task branches hold {unpushed} commit(s) the remote does not have")
+            report.keep(cache, f"task branches (or {KEPT_REFS}/ refs) hold {unpushed} commit(s) the remote "
+                               "does not have")
             return
         shutil.rmtree(cache)
         report.removed_repo_caches.append(cache)
@@ -338,7 +394,7 @@ class GcTimer:
         )
         self.last_report = report
         self.runs += 1
-        if report.removed_env_roots or report.removed_repo_caches or report.errors:
+        if report.removed_env_roots or report.removed_repo_caches or report.errors or report.anchored:
             log.info("%s", report.summary())
         if self.on_report is not None:
             self.on_report(report)

@@ -96,3 +96,47 @@ def git(
 def git_text(args: Sequence[str], **kwargs) -> str:
     """stdout of a successful git command as stripped text (for hashes, names, single values)."""
     return git(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()
+
+
+KEPT_REFS = "refs/predictorx/kept"
+
+
+def anchor_unbranched_head(worktree: str | os.PathLike[str], name: str, *,
+                           timeout: float = DEFAULT_TIMEOUT) -> tuple[str, str] | None:
+    """Before a worktree is removed: if its HEAD commit is on no branch of the repository, keep
+    it under `refs/predictorx/kept/<name>` (`-2`, `-3`, … when taken; never overwritten), so
+    removing the worktree cannot leave it dangling for git's gc.
+
+    Returns (ref, commit) when a ref holds it (made now, or an earlier anchor already held it),
+    None when a branch holds it or there is no commit to keep. Raises GitError when git cannot
+    tell — then the worktree must not be removed.
+    """
+    from .branches import ref_component  # no cycle: branches imports nothing of ours
+
+    wt = Path(worktree)
+    if not os.path.lexists(wt / ".git"):
+        return None  # not a working tree (git would look in the folders above it)
+    r = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=wt, timeout=timeout, check=False)
+    if r.returncode == 1 and not r.stderr.strip():
+        return None  # HEAD has no commit yet: nothing to lose
+    if r.returncode != 0:
+        raise GitError(["rev-parse", "--verify", "-q", "HEAD^{commit}"], r.returncode,
+                       r.stderr.decode("utf-8", "replace"), r.stdout)
+    sha = r.stdout.decode().strip()
+    holders = ["for-each-ref", "--count=1", "--format=%(refname)", "--contains", sha]
+    if git_text([*holders, "refs/heads/"], cwd=wt, timeout=timeout):
+        return None
+    earlier = git_text([*holders, f"{KEPT_REFS}/"], cwd=wt, timeout=timeout)
+    if earlier:
+        return earlier, sha
+    base = f"{KEPT_REFS}/{ref_component(name, 'worktree')}"
+    last: GitError | None = None
+    for ref in (base, *(f"{base}-{n}" for n in range(2, 100))):
+        try:  # "" as the old value: only if the ref does not exist yet
+            git(["update-ref", "-m", "predictorx: keep a worktree's HEAD that no branch holds", ref, sha, ""],
+                cwd=wt, timeout=timeout)
+            return ref, sha
+        except GitError as e:
+            last = e
+    assert last is not None
+    raise last

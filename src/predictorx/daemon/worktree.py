@@ -20,8 +20,12 @@ worktree is made from a new branch at that baseline, so the branch's own commits
 work and nothing else. Their working copy, index and stash list are only read.
 
 Nothing is lost silently: `finalize` commits what the agent left, keeps the worktree (and says
-where) if that commit fails, and deletes the branch only when it holds nothing beyond the baseline.
-A JSON marker in the env root lets a restarted daemon find and finish what a crash left behind.
+where) if that commit fails or the agent's work is not on the task's branch, and deletes the
+branch only when it holds nothing beyond the baseline. Before any worktree is removed
+(finalize, recover) — and when one is kept — a HEAD commit that no branch holds is anchored as
+`refs/predictorx/kept/<task>`. A JSON marker in the env root lets a restarted daemon find and
+finish what a crash left behind; while it exists (also in state `kept`), GC leaves the env root
+alone.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from pathlib import Path
 import psutil
 
 from .branches import ref_component, task_branch
-from .gitcmd import GitError, git, git_text
+from .gitcmd import GitError, anchor_unbranched_head, git, git_text
 
 MAX_UNTRACKED_FILES = 2000
 MAX_UNTRACKED_BYTES = 200 * 1024 * 1024
@@ -131,7 +135,7 @@ def prepare(
         _write_marker(marker, record)
     except BaseException as e:
         try:
-            _undo_prepare(top, wt_dir, branch, baseline, timeout)
+            _undo_prepare(top, wt_dir, branch, baseline, timeout, task_id)
             marker.unlink(missing_ok=True)
         except Exception:
             pass  # the marker stays for recover(); the first error is the one to report
@@ -258,8 +262,11 @@ def _create_branch(top: Path, agent_name: str, task_id: str, commit: str, timeou
     raise WorktreeError(f"could not create a branch for task {task_id} in {top}: {last.stderr if last else ''}")
 
 
-def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, timeout: float) -> None:
-    """Take back a half-made worktree; the agent never ran in it, so there is nothing of its own."""
+def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, timeout: float,
+                  name: str = "") -> str | None:
+    """Take back a half-made worktree; the agent never ran in it, so there is nothing of its own
+    — and should a commit be there anyway, it is anchored first (the returned sentence says where)."""
+    kept = _anchor(wt_dir, name, timeout)
     with _admin_lock(top, timeout):
         if wt_dir.exists() or _registered(top, wt_dir, timeout):
             git(["worktree", "remove", "--force", str(wt_dir)], cwd=top, timeout=timeout, check=False)
@@ -267,6 +274,7 @@ def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, ti
             git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
     if branch:  # only if it still points at the baseline: never drop a commit
         git(["update-ref", "-d", f"refs/heads/{branch}", baseline], cwd=top, timeout=timeout, check=False)
+    return kept
 
 
 # --- finalize -----------------------------------------------------------------------------------
@@ -296,6 +304,12 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
         if problem is None:
             problem = _bring_branch_to_head(p, timeout)
         if problem is not None:
+            try:  # kept, not removed — but should someone remove it by hand, the commit stays
+                anchored = _anchor(wt, p.task_id or p.env_root.name, timeout)
+            except GitError:
+                anchored = None
+            if anchored:
+                problem = f"{problem} {anchored}"
             _update_marker(marker, state="kept", error=problem)
             return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
     else:
@@ -303,8 +317,7 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
             git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
 
     commits = _commits(p, timeout)
-    if present:
-        _remove_worktree(top, wt, timeout)
+    anchored = _remove_worktree(top, wt, timeout, p.task_id or p.env_root.name) if present else None
     if commits:
         message = (f"The task's work is on branch {p.branch} ({len(commits)} commit"
                    f"{'s' if len(commits) != 1 else ''}); review it with git log / git diff — "
@@ -319,6 +332,8 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
         else:  # the agent moved the branch back behind the baseline: leave it as it is
             message = f"The task made no commits of its own; its branch {p.branch} was left where the agent put it."
             branch = p.branch
+    if anchored:
+        message = f"{message} {anchored}"
     marker.unlink(missing_ok=True)
     return Finalized(branch, commits, False, message)
 
@@ -369,13 +384,27 @@ def _commits(p: Prepared, timeout: float) -> tuple[str, ...]:
     return tuple(out.stdout.decode().split()) if out.returncode == 0 else ()
 
 
-def _remove_worktree(top: Path, wt: Path, timeout: float) -> None:
+def _remove_worktree(top: Path, wt: Path, timeout: float, name: str) -> str | None:
+    """Remove the worktree; first anchor its HEAD commit if no branch holds it (then say where)."""
+    kept = _anchor(wt, name, timeout)
     # --force: what is left are ignored files (build output); everything else is committed.
     with _admin_lock(top, timeout):
         r = git(["worktree", "remove", "--force", str(wt)], cwd=top, timeout=timeout, check=False)
         if r.returncode != 0:
             shutil.rmtree(wt, ignore_errors=True)
             git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+    return kept
+
+
+def _anchor(wt: Path, name: str, timeout: float) -> str | None:
+    """Keep the worktree's HEAD commit under refs/predictorx/kept/ if no branch holds it; a
+    sentence saying so, or None. Raises GitError when git cannot tell (then nothing is removed)."""
+    held = anchor_unbranched_head(wt, name or wt.parent.name, timeout=timeout)
+    if held is None:
+        return None
+    ref, sha = held
+    return (f"Its worktree's last commit {sha[:12]} was on no branch, so it is kept as {ref} "
+            f"(`git log {ref}`; delete it with `git update-ref -d {ref}` once you no longer need it).")
 
 
 # --- recover ------------------------------------------------------------------------------------
@@ -407,10 +436,11 @@ def _recover_one(marker: Path, timeout: float) -> str | None:
         return (f"The repository {top} of task {task} is gone; its worktree {wt} was left as it is "
                 f"(remove {marker} once you have looked).")
     if rec.get("state") == "preparing" or not rec.get("branch"):
-        _undo_prepare(top, wt, rec.get("branch"), rec["baseline_commit"], timeout)
+        kept = _undo_prepare(top, wt, rec.get("branch"), rec["baseline_commit"], timeout, task or "")
         marker.unlink(missing_ok=True)
         return (f"Removed the half-made worktree {wt} of task {task} "
-                "(a previous run stopped while making it; the agent never ran).")
+                "(a previous run stopped while making it; the agent never ran)."
+                + (f" {kept}" if kept else ""))
     prepared = Prepared(wt, Path(rec["start_dir"]), rec["branch"], rec["baseline_commit"], rec["base_commit"],
                         top, Path(rec["env_root"]), rec.get("agent_name", ""), task or "")
     try:

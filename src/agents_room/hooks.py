@@ -245,11 +245,12 @@ def _wake(room, row, opts: dict) -> tuple[str, int, str]:
         if cur is None or cur["ended_at"] is not None or cur["wake_waiter"] != token:
             return "", 0, ""  # superseded, busy again, or ended
         now = room.clock()
+        # the same clauses as Room.pending: an offer time in the future means the clock stepped back
         due = room.conn.execute(
             "SELECT 1 FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? "
-            "AND (d.state='stored' OR (d.state='offered' AND d.offered_at <= ?)) "
-            "AND (m.expires_at IS NULL OR m.expires_at > ?) LIMIT 1",
-            (sid, now - RETRY_WINDOW["stop"], now),
+            "AND (d.state='stored' OR (d.state='offered' AND (d.offered_at IS NULL OR d.offered_at <= ? "
+            "OR d.offered_at > ?))) AND (m.expires_at IS NULL OR m.expires_at > ?) LIMIT 1",
+            (sid, now - RETRY_WINDOW["stop"], now, now),
         ).fetchone()
         if due:
             offer = room.pending(sid, "stop")

@@ -321,3 +321,15 @@ def test_session_start_clears_a_stop_hold_flag_left_by_an_earlier_turn(db, repos
     assert _start("claude", repos["api"]) == me
     r.send(peer, me, "two")
     assert json.loads(hook("claude", "Stop", stop).stdout)["decision"] == "block"
+
+
+def test_wake_reminds_of_an_offer_dated_in_the_future(db, repos):
+    # the clock stepped back after the offer: pending() re-offers it, and so must the wake waiter
+    me = _start("claude", repos["api"], autonomy="wake")
+    r, peer = _peer(db, repos["web"])
+    r.send(peer, me, "offered before the clock went back")
+    r.pending(me, "tool")
+    r.conn.execute("UPDATE deliveries SET offered_at = offered_at + 3600 WHERE recipient=?", (me,))
+    res = hook("claude", "Stop", payload("claude", "Stop", repos["api"]), "--wake", "--wake-interval=0.05",
+               "--wake-timeout=1.5")
+    assert res.returncode == 2 and "1 unread message" in res.stderr

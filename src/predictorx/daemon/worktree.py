@@ -21,7 +21,9 @@ work and nothing else. Their working copy, index and stash list are only read.
 
 Nothing is lost silently: `finalize` commits what the agent left, keeps the worktree (and says
 where) if that commit fails or the agent's work is not on the task's branch, and deletes the
-branch only when it holds nothing beyond the baseline. Before any worktree is removed
+branch only when it holds nothing beyond the baseline. A person's branch is never moved: if the
+agent switched the worktree to another branch, HEAD is detached from it before the leftovers are
+committed, and the task's branch follows only by fast-forward. Before any worktree is removed
 (finalize, recover) — and when one is kept — a HEAD commit that no branch holds is anchored as
 `refs/predictorx/kept/<task>`. A JSON marker in the env root lets a restarted daemon find and
 finish what a crash left behind; while it exists (also in state `kept`), GC leaves the env root
@@ -300,9 +302,10 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
     present = wt.is_dir() and (wt / ".git").exists()
 
     if present:
+        switched = _leave_other_branch(p, timeout)
         problem = _commit_leftovers(p, timeout)
         if problem is None:
-            problem = _bring_branch_to_head(p, timeout)
+            problem = _bring_branch_to_head(p, timeout, switched)
         if problem is not None:
             try:  # kept, not removed — but should someone remove it by hand, the commit stays
                 anchored = _anchor(wt, p.task_id or p.env_root.name, timeout)
@@ -338,8 +341,26 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
     return Finalized(branch, commits, False, message)
 
 
+def _leave_other_branch(p: Prepared, timeout: float) -> str | None:
+    """If the agent switched the worktree to a branch other than the task's (possibly one of the
+    person's own), detach HEAD from it, so the leftover commit can never move that branch.
+    Returns the branch it switched to, or None."""
+    wt = p.worktree_dir
+    r = git(["symbolic-ref", "-q", "HEAD"], cwd=wt, timeout=timeout, check=False)
+    ref = r.stdout.decode("utf-8", "surrogateescape").strip()
+    if r.returncode != 0 or not ref or ref == f"refs/heads/{p.branch}":
+        return None  # already detached, or on the task's branch
+    other = ref.removeprefix("refs/heads/")
+    head = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=wt, timeout=timeout, check=False)
+    if head.returncode == 0:  # an unborn branch is no one's yet: a commit there moves nothing existing
+        git(["update-ref", "--no-deref", "-m", f"predictorx: detach from {other} before committing leftovers",
+             "HEAD", head.stdout.decode().strip()], cwd=wt, timeout=timeout)
+    return other
+
+
 def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
-    """Commit everything the agent left (untracked too, ignored files not) where its HEAD is."""
+    """Commit everything the agent left (untracked too, ignored files not) where its HEAD is —
+    by then the task's branch or a detached HEAD, never another branch (_leave_other_branch)."""
     wt = p.worktree_dir
     try:
         git(["add", "--all"], cwd=wt, timeout=timeout)
@@ -360,9 +381,11 @@ def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
                 "Commit or copy the changes yourself, then remove it with `git worktree remove`.")
 
 
-def _bring_branch_to_head(p: Prepared, timeout: float) -> str | None:
+def _bring_branch_to_head(p: Prepared, timeout: float, switched: str | None = None) -> str | None:
     """If the agent committed on another branch or a detached HEAD, move our branch there when
-    that only adds commits; otherwise keep the worktree rather than strand its commits."""
+    that only adds commits; otherwise keep the worktree rather than strand its commits.
+    `switched` is the branch the agent had switched to (HEAD is detached from it by now); that
+    branch is never moved here."""
     wt, ref = p.worktree_dir, f"refs/heads/{p.branch}"
     head = git_text(["rev-parse", "HEAD"], cwd=wt, timeout=timeout)
     tip = git(["rev-parse", "--verify", "-q", ref], cwd=wt, timeout=timeout, check=False).stdout.decode().strip()
@@ -374,6 +397,11 @@ def _bring_branch_to_head(p: Prepared, timeout: float) -> str | None:
     if git(["merge-base", "--is-ancestor", tip, head], cwd=wt, timeout=timeout, check=False).returncode == 0:
         git(["update-ref", ref, head, tip], cwd=wt, timeout=timeout)
         return None
+    if switched:
+        return (f"The agent switched its worktree {wt} to branch {switched}; its work there (commit "
+                f"{head[:12]}) does not build on branch {p.branch}, so it was not put on it, and Predictor X "
+                f"did not move {switched} either. The worktree was kept, detached at that commit, so nothing "
+                f"is lost (`git worktree list` in {p.repo_dir} shows it).")
     return (f"The agent left its worktree {wt} on commit {head[:12]}, which is not on branch {p.branch}; "
             f"the worktree was kept so nothing is lost (`git worktree list` in {p.repo_dir} shows it).")
 

@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                 rooms=args.room, dry_run=args.dry_run,
             )
         except (OSError, ValueError) as exc:
-            print(f"agents-room install: {exc}", file=sys.stderr)
+            print(f"agents-room install: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
             return 1
         _human(res)
         return 0

@@ -75,7 +75,7 @@ def install(harness: str, *, scope: str = "user", project_dir: str | None = None
         config_file = cdir / "config.toml"
         hooks_file = cdir / "hooks.json"
         text = config_file.read_text() if config_file.exists() else ""
-        new_text = merge_codex_config(text, mcp_entry("codex"))
+        new_text = merge_codex_config(text, mcp_entry("codex"), where=str(config_file))
         hooks = _load_json(hooks_file)
         hooks["hooks"] = merge_hooks(hooks.get("hooks") or {}, hooks_spec("codex", autonomy=autonomy, rooms=rooms))
         _write(config_file, new_text, dry_run, written)
@@ -96,12 +96,16 @@ def _table_name(line: str) -> str | None:
     return m.group(1).replace('"', "").replace("'", "").replace(" ", "") if m else None
 
 
-def merge_codex_config(text: str, entry: dict) -> str:
-    """Replace our ``[mcp_servers.agents-room]`` table (and its sub-tables), enable hooks, keep the rest."""
+def merge_codex_config(text: str, entry: dict, where: str = "config.toml") -> str:
+    """Replace our ``[mcp_servers.agents-room]`` table (and its sub-tables), enable hooks, keep the rest.
+
+    Raises ValueError (nothing is written) when ``text`` does not parse, or when the merge would not
+    parse or would change anything that was there.
+    """
     try:
         before = tomllib.loads(text) if text.strip() else {}
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config.toml does not parse ({exc}); fix it first, agents-room will not overwrite it") from None
+        raise ValueError(f"{where} does not parse ({exc}); fix it first, agents-room will not overwrite it") from None
     ours = f"mcp_servers.{MCP_NAME}"
     out_lines: list[str] = []
     skipping = False
@@ -127,14 +131,25 @@ def merge_codex_config(text: str, entry: dict) -> str:
     block = [f"[mcp_servers.{MCP_NAME}]", f"command = {toml_inline(entry['command'])}", f"args = {toml_inline(entry['args'])}"]
     block.append(f"env = {toml_inline(entry['env'])}")
     new = (body + "\n\n" if body.strip() else "") + "\n".join(block) + "\n"
-    after = tomllib.loads(new)
-    # everything that was there is still there
-    for k, v in before.items():
-        if k == "mcp_servers":
-            rest = {a: b for a, b in v.items() if a != MCP_NAME}
-            assert all(after["mcp_servers"].get(a) == b for a, b in rest.items())
-        elif k == "features":
-            assert all(after["features"].get(a) == b for a, b in v.items())
-        else:
-            assert after.get(k) == v, k
+    by_hand = f"nothing was written: add the [{ours}] table and features.codex_hooks = true to it by hand"
+    try:
+        after = tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"merging agents-room into {where} would not give valid TOML ({exc}); {by_hand}") from None
+    # everything that was there is still there (checked always: not an assert, which -O drops)
+    changed = _changed_keys(before, after)
+    if changed:
+        raise ValueError(f"merging agents-room into {where} would change {', '.join(changed)}; {by_hand}")
     return new
+
+
+def _changed_keys(before: dict, after: dict) -> list[str]:
+    """Dotted names of the settings in ``before`` that ``after`` does not keep (ours excepted)."""
+    changed: list[str] = []
+    for k, v in before.items():
+        if k in ("mcp_servers", "features") and isinstance(v, dict):
+            now = after.get(k) if isinstance(after.get(k), dict) else {}
+            changed += [f"{k}.{a}" for a, b in v.items() if not (k == "mcp_servers" and a == MCP_NAME) and now.get(a) != b]
+        elif after.get(k) != v:
+            changed.append(k)
+    return changed

@@ -197,3 +197,29 @@ def test_cli_rejoin_with_session_from_another_repo_stays_put(db, repos):
     again = json.loads(res.stdout)
     assert again["repo"] == "repo:api"
     assert again["rooms"] == ["repo:api", "shared:canon", "shared:old"]
+
+
+ENTRY = {"command": "c", "args": ["mcp"], "env": {}}
+
+
+def test_codex_config_merge_that_would_lose_settings_is_a_value_error():
+    # a server whose quoted name begins with ours would be dropped with our table: refused, not asserted
+    text = '[mcp_servers."agents-room.old"]\ncommand = "keep-me"\n'
+    with pytest.raises(ValueError, match=r"would change mcp_servers\.agents-room\.old.*by hand"):
+        merge_codex_config(text, ENTRY)
+    # features as an inline table: the merged text would not parse
+    with pytest.raises(ValueError, match="would not give valid TOML"):
+        merge_codex_config('features = { web_search = true }\n', ENTRY)
+
+
+def test_install_cli_reports_a_refused_merge_in_one_line(tmp_path):
+    codex = tmp_path / "codex-home"
+    codex.mkdir()
+    original = '[mcp_servers."agents-room.old"]\ncommand = "keep-me"\n'
+    (codex / "config.toml").write_text(original)
+    res = run_cli("install", "codex", env={"CODEX_HOME": str(codex)})
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agents-room install: merging agents-room into ")
+    assert "Traceback" not in res.stderr and "AssertionError" not in res.stderr
+    assert (codex / "config.toml").read_text() == original and not (codex / "hooks.json").exists()

@@ -314,3 +314,20 @@ def test_work_left_off_the_branch_keeps_the_worktree(tmp_path: Path) -> None:
     assert p.worktree_dir.exists()
     head = git(p.worktree_dir, "rev-parse", "HEAD").strip()
     assert git(p.worktree_dir, "show", f"{head}:f.txt") == "x\n"  # committed, not lost
+
+
+def test_a_repository_with_submodules_fails_with_advice(tmp_path: Path) -> None:
+    sub = make_repo(tmp_path / "lib")
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendor/lib")
+    git(repo, "commit", "-qm", "add a submodule")
+    (repo / "vendor" / "lib" / "README.md").write_text("edited inside the submodule\n")
+    before = git(repo, "status", "--porcelain")
+    with pytest.raises(WorktreeError) as e:
+        prepare(repo, tmp_path / "env", "claude", "t")
+    msg = str(e.value)
+    assert "submodule" in msg and "vendor/lib" in msg and "in_place" in msg
+    assert branches(repo) == ["main"]
+    assert git(repo, "worktree", "list").count("\n") == 1
+    assert git(repo, "status", "--porcelain") == before
+    assert not (tmp_path / "env" / "workdir").exists()

@@ -28,6 +28,9 @@ committed, and the task's branch follows only by fast-forward. Before any worktr
 `refs/predictorx/kept/<task>`. A JSON marker in the env root lets a restarted daemon find and
 finish what a crash left behind; while it exists (also in state `kept`), GC leaves the env root
 alone.
+
+Not reproduced, so refused (never run in place instead): submodules (gitlinks in the index), and
+untracked state that a commit cannot hold faithfully (symlinks, nested repositories, over limits).
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ def prepare(
     if env == top or _is_inside(env, top):
         raise WorktreeError(f"the task's env root {env} is inside the repository {top}; "
                             "the worktree would show up in your working copy")
+    _refuse_submodules(top, timeout)
     wt_dir = env / WORKDIR
     if wt_dir.exists():
         raise WorktreeError(f"{wt_dir} already exists; a task's worktree is made only once")
@@ -168,6 +172,20 @@ def _repo_info(local: Path, timeout: float) -> tuple[Path, str, Path, str, str, 
                             f"Run `git init` and commit there, or use in_place mode. (git: {e.stderr})") from e
     raise WorktreeError(f"the git repository at {top} has no commit yet; worktree mode needs at least "
                         "one commit. Commit something first (the task never falls back to running in place).")
+
+
+def _refuse_submodules(top: Path, timeout: float) -> None:
+    """A worktree would show a submodule as an empty folder and drop the changes made inside it,
+    so the agent would not start from what the person sees (R-WT-2): refuse, never run in place."""
+    out = git(["ls-files", "--stage", "-z"], cwd=top, timeout=timeout).stdout
+    gitlinks = [e.split(b"\t", 1)[-1].decode("utf-8", "replace")
+                for e in out.split(b"\0") if e.startswith(b"160000 ")]
+    if gitlinks:
+        shown = ", ".join(gitlinks[:3]) + (f" and {len(gitlinks) - 3:,} more" if len(gitlinks) > 3 else "")
+        raise WorktreeError(f"{top} has submodules ({shown}), which worktree mode cannot reproduce yet: "
+                            "their folders would be empty and changes inside them would be lost. "
+                            "Use in_place mode for this folder (the task never falls back to running "
+                            "in place by itself).")
 
 
 def _untracked_files(top: Path, max_files: int, max_bytes: int, timeout: float) -> list[bytes]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ld_git import git, make_repo, snapshot
 
-from predictorx.daemon.worktree import MARKER, recover
+from predictorx.daemon.worktree import MARKER, prepare, recover
 
 # The previous daemon: prepares a task's worktree, lets the "agent" write into it, then dies
 # without finalising (SIGKILL, no cleanup of any kind).
@@ -117,3 +117,22 @@ def test_broken_records_are_reported_and_do_not_stop_the_others(tmp_path: Path) 
     assert any("t-orphan" in s and "is gone" in s for s in said)
     assert any("t-fine" in s and branch in s for s in said)
     assert git(repo, "show", f"{branch}:y.txt")
+
+
+def test_recover_says_a_worktree_was_kept_why_and_where(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    p = prepare(repo, tmp_path / "envs" / "t6", "claude", "t6")
+    git(p.worktree_dir, "checkout", "-q", "--detach", "HEAD~1")
+    git(p.worktree_dir, "commit", "-q", "--allow-empty", "-m", "off the branch")
+    marker = p.env_root / MARKER
+    record = json.loads(marker.read_text())
+    record["pid"] = -1  # as if the daemon that ran the task had died
+    marker.write_text(json.dumps(record))
+    said = recover([tmp_path / "envs"])
+    assert len(said) == 1
+    assert not said[0].startswith("Finished")
+    assert "Kept the worktree" in said[0] and "t6" in said[0]
+    assert str(p.worktree_dir) in said[0] and "git worktree list" in said[0]
+    assert "not on branch" in said[0]  # why
+    assert p.worktree_dir.exists() and marker.exists()

@@ -493,6 +493,9 @@ def _recover_one(marker: Path, timeout: float) -> str | None:
         result = finalize(prepared, timeout=timeout)
     except WorktreeError as e:
         return f"Could not finish the worktree {wt} of task {task}: {e}"
+    if result.kept_worktree:
+        return (f"Kept the worktree {wt} that task {task} left when a previous run stopped, instead of "
+                f"removing it: {result.error or result.message}")
     return f"Finished the worktree {wt} that task {task} left when a previous run stopped: {result.message}"
 
 

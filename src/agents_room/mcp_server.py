@@ -63,6 +63,8 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
 
         rooms: shared room names ('storefront' and 'shared:storefront' are one room).
         session: your existing session id, to rejoin or add rooms. Omit on first join.
+        cwd: your working directory (default: this server's). A rejoin with `session` keeps the
+        session's repo room unless cwd is given.
         autonomy: 0 notify, 1 hold, 2 wake. Omit to keep the current level; a lower value lowers it (with a warning).
         Returns your session id: pass it as `session` to every other tool.
         """
@@ -119,7 +121,8 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
     @app.tool()
     def lease_acquire(session: str, paths: list[str], mode: str = "exclusive", ttl_seconds: float | None = None) -> dict[str, Any]:
         """Lease files or globs in your repo (all or nothing). mode 'exclusive' or 'shared'. A conflict names
-        the holder, its repo and expiry. Default TTL 15 minutes; renew with lease_renew."""
+        the holder, its repo and expiry. Default TTL 15 minutes; renew with lease_renew. Relative paths
+        are relative to your session's cwd; patterns are stored and shown relative to the repo root."""
         return call("lease_acquire", session, paths, mode, ttl_seconds)
 
     @app.tool()
@@ -134,7 +137,8 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
 
     @app.tool()
     def file_read(session: str, path: str, content_hash: str | None = None) -> dict[str, Any]:
-        """Record the content hash of a file you read (hashed from disk unless given), for divergence checks."""
+        """Record the content hash of a file you read (hashed from disk unless given), for divergence checks.
+        A relative path is relative to your session's cwd."""
         return call("file_read", session, path, content_hash)
 
     @app.tool()

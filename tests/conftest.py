@@ -16,6 +16,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("pxhome")
     monkeypatch.setenv("PREDICTORX_HOME", str(home / "state"))
     monkeypatch.setenv("PREDICTORX_WORKSPACES_ROOT", str(home / "workspaces"))
+    monkeypatch.setenv("PREDICTORX_LOCK_DIR", str(home / "locks"))
     monkeypatch.setenv("AGENTS_ROOM_DB", str(home / "room.db"))
     for var in ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_DATABASE_URL", "PREDICTORX_WORKSPACE"):
         monkeypatch.delenv(var, raising=False)

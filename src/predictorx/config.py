@@ -31,6 +31,15 @@ def database_url() -> str:
     return f"sqlite:///{state_dir() / 'predictorx.db'}"
 
 
+def lock_dir() -> Path:
+    """Where in-place folder locks live: per user and machine, NOT per state dir, so two daemons
+    on one machine (each with its own PREDICTORX_HOME) see each other's locks (R-LD-5)."""
+    override = os.environ.get("PREDICTORX_LOCK_DIR")
+    path = Path(override).expanduser() if override else Path(platformdirs.user_cache_dir("predictorx")) / "locks"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def workspaces_root() -> Path:
     root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
     return Path(root).expanduser() if root else Path.home() / "predictorx_workspaces"

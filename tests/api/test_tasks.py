@@ -242,3 +242,33 @@ def test_bad_ids_and_repo_urls_are_refused(api):  # noqa: ANN001
         "resource_type": "github_repo", "resource_ref": {"url": "https://h/o/r", "label": "x" * 5000}})
     assert long_label.status_code == 422
     assert api.get("/api/issues/foo-1").status_code == 404 and api.get("/api/issues/-1").status_code == 404
+
+
+def test_a_task_its_daemon_no_longer_holds_is_not_left_running(api):  # noqa: ANN001
+    from predictorx.service.daemons import daemon_timeout
+
+    did, d = _daemon(api)
+    api.post("/api/agents", json={"name": "a1", "provider": "claude", "max_concurrent_tasks": 5})
+    _issue(api, title="one", assignee="a1")
+    _issue(api, title="two", assignee="a1")
+    claimed = [c["task"]["id"] for c in d.post("/api/daemon/claim", json={"limit": 2}).json()["tasks"]]
+    d.post(f"/api/daemon/tasks/{claimed[0]}/status", json={"status": "running"})
+    assert d.post("/api/daemon/heartbeat", json={"task_ids": []}).json() == {"cancelled": []}
+    assert {t["status"] for t in api.get("/api/tasks").json()} == {"running", "dispatched"}  # within grace
+    state = api.client.app.state.px
+    with state.write() as s:
+        for tid in claimed:
+            s.get(Task, tid).dispatched_at = utcnow() - daemon_timeout() - timedelta(seconds=1)
+    d.post("/api/daemon/heartbeat", json={"task_ids": [claimed[1]]})
+    statuses = {t["id"]: t for t in api.get("/api/tasks").json()}
+    assert statuses[claimed[0]]["status"] == "failed" and "no longer holds" in statuses[claimed[0]]["failure_reason"]
+    assert statuses[claimed[1]]["status"] == "dispatched"
+
+
+def test_a_stopping_daemon_hands_back_what_it_had_not_started(api):  # noqa: ANN001
+    _, d = _daemon(api)
+    api.post("/api/agents", json={"name": "a1", "provider": "claude"})
+    _issue(api, assignee="a1")
+    tid = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    assert d.post(f"/api/daemon/tasks/{tid}/release").json()["status"] == "queued"
+    assert len(d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]) == 1

@@ -181,3 +181,11 @@ def test_login_writes_a_private_config(server, monkeypatch, capsys, tmp_path):  
     with pytest.raises(SystemExit) as e:
         main(["login", "--server-url", server.url, "--token", "pxu_wrong"])
     assert e.value.code == 1 and "invalid or expired token" in capsys.readouterr().err
+
+
+def test_titles_are_data_not_markup(px):  # noqa: ANN001
+    _ok(px("project", "create", "--title", "[/]", "--description", "[/red] and [bold]x"))
+    out = _ok(px("project", "list"))
+    assert "[/]" in out
+    pid = next(p["id"] for p in json.loads(_ok(px("project", "list", "--output", "json"))) if p["title"] == "[/]")
+    assert "[/red] and [bold]x" in _ok(px("project", "get", pid))

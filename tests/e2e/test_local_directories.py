@@ -185,3 +185,40 @@ def test_status_and_runs_show_waiting_everywhere(server, start_daemon, tmp_path)
     gate.write_text("go")
     server.wait_task(second)
     time.sleep(0)
+
+
+def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, tmp_path):  # noqa: ANN001
+    """R-LD-5: each daemon has its own state dir, yet they see one lock per real folder."""
+    a, b = start_daemon("a", max_tasks=4), start_daemon("b", max_tasks=4)
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    link = tmp_path / "link-to-shared"
+    link.symlink_to(folder)
+    log = tmp_path / "order.log"
+    project = server.api("POST", "/api/projects", {"title": "two machines' view", "resources": [
+        {"resource_type": "local_directory", "label": "via a", "resource_ref": {"local_path": str(folder), "daemon_id": a.id}},
+        {"resource_type": "local_directory", "label": "via b", "resource_ref": {"local_path": str(link), "daemon_id": b.id}},
+    ]})
+    _agent(server, "both", f'echo "start $PREDICTORX_TASK_ID" >> {log}; sleep 0.2; echo "end $PREDICTORX_TASK_ID" >> {log}',
+           concurrent=8)
+    ids = _assign(server, project, "both", 8)
+    tasks = [server.wait_task(t, timeout=60) for t in ids]
+    assert all(t["status"] == "completed" for t in tasks)
+    assert {t["daemon_id"] for t in tasks} == {a.id, b.id}
+    lines = log.read_text().split("\n")[:-1]
+    for i in range(0, len(lines), 2):
+        assert lines[i].startswith("start ") and lines[i + 1] == "end " + lines[i][6:]
+
+
+def test_stopping_a_daemon_hands_back_waiting_work_and_fails_running_work(server, start_daemon, tmp_path):  # noqa: ANN001
+    daemon = start_daemon()
+    folder = tmp_path / "f"
+    folder.mkdir()
+    _agent(server, "sleepy", "sleep 600", concurrent=2)
+    project = _local_project(server, daemon, folder)
+    running, waiting = _assign(server, project, "sleepy", 2)
+    wait_until(lambda: server.api("GET", f"/api/tasks/{waiting}")["status"] == "waiting_local_directory", what="waiting")
+    daemon.stop()  # SIGTERM: an orderly stop, not a user's cancel
+    assert server.api("GET", f"/api/tasks/{waiting}")["status"] == "queued"
+    t = server.api("GET", f"/api/tasks/{running}")
+    assert t["status"] == "failed" and "was stopped" in t["failure_reason"]

@@ -110,7 +110,12 @@ class AgentAdapter:
         return spec.prompt.encode("utf-8")
 
     def build_env(self, spec: RunSpec) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in self.scrubbed_env}
+        """The daemon's environment minus its own secrets, plus the run's variables.
+
+        The daemon's PREDICTORX_* settings (its database URL, its state dir holding the owner's
+        token) are never inherited: the agent gets only what the run gives it (R-EX-4)."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in self.scrubbed_env and not k.startswith("PREDICTORX_") and not k.endswith("DATABASE_URL")}
         env.update(spec.env)
         return env
 

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -74,6 +75,30 @@ class ProcessOutcome:
 LineHandler = Callable[[str], Awaitable[None]]
 
 
+def _load_prctl():  # noqa: ANN202
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: if the daemon dies, the kernel kills the agent too (Linux).
+
+    Otherwise a crashed daemon would leave an agent working in a folder whose lock died with the
+    daemon, and a restarted daemon would start the next task beside it."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asyncio.Event) -> ProcessOutcome:
     """Run one agent process to its end; `on_line` gets every stdout line, in order."""
     request.stream_log.parent.mkdir(parents=True, exist_ok=True)
@@ -88,6 +113,7 @@ async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asy
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except FileNotFoundError:
             return ProcessOutcome(None, spawn_error=_not_found(request))

@@ -7,13 +7,15 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .client import emit_json
 
 import sys
 
 # Piped output is read by scripts and people alike: never fold it to a pretend 80 columns.
-console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 400)
+# markup=False: titles, reasons and git output are data; "[/]" in a title must print, not crash.
+console = Console(highlight=False, soft_wrap=True, markup=False, width=None if sys.stdout.isatty() else 400)
 
 
 class Output(str, Enum):
@@ -27,13 +29,13 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str]], output: Ou
         emit_json(rows)
         return
     if not rows:
-        console.print(f"[dim]{empty}[/dim]")
+        console.print(Text(empty, style="dim"))
         return
     t = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     for _key, title in columns:
         t.add_column(title, overflow="fold")
     for row in rows:
-        t.add_row(*[_cell(row.get(key)) for key, _ in columns])
+        t.add_row(*[Text(_cell(row.get(key))) for key, _ in columns])
     console.print(t)
 
 
@@ -45,7 +47,7 @@ def record(data: dict[str, Any], fields: list[tuple[str, str]], output: Output) 
     for key, title in fields:
         value = data.get(key)
         if value not in (None, "", []):
-            console.print(f"[bold]{title.ljust(width)}[/bold]  {_cell(value)}")
+            console.print(Text.assemble((title.ljust(width), "bold"), "  ", _cell(value)))
 
 
 def _cell(value: Any) -> str:

@@ -65,7 +65,7 @@ class Daemon:
         self.name = name or socket.gethostname()
         self.max_tasks = max_tasks
         self.workspaces_root = workspaces_root or config.workspaces_root()
-        self.dir_locks = DirLocks(config.state_dir() / "locks")
+        self.dir_locks = DirLocks(config.lock_dir())
         self.repo_cache = RepoCache(self.workspaces_root)
         self.runs: dict[str, TaskRun] = {}
         self.busy_slots = 0
@@ -75,16 +75,41 @@ class Daemon:
         self.safety_poll_interval = 30.0
         self.runtimes: list[dict[str, Any]] = []
         self._claim_wakeup = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self.unreported: dict[str, dict[str, Any]] = {}  # finishes the server has not acknowledged
         self._push_connected = False
         self._stopping = asyncio.Event()
 
     # -- slots ------------------------------------------------------------------------------------
     def slot_released(self) -> None:
         self.busy_slots -= 1
+        self._slot_free.set()
         self._claim_wakeup.set()
 
-    def slot_taken(self) -> None:
+    async def acquire_slot(self) -> None:
+        """For a task that waited for its folder: run only when an execution slot is free."""
+        while self.busy_slots >= self.max_tasks:
+            self._slot_free.clear()
+            await self._slot_free.wait()
         self.busy_slots += 1
+
+    async def release(self, task_id: str) -> None:
+        try:
+            await self.api.release(task_id)
+        except ServerError as e:
+            log.warning("task %s: could not hand it back (%s); the server re-queues it later", task_id, e)
+
+    async def report_finish(self, task_id: str, fields: dict[str, Any]) -> None:
+        """Report a task's end; if the server cannot be reached, keep it and retry with heartbeats,
+        so no task is left running on the server for ever."""
+        try:
+            await self.api.finish(task_id, **fields)
+        except ServerError as e:
+            if 400 <= e.status < 500:
+                log.error("task %s: the server refused its end (%s)", task_id, e.detail)
+                return
+            log.warning("task %s: could not report its end (%s); will retry", task_id, e.detail)
+            self.unreported[task_id] = fields
 
     def executable_for(self, provider: str) -> list[str] | None:
         for rt in self.runtimes:
@@ -130,7 +155,7 @@ class Daemon:
             for job in jobs:
                 job.cancel()
             for r in list(self.runs.values()):
-                r.cancel()
+                r.shutdown()
             pending = [r.main for r in self.runs.values() if r.main]
             if pending:
                 await asyncio.wait(pending, timeout=10)
@@ -241,12 +266,15 @@ class Daemon:
         while True:
             await asyncio.sleep(self.heartbeat_interval)
             try:
-                cancelled = await self.api.heartbeat(list(self.runs))
+                cancelled = await self.api.heartbeat(list(self.runs) + list(self.unreported))
             except asyncio.CancelledError:
                 raise
             except ServerError as e:
                 log.warning("heartbeat failed: %s", e.detail)
                 continue
+            for task_id, fields in list(self.unreported.items()):
+                del self.unreported[task_id]
+                await self.report_finish(task_id, fields)
             for task_id in cancelled:
                 run = self.runs.get(task_id)
                 if run is not None:

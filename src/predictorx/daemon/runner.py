@@ -78,6 +78,7 @@ class TaskRun:
         self.cancel_event = asyncio.Event()
         self.phase = "preparing"       # preparing | waiting | running | finishing
         self.holds_slot = True
+        self.stopping = False
         self.branch: str | None = None
         self.main: asyncio.Task | None = None
         self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
@@ -96,12 +97,12 @@ class TaskRun:
             self.holds_slot = False
             self.daemon.slot_released()
 
-    def _take_slot(self) -> None:
-        if not self.holds_slot:
-            self.holds_slot = True
-            self.daemon.slot_taken()
-
     # -- the run --------------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """The daemon is stopping: not the user's cancel. Unstarted work goes back to the queue."""
+        self.stopping = True
+        self.cancel()
+
     async def run(self) -> None:
         api = self.daemon.api
         outcome: dict[str, Any] = {"status": "failed", "failure_reason": "the daemon stopped unexpectedly"}
@@ -112,18 +113,19 @@ class TaskRun:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
             placement, _res = _placement(ctx, self.daemon.daemon_id)
             ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
-            real = None
-            if placement.local_path is not None:
-                try:
-                    real = check_local_directory(str(placement.local_path))
-                except PathRuleError as e:  # R-LD-2: fail, folder untouched
-                    raise TaskFailed(f"the local folder “{placement.label or 'local directory'}” cannot be used: {e}") from None
+            real = self._checked_folder(placement) if placement.local_path is not None else None
             env = envroot.create_env_root(self.daemon.workspaces_root, ws, self.id,
                                           workdir_kind=placement.kind, local_path=real)
             if placement.kind == "in_place":
                 async with self.daemon.dir_locks.acquire(real, self.id, placement.label or "local folder",
                                                          on_wait=self._on_wait):
-                    self._take_slot()
+                    if self.phase == "waiting":
+                        # The wait may have lasted hours: the folder must still be what was checked.
+                        if self._checked_folder(placement) != real:
+                            raise TaskFailed(f"the local folder “{placement.label or 'local directory'}” now "
+                                             "resolves to another place than when the task started; not run")
+                        await self.daemon.acquire_slot()
+                        self.holds_slot = True
                     outcome = await self._execute(ctx, env, real, real)
             elif placement.kind == "worktree":
                 outcome = await self._in_worktree(ctx, env, real)
@@ -137,6 +139,7 @@ class TaskRun:
             log.exception("task %s failed in the daemon", self.id)
             outcome = {"status": "failed", "failure_reason": f"the daemon could not run the task: {e}"}
         finally:
+            started = self.phase in ("running", "finishing")
             self.phase = "finishing"
             self._release_slot()
             await asyncio.shield(self._uploader.close())
@@ -145,24 +148,45 @@ class TaskRun:
                     envroot.mark_finished(env, status=outcome["status"])
                 except OSError:
                     pass
-        if self.cancel_event.is_set() and outcome["status"] != "completed":
+        if self.stopping and not started:
+            await self.daemon.release(self.id)  # back to the queue, for this or another daemon
+            return
+        if self.stopping and outcome["status"] != "completed":
+            outcome = {**outcome, "status": "failed",
+                       "failure_reason": f"the daemon {self.daemon.name} was stopped while the agent was running"}
+        elif self.cancel_event.is_set() and outcome["status"] != "completed":
             outcome["status"] = "cancelled"
+        await self.daemon.report_finish(self.id, {"branch_name": self.branch, **outcome})
+
+    def _checked_folder(self, placement: Placement) -> Path:
         try:
-            await api.finish(self.id, branch_name=self.branch, **outcome)
-        except ServerError as e:
-            log.error("task %s: could not report its end (%s)", self.id, e)
+            return check_local_directory(str(placement.local_path))
+        except PathRuleError as e:  # R-LD-2: fail, folder untouched
+            raise TaskFailed(f"the local folder “{placement.label or 'local directory'}” cannot be used: {e}") from None
 
     async def _on_wait(self, reason: str) -> None:
         self.phase = "waiting"
         self._release_slot()  # a waiting task does not hold an execution slot (R-LD-4)
-        await self.daemon.api.status(self.id, "waiting_local_directory", wait_reason=reason)
+        try:
+            await self.daemon.api.status(self.id, "waiting_local_directory", wait_reason=reason)
+        except ServerError as e:  # showing the reason is worth a retry, never the task's place in line
+            log.warning("task %s: could not report its wait (%s)", self.id, e)
 
     async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> dict[str, Any]:
         workdir = env.path / "workdir"
         if workdir.is_dir() and not any(workdir.iterdir()):
             workdir.rmdir()  # git makes it
+        making = asyncio.ensure_future(asyncio.to_thread(worktree.prepare, real, env.path, self.agent["name"], self.id))
         try:
-            prepared = await asyncio.to_thread(worktree.prepare, real, env.path, self.agent["name"], self.id)
+            prepared = await asyncio.shield(making)
+        except asyncio.CancelledError:
+            # Cancelled while git was still making it: let it finish, then take it back (R-WT-5).
+            try:
+                prepared = await making
+            except worktree.WorktreeError:
+                raise asyncio.CancelledError from None
+            await asyncio.to_thread(worktree.finalize, prepared)
+            raise
         except worktree.WorktreeError as e:
             raise TaskFailed(str(e)) from None
         self.branch = prepared.branch
@@ -235,5 +259,7 @@ class TaskRun:
             "PREDICTORX_WORKDIR": str(env.path / "workdir") if env.workdir_kind != "in_place" else str(cwd),
             "PREDICTORX_OUTPUT_DIR": str(env.output),
             "PREDICTORX_WORKSPACES_ROOT": str(self.daemon.workspaces_root),
+            # Its own state dir: the daemon's (with the owner's token) is none of its business.
+            "PREDICTORX_HOME": str(env.path / "home"),
             "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
         }

@@ -80,6 +80,9 @@ class ServerApi:
     async def finish(self, task_id: str, **fields: Any) -> dict[str, Any]:
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/finish", fields, retries=10)
 
+    async def release(self, task_id: str) -> dict[str, Any]:
+        return await self.call("POST", f"/api/daemon/tasks/{task_id}/release", {}, retries=3)
+
     async def messages(self, task_id: str, batch: list[dict[str, Any]]) -> int:
         return (await self.call("POST", f"/api/tasks/{task_id}/messages", {"messages": batch}, retries=2))["last_seq"]
 

@@ -40,7 +40,15 @@ class MessageUploader:
     async def _send_some(self) -> None:
         while self._pending:
             batch = self._pending[: self.max_batch]
-            await self.api.messages(self.task_id, batch)
+            try:
+                await self.api.messages(self.task_id, batch)
+            except ServerError as e:
+                if 400 <= e.status < 500 and e.status not in (408, 429):
+                    log.error("task %s: the server refused %d messages (%s); they stay in the raw log",
+                              self.task_id, len(batch), e)
+                    del self._pending[: len(batch)]  # only the refused batch; the rest still goes
+                    continue
+                raise
             del self._pending[: len(batch)]
 
     async def _loop(self) -> None:
@@ -55,13 +63,9 @@ class MessageUploader:
                 await self._send_some()
                 backoff = 0.2
             except ServerError as e:
-                if 400 <= e.status < 500 and e.status not in (408, 429):
-                    log.error("task %s: the server refused messages (%s); they stay in the raw log", self.task_id, e)
-                    self._pending.clear()
-                else:
-                    log.warning("task %s: sending messages failed (%s); retrying", self.task_id, e)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5)
+                log.warning("task %s: sending messages failed (%s); retrying", self.task_id, e)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5)
             if self._closed and not self._pending:
                 return
 

@@ -320,18 +320,35 @@ def cancel(session: Session, task: Task, reason: str = "cancelled by a user") ->
     return task
 
 
-def heartbeat(session: Session, daemon: Daemon, task_ids: list[str]) -> list[str]:
-    """Extend the leases of the daemon's live tasks; answer which of them were cancelled."""
+def heartbeat(session: Session, daemon: Daemon, task_ids: list[str], grace: timedelta) -> list[str]:
+    """Extend the leases of the daemon's live tasks; answer which of them were cancelled.
+
+    A heartbeat lists every task the daemon holds. A task this daemon was given over `grace` ago
+    that it no longer lists is one it lost (e.g. its end never reached us): re-queued if it never
+    started, failed otherwise — never left `running` for ever."""
     now = utcnow()
     daemon.last_heartbeat_at = now
+    held = set(task_ids)
     cancelled = []
-    if task_ids:
-        for t in session.scalars(select(Task).where(Task.id.in_(task_ids), Task.daemon_id == daemon.id)):
+    for t in session.scalars(select(Task).where(Task.daemon_id == daemon.id, or_(
+            Task.id.in_(held), Task.status.in_(HOLDING)))):
+        if t.id in held:
             if t.status in TERMINAL_STATUSES:
                 cancelled.append(t.id)
             elif t.status == "dispatched":
                 t.lease_expires_at = now + lease_duration()
+        elif t.dispatched_at is not None and t.dispatched_at < now - grace:
+            _lost(session, t, f"daemon {daemon.name} no longer holds the task")
     return cancelled
+
+
+def release(session: Session, daemon_id: str, task_id: str) -> Task:
+    """A daemon hands back a task it had not started (it is stopping): back to the queue."""
+    task = _owned(session, daemon_id, task_id)
+    if task.status in ("dispatched", "waiting_local_directory") and task.started_at is None:
+        task.status, task.daemon_id, task.lease_expires_at, task.wait_reason = "queued", None, None, None
+        emit(session, task.workspace_id, "task_queued", task_id=task.id)
+    return task
 
 
 def orphaned_by_restart(session: Session, daemon: Daemon) -> list[Task]:

@@ -56,7 +56,7 @@ def _me(s, caller: Caller) -> Daemon:  # noqa: ANN001
 @router.post("/daemon/heartbeat")
 def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
-        return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids)}
+        return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids, svc.daemon_timeout())}
 
 
 @router.post("/daemon/claim")
@@ -80,6 +80,12 @@ def report_status(task_id: str, body: TaskStatus, caller: Caller = Depends(daemo
         t = tasks.report_status(s, caller.principal.daemon_id, task_id, status=body.status,
                                 wait_reason=body.wait_reason, branch_name=body.branch_name)
         return serialize.task(t)
+
+
+@router.post("/daemon/tasks/{task_id}/release")
+def release(task_id: str, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        return serialize.task(tasks.release(s, caller.principal.daemon_id, task_id))
 
 
 @router.post("/daemon/tasks/{task_id}/finish")

@@ -167,3 +167,24 @@ def test_workspace_isolation_is_404(api):  # noqa: ANN001
 def test_no_token_is_401(api):  # noqa: ANN001
     assert api.client.get("/api/projects").status_code == 401
     assert api.as_("pxu_wrong").get("/api/projects").status_code == 401
+
+
+def test_members_and_tokens(api):  # noqa: ANN001
+    ws = api.get("/api/workspaces").json()[0]["id"]
+    added = api.post(f"/api/workspaces/{ws}/members", json={"name": "bob", "email": "bob@example.com"}).json()
+    bob = api.as_(added["token"])
+    assert bob.get("/api/projects").status_code == 200
+    assert bob.post(f"/api/workspaces/{ws}/members", json={"name": "eve"}).status_code == 403  # members can't
+    names = [m["name"] for m in api.get(f"/api/workspaces/{ws}/members").json()]
+    assert names == ["owner", "bob"]
+    assert api.post(f"/api/workspaces/{ws}/members", json={"name": "bob2", "email": "bob@example.com"}).status_code == 409
+    t = bob.post("/api/tokens", json={"name": "laptop", "days": 30}).json()
+    assert api.as_(t["token"]).get("/api/projects").status_code == 200
+    assert [x["name"] for x in bob.get("/api/tokens").json()] == ["token for bob", "laptop"]
+    assert bob.delete(f"/api/tokens/{t['id']}").status_code == 204
+    assert api.as_(t["token"]).get("/api/projects").status_code == 401
+    assert api.delete(f"/api/tokens/{t['id']}").status_code == 404  # not the owner's token
+    assert api.delete(f"/api/workspaces/{ws}/members/{added['user_id']}").status_code == 204
+    assert bob.get("/api/projects").status_code == 404  # no workspace left: nothing to see
+    owner_id = api.get("/api/me").json()["user"]["id"]
+    assert api.delete(f"/api/workspaces/{ws}/members/{owner_id}").status_code == 409  # last owner

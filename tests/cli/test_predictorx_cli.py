@@ -189,3 +189,16 @@ def test_titles_are_data_not_markup(px):  # noqa: ANN001
     assert "[/]" in out
     pid = next(p["id"] for p in json.loads(_ok(px("project", "list", "--output", "json"))) if p["title"] == "[/]")
     assert "[/red] and [bold]x" in _ok(px("project", "get", pid))
+
+
+def test_a_teammate_gets_a_token_and_logs_in(px, server, monkeypatch, capsys, tmp_path):  # noqa: ANN001
+    added = json.loads(_ok(px("workspace", "member", "add", "--name", "carol", "--output", "json")))
+    assert added["role"] == "member" and added["token"].startswith("pxu_")
+    assert "carol" in _ok(px("workspace", "member", "list"))
+    monkeypatch.setenv("PREDICTORX_HOME", str(tmp_path / "carol"))
+    with pytest.raises(SystemExit) as e:
+        main(["login", "--server-url", server.url, "--token", added["token"]])
+    assert e.value.code == 0 and "as carol" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main(["token", "create", "--name", "ci"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip().startswith("pxu_")

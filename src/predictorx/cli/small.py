@@ -115,3 +115,65 @@ def task_cancel(task_id: str) -> None:
     """Cancel a task; a running agent is stopped within seconds."""
     t = Client().post(f"/api/tasks/{seg(task_id)}/cancel")
     typer.echo(f"Task {t['id']} is {t['status']}.")
+
+
+member_app = typer.Typer(help="Members of a workspace.", no_args_is_help=True)
+workspace_app.add_typer(member_app, name="member")
+token_app = typer.Typer(help="Your personal tokens (for `predictorx login` elsewhere).", no_args_is_help=True)
+
+
+def _current_workspace(workspace: str | None) -> str:
+    client = Client()
+    return workspace or client.workspace or client.get("/api/workspaces")[0]["id"]
+
+
+@member_app.command("list")
+def member_list(workspace: Optional[str] = typer.Option(None, "--workspace"), output: Output = OutputOpt) -> None:
+    """Members and their roles."""
+    rows = Client().get(f"/api/workspaces/{seg(_current_workspace(workspace))}/members")
+    table(rows, [("user_id", "USER"), ("name", "NAME"), ("email", "EMAIL"), ("role", "ROLE")], output)
+
+
+@member_app.command("add")
+def member_add(name: str = typer.Option(..., "--name"), email: Optional[str] = typer.Option(None, "--email"),
+               role: str = typer.Option("member", "--role", help="member, admin or owner"),
+               workspace: Optional[str] = typer.Option(None, "--workspace"), output: Output = OutputOpt) -> None:
+    """Add a person; prints their personal token once (they run `predictorx login` with it)."""
+    m = Client().post(f"/api/workspaces/{seg(_current_workspace(workspace))}/members",
+                      {"name": name, "email": email, "role": role})
+    if output == Output.json:
+        record(m, [], output)
+        return
+    typer.echo(f"Added {m['name']} as {m['role']}. Their token (shown once):\n{m['token']}")
+
+
+@member_app.command("remove")
+def member_remove(user_id: str, workspace: Optional[str] = typer.Option(None, "--workspace")) -> None:
+    """Remove a person from the workspace."""
+    Client().delete(f"/api/workspaces/{seg(_current_workspace(workspace))}/members/{seg(user_id)}")
+    typer.echo(f"Removed {user_id}.")
+
+
+@token_app.command("list")
+def token_list(output: Output = OutputOpt) -> None:
+    """Your live tokens (never their values)."""
+    table(Client().get("/api/tokens"), [("id", "ID"), ("name", "NAME"), ("created_at", "CREATED"),
+                                        ("expires_at", "EXPIRES")], output)
+
+
+@token_app.command("create")
+def token_create(name: str = typer.Option(..., "--name"), days: Optional[int] = typer.Option(None, "--days", min=1),
+                 output: Output = OutputOpt) -> None:
+    """A new personal token, printed once."""
+    t = Client().post("/api/tokens", {"name": name, "days": days})
+    if output == Output.json:
+        record(t, [], output)
+    else:
+        typer.echo(t["token"])
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: str) -> None:
+    """Revoke one of your tokens."""
+    Client().delete(f"/api/tokens/{seg(token_id)}")
+    typer.echo(f"Revoked {token_id}.")

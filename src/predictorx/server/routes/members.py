@@ -1,0 +1,87 @@
+"""Members of a workspace and a person's own tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import Field
+
+from ...service import members as svc
+from ..deps import Caller, get_state, user_caller
+from ..models import Name, ShortName, Strict
+from ..state import AppState
+from .workspaces import _mine
+
+router = APIRouter(prefix="/api", tags=["members"])
+
+
+class MemberIn(Strict):
+    name: Name
+    email: Annotated[str, Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")] | None = None
+    role: ShortName = "member"
+
+
+class TokenIn(Strict):
+    name: Name
+    days: Annotated[int, Field(ge=1, le=3650)] | None = None
+
+
+def _member(m, u) -> dict:  # noqa: ANN001
+    return {"user_id": u.id, "name": u.name, "email": u.email, "role": m.role, "created_at": m.created_at.isoformat()}
+
+
+def _forget_principals(request: Request) -> None:
+    request.app.state.token_cache.clear()  # memberships or tokens changed: cached principals are stale
+
+
+@router.get("/workspaces/{ref}/members")
+def list_members(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        return [_member(m, u) for m, u in svc.list_members(s, _mine(s, caller, ref).id)]
+
+
+@router.post("/workspaces/{ref}/members", status_code=201)
+def add_member(ref: str, body: MemberIn, request: Request, caller: Caller = Depends(user_caller),
+               state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        ws = _mine(s, caller, ref)
+        user, token = svc.add_member(s, ws.id, caller.user_id, name=body.name, email=body.email, role=body.role)
+    _forget_principals(request)
+    return {"user_id": user.id, "name": user.name, "email": user.email, "role": body.role, "token": token}
+
+
+@router.delete("/workspaces/{ref}/members/{user_id}", status_code=204)
+def remove_member(ref: str, user_id: str, request: Request, caller: Caller = Depends(user_caller),
+                  state: AppState = Depends(get_state)) -> Response:
+    with state.write() as s:
+        svc.remove_member(s, _mine(s, caller, ref).id, caller.user_id, user_id)
+    _forget_principals(request)
+    return Response(status_code=204)
+
+
+def _token(t) -> dict:  # noqa: ANN001
+    return {"id": t.id, "name": t.name, "created_at": t.created_at.isoformat(),
+            "expires_at": t.expires_at.isoformat() if t.expires_at else None}
+
+
+@router.get("/tokens")
+def list_tokens(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    with state.read() as s:
+        return [_token(t) for t in svc.list_tokens(s, caller.user_id)]
+
+
+@router.post("/tokens", status_code=201)
+def create_token(body: TokenIn, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        tok, raw = svc.create_token(s, caller.user_id, body.name, body.days)
+        return {**_token(tok), "token": raw}
+
+
+@router.delete("/tokens/{token_id}", status_code=204)
+def revoke_token(token_id: str, request: Request, caller: Caller = Depends(user_caller),
+                 state: AppState = Depends(get_state)) -> Response:
+    with state.write() as s:
+        svc.revoke_token(s, caller.user_id, token_id)
+    _forget_principals(request)
+    return Response(status_code=204)

@@ -53,7 +53,8 @@ def run_demo(timeout: float = 120) -> dict:
     if "demo-bot" not in agents:
         client.post("/api/agents", {"name": "demo-bot", "provider": "command",
                                     "command": [sys.executable, "-m", "predictorx.demo_agent"]})
-    project = client.post("/api/projects", {
+    project = next((p for p in client.get("/api/projects") if p["title"] == "Demo project"), None)
+    project = project or client.post("/api/projects", {
         "title": "Demo project", "description": "A sample project over a small local git repository.",
         "resources": [{"resource_type": "local_directory", "label": "demo repo",
                        "resource_ref": {"local_path": str(repo), "daemon_id": did, "execution_mode": "worktree"}}]})

@@ -51,17 +51,26 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
         daemon = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground"],
                                   env=os.environ.copy())
     demo_job = asyncio.create_task(asyncio.to_thread(_demo)) if demo and with_daemon else None
+    watch = asyncio.create_task(_watch_daemon(daemon)) if daemon is not None else None
     try:
         await serving
     finally:
-        if demo_job is not None:
-            demo_job.cancel()
+        for job in (demo_job, watch):
+            if job is not None:
+                job.cancel()
         if daemon is not None and daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
             try:
                 await asyncio.to_thread(daemon.wait, 15)
             except subprocess.TimeoutExpired:
                 daemon.kill()
+
+
+async def _watch_daemon(daemon: subprocess.Popen) -> None:
+    """Say so when the local daemon dies: the server keeps serving, but nothing runs here."""
+    code = await asyncio.to_thread(daemon.wait)
+    print(f"\npredictorx up: the local daemon exited (code {code}); tasks will not run on this machine. "
+          "Its log is above; restart with `predictorx daemon start --foreground`.", file=sys.stderr, flush=True)
 
 
 def _login_link(url: str) -> str:

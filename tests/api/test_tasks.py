@@ -272,3 +272,13 @@ def test_a_stopping_daemon_hands_back_what_it_had_not_started(api):  # noqa: ANN
     tid = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
     assert d.post(f"/api/daemon/tasks/{tid}/release").json()["status"] == "queued"
     assert len(d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]) == 1
+
+
+def test_a_task_nobody_can_run_says_why(api):  # noqa: ANN001
+    api.post("/api/agents", json={"name": "lonely", "provider": "gemini"})
+    issue = _issue(api, assignee="lonely")
+    run = api.get(f"/api/issues/{issue['number']}/runs").json()[0]
+    assert run["status"] == "queued" and "no online daemon can run lonely" in run["wait_reason"]
+    _, d = _daemon(api, providers=("gemini",))
+    claimed = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+    assert claimed[0]["task"]["wait_reason"] is None

@@ -59,7 +59,8 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
     if existing is not None:
         return existing
     task = Task(workspace_id=issue.workspace_id, issue_id=issue.id, agent_id=agent.id,
-                project_id=issue.project_id, status="queued", active_key=key)
+                project_id=issue.project_id, status="queued", active_key=key,
+                wait_reason=_nobody_can_run(session, agent))
     session.add(task)
     session.flush()
     emit(session, issue.workspace_id, "task_queued", task_id=task.id)
@@ -69,6 +70,21 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
 def _lock(session: Session) -> bool:
     """Row locks where they exist (PostgreSQL); SQLite's BEGIN IMMEDIATE already serialises writers."""
     return session.bind.dialect.name == "postgresql"
+
+
+def _nobody_can_run(session: Session, agent: Agent) -> str | None:
+    """Say why a queued task will not start, instead of letting it sit in silence."""
+    from .daemons import is_online  # daemons imports this module
+
+    q = select(Daemon).join(Runtime, Runtime.daemon_id == Daemon.id).where(
+        Daemon.workspace_id == agent.workspace_id, Runtime.provider == agent.provider)
+    if agent.runtime_id:
+        q = q.where(Runtime.id == agent.runtime_id)
+    if any(is_online(d) for d in session.scalars(q)):
+        return None
+    where = "its daemon" if agent.runtime_id else f"a daemon with a {agent.provider} runtime"
+    return (f"no online daemon can run {agent.name} yet: start {where} (`predictorx daemon start`); "
+            "the task starts as soon as one connects")
 
 
 def get_task(session: Session, workspace_id: str, task_id: str, *, for_update: bool = False) -> Task:
@@ -180,6 +196,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
             contexts[task.project_id] = _context(session, task, daemon.id)
         context = contexts[task.project_id]
         task.daemon_id = daemon.id
+        task.wait_reason = None
         task.runtime_id = agent.runtime_id or by_provider[agent.provider].id
         task.context = context
         task.dispatched_at = now

@@ -89,7 +89,7 @@ def test_bad_project_form_comes_back_with_the_message_and_creates_nothing(client
     assert r.status_code == 422 and "resource 2" in r.text and "not a git URL" in r.text
     assert 'value="Half"' in r.text and "ftp://nope" in r.text
     r = client.post("/projects", data={"title": "Led", "lead_id": "nobody"}, headers=HX)
-    assert r.status_code == 422 and "does not exist" in r.text
+    assert r.status_code == 422 and "not a member" in r.text
     assert "Half" not in client.get("/").text.split("<dialog")[0]
 
 

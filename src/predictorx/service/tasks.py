@@ -11,10 +11,10 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from .. import resources as registry
 from ..store.schema import (
@@ -153,15 +153,20 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         return []
     by_provider = {rt.provider: rt for rt in runtimes}
     runtime_ids = [rt.id for rt in runtimes]
-    held = aliased(Task)
-    running = (select(func.count()).where(held.agent_id == Agent.id, held.status.in_(HOLDING))
-               .correlate(Agent).scalar_subquery())
+    # Agents already at their limit must not hide other agents' work behind their queued tasks.
+    held_rows = session.execute(
+        select(Task.agent_id, func.count(), Agent.max_concurrent_tasks).join(Agent, Agent.id == Task.agent_id)
+        .where(Task.workspace_id == daemon.workspace_id, Task.status.in_(HOLDING))
+        .group_by(Task.agent_id, Agent.max_concurrent_tasks)).all()
+    held = {agent_id: n for agent_id, n, _ in held_rows}
+    full = [agent_id for agent_id, n, most in held_rows if n >= most]
     q = (select(Task).join(Agent, Agent.id == Task.agent_id)
          .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
-                Agent.max_concurrent_tasks > running,  # an agent at its limit must not hide others' work
                 or_(Agent.runtime_id.in_(runtime_ids),
                     and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))))
          .order_by(Task.created_at, Task.id).limit(limit * 2))
+    if full:
+        q = q.where(Task.agent_id.notin_(full))
     if task_id:
         q = q.where(Task.id == task_id)
     if session.bind.dialect.name == "postgresql":
@@ -174,9 +179,11 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
     if postgres:
         agent_q = agent_q.with_for_update()  # the concurrency counts below must not race
     agents = {a.id: a for a in session.scalars(agent_q)}
-    busy = dict(session.execute(
-        select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)), Task.status.in_(HOLDING))
-        .group_by(Task.agent_id)).all())
+    busy = held  # exact on SQLite: BEGIN IMMEDIATE serialises claimers
+    if postgres:  # other claimers may have taken some since: count again under the agent locks
+        busy = dict(session.execute(
+            select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)), Task.status.in_(HOLDING))
+            .group_by(Task.agent_id)).all())
     issues = {i.id: i for i in session.scalars(select(Issue).where(Issue.id.in_({t.issue_id for t in candidates})))}
     declared = set(daemon.capabilities or [])
     for rt in runtimes:
@@ -289,10 +296,10 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
 
 
 def _move_issue(session: Session, task: Task, from_statuses: tuple[str, ...], to: str) -> None:
-    """Move the issue along with its agent's work, never back and never past a person's choice."""
-    issue = session.get(Issue, task.issue_id)
-    if issue is not None and issue.status in from_statuses:
-        issue.status = to
+    """Move the issue along with its agent's work, never back and never past a person's choice.
+    One conditional UPDATE: no read, and no race with a person changing the status meanwhile."""
+    session.execute(update(Issue).where(Issue.id == task.issue_id, Issue.status.in_(from_statuses))
+                    .values(status=to, updated_at=utcnow()).execution_options(synchronize_session=False))
 
 
 def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]) -> int:

@@ -233,7 +233,11 @@ class Task(Base):
     finished_at: Mapped[datetime | None] = mapped_column(TS)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
 
-    __table_args__ = (Index("ix_task_status_created", "status", "created_at"),)
+    __table_args__ = (
+        Index("ix_task_status_created", "status", "created_at"),
+        # Claims count each agent's held tasks per candidate: without this it is a scan per row.
+        Index("ix_task_agent_status", "agent_id", "status"),
+    )
 
 
 class TaskMessage(Base):

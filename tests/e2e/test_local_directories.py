@@ -199,9 +199,12 @@ def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, 
         {"resource_type": "local_directory", "label": "via a", "resource_ref": {"local_path": str(folder), "daemon_id": a.id}},
         {"resource_type": "local_directory", "label": "via b", "resource_ref": {"local_path": str(link), "daemon_id": b.id}},
     ]})
-    _agent(server, "both", f'echo "start $PREDICTORX_TASK_ID" >> {log}; sleep 0.2; echo "end $PREDICTORX_TASK_ID" >> {log}',
-           concurrent=8)
-    ids = _assign(server, project, "both", 8)
+    script = f'echo "start $PREDICTORX_TASK_ID" >> {log}; sleep 0.2; echo "end $PREDICTORX_TASK_ID" >> {log}'
+    ids = []
+    for d in (a, b):  # one agent pinned to each daemon, so both daemons work on the folder
+        server.api("POST", "/api/agents", {"name": f"on-{d.home.name}", "provider": "command", "runtime": d.id,
+                                           "max_concurrent_tasks": 4, "command": ["sh", "-c", script]})
+        ids += _assign(server, project, f"on-{d.home.name}", 4)
     tasks = [server.wait_task(t, timeout=60) for t in ids]
     assert all(t["status"] == "completed" for t in tasks)
     assert {t["daemon_id"] for t in tasks} == {a.id, b.id}

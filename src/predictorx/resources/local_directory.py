@@ -45,6 +45,9 @@ class LocalDirectory(ResourceType):
     def owner_daemon_id(self, ref: dict[str, Any]) -> str | None:
         return ref["daemon_id"]
 
+    def daemon_check(self, ref: dict[str, Any]) -> dict[str, Any] | None:
+        return {"op": "check_path", "path": ref["local_path"]}  # R-LD-1, by the machine that has it
+
     def required_capabilities(self, ref: dict[str, Any]) -> set[str]:
         return {WORKTREE_CAPABILITY} if ref.get("execution_mode") == "worktree" else set()
 

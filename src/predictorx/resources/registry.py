@@ -48,6 +48,12 @@ class ResourceType:
         """The daemon this row belongs to, if it is machine-local (R-RES-8)."""
         return None
 
+    def daemon_check(self, ref: dict[str, Any]) -> dict[str, Any] | None:
+        """A request the owning daemon should answer before the row is saved (None: nothing to ask).
+
+        Only the machine can see what is on it, e.g. whether a folder breaks the path rules."""
+        return None
+
     def visible_to_daemon(self, ref: dict[str, Any], daemon_id: str | None) -> bool:
         """Whether a claim by `daemon_id` may carry this row (R-RES-8)."""
         owner = self.owner_daemon_id(ref)

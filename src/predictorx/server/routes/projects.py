@@ -10,7 +10,7 @@ from ...service import serialize
 from ...store.schema import Project
 from ..deps import Caller, get_state, user_caller
 from ..models import ProjectCreate, ProjectUpdate, ResourceIn, ResourcePatch
-from ..pathcheck import check_with_daemon
+from ..daemoncheck import check_with_daemon
 from ..state import AppState
 
 router = APIRouter(prefix="/api/projects", tags=["projects"])

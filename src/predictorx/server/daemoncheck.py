@@ -1,8 +1,8 @@
-"""Check a machine-local path with its daemon at save time (R-LD-1), when that daemon is online.
+"""Let the owning daemon check a machine-local resource at save time (R-LD-1), when it is online.
 
-Only the owning machine can see the folder, so the server asks the daemon over its event stream.
-When the daemon is not connected the resource is saved and the daemon checks again before every
-task (R-LD-2), so a bad path still never runs.
+Only the machine can see the folder, so the server asks that daemon over its event stream what
+the resource type's `daemon_check` says to ask. When the daemon is not connected the resource is
+saved and the daemon checks again before every task (R-LD-2), so a bad path still never runs.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ async def check_with_daemon(state: AppState, workspace_id: str, resource_type: s
     except ResourceError:
         return  # the transaction below reports it with full context
     daemon_id = handler.owner_daemon_id(normalized)
-    path = normalized.get("local_path")
-    if not daemon_id or not path:
+    request = handler.daemon_check(normalized)
+    if not daemon_id or request is None:
         return
-    answer = await state.hub.ask_daemon(workspace_id, daemon_id, {"op": "check_path", "path": path})
+    answer = await state.hub.ask_daemon(workspace_id, daemon_id, request)
     if answer is not None and not answer.get("ok", True):
         raise ResourceError(f"{prefix}{answer.get('error') or 'the daemon refused this path'}", status=422)

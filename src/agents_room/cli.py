@@ -11,6 +11,10 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 USAGE_EPILOG = """commands for agents' harnesses: mcp, hook, install
 commands for people: join, leave, send, recv, sent, history, who, watch, doctor, prune
 store: $AGENTS_ROOM_DB or ~/.agents-room/room.db"""
@@ -380,25 +384,15 @@ def _watch(room, args) -> int:
     from .naming import normalize_room
 
     names = [normalize_room(r) if not r.startswith("repo:") else r for r in args.room]
-    last = args.since
-    if last is None:
-        last = room.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+    last = args.since if args.since is not None else room.latest_message_id()
     deadline = time.monotonic() + args.timeout if args.timeout else None
     print(f"watching {', '.join(names) or 'all rooms'} (Ctrl-C to stop)", flush=True)
     while deadline is None or time.monotonic() < deadline:
-        q = (
-            "SELECT DISTINCT m.*, s.label FROM messages m LEFT JOIN sessions s ON s.id=m.sender "
-            "LEFT JOIN message_rooms mr ON mr.message_id=m.id LEFT JOIN rooms r ON r.id=mr.room_id WHERE m.id > ?"
-        )
-        params: list[Any] = [last]
-        if names:
-            q += " AND r.name IN ({})".format(",".join("?" * len(names)))
-            params += names
-        rows = room.conn.execute(q + " ORDER BY m.id", params).fetchall()
-        if rows:
-            _print_messages(room._msgs(rows))
+        msgs = room.messages_after(last, names)
+        if msgs:
+            _print_messages(msgs)
             sys.stdout.flush()
-            last = rows[-1]["id"]
+            last = msgs[-1]["id"]
         time.sleep(args.interval)
     return 0
 

@@ -24,6 +24,10 @@ import re
 import sys
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
 HARNESSES = ("claude", "codex")
 READ_TOOLS = {"Read", "read_file", "view"}
@@ -61,9 +65,7 @@ def _session_for(room, payload: dict, harness: str, opts: dict, create: bool):
     key = payload.get("session_id")
     if not isinstance(key, str) or not key:
         return None, None
-    row = room.conn.execute(
-        "SELECT * FROM sessions WHERE harness_key=? AND harness=? ORDER BY last_seen DESC LIMIT 1", (key, harness)
-    ).fetchone()
+    row = room.session_for_chat(key, harness)
     if row is not None and row["ended_at"] is None:
         return row, None
     if not create:
@@ -231,31 +233,21 @@ def _wake(room, row, opts: dict) -> tuple[str, int, str]:
     It wakes for a message never offered, and for one offered longer ago than the
     Stop retry window (30 minutes) and still unread: an idle chat is reminded too.
     """
-    from .room import RETRY_WINDOW, WAKE
+    from .room import WAKE
 
     if row["autonomy"] < WAKE:
         return "", 0, ""
     sid = row["id"]
-    token = os.urandom(6).hex()
-    room.conn.execute("UPDATE sessions SET wake_waiter=? WHERE id=?", (token, sid))
+    token = room.wake_register(sid)
     deadline = time.monotonic() + float(opts.get("wake_timeout") or 3600)
     interval = float(opts.get("wake_interval") or 1.0)
     while time.monotonic() < deadline:
-        cur = room.conn.execute("SELECT wake_waiter, ended_at FROM sessions WHERE id=?", (sid,)).fetchone()
-        if cur is None or cur["ended_at"] is not None or cur["wake_waiter"] != token:
+        if not room.wake_current(sid, token):
             return "", 0, ""  # superseded, busy again, or ended
-        now = room.clock()
-        # the same clauses as Room.pending: an offer time in the future means the clock stepped back
-        due = room.conn.execute(
-            "SELECT 1 FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? "
-            "AND (d.state='stored' OR (d.state='offered' AND (d.offered_at IS NULL OR d.offered_at <= ? "
-            "OR d.offered_at > ?))) AND (m.expires_at IS NULL OR m.expires_at > ?) LIMIT 1",
-            (sid, now - RETRY_WINDOW["stop"], now, now),
-        ).fetchone()
-        if due:
+        if room.has_due(sid, "stop"):
             offer = room.pending(sid, "stop")
             if offer:
-                room.conn.execute("UPDATE sessions SET wake_waiter=NULL WHERE id=? AND wake_waiter=?", (sid, token))
+                room.wake_release(sid, token)
                 return "", 2, offer.nudge
         time.sleep(interval)
     return "", 0, ""

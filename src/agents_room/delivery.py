@@ -1,0 +1,183 @@
+"""Delivery: the pending check that offers unread mail (R-ROOM-8), its nudge, and the Stop guard
+(R-ROOM-10).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+
+from .store import immediate
+from .queries import CODEX_HOLD_CAP, CODEX_HOLD_WINDOW, HOLD, RETRY_WINDOW, RoomBase, STOP_GUARD_TTL
+
+
+class Offer:
+    """Messages a pending check just offered, the rooms they came through, and the one-line nudge."""
+
+    __slots__ = ("session", "messages", "rooms", "nudge")
+
+    def __init__(self, session: str, messages: list[dict], rooms: list[str], nudge: str):
+        self.session, self.messages, self.rooms, self.nudge = session, messages, rooms, nudge
+
+    def __repr__(self) -> str:
+        return f"Offer({self.session!r}, {len(self.messages)} messages, {self.nudge!r})"
+
+
+
+#: the deliveries a pending check offers: never offered, offered longer ago than the retry window,
+#: or offered "in the future" (a clock that stepped back); one clause for pending() and the waiter
+_DUE = " AND (d.state='stored' OR d.offered_at IS NULL OR d.offered_at <= ? OR d.offered_at > ?)"
+
+
+class Delivery(RoomBase):
+    # ---------------------------------------------------------- pending check
+    def pending(self, session: str, event: str = "tool") -> Offer | None:
+        """Offer what this session has not read (R-ROOM-8).
+
+        ``stored`` deliveries are always offered. ``offered`` ones are offered
+        again once the retry window for the event has passed (0 for tool
+        events, 30 minutes for Stop), or when their offer time is in the
+        future (a clock that stepped back); so no unread, unexpired delivery can
+        fall out of every check.
+        """
+        window = RETRY_WINDOW[event]
+        now = self.clock()
+        with immediate(self.conn):
+            me = self.session_row(session)
+            sid = me["id"]
+            self._lease_notices(sid, now)
+            rows = self.conn.execute(self._PENDING_SQL + _DUE + " ORDER BY m.id", (sid, now, now - window, now)).fetchall()
+            if not rows:
+                return None
+            self.conn.executemany(
+                "UPDATE deliveries SET state='offered', offered_at=?, offer_count=offer_count+1 "
+                "WHERE message_id=? AND recipient=? AND state IN ('stored','offered')",
+                [(now, r["id"], sid) for r in rows],
+            )
+            my_rooms = set(self._rooms_of(sid))
+            msgs = self._msgs(rows, my_rooms)
+        return Offer(sid, msgs, *self._nudge(sid, msgs, my_rooms))
+
+    def _nudge(self, sid: str, msgs: list[dict], my_rooms: set[str]) -> tuple[list[str], str]:
+        via: list[str] = []
+        direct = False
+        for m in msgs:
+            hit = [r for r in m["rooms"] if r in my_rooms]
+            if not hit:
+                direct = True
+            for r in hit:
+                if r not in via:
+                    via.append(r)
+        senders = []
+        for m in msgs:
+            s = m["from_label"] or m["from"]
+            if m["from_label"]:
+                s = f"{m['from_label']} ({m['from']})"
+            if s not in senders:
+                senders.append(s)
+        shown = via[:2]
+        where = ", ".join(shown)
+        if len(via) > 2:
+            where += f" +{len(via) - 2} more"
+        if direct:
+            where = (where + ", " if where else "") + "direct"
+        n = len(msgs)
+        who = ", ".join(senders[:2]) + (f" +{len(senders) - 2} more" if len(senders) > 2 else "")
+        text = (
+            f"agents-room: {n} unread message{'s' if n != 1 else ''} for {sid} via {where} from {who}. "
+            f'Read with msg_recv(session="{sid}").'
+        )
+        return via, text
+
+    def stop_check(
+        self, session: str, *, harness: str | None, stop_hook_active: bool = False, turn_id: str | None = None
+    ) -> Offer | None:
+        """Should this Stop be held? Never twice in one turn; Codex also has its own cap."""
+        now = self.clock()
+        with immediate(self.conn):
+            me = self.session_row(session)
+            sid = me["id"]
+            self._touch(sid)
+            if me["stop_block_pending"]:
+                self.conn.execute("UPDATE sessions SET stop_block_pending=0 WHERE id=?", (sid,))
+                if self._stop_guard_current(me, now, turn_id):
+                    # the Stop right after a block is in the same turn: always let it through
+                    return None
+            if me["autonomy"] < HOLD or stop_hook_active:
+                return None
+            blocks = [t for t in json.loads(me["stop_blocks"] or "[]") if now - t < CODEX_HOLD_WINDOW]
+            if harness == "codex":
+                if turn_id and me["stop_block_turn"] == turn_id:
+                    return None
+                if len(blocks) >= CODEX_HOLD_CAP:
+                    return None
+            offer = self.pending(sid, "stop")
+            if offer is None:
+                return None
+            blocks.append(now)
+            self.conn.execute(
+                "UPDATE sessions SET stop_block_pending=1, stop_block_turn=?, stop_blocks=? WHERE id=?",
+                (turn_id, json.dumps(blocks[-10:]), sid),
+            )
+            self._event("stop_hold", sid, messages=[m["id"] for m in offer.messages])
+        return offer
+
+    def _stop_guard_current(self, me: sqlite3.Row, now: float, turn_id: str | None) -> bool:
+        """Is the session's "Stop already held once" flag still about the current turn?
+
+        Not when the harness names another turn, nor when the hold is older than
+        :data:`STOP_GUARD_TTL`. A hold in the future (a clock that stepped back) still counts:
+        never blocking twice matters more than one missed hold.
+        """
+        if turn_id and me["stop_block_turn"] and turn_id != me["stop_block_turn"]:
+            return False
+        blocks = json.loads(me["stop_blocks"] or "[]")
+        return bool(blocks) and now - blocks[-1] < STOP_GUARD_TTL
+
+    def reset_stop_guard(self, session: str) -> None:
+        """A new chat start (SessionStart): no Stop hold of an earlier turn counts any more."""
+        with immediate(self.conn):
+            self.conn.execute("UPDATE sessions SET stop_block_pending=0 WHERE id=?", (session,))
+
+    def tool_seen(self, session: str, turn_id: str | None = None) -> None:
+        """A tool event: the chat is busy, so any idle wake waiter stands down.
+
+        A tool event of another turn than the last Stop hold (when the harness names
+        turns) clears the stale "already held once" flag.
+        """
+        now = self.clock()
+        with immediate(self.conn):
+            self.conn.execute("UPDATE sessions SET last_seen=?, wake_waiter=NULL WHERE id=?", (now, session))
+            if turn_id:
+                self.conn.execute(
+                    "UPDATE sessions SET stop_block_pending=0 WHERE id=? AND stop_block_pending<>0 "
+                    "AND stop_block_turn IS NOT NULL AND stop_block_turn<>?",
+                    (session, turn_id),
+                )
+
+
+    # -------------------------------------------------------------- wake waiter
+    def has_due(self, session: str, event: str = "stop") -> bool:
+        """Would :meth:`pending` offer anything now? A read-only check for the wake waiter's poll."""
+        now = self.clock()
+        return self.conn.execute(
+            self._PENDING_SQL + _DUE + " LIMIT 1", (session, now, now - RETRY_WINDOW[event], now)
+        ).fetchone() is not None
+
+    def wake_register(self, session: str) -> str:
+        """Register this process as the session's idle waiter; a newer waiter or a tool event supersedes it."""
+        token = os.urandom(6).hex()
+        with immediate(self.conn):
+            self.conn.execute("UPDATE sessions SET wake_waiter=? WHERE id=?", (token, session))
+        return token
+
+    def wake_current(self, session: str, token: str) -> bool:
+        """Is this waiter still the session's, and the session neither busy again nor ended?"""
+        cur = self.conn.execute("SELECT wake_waiter, ended_at FROM sessions WHERE id=?", (session,)).fetchone()
+        return cur is not None and cur["ended_at"] is None and cur["wake_waiter"] == token
+
+    def wake_release(self, session: str, token: str) -> None:
+        with immediate(self.conn):
+            self.conn.execute("UPDATE sessions SET wake_waiter=NULL WHERE id=? AND wake_waiter=?", (session, token))

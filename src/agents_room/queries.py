@@ -1,0 +1,206 @@
+"""Shared by every concept of the room: constants, errors, formatting and the common queries
+(sessions by id, room ids, events, message rows).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+
+from . import liveness
+
+TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+
+NOTIFY, HOLD, WAKE = 0, 1, 2
+AUTONOMY_NAMES = {NOTIFY: "notify", HOLD: "hold", WAKE: "wake"}
+#: an offered delivery is re-offered on tool events at once, on Stop only after this
+RETRY_WINDOW = {"tool": 0.0, "stop": 30 * 60.0}
+DEFAULT_LEASE_TTL = 15 * 60.0
+MAX_LEASE_TTL = 24 * 3600.0
+CODEX_HOLD_CAP = 3  # Stop blocks per rolling hour for Codex (Codex has no cap of its own)
+CODEX_HOLD_WINDOW = 3600.0
+#: the "Stop already held once" flag counts only for the turn it was set in; a turn whose Stop
+#: never came back (interrupted, crashed) must not let the next turn's Stop through unheld
+STOP_GUARD_TTL = 10 * 60.0
+SYSTEM_SENDER = "agents-room"
+GONE_PRUNE_AFTER = 7 * 24 * 3600.0
+EVENTS_PRUNE_AFTER = 30 * 24 * 3600.0
+STALE_OFFER_AFTER = 3600.0
+AUTO_PRUNE_EVERY = 24 * 3600.0
+
+
+
+class RoomError(Exception):
+    """An error meant for the caller (agent or person): the message says what to do."""
+
+
+def parse_autonomy(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        v = value.strip().lower()
+        for k, name in AUTONOMY_NAMES.items():
+            if v == name:
+                return k
+        try:
+            value = int(v)
+        except ValueError:
+            raise RoomError(f"autonomy must be 0/notify, 1/hold or 2/wake, not {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value not in AUTONOMY_NAMES:
+        raise RoomError(f"autonomy must be 0/notify, 1/hold or 2/wake, not {value!r}")
+    return value
+
+
+def file_hash(path: str) -> str | None:
+    import hashlib
+
+    try:
+        with open(path, "rb") as fh:
+            return "sha256:" + hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _fmt_ts(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def _fmt_in(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 0:
+        return f"{-s}s ago"
+    if s < 120:
+        return f"in {s}s"
+    if s < 7200:
+        return f"in {s // 60}m"
+    return f"in {s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+
+class RoomBase:
+    """The connection, the clock and the queries every concept shares."""
+
+    def __init__(self, conn: sqlite3.Connection, clock: Callable[[], float] = time.time):
+        self.conn = conn
+        self.clock = clock
+
+    # ------------------------------------------------------------------ helpers
+    def _event(self, kind: str, session: str | None, **data: Any) -> None:
+        self.conn.execute(
+            "INSERT INTO events(at, kind, session_id, data) VALUES (?,?,?,?)",
+            (self.clock(), kind, session, json.dumps(data, sort_keys=True) if data else None),
+        )
+
+    def _room_id(self, name: str, create: bool = True) -> int | None:
+        row = self.conn.execute("SELECT id FROM rooms WHERE name=?", (name,)).fetchone()
+        if row:
+            return row[0]
+        if not create:
+            return None
+        return self.conn.execute("INSERT INTO rooms(name, created_at) VALUES (?,?)", (name, self.clock())).lastrowid
+
+    def _rooms_of(self, sid: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT r.name FROM memberships m JOIN rooms r ON r.id=m.room_id WHERE m.session_id=? ORDER BY r.name",
+            (sid,),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def session_row(self, sid: str) -> sqlite3.Row:
+        """The session row, or an error naming the id most likely meant (R-ROOM-11)."""
+        sid = (sid or "").strip()
+        if not sid:
+            raise RoomError("no session id given: pass the id room_join returned (it looks like s-1a2b3c4d)")
+        row = self.conn.execute("SELECT * FROM sessions WHERE id=?", (sid,)).fetchone()
+        if row is not None:
+            return row
+        raise RoomError(self._unknown_session_message(sid))
+
+    def _unknown_session_message(self, sid: str) -> str:
+        import difflib
+
+        by_key = self.conn.execute(
+            "SELECT id, label FROM sessions WHERE harness_key=? ORDER BY last_seen DESC LIMIT 1", (sid,)
+        ).fetchone()
+        if by_key:
+            return (
+                f"unknown session id {sid!r}: that is your harness's chat key, not an agents-room session id. "
+                f"Your session id is {by_key['id']!r}"
+                + (f" ({by_key['label']})" if by_key["label"] else "")
+                + ": pass that to every agents-room tool."
+            )
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM sessions WHERE ended_at IS NULL ORDER BY last_seen DESC LIMIT 500")]
+        close = difflib.get_close_matches(sid, ids, n=1, cutoff=0.5)
+        if not close:
+            ids_all = [r[0] for r in self.conn.execute("SELECT id FROM sessions ORDER BY last_seen DESC LIMIT 2000")]
+            close = difflib.get_close_matches(sid, ids_all, n=1, cutoff=0.5)
+        if close:
+            row = self.conn.execute("SELECT label, repo FROM sessions WHERE id=?", (close[0],)).fetchone()
+            hint = ", ".join(x for x in (row["label"], row["repo"]) if x)
+            return f"unknown session id {sid!r}: did you mean {close[0]!r}" + (f" ({hint})" if hint else "") + "?"
+        return (
+            f"unknown session id {sid!r}: no session has that id. Call room_join first and pass the id it returns "
+            "(it looks like s-1a2b3c4d); your harness's own chat key is not a session id."
+        )
+
+    def _touch(self, sid: str) -> None:
+        self.conn.execute("UPDATE sessions SET last_seen=? WHERE id=?", (self.clock(), sid))
+
+    def session_state(self, row: sqlite3.Row) -> str:
+        if row["ended_at"] is not None:
+            return "ended"
+        alive = liveness.is_alive(row["pid"], row["pid_start"], row["env_marker"])
+        return {True: "live", False: "gone", None: "no-pid"}[alive]
+
+
+    def notice(self, recipient: str, body: str) -> int:
+        """A message from agents-room itself to one session (lease expiry, takeover)."""
+        mid = self.conn.execute(
+            "INSERT INTO messages(sender, selector, body, created_at, recipient_count, kind) VALUES (?,?,?,?,1,'notice')",
+            (SYSTEM_SENDER, recipient, body, self.clock()),
+        ).lastrowid
+        self.conn.execute("INSERT INTO deliveries(message_id, recipient, state) VALUES (?,?, 'stored')", (mid, recipient))
+        return mid
+
+    # --------------------------------------------------------------- receiving
+    def _msgs(self, rows: list, reader_rooms: set[str] | None = None) -> list[dict]:
+        """Message rows as dicts, with the rooms of all of them fetched in one query."""
+        by_id: dict[int, list[str]] = {r["id"]: [] for r in rows}
+        ids = list(by_id)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for mid, name in self.conn.execute(
+                "SELECT mr.message_id, r.name FROM message_rooms mr JOIN rooms r ON r.id=mr.room_id "
+                f"WHERE mr.message_id IN ({','.join('?' * len(chunk))}) ORDER BY r.name",
+                chunk,
+            ):
+                by_id[mid].append(name)
+        return [self._msg_dict(r, by_id[r["id"]], reader_rooms) for r in rows]
+
+    def _msg_dict(self, r: sqlite3.Row, rooms: list[str], reader_rooms: set[str] | None = None) -> dict:
+        d = {
+            "id": r["id"],
+            "from": r["sender"],
+            "from_label": r["label"] if "label" in r.keys() else None,
+            "to": r["selector"],
+            "body": r["body"],
+            "sent_at": _fmt_ts(r["created_at"]),
+            "rooms": rooms if reader_rooms is None else [x for x in rooms if x in reader_rooms] or rooms,
+            "recipients": r["recipient_count"],
+        }
+        if r["expires_at"]:
+            d["expires_at"] = _fmt_ts(r["expires_at"])
+        return d
+
+    _PENDING_SQL = (
+        "SELECT m.*, s.label, d.state AS dstate FROM deliveries d JOIN messages m ON m.id=d.message_id "
+        "LEFT JOIN sessions s ON s.id=m.sender WHERE d.recipient=? AND d.state IN ('stored','offered') "
+        "AND (m.expires_at IS NULL OR m.expires_at > ?)"
+    )
+

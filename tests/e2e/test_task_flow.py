@@ -37,7 +37,11 @@ def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemo
     runs = wait_until(lambda: (r := server.runs(number)) and r, what="a task")
     task = server.wait_task(runs[0]["id"])
     assert task["status"] == "completed", task
-    assert task["branch_name"].startswith("agent/claude-1/")
+    # The fake agent changed nothing in its checkout, so its branch was deleted (as R-WT-5) and
+    # the review says so (issue 13 §1, §5).
+    assert task["branch_name"] is None
+    review = server.api("GET", f"/api/tasks/{task['id']}/review")
+    assert review["mode"] == "checkout" and review["changed"] is False and review["branch"] is None
     assert task["session_id"] and task["result"]
 
     seen = json.loads(record.read_text())

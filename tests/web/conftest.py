@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -158,12 +159,32 @@ def browser():
         b.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # noqa: ANN001, ANN201
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+SCREENSHOTS = Path(os.environ.get("PREDICTORX_SCREENSHOTS") or Path(tempfile.gettempdir()) / "predictorx-web-failures")
+
+
 @pytest.fixture
-def page(browser, live: LiveServer):  # noqa: ANN001, ANN201
-    """A fresh browser context, signed in through the login link `predictorx up` prints."""
+def page(browser, live: LiveServer, request):  # noqa: ANN001, ANN201
+    """A fresh browser context, signed in through the login link `predictorx up` prints.
+    A test that fails leaves a full-page screenshot in $PREDICTORX_SCREENSHOTS (a temp dir)."""
     context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
     context.set_default_timeout(5000)
     p = context.new_page()
     p.goto(f"/login?token={live.token}")
     yield p
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shot = SCREENSHOTS / f"{request.node.name[:120]}.png"
+        try:
+            p.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot of the failure: {shot}")
+        except Exception:  # noqa: BLE001 — a screenshot must never hide the test's own failure
+            pass
     context.close()

@@ -102,6 +102,7 @@ class Daemon:
     async def report_finish(self, task_id: str, fields: dict[str, Any]) -> None:
         """Report a task's end; if the server cannot be reached, keep it and retry with heartbeats,
         so no task is left running on the server for ever."""
+        log.info("task %s: %s", task_id, outcome_line(fields))
         try:
             await self.api.finish(task_id, **fields)
         except ServerError as e:
@@ -279,6 +280,22 @@ class Daemon:
                 run = self.runs.get(task_id)
                 if run is not None:
                     run.cancel()
+
+
+def outcome_line(fields: dict[str, Any]) -> str:
+    """How a task ended, in the daemon's log: 'completed · branch agent/x/1 · 3 files +10 -2'."""
+    parts = [str(fields.get("status") or "finished")]
+    if fields.get("status") != "completed" and fields.get("failure_reason"):
+        parts.append(str(fields["failure_reason"])[:300])
+    review_ = fields.get("review") or {}
+    if fields.get("branch_name"):
+        parts.append(f"branch {fields['branch_name']}")
+    if review_:
+        if review_.get("changed"):
+            parts.append(f"{len(review_.get('files') or [])} files +{review_.get('added', 0)} -{review_.get('removed', 0)}")
+        else:
+            parts.append("no changes")
+    return " · ".join(parts)
 
 
 def start(*, foreground: bool, name: str | None, max_tasks: int) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import envroot, worktree
+from . import envroot, review, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .paths import PathRuleError, check_local_directory
@@ -80,6 +80,7 @@ class TaskRun:
         self.holds_slot = True
         self.stopping = False
         self.branch: str | None = None
+        self.review: dict[str, Any] | None = None  # the agent's work, for the task page
         self.main: asyncio.Task | None = None
         self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
 
@@ -156,7 +157,12 @@ class TaskRun:
                        "failure_reason": f"the daemon {self.daemon.name} was stopped while the agent was running"}
         elif self.cancel_event.is_set() and outcome["status"] != "completed":
             outcome["status"] = "cancelled"
-        await self.daemon.report_finish(self.id, {"branch_name": self.branch, **outcome})
+        fields: dict[str, Any] = {"branch_name": self.branch, **outcome}
+        if self.review is not None:
+            fields["review"] = self.review
+            if not self.review.get("branch"):
+                fields["branch_name"] = ""  # deleted: the task changed nothing
+        await self.daemon.report_finish(self.id, fields)
 
     def _checked_folder(self, placement: Placement) -> Path:
         try:
@@ -197,6 +203,10 @@ class TaskRun:
             done = await asyncio.to_thread(worktree.finalize, prepared)
             self.branch = done.branch
             await self._note("system", {"event": "worktree", "message": done.message, "branch": done.branch})
+            self.review = await self._review(
+                prepared.repo_dir, prepared.baseline_commit, done.branch, mode="worktree",
+                repo_label=str(prepared.repo_dir), worktree_path=str(prepared.worktree_dir) if done.kept_worktree else None,
+                note=done.message, head=prepared.base_commit)
             if done.error:
                 outcome = {"status": "failed", "failure_reason": done.message}
         return outcome
@@ -216,7 +226,37 @@ class TaskRun:
             self.branch = co.branch
             cwd = co.path
             self._checkouts = {repo.url: "."}
+            try:
+                return await self._execute(ctx, env, cwd, None)
+            finally:
+                await asyncio.shield(self._deliver_checkout(co, repo.url))
         return await self._execute(ctx, env, cwd, None)
+
+    async def _deliver_checkout(self, co: Any, url: str) -> None:
+        """Commit what the agent left in its checkout to its branch (as worktree mode does) and
+        say plainly where the work is: the branch in the daemon's repo cache, the files here."""
+        problem = await asyncio.to_thread(review.commit_checkout_leftovers, co.path, co.branch,
+                                          self.agent["name"], self.id)
+        branch: str | None = co.branch
+        if problem is None and await asyncio.to_thread(review.delete_branch_if_unchanged, co.cache, co.branch, co.commit):
+            branch, note = None, "The task changed nothing, so its branch was deleted."
+        else:
+            note = (f"The work is on branch {co.branch} in this daemon's cache of {url} ({co.cache}); "
+                    f"its files are checked out in {co.path}."
+                    + (f" Note: {problem}." if problem else ""))
+        self.branch = branch
+        await self._note("system", {"event": "checkout", "message": note, "branch": branch})
+        self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=url,
+                                         worktree_path=str(co.path), note=note, head=co.commit)
+
+    async def _review(self, repo: Path, base: str, branch: str | None, *, head: str, **kw: Any) -> dict[str, Any] | None:
+        try:
+            out = await asyncio.to_thread(review.branch_review, repo, base, branch, **kw)
+        except Exception as e:  # noqa: BLE001 — the review is a view; the run's end must still be reported
+            log.warning("task %s: no review of its branch (%s)", self.id, e)
+            return None
+        out["head"] = head
+        return out
 
     async def _note(self, kind: str, content: dict[str, Any]) -> None:
         await self._uploader.add(kind, content)

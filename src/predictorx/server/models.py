@@ -160,6 +160,7 @@ class TaskFinish(Strict):
     session_id: Name | None = None
     failure_reason: Body | None = None
     branch_name: Annotated[str, Field(max_length=500), AfterValidator(_no_nul)] | None = None
+    review: dict[str, Any] | None = None  # the agent's work: see daemon/review.py
 
 
 class MessageIn(Strict):

@@ -243,8 +243,11 @@ def _finish(session: Session, task: Task, status: str, *, failure_reason: str | 
     task.active_key = None
     task.lease_expires_at = None
     task.finished_at = utcnow()
+    task.wait_reason = None  # a finished task waits for nothing; its page must not say it does
     if failure_reason is not None:
         task.failure_reason = failure_reason
+    if status in ("cancelled", "failed"):
+        _put_issue_back(session, task)
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
     if was_holding_a_slot and session.scalar(
             select(Task.id).where(Task.agent_id == task.agent_id, Task.status == "queued").limit(1)):
@@ -267,6 +270,9 @@ def report_status(session: Session, daemon_id: str, task_id: str, *, status: str
     task.lease_expires_at = None  # past the prepare lease: heartbeats keep it alive now
     if status == "running" and task.started_at is None:
         task.started_at = utcnow()
+        issue_status = session.scalar(select(Issue.status).where(Issue.id == task.issue_id))
+        if issue_status in ("backlog", "todo"):
+            task.issue_status_before = issue_status
         _move_issue(session, task, ("backlog", "todo"), "in_progress")
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
     return task
@@ -274,7 +280,7 @@ def report_status(session: Session, daemon_id: str, task_id: str, *, status: str
 
 def finish(session: Session, daemon_id: str, task_id: str, *, status: str, result: str | None = None,
            session_id: str | None = None, failure_reason: str | None = None,
-           branch_name: str | None = None) -> Task:
+           branch_name: str | None = None, review: dict[str, Any] | None = None) -> Task:
     task = _owned(session, daemon_id, task_id)
     if status not in TERMINAL_STATUSES:
         raise Invalid(f"status must be one of {', '.join(TERMINAL_STATUSES)}")
@@ -282,6 +288,8 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
     task.session_id = session_id or task.session_id
     if branch_name is not None:
         task.branch_name = branch_name or None
+    if review is not None:
+        task.review = _bounded_review(review)
     if task.status in TERMINAL_STATUSES:  # cancelled (or swept) meanwhile: keep what the user saw
         if failure_reason and not task.failure_reason:
             task.failure_reason = failure_reason
@@ -293,6 +301,35 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
     if status == "completed":
         _move_issue(session, task, ("in_progress",), "in_review")  # a person closes it, never the agent
     return task
+
+
+REVIEW_MAX_BYTES = 1_500_000
+
+
+def _bounded_review(review: dict[str, Any]) -> dict[str, Any]:
+    """What a daemon says about the work, kept within a size a page can show: past it the
+    patch is dropped (the file list stays) and the review says so."""
+    import json
+
+    if len(json.dumps(review, default=str)) <= REVIEW_MAX_BYTES:
+        return review
+    kept = {k: v for k, v in review.items() if k != "patch"}
+    kept["files"] = (kept.get("files") or [])[:2000] if isinstance(kept.get("files"), list) else []
+    kept["truncated"] = True
+    kept["patch"] = ""
+    return kept if len(json.dumps(kept, default=str)) <= REVIEW_MAX_BYTES else {"truncated": True, "patch": ""}
+
+
+def _put_issue_back(session: Session, task: Task) -> None:
+    """A run that moved its issue to in_progress and then failed or was cancelled puts the issue
+    back where it was — unless another run of the issue is still going (it then stays in
+    progress) or a person moved the issue meanwhile (the conditional UPDATE leaves it)."""
+    if not task.issue_status_before:
+        return
+    others = select(Task.id).where(Task.issue_id == task.issue_id, Task.id != task.id,
+                                   Task.status.in_(ACTIVE_STATUSES)).limit(1)
+    if session.scalar(others) is None:
+        _move_issue(session, task, ("in_progress",), task.issue_status_before)
 
 
 def _move_issue(session: Session, task: Task, from_statuses: tuple[str, ...], to: str) -> None:
@@ -333,6 +370,17 @@ def list_messages(session: Session, task: Task, after: int = -1, limit: int = 10
                                 .order_by(TaskMessage.seq).limit(limit)))
 
 
+def latest_messages(session: Session, task: Task, before: int | None = None,
+                    limit: int = 200) -> tuple[list[TaskMessage], bool]:
+    """The last `limit` messages (before seq `before`), in order, and whether earlier ones exist."""
+    q = select(TaskMessage).where(TaskMessage.task_id == task.id)
+    if before is not None:
+        q = q.where(TaskMessage.seq < before)
+    rows = list(session.scalars(q.order_by(TaskMessage.seq.desc()).limit(limit + 1)))
+    more = len(rows) > limit
+    return list(reversed(rows[:limit])), more
+
+
 def cancel(session: Session, task: Task, reason: str = "cancelled by a user") -> Task:
     """Immediate for the user; a daemon holding the task is told and kills the agent (R-EX-5)."""
     if task.status in TERMINAL_STATUSES:
@@ -342,6 +390,19 @@ def cancel(session: Session, task: Task, reason: str = "cancelled by a user") ->
     if task.daemon_id:
         emit(session, task.workspace_id, "task_cancelled", task_id=task.id, daemon_id=task.daemon_id)
     return task
+
+
+def rerun(session: Session, task: Task) -> Task:
+    """Queue the same agent on the same issue again (an active run of the pair is returned)."""
+    if task.status not in TERMINAL_STATUSES:
+        raise Conflict("this run is still going; cancel it first to run it again")
+    issue = session.get(Issue, task.issue_id)
+    agent = session.get(Agent, task.agent_id)
+    if issue is None or agent is None:
+        raise Invalid("its issue or its agent was deleted; assign the issue to an agent instead")
+    if issue.status in ("done", "cancelled"):
+        raise Conflict(f"issue #{issue.number} is {issue.status}; reopen it before running it again")
+    return enqueue(session, issue, agent)
 
 
 def heartbeat(session: Session, daemon: Daemon, task_ids: list[str], grace: timedelta) -> list[str]:

@@ -227,6 +227,11 @@ class Task(Base):
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     lease_expires_at: Mapped[datetime | None] = mapped_column(TS)
     message_seq: Mapped[int] = mapped_column(Integer, default=0)
+    # The agent's work as the daemon found it at the end: where the branch is, its baseline,
+    # files changed and the diff (capped), so the task page can show it without the daemon.
+    review: Mapped[dict | None] = mapped_column(JSON)
+    # The issue's status before this run moved it to in_progress, to go back to if it fails.
+    issue_status_before: Mapped[str | None] = mapped_column(String(30))
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     dispatched_at: Mapped[datetime | None] = mapped_column(TS)
     started_at: Mapped[datetime | None] = mapped_column(TS)

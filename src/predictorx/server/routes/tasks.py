@@ -57,6 +57,21 @@ def messages(task_id: str, after: int = Query(default=-1, ge=-1, le=2_000_000_00
         return [serialize.message(m) for m in svc.list_messages(s, t, after, limit)]
 
 
+@router.get("/{task_id}/review")
+def review(task_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    """The agent's work as its daemon reported it at the end: branch, where it lives, baseline,
+    files changed and the diff (empty object while the run goes on or when none was sent)."""
+    with state.read() as s:
+        return svc.get_task(s, caller.workspace_id, task_id).review or {}
+
+
+@router.post("/{task_id}/rerun")
+def rerun(task_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    """Queue the same agent on the same issue again."""
+    with state.write() as s:
+        return _out(s, svc.rerun(s, svc.get_task(s, caller.workspace_id, task_id, for_update=True)))
+
+
 @router.post("/{task_id}/messages")
 def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get_caller),
                   state: AppState = Depends(get_state)) -> dict:

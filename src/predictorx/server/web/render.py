@@ -17,6 +17,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from ... import resources as registry
+from . import transcript
 
 SERVER_DIR = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = SERVER_DIR / "templates"
@@ -75,8 +76,11 @@ def resource_title(resource_type: str) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ago=ago, iso=iso, pretty=pretty, humanize=humanize)
-    env.globals.update(resource_html=resource_html, resource_title=resource_title)
+    env.filters.update(ago=ago, iso=iso, pretty=pretty, humanize=humanize, markdown=transcript.markdown,
+                       as_text=transcript.as_text)
+    env.globals.update(resource_html=resource_html, resource_title=resource_title, fold=transcript.fold,
+                       shell_command=transcript.shell_command, tool_summary=transcript.tool_summary,
+                       system_line=transcript.system_line)
     return env
 
 

@@ -96,3 +96,9 @@ def logout() -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response
+
+
+@router.get("/favicon.ico")
+def favicon() -> Response:
+    """Browsers ask for it before they read the page's <link rel=icon>."""
+    return RedirectResponse("/static/favicon.svg", status_code=301)

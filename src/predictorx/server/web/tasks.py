@@ -19,13 +19,17 @@ from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
 from ...store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Project, Task
+from . import diffview
 from .forms import FORM_ERRORS, message_of, status_of
 from .pageroute import PageRoute
-from .render import html, panel
+from .render import html, panel, redirect
 from .session import Viewer, viewer
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MESSAGES_PER_PAGE = 5000
+#: The task page opens on the latest messages; earlier ones load on request, so a run with
+#: thousands of messages still paints at once (bench/web.py measures it).
+FIRST_MESSAGES = 200
 
 
 def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
@@ -83,14 +87,47 @@ def messages_context(request: Request, who: Viewer, task_id: str, after: int) ->
     with request.app.state.px.read() as s:
         task = svc.get_task(s, who.workspace_id, task_id)
         messages = svc.list_messages(s, task, after, MESSAGES_PER_PAGE)
-    return {"messages": messages}
+    return {"messages": messages, "task": task, "earlier": False}
+
+
+def latest_context(request: Request, who: Viewer, task_id: str, before: int | None) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        task = svc.get_task(s, who.workspace_id, task_id)
+        messages, more = svc.latest_messages(s, task, before, FIRST_MESSAGES)
+    return {"messages": messages, "task": task, "earlier": more}
+
+
+def review_context(request: Request, who: Viewer, task_id: str, view: str) -> dict[str, Any]:
+    """The agent's work: the task's review (sent by its daemon at the end) as a diff view."""
+    with request.app.state.px.read() as s:
+        task = svc.get_task(s, who.workspace_id, task_id)
+        daemon = s.get(Daemon, task.daemon_id) if task.daemon_id else None
+        review = task.review or None
+        files = diffview.parse(review.get("patch") or "") if review else []
+    return {"task": task, "review": review, "files": files, "view": "split" if view == "split" else "unified",
+            "commands": diffview.commands(review) if review else [], "daemon": daemon,
+            "active": task.status in ACTIVE_STATUSES}
 
 
 @router.get("/tasks/{task_id}")
-async def task_page(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
+async def task_page(request: Request, task_id: str, view: str = Query(default="unified", max_length=20),
+                    who: Viewer = Depends(viewer)) -> Response:
     context = await run_in_threadpool(header_context, request, who, task_id)
-    context.update(await run_in_threadpool(messages_context, request, who, task_id, -1))
+    context.update(await run_in_threadpool(latest_context, request, who, task_id, None))
+    context["review_view"] = await run_in_threadpool(review_context, request, who, task_id, view)
     return html("task.html", context)
+
+
+@router.get("/tasks/{task_id}/review")
+async def task_review(request: Request, task_id: str, view: str = Query(default="unified", max_length=20),
+                      who: Viewer = Depends(viewer)) -> Response:
+    return html("_review.html", {"review_view": await run_in_threadpool(review_context, request, who, task_id, view)})
+
+
+@router.get("/tasks/{task_id}/messages/earlier")
+async def earlier_messages(request: Request, task_id: str, before: int = Query(ge=0, le=2_000_000_000),
+                           who: Viewer = Depends(viewer)) -> Response:
+    return html("_messages.html", await run_in_threadpool(latest_context, request, who, task_id, before))
 
 
 @router.get("/tasks/{task_id}/header")
@@ -119,3 +156,11 @@ async def cancel(request: Request, task_id: str, who: Viewer = Depends(viewer)) 
         extra, status = {"error": message_of(e)}, status_of(e)
     context = await run_in_threadpool(header_context, request, who, task_id, **extra)
     return panel(request, "_task_header.html", context, page_url=f"/tasks/{task_id}", status=status)
+
+
+@router.post("/tasks/{task_id}/rerun")
+async def rerun(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
+    def work() -> str:
+        with request.app.state.px.write() as s:
+            return svc.rerun(s, svc.get_task(s, who.workspace_id, task_id)).id
+    return redirect(request, f"/tasks/{await run_in_threadpool(work)}")

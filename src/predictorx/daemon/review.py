@@ -1,0 +1,118 @@
+"""The agent's work, for review on the task page (issue 13 §1): the task's branch against its
+baseline — files changed, lines added and removed, the unified diff (capped) — and where the
+branch lives, sent to the server with the task's finish so the page needs no daemon to show it.
+
+For a repository checkout (a worktree of the daemon's bare cache, no local folder) the agent's
+uncommitted changes are first committed to its branch, as worktree mode does (R-WT-4), so the work
+is on the branch and not only in a directory; a branch that holds nothing is deleted (R-WT-5).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from .branches import ref_component
+from .gitcmd import GitError, git
+
+log = logging.getLogger("predictorx.daemon")
+TIMEOUT = 60.0
+#: The diff shown on the page stops at this size, at a file boundary; the file list is complete.
+PATCH_MAX_BYTES = 400_000
+MAX_FILES = 2000
+
+
+def _identity_env(cwd: Path) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for who in ("AUTHOR", "COMMITTER"):
+        if git(["var", f"GIT_{who}_IDENT"], cwd=cwd, timeout=TIMEOUT, check=False).returncode != 0:
+            env[f"GIT_{who}_NAME"] = "Predictor X"
+            env[f"GIT_{who}_EMAIL"] = "predictorx@localhost"
+    return env
+
+
+def commit_checkout_leftovers(checkout: Path, branch: str, agent_name: str, task_id: str) -> str | None:
+    """Commit what the agent left uncommitted in a repo-cache checkout, on its own branch only.
+    Returns a sentence when that was not possible (the work then stays in the directory)."""
+    try:
+        head = git(["symbolic-ref", "-q", "HEAD"], cwd=checkout, timeout=TIMEOUT, check=False)
+        if head.stdout.decode("utf-8", "replace").strip() != f"refs/heads/{branch}":
+            return f"the agent left {checkout} on another branch than {branch}; its changes there were not committed"
+        git(["add", "--all"], cwd=checkout, timeout=TIMEOUT)
+        if git(["diff", "--cached", "--quiet"], cwd=checkout, timeout=TIMEOUT, check=False).returncode == 0:
+            return None
+        env = {**_identity_env(checkout),
+               "GIT_AUTHOR_NAME": f"{agent_name or 'agent'} (Predictor X agent)",
+               "GIT_AUTHOR_EMAIL": f"{ref_component(agent_name, 'agent')}@agents.predictorx.invalid"}
+        git(["commit", "--quiet", "--no-verify", "-m",
+             f"Uncommitted changes left by agent {agent_name} in task {task_id}\n\n"
+             "Committed by Predictor X when the task ended, so nothing is lost.\n"],
+            cwd=checkout, env=env, timeout=TIMEOUT)
+        return None
+    except GitError as e:
+        return f"could not commit the changes the agent left in {checkout} ({e})"
+
+
+def delete_branch_if_unchanged(repo: Path, branch: str, base: str) -> bool:
+    """Delete `branch` when it still points at `base` (the task changed nothing). True if deleted."""
+    return git(["update-ref", "-d", f"refs/heads/{branch}", base], cwd=repo, timeout=TIMEOUT,
+               check=False).returncode == 0
+
+
+def _numstat(repo: Path, base: str, branch: str) -> list[dict[str, Any]]:
+    out = git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", base, f"refs/heads/{branch}", "--"],
+              cwd=repo, timeout=TIMEOUT).stdout.decode("utf-8", "replace")
+    fields = out.split("\0")
+    files: list[dict[str, Any]] = []
+    i = 0
+    while i < len(fields) and len(files) < MAX_FILES:
+        head = fields[i]
+        if not head:
+            i += 1
+            continue
+        parts = head.split("\t")
+        if len(parts) < 3:
+            break
+        added, removed, path = parts[0], parts[1], parts[2]
+        old = None
+        if path == "":  # a rename: old and new path follow as their own fields
+            old, path = fields[i + 1], fields[i + 2]
+            i += 3
+        else:
+            i += 1
+        binary = added == "-"
+        files.append({"path": path, "old_path": old, "binary": binary,
+                      "added": 0 if binary else int(added), "removed": 0 if binary else int(removed)})
+    return files
+
+
+def _patch(repo: Path, base: str, branch: str) -> tuple[str, bool]:
+    raw = git(["diff", "-M", "--no-color", "--no-ext-diff", base, f"refs/heads/{branch}", "--"],
+              cwd=repo, timeout=TIMEOUT).stdout
+    if len(raw) <= PATCH_MAX_BYTES:
+        return raw.decode("utf-8", "replace"), False
+    cut = raw.rfind(b"\ndiff --git ", 0, PATCH_MAX_BYTES)
+    return raw[: cut + 1 if cut > 0 else PATCH_MAX_BYTES].decode("utf-8", "replace"), True
+
+
+def branch_review(repo: Path, base: str, branch: str | None, *, mode: str, repo_label: str,
+                  worktree_path: str | None = None, note: str | None = None) -> dict[str, Any]:
+    """What the task page shows. `mode`: worktree (a person's repository) or checkout (the
+    daemon's repo cache). A branch of None means the task changed nothing."""
+    review: dict[str, Any] = {"mode": mode, "repo_path": str(repo), "repo_label": repo_label, "base": base,
+                              "branch": branch, "worktree_path": worktree_path, "note": note,
+                              "changed": False, "files": [], "added": 0, "removed": 0, "patch": "",
+                              "truncated": False}
+    if not branch:
+        return review
+    try:
+        files = _numstat(repo, base, branch)
+        patch, truncated = _patch(repo, base, branch)
+    except GitError as e:
+        log.warning("could not diff %s against %s in %s: %s", branch, base[:12], repo, e)
+        review["error"] = f"the diff could not be made ({e})"
+        return review
+    review.update(changed=bool(files), files=files, patch=patch, truncated=truncated,
+                  added=sum(f["added"] for f in files), removed=sum(f["removed"] for f in files))
+    return review

@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-USAGE_EPILOG = """commands for agents' harnesses: mcp, hook, install
+USAGE_EPILOG = """commands for agents' harnesses: mcp, hook, install, run-config
 commands for people: join, leave, send, recv, sent, history, who, watch, doctor, prune
 store: $AGENTS_ROOM_DB or ~/.agents-room/room.db"""
 
@@ -110,6 +110,18 @@ def _parser():
     ins.add_argument("--autonomy", default="wake")
     ins.add_argument("--room", action="append", default=[])
     ins.add_argument("--dry-run", action="store_true", help="print what would be written")
+
+    rc = sub.add_parser(
+        "run-config",
+        help="print, as JSON, the MCP server and hooks to add to one agent run (for platforms; touches no user config)",
+    )
+    rc.add_argument("--harness", required=True, choices=["claude", "codex"])
+    rc.add_argument("--config-dir", required=True, help="a folder owned by this run, for its files")
+    rc.add_argument("--cwd", required=True, help="the agent's working directory (its repository gives the repo room)")
+    rc.add_argument("--room", action="append", default=[], help="shared room to join (repeatable)")
+    rc.add_argument("--label", default="")
+    rc.add_argument("--autonomy", default=None, help="notify, hold or wake (default: hold; wake only with --interactive)")
+    rc.add_argument("--interactive", action="store_true", help="a person's chat: register the wake hook")
     return p
 
 
@@ -267,6 +279,22 @@ def main(argv: list[str] | None = None) -> int:
 
         run(args.db)
         return 0
+    if args.cmd == "run-config":
+        from pathlib import Path
+
+        from .integration import prepare_agent_run
+
+        try:
+            cfg = prepare_agent_run(
+                args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
+                db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
+                interactive=args.interactive,
+            )
+        except (OSError, ValueError) as exc:
+            print(f"agents-room run-config: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        print(json.dumps(cfg.to_json(), indent=2))
+        return 0
     if args.cmd == "install":
         from .install import install
 
@@ -281,14 +309,44 @@ def main(argv: list[str] | None = None) -> int:
         _human(res)
         return 0
 
-    from .room import Room, RoomError
+    return _with_store(args)
 
-    room = Room.open(args.db)
+
+def _with_store(args) -> int:
+    """Commands that open the store: every failure is one sentence on stderr and exit 1."""
+    import sqlite3
+
+    from .naming import NameError_
+    from .room import Room, RoomError
+    from .store import StoreError, default_db_path, diagnose
+
+    path = args.db or default_db_path()
+    if args.cmd == "doctor":
+        why = diagnose(path)
+        if why:  # a store doctor cannot even open: say what is wrong and what to do (issue 8, finding 15)
+            if args.json:
+                _print({"ok": False, "store": str(path), "problems": [why]}, True)
+            else:
+                print(f"problem: {why}")
+            return 1
     try:
-        return _people(args, room)
-    except RoomError as exc:
+        room = Room.open(path)
+    except StoreError as exc:
         print(f"agents-room: {exc}", file=sys.stderr)
         return 1
+    try:
+        return _people(args, room)
+    except (RoomError, NameError_, StoreError) as exc:
+        print(f"agents-room: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:
+        why = diagnose(path) or f"the store {path} failed ({exc}); retry, and run `agents-room doctor` if it persists"
+        print(f"agents-room: {why}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `agents-room history … | head`: the reader left, which is not an error
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         return 130
     finally:

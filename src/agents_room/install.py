@@ -117,21 +117,22 @@ def merge_codex_config(text: str, entry: dict, where: str = "config.toml") -> st
             out_lines.append(line)
     body = "\n".join(out_lines).rstrip()
     feats = before.get("features") if isinstance(before.get("features"), dict) else {}
-    if "codex_hooks" not in feats and "hooks" not in feats:
+    # Codex 0.169 reads [features].hooks; the older codex_hooks name is deprecated and runs no hook
+    if "hooks" not in feats:
         if "features" in before:
             lines = body.splitlines()
             idx = next((i for i, l in enumerate(lines) if _table_name(l) == "features"), None)
             if idx is None:  # features given as dotted keys at the top level
-                lines.insert(0, "features.codex_hooks = true")
+                lines.insert(0, "features.hooks = true")
             else:
-                lines.insert(idx + 1, "codex_hooks = true")
+                lines.insert(idx + 1, "hooks = true")
             body = "\n".join(lines)
         else:
-            body += "\n\n[features]\ncodex_hooks = true"
+            body += "\n\n[features]\nhooks = true"
     block = [f"[mcp_servers.{MCP_NAME}]", f"command = {toml_inline(entry['command'])}", f"args = {toml_inline(entry['args'])}"]
     block.append(f"env = {toml_inline(entry['env'])}")
     new = (body + "\n\n" if body.strip() else "") + "\n".join(block) + "\n"
-    by_hand = f"nothing was written: add the [{ours}] table and features.codex_hooks = true to it by hand"
+    by_hand = f"nothing was written: add the [{ours}] table and features.hooks = true to it by hand"
     try:
         after = tomllib.loads(new)
     except tomllib.TOMLDecodeError as exc:

@@ -4,8 +4,16 @@ The platform daemon calls :func:`prepare_agent_run` before it launches an agent
 CLI and adds the returned arguments, environment and files to that one run.
 Nothing in the user's own harness configuration is read or written: Claude
 Code gets ``--mcp-config`` and ``--settings`` files in ``config_dir``; Codex gets
-``-c`` overrides (``mcp_servers.agents-room.*``, ``hooks.*``,
-``features.codex_hooks``) on its command line.
+``-c`` overrides (``mcp_servers.agents-room.*``, ``hooks.*``, ``features.hooks`` — Codex 0.169
+reads ``[features].hooks``; the older ``codex_hooks`` name is deprecated and ran no hook) on its
+command line.
+
+A platform run is headless (``claude -p``, ``codex exec``): nobody is there for a wake to start a
+turn in, and an ``async`` wake hook keeps the CLI alive after its result. So a headless run gets
+no wake hook and at most ``hold`` (issue 9); ``interactive=True`` is for a person's chat.
+
+Programs that are not Python (the Predictor X daemon among them) call ``agents-room run-config``,
+which prints this configuration as JSON.
 
 Example::
 
@@ -52,6 +60,16 @@ class AgentRunConfig:
     label: str
     #: marker put in the agent's environment; makes liveness exact on Linux
     marker: str = field(default="")
+    #: the autonomy the SessionStart hook asks for
+    autonomy: str = field(default="hold")
+
+    def to_json(self) -> dict:
+        """The shape ``agents-room run-config`` prints."""
+        return {
+            "harness": self.harness, "args": list(self.args), "env": dict(self.env),
+            "files": [str(f) for f in self.files], "rooms": list(self.rooms), "repo_room": self.repo_room,
+            "label": self.label, "marker": self.marker, "autonomy": self.autonomy,
+        }
 
 
 SUPPORTED = ("claude", "codex")
@@ -65,7 +83,8 @@ def prepare_agent_run(
     label: str,
     db_path: Path | None = None,
     cwd: Path,
-    autonomy: str = "wake",
+    autonomy: str | None = None,
+    interactive: bool = False,
 ) -> AgentRunConfig:
     """Prepare one agent run to join ``rooms`` plus its repo room, without touching user config.
 
@@ -75,12 +94,20 @@ def prepare_agent_run(
     label: a human label shown in ``who`` (e.g. ``"storefront/api task 42"``).
     db_path: the store; ``None`` means the default (``$AGENTS_ROOM_DB`` or ``~/.agents-room/room.db``).
     cwd: the agent's working directory (its git checkout gives the repo room).
-    autonomy: the level agreed with the operator: ``notify``, ``hold`` or ``wake`` (default).
+    autonomy: the level agreed with the operator: ``notify``, ``hold`` or ``wake``; default ``hold`` for a
+    headless run, ``wake`` for an interactive one. A headless run never gets ``wake`` (nobody to wake).
+    interactive: a person's chat (wake hook registered) rather than a headless platform run.
 
-    Raises ``ValueError`` for an unknown harness or an invalid room name.
+    Raises ``ValueError`` for an unknown harness, autonomy or an invalid room name.
     """
     if harness not in SUPPORTED:
         raise ValueError(f"unsupported harness {harness!r}; agents-room integrates with {', '.join(SUPPORTED)}")
+    level = str(autonomy if autonomy is not None else ("wake" if interactive else "hold")).strip().lower()
+    level = {"0": "notify", "1": "hold", "2": "wake"}.get(level, level)
+    if level not in ("notify", "hold", "wake"):
+        raise ValueError(f"autonomy must be notify, hold or wake, not {autonomy!r}")
+    if level == "wake" and not interactive:
+        level = "hold"  # a headless run ends with its result: a wake would only hold it open (issue 9)
     norm = list(dict.fromkeys(normalize_room(r) for r in rooms))
     config_dir = Path(config_dir)
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -94,7 +121,7 @@ def prepare_agent_run(
     if db is not None:
         env["AGENTS_ROOM_DB"] = str(db)
     repo_room, _ = repo_of(str(Path(cwd).resolve()))
-    hooks = hooks_spec(harness, autonomy=autonomy, rooms=norm, label=label, db_path=db)
+    hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db)
     entry = mcp_entry(harness, db)
     files: list[Path] = []
     if harness == "claude":
@@ -109,11 +136,11 @@ def prepare_agent_run(
             f"mcp_servers.{MCP_NAME}.command={toml_inline(entry['command'])}",
             f"mcp_servers.{MCP_NAME}.args={toml_inline(entry['args'])}",
             f"mcp_servers.{MCP_NAME}.env={toml_inline(entry['env'])}",
-            "features.codex_hooks=true",
+            "features.hooks=true",
         ] + [f"hooks.{event}={toml_inline(groups)}" for event, groups in hooks.items()]
         args = [a for o in overrides for a in ("-c", o)]
         record = config_dir / "agents-room.codex-overrides.txt"
         record.write_text("\n".join(overrides) + "\n")
         files = [record]
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
-                          label=label, marker=marker)
+                          label=label, marker=marker, autonomy=level)

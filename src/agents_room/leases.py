@@ -13,7 +13,7 @@ from .naming import (
     globs_overlap,
 )
 from .store import immediate
-from .queries import DEFAULT_LEASE_TTL, MAX_LEASE_TTL, RoomBase, RoomError, _fmt_in, _fmt_ts
+from .queries import check_ttl, DEFAULT_LEASE_TTL, MAX_LEASE_TTL, RoomBase, RoomError, _fmt_in, _fmt_ts
 
 
 class Leases(RoomBase):
@@ -35,9 +35,7 @@ class Leases(RoomBase):
             paths = [paths]
         if mode not in ("exclusive", "shared"):
             raise RoomError("mode must be 'exclusive' or 'shared'")
-        ttl = float(ttl) if ttl else DEFAULT_LEASE_TTL
-        if ttl <= 0 or ttl > MAX_LEASE_TTL:
-            raise RoomError(f"ttl must be between 1 and {int(MAX_LEASE_TTL)} seconds")
+        ttl = check_ttl(ttl, "ttl", MAX_LEASE_TTL) or DEFAULT_LEASE_TTL
         if not paths:
             raise RoomError("no paths given")
         now = self.clock()
@@ -120,9 +118,7 @@ class Leases(RoomBase):
         return [r for r in rows if r["pattern"] in pats or str(r["id"]) in {str(p) for p in paths}]
 
     def lease_renew(self, session: str, paths: list[str] | None = None, ttl: float | None = None) -> dict:
-        ttl = float(ttl) if ttl else DEFAULT_LEASE_TTL
-        if ttl <= 0 or ttl > MAX_LEASE_TTL:
-            raise RoomError(f"ttl must be between 1 and {int(MAX_LEASE_TTL)} seconds")
+        ttl = check_ttl(ttl, "ttl", MAX_LEASE_TTL) or DEFAULT_LEASE_TTL
         now = self.clock()
         with immediate(self.conn):
             me = self.session_row(session)

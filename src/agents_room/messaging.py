@@ -17,7 +17,7 @@ from .naming import (
     rel_path,
 )
 from .store import immediate
-from .queries import RoomBase, RoomError, _fmt_ts
+from .queries import MAX_MESSAGE_TTL, RoomBase, RoomError, _fmt_ts, check_ttl
 
 
 class Messaging(RoomBase):
@@ -115,8 +115,7 @@ class Messaging(RoomBase):
         """
         if not body or not body.strip():
             raise RoomError("empty message body")
-        if ttl is not None and ttl <= 0:
-            raise RoomError("ttl must be a positive number of seconds (omit it for a message that never expires)")
+        ttl = check_ttl(ttl, "ttl", MAX_MESSAGE_TTL)  # omit it for a message that never expires
         selectors = [to] if isinstance(to, str) else list(to)
         selectors = [s.strip() for part in selectors for s in part.split(",") if s.strip()]
         if not selectors:

@@ -83,6 +83,8 @@ def _remote_name(common: Path) -> str | None:
     sections.sort(key=lambda s: (s != 'remote "origin"', s))
     for s in sections:
         url = cfg.get(s, "url", fallback="").strip().rstrip("/")
+        if url.endswith("/.git"):  # a remote that is another checkout's .git folder
+            url = url[: -len("/.git")]
         if url:
             base = re.split(r"[/:]", url)[-1]
             if base.endswith(".git"):
@@ -92,6 +94,21 @@ def _remote_name(common: Path) -> str | None:
     return None
 
 
+def _main_checkout_name(common: Path, top: Path) -> str:
+    """The repository's own name when it has no remote: its main checkout's folder.
+
+    A linked worktree (``git worktree add ../workdir``, as the platform daemon makes) shares the
+    main checkout's git dir, so it is named as the person's own session in the main checkout
+    would be, not after its own folder (issue 9). A bare repository is named after itself.
+    """
+    if common.name == ".git":
+        return common.parent.name
+    if (top / ".git") == common:
+        return top.name
+    name = common.name
+    return name[: -len(".git")] if name.endswith(".git") and len(name) > 4 else name
+
+
 @functools.lru_cache(maxsize=64)
 def repo_of(cwd: str) -> tuple[str | None, str | None]:
     """(``repo:<name>`` or None, repo root or None). Name from the origin remote, else the top level."""
@@ -99,7 +116,7 @@ def repo_of(cwd: str) -> tuple[str | None, str | None]:
     if not found:
         return None, None
     top, common = found
-    name = _remote_name(common) or top.name
+    name = _remote_name(common) or _main_checkout_name(common, top)
     name = re.sub(r"[\s,]+", "-", name)
     return REPO + name, str(top)
 

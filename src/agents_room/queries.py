@@ -21,6 +21,8 @@ AUTONOMY_NAMES = {NOTIFY: "notify", HOLD: "hold", WAKE: "wake"}
 RETRY_WINDOW = {"tool": 0.0, "stop": 30 * 60.0}
 DEFAULT_LEASE_TTL = 15 * 60.0
 MAX_LEASE_TTL = 24 * 3600.0
+#: a message's time to live is finite and at most this (R-ROOM-8; issue 8 finding 15)
+MAX_MESSAGE_TTL = 30 * 24 * 3600.0
 CODEX_HOLD_CAP = 3  # Stop blocks per rolling hour for Codex (Codex has no cap of its own)
 CODEX_HOLD_WINDOW = 3600.0
 #: the "Stop already held once" flag counts only for the turn it was set in; a turn whose Stop
@@ -68,7 +70,35 @@ def file_hash(path: str) -> str | None:
 def _fmt_ts(ts: float | None) -> str | None:
     if ts is None:
         return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    except (OverflowError, OSError, ValueError):  # a row an older agents-room let through (ttl 1e308)
+        return "never"
+
+
+def check_ttl(ttl: Any, what: str, maximum: float) -> float | None:
+    """A time to live in seconds: None, or finite, positive and at most ``maximum``; else a RoomError."""
+    if ttl is None:
+        return None
+    import math
+
+    try:
+        value = float(ttl)
+    except (TypeError, ValueError):
+        raise RoomError(f"{what} must be a number of seconds, not {ttl!r}") from None
+    if isinstance(ttl, bool) or not math.isfinite(value) or value <= 0 or value > maximum:
+        raise RoomError(
+            f"{what} must be a positive, finite number of seconds up to {int(maximum)} ({_fmt_span(maximum)}), not {ttl!r}"
+        )
+    return value
+
+
+def _fmt_span(seconds: float) -> str:
+    if seconds % 86400 == 0:
+        return f"{int(seconds // 86400)} days"
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)} hours"
+    return f"{int(seconds)} seconds"
 
 
 def _fmt_in(seconds: float) -> str:

@@ -154,23 +154,116 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class StoreError(Exception):
-    pass
+    """The store cannot be used: the message is one sentence saying what is wrong and what to do."""
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+_MOVE_ASIDE = "move it aside (mv {p} {p}.broken) and agents-room starts a fresh one; sessions rejoin at their next start"
+
+
+def diagnose(path: Path | str | None = None) -> str | None:
+    """Why the store at ``path`` cannot be used, in one sentence with what to do; None when it can.
+
+    Checked without writing: the file's presence, permissions, SQLite header, integrity and schema
+    version. ``connect`` raises a :class:`StoreError` with this sentence; ``doctor`` prints it.
+    """
+    p = Path(path) if path is not None else default_db_path()
+    if str(p) == ":memory:":
+        return None
+    try:
+        return _diagnose(p)
+    except OSError as exc:  # e.g. a folder on the way that this user may not enter
+        return f"the store {p} cannot be reached ({exc.strerror}); fix the permissions of its folders or point AGENTS_ROOM_DB elsewhere"
+
+
+def _diagnose(p: Path) -> str | None:
+    if p.exists() and not p.is_file():
+        return f"the store {p} is not a file; point AGENTS_ROOM_DB at a file path"
+    if not p.exists():
+        folder = next((d for d in [p.parent, *p.parent.parents] if d.exists()), None)
+        if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
+            return f"the store {p} does not exist and {folder} is not writable; make it writable or point AGENTS_ROOM_DB elsewhere"
+        return None
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        return f"the store {p} cannot be read ({exc.strerror}); fix its permissions (chmod u+rw {p}) or point AGENTS_ROOM_DB elsewhere"
+    if head and not head.startswith(SQLITE_HEADER):
+        return f"the store {p} is not an SQLite database; " + _MOVE_ASIDE.format(p=p)
+    if not os.access(p, os.W_OK) or not os.access(p.parent, os.W_OK | os.X_OK):
+        return (f"the store {p} is read-only (agents-room writes on every call); make it and its folder writable "
+                f"(chmod u+w {p} {p.parent}) or point AGENTS_ROOM_DB at a writable path")
+    if not head:
+        return None  # an empty file is a store not yet created
+    try:
+        conn = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            check = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return f"the store {p} is damaged ({exc}); " + _MOVE_ASIDE.format(p=p)
+    if check != ["ok"]:
+        return f"the store {p} is damaged ({check[0]}); " + _MOVE_ASIDE.format(p=p)
+    if found > SCHEMA_VERSION:
+        return (f"the store {p} has schema version {found}, newer than this agents-room understands ({SCHEMA_VERSION}); "
+                "upgrade agents-room (pip install -U agents-room), or point AGENTS_ROOM_DB at another store")
+    return None
 
 
 def connect(path: Path | str | None = None, *, migrate: bool = True) -> sqlite3.Connection:
-    """Open the store with WAL, busy_timeout and foreign keys; migrate to the latest schema."""
+    """Open the store with WAL, busy_timeout and foreign keys; migrate to the latest schema.
+
+    A store that cannot be used raises :class:`StoreError` with one sentence (what is wrong,
+    what to do), never a raw SQLite error.
+    """
     p = Path(path) if path is not None else default_db_path()
+    try:
+        return _connect(p, migrate)
+    except StoreError as exc:
+        raise StoreError(diagnose(p) or str(exc)) from None
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(diagnose(p) or f"the store {p} cannot be opened ({exc}); run `agents-room doctor`") from None
+
+
+def _connect(p: Path, migrate: bool) -> sqlite3.Connection:
     if str(p) != ":memory:":
         p.parent.mkdir(parents=True, exist_ok=True)
+        if p.exists():
+            why = _quick_refusal(p)
+            if why:
+                raise StoreError(why)
     conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    _retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
-    conn.execute("PRAGMA synchronous = NORMAL")
-    if migrate:
-        migrate_to(conn, SCHEMA_VERSION)
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _retry(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if migrate:
+            migrate_to(conn, SCHEMA_VERSION)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _quick_refusal(p: Path) -> str | None:
+    """The cheap checks of :func:`diagnose` (header, permissions), run on every open: the hook opens
+    the store on every tool call, so the integrity check is left to ``doctor``."""
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        return f"the store {p} cannot be read ({exc.strerror}); fix its permissions (chmod u+rw {p}) or point AGENTS_ROOM_DB elsewhere"
+    if head and head != SQLITE_HEADER:
+        return f"the store {p} is not an SQLite database; " + _MOVE_ASIDE.format(p=p)
+    if not os.access(p, os.W_OK):
+        return (f"the store {p} is read-only (agents-room writes on every call); make it writable (chmod u+w {p}) "
+                "or point AGENTS_ROOM_DB at a writable path")
+    return None
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -181,7 +274,10 @@ def migrate_to(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     """Apply migrations up to ``target``; each step and its version bump in one transaction."""
     found = schema_version(conn)
     if found > SCHEMA_VERSION:
-        raise StoreError(f"store schema version {found} is newer than this agents-room ({SCHEMA_VERSION}); upgrade agents-room")
+        raise StoreError(
+            f"the store has schema version {found}, newer than this agents-room understands ({SCHEMA_VERSION}); "
+            "upgrade agents-room (pip install -U agents-room), or point AGENTS_ROOM_DB at another store"
+        )
     if found >= target:
         return found
     with immediate(conn):

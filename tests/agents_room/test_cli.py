@@ -129,7 +129,7 @@ def test_install_codex_merges_config_toml_and_hooks(tmp_path):
     assert cfg["profiles"]["fast"]["model"] == "o4-mini"
     ours = cfg["mcp_servers"]["agents-room"]
     assert ours["args"][-1] == "mcp" and ours["env"] == {"AGENTS_ROOM_HARNESS": "codex"}
-    assert cfg["features"]["codex_hooks"] is True
+    assert cfg["features"]["hooks"] is True and "codex_hooks" not in cfg["features"]  # issue 9: the deprecated name ran no hook
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())["hooks"]
     assert set(hooks) == {"SessionStart", "PreToolUse", "PostToolUse", "Stop"}
     assert sum("agents_room hook" in h["command"] for g in hooks["Stop"] for h in g["hooks"]) == 1
@@ -139,7 +139,10 @@ def test_install_codex_merges_config_toml_and_hooks(tmp_path):
 def test_codex_config_keeps_existing_features_and_refuses_broken():
     text = "[features]\nweb_search = true\n"
     out = tomllib.loads(merge_codex_config(text, {"command": "c", "args": ["mcp"], "env": {}}))
-    assert out["features"] == {"web_search": True, "codex_hooks": True}
+    assert out["features"] == {"web_search": True, "hooks": True}
+    # a config that only has the deprecated name gets the one Codex 0.169 reads (issue 9)
+    old = tomllib.loads(merge_codex_config("[features]\ncodex_hooks = true\n", {"command": "c", "args": ["mcp"], "env": {}}))
+    assert old["features"] == {"codex_hooks": True, "hooks": True}
     with pytest.raises(ValueError):
         merge_codex_config("[broken", {"command": "c", "args": [], "env": {}})
 

@@ -51,7 +51,9 @@ def test_claude_run_joins_project_and_repo_rooms(tmp_path, repos):
     r = Room.open(db)
     s = r.who()["sessions"][0]
     assert s["label"] == "storefront/api #42" and s["rooms"] == ["repo:api", "shared:project-storefront"]
-    assert s["autonomy"] == "wake"
+    assert s["autonomy"] == "hold"  # a headless run is never at wake (issue 9)
+    stops = [h for g in hooks["Stop"] for h in g["hooks"]]
+    assert len(stops) == 1 and "--wake" not in stops[0]["command"] and "async" not in stops[0]
     # the user's own config was not touched
     assert sorted(p.name for p in (tmp_path / "home").iterdir()) == home_before
 
@@ -74,7 +76,7 @@ def test_codex_run_overrides(tmp_path, repos):
     ov = _overrides(cfg.args)
     assert ov["mcp_servers.agents-room.args"][-1] == "mcp"
     assert ov["mcp_servers.agents-room.env"]["AGENTS_ROOM_DB"] == str(db)
-    assert ov["features.codex_hooks"] is True
+    assert ov["features.hooks"] is True and "features.codex_hooks" not in ov  # issue 9: Codex 0.169 reads [features].hooks
     assert set(k for k in ov if k.startswith("hooks.")) == {"hooks.SessionStart", "hooks.PreToolUse", "hooks.PostToolUse", "hooks.Stop"}
     start = ov["hooks.SessionStart"][0]["hooks"][0]["command"]
     res = _run_hook(start, cfg, {"session_id": "codex-thread", "cwd": str(repos["web"]), "hook_event_name": "SessionStart",

@@ -120,13 +120,13 @@ async def test_unexpected_failures_are_tool_errors_with_a_hint_not_tracebacks(db
     async with Client(build_server(db)) as c:
         bad = await c.call_tool("msg_recv", {"session": me})
         text = bad.content[0].text
-        assert bad.is_error and "StoreError: store schema version 999 is newer" in text and "agents-room doctor" in text
+        assert bad.is_error and "schema version 999, newer than this agents-room" in text and "agents-room doctor" in text
     # a store path sqlite cannot open (a directory): sqlite3.OperationalError
     as_dir = tmp_path / "dir.db"
     as_dir.mkdir()
     async with Client(build_server(as_dir)) as c:
         bad = await c.call_tool("msg_unread", {"session": me})
         text = bad.content[0].text
-        assert bad.is_error and text.startswith("Error executing tool msg_unread: OperationalError: ") and str(as_dir) in text
+        assert bad.is_error and text.startswith("Error executing tool msg_unread: StoreError: ") and "is not a file" in text and str(as_dir) in text
     crashes = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert crashes == []

@@ -4,14 +4,24 @@ Agents of one project often work in different repositories (an API here, its cli
 cannot see each other. For harnesses agents-room integrates with (Claude Code, Codex), the daemon
 adds agents-room's MCP server and hooks to that one run — never to the person's own harness
 config — so the agent joins `shared:project-<name>` and its repo room at session start and can
-talk to its project's other agents without setup. Best effort: a failure here never stops a task.
+talk to its project's other agents without setup.
+
+agents-room is its own program (GPL-3.0-or-later, its own distribution): the daemon runs the
+`agents-room run-config` command, which prints the run's arguments, environment and files as JSON,
+and imports nothing of it. A platform run is headless, so it is configured without the wake hook
+(issue 9: that hook held every Claude task open ~30 s after its result). Best effort: a failure
+here never stops a task.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +30,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("predictorx.daemon")
 _SLUG = re.compile(r"[^a-z0-9]+")
+#: harnesses agents-room has hooks for; others run without a room
+SUPPORTED = ("claude", "codex")
+RUN_CONFIG_TIMEOUT_S = 20.0
 
 
 def project_room(project_id: str, title: str | None) -> str:
@@ -28,14 +41,38 @@ def project_room(project_id: str, title: str | None) -> str:
     return f"project-{slug}-{project_id[:8]}"
 
 
+def agents_room_command() -> list[str] | None:
+    """The `agents-room` program: $PREDICTORX_AGENTS_ROOM, else beside this interpreter, else on PATH."""
+    override = os.environ.get("PREDICTORX_AGENTS_ROOM")
+    if override:
+        return [override]
+    beside = Path(sys.executable).with_name("agents-room")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    found = shutil.which("agents-room")
+    return [found] if found else None
+
+
+def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str) -> dict[str, Any]:
+    """Ask `agents-room run-config` for one headless run's MCP server and hooks (JSON)."""
+    cmd = agents_room_command()
+    if cmd is None:
+        raise RuntimeError("the agents-room command is not installed (pip install agents-room)")
+    argv = [*cmd, "run-config", f"--harness={harness}", f"--config-dir={config_dir}", f"--cwd={cwd}", f"--label={label}"]
+    argv += [f"--room={r}" for r in rooms]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_CONFIG_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        raise RuntimeError((res.stderr.strip() or f"agents-room run-config exited {res.returncode}").splitlines()[-1])
+    cfg = json.loads(res.stdout)
+    if not isinstance(cfg.get("args"), list) or not isinstance(cfg.get("env"), dict):
+        raise RuntimeError("agents-room run-config printed an unexpected shape")
+    return cfg
+
+
 def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str, str]]:
     if os.environ.get("PREDICTORX_ROOMS", "1") == "0":
         return [], {}
     provider = run.agent["provider"]
-    try:
-        from agents_room.integration import SUPPORTED, prepare_agent_run
-    except ImportError:  # agents-room is part of the distribution; tolerate a trimmed install
-        return [], {}
     if provider not in SUPPORTED:
         return [], {}
     ctx = run.context_data
@@ -44,9 +81,8 @@ def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str
     if ctx.get("project_title"):
         label += f" · {ctx['project_title']}"
     try:
-        cfg = prepare_agent_run(provider, config_dir=Path(env.path) / "agents-room", rooms=rooms, label=label,
-                                db_path=None, cwd=cwd)
+        cfg = run_config(provider, config_dir=Path(env.path) / "agents-room", cwd=cwd, rooms=rooms, label=label)
     except Exception as e:  # noqa: BLE001 — coordination is a help, never a reason to fail
         log.warning("task %s runs without agents-room: %s", run.id, e)
         return [], {}
-    return cfg.args, cfg.env
+    return [str(a) for a in cfg["args"]], {str(k): str(v) for k, v in cfg["env"].items()}

@@ -272,7 +272,7 @@ class TaskRun:
         prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts)
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
-        extra_args, extra_env = self.daemon.room_setup(self, env, cwd)
+        extra_args, extra_env = await asyncio.to_thread(self.daemon.room_setup, self, env, cwd)  # runs agents-room
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent), cwd=cwd, logs_dir=env.logs,
             env={**self._env(env, cwd), **extra_env}, model=self.agent.get("model"),

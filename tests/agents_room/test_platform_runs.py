@@ -1,0 +1,99 @@
+"""Issue 9, agents-room parts: platform runs are headless (no wake hold), the room is the person's
+repository (not the checkout folder), Codex gets the feature flag it reads; and `run-config`, the
+JSON a platform reads instead of importing agents-room (issue 10 item 7; R-ROOM-3, R-ROOM-15)."""
+
+import json
+import os
+import shlex
+import subprocess
+import time
+
+from agents_room.naming import repo_of
+from agents_room.room import Room
+
+from conftest import run_cli
+
+
+def git(*args, cwd):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env, timeout=30)
+
+
+def test_issue9_a_worktree_joins_the_repository_room_not_its_folder(tmp_path, room):
+    main = tmp_path / "myrepo"
+    main.mkdir()
+    git("init", "-q", "-b", "main", cwd=main)
+    (main / "a.py").write_text("x = 1\n")
+    git("add", ".", cwd=main)
+    git("commit", "-qm", "one", cwd=main)
+    work = tmp_path / "daemon" / "tasks" / "workdir"
+    git("worktree", "add", "-q", "-b", "task-1", str(work), cwd=main)
+    (main / "sub").mkdir()
+    repo_of.cache_clear()
+    assert repo_of(str(work)) == ("repo:myrepo", str(work))
+    mine = room.join(cwd=str(main / "sub"), label="person")
+    agent = room.join(cwd=str(work), label="agent")
+    assert mine["repo"] == agent["repo"] == "repo:myrepo"
+    assert agent["session"] in {o["session"] for o in room.who(session=mine["session"])["sessions"]}
+    # a worktree of the daemon's bare repository cache, whose origin is the person's checkout (its .git)
+    cache = tmp_path / "cache" / "3f2a.git"
+    git("clone", "-q", "--bare", str(main), str(cache), cwd=tmp_path)
+    git("config", "remote.origin.url", str(main / ".git"), cwd=cache)
+    git("worktree", "add", "-q", "--detach", str(tmp_path / "wt2"), "main", cwd=cache)
+    repo_of.cache_clear()
+    assert repo_of(str(tmp_path / "wt2"))[0] == "repo:myrepo"
+    # a worktree of a bare repository without a remote is named after that repository, without .git
+    plain = tmp_path / "shop.git"
+    git("clone", "-q", "--bare", str(main), str(plain), cwd=tmp_path)
+    git("remote", "remove", "origin", cwd=plain)
+    git("worktree", "add", "-q", "--detach", str(tmp_path / "wt3"), "main", cwd=plain)
+    repo_of.cache_clear()
+    assert repo_of(str(tmp_path / "wt3"))[0] == "repo:shop"
+
+
+def _run_config(*args, cwd) -> dict:
+    res = run_cli("run-config", *args, cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_issue9_a_headless_run_is_never_held_by_a_stop_hook(tmp_path, repos, db):
+    cfg = _run_config("--harness=claude", f"--config-dir={tmp_path / 'run'}", f"--cwd={repos['api']}",
+                      "--room=project-shop", "--label=agent", "--autonomy=wake", cwd=repos["api"])
+    assert cfg["autonomy"] == "hold"  # wake asked for a headless run is hold: nobody is there to wake
+    settings = json.loads(open(cfg["args"][cfg["args"].index("--settings") + 1]).read())
+    stops = [h for g in settings["hooks"]["Stop"] for h in g["hooks"]]
+    assert [("--wake" in h["command"], h.get("async", False)) for h in stops] == [(False, False)]
+    env = {**os.environ, **cfg["env"], "AGENTS_ROOM_DB": str(db)}
+    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    chat = {"session_id": "run-1", "cwd": str(repos["api"]), "hook_event_name": "SessionStart"}
+    subprocess.run(shlex.split(start), input=json.dumps(chat), env=env, capture_output=True, text=True, timeout=30, check=True)
+    r = Room.open(db)
+    me = r.who()["sessions"][0]["session"]
+    other = r.join(cwd=str(repos["web"]), rooms=["project-shop"])["session"]
+    for with_mail in (False, True):
+        if with_mail:
+            r.send(other, "*", "the /orders API pages now")
+        began = time.monotonic()
+        res = subprocess.run(shlex.split(stops[0]["command"]), input=json.dumps({**chat, "hook_event_name": "Stop"}),
+                             env=env, capture_output=True, text=True, timeout=30)
+        assert time.monotonic() - began < 2.0 and res.returncode == 0
+        # with mail the turn is held once (the model reads it), never the process after its result
+        assert ('"decision": "block"' in res.stdout) is with_mail
+    assert r.session_row(me)["wake_waiter"] is None
+    r.close()
+
+
+def test_run_config_interactive_registers_the_wake_hook_and_codex_reads_features_hooks(tmp_path, repos):
+    cfg = _run_config("--harness=claude", f"--config-dir={tmp_path / 'chat'}", f"--cwd={repos['web']}", "--interactive",
+                      cwd=repos["web"])
+    settings = json.loads(open(cfg["files"][1]).read())
+    assert cfg["autonomy"] == "wake" and any(h.get("async") and "--wake" in h["command"]
+                                             for g in settings["hooks"]["Stop"] for h in g["hooks"])
+    codex = _run_config("--harness=codex", f"--config-dir={tmp_path / 'cx'}", f"--cwd={repos['web']}", "--room=p",
+                        cwd=repos["web"])
+    assert "features.hooks=true" in codex["args"] and not any("codex_hooks" in a for a in codex["args"])
+    assert codex["rooms"] == ["shared:p"] and codex["repo_room"] == "repo:web"
+    bad = run_cli("run-config", "--harness=claude", f"--config-dir={tmp_path}", f"--cwd={repos['web']}", "--room=bad name")
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1 and "invalid room name" in bad.stderr

@@ -1,0 +1,61 @@
+"""The daemon's wiring of agents-room (R-ROOM-15, issue 10 item 7, issue 9): it runs the
+`agents-room` program for a run's configuration, imports nothing of it, never holds a headless run,
+and a missing or failing program never stops a task."""
+
+import ast
+import json
+import logging
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+from predictorx.daemon import rooms
+
+SRC = Path(rooms.__file__).resolve().parents[1]
+
+
+def _run(provider: str = "claude"):
+    return SimpleNamespace(
+        id="t-1", agent={"provider": provider, "name": "claude-1"}, issue={"number": 7},
+        context_data={"project_id": "0123456789abcdef", "project_title": "Shop"},
+    )
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "shop"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    return repo
+
+
+def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, monkeypatch):
+    monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
+    args, env = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), _repo(tmp_path))
+    settings = json.loads(Path(args[args.index("--settings") + 1]).read_text())
+    assert env["AGENTS_ROOM_ROOMS"] == "shared:project-shop-01234567" and env["AGENTS_ROOM_LABEL"].startswith("claude-1")
+    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert "--autonomy=hold" in start  # headless: never wake (issue 9)
+    assert not any("--wake" in h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"])
+    cx_args, _ = rooms.room_setup(_run("codex"), SimpleNamespace(path=tmp_path / "cx"), _repo(tmp_path / "c"))
+    assert "features.hooks=true" in cx_args
+    assert rooms.room_setup(_run("gemini"), SimpleNamespace(path=tmp_path / "g"), tmp_path) == ([], {})
+
+
+def test_a_missing_or_failing_agents_room_never_stops_a_task(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", str(tmp_path / "no-such-program"))
+    with caplog.at_level(logging.WARNING, logger="predictorx.daemon"):
+        assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {})
+    assert "runs without agents-room" in caplog.text
+    monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", "false")
+    assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {})
+
+
+def test_predictorx_imports_nothing_of_agents_room():
+    """agents-room is used as a program only (issue 10 item 7)."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(SRC)}: {n}" for n in names if n.split(".")[0] == "agents_room"]
+    assert offenders == []

@@ -103,14 +103,19 @@ class Daemon:
         """Report a task's end; if the server cannot be reached, keep it and retry with heartbeats,
         so no task is left running on the server for ever."""
         log.info("task %s: %s", task_id, outcome_line(fields))
+        free = 0 if self._stopping.is_set() else max(0, self.max_tasks - self.busy_slots)
         try:
-            await self.api.finish(task_id, **fields)
+            answer = await self.api.finish(task_id, **fields, claim_next=free)
         except ServerError as e:
             if 400 <= e.status < 500:
                 log.error("task %s: the server refused its end (%s)", task_id, e.detail)
                 return
             log.warning("task %s: could not report its end (%s); will retry", task_id, e.detail)
             self.unreported[task_id] = fields
+            return
+        # The same request claimed the next tasks (one round trip per task turned over).
+        for item in (answer or {}).get("claimed", []):
+            self._start(item)
 
     def executable_for(self, provider: str) -> list[str] | None:
         for rt in self.runtimes:

@@ -161,6 +161,7 @@ class TaskFinish(Strict):
     failure_reason: Body | None = None
     branch_name: Annotated[str, Field(max_length=500), AfterValidator(_no_nul)] | None = None
     review: dict[str, Any] | None = None  # the agent's work: see daemon/review.py
+    claim_next: Annotated[int, Field(ge=0, le=100)] = 0  # also claim up to this many tasks
 
 
 class MessageIn(Strict):

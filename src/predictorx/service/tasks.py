@@ -11,7 +11,7 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -145,85 +145,100 @@ def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | No
     return None
 
 
-def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None) -> list[dict[str, Any]]:
+def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None,
+          runtimes: list[Runtime] | None = None) -> list[dict[str, Any]]:
     """Hand this daemon up to `limit` queued tasks it can run. Each is returned with its context,
-    its agent and a task-scoped token (R-EX-4)."""
-    runtimes = list(session.scalars(select(Runtime).where(Runtime.daemon_id == daemon.id)))
+    its agent and a task-scoped token (R-EX-4).
+
+    One statement selects, locks and marks (R-SC-2): `UPDATE task … WHERE id IN (SELECT … FOR
+    UPDATE SKIP LOCKED) RETURNING task`, with the agents already at their limit left out inside
+    it, so concurrent claimers never wait on each other's rows. Then one count of the claimed
+    agents' held tasks hands back what went past an agent's limit (several of its tasks in one
+    claim, or — on PostgreSQL — a concurrent claim: there the count runs under the agents' row
+    locks, taken in id order, so it sees every committed claim; SQLite's BEGIN IMMEDIATE already
+    serialises claimers)."""
+    if runtimes is None:
+        runtimes = list(session.scalars(select(Runtime).where(Runtime.daemon_id == daemon.id)))
     if not runtimes or limit < 1:
         return []
-    by_provider = {rt.provider: rt for rt in runtimes}
-    runtime_ids = [rt.id for rt in runtimes]
-    # Agents already at their limit must not hide other agents' work behind their queued tasks.
-    held_rows = session.execute(
-        select(Task.agent_id, func.count(), Agent.max_concurrent_tasks).join(Agent, Agent.id == Task.agent_id)
-        .where(Task.workspace_id == daemon.workspace_id, Task.status.in_(HOLDING))
-        .group_by(Task.agent_id, Agent.max_concurrent_tasks)).all()
-    held = {agent_id: n for agent_id, n, _ in held_rows}
-    full = [agent_id for agent_id, n, most in held_rows if n >= most]
-    q = (select(Task).join(Agent, Agent.id == Task.agent_id)
-         .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
-                or_(Agent.runtime_id.in_(runtime_ids),
-                    and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))))
-         .order_by(Task.created_at, Task.id).limit(limit * 2))
-    if full:
-        q = q.where(Task.agent_id.notin_(full))
-    if task_id:
-        q = q.where(Task.id == task_id)
-    if session.bind.dialect.name == "postgresql":
-        q = q.with_for_update(of=Task, skip_locked=True)
-    candidates = list(session.scalars(q))
-    if not candidates:
-        return []
     postgres = session.bind.dialect.name == "postgresql"
-    agent_q = select(Agent).where(Agent.id.in_({t.agent_id for t in candidates})).order_by(Agent.id)
+    by_provider = {rt.provider: rt.id for rt in runtimes}
+    runtime_ids = [rt.id for rt in runtimes]
+    # Agents at their limit must not hide other agents' work behind their queued tasks.
+    full = (select(Task.agent_id).join(Agent, Agent.id == Task.agent_id)
+            .where(Task.workspace_id == daemon.workspace_id, Task.status.in_(HOLDING))
+            .group_by(Task.agent_id, Agent.max_concurrent_tasks)
+            .having(func.count() >= Agent.max_concurrent_tasks))
+    pick = (select(Task.id).join(Agent, Agent.id == Task.agent_id)
+            .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
+                   or_(Agent.runtime_id.in_(runtime_ids),
+                       and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))),
+                   Task.agent_id.notin_(full))
+            .order_by(Task.created_at, Task.id).limit(limit))
+    if task_id:
+        pick = pick.where(Task.id == task_id)
     if postgres:
-        agent_q = agent_q.with_for_update()  # the concurrency counts below must not race
-    agents = {a.id: a for a in session.scalars(agent_q)}
-    busy = held  # exact on SQLite: BEGIN IMMEDIATE serialises claimers
-    if postgres:  # other claimers may have taken some since: count again under the agent locks
-        busy = dict(session.execute(
-            select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)), Task.status.in_(HOLDING))
-            .group_by(Task.agent_id)).all())
-    issues = {i.id: i for i in session.scalars(select(Issue).where(Issue.id.in_({t.issue_id for t in candidates})))}
+        pick = pick.with_for_update(of=Task, skip_locked=True)
+    now = utcnow()
+    runtime_of_agent = (select(func.coalesce(Agent.runtime_id, case(by_provider, value=Agent.provider)))
+                        .where(Agent.id == Task.agent_id).scalar_subquery())
+    mark = (update(Task).where(Task.id.in_(pick.scalar_subquery()))
+            .values(status="dispatched", daemon_id=daemon.id, wait_reason=None, runtime_id=runtime_of_agent,
+                    dispatched_at=now, attempt=Task.attempt + 1, lease_expires_at=now + lease_duration(),
+                    updated_at=now)
+            .returning(Task))
+    picked = list(session.scalars(mark, execution_options={"synchronize_session": False}))
+    if not picked:
+        return []
+    agents = {a.id: a for a in session.scalars(
+        select(Agent).where(Agent.id.in_({t.agent_id for t in picked})).order_by(Agent.id)
+        .with_for_update(of=Agent) if postgres else
+        select(Agent).where(Agent.id.in_({t.agent_id for t in picked})))}
+    picked = _within_limits(session, picked, agents)
+    issues = {i.id: i for i in session.scalars(select(Issue).where(Issue.id.in_({t.issue_id for t in picked})))}
     declared = set(daemon.capabilities or [])
     for rt in runtimes:
         declared |= set(rt.capabilities or [])
     contexts: dict[str | None, dict[str, Any]] = {}  # one per project within this claim
-    now = utcnow()
     claimed = []
-    left_over = False
-    for task in candidates:
-        if len(claimed) >= limit:
-            left_over = True
-            break
-        agent = agents[task.agent_id]
-        if busy.get(agent.id, 0) >= agent.max_concurrent_tasks:
-            continue
+    for task in sorted(picked, key=lambda t: (t.created_at, t.id)):
         if task.project_id not in contexts:
             contexts[task.project_id] = _context(session, task, daemon.id)
-        context = contexts[task.project_id]
-        task.daemon_id = daemon.id
-        task.wait_reason = None
-        task.runtime_id = agent.runtime_id or by_provider[agent.provider].id
-        task.context = context
-        task.dispatched_at = now
+        context = task.context = contexts[task.project_id]
         reason = _missing_capability(context, declared)
         if reason:  # R-RES-9: never silently run in place
             _finish(session, task, "cancelled", failure_reason=reason)
             continue
-        task.status = "dispatched"
-        task.attempt += 1
-        task.lease_expires_at = now + lease_duration()
-        busy[agent.id] = busy.get(agent.id, 0) + 1
         token = auth.mint(session, "task", name=f"task {task.id}", workspace_id=task.workspace_id,
                           daemon_id=daemon.id, task_id=task.id, ttl=timedelta(days=2))
-        claimed.append({"task": task, "agent": agent, "issue": issues[task.issue_id], "context": context,
-                        "token": token})
+        claimed.append({"task": task, "agent": agents[task.agent_id], "issue": issues[task.issue_id],
+                        "context": context, "token": token})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
-    if left_over:
-        # Rows this claim held locked were skipped by other claimers: tell them to look again.
-        emit(session, daemon.workspace_id, "task_queued")
     return claimed
+
+
+def _within_limits(session: Session, picked: list[Task], agents: dict[str, Agent]) -> list[Task]:
+    """Whatever went past an agent's limit goes back to the queue (and daemons are told to look
+    again). On PostgreSQL the agents' rows are locked by now, so the count sees every committed
+    claim as well as ours."""
+    held = dict(session.execute(
+        select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)), Task.status.in_(HOLDING))
+        .group_by(Task.agent_id)).all())
+    kept: list[Task] = []
+    over: list[Task] = []
+    for task in sorted(picked, key=lambda t: (t.created_at, t.id), reverse=True):  # newest go back first
+        agent_id = task.agent_id
+        if held.get(agent_id, 0) > agents[agent_id].max_concurrent_tasks:
+            held[agent_id] -= 1
+            over.append(task)
+        else:
+            kept.append(task)
+    for task in over:
+        task.status, task.daemon_id, task.lease_expires_at, task.dispatched_at = "queued", None, None, None
+        task.attempt -= 1
+    if over:
+        emit(session, over[0].workspace_id, "task_queued")
+    return kept
 
 
 # -- lifecycle reported by the daemon ---------------------------------------------------------

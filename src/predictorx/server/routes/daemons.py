@@ -59,18 +59,23 @@ def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: A
         return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids, svc.daemon_timeout())}
 
 
+def _claimed(claimed: list[dict]) -> list[dict]:
+    """What a daemon needs to run each claimed task; built inside the claiming transaction, so a
+    claim whose answer cannot be made is not committed either."""
+    return [{
+        "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
+        "agent": serialize.agent(c["agent"]),
+        "issue": serialize.issue(c["issue"]),
+        "context": c["context"],
+        "token": c["token"],
+    } for c in claimed]
+
+
 @router.post("/daemon/claim")
 def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         d = _me(s, caller)
-        claimed = tasks.claim(s, d, limit=body.limit, task_id=body.task_id)
-        return {"tasks": [{
-            "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
-            "agent": serialize.agent(c["agent"]),
-            "issue": serialize.issue(c["issue"]),
-            "context": c["context"],
-            "token": c["token"],
-        } for c in claimed]}
+        return {"tasks": _claimed(tasks.claim(s, d, limit=body.limit, task_id=body.task_id))}
 
 
 @router.post("/daemon/tasks/{task_id}/status")
@@ -91,8 +96,14 @@ def release(task_id: str, caller: Caller = Depends(daemon_caller), state: AppSta
 @router.post("/daemon/tasks/{task_id}/finish")
 def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_caller),
            state: AppState = Depends(get_state)) -> dict:
+    """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
+    transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
-        return serialize.task(tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump()))
+        t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next"}))
+        out = serialize.task(t)
+        if body.claim_next:
+            out["claimed"] = _claimed(tasks.claim(s, _me(s, caller), limit=body.claim_next))
+        return out
 
 
 @router.post("/daemon/requests/{request_id}")

@@ -10,7 +10,7 @@ import typer
 from .. import __version__, config
 from .client import Client, CliError, fail, seg
 from .output import Output, record, table
-from . import issues, projects, small
+from . import harness, issues, projects, small
 
 app = typer.Typer(
     help="Predictor X — coding-agent CLIs as teammates. Start with `predictorx up`.",
@@ -29,6 +29,7 @@ app.add_typer(small.workspace_app, name="workspace")
 app.add_typer(small.token_app, name="token")
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(repo_app, name="repo")
+harness.register(app)  # workflow, bean, check, prov, classify (SPEC §10)
 OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
 
 

@@ -255,3 +255,7 @@ class TaskMessage(Base):
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
     __table_args__ = (UniqueConstraint("task_id", "seq", name="uq_task_message_seq"),)
+
+
+# The harness's tables live in their own module (SPEC §10); importing it here puts them in Base.metadata.
+from . import harness_schema  # noqa: E402,F401

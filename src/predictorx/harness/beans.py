@@ -1,0 +1,157 @@
+"""Beans: PR-sized work items under an issue (R-HAR-6).
+
+created → in-progress → resolved, or scrapped with a reason. Create is idempotent (same title
+under the same issue is the same bean); every change takes the bean's etag (`version`) when the
+caller has one, so two writers never silently overwrite each other. The engine performs only
+claim, note and resolve — resolve only when its instance completes (otherwise it notes). Nothing
+here touches the issue's status: an agent never closes an issue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ..service.errors import Conflict, Invalid, NotFound
+from ..store.harness_schema import Bean
+from ..store.schema import Issue, utcnow
+
+STATUSES = ("created", "in-progress", "resolved", "scrapped")
+_NEXT = {"claim": ("created",), "resolve": ("created", "in-progress"), "scrap": ("created", "in-progress"),
+         "note": ("created", "in-progress", "resolved", "scrapped")}
+
+
+def _title(title: str) -> str:
+    title = " ".join((title or "").split())
+    if not title or len(title) > 500:
+        raise Invalid("a bean needs a title of 1-500 characters")
+    return title
+
+
+def create(session: Session, issue: Issue, title: str, body: str = "", by: str | None = None) -> tuple[Bean, bool]:
+    title = _title(title)
+    existing = session.scalar(select(Bean).where(Bean.issue_id == issue.id, Bean.title == title))
+    if existing is not None:
+        return existing, False
+    bean = Bean(workspace_id=issue.workspace_id, issue_id=issue.id, title=title, body=body or "",
+                notes=[], claimed_by=None)
+    try:
+        with session.begin_nested():
+            session.add(bean)
+            session.flush()
+    except IntegrityError:  # a concurrent create of the same title won; it is the same bean
+        return session.scalar(select(Bean).where(Bean.issue_id == issue.id, Bean.title == title)), False
+    return bean, True
+
+
+def list_beans(session: Session, issue: Issue) -> list[Bean]:
+    return list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at, Bean.title)))
+
+
+def get(session: Session, issue: Issue, ref: str) -> Bean:
+    ref = (ref or "").strip()
+    bean = session.get(Bean, ref)
+    if bean is None or bean.issue_id != issue.id:
+        bean = session.scalar(select(Bean).where(Bean.issue_id == issue.id, Bean.title == " ".join(ref.split())))
+    if bean is None:
+        raise NotFound(f"issue #{issue.number} has no bean {ref!r}; `predictorx bean list {issue.number}` shows them")
+    return bean
+
+
+def _check(bean: Bean, op: str, if_version: int | None) -> None:
+    if if_version is not None and if_version != bean.version:
+        raise Conflict(f"bean {bean.title!r} is at version {bean.version}, not {if_version}; read it again")
+    if bean.status not in _NEXT[op]:
+        raise Conflict(f"bean {bean.title!r} is {bean.status}; {op} needs it "
+                       f"{' or '.join(_NEXT[op])}")
+
+
+def _touch(bean: Bean) -> None:
+    bean.version += 1
+    bean.updated_at = utcnow()
+
+
+def _note(bean: Bean, text: str, by: str | None) -> None:
+    bean.notes = [*bean.notes, {"at": utcnow().isoformat(), "by": by, "text": text}]
+
+
+def claim(session: Session, bean: Bean, by: str, if_version: int | None = None) -> Bean:
+    _check(bean, "claim", if_version)
+    bean.status, bean.claimed_by = "in-progress", by
+    _touch(bean)
+    return bean
+
+
+def note(session: Session, bean: Bean, text: str, by: str | None, if_version: int | None = None) -> Bean:
+    if not (text or "").strip():
+        raise Invalid("a note needs text")
+    _check(bean, "note", if_version)
+    _note(bean, text.strip(), by)
+    _touch(bean)
+    return bean
+
+
+def resolve(session: Session, bean: Bean, by: str | None, if_version: int | None = None) -> Bean:
+    _check(bean, "resolve", if_version)
+    bean.status = "resolved"
+    _touch(bean)
+    return bean
+
+
+def scrap(session: Session, bean: Bean, reason: str, by: str | None, if_version: int | None = None) -> Bean:
+    if not (reason or "").strip():
+        raise Invalid("scrapping a bean needs a reason")
+    _check(bean, "scrap", if_version)
+    bean.status, bean.scrap_reason = "scrapped", reason.strip()
+    _note(bean, f"scrapped: {reason.strip()}", by)
+    _touch(bean)
+    return bean
+
+
+def as_dict(bean: Bean) -> dict[str, Any]:
+    return {"id": bean.id, "issue_id": bean.issue_id, "title": bean.title, "body": bean.body,
+            "status": bean.status, "notes": bean.notes, "scrap_reason": bean.scrap_reason,
+            "claimed_by": bean.claimed_by, "version": bean.version, "etag": str(bean.version),
+            "created_at": bean.created_at.isoformat(), "updated_at": bean.updated_at.isoformat()}
+
+
+# --- what a workflow step with <bean op=…> does -------------------------------------------------
+
+@dataclass
+class EngineBeanOp:
+    bean: Bean
+    op: str
+    by: str
+
+
+def engine_op(session: Session, issue: Issue, op: str, passage, instance_completes=None):  # noqa: ANN001, ANN201
+    """Before the engine moves: the step names its bean in `produced["bean"]` (id or title)."""
+    step = passage.step
+    ref = passage.produced.get("bean") or passage.facts.get("bean")
+    if not ref:
+        from .instances import StepForbidden
+        raise StepForbidden(f"{step.describe()} does `{op}` on a bean; pass produced bean=<id or title>")
+    try:
+        bean = get(session, issue, str(ref))
+    except NotFound as e:
+        from .instances import StepForbidden
+        raise StepForbidden(e.message) from None
+    passage.produced["bean"] = bean.id
+    by = f"workflow step {step.node.id}"
+    if op == "claim":
+        if bean.status == "created":
+            claim(session, bean, by)
+    elif op == "note":
+        note(session, bean, passage.reason or passage.facts.get("note") or f"step {step.node.name} done", by)
+    return EngineBeanOp(bean, op, by)
+
+
+def finish_resolve(session: Session, op: EngineBeanOp, *, instance_completed: bool, step: str) -> None:
+    if instance_completed and op.bean.status in ("created", "in-progress"):
+        resolve(session, op.bean, op.by)
+    else:
+        note(session, op.bean, f"step {step} done; the bean resolves when its workflow completes", op.by)

@@ -1,0 +1,111 @@
+"""Classifying issues and agent-addressed comments when they arrive, and recording judgements
+where the table does not decide (R-HAR-2). The category selects the workflow, which starts at
+once for the issue (and becomes the active one of the addressed agent's session)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..service.errors import Invalid, NotFound
+from ..store.harness_schema import Classification
+from ..store.schema import Agent, Comment, Issue
+from . import interaction
+from .classify import CATEGORIES, WORKFLOW_OF, classify
+from .dispatch import after_change
+from .library import Library, active_library
+from .loader import DiagramError
+
+log = logging.getLogger("predictorx.harness")
+_MENTION = re.compile(r"(?<![\w.])@([A-Za-z0-9][A-Za-z0-9_.-]{0,99})")
+
+
+def as_dict(c: Classification) -> dict[str, Any]:
+    return {"id": c.id, "issue_id": c.issue_id, "comment_id": c.comment_id, "category": c.category,
+            "method": c.method, "rule": c.rule, "reason": c.reason, "decided_by": c.decided_by,
+            "workflow": WORKFLOW_OF.get(c.category) if c.category else None, "instance_id": c.instance_id,
+            "created_at": c.created_at.isoformat()}
+
+
+def _route(session: Session, lib: Library, issue: Issue, c: Classification, agent_id: str | None) -> None:
+    from .instances import start
+
+    process = WORKFLOW_OF.get(c.category) if c.category else None
+    if not process or process not in lib.processes:
+        return
+    inst, _ = start(session, lib, issue, process)
+    c.instance_id = inst.id
+    if agent_id:
+        interaction.enter(session, issue, agent_id, inst, lib)
+    after_change(session, lib, issue, inst)
+
+
+def classify_and_route(session: Session, lib: Library, issue: Issue, text: str, *, comment_id: str | None = None,
+                       agent_id: str | None = None) -> Classification:
+    result = classify(text)
+    c = Classification(workspace_id=issue.workspace_id, issue_id=issue.id, comment_id=comment_id,
+                       category=result.category, method="table" if result.category else "pending",
+                       rule=result.rule, reason=result.reason, decided_by="table" if result.category else None)
+    session.add(c)
+    session.flush()
+    _route(session, lib, issue, c, agent_id)
+    return c
+
+
+def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason: str, by: str,
+          agent_id: str | None) -> Classification:
+    """Decide the latest pending classification of the issue by judgement (reason mandatory)."""
+    if category not in CATEGORIES:
+        raise Invalid(f"category must be one of {', '.join(CATEGORIES)}")
+    if not (reason or "").strip():
+        raise Invalid("a classification by judgement needs a reason")
+    c = session.scalar(select(Classification).where(Classification.issue_id == issue.id,
+                                                    Classification.method == "pending")
+                       .order_by(Classification.created_at.desc()).limit(1))
+    if c is None:
+        raise NotFound(f"issue #{issue.number} has no classification waiting for a judgement")
+    c.category, c.method, c.reason, c.decided_by = category, "judgement", reason.strip(), by
+    session.flush()
+    _route(session, lib, issue, c, agent_id)
+    return c
+
+
+def list_for(session: Session, issue: Issue) -> list[Classification]:
+    return list(session.scalars(select(Classification).where(Classification.issue_id == issue.id)
+                                .order_by(Classification.created_at)))
+
+
+def _library() -> Library | None:
+    try:
+        return active_library()
+    except DiagramError as e:  # a broken extra folder must not stop people filing issues
+        log.error("workflow library does not load: %s", e)
+        return None
+
+
+def on_issue_created(session: Session, issue: Issue) -> None:
+    lib = _library()
+    if lib is None:
+        return
+    agent_id = issue.assignee_id if issue.assignee_type == "agent" else None
+    classify_and_route(session, lib, issue, f"{issue.title}\n{issue.body}", agent_id=agent_id)
+
+
+def on_comment(session: Session, issue: Issue, comment: Comment) -> None:
+    """A person's comment addressed to an agent (`@name`) is a request: classify and route it."""
+    if comment.author_type != "member":
+        return
+    names = set(_MENTION.findall(comment.body))
+    if not names:
+        return
+    agent = session.scalar(select(Agent).where(Agent.workspace_id == issue.workspace_id, Agent.name.in_(names)))
+    if agent is None:
+        return
+    lib = _library()
+    if lib is None:
+        return
+    classify_and_route(session, lib, issue, comment.body, comment_id=comment.id, agent_id=agent.id)

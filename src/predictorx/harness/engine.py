@@ -1,0 +1,208 @@
+"""One workflow instance over SpiffWorkflow: which steps are enabled, and completing one — refused
+before anything changes when it is not enabled, not this actor's role, or its gate input is wrong
+(R-HAR-3, R-HAR-4). No database here: `dump`/`load` give the state a store keeps."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from SpiffWorkflow.bpmn.serializer import BpmnWorkflowSerializer
+from SpiffWorkflow.bpmn.workflow import BpmnWorkflow
+from SpiffWorkflow.util.task import TaskState
+
+from .dmn import DecisionError
+from .library import Library, decision_key
+from .loader import node_id_of, route_key
+from .model import GATE_PREFIX, Node, ProcessModel
+
+_SERIALIZER = BpmnWorkflowSerializer()
+# Spiff walks its task tree recursively: a long chain (HARNESS-NOTES: ~500 nodes) or a long-lived
+# loop needs more stack than Python's default 1000 frames. 20,000 frames stay far inside the
+# 8 MiB main-thread stack (bench/harness.py measures the bound it gives).
+RECURSION_LIMIT = 20_000
+
+
+def _deep_enough() -> None:
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+
+
+class StepRefused(ValueError):
+    """A step the engine will not take; the message says what is enabled and who may do it."""
+
+
+@dataclass(frozen=True)
+class Actor:
+    kind: str                 # agent | person
+    id: str
+    name: str
+    roles: frozenset[str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass
+class Step:
+    task_id: str
+    node: Node
+    process: ProcessModel
+    kind: str                 # task | gate
+
+    @property
+    def node_id(self) -> str:
+        return self.node.id
+
+    @property
+    def role(self) -> str | None:
+        return self.node.role
+
+    @property
+    def outcomes(self) -> list[str]:
+        return [n for n, _ in self.node.outgoing] if self.kind == "gate" else []
+
+    def describe(self) -> str:
+        who = f"role {self.role}" if self.role else "any role"
+        what = "gate" if self.kind == "gate" else "step"
+        return f"{what} {self.node.id!r} ({self.node.name}, {who})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "node": self.node.id, "name": self.node.name, "kind": self.kind,
+                "process": self.process.id, "diagram": self.process.diagram, "lane": self.node.lane,
+                "role": self.role, "skills": self.node.skills, "gate": self.node.gate if self.kind == "gate" else None,
+                "decision": self.node.decision_ref if self.kind == "gate" else None,
+                "outcomes": self.outcomes, "capture": self.node.capture, "bean_op": self.node.bean_op,
+                "enforcement": self.process.enforcement_of(self.node), "documentation": self.node.documentation}
+
+
+@dataclass
+class Passage:
+    """What completing a step decided; the caller records it."""
+    step: Step
+    facts: dict[str, Any] = field(default_factory=dict)
+    produced: dict[str, str] = field(default_factory=dict)
+    outcome: str | None = None
+    reason: str | None = None
+    computed: bool = False     # the outcome came from the decision table
+
+
+class Run:
+    def __init__(self, lib: Library, process_id: str, wf: BpmnWorkflow, facts: dict[str, Any] | None = None):
+        self.lib, self.process_id, self.wf = lib, process_id, wf
+        self.facts: dict[str, Any] = dict(facts or {})
+
+    @classmethod
+    def start(cls, lib: Library, process_id: str) -> "Run":
+        _deep_enough()
+        spec, subs = lib.spec(process_id)
+        wf = BpmnWorkflow(spec, subs)
+        wf.do_engine_steps()
+        return cls(lib, process_id, wf)
+
+    @classmethod
+    def load(cls, lib: Library, process_id: str, state: str, facts: dict[str, Any] | None = None) -> "Run":
+        _deep_enough()
+        return cls(lib, process_id, _SERIALIZER.deserialize_json(state), facts)
+
+    def dump(self) -> str:
+        return _SERIALIZER.serialize_json(self.wf)
+
+    @property
+    def completed(self) -> bool:
+        return self.wf.is_completed()
+
+    def enabled(self) -> list[Step]:
+        out = []
+        for t in self.wf.get_tasks(state=TaskState.READY):
+            name = t.task_spec.name
+            model = self.lib.process(t.workflow.spec.name)
+            node = model.node(node_id_of(name))
+            if node is None:
+                continue
+            out.append(Step(str(t.id), node, model, "gate" if name.startswith(GATE_PREFIX) else "task"))
+        return out
+
+    def _refusal(self, head: str) -> StepRefused:
+        steps = self.enabled()
+        if not steps:
+            return StepRefused(f"{head}; the instance has no enabled step"
+                               + (" (it is completed)" if self.completed else ""))
+        return StepRefused(f"{head}; enabled: " + "; ".join(s.describe() for s in steps))
+
+    def find(self, ref: str, actor: Actor) -> Step:
+        """The enabled step `ref` (node id or task id) if `actor` may take it, else StepRefused."""
+        steps = [s for s in self.enabled() if ref in (s.node_id, s.task_id)]
+        if not steps:
+            known = any(ref in m.nodes for m in self.lib.processes.values())
+            head = (f"step {ref!r} is not enabled now" if known
+                    else f"there is no step {ref!r} in process {self.process_id!r}")
+            raise self._refusal(head)
+        step = steps[0]
+        if step.role and step.role not in actor.roles:
+            raise StepRefused(f"{step.describe()} is for role {step.role}; {actor.label} holds "
+                              f"{', '.join(sorted(actor.roles)) or 'no role'} in this project")
+        return step
+
+    def prepare(self, step: Step, *, facts: dict[str, Any] | None = None, outcome: str | None = None,
+                reason: str | None = None, produced: dict[str, str] | None = None) -> Passage:
+        """Everything checked, nothing changed yet."""
+        facts = dict(facts or {})
+        produced = {k: str(v) for k, v in (produced or {}).items()}
+        reason = (reason or "").strip() or None
+        node = step.node
+        if step.kind == "task":
+            if outcome is not None:
+                raise StepRefused(f"{step.describe()} is a task, it has no outcome; pass facts or produced")
+            missing = [c for c in node.capture if c not in produced and c not in facts]
+            if missing:
+                raise StepRefused(f"{step.describe()} records {', '.join(node.capture)}; "
+                                  f"pass {', '.join(missing)} in produced")
+            return Passage(step, facts, produced, None, reason)
+        if node.gate == "decision":
+            if outcome is not None:
+                raise StepRefused(f"gate {node.id!r} is computed by decision {node.decision_ref}; an outcome "
+                                  "passed by hand is refused — pass the facts it reads")
+            table_ref = decision_key(node.decision_ref)
+            if table_ref not in self.lib.decisions:
+                raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded")
+            table = self.lib.decisions[table_ref]
+            try:
+                rows = table.evaluate({**self.facts, **facts})
+            except DecisionError as e:
+                raise StepRefused(f"gate {node.id!r}: {e}") from None
+            values = {str(r[table.output_names[0]]) for r in rows}
+            if len(values) != 1:
+                raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {sorted(values)}, "
+                                  "a gateway takes exactly one branch")
+            computed = values.pop()
+            if computed not in step.outcomes:
+                raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {computed!r}, but the "
+                                  f"outgoing flows are named {', '.join(step.outcomes)}")
+            return Passage(step, facts, produced, computed, reason, computed=True)
+        # judgement, or an undeclared gateway (treated as a judgement: never decided silently)
+        if outcome is None or outcome not in step.outcomes:
+            raise StepRefused(f"gate {node.id!r} needs an outcome, one of {', '.join(step.outcomes)}")
+        if not reason:
+            raise StepRefused(f"gate {node.id!r} needs a judgement; the outcome {outcome!r} needs a reason")
+        return Passage(step, facts, produced, outcome, reason)
+
+    def apply(self, passage: Passage) -> None:
+        """Move the engine past the step (after the caller has authorised and recorded it)."""
+        step = passage.step
+        task = next((t for t in self.wf.get_tasks(state=TaskState.READY) if str(t.id) == step.task_id), None)
+        if task is None:
+            raise StepRefused(f"{step.describe()} is no longer enabled")
+        self.facts.update(passage.facts)
+        if step.kind == "gate":
+            routes = dict(task.data.get("px_route") or {})
+            routes[route_key(step.process.id, step.node.id)] = passage.outcome
+            task.data["px_route"] = routes
+        task.run()
+        self.wf.do_engine_steps()
+
+    def current_activity(self) -> str | None:
+        steps = self.enabled()
+        return steps[0].node_id if steps else None

@@ -1,0 +1,95 @@
+"""The execution record as W3C PROV-O JSON-LD, one document per workflow instance (R-HAR-5).
+
+Every allowed step is a `prov:Activity` qualified by an association naming the agent or person,
+the role (`prov:hadRole`) and the plan (`prov:hadPlan`, `<diagram>#<node>`); it used the issue and
+generated what it produced (the bean, the branch, the commit). Everything is an IRI, never a
+literal standing for a thing. Output is deterministic: same history, same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+PROV = "http://www.w3.org/ns/prov#"
+PX = "https://predictorx.dev/ns/harness#"
+CONTEXT = {"prov": PROV, "px": PX, "xsd": "http://www.w3.org/2001/XMLSchema#",
+           "rdfs": "http://www.w3.org/2000/01/rdf-schema#"}
+BASE = "urn:predictorx:"
+
+
+def iri(kind: str, *parts: str) -> str:
+    return BASE + kind + ":" + "/".join(quote(str(p), safe="") for p in parts)
+
+
+def plan_iri(diagram: str, node: str) -> str:
+    return BASE + "plan:" + quote(diagram, safe="") + "#" + quote(node, safe="")
+
+
+_ENTITY_KINDS = {"bean": "bean", "branch": "branch", "commit": "commit"}
+
+
+def _entity(key: str, value: str) -> str:
+    return iri(_ENTITY_KINDS.get(key, "entity"), *( [value] if key in _ENTITY_KINDS else [key, value]))
+
+
+def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """`instance`: id, issue_id, process_id, diagram; `steps`: history rows as dicts
+    (seq, status, node_id, node_name, diagram, kind, role, actor_type, actor_id, actor_name,
+    outcome, reason, computed, produced, verdict, enforcement, created_at)."""
+    nodes: dict[str, dict[str, Any]] = {}
+    issue = iri("issue", instance["issue_id"])
+    nodes[issue] = {"@id": issue, "@type": "prov:Entity", "rdfs:label": f"issue {instance.get('issue_number', '')}".strip()}
+    inst = iri("instance", instance["id"])
+    nodes[inst] = {"@id": inst, "@type": "prov:Bundle", "px:process": instance["process_id"],
+                   "px:diagram": instance["diagram"]}
+    previous = None
+    for st in sorted(steps, key=lambda s: s["seq"]):
+        if st.get("status", "done") != "done":
+            continue
+        act = iri("step", instance["id"], str(st["seq"]))
+        plan = plan_iri(st["diagram"], st["node_id"])
+        nodes.setdefault(plan, {"@id": plan, "@type": "prov:Plan", "rdfs:label": st.get("node_name") or st["node_id"],
+                                "px:diagram": st["diagram"], "px:node": st["node_id"]})
+        activity: dict[str, Any] = {
+            "@id": act, "@type": "prov:Activity", "rdfs:label": st.get("node_name") or st["node_id"],
+            "prov:startedAtTime": {"@value": st["created_at"], "@type": "xsd:dateTime"},
+            "prov:endedAtTime": {"@value": st["created_at"], "@type": "xsd:dateTime"},
+            "prov:used": [{"@id": issue}],
+            "px:seq": st["seq"], "px:kind": st["kind"], "px:verdict": st.get("verdict") or "none",
+            "px:enforcement": st.get("enforcement") or "advisory", "px:instance": {"@id": inst},
+        }
+        association: dict[str, Any] = {"@type": "prov:Association", "prov:hadPlan": {"@id": plan}}
+        if st.get("actor_id"):
+            who = iri("person" if st["actor_type"] == "person" else "agent", st["actor_id"])
+            kind = "prov:Person" if st["actor_type"] == "person" else "prov:SoftwareAgent"
+            nodes.setdefault(who, {"@id": who, "@type": ["prov:Agent", kind], "rdfs:label": st.get("actor_name") or ""})
+            activity["prov:wasAssociatedWith"] = {"@id": who}
+            association["prov:agent"] = {"@id": who}
+        if st.get("role"):
+            role = iri("role", st["role"])
+            nodes.setdefault(role, {"@id": role, "@type": "prov:Role", "rdfs:label": st["role"]})
+            association["prov:hadRole"] = {"@id": role}
+        activity["prov:qualifiedAssociation"] = association
+        if st.get("outcome") is not None:
+            activity["px:outcome"] = st["outcome"]
+            activity["px:computed"] = bool(st.get("computed"))
+        if st.get("reason"):
+            activity["px:reason"] = st["reason"]
+        generated = []
+        for key, value in sorted((st.get("produced") or {}).items()):
+            ent = _entity(key, value)
+            nodes.setdefault(ent, {"@id": ent, "@type": "prov:Entity", "rdfs:label": f"{key} {value}"})
+            generated.append({"@id": ent})
+        if generated:
+            activity["prov:generated"] = generated
+        if previous:
+            activity["prov:wasInformedBy"] = {"@id": previous}
+        previous = act
+        nodes[act] = activity
+    return {"@context": CONTEXT, "@graph": [nodes[k] for k in sorted(nodes)]}
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,226 @@
+"""Workflow instances on an issue, their steps, the interaction state and the record (SPEC §10).
+
+People act with user tokens (people lanes, judgements); an agent acts with its task token, only
+on its task's issue, as the agent of that task. Who may take which step is the engine's answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...harness import instances as inst_svc
+from ...harness import interaction, prov
+from ...harness.dispatch import after_change
+from ...harness.engine import Actor
+from ...harness.library import Library, active_library
+from ...harness.loader import DiagramError
+from ...service import issues as issue_svc
+from ...service.errors import Forbidden, Invalid
+from ...store.schema import Agent, Issue, Task, User
+from ..deps import Caller, get_caller, get_state
+from ..state import AppState
+
+router = APIRouter(tags=["workflows"])
+
+Facts = dict[str, Any]
+
+
+class StartIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    process: str = Field(min_length=1, max_length=200)
+
+
+class StepIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    step: str = Field(min_length=1, max_length=200, description="Node id (or engine task id) of an enabled step.")
+    facts: dict[str, str | int | float | bool | None] = Field(default_factory=dict, max_length=100)
+    outcome: Optional[str] = Field(default=None, max_length=200)
+    reason: Optional[str] = Field(default=None, max_length=10_000)
+    produced: dict[str, str] = Field(default_factory=dict, max_length=50)
+    if_version: Optional[int] = Field(default=None, ge=1)
+
+
+class AgentRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent: Optional[str] = Field(default=None, max_length=200)
+
+
+def library() -> Library:
+    try:
+        return active_library()
+    except DiagramError as e:  # a broken PREDICTORX_PROCESSES folder: say so, never a 500
+        raise Invalid(f"the workflow library does not load: {e}") from None
+
+
+def issue_for(s, caller: Caller, ref: str) -> Issue:  # noqa: ANN001
+    issue = issue_svc.get_issue(s, caller.workspace_id, ref)
+    p = caller.principal
+    if p.kind == "user":
+        return issue
+    if p.kind == "task":
+        t = s.get(Task, p.task_id)
+        if t is not None and t.issue_id == issue.id:
+            return issue
+    raise Forbidden("this token may not act on that issue")
+
+
+def actor_for(s, caller: Caller, issue: Issue, lib: Library) -> tuple[Actor, str | None]:  # noqa: ANN001
+    """The acting agent (task token) or person (user token), with the roles it holds on the issue."""
+    p = caller.principal
+    if p.kind == "task":
+        task = s.get(Task, p.task_id)
+        agent = s.get(Agent, task.agent_id)
+        roles = inst_svc.actor_roles(s, lib, issue, "agent", agent.id)
+        return Actor("agent", agent.id, agent.name, roles), task.id
+    if p.kind == "user":
+        user = s.get(User, p.user_id)
+        roles = inst_svc.actor_roles(s, lib, issue, "person", user.id)
+        return Actor("person", user.id, user.name, roles), None
+    raise Forbidden("workflow steps are taken by people or by agents in their task, not by daemons")
+
+
+def _agent_id(s, caller: Caller, issue: Issue, ref: str | None) -> str:  # noqa: ANN001
+    """Whose interaction state: the task's agent, a named agent, or the issue's assigned agent."""
+    p = caller.principal
+    if p.kind == "task":
+        return s.get(Task, p.task_id).agent_id
+    if ref:
+        from ...service.agents import find_agent
+        return find_agent(s, caller.workspace_id, ref).id
+    if issue.assignee_type == "agent" and issue.assignee_id:
+        return issue.assignee_id
+    raise Invalid("the issue is not assigned to an agent; name one with agent=")
+
+
+def _view(s, lib: Library, issue: Issue, inst) -> dict:  # noqa: ANN001
+    out = inst_svc.instance_dict(inst, issue)
+    out["enabled"] = inst_svc.enabled_steps(lib, inst) if inst.status == "running" else []
+    return out
+
+
+@router.get("/api/workflows/processes")
+def processes(caller: Caller = Depends(get_caller)) -> list[dict]:
+    lib = library()
+    return [{"id": m.id, "name": m.name, "diagram": m.diagram, "enforcement": m.enforcement,
+             "lanes": m.lanes} for m in sorted(lib.processes.values(), key=lambda m: m.id)]
+
+
+@router.get("/api/issues/{ref}/workflows")
+def list_instances(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    lib = library()
+    with state.read() as s:
+        issue = issue_for(s, caller, ref)
+        return [_view(s, lib, issue, i) for i in inst_svc.list_instances(s, issue)]
+
+
+@router.post("/api/issues/{ref}/workflows")
+def start(ref: str, body: StartIn, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    lib = library()
+    with state.write() as s:
+        issue = issue_for(s, caller, ref)
+        inst, created = inst_svc.start(s, lib, issue, body.process)
+        if created:
+            agent_id = _agent_id(s, caller, issue, None) if (caller.principal.kind == "task" or
+                                                           issue.assignee_type == "agent") else None
+            if agent_id:
+                interaction.enter(s, issue, agent_id, inst, lib)
+            after_change(s, lib, issue, inst)
+        out = _view(s, lib, issue, inst)
+        out["created"] = created
+        return out
+
+
+@router.get("/api/issues/{ref}/workflows/{process}")
+def show(ref: str, process: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    lib = library()
+    with state.read() as s:
+        issue = issue_for(s, caller, ref)
+        inst = inst_svc.get_instance(s, issue, process)
+        out = _view(s, lib, issue, inst)
+        out["history"] = [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)]
+        return out
+
+
+@router.post("/api/issues/{ref}/workflows/{process}/steps")
+def complete(ref: str, process: str, body: StepIn, caller: Caller = Depends(get_caller),
+             state: AppState = Depends(get_state)) -> dict:
+    lib = library()
+    try:
+        with state.write() as s:
+            issue = issue_for(s, caller, ref)
+            inst = inst_svc.get_instance(s, issue, process)
+            actor, task_id = actor_for(s, caller, issue, lib)
+            row, enabled = inst_svc.complete(s, lib, issue, inst, actor, inst_svc.Completion(
+                body.step, dict(body.facts), body.outcome, body.reason, dict(body.produced), body.if_version, task_id))
+            if inst.status == "completed":
+                interaction.finished(s, issue, inst)
+            after_change(s, lib, issue, inst)
+            return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue),
+                    "enabled": enabled}
+    except inst_svc.StepForbidden as e:
+        if e.record:  # the refused attempt is part of the record (qaqc reports it)
+            with state.write() as s:
+                inst_svc.record_refusal(s, e.record)
+        raise
+
+
+@router.get("/api/issues/{ref}/workflows/{process}/prov")
+def prov_document(ref: str, process: str, caller: Caller = Depends(get_caller),
+                  state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        issue = issue_for(s, caller, ref)
+        inst = inst_svc.get_instance(s, issue, process)
+        return prov.document(inst_svc.instance_dict(inst, issue),
+                             [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)])
+
+
+@router.get("/api/workflows/record")
+def record(issue: Optional[str] = Query(default=None, max_length=50), caller: Caller = Depends(get_caller),
+           state: AppState = Depends(get_state)) -> dict:
+    """Every instance with its history (what `prov qaqc` checks)."""
+    if caller.principal.kind != "user":
+        raise Forbidden("the record is for people; an agent reads its own instance")
+    from sqlalchemy import select
+    from ...store.harness_schema import WorkflowInstance
+    with state.read() as s:
+        q = select(WorkflowInstance).where(WorkflowInstance.workspace_id == caller.workspace_id)
+        if issue:
+            q = q.where(WorkflowInstance.issue_id == issue_svc.get_issue(s, caller.workspace_id, issue).id)
+        out = []
+        for inst in s.scalars(q.order_by(WorkflowInstance.id)):
+            iss = s.get(Issue, inst.issue_id)
+            out.append({"instance": inst_svc.instance_dict(inst, iss),
+                        "steps": [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)]})
+        return {"records": out}
+
+
+@router.get("/api/issues/{ref}/workflow-state")
+def get_state_(ref: str, agent: Optional[str] = Query(default=None, max_length=200),
+               caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        issue = issue_for(s, caller, ref)
+        return interaction.view(s, issue, _agent_id(s, caller, issue, agent))
+
+
+@router.post("/api/issues/{ref}/workflow-state/suspend")
+def suspend(ref: str, body: AgentRef, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    lib = library()
+    with state.write() as s:
+        issue = issue_for(s, caller, ref)
+        aid = _agent_id(s, caller, issue, body.agent)
+        interaction.suspend(s, issue, aid, lib)
+        return interaction.view(s, issue, aid)
+
+
+@router.post("/api/issues/{ref}/workflow-state/resume")
+def resume(ref: str, body: AgentRef, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    lib = library()
+    with state.write() as s:
+        issue = issue_for(s, caller, ref)
+        aid = _agent_id(s, caller, issue, body.agent)
+        inst = interaction.resume(s, issue, aid)
+        after_change(s, lib, issue, inst)
+        return interaction.view(s, issue, aid)

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+import agents_room
 from agents_room.mcp_server import build_server
 from agents_room.room import Room, RoomError
 
-from conftest import run_cli
+from room_helpers import run_cli
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(agents_room.__file__).resolve().parents[1])  # the folder holding the agents_room package
 
 
 @pytest.mark.parametrize("ttl", [1e308, float("inf"), float("nan"), 31 * 86400, -1, 0])

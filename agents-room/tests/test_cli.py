@@ -8,7 +8,7 @@ import pytest
 from agents_room.install import install, merge_codex_config
 from agents_room.room import Room
 
-from conftest import run_cli
+from room_helpers import run_cli
 
 
 def test_no_subcommand_prints_usage_to_stderr_and_fails():

@@ -12,7 +12,7 @@ import pytest
 
 from agents_room.room import HOLD, NOTIFY, WAKE, Room
 
-from conftest import PY, run_cli
+from room_helpers import PY, run_cli
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

@@ -7,7 +7,7 @@ import pytest
 
 from agents_room.room import Room
 
-PY = sys.executable
+from room_helpers import PY, run_cli  # noqa: F401 -- re-exported for older imports
 
 
 def make_repo(root: Path, name: str, remote: str | None = None) -> Path:
@@ -71,12 +71,3 @@ def repos(tmp_path):
         "web": make_repo(tmp_path, "web", "https://github.com/acme/web"),
         "cli": make_repo(tmp_path, "cli"),
     }
-
-
-def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd=None, timeout: float = 30):
-    e = dict(os.environ)
-    if env:
-        e.update(env)
-    return subprocess.run(
-        [PY, "-m", "agents_room", *args], input=input, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout
-    )

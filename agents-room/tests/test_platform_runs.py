@@ -11,7 +11,7 @@ import time
 from agents_room.naming import repo_of
 from agents_room.room import Room
 
-from conftest import run_cli
+from room_helpers import run_cli
 
 
 def git(*args, cwd):

@@ -5,7 +5,18 @@ PYTHON ?= python3
 VENV   := .venv
 STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 
+# Pinned npm packages the tests use (tests/<area>/package.json + package-lock.json), installed
+# with `npm ci` when the lock file changes.
+NPM_LOCKS := $(wildcard tests/*/package-lock.json)
+NPM_STAMPS := $(NPM_LOCKS:package-lock.json=node_modules/.installed)
+
 .PHONY: run test bench clean
+
+tests/%/node_modules/.installed: tests/%/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for the tests (axe-core): install node and npm" >&2; exit 1; }
+	@echo "installing the pinned npm packages of tests/$* (npm ci)"
+	@npm ci --prefix tests/$* --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $@
 
 $(STAMP): pyproject.toml agents-room/pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -16,7 +27,7 @@ $(STAMP): pyproject.toml agents-room/pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/predictorx up $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(NPM_STAMPS)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -188,3 +188,64 @@ def page(browser, live: LiveServer, request):  # noqa: ANN001, ANN201
         except Exception:  # noqa: BLE001 — a screenshot must never hide the test's own failure
             pass
     context.close()
+
+
+# -- accessibility (axe-core from the npm registry, tests/web/package.json) ----------------------
+
+AXE_JS = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
+
+
+@pytest.fixture
+def axe():  # noqa: ANN201
+    """axe(page) → the page's serious and critical axe-core violations, one line each."""
+    return axe_violations
+
+
+def axe_violations(page, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:  # noqa: ANN001
+    """axe-core's serious and critical violations on the page as it is now, one line each."""
+    if not AXE_JS.exists():
+        pytest.fail(f"axe-core is not installed at {AXE_JS}: run `make test` (it runs npm ci in tests/web)")
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE_JS))
+    result = page.evaluate("""async () => {
+        const r = await axe.run(document, {resultTypes: ['violations']});
+        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                       nodes: v.nodes.slice(0, 8).map(n => n.target.join(' '))}));
+    }""")
+    return [f"{v['impact']}: {v['id']} — {v['help']} at {', '.join(v['nodes'])}"
+            for v in result if v["impact"] in impacts]
+
+
+# -- a git repository with an agent's branch (the diff view) -------------------------------------
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                          timeout=30).stdout
+
+
+@pytest.fixture
+def branch_repo(tmp_path: Path) -> tuple[Path, str, str]:
+    """(repo, base commit, branch): a Python file edited, a file added, one deleted, on
+    `agent/claude/1234abcd`; main is checked out again."""
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "T")
+    (repo / "app.py").write_text("def total(items):\n    return sum(items)\n\n\nprint(total([1, 2]))\n")
+    (repo / "notes.txt").write_text("old notes\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    branch = "agent/claude/1234abcd"
+    _git(repo, "checkout", "-q", "-b", branch)
+    (repo / "app.py").write_text("def total(items, tax=0):\n    \"\"\"Sum with tax.\"\"\"\n"
+                                 "    return sum(items) * (1 + tax)\n\n\nprint(total([1, 2]))\n")
+    (repo / "notes.txt").unlink()
+    (repo / "README.md").write_text("# Shop\n\nNow with tax.\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "agent work")
+    _git(repo, "checkout", "-q", "main")
+    return repo, base, branch

@@ -20,28 +20,6 @@ def git(cwd: Path, *args: str) -> str:
                           timeout=30).stdout
 
 
-def _repo_with_branch(tmp_path: Path) -> tuple[Path, str, str]:
-    repo = tmp_path / "shop"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "t@example.com")
-    git(repo, "config", "user.name", "T")
-    (repo / "app.py").write_text("def total(items):\n    return sum(items)\n\n\nprint(total([1, 2]))\n")
-    (repo / "notes.txt").write_text("old notes\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD").strip()
-    branch = "agent/claude/1234abcd"
-    git(repo, "checkout", "-q", "-b", branch)
-    (repo / "app.py").write_text("def total(items, tax=0):\n    \"\"\"Sum with tax.\"\"\"\n    return sum(items) * (1 + tax)\n\n\nprint(total([1, 2]))\n")
-    (repo / "notes.txt").unlink()
-    (repo / "README.md").write_text("# Shop\n\nNow with tax.\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "agent work")
-    git(repo, "checkout", "-q", "main")
-    return repo, base, branch
-
-
 def _finished_task(live, review: dict) -> str:  # noqa: ANN001
     live.register_local_daemon()
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
@@ -64,8 +42,8 @@ def _diff_lines(repo: Path, base: str, branch: str) -> tuple[list[str], list[str
     return added, removed
 
 
-def test_diff_view_matches_git_diff_and_the_commands_work(page, live, tmp_path):  # noqa: ANN001
-    repo, base, branch = _repo_with_branch(tmp_path)
+def test_diff_view_matches_git_diff_and_the_commands_work(page, live, branch_repo):  # noqa: ANN001
+    repo, base, branch = branch_repo
     review = branch_review(repo, base, branch, mode="worktree", repo_label=str(repo))
     review["head"] = base
     task_id = _finished_task(live, review)
@@ -103,8 +81,8 @@ def test_diff_view_matches_git_diff_and_the_commands_work(page, live, tmp_path):
     assert branch not in git(repo, "branch", "--list")
 
 
-def test_a_run_whose_branch_was_deleted_says_no_changes(page, live, tmp_path):  # noqa: ANN001
-    repo, base, _ = _repo_with_branch(tmp_path)
+def test_a_run_whose_branch_was_deleted_says_no_changes(page, live, branch_repo):  # noqa: ANN001
+    repo, base, _ = branch_repo
     review = branch_review(repo, base, None, mode="worktree", repo_label=str(repo),
                            note="The task changed nothing, so its branch was deleted.")
     task_id = _finished_task(live, review)

@@ -68,8 +68,18 @@ def _resolve(state: AppState, principal: auth.Principal, x_workspace: str | None
         return Caller(principal, ws.id)
 
 
-async def get_caller(principal: auth.Principal = Depends(get_principal), state: AppState = Depends(get_state),
+#: The web UI's workspace switcher remembers the chosen workspace in this cookie; it stands in
+#: for X-Workspace where a browser cannot send headers (EventSource).
+WORKSPACE_COOKIE = "px_workspace"
+
+
+async def get_caller(request: Request, principal: auth.Principal = Depends(get_principal),
+                     state: AppState = Depends(get_state),
                      x_workspace: str | None = Header(default=None, max_length=200)) -> Caller:
+    if not x_workspace:
+        chosen = request.cookies.get(WORKSPACE_COOKIE)
+        if chosen and chosen in principal.workspace_ids:  # a stale or foreign cookie is ignored
+            x_workspace = chosen
     # What resolve_workspace would answer, without a query: the principal's own workspace ids
     # (workspaces are never deleted, so an id the principal carries always resolves to itself).
     if not x_workspace and principal.workspace_ids:

@@ -78,6 +78,7 @@ class ProjectUpdate(Strict):
     description: Body | None = None
     status: ShortName | None = None
     priority: ShortName | None = None
+    lead_id: Annotated[str, Field(max_length=100), AfterValidator(_no_nul)] | None = None  # "" clears it
 
 
 class IssueCreate(Strict):
@@ -111,6 +112,16 @@ class AgentCreate(Strict):
     instructions: Body = ""
     command: list[Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
     max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] = 1
+    runtime: Ident | None = None
+
+
+class AgentUpdate(Strict):
+    name: ShortName | None = None
+    provider: ShortName | None = None
+    model: Name | None = None
+    instructions: Body | None = None
+    command: list[Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
+    max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] | None = None
     runtime: Ident | None = None
 
 

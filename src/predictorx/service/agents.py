@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ..store.schema import Agent, Daemon, Runtime
+from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task
 from .errors import Conflict, Invalid, NotFound
 
 PROVIDERS = ("claude", "codex", "gemini", "opencode", "command")
@@ -33,9 +33,7 @@ def _runtime_for(session: Session, workspace_id: str, provider: str, runtime: st
     return None  # none yet, or several: any daemon with this provider may run it
 
 
-def create_agent(session: Session, workspace_id: str, *, name: str, provider: str, model: str | None = None,
-                 instructions: str = "", command: list[str] | None = None, max_concurrent_tasks: int = 1,
-                 runtime: str | None = None) -> Agent:
+def _check(name: str, provider: str, command: list[str] | None, max_concurrent_tasks: int) -> None:
     if not _NAME.match(name):
         raise Invalid("agent name must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
     if provider not in PROVIDERS:
@@ -46,6 +44,12 @@ def create_agent(session: Session, workspace_id: str, *, name: str, provider: st
         raise Invalid("command must be a non-empty list of strings")
     if not 1 <= max_concurrent_tasks <= 64:
         raise Invalid("max_concurrent_tasks must be between 1 and 64")
+
+
+def create_agent(session: Session, workspace_id: str, *, name: str, provider: str, model: str | None = None,
+                 instructions: str = "", command: list[str] | None = None, max_concurrent_tasks: int = 1,
+                 runtime: str | None = None) -> Agent:
+    _check(name, provider, command, max_concurrent_tasks)
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
                   runtime_id=_runtime_for(session, workspace_id, provider, runtime))
@@ -68,3 +72,59 @@ def find_agent(session: Session, workspace_id: str, ref: str) -> Agent:
 
 def list_agents(session: Session, workspace_id: str) -> list[Agent]:
     return list(session.scalars(select(Agent).where(Agent.workspace_id == workspace_id).order_by(Agent.name)))
+
+
+_UNSET = object()
+
+
+def update_agent(session: Session, agent: Agent, *, name: str | None = None, provider: str | None = None,
+                 model: str | None | object = _UNSET, instructions: str | None = None,
+                 command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
+                 runtime: str | None | object = _UNSET) -> Agent:
+    """Change what is given; runs already queued or going keep what they were claimed with."""
+    new_name = name if name is not None else agent.name
+    new_provider = provider if provider is not None else agent.provider
+    new_command = agent.command if command is _UNSET else command
+    if new_provider != "command" and command is _UNSET:
+        new_command = None if provider is not None else agent.command
+    new_limit = max_concurrent_tasks if max_concurrent_tasks is not None else agent.max_concurrent_tasks
+    _check(new_name, new_provider, new_command, new_limit)
+    if runtime is not _UNSET or new_provider != agent.provider:
+        agent.runtime_id = _runtime_for(session, agent.workspace_id, new_provider,
+                                        None if runtime is _UNSET else runtime)
+    agent.name, agent.provider, agent.command, agent.max_concurrent_tasks = new_name, new_provider, new_command, new_limit
+    if model is not _UNSET:
+        agent.model = model or None
+    if instructions is not None:
+        agent.instructions = instructions
+    try:
+        session.flush()
+    except IntegrityError:
+        raise Conflict(f"an agent named {new_name!r} already exists in this workspace") from None
+    return agent
+
+
+def delete_agent(session: Session, agent: Agent) -> None:
+    """Refused while it has runs queued or going; issues assigned to it become unassigned. Its
+    finished runs go with it."""
+    active = session.scalar(select(Task.id).where(Task.agent_id == agent.id, Task.status.in_(ACTIVE_STATUSES)).limit(1))
+    if active is not None:
+        raise Conflict(f"{agent.name} has runs queued or going; cancel them first, then delete it")
+    session.execute(update(Issue).where(Issue.assignee_type == "agent", Issue.assignee_id == agent.id)
+                    .values(assignee_type=None, assignee_id=None).execution_options(synchronize_session=False))
+    session.delete(agent)
+    session.flush()
+
+
+def runtimes_by_provider(session: Session, workspace_id: str) -> list[tuple[Runtime, Daemon]]:
+    """Every runtime of the workspace's daemons, for choosing where an agent runs."""
+    q = select(Runtime, Daemon).join(Daemon, Daemon.id == Runtime.daemon_id).where(
+        Daemon.workspace_id == workspace_id).order_by(Runtime.provider, Daemon.name)
+    return [(rt, d) for rt, d in session.execute(q).all()]
+
+
+def active_run_counts(session: Session, workspace_id: str) -> dict[str, int]:
+    """agent id → how many of its runs are queued or going."""
+    return dict(session.execute(select(Task.agent_id, func.count())
+                                .where(Task.workspace_id == workspace_id, Task.status.in_(ACTIVE_STATUSES))
+                                .group_by(Task.agent_id)).all())

@@ -92,6 +92,14 @@ def resolve_workspace(session: Session, principal: Principal, wanted: str | None
     return session.get(Workspace, principal.workspace_ids[0])
 
 
+def workspaces_of(session: Session, principal: Principal) -> list[Workspace]:
+    """The principal's workspaces by name (the web UI's workspace switcher)."""
+    if not principal.workspace_ids:
+        return []
+    return list(session.scalars(select(Workspace).where(Workspace.id.in_(principal.workspace_ids))
+                                .order_by(Workspace.name)))
+
+
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 

@@ -24,6 +24,26 @@ def get_project(session: Session, workspace_id: str, project_id: str) -> Project
     return p
 
 
+def update_project(session: Session, project: Project, **changes: str) -> Project:
+    """title, description, status, priority, lead_id ("" clears the lead) — checked, then set."""
+    if "title" in changes and not changes["title"].strip():
+        raise Invalid("a project needs a title")
+    if "status" in changes and changes["status"] not in PROJECT_STATUSES:
+        raise Invalid(f"status must be one of {', '.join(PROJECT_STATUSES)}")
+    if "priority" in changes and changes["priority"] not in PRIORITIES:
+        raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
+    if "lead_id" in changes:
+        lead = changes["lead_id"] or None
+        if lead is not None and session.scalar(select(Member.user_id).where(
+                Member.workspace_id == project.workspace_id, Member.user_id == lead)) is None:
+            raise Invalid(f"lead {lead!r} is not a member of this workspace")
+        changes["lead_id"] = lead
+    for key, value in changes.items():
+        setattr(project, key, value)
+    session.flush()
+    return project
+
+
 def list_resources(session: Session, project_id: str) -> list[ProjectResource]:
     return list(session.scalars(
         select(ProjectResource).where(ProjectResource.project_id == project_id)

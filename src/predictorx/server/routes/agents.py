@@ -5,7 +5,7 @@ from fastapi import APIRouter, Depends
 from ...service import agents as svc
 from ...service import serialize
 from ..deps import Caller, get_state, user_caller
-from ..models import AgentCreate
+from ..models import AgentCreate, AgentUpdate
 from ..state import AppState
 
 router = APIRouter(prefix="/api/agents", tags=["agents"])
@@ -27,3 +27,18 @@ def create_agent(body: AgentCreate, caller: Caller = Depends(user_caller), state
 def get_agent(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.read() as s:
         return serialize.agent(svc.find_agent(s, caller.workspace_id, ref))
+
+
+@router.patch("/{ref}")
+def update_agent(ref: str, body: AgentUpdate, caller: Caller = Depends(user_caller),
+                 state: AppState = Depends(get_state)) -> dict:
+    """Only the fields sent change; `"model": null` or `"runtime": null` clears them."""
+    with state.write() as s:
+        agent = svc.find_agent(s, caller.workspace_id, ref)
+        return serialize.agent(svc.update_agent(s, agent, **body.model_dump(exclude_unset=True)))
+
+
+@router.delete("/{ref}", status_code=204)
+def delete_agent(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> None:
+    with state.write() as s:
+        svc.delete_agent(s, svc.find_agent(s, caller.workspace_id, ref))

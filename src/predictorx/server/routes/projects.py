@@ -51,15 +51,7 @@ def update_project(project_id: str, body: ProjectUpdate, caller: Caller = Depend
                    state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         p = svc.get_project(s, caller.workspace_id, project_id)
-        for key, value in body.model_dump(exclude_unset=True).items():
-            if value is None:
-                continue
-            if key == "status" and value not in svc.PROJECT_STATUSES:
-                raise svc.Invalid(f"status must be one of {', '.join(svc.PROJECT_STATUSES)}")
-            if key == "priority" and value not in svc.PRIORITIES:
-                raise svc.Invalid(f"priority must be one of {', '.join(svc.PRIORITIES)}")
-            setattr(p, key, value)
-        s.flush()
+        svc.update_project(s, p, **{k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None})
         return serialize.project(p, svc.list_resources(s, p.id))
 
 

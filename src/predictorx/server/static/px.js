@@ -51,6 +51,37 @@
     if (count) count.textContent = ticked + pasted;
   });
 
+  // After a board move the moved card's button keeps the keyboard focus (HX-Trigger-After-Swap).
+  document.body.addEventListener("px-focus", function (ev) {
+    var id = ev.detail && ev.detail.value;
+    var el = id && (document.getElementById(id + "-next") || document.getElementById(id + "-prev") ||
+                    document.getElementById(id));
+    if (el) el.focus();
+  });
+
+  // Board: a card dragged onto another column moves there (the ← → buttons do the same by keyboard).
+  document.addEventListener("dragstart", function (ev) {
+    var card = ev.target.closest && ev.target.closest(".card-item");
+    if (card) ev.dataTransfer.setData("text/plain", card.dataset.number);
+  });
+  document.addEventListener("dragover", function (ev) {
+    var col = ev.target.closest && ev.target.closest(".column");
+    if (col) { ev.preventDefault(); col.classList.add("drop"); }
+  });
+  document.addEventListener("dragleave", function (ev) {
+    var col = ev.target.closest && ev.target.closest(".column");
+    if (col) col.classList.remove("drop");
+  });
+  document.addEventListener("drop", function (ev) {
+    var col = ev.target.closest && ev.target.closest(".column");
+    var number = ev.dataTransfer.getData("text/plain");
+    if (!col || !number || !window.htmx) return;
+    ev.preventDefault();
+    col.classList.remove("drop");
+    htmx.ajax("POST", "/issues/" + encodeURIComponent(number) + "/move",
+              { target: "#board", swap: "outerHTML", values: { status: col.dataset.status } });
+  });
+
   // -- copy -------------------------------------------------------------------------------------
   function copyText(button) {
     var text = button.dataset.copy;

@@ -7,9 +7,10 @@ refresh at once, before the event stream reports the new task.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy import select
@@ -60,19 +61,47 @@ def _assign(request: Request, who: Viewer, ref: str, form: Form) -> None:
 
 # -- the workspace's issues -----------------------------------------------------------------
 
-def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+def list_context(request: Request, who: Viewer, limit: int = 500, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
-        rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, limit=500))
+        rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, limit=limit))
         projects = list(s.scalars(select(Project).where(Project.workspace_id == who.workspace_id)
                                   .order_by(Project.title)))
         agents = _agents(s, who.workspace_id)
     return {"viewer": who, "section": "issues", "rows": rows, "projects": projects, "agents": agents,
-            "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False, **extra}
+            "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False, "view": "list",
+            **extra}
+
+
+BOARD_LIMIT = 2000
+
+
+def board_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+    """The board: one column per status, each issue a card with keyboard moves (issue 13 §2)."""
+    context = list_context(request, who, limit=BOARD_LIMIT, **extra)
+    columns = {st: [] for st in svc.ISSUE_STATUSES}
+    for r in context["rows"]:
+        columns.setdefault(r["issue"].status, []).append(r)
+    context.update(view="board", columns=columns, statuses=svc.ISSUE_STATUSES)
+    return context
 
 
 @router.get("/issues")
-async def issues_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
+async def issues_page(request: Request, view: str = Query(default="list", max_length=10),
+                      who: Viewer = Depends(viewer)) -> Response:
+    if view == "board":
+        return html("issues.html", await run_in_threadpool(board_context, request, who))
     return html("issues.html", await run_in_threadpool(list_context, request, who))
+
+
+@router.post("/issues/{ref}/move")
+async def move(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    """A card moved to another column, by its buttons (keyboard) or by dragging it."""
+    issue = await call(api.update_issue, ref, IssueUpdate(status=form.get("status")), who.caller, request.app.state.px)
+    if not is_htmx(request):
+        return redirect(request, f"/issues?view=board#card-{issue['number']}")
+    context = await run_in_threadpool(board_context, request, who)
+    focus = form.get("focus") or f"card-{issue['number']}"
+    return html("_board.html", context, headers={"HX-Trigger-After-Swap": json.dumps({"px-focus": focus})})
 
 
 @router.post("/issues")
@@ -128,7 +157,8 @@ async def add_comment(request: Request, ref: str, form: Form = Depends(read_form
                                           error_for="comment", values=form.values())
         return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", status=status_of(e))
     context = await run_in_threadpool(issue_context, request, who, ref)
-    return panel(request, "_comments.html", context, page_url=f"/issues/{ref}")
+    # A comment that @mentions an agent may have queued a run: the runs list looks again.
+    return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
 
 
 @router.post("/issues/{ref}/assign")

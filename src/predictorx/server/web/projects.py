@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy import func, select
 
+from ...service import members as member_svc
 from ...service import projects as svc
 from ...store.schema import ACTIVE_STATUSES, Issue, Member, Project, ProjectResource, Task, User, Workspace
 from ..models import ProjectCreate, ProjectUpdate, ResourceIn
@@ -89,9 +90,11 @@ async def create_project(request: Request, form: Form = Depends(read_form), who:
 def head_context(request: Request, who: Viewer, project_id: str, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         project = svc.get_project(s, who.workspace_id, project_id)
-        lead = s.get(User, project.lead_id) if project.lead_id else None
-    return {"viewer": who, "project": project, "lead": lead.name if lead else None,
-            "statuses": svc.PROJECT_STATUSES, "priorities": svc.PRIORITIES, "head_error": None, **extra}
+        members = [user for _, user in member_svc.list_members(s, who.workspace_id)]
+    lead = next((m.name for m in members if m.id == project.lead_id), None)
+    return {"viewer": who, "project": project, "lead": lead, "members": members, "editing": False,
+            "statuses": svc.PROJECT_STATUSES, "priorities": svc.PRIORITIES, "head_error": None,
+            "values": {}, **extra}
 
 
 @router.get("/projects/{project_id}")
@@ -108,13 +111,17 @@ async def project_page(request: Request, project_id: str, who: Viewer = Depends(
 @router.post("/projects/{project_id}/update")
 async def update_project(request: Request, project_id: str, form: Form = Depends(read_form),
                          who: Viewer = Depends(viewer)) -> Response:
-    """Status and priority, changed from the page header."""
-    changes = {key: form.get(key) for key in ("status", "priority") if form.get(key)}
+    """Status and priority from the header's selects; title, description and lead from its
+    Edit form (which sends `form=edit`, so an emptied description or lead is a change too)."""
+    changes = {key: form.get(key) for key in ("status", "priority", "title") if form.get(key)}
+    if form.get("form") == "edit":
+        changes.update(description=form.get("description"), lead_id=form.get("lead_id"))
     extra: dict[str, Any] = {}
     status = 200
     try:
         await call(api.update_project, project_id, ProjectUpdate(**changes), who.caller, request.app.state.px)
     except FORM_ERRORS as e:
-        extra, status = {"head_error": message_of(e)}, status_of(e)
+        extra, status = {"head_error": message_of(e), "editing": form.get("form") == "edit",
+                         "values": form.values()}, status_of(e)
     context = await run_in_threadpool(head_context, request, who, project_id, **extra)
     return panel(request, "_project_head.html", context, page_url=f"/projects/{project_id}", status=status)

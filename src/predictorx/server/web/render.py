@@ -7,6 +7,7 @@ and from an installed wheel alike. Autoescape is on for every template, whatever
 from __future__ import annotations
 
 import json
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ def _environment() -> Environment:
                        as_text=transcript.as_text)
     env.globals.update(resource_html=resource_html, resource_title=resource_title, fold=transcript.fold,
                        shell_command=transcript.shell_command, tool_summary=transcript.tool_summary,
-                       system_line=transcript.system_line)
+                       system_line=transcript.system_line, shell_join=shlex.join,
+                       with_mentions=transcript.with_mentions)
     return env
 
 

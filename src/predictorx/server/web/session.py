@@ -16,7 +16,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth
 from ...store.schema import User
-from ..deps import Caller, get_principal
+from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, login_page
 
@@ -31,6 +31,8 @@ class Viewer:
     caller: Caller
     user_name: str
     workspace_name: str
+    #: (id, name) of every workspace the person belongs to, when more than one (the switcher).
+    workspaces: tuple[tuple[str, str], ...] = ()
 
     @property
     def workspace_id(self) -> str:
@@ -42,11 +44,15 @@ async def viewer(request: Request, principal: auth.Principal = Depends(get_princ
     if principal.kind != "user":
         raise auth.Unauthorized("pages need a person's token, not a daemon's or a task's")
 
+    chosen = request.cookies.get(WORKSPACE_COOKIE)
+
     def load() -> Viewer:
         with request.app.state.px.read() as s:
-            ws = auth.resolve_workspace(s, principal, None)
+            ws = auth.resolve_workspace(s, principal, chosen if chosen in principal.workspace_ids else None)
             user = s.get(User, principal.user_id)
-            return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name)
+            mine = auth.workspaces_of(s, principal) if len(principal.workspace_ids) > 1 else []
+            return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name,
+                          tuple((w.id, w.name) for w in mine))
     seen = await run_in_threadpool(load)
     request.state.viewer = seen
     return seen
@@ -95,6 +101,7 @@ def login_with_form(request: Request, form: Form = Depends(read_form)) -> Respon
 def logout() -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    response.delete_cookie(WORKSPACE_COOKIE, path="/", httponly=True, samesite="strict")
     return response
 
 
@@ -102,3 +109,16 @@ def logout() -> Response:
 def favicon() -> Response:
     """Browsers ask for it before they read the page's <link rel=icon>."""
     return RedirectResponse("/static/favicon.svg", status_code=301)
+
+
+@router.post("/workspace")
+async def switch_workspace(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    """The sidebar's workspace switcher: pages (and their live events) then act in that workspace.
+    A workspace the person does not belong to answers 404, as everywhere (R-SEC-2)."""
+    wanted = form.get("workspace_id")
+    if wanted not in who.caller.principal.workspace_ids:
+        raise auth.NotFound("that workspace is not one of yours")
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(WORKSPACE_COOKIE, wanted, max_age=COOKIE_MAX_AGE, path="/", httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
+    return response

@@ -8,6 +8,7 @@ agent — or a prompt-injected one — cannot put script, styles or event handle
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import nh3
@@ -98,3 +99,30 @@ def system_line(content: dict[str, Any]) -> str:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         extras.append(f"{key.replace('_', ' ')}: {text[:200]}")
     return " · ".join([event.replace("_", " "), *extras])
+
+
+_TAG = re.compile(r"(<[^>]+>)")
+
+
+def with_mentions(body: str, names: list[str]) -> Markup:
+    """A comment as sanitised Markdown with each `@agent` of the workspace marked — outside
+    tags, code and links only, so an address or a URL is never rewritten."""
+    rendered = str(markdown(body))
+    if not names:
+        return Markup(rendered)
+    pattern = re.compile(r"(?<![\w@/.])@(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+                         + r")(?![\w-])")
+    out, skip = [], 0
+    for part in _TAG.split(rendered):
+        if part.startswith("<"):
+            name = part[1:].split(">")[0].split()[0].lower() if len(part) > 2 else ""
+            if name in ("code", "pre", "a"):
+                skip += 1
+            elif name in ("/code", "/pre", "/a"):
+                skip = max(0, skip - 1)
+            out.append(part)
+        elif skip:
+            out.append(part)
+        else:
+            out.append(pattern.sub(r'<span class="mention">@\1</span>', part))
+    return Markup("".join(out))

@@ -1,0 +1,113 @@
+"""The Agents page: the workspace's agents with what they run on, and creating, editing and
+deleting them from the browser (issue 13 §2) — provider, runtime, model, instructions, command,
+concurrency — through the same service calls as the API.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from ...service import agents as svc
+from ..models import AgentCreate, AgentUpdate
+from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
+from .pageroute import PageRoute
+from .render import html, panel
+from .session import Viewer, viewer
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+
+
+def agents_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        agents = svc.list_agents(s, who.workspace_id)
+        active = svc.active_run_counts(s, who.workspace_id)
+        runtimes = svc.runtimes_by_provider(s, who.workspace_id)
+    by_id = {rt.id: (rt, d) for rt, d in runtimes}
+    rows = []
+    for a in agents:
+        rt, daemon = by_id.get(a.runtime_id or "", (None, None))
+        rows.append({"agent": a, "active": active.get(a.id, 0),
+                     "command": shlex.join(a.command) if a.command else "",
+                     "runs_on": f"{daemon.name} · {rt.provider}" if rt and daemon else "any daemon with " + a.provider})
+    choices = [{"id": rt.id, "provider": rt.provider,
+                "label": f"{d.name} · {rt.provider}{' ' + rt.version if rt.version else ''}"} for rt, d in runtimes]
+    return {"viewer": who, "section": "agents", "rows": rows, "providers": svc.PROVIDERS, "runtimes": choices,
+            "error": None, "error_for": None, "values": {}, **extra}
+
+
+def _command(form: Form) -> list[str] | None:
+    text = form.get("command")
+    if not text:
+        return None
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise FormError(f"the command line cannot be read ({e}); quote it as in a shell") from None
+
+
+def _limit(form: Form) -> int:
+    try:
+        return int(form.get("max_concurrent_tasks") or "1")
+    except ValueError:
+        raise FormError("max parallel runs must be a whole number from 1 to 64") from None
+
+
+async def _answer(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
+    context = await run_in_threadpool(agents_context, request, who, **extra)
+    return panel(request, "_agents.html", context, page_url="/agents", status=status)
+
+
+@router.get("/agents")
+async def agents_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
+    return html("agents.html", await run_in_threadpool(agents_context, request, who))
+
+
+@router.post("/agents")
+async def create(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    def work() -> None:
+        body = AgentCreate(name=form.get("name"), provider=form.get("provider"), model=form.optional("model"),
+                           instructions=form.get("instructions"), command=_command(form),
+                           max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"))
+        with request.app.state.px.write() as s:
+            svc.create_agent(s, who.workspace_id, **body.model_dump())
+    try:
+        await run_in_threadpool(work)
+    except FORM_ERRORS as e:
+        return await _answer(request, who, status=status_of(e), error=message_of(e), error_for="new",
+                             values=form.values())
+    return await _answer(request, who)
+
+
+@router.post("/agents/{agent_id}")
+async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
+               who: Viewer = Depends(viewer)) -> Response:
+    def work() -> None:
+        body = AgentUpdate(name=form.get("name"), provider=form.get("provider"), model=form.optional("model"),
+                           instructions=form.get("instructions"), command=_command(form),
+                           max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"))
+        with request.app.state.px.write() as s:
+            agent = svc.find_agent(s, who.workspace_id, agent_id)
+            svc.update_agent(s, agent, **body.model_dump())
+    try:
+        await run_in_threadpool(work)
+    except FORM_ERRORS as e:
+        return await _answer(request, who, status=status_of(e), error=message_of(e), error_for=agent_id,
+                             values=form.values())
+    return await _answer(request, who)
+
+
+@router.post("/agents/{agent_id}/delete")
+async def delete(request: Request, agent_id: str, who: Viewer = Depends(viewer)) -> Response:
+    def work() -> None:
+        with request.app.state.px.write() as s:
+            svc.delete_agent(s, svc.find_agent(s, who.workspace_id, agent_id))
+    try:
+        await run_in_threadpool(work)
+    except FORM_ERRORS as e:
+        return await _answer(request, who, status=status_of(e), error=message_of(e), error_for="delete")
+    return await _answer(request, who)

@@ -1,0 +1,81 @@
+"""The quality bar of issue 13 §7 in Chromium: every page passes axe-core (pinned from npm) with
+no serious or critical violation, in the light and in the dark theme (which follow the system
+setting), and stays under 100 KB of HTML + JS + CSS."""
+
+from __future__ import annotations
+
+import re
+import pytest
+
+from predictorx.daemon.review import branch_review
+
+pytestmark = pytest.mark.browser
+PAGE_BUDGET = 100_000
+
+
+def _world(live, branch_repo) -> dict[str, str]:  # noqa: ANN001
+    """One of everything a page shows: a project with resources, issues, a finished run with a diff."""
+    live.register_local_daemon()
+    live.post("/api/agents", {"name": "claude", "provider": "claude"})
+    project = live.post("/api/projects", {"title": "Storefront", "description": "The shop.",
+                                          "resources": [{"resource_type": "github_repo",
+                                                         "resource_ref": {"url": "https://github.com/org/shop"}}]})
+    for title in ("Fix the login redirect", "Add tax", "Write the docs"):
+        live.post("/api/issues", {"title": title, "project_id": project["id"]})
+    issue = live.post("/api/issues", {"title": "Make checkout faster", "project_id": project["id"], "assignee": "claude"})
+    live.post(f"/api/issues/{issue['number']}/comments", {"body": "Please keep **the API** stable, @claude."})
+    task = live.daemon("/api/daemon/claim", {"limit": 1})["tasks"][0]["task"]
+    live.daemon(f"/api/tasks/{task['id']}/messages", {"messages": [
+        {"seq": 0, "kind": "system", "content": {"event": "init", "model": "sonnet"}},
+        {"seq": 1, "kind": "text", "content": {"text": "Looking at `checkout.py`.\n\n- one\n- two"}},
+        {"seq": 2, "kind": "tool_use", "content": {"id": "t", "name": "Bash", "input": {"command": "pytest -q"}}},
+        {"seq": 3, "kind": "tool_result", "content": {"tool_use_id": "t", "output": "3 passed", "is_error": False}},
+        {"seq": 4, "kind": "thinking", "content": {"text": "Done."}}]})
+    repo, base, branch = branch_repo
+    review = branch_review(repo, base, branch, mode="worktree", repo_label=str(repo))
+    review["head"] = base
+    live.daemon(f"/api/daemon/tasks/{task['id']}/finish", {"status": "completed", "branch_name": branch, "review": review})
+    return {"projects": "/", "project": f"/projects/{project['id']}", "issues": "/issues",
+            "board": "/issues?view=board", "issue": f"/issues/{issue['number']}", "task": f"/tasks/{task['id']}",
+            "split diff": f"/tasks/{task['id']}?view=split", "agents": "/agents", "daemons": "/daemons",
+            "not found": "/nowhere"}
+
+
+def _weight(live, path: str) -> int:  # noqa: ANN001
+    """Bytes of the page's HTML plus the scripts and styles it loads."""
+    html = live.api.get(path, cookies={"px_token": live.token}).text
+    total = len(html.encode())
+    for asset in re.findall(r'(?:src|href)="(/static/[^"]+\.(?:js|css))"', html):
+        total += len(live.api.get(asset).content)
+    return total
+
+
+def test_every_page_passes_axe_in_both_themes_and_stays_small(page, live, branch_repo, axe):  # noqa: ANN001
+    pages = _world(live, branch_repo)
+    problems: dict[str, list[str]] = {}
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        for name, path in pages.items():
+            page.goto(path)
+            found = axe(page)
+            if found:
+                problems[f"{name} ({scheme})"] = found
+    # The sign-in page, signed out.
+    page.context.clear_cookies()
+    page.goto("/login")
+    if found := axe(page):
+        problems["sign in"] = found
+    assert not problems, "\n".join(f"{k}: {v}" for k, v in problems.items())
+
+    weights = {name: _weight(live, path) for name, path in pages.items()}
+    assert all(w < PAGE_BUDGET for w in weights.values()), weights
+
+
+def test_the_theme_follows_the_system_setting(page, live):  # noqa: ANN001
+    page.goto("/")
+    page.emulate_media(color_scheme="light")
+    light = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+    page.emulate_media(color_scheme="dark")
+    dark = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
+    assert light != dark
+    assert sum(map(int, re.findall(r"\d+", dark)[:3])) < sum(map(int, re.findall(r"\d+", light)[:3]))

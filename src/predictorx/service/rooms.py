@@ -1,0 +1,82 @@
+"""A project's agents-room room, read-only, for its page (issue 13 §4, R-ROOM-15).
+
+agents-room is its own program: this reads it through the `agents-room` command's JSON output
+(`who --json`, `history --json`), never by importing it. The store is the one the daemon's agents
+use on this machine ($AGENTS_ROOM_DB or ~/.agents-room/room.db); when it does not exist, or the
+command is missing or fails, the page says so instead of creating a store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..daemon.rooms import agents_room_command, project_room
+
+TIMEOUT_S = 10.0
+HISTORY_LIMIT = 100
+
+
+@dataclass
+class RoomView:
+    name: str                                   # shared:project-…
+    available: bool = False
+    why: str | None = None                      # when not available: one sentence
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    leases: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[dict[str, Any]] = field(default_factory=list)
+
+
+def store_path() -> Path:
+    return Path(os.environ.get("AGENTS_ROOM_DB") or Path.home() / ".agents-room" / "room.db")
+
+
+def _run(args: list[str]) -> dict[str, Any]:
+    cmd = agents_room_command()
+    if cmd is None:
+        raise RuntimeError("the agents-room command is not installed here")
+    res = subprocess.run([*cmd, "--db", str(store_path()), *args], capture_output=True, text=True,
+                         timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        raise RuntimeError((res.stderr.strip() or f"agents-room exited {res.returncode}").splitlines()[-1])
+    return json.loads(res.stdout)
+
+
+def _threads(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages grouped into threads by subject (or, without one, by who talks to whom),
+    the thread with the newest message first."""
+    threads: dict[tuple, dict[str, Any]] = {}
+    for m in messages:
+        subject = (m.get("subject") or "").strip()
+        key = ("s", subject) if subject else ("p", *sorted((str(m.get("from")), str(m.get("to")))))
+        t = threads.setdefault(key, {"subject": subject, "messages": [], "last": ""})
+        t["messages"].append(m)
+        t["last"] = max(t["last"], str(m.get("sent_at") or ""))
+    return sorted(threads.values(), key=lambda t: t["last"], reverse=True)
+
+
+def project_room_view(project_id: str, title: str | None) -> RoomView:
+    view = RoomView(name=f"shared:{project_room(project_id, title)}")
+    if not store_path().exists():
+        view.why = (f"No agents-room store on this machine yet ({store_path()}); it appears when the first "
+                    "Claude Code or Codex run joins its project's room.")
+        return view
+    try:
+        who = _run(["who", "--room", view.name, "--all", "--json"])
+        sessions = who.get("sessions") or []
+        view.sessions = [s for s in sessions if s.get("state") != "ended"]
+        view.leases = [{**lease, "holder": s.get("label") or s.get("session")}
+                       for s in view.sessions for lease in (s.get("leases") or [])]
+        reader = next((s["session"] for s in sessions if s.get("session")), None)
+        if reader is not None:  # history reads with any member's id; reading changes nothing
+            history = _run(["history", "--session", reader, "--room", view.name, "--limit", str(HISTORY_LIMIT), "--json"])
+            view.threads = _threads(history.get("messages") or [])
+    except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+        view.why = f"The room store could not be read: {e}"
+        return view
+    view.available = True
+    return view

@@ -1,0 +1,55 @@
+"""In Chromium: a project's agents-room room, read-only (issue 13 §4) — who is in it (live),
+recent messages in threads, active leases — read through the real `agents-room` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from predictorx.daemon.rooms import project_room
+
+pytestmark = pytest.mark.browser
+AGENTS_ROOM = str(Path(sys.executable).with_name("agents-room"))
+
+
+def room(db: Path, *args: str) -> dict:
+    out = subprocess.run([AGENTS_ROOM, "--db", str(db), *args, "--json"], check=True, capture_output=True,
+                         text=True, timeout=30).stdout
+    return json.loads(out)
+
+
+def test_project_room_shows_who_messages_and_leases(page, live, tmp_path, monkeypatch, axe):  # noqa: ANN001
+    db = tmp_path / "room.db"
+    monkeypatch.setenv("AGENTS_ROOM_DB", str(db))
+    project = live.post("/api/projects", {"title": "Storefront"})
+    page.goto(f"/projects/{project['id']}/room")
+    expect(page.locator("#room-unavailable")).to_contain_text("No agents-room store")
+
+    name = f"shared:{project_room(project['id'], 'Storefront')}"
+    api = room(db, "join", "--room", name, "--label", "claude-api", "--cwd", str(tmp_path))["session"]
+    web = room(db, "join", "--room", name, "--label", "codex-web", "--cwd", str(tmp_path))["session"]
+    room(db, "send", "--session", api, "--to", "*", "--room", name, "the /orders API now paginates")
+    # Leases are taken over MCP; the test takes one through agents-room's public Room API.
+    from agents_room.room import Room
+
+    store = Room.open(db)
+    try:
+        store.lease_acquire(web, ["src/checkout.ts"])
+    finally:
+        store.close()
+    page.goto(f"/projects/{project['id']}/room")
+    expect(page.locator("#room-sessions li[data-session]")).to_have_count(2)
+    expect(page.locator("#room-sessions")).to_contain_text("claude-api")
+    expect(page.locator(".thread")).to_contain_text("the /orders API now paginates")
+    expect(page.locator("#room-lease-list")).to_contain_text("checkout.ts")
+    expect(page.locator("#room-lease-list")).to_contain_text("codex-web")
+    assert not axe(page)
+
+    # Live: a third agent joins and the page shows it without a reload.
+    room(db, "join", "--room", name, "--label", "gemini-docs", "--cwd", str(tmp_path))
+    expect(page.locator("#room-sessions li[data-session]")).to_have_count(3, timeout=15000)

@@ -36,7 +36,7 @@ def wait_until(check, timeout: float = 20.0, interval: float = 0.05, what: str =
 
 
 class Server:
-    def __init__(self, home: Path, database_url: str, **env: str):
+    def __init__(self, home: Path, database_url: str, *, args: tuple[str, ...] = (), **env: str):
         self.home = home
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -44,7 +44,7 @@ class Server:
                     "PREDICTORX_DAEMON_TIMEOUT": "3", "PREDICTORX_SWEEP_INTERVAL": "0.5", **env}
         self.log = open(home.parent / f"server-{self.port}.log", "wb")  # noqa: SIM115
         home.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([sys.executable, "-m", "predictorx", "server", "start", "--port", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "predictorx", "server", "start", "--port", str(self.port), *args],
                                      env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_until(self._healthy, 30, what="the server to answer")
         self.config = json.loads((home / "config.json").read_text())
@@ -96,7 +96,9 @@ class Server:
 class Daemon:
     """A `predictorx daemon start --foreground` with its own state dir (so its own daemon_id)."""
 
-    def __init__(self, server: Server, home: Path, *, max_tasks: int = 4, **env: str):
+    def __init__(self, server: Server, home: Path, *, max_tasks: int = 4, replicas: list[Server] | None = None,
+                 **env: str):
+        """`replicas`: servers sharing one database; the push connection may be held by any of them."""
         home.mkdir(parents=True, exist_ok=True)
         shutil.copy(server.home / "config.json", home / "config.json")
         self.home = home
@@ -114,8 +116,8 @@ class Daemon:
                              20, what="the daemon id")
         wait_until(lambda: any(d["id"] == self.id and d["online"] for d in server.api("GET", "/api/daemons"))
                    or self._check_alive(), 30, what="the daemon to register")
-        wait_until(lambda: server.api("GET", f"/api/daemons/{self.id}")["connected"] or self._check_alive(),
-                   30, what="the daemon's push connection")
+        wait_until(lambda: any(r.api("GET", f"/api/daemons/{self.id}")["connected"] for r in replicas or [server])
+                   or self._check_alive(), 30, what="the daemon's push connection")
 
     def _check_alive(self) -> bool:
         if self.proc.poll() is not None:

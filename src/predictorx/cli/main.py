@@ -41,14 +41,34 @@ def version() -> None:
 
 @server_app.command("start")
 def server_start(host: str = typer.Option("127.0.0.1", "--host", help="Loopback by default."),
-                 port: int = typer.Option(8484, "--port", min=1, max=65535)) -> None:
+                 port: int = typer.Option(8484, "--port", min=1, max=65535),
+                 workers: int = typer.Option(1, "--workers", min=1, max=64,
+                                             help="Server processes on this port (PostgreSQL only).")) -> None:
     """Run the API and web server in the foreground."""
     from ..server.run import port_free, serve
 
     if not port_free(host, port):
         fail(f"port {port} on {host} is in use; pick another with --port")
     typer.echo(f"Predictor X server on http://{host}:{port} (state in {config.state_dir()})", err=True)
-    serve(host, port)
+    try:
+        serve(host, port, workers=workers)
+    except ValueError as e:
+        fail(str(e))
+
+
+@server_app.command("nginx-config")
+def server_nginx_config(upstream: list[str] = typer.Option(..., "--upstream", help="A replica, HOST:PORT; repeat it."),
+                        listen: str = typer.Option("8080", "--listen", help="nginx's listen directive value."),
+                        prefix: Optional[str] = typer.Option(
+                            None, "--prefix", help="A directory for a standalone nginx (pid, logs, temp files); "
+                                                   "without it, a file for /etc/nginx/conf.d.")) -> None:
+    """Print an nginx configuration for several server replicas (docs/scale.md)."""
+    from ..server.nginx import render
+
+    try:
+        typer.echo(render(upstream, listen=listen, prefix=prefix), nl=False)
+    except ValueError as e:
+        fail(str(e))
 
 
 @app.command()
@@ -76,11 +96,13 @@ def login(server_url: str = typer.Option(..., "--server-url"), token: str = type
 @daemon_app.command("start")
 def daemon_start(foreground: bool = typer.Option(False, "--foreground", help="Stay attached (logs to stderr)."),
                  name: Optional[str] = typer.Option(None, "--name", help="Shown in `daemon list`; defaults to the hostname."),
-                 max_tasks: int = typer.Option(4, "--max-tasks", min=1, max=64, help="Execution slots.")) -> None:
+                 max_tasks: int = typer.Option(4, "--max-tasks", min=1, max=64, help="Execution slots."),
+                 server_url: Optional[list[str]] = typer.Option(
+                     None, "--server-url", help="Server (or proxy) URL; repeat it to fail over between several.")) -> None:
     """Register this machine, then claim and run tasks (R-EX-1)."""
     from ..daemon.main import start
 
-    start(foreground=foreground, name=name, max_tasks=max_tasks)
+    start(foreground=foreground, name=name, max_tasks=max_tasks, server_urls=server_url)
 
 
 @daemon_app.command("status")

@@ -8,6 +8,7 @@ and tell it about cancellations it might have missed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import platform
@@ -26,6 +27,7 @@ from .gc import GcTimer
 from .paths import PathRuleError, check_local_directory
 from .repocache import RepoCache
 from .runner import TaskRun
+from .retry import backoff
 from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
@@ -174,30 +176,39 @@ class Daemon:
 
     # -- push connection, with polling only while it is down ----------------------------------
     async def _push_loop(self) -> None:
-        backoff = 0.5
+        """Hold the push connection. A connection that could not be made is retried with backoff
+        (daemon/retry.py); one that worked and then dropped is made again at once, through the
+        next server URL when there are several (serverapi.py), or the proxy's next replica."""
         while True:
-            try:
-                async for event in self.api.events():
-                    self._push_connected = True
-                    backoff = 0.5
-                    await self._on_event(event)
-            except asyncio.CancelledError:
-                raise
-            except ServerError as e:
-                if e.status == 401:
-                    log.warning("the server forgot this daemon's token; registering again")
-                    try:
-                        await self.register()
-                    except ServerError:
-                        pass
-                else:
-                    log.warning("push connection failed: %s", e.detail)
-            except Exception as e:  # noqa: BLE001 — reconnect on anything
-                log.warning("push connection lost: %s", e)
+            async for attempt in backoff(None, initial=0.5, maximum=10,
+                                         retry_on=lambda e: not isinstance(e, asyncio.CancelledError)):
+                with attempt:
+                    await self._push_once()
+            await asyncio.sleep(0.1)
+
+    async def _push_once(self) -> None:
+        connected = False
+        try:
+            async for event in self.api.events():
+                connected = self._push_connected = True
+                await self._on_event(event)
+            log.warning("push connection closed by the server")
+        except ServerError as e:
+            if e.status == 401:
+                log.warning("the server forgot this daemon's token; registering again")
+                with contextlib.suppress(ServerError):
+                    await self.register()
+            else:
+                log.warning("push connection failed: %s", e.detail)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001 — reconnect on anything
+            log.warning("push connection lost: %s", e)
+        finally:
             self._push_connected = False
             self._claim_wakeup.set()  # poll at once while reconnecting
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 10)
+        if not connected:
+            raise ServerError(0, "the push connection could not be made")
 
     async def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -303,12 +314,14 @@ def outcome_line(fields: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def start(*, foreground: bool, name: str | None, max_tasks: int) -> None:
+def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: list[str] | None = None) -> None:
     """`predictorx daemon start`: refuse a second daemon on this state dir, then run."""
     pid = identity.running_pid()
     if pid is not None:
         fail(f"a daemon for this state dir is already running (pid {pid}); stop it first or set PREDICTORX_HOME")
     cfg = config.client_config()
+    if server_urls:  # several: failover in this order (serverapi.py); PREDICTORX_SERVER_URL may list them too
+        cfg = config.ClientConfig(",".join(server_urls), cfg.token, cfg.workspace_id)
     if not cfg.server_url or not cfg.token:
         fail("no server configured: start one with `predictorx up`, or run `predictorx login --server-url URL --token TOKEN`")
     if not foreground:

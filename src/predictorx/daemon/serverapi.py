@@ -1,8 +1,13 @@
-"""The daemon's side of the HTTP API: every call bounded by a timeout, transient failures retried."""
+"""The daemon's side of the HTTP API: every call bounded by a timeout, transient failures retried
+(daemon/retry.py), and — given several server URLs — failover to the next one (issue 14).
+
+Several URLs are for replicas reached without a proxy (or for two proxies): a URL that does not
+answer, or answers 502/503/504, hands the daemon on to the next one for this and later calls.
+Behind one proxy, one URL is enough: the proxy itself routes around a dead replica.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -10,25 +15,43 @@ from typing import Any
 
 import httpx2 as httpx
 
+from .retry import FAILOVER_STATUSES, ServerError, backoff
+
 log = logging.getLogger("predictorx.daemon")
 
+__all__ = ["ServerApi", "ServerError", "server_urls"]
 
-class ServerError(Exception):
-    def __init__(self, status: int, detail: str):
-        super().__init__(f"{status}: {detail}")
-        self.status = status
-        self.detail = detail
+
+def server_urls(value: str | list[str]) -> list[str]:
+    """`http://a:8484,http://b:8484` (or a list) → the URLs, in order of preference."""
+    parts = value if isinstance(value, list) else value.split(",")
+    urls = [u.strip().rstrip("/") for u in parts if u.strip()]
+    if not urls:
+        raise ValueError("no server URL given")
+    return urls
 
 
 class ServerApi:
-    def __init__(self, server_url: str, token: str, workspace: str | None = None, timeout: float = 30.0):
-        self.server_url = server_url.rstrip("/")
+    def __init__(self, server_url: str | list[str], token: str, workspace: str | None = None,
+                 timeout: float = 30.0):
+        self.urls = server_urls(server_url)
+        self._current = 0
         self.user_token = token
         self.token = token
         self.workspace = workspace
         self.timeout = timeout
-        self.http = httpx.AsyncClient(base_url=self.server_url, timeout=timeout,
-                                      limits=httpx.Limits(max_connections=32))
+        self.http = httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=32))
+
+    @property
+    def server_url(self) -> str:
+        """The URL in use now (the agents are given this one)."""
+        return self.urls[self._current]
+
+    def _failed(self, index: int, why: str) -> None:
+        """The URL at `index` failed: move on to the next one (once, however many calls saw it fail)."""
+        if len(self.urls) > 1 and self._current == index:
+            self._current = (index + 1) % len(self.urls)
+            log.warning("server %s failed (%s); switching to %s", self.urls[index], why, self.server_url)
 
     def _headers(self, token: str | None = None) -> dict[str, str]:
         h = {"Authorization": f"Bearer {token or self.token}"}
@@ -36,26 +59,30 @@ class ServerApi:
             h["X-Workspace"] = self.workspace
         return h
 
-    async def call(self, method: str, path: str, body: Any = None, *, retries: int = 3,
+    async def _once(self, method: str, path: str, body: Any, token: str | None) -> Any:
+        index = self._current
+        url = self.urls[index]
+        try:
+            r = await self.http.request(method, url + path, json=body, headers=self._headers(token))
+        except (httpx.TransportError, httpx.TimeoutException) as e:
+            self._failed(index, str(e) or type(e).__name__)
+            raise ServerError(0, f"server {url} unreachable: {e or type(e).__name__}") from e
+        if r.status_code < 400:
+            return r.json() if r.content else None
+        try:
+            detail = r.json().get("detail", r.text)
+        except (ValueError, AttributeError):
+            detail = r.text
+        if r.status_code in FAILOVER_STATUSES:
+            self._failed(index, f"HTTP {r.status_code}")
+        raise ServerError(r.status_code, str(detail)[:500])
+
+    async def call(self, method: str, path: str, body: Any = None, *, retries: int | None = 3,
                    token: str | None = None) -> Any:
-        delay = 0.2
-        for attempt in range(retries + 1):
-            try:
-                r = await self.http.request(method, path, json=body, headers=self._headers(token))
-            except (httpx.TransportError, httpx.TimeoutException) as e:
-                if attempt == retries:
-                    raise ServerError(0, f"server unreachable: {e}") from e
-            else:
-                if r.status_code < 400:
-                    return r.json() if r.content else None
-                try:
-                    detail = r.json().get("detail", r.text)
-                except ValueError:
-                    detail = r.text
-                if r.status_code < 500 or attempt == retries:
-                    raise ServerError(r.status_code, str(detail))
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5)
+        """One request; `retries` more tries on a transient failure (None: until it succeeds)."""
+        async for attempt in backoff(None if retries is None else retries + 1):
+            with attempt:
+                return await self._once(method, path, body, token)
         raise AssertionError("unreachable")
 
     async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +111,7 @@ class ServerApi:
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/release", {}, retries=3)
 
     async def messages(self, task_id: str, batch: list[dict[str, Any]]) -> int:
-        return (await self.call("POST", f"/api/tasks/{task_id}/messages", {"messages": batch}, retries=2))["last_seq"]
+        return (await self.call("POST", f"/api/tasks/{task_id}/messages", {"messages": batch}, retries=0))["last_seq"]
 
     async def answer(self, request_id: str, ok: bool, error: str | None = None) -> None:
         await self.call("POST", f"/api/daemon/requests/{request_id}", {"ok": ok, "error": error}, retries=1)
@@ -92,16 +119,25 @@ class ServerApi:
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """The push connection: server-sent events, one JSON object each."""
         timeout = httpx.Timeout(self.timeout, read=60.0)  # pings arrive every 15 s
-        async with self.http.stream("GET", "/api/daemon/events", headers=self._headers(), timeout=timeout) as r:
-            if r.status_code >= 400:
-                await r.aread()
-                raise ServerError(r.status_code, r.text[:300])
-            async for line in r.aiter_lines():
-                if line.startswith("data:"):
-                    try:
-                        yield json.loads(line[5:].strip())
-                    except ValueError:
-                        log.warning("ignoring a malformed event: %.200s", line)
+        index = self._current
+        url = self.urls[index]
+        try:
+            async with self.http.stream("GET", url + "/api/daemon/events", headers=self._headers(),
+                                        timeout=timeout) as r:
+                if r.status_code >= 400:
+                    await r.aread()
+                    if r.status_code in FAILOVER_STATUSES:
+                        self._failed(index, f"HTTP {r.status_code}")
+                    raise ServerError(r.status_code, r.text[:300])
+                async for line in r.aiter_lines():
+                    if line.startswith("data:"):
+                        try:
+                            yield json.loads(line[5:].strip())
+                        except ValueError:
+                            log.warning("ignoring a malformed event: %.200s", line)
+        except (httpx.TransportError, httpx.TimeoutException) as e:
+            self._failed(index, str(e) or type(e).__name__)
+            raise ServerError(0, f"push connection to {url} lost: {e or type(e).__name__}") from e
 
     async def close(self) -> None:
         await self.http.aclose()

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from typing import Any
 
+from .retry import backoff
 from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
@@ -52,22 +53,22 @@ class MessageUploader:
             del self._pending[: len(batch)]
 
     async def _loop(self) -> None:
-        backoff = 0.2
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.interval)
             except asyncio.TimeoutError:
                 pass
             self._wake.clear()
-            try:
-                await self._send_some()
-                backoff = 0.2
-            except ServerError as e:
-                log.warning("task %s: sending messages failed (%s); retrying", self.task_id, e)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 5)
+            # Until it goes through (close() bounds the wait): a batch is never skipped or reordered.
+            async for attempt in backoff(None, retry_on=lambda e: isinstance(e, ServerError),
+                                         before_sleep=self._retrying):
+                with attempt:
+                    await self._send_some()
             if self._closed and not self._pending:
                 return
+
+    def _retrying(self, state) -> None:  # noqa: ANN001
+        log.warning("task %s: sending messages failed (%s); retrying", self.task_id, state.outcome.exception())
 
     async def close(self, timeout: float = 30.0) -> None:
         """Flush everything (bounded), then stop."""

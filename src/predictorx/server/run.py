@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import socket
 
 import uvicorn
@@ -40,11 +41,28 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = None) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = None, workers: int = 1) -> None:
+    """Serve on host:port. `workers` > 1: that many processes on the one port (uvicorn's
+    supervisor restarts one that dies); they share nothing but the database, so PostgreSQL only."""
     db = Database(db_url)
+    if workers > 1 and db.sqlite:
+        db.dispose()
+        raise ValueError("--workers above 1 needs PostgreSQL (PREDICTORX_DATABASE_URL): SQLite is one "
+                         "process's database, and wake-ups cross processes only through PostgreSQL")
     db.migrate()
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else shown}:{port}"
     bootstrap(db, url)
+    if workers > 1:
+        db.dispose()
+        os.environ["PREDICTORX_DATABASE_URL"] = db_url or config.database_url()  # for the workers
+        uvicorn.run("predictorx.server.run:worker_app", factory=True, host=host, port=port, workers=workers,
+                    log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+        return
     app = create_app(db, migrate=False)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+
+
+def worker_app():  # noqa: ANN201 — uvicorn's factory for each worker process (migrated by the parent)
+    logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "WARNING"))
+    return create_app(Database(), migrate=False)

@@ -1,0 +1,145 @@
+"""Several server replicas on one PostgreSQL behind nginx (issue 14, R-SC-2, R-EX-2).
+
+Two `predictorx server start` processes share a fresh PostgreSQL schema; nginx (Debian's, run by
+the test as a child with its own prefix and the config `predictorx server nginx-config` prints)
+balances them; a daemon reaches them only through nginx.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from databases import POSTGRES_URL, drop_postgres_schema, postgres_schema_url
+from predictorx.server.nginx import nginx_binary, start_standalone
+
+from .harness import Daemon, Server, free_port, wait_until
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(not POSTGRES_URL, reason="needs PREDICTORX_TEST_POSTGRES_URL"),
+    pytest.mark.skipif(nginx_binary() is None and not os.environ.get("PREDICTORX_REQUIRE_POSTGRES"),
+                       reason="needs nginx (Debian package; .ci/run installs it)"),
+]
+
+LINES = 80
+
+
+@pytest.fixture
+def cluster(tmp_path):  # noqa: ANN001, ANN201
+    url, schema = postgres_schema_url(POSTGRES_URL)
+    started: list = []
+    try:
+        a = Server(tmp_path / "a-home", url)
+        started.append(a)
+        (tmp_path / "b-home").mkdir()
+        shutil.copy(a.home / "config.json", tmp_path / "b-home" / "config.json")  # the owner's token
+        b = Server(tmp_path / "b-home", url)
+        started.append(b)
+        port = free_port()
+        proxy = start_standalone(str(tmp_path / "nginx"), [f"127.0.0.1:{a.port}", f"127.0.0.1:{b.port}"], port)
+        proxy_url = f"http://127.0.0.1:{port}"
+
+        def through_proxy() -> bool:
+            try:
+                return httpx.get(f"{proxy_url}/api/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+        wait_until(through_proxy, 20, what="nginx to answer")
+        yield a, b, proxy_url
+    finally:
+        if "proxy" in locals():
+            os.killpg(proxy.pid, signal.SIGTERM)
+            proxy.wait(10)
+        for s in started:
+            s.stop()
+        drop_postgres_schema(POSTGRES_URL, schema)
+
+
+def _agent_script(tmp_path: Path, lines: int, pause: float) -> list[str]:
+    script = tmp_path / "talker.sh"
+    script.write_text(f'#!/bin/sh\ni=0\nwhile [ $i -lt {lines} ]; do echo "line $i"; i=$((i+1)); sleep {pause}; done\n')
+    script.chmod(0o755)
+    return ["/bin/sh", str(script)]
+
+
+def _holder(a: Server, b: Server, daemon_id: str) -> tuple[Server, Server]:
+    """(the replica holding the daemon's push connection, the other one)."""
+    held = wait_until(lambda: [r for r in (a, b) if r.api("GET", f"/api/daemons/{daemon_id}")["connected"]],
+                      20, what="a replica holding the daemon's stream")
+    return (a, b) if held[0] is a else (b, a)
+
+
+def test_replicas_behind_nginx_wake_across_and_survive_a_replica_kill(cluster, tmp_path):  # noqa: ANN001
+    a, b, proxy_url = cluster
+    daemon = Daemon(a, tmp_path / "daemon", replicas=[a, b], PREDICTORX_SERVER_URL=proxy_url)
+    try:
+        a.api("POST", "/api/agents", {"name": "quick", "provider": "command", "command": ["true"],
+                                      "max_concurrent_tasks": 4})
+        a.api("POST", "/api/agents", {"name": "talker", "provider": "command",
+                                      "command": _agent_script(tmp_path, LINES, 0.05), "max_concurrent_tasks": 4})
+        holder, other = _holder(a, b, daemon.id)
+
+        # 1. A task queued through the replica the daemon is NOT connected to wakes it (LISTEN/NOTIFY):
+        # well inside the 30 s safety poll, so only the push can have done it.
+        issue = other.api("POST", "/api/issues", {"title": "cross-replica wake", "assignee": "quick"})
+        task = other.runs(issue["number"])[0]
+        done = other.wait_task(task["id"], timeout=20)
+        assert done["status"] == "completed" and done["daemon_id"] == daemon.id
+
+        # 2. Kill the replica holding the daemon's stream while the agent talks.
+        issue = other.api("POST", "/api/issues", {"title": "talk through a failover", "assignee": "talker"})
+        task_id = other.runs(issue["number"])[0]["id"]
+        wait_until(lambda: len(other.api("GET", f"/api/tasks/{task_id}/messages")) >= 5, 30,
+                   what="the first messages")
+        holder, other = _holder(a, b, daemon.id)
+        os.killpg(holder.proc.pid, signal.SIGKILL)
+        holder.proc.wait(10)
+
+        done = other.wait_task(task_id, timeout=60)
+        assert done["status"] == "completed", done
+        msgs = other.api("GET", f"/api/tasks/{task_id}/messages", params={"limit": 1000})
+        seqs = [m["seq"] for m in msgs]
+        assert seqs == list(range(len(seqs))), "a gap or a duplicate in the sequence"
+        texts = [m["content"].get("text", "").strip() for m in msgs if m["kind"] == "text"]
+        said = [t for t in texts if t.startswith("line ")]
+        assert said == [f"line {i}" for i in range(LINES)], "lost or duplicated lines"
+        # The daemon found the surviving replica through nginx and holds its stream there.
+        wait_until(lambda: other.api("GET", f"/api/daemons/{daemon.id}")["connected"], 30,
+                   what="the daemon to reconnect through the proxy")
+        assert daemon.proc.poll() is None
+    finally:
+        daemon.stop()
+
+
+def test_server_workers_need_postgres(tmp_path):  # noqa: ANN001
+    env = {**os.environ, "PREDICTORX_HOME": str(tmp_path / "h"),
+           "PREDICTORX_DATABASE_URL": f"sqlite:///{tmp_path / 'px.db'}"}
+    p = subprocess.run([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
+                        "--workers", "2"], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "needs PostgreSQL" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_server_workers_serve_one_port(tmp_path):  # noqa: ANN001
+    import psutil
+
+    url, schema = postgres_schema_url(POSTGRES_URL)
+    server = None
+    try:
+        server = Server(tmp_path / "home", url, args=("--workers", "2"))
+        wait_until(lambda: len(psutil.Process(server.proc.pid).children(recursive=True)) >= 2, 30,
+                   what="two worker processes")
+        for i in range(6):  # whichever worker answers, it is the same service on the same data
+            server.api("POST", "/api/issues", {"title": f"w{i}"})
+        assert len(server.api("GET", "/api/issues")) == 6
+    finally:
+        if server:
+            server.stop()
+        drop_postgres_schema(POSTGRES_URL, schema)

@@ -36,9 +36,10 @@ def wait_until(check, timeout: float = 20.0, interval: float = 0.05, what: str =
 
 
 class Server:
-    def __init__(self, home: Path, database_url: str, *, args: tuple[str, ...] = (), **env: str):
+    def __init__(self, home: Path, database_url: str, *, args: tuple[str, ...] = (), port: int | None = None,
+                 **env: str):
         self.home = home
-        self.port = free_port()
+        self.port = port or free_port()  # a port: the same server started again after a crash
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "PREDICTORX_HOME": str(home), "PREDICTORX_DATABASE_URL": database_url,
                     "PREDICTORX_DAEMON_TIMEOUT": "3", "PREDICTORX_SWEEP_INTERVAL": "0.5", **env}

@@ -11,8 +11,10 @@ Where the agent runs (R-LD-3, R-CTX-4):
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,22 @@ if TYPE_CHECKING:
     from .main import Daemon
 
 log = logging.getLogger("predictorx.daemon")
+
+
+def disk_full_reason(exc: BaseException, workspaces_root: Path) -> str | None:
+    """A sentence naming the full disk, when that is why the task could not run."""
+    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and "No space left on device" not in str(exc):
+        return None
+    mount = Path(os.path.realpath(workspaces_root))
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        free = f"{shutil.disk_usage(mount).free / 1e6:.1f} MB free"
+    except OSError:
+        free = "free space unknown"
+    return (f"the disk holding the task's env root is full: the filesystem mounted at {mount} ({free}; "
+            f"env roots live under {workspaces_root}). Free space there, or point PREDICTORX_WORKSPACES_ROOT "
+            "at a bigger disk and restart the daemon, then assign the issue again.")
 
 
 class TaskFailed(Exception):
@@ -137,8 +155,12 @@ class TaskRun:
         except TaskFailed as e:
             outcome = {"status": "failed", "failure_reason": str(e)}
         except Exception as e:  # noqa: BLE001 — report every failure on the task, never lose it
-            log.exception("task %s failed in the daemon", self.id)
-            outcome = {"status": "failed", "failure_reason": f"the daemon could not run the task: {e}"}
+            full = disk_full_reason(e, self.daemon.workspaces_root)
+            if full:
+                log.error("task %s: %s", self.id, full)
+            else:
+                log.exception("task %s failed in the daemon", self.id)
+            outcome = {"status": "failed", "failure_reason": full or f"the daemon could not run the task: {e}"}
         finally:
             started = self.phase in ("running", "finishing")
             self.phase = "finishing"
@@ -178,7 +200,31 @@ class TaskRun:
         except ServerError as e:  # showing the reason is worth a retry, never the task's place in line
             log.warning("task %s: could not report its wait (%s)", self.id, e)
 
+    async def _wait_for_git(self, repo: Path) -> None:
+        """git holds index.lock while it changes the person's repository (a commit, a merge, a
+        rebase): a worktree made from it then could start from a half-done state. Wait, saying why
+        on the task; past PREDICTORX_GIT_LOCK_WAIT seconds (default 60), fail saying what to do."""
+        lock = await asyncio.to_thread(worktree.index_lock, repo)
+        if lock is None or not lock.exists():
+            return
+        limit = float(os.environ.get("PREDICTORX_GIT_LOCK_WAIT", "60"))
+        log.info("task %s: waiting for git's %s", self.id, lock)
+        try:
+            await self.daemon.api.status(self.id, "waiting_local_directory", wait_reason=(
+                f"git is busy in {repo} ({lock} exists: a git command is changing it); "
+                f"the worktree is made when it is done (waiting up to {limit:.0f} s)"))
+        except ServerError as e:
+            log.warning("task %s: could not report its wait (%s)", self.id, e)
+        deadline = asyncio.get_running_loop().time() + limit
+        while lock.exists():
+            if asyncio.get_running_loop().time() > deadline:
+                raise TaskFailed(f"git's {lock} was still there after {limit:.0f} s: a git command is still "
+                                 f"running in {repo}, or one stopped and left it behind. Let it finish (or, if "
+                                 "no git command is running there, delete that file), then assign the issue again.")
+            await asyncio.sleep(0.2)
+
     async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> dict[str, Any]:
+        await self._wait_for_git(real)
         workdir = env.path / "workdir"
         if workdir.is_dir() and not any(workdir.iterdir()):
             workdir.rmdir()  # git makes it

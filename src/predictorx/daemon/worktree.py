@@ -90,6 +90,17 @@ class Finalized:
     error: str | None = None         # set when the task must fail: the work is kept, see message
 
 
+def index_lock(local_path: str | os.PathLike[str], timeout: float = 10.0) -> Path | None:
+    """Where git puts the lock of the working copy's index (it exists while git changes it), or
+    None when `local_path` is not in a git working copy (prepare() says so properly)."""
+    try:
+        index = git_text(["rev-parse", "--path-format=absolute", "--git-path", "index"], cwd=local_path,
+                         timeout=timeout)
+    except GitError:
+        return None
+    return Path(index + ".lock")
+
+
 # --- prepare ------------------------------------------------------------------------------------
 
 def prepare(

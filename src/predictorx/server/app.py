@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError, IntegrityError, StatementError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError, StatementError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -60,6 +60,13 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DataError)
     async def _data(_: Request, exc: DataError) -> JSONResponse:
         return _error(400, "a value in the request is not valid for the database (wrong format or size)")
+
+    @app.exception_handler(OperationalError)
+    async def _database_down(_: Request, exc: OperationalError) -> JSONResponse:
+        # The database restarting or unreachable: say so, and let the caller retry (daemons do).
+        log.warning("database unavailable: %s", str(exc.orig or exc).strip().splitlines()[0][:300])
+        return JSONResponse({"detail": "the database is unavailable for a moment; retry shortly"},
+                            status_code=503, headers={"Retry-After": "1"})
 
     @app.exception_handler(StatementError)
     async def _statement(_: Request, exc: StatementError) -> JSONResponse:

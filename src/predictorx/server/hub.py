@@ -110,6 +110,10 @@ class Hub:
             try:
                 async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=10) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    # Whatever was notified while we were not listening (a database restart) is
+                    # lost: every subscribed daemon looks at the queue again instead.
+                    self._deliver([{"workspace_id": ws, "type": "task_queued"}
+                                   for ws in {sub.workspace_id for sub in self._subs}])
                     async for note in conn.notifies():
                         try:
                             events = json.loads(note.payload)

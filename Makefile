@@ -31,7 +31,8 @@ test: $(STAMP) $(NPM_STAMPS)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	@for b in bench/*.py; do echo "== $$b"; $(VENV)/bin/python $$b || exit 1; done
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

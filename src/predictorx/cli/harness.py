@@ -13,3 +13,11 @@ def register(app: typer.Typer) -> None:
     app.add_typer(checks.check_app, name="check")
     app.add_typer(checks.prov_app, name="prov")
     app.command("classify")(workflows.classify_cmd)
+    app.command("mcp")(mcp)
+
+
+def mcp() -> None:
+    """The harness's MCP server over stdio, for the agent of a task (uses PREDICTORX_TOKEN)."""
+    from ..harness.mcp_server import run
+
+    run()

@@ -154,3 +154,27 @@ def classify_cmd(text: str = typer.Argument(..., help="The request."),
         r = Client().post("/api/classify", {"text": text})
     record(r, [("category", "category"), ("method", "method"), ("rule", "rule"), ("reason", "reason"),
                ("workflow", "workflow")], output)
+
+
+@app.command("handoff")
+def handoff(done: str = typer.Option(..., "--done", help="What this task did."),
+            next_step: str = typer.Option(..., "--next", help="Where the next task starts."),
+            question: list[str] = typer.Option([], "--question", help="An open question (repeatable)."),
+            task: Optional[str] = typer.Option(None, "--task", help="Default: PREDICTORX_TASK_ID (inside a task).")) -> None:
+    """Inside a task: leave the handoff for the next task on this issue (R-HAR-7)."""
+    import os
+
+    task_id = task or os.environ.get("PREDICTORX_TASK_ID")
+    if not task_id:
+        fail("no task: run this inside a task, or pass --task", 2)
+    r = Client().post(f"/api/tasks/{seg(task_id)}/harness/handoff",
+                      {"done": done, "next_step": next_step, "open_questions": question})
+    typer.echo(f"Handoff stored; position: {r.get('position_text') or '-'}.")
+
+
+@app.command("handoffs")
+def handoffs(issue: str, output: Output = OutputOpt) -> None:
+    """The handoffs left on an issue, newest first."""
+    rows = Client().get(f"/api/issues/{seg(issue)}/handoffs")
+    table(rows, [("task", "TASK"), ("done", "DONE"), ("next_step", "NEXT"), ("position_text", "POSITION"),
+                 ("branch", "BRANCH")], output, "no handoffs on this issue")

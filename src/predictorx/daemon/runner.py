@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import envroot, review, worktree
+from . import envroot, harness, review, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .paths import PathRuleError, check_local_directory
@@ -319,16 +319,19 @@ class TaskRun:
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
         extra_args, extra_env = await asyncio.to_thread(self.daemon.room_setup, self, env, cwd)  # runs agents-room
+        agent_env = {**self._env(env, cwd), **extra_env}
+        sweep, harness_args = await harness.task_start(self, env.path, cwd, agent_env)  # R-HAR-7
         spec = RunSpec(
-            prompt=build_prompt(self.issue, self.agent), cwd=cwd, logs_dir=env.logs,
-            env={**self._env(env, cwd), **extra_env}, model=self.agent.get("model"),
+            prompt=build_prompt(self.issue, self.agent) + "\n\n" + sweep, cwd=cwd, logs_dir=env.logs,
+            env=agent_env, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
-            extra_args=extra_args, timeout_s=self.daemon.task_timeout,
+            extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
         )
         try:
             result = await adapter.run(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event)
         finally:
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
+        await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
         return {"status": result.status, "result": result.result, "session_id": result.session_id,
                 "failure_reason": result.failure_reason}
 

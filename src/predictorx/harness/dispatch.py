@@ -2,7 +2,8 @@
 
 After every change of an instance, each enabled step whose role an agent holds queues a task for
 that agent on the issue — unless it already has one active (the running task carries on; the
-task-start sweep names the step, its skills and what to produce)."""
+task-start sweep names the step, its skills and what to produce). A step a strict policy would
+refuse that agent is not dispatched to it: a task that can only be refused is noise."""
 
 from __future__ import annotations
 
@@ -12,19 +13,27 @@ from ..service import tasks
 from ..store.harness_schema import WorkflowInstance
 from ..store.schema import Issue
 from .library import Library
-from .roles import agents_for
+from .odrl import PERMIT, Request, evaluate
+from .roles import agents_for, roles_of
 
 
 def after_change(session: Session, lib: Library, issue: Issue, inst: WorkflowInstance | None) -> list[str]:
     if inst is None or inst.status != "running":
         return []
-    from .instances import enabled_steps
+    from .engine import Run
 
     queued = []
-    for step in enabled_steps(lib, inst):
-        if not step["role"]:
+    for step in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled():
+        if not step.role:
             continue
-        for agent in agents_for(session, issue, step["role"]):
-            task = tasks.enqueue(session, issue, agent)
-            queued.append(task.id)
+        policies = lib.policies_for(step.process, step.node)
+        strict = step.process.enforcement_of(step.node) == "strict"
+        for agent in agents_for(session, issue, step.role):
+            if strict and policies:
+                req = Request("agent", agent.name, roles_of(session, lib, issue, "agent", agent.id),
+                              "pass" if step.kind == "gate" else "complete", step.process.diagram, step.node.id,
+                              step.process.id, step.role)
+                if evaluate(policies, req).value != PERMIT:
+                    continue
+            queued.append(tasks.enqueue(session, issue, agent).id)
     return queued

@@ -22,7 +22,8 @@ from ..service.errors import ServiceError
 from ..store.db import Database
 from .hub import Hub
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
-from .routes import beans as bean_routes, classifications, roles as role_routes, workflows as workflow_routes
+from .routes import beans as bean_routes, classifications, harness_tasks, roles as role_routes
+from .routes import workflows as workflow_routes
 from .state import AppState
 
 log = logging.getLogger("predictorx.server")
@@ -123,7 +124,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
         return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
 
     for module in (workspaces, members, projects, issues, agents, task_routes, daemons, workflow_routes,
-                   bean_routes, classifications, role_routes):
+                   bean_routes, classifications, role_routes, harness_tasks):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

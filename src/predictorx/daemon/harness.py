@@ -1,0 +1,134 @@
+"""The harness around one agent run (R-HAR-7): at task start the sweep goes into the agent's
+context and the `predictorx mcp` server into its Claude Code or Codex run (beside agents-room,
+see rooms.py); at task end the daemon adds the git facts to the task's handoff.
+
+Best effort: a server or git hiccup here is logged and the task runs (or ends) regardless — but
+the sweep is normally there, so the agent starts where the last task stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..harness.sweep import render
+from .gitcmd import GitError, git_text
+
+if TYPE_CHECKING:
+    from .runner import TaskRun
+
+log = logging.getLogger("predictorx.daemon")
+GIT_TIMEOUT_S = 10.0
+MCP_HARNESSES = ("claude", "codex")
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        return git_text(list(args), cwd=cwd, timeout=GIT_TIMEOUT_S)
+    except (GitError, OSError):
+        return None
+
+
+def default_branch(cwd: Path) -> tuple[str | None, str | None]:
+    """(name, head) of the repository's default branch as this checkout sees it."""
+    ref = _git(cwd, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
+    candidates = [ref] if ref else []
+    candidates += ["refs/remotes/origin/main", "refs/remotes/origin/master", "refs/heads/main", "refs/heads/master"]
+    for c in candidates:
+        head = _git(cwd, "rev-parse", "--verify", "--quiet", c + "^{commit}")
+        if head:
+            return c.rsplit("/", 1)[-1], head
+    return None, None
+
+
+def drift(cwd: Path, last: dict[str, Any] | None) -> str | None:
+    name, head = default_branch(cwd)
+    if not head:
+        return None
+    old = (last or {}).get("default_head")
+    if not old:
+        return f"{name} at {head[:10]} (no earlier task recorded where it was)"
+    if old == head:
+        return f"{name} has not moved since the last task ({head[:10]})"
+    count = _git(cwd, "rev-list", "--count", f"{old}..{head}")
+    if count is None:
+        return f"{name} moved from {old[:10]} to {head[:10]} (the old commit is not in this checkout)"
+    return f"{name} moved {count} commits since the last task ({old[:10]} → {head[:10]})"
+
+
+def _predictorx_command() -> list[str]:
+    beside = Path(sys.executable).with_name("predictorx")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("predictorx")
+    return [found] if found else [sys.executable, "-m", "predictorx.cli.main"]
+
+
+def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[str]:
+    """Arguments that add `predictorx mcp` to this one run (never to the person's config)."""
+    if provider not in MCP_HARNESSES:
+        return []
+    cmd = _predictorx_command()
+    keys = ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_ISSUE", "PREDICTORX_TASK_ID",
+            "PREDICTORX_WORKSPACE", "PREDICTORX_HOME")
+    env = {k: agent_env[k] for k in keys if k in agent_env}
+    if provider == "claude":
+        path = env_root / "predictorx.mcp.json"
+        path.write_text(json.dumps({"mcpServers": {"predictorx": {"command": cmd[0], "args": [*cmd[1:], "mcp"],
+                                                                  "env": env}}}, indent=2))
+        path.chmod(0o600)
+        return ["--mcp-config", str(path)]
+    inline = lambda v: json.dumps(v)  # noqa: E731 — a JSON string/array is a TOML inline value too
+    env_toml = "{" + ", ".join(f"{k} = {inline(v)}" for k, v in env.items()) + "}"
+    return ["-c", f"mcp_servers.predictorx.command={inline(cmd[0])}",
+            "-c", f"mcp_servers.predictorx.args={inline([*cmd[1:], 'mcp'])}",
+            "-c", f"mcp_servers.predictorx.env={env_toml}"]
+
+
+async def task_start(run: "TaskRun", env_root: Path, cwd: Path, agent_env: dict[str, str]) -> tuple[str, list[str]]:
+    """(prompt section, extra CLI args). Records the start head for the handoff's commit list."""
+    run.harness_start_head = await asyncio.to_thread(_git, cwd, "rev-parse", "--verify", "--quiet", "HEAD")
+    section = ""
+    try:
+        s = await run.daemon.api.call("GET", f"/api/tasks/{run.id}/harness/sweep", retries=1)
+        section = render(s, await asyncio.to_thread(drift, cwd, s.get("last_handoff")))
+    except Exception as e:  # noqa: BLE001 — the agent still runs, and is told why it has no sweep
+        log.warning("task %s: no harness sweep (%s)", run.id, e)
+        section = f"## Session start\n\nThe harness sweep is unavailable ({e}); run `predictorx workflow list " \
+                  f"{run.issue['number']}` before you act.\n"
+    try:
+        args = mcp_setup(run.agent["provider"], env_root, agent_env)
+    except OSError as e:
+        log.warning("task %s runs without the predictorx MCP server: %s", run.id, e)
+        args = []
+    return section, args
+
+
+def _git_facts(run: "TaskRun", cwd: Path) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    start = getattr(run, "harness_start_head", None)
+    head = _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD")
+    if start and head and start != head:
+        log_ = _git(cwd, "log", "--format=%h %s", "-n", "50", f"{start}..{head}")
+        facts["commits"] = [line for line in (log_ or "").splitlines() if line]
+    branch = run.branch or _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+    if branch and branch != "HEAD":
+        facts["branch"] = branch
+    name, dhead = default_branch(cwd)
+    if dhead:
+        facts["default_branch"], facts["default_head"] = name, dhead
+    return facts
+
+
+async def task_end(run: "TaskRun", cwd: Path, result: str | None) -> None:
+    try:
+        facts = await asyncio.to_thread(_git_facts, run, cwd)
+        if result:
+            facts["result"] = result[:20_000]
+        await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", facts, retries=2)
+    except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
+        log.warning("task %s: handoff not stored (%s)", run.id, e)

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""The `command` agent stand-in for the harness end-to-end test: it reads its prompt (with the
+task-start sweep), prints what it saw, and drives its issue's workflow through the real CLI with
+the task token the daemon gave it — as a coding agent would, minus the model: it takes every
+enabled task step of its roles until one is refused."""
+
+import json
+import os
+import subprocess
+import sys
+
+PX = [sys.executable, "-m", "predictorx"]
+ISSUE = os.environ["PREDICTORX_ISSUE"]
+P = "feature-request"
+PRODUCED = {"implement": ["--produced", "bean=CSV writer", "--produced", "branch=b1", "--produced", "commit=abc1234"]}
+
+
+def px(*args: str) -> subprocess.CompletedProcess:
+    r = subprocess.run([*PX, *args], capture_output=True, text=True, timeout=60)
+    tag = "OK" if r.returncode == 0 else "REFUSED"
+    print(f"{tag} {' '.join(args[:5])}: {(r.stdout or r.stderr).strip()}", flush=True)
+    return r
+
+
+prompt = sys.stdin.read()
+for line in prompt.splitlines():
+    if line.startswith(("- enabled", "Interaction state", "- next step", "Workflow `")):
+        print("SAW", line, flush=True)
+taken = set()
+while True:
+    enabled = json.loads(subprocess.run([*PX, "workflow", "next", ISSUE, P, "-o", "json"], capture_output=True,
+                                        text=True, timeout=60).stdout or "[]")
+    todo = [e for e in enabled if e["node"] not in taken]
+    if not todo:
+        break
+    step = todo[0]
+    taken.add(step["node"])
+    if step["kind"] == "gate":
+        if step["gate"] != "decision":
+            break  # a judgement is a person's
+        px("workflow", "complete", ISSUE, P, step["node"], "--outcome", "all done")  # refused: computed gates
+        r = px("workflow", "complete", ISSUE, P, step["node"], "--fact", "open_beans=0")
+    else:
+        r = px("workflow", "complete", ISSUE, P, step["node"], *PRODUCED.get(step["node"], []))
+    if r.returncode != 0:
+        break
+if "Handoff from the previous task" not in prompt:
+    px("bean", "create", ISSUE, "CSV writer")
+    px("bean", "create", ISSUE, "CSV writer")                 # the same bean
+    px("workflow", "handoff", "--done", "requirements drafted", "--next", "split into beans once signed off",
+       "--question", "which delimiter?")
+print("done", flush=True)

@@ -19,10 +19,13 @@ tests/%/node_modules/.installed: tests/%/package-lock.json
 	@touch $@
 
 $(STAMP): pyproject.toml agents-room/pyproject.toml
+	@if test -x $(VENV)/bin/python; then echo "pyproject.toml changed: updating .venv (Predictor X, agents-room and their pinned dependencies; under a minute)"; \
+	 else echo "first run: creating .venv and installing Predictor X, agents-room and their pinned dependencies from PyPI (about a minute; once)"; fi
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
 	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -e '.[dev]'
 	@rm -f $(VENV)/.installed-* && touch $@
+	@echo "installed into .venv; the commands are .venv/bin/predictorx and .venv/bin/agents-room"
 
 run: $(STAMP)
 	$(VENV)/bin/predictorx up $(ARGS)

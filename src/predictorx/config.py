@@ -82,3 +82,22 @@ def client_config() -> ClientConfig:
         token=os.environ.get("PREDICTORX_TOKEN") or data.get("token"),
         workspace_id=os.environ.get("PREDICTORX_WORKSPACE") or data.get("workspace_id"),
     )
+
+
+def cli_command() -> str:
+    """How to type `predictorx` so that it works as printed: the bare name when it is the one on
+    PATH, else this installation's path (e.g. `.venv/bin/predictorx` after `make run`)."""
+    import shutil
+    import sys
+
+    mine = Path(sys.executable).with_name("predictorx")
+    found = shutil.which("predictorx")
+    if found and mine.exists() and os.path.samefile(found, mine):
+        return "predictorx"
+    if not mine.exists():
+        return "predictorx"
+    try:
+        rel = os.path.relpath(mine)
+    except ValueError:
+        return str(mine)
+    return rel if not rel.startswith("..") else str(mine)

@@ -6,6 +6,7 @@ makes a real change, an issue assigned to it — then it waits for the run and s
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import time
@@ -41,7 +42,8 @@ def _wait_for_daemon(client: Client, did: str, timeout: float = 30) -> None:
             if d["id"] == did and d["online"]:
                 return
         time.sleep(0.5)
-    fail("no daemon of this machine is online; run `predictorx daemon start` (or `predictorx up`) and retry")
+    fail(f"no daemon of this machine is online; run `{config.cli_command()} daemon start` "
+         f"(or `{config.cli_command()} up`) and retry")
 
 
 def run_demo(timeout: float = 120) -> dict:
@@ -70,11 +72,14 @@ def run_demo(timeout: float = 120) -> dict:
         time.sleep(0.3)
     if run is None or run["status"] not in ("completed", "failed", "cancelled"):
         raise CliError(f"the demo run did not finish in {timeout:.0f} s; see `predictorx issue runs {issue['number']}`")
+    px = config.cli_command()
     print(f"\nDemo: issue #{issue['number']} ran as task {run['id']}: {run['status']}")
     if run.get("failure_reason"):
         print(f"  failure: {run['failure_reason']}")
     if run.get("branch_name"):
-        print(f"  branch:  {run['branch_name']}  (git -C {repo} log --oneline {run['branch_name']})")
-    print(f"  web:     {client.server_url}/projects/{project['id']}")
-    print(f"  CLI:     predictorx issue runs {issue['number']}; predictorx task messages {run['id']}\n")
+        print(f"  branch:  {run['branch_name']}")
+        print(f"           git -C {shlex.quote(str(repo))} log --oneline {run['branch_name']}")
+    print(f"  review:  {client.server_url}/tasks/{run['id']}  (the diff, and how to merge or discard it)")
+    print(f"  CLI:     {px} issue runs {issue['number']}")
+    print(f"           {px} task messages {run['id']}\n")
     return run

@@ -25,13 +25,17 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool) -> None:
         fail(f"port {port} on {host} is in use (is `predictorx up` already running?); pick another with --port")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its INFO lines mean nothing to a person
     db = Database()
     db.migrate()
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
     fresh = bootstrap(db, url) is not None
     app = create_app(db, migrate=False)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
-    asyncio.run(_serve(server, url, with_daemon=with_daemon, demo=demo and fresh))
+    try:
+        asyncio.run(_serve(server, url, with_daemon=with_daemon, demo=demo and fresh))
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled; _serve already said so
+        pass
 
 
 async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool) -> None:
@@ -41,10 +45,12 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
             await serving
             return
         await asyncio.sleep(0.05)
+    px = config.cli_command()
     print(f"\nPredictor X is up at {url}", flush=True)
     print(f"  web UI:    {await asyncio.to_thread(_login_link, url)}", flush=True)
     print(f"  state dir: {config.state_dir()}", flush=True)
-    print("  the CLI in this state dir needs no login: try `predictorx issue list`\n", flush=True)
+    print(f"  CLI:       {px} issue list   (no login needed in this state dir)", flush=True)
+    print("  stop:      Ctrl-C\n", flush=True)
     daemon = None
     if with_daemon:
         # Same process group as this one: Ctrl-C or a kill of the group stops both.
@@ -64,13 +70,14 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
                 await asyncio.to_thread(daemon.wait, 15)
             except subprocess.TimeoutExpired:
                 daemon.kill()
+        print("\nPredictor X stopped (server and local daemon).", flush=True)
 
 
 async def _watch_daemon(daemon: subprocess.Popen) -> None:
     """Say so when the local daemon dies: the server keeps serving, but nothing runs here."""
     code = await asyncio.to_thread(daemon.wait)
     print(f"\npredictorx up: the local daemon exited (code {code}); tasks will not run on this machine. "
-          "Its log is above; restart with `predictorx daemon start --foreground`.", file=sys.stderr, flush=True)
+          f"Its log is above; restart with `{config.cli_command()} daemon start --foreground`.", file=sys.stderr, flush=True)
 
 
 def _login_link(url: str) -> str:
@@ -80,7 +87,7 @@ def _login_link(url: str) -> str:
     try:
         return Client(server_url=url).post("/api/login-link")["url"]
     except CliError as e:
-        return f"{url} (sign-in link unavailable: {e.message}; run `predictorx web`)"
+        return f"{url} (sign-in link unavailable: {e.message}; run `{config.cli_command()} web`)"
 
 
 def _demo() -> None:

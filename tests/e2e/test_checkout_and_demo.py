@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -75,7 +76,23 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
         status = subprocess.run([sys.executable, "-m", "predictorx", "issue", "runs", "1", "--output", "json"],
                                 env=env, capture_output=True, text=True, timeout=60)
         assert status.returncode == 0 and '"completed"' in status.stdout
+        # First-run polish (issue 13 §6): the commands printed work as printed, no Alembic chatter,
+        # the daemon's log names the task's outcome, and Ctrl-C says it stopped.
+        assert "alembic" not in text.lower()
+        printed = [line.split(":", 1)[1].split("(")[0].strip() for line in text.splitlines()
+                   if line.strip().startswith(("CLI:",))]
+        assert printed, text[-2000:]
+        for command in printed:
+            ran = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=60)
+            assert ran.returncode == 0, (command, ran.stderr)
+        assert "review:" in text and "/tasks/" in text
+        wait_until(lambda: ": completed · branch agent/demo-bot/" in log.read_text(), timeout=20,
+                   what="the daemon's outcome line")
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(30)
+        assert "Predictor X stopped" in log.read_text()
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(20)
+        if proc.poll() is None:
+            os.killpg(proc.pid, 15)
+            proc.wait(20)
     assert proc.returncode is not None

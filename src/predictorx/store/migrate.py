@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -19,6 +20,9 @@ def alembic_config(engine: Engine) -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    # Alembic's INFO lines ("Context impl SQLiteImpl", one per revision) say nothing a person
+    # starting the server needs; warnings and errors still show.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     command.upgrade(alembic_config(engine), revision)
 
 

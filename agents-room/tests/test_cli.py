@@ -43,12 +43,18 @@ def test_watch_follows_new_messages(db, repos):
     a = r.join(cwd=str(repos["api"]), rooms=["w"])["session"]
     r.send(a, "*", "before")
     import subprocess, sys, time
-    p = subprocess.Popen([sys.executable, "-m", "agents_room", "watch", "--room", "w", "--interval", "0.05", "--timeout", "1.5"],
+    p = subprocess.Popen([sys.executable, "-m", "agents_room", "watch", "--room", "w", "--interval", "0.05", "--timeout", "20"],
                          stdout=subprocess.PIPE, text=True)
-    time.sleep(0.8)
+    # watch prints its header once it has taken its starting point: only then is "after" new to it
+    assert p.stdout.readline().startswith("watching shared:w")
     r.send(a, "*", "after")
-    out, _ = p.communicate(timeout=20)
-    assert "after" in out and "before" not in out
+    lines = []
+    deadline = time.monotonic() + 20
+    while not any("after" in line for line in lines) and time.monotonic() < deadline:
+        lines.append(p.stdout.readline())
+    p.kill()
+    p.wait(timeout=10)
+    assert any("after" in line for line in lines) and not any("before" in line for line in lines)
 
 
 def test_doctor_and_prune_json(db, repos):

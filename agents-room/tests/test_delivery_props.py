@@ -1,4 +1,4 @@
-"""Property-based tests of the delivery state machine (R-ROOM-8).
+"""Property-based tests of the delivery state machine (R-ROOM-8) and addressing (R-ROOM-7).
 
 Over random sequences of sends, tool and Stop checks, reads, clock jumps
 (forwards and backwards), leaves, ends and rejoins: no unread, unexpired
@@ -53,7 +53,16 @@ class Deliveries(RuleBasedStateMachine):
         if sel == self.ids[sender]:
             sel = "*"
         res = self.room.send(self.ids[sender], sel, "m", ttl=ttl)
-        for r in res["recipient_ids"]:
+        # recipients from the model, not from the answer under test (R-ROOM-7): every session is in
+        # room "p" between rules, so '*' reaches the two others, a name that one, tag:none nobody
+        if sel == "*":
+            expected = {self.ids[n] for n in NAMES if n != sender}
+        elif sel == "tag:none":
+            expected = set()
+        else:
+            expected = {sel}
+        assert set(res["recipient_ids"]) == expected and res["recipients"] == len(expected)
+        for r in expected:
             self.model[(res["message_id"], r)] = self.clock() + ttl if ttl else None
 
     @rule(who=st.sampled_from(NAMES), event=st.sampled_from(["tool", "stop"]))

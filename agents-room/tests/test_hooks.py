@@ -277,13 +277,23 @@ def test_wake_stands_down_when_chat_is_busy_or_below_wake(db, repos):
     )
     p.stdin.write(json.dumps(payload("claude", "Stop", repos["api"])))
     p.stdin.close()
-    time.sleep(0.8)
+    r = Room.open(db)
+    deadline = time.monotonic() + 20
+    while r.session_row(me)["wake_waiter"] is None:  # the waiter has registered: the chat is idle
+        assert time.monotonic() < deadline and p.poll() is None, "the wake waiter never registered"
+        time.sleep(0.02)
     hook("claude", "PostToolUse", payload("claude", "PostToolUse", repos["api"], tool_name="Bash", tool_input={}))
+    began = time.monotonic()
     p.wait(timeout=20)
-    assert p.returncode == 0
+    # it stood down because the chat got busy, not because its 20 s timeout ran out (issue 10, item 8)
+    assert p.returncode == 0 and time.monotonic() - began < 5.0
+    assert r.session_row(me)["wake_waiter"] is None
+    r.close()
     _start("claude", repos["api"], autonomy="hold", key="another-chat")
-    res = hook("claude", "Stop", payload("claude", "Stop", repos["api"], session_id="another-chat"), "--wake")
-    assert res.returncode == 0  # hold: the wake waiter exits at once
+    began = time.monotonic()
+    res = hook("claude", "Stop", payload("claude", "Stop", repos["api"], session_id="another-chat"), "--wake",
+               "--wake-timeout=20")
+    assert res.returncode == 0 and time.monotonic() - began < 5.0  # hold: the wake waiter exits at once
 
 
 async def test_mcp_join_from_the_same_chat_finds_the_hook_session(db, repos):

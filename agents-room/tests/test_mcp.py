@@ -11,7 +11,7 @@ from agents_room.mcp_server import build_server
 
 TOOLS = {
     "room_join", "room_leave", "room_who", "room_history", "msg_send", "msg_recv", "msg_unread", "msg_sent",
-    "lease_acquire", "lease_renew", "lease_release", "file_read", "file_check",
+    "lease_acquire", "lease_renew", "lease_release", "file_read", "file_check", "msg_ack", "msg_thread", "msg_search",
 }
 
 

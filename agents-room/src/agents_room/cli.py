@@ -9,14 +9,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 USAGE_EPILOG = """commands for agents' harnesses: mcp, hook, install, run-config
-commands for people: join, leave, send, recv, sent, history, who, watch, doctor, prune
+commands for people: join, leave, send, recv, unread, sent, history, thread, ack, search, who, watch,
+  lease list|release, file check, guard install|check, doctor, prune
 store: $AGENTS_ROOM_DB or ~/.agents-room/room.db"""
 
 
@@ -61,12 +58,63 @@ def _parser():
 
     s = sub.add_parser("send", help="send a message")
     s.add_argument("--session", required=True)
-    s.add_argument("--to", required=True, help="'*', a session id, file:<glob>, tag:<tag> (comma-separated)")
+    s.add_argument("--to", help="'*' or all, a session id, file:<glob>, tag:<tag> (comma-separated); optional with --reply-to")
     s.add_argument("--subject")
-    s.add_argument("--ttl", type=float)
+    s.add_argument("--ttl", type=float, help="seconds until it expires (at most 30 days)")
     s.add_argument("--room")
-    s.add_argument("body", nargs="+")
+    s.add_argument("--reply-to", type=int, help="id of the message this answers (joins its thread)")
+    s.add_argument("--importance", choices=["low", "normal", "high", "urgent"])
+    s.add_argument("--ack", action="store_true", help="ask each recipient to acknowledge (msg_ack)")
+    s.add_argument("body", nargs="+", help="the message; '-' reads it from stdin")
     s.add_argument("--json", action="store_true")
+
+    un = sub.add_parser("unread", help="unread count and previews, without marking read")
+    un.add_argument("--session", required=True)
+    un.add_argument("--json", action="store_true")
+
+    th = sub.add_parser("thread", help="the whole thread of a message")
+    th.add_argument("--session", required=True)
+    th.add_argument("message_id", type=int)
+    th.add_argument("--json", action="store_true")
+
+    ak = sub.add_parser("ack", help="acknowledge messages addressed to you")
+    ak.add_argument("--session", required=True)
+    ak.add_argument("message_ids", type=int, nargs="+")
+    ak.add_argument("--json", action="store_true")
+
+    se = sub.add_parser("search", help="full-text search over the messages a session may see")
+    se.add_argument("--session", required=True)
+    se.add_argument("--room")
+    se.add_argument("--limit", type=int, default=20)
+    se.add_argument("query", nargs="+")
+    se.add_argument("--json", action="store_true")
+
+    le = sub.add_parser("lease", help="leases: list, release (--force clears another session's stuck lease)")
+    lsub = le.add_subparsers(dest="lease_cmd", metavar="list|release", required=True)
+    ll = lsub.add_parser("list", help="live leases, their holders and expiry")
+    ll.add_argument("--repo", help="only this repository (repo:<name> or <name>)")
+    ll.add_argument("--all", action="store_true", help="include expired leases")
+    ll.add_argument("--json", action="store_true")
+    lr = lsub.add_parser("release", help="release your leases, or with --force clear leases by id")
+    lr.add_argument("--session", help="your session (release your own leases)")
+    lr.add_argument("--force", action="store_true", help="release the given lease ids whoever holds them (the holder is told)")
+    lr.add_argument("targets", nargs="*", help="patterns (yours) or lease ids (--force)")
+    lr.add_argument("--json", action="store_true")
+
+    fc = sub.add_parser("file", help="divergence: file check")
+    fsub = fc.add_subparsers(dest="file_cmd", metavar="check", required=True)
+    fck = fsub.add_parser("check", help="which files a session read have changed since, and by whom")
+    fck.add_argument("--session", required=True)
+    fck.add_argument("paths", nargs="*")
+    fck.add_argument("--json", action="store_true")
+
+    gu = sub.add_parser("guard", help="git pre-commit guard: refuse commits of files another live session leases")
+    gsub = gu.add_subparsers(dest="guard_cmd", metavar="install|check", required=True)
+    gi = gsub.add_parser("install", help="add the pre-commit hook to a repository")
+    gi.add_argument("--repo", default=".", help="the repository (default: the current directory)")
+    gi.add_argument("--force", action="store_true", help="replace an existing pre-commit hook that is not ours")
+    gc = gsub.add_parser("check", help="what the hook runs: check the staged files (exit 1 to refuse)")
+    gc.add_argument("--repo", default=".")
 
     r = sub.add_parser("recv", help="read (and mark read) unread messages")
     r.add_argument("--session", required=True)
@@ -125,64 +173,6 @@ def _parser():
     return p
 
 
-def _print(obj: Any, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(obj, indent=2, sort_keys=True, default=str))
-        return
-    _human(obj)
-
-
-def _human(obj: Any, indent: int = 0) -> None:
-    pad = "  " * indent
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if isinstance(v, (dict, list)) and v:
-                print(f"{pad}{k}:")
-                _human(v, indent + 1)
-            else:
-                print(f"{pad}{k}: {v if v not in (None, [], {}) else '-'}")
-    elif isinstance(obj, list):
-        for item in obj:
-            if isinstance(item, dict):
-                first = True
-                for k, v in item.items():
-                    lead = "- " if first else "  "
-                    first = False
-                    if isinstance(v, (dict, list)) and v:
-                        print(f"{pad}{lead}{k}:")
-                        _human(v, indent + 2)
-                    else:
-                        print(f"{pad}{lead}{k}: {v if v not in (None, [], {}) else '-'}")
-            else:
-                print(f"{pad}- {item}")
-    else:
-        print(f"{pad}{obj}")
-
-
-def _print_messages(msgs: list[dict]) -> None:
-    for m in msgs:
-        who = m.get("from_label") or m["from"]
-        print(f"#{m['id']} {m['sent_at']} {who} ({m['from']}) -> {m['to']} [{', '.join(m['rooms']) or 'direct'}]")
-        for line in m["body"].splitlines() or [""]:
-            print(f"    {line}")
-
-
-def _who_table(res: dict) -> None:
-    rows = res["sessions"]
-    if not rows:
-        print(res.get("note") or "no sessions")
-        return
-    hdr = ("SESSION", "LABEL", "HARNESS", "REPO", "STATE", "AUTONOMY", "ROOMS", "LEASES")
-    data = [
-        (r["session"], r["label"] or "-", r["harness"] or "-", r["repo"] or "-", r["state"], r["autonomy"],
-         ",".join(r["rooms"]) or "-", ",".join(x["pattern"] for x in r["leases"]) or "-")
-        for r in rows
-    ]
-    widths = [max(len(str(x[i])) for x in [hdr, *data]) for i in range(len(hdr))]
-    for line in [hdr, *data]:
-        print("  ".join(str(v).ljust(widths[i]) for i, v in enumerate(line)).rstrip())
-
-
 _HOOK_FLAGS = {"--event", "--harness", "--autonomy", "--room", "--label", "--wake", "--wake-timeout", "--wake-interval", "--db"}
 
 
@@ -228,9 +218,34 @@ def _fast_hook_args(argv: list[str]) -> dict | None:
     return opts
 
 
+def _parse_people(parser, argv: list[str]):
+    """argparse, with one hint for the commonest slip: an unquoted --to * that the shell expanded."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            return parser.parse_args(argv)
+    except SystemExit as exc:
+        text = err.getvalue()
+        if exc.code not in (0, None):
+            if "send" in argv and "unrecognized arguments" in text:
+                text = text.rstrip() + ("\nagents-room: did the shell expand an unquoted --to *? Quote it ('*') "
+                                        "or write --to all\n")
+            sys.stderr.write(text)
+            return None
+        sys.stdout.flush()
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     as_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["guard", "check"]:  # runs on every commit: no argparse, no store migration
+        from . import guard
+
+        return guard.main(argv[2:])
     fast = _fast_hook_args(argv) if "hook" in argv else None
     if fast is not None:
         from . import hooks
@@ -251,7 +266,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("agents-room: a command is required (see agents-room --help)", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    if argv[:1] == ["hook"] or (len(argv) > 1 and argv[0].startswith("--db") and "hook" in argv[:3]):
+        # a hook must never block its harness on our own usage error (exit 2 is "block" to Claude
+        # Code and Codex): an unknown --event, --harness or flag fails open, like any internal error
+        import contextlib
+        import io
+
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                args = parser.parse_args(argv)
+        except SystemExit:
+            return 0
+    else:
+        args = _parse_people(parser, argv)
+        if args is None:
+            return 2
     if args.cmd is None:
         parser.print_usage(sys.stderr)
         return 2
@@ -295,6 +324,17 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(json.dumps(cfg.to_json(), indent=2))
         return 0
+    if args.cmd == "guard":
+        from . import guard
+
+        try:
+            res = guard.install(args.repo, force=args.force)
+        except guard.GuardError as exc:
+            print(f"agents-room guard: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        print(f"installed {res['installed']}: commits in {res['repository']} touching files another live session "
+              f"leases exclusively are refused (bypass: {res['bypass']})")
+        return 0
     if args.cmd == "install":
         from .install import install
 
@@ -306,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             print(f"agents-room install: {' '.join(str(exc).split())}", file=sys.stderr)  # one line
             return 1
+        from .commands import _human
+
         _human(res)
         return 0
 
@@ -325,7 +367,7 @@ def _with_store(args) -> int:
         why = diagnose(path)
         if why:  # a store doctor cannot even open: say what is wrong and what to do (issue 8, finding 15)
             if args.json:
-                _print({"ok": False, "store": str(path), "problems": [why]}, True)
+                print(json.dumps({"ok": False, "store": str(path), "problems": [why]}, indent=2, sort_keys=True))
             else:
                 print(f"problem: {why}")
             return 1
@@ -335,7 +377,9 @@ def _with_store(args) -> int:
         print(f"agents-room: {exc}", file=sys.stderr)
         return 1
     try:
-        return _people(args, room)
+        from .commands import run
+
+        return run(args, room)
     except (RoomError, NameError_, StoreError) as exc:
         print(f"agents-room: {exc}", file=sys.stderr)
         return 1
@@ -351,108 +395,6 @@ def _with_store(args) -> int:
         return 130
     finally:
         room.close()
-
-
-def _people(args, room) -> int:
-    cmd = args.cmd
-    if cmd == "join":
-        res = room.join(
-            session=args.session, rooms=args.room, label=args.label, tags=args.tag, autonomy=args.autonomy,
-            # a rejoin with --session stays in its repo unless --cwd says otherwise (doctor's fix
-            # commands may be run from any directory)
-            cwd=args.cwd or (None if args.session else os.getcwd()), harness=args.harness or "cli",
-        )
-        _print(res, args.json)
-        return 0
-    if cmd == "leave":
-        _print(room.leave(args.session, args.room or None), args.json)
-        return 0
-    if cmd == "send":
-        res = room.send(args.session, args.to, " ".join(args.body), subject=args.subject, ttl=args.ttl, room=args.room)
-        if args.json:
-            _print(res, True)
-        else:
-            print(f"message #{res['message_id']} stored for {res['recipients']} recipient(s) in {', '.join(res['rooms']) or 'no rooms'}")
-            if res.get("note"):
-                print(f"note: {res['note']}")
-        return 0
-    if cmd == "recv":
-        res = room.recv(args.session, peek=args.peek)
-        if args.json:
-            _print(res, True)
-        elif res["messages"]:
-            _print_messages(res["messages"])
-        else:
-            print(res["empty_because"])
-        return 0
-    if cmd == "sent":
-        res = room.sent(args.session)
-        if args.json:
-            _print(res, True)
-        else:
-            for m in res["messages"]:
-                states = ", ".join(f"{k}:{v}" for k, v in m["deliveries"].items()) or "0 recipients"
-                print(f"#{m['id']} {m['sent_at']} -> {m['to']}: {states}")
-                print(f"    {m['body'][:200]}")
-        return 0
-    if cmd == "history":
-        res = room.history(args.session, args.room, args.limit)
-        if args.json:
-            _print(res, True)
-        else:
-            print(f"history of {', '.join(res['rooms'])}")
-            _print_messages(res["messages"])
-        return 0
-    if cmd == "who":
-        res = room.who(session=args.session, room=args.room, include_ended=args.all)
-        if args.json:
-            _print(res, True)
-        else:
-            _who_table(res)
-        return 0
-    if cmd == "watch":
-        return _watch(room, args)
-    if cmd == "doctor":
-        res = room.doctor(fix=args.fix)
-        if args.json:
-            _print(res, True)
-        else:
-            print(f"integrity: {res['integrity']}; schema {res['schema_version']['found']} (expected {res['schema_version']['expected']})")
-            for p in res["problems"]:
-                print(f"problem: {p}")
-            for s in res["split_rooms"]:
-                print(f"split room {s['split_from']!r} -> {s['room']!r}:")
-                for pair in s["fix"]:
-                    for c in pair:
-                        print(f"    {c}")
-            for b in res["below_wake"]:
-                print(f"below wake: {b['session']} ({b['label'] or b['harness'] or '-'}) at {b['autonomy']}: {b['fix']}")
-            for f in res["fixed"]:
-                print(f"fixed: {f}")
-            if not res["problems"]:
-                print("no problems found")
-        return 0 if not res["problems"] else 1
-    if cmd == "prune":
-        _print(room.prune(dry_run=args.dry_run), args.json)
-        return 0
-    return 2
-
-
-def _watch(room, args) -> int:
-    from .naming import normalize_room
-
-    names = [normalize_room(r) if not r.startswith("repo:") else r for r in args.room]
-    last = args.since if args.since is not None else room.latest_message_id()
-    deadline = time.monotonic() + args.timeout if args.timeout else None
-    print(f"watching {', '.join(names) or 'all rooms'} (Ctrl-C to stop)", flush=True)
-    while deadline is None or time.monotonic() < deadline:
-        msgs = room.messages_after(last, names)
-        if msgs:
-            _print_messages(msgs)
-            sys.stdout.flush()
-            last = msgs[-1]["id"]
-        time.sleep(args.interval)
-    return 0
 
 
 if __name__ == "__main__":

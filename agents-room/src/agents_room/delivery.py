@@ -58,7 +58,11 @@ class Delivery(RoomBase):
             )
             my_rooms = set(self._rooms_of(sid))
             msgs = self._msgs(rows, my_rooms)
-        return Offer(sid, msgs, *self._nudge(sid, msgs, my_rooms))
+            # the nudge counts every unread message, not only those due now: at Stop a message offered
+            # minutes ago is not re-offered, but "1 unread" with 2 unread would mislead (issue 11)
+            unread = msgs if window == 0 else self._msgs(
+                self.conn.execute(self._PENDING_SQL + " ORDER BY m.id", (sid, now)).fetchall(), my_rooms)
+        return Offer(sid, msgs, *self._nudge(sid, unread, my_rooms))
 
     def _nudge(self, sid: str, msgs: list[dict], my_rooms: set[str]) -> tuple[list[str], str]:
         via: list[str] = []
@@ -89,6 +93,19 @@ class Delivery(RoomBase):
             f"agents-room: {n} unread message{'s' if n != 1 else ''} for {sid} via {where} from {who}. "
             f'Read with msg_recv(session="{sid}").'
         )
+        # urgent mail is named first, so it cannot drown in a count (R-ROOM-16)
+        urgent = [m for m in msgs if m.get("importance") == "urgent"]
+        high = [m for m in msgs if m.get("importance") == "high"]
+        if urgent:
+            m = urgent[0]
+            preview = " ".join(m["body"].split())[:80]
+            text = (f"agents-room: URGENT #{m['id']} from {m['from_label'] or m['from']}: {preview!r}"
+                    + (f" (+{len(urgent) - 1} more urgent)" if len(urgent) > 1 else "") + ". " + text[len("agents-room: "):])
+        elif high:
+            text = text.replace(" unread message", f" unread ({len(high)} high) message", 1)
+        asks = [m["id"] for m in msgs if m.get("ack_required")]
+        if asks:
+            text += f" {len(asks)} ask{'s' if len(asks) == 1 else ''} for an acknowledgement: msg_ack(session=\"{sid}\", message_ids={asks[:5]})."
         return via, text
 
     def stop_check(

@@ -138,6 +138,8 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                     cwd=payload.get("cwd") or row["cwd"], pid=liveness.harness_pid(), raise_only=True,
                 )
             room.reset_stop_guard(joined["session"])  # a hold of a turn before this start no longer counts
+            if opts.get("warning"):
+                joined = {**joined, "warnings": [*joined.get("warnings", []), opts["warning"]]}
             text = _intro(joined)
             try:
                 room.maybe_prune()  # at most once a day, so no timer is needed
@@ -268,6 +270,17 @@ def main(argv_opts: dict) -> int:
         opts: dict[str, Any] = dict(argv_opts)
         opts["rooms"] = rooms
         opts["label"] = argv_opts.get("label") or os.environ.get("AGENTS_ROOM_LABEL") or None
+        if opts.get("autonomy") is not None:
+            from .queries import RoomError, parse_autonomy
+
+            try:
+                parse_autonomy(opts["autonomy"])
+            except RoomError:
+                # a typo (--autonomy=wakee) must not silently keep the chat out of every room: join at the
+                # stored (or default) level and say so in the context the model reads
+                opts["warning"] = (f"--autonomy={opts['autonomy']} is not a level (notify, hold or wake), so the level "
+                                   "was left as it was; fix the hook command")
+                opts["autonomy"] = None
         out, code, err = handle(event, harness, payload, opts)
     except BaseException:  # fail open: exit 0, no output
         if os.environ.get("AGENTS_ROOM_DEBUG"):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from . import liveness
@@ -14,6 +15,26 @@ from .naming import (
 )
 from .store import immediate
 from .queries import check_ttl, DEFAULT_LEASE_TTL, MAX_LEASE_TTL, RoomBase, RoomError, _fmt_in, _fmt_ts
+
+
+def lease_pattern(path: str, me) -> str:
+    """A lease pattern in stored form, refused unless it resolves inside the session's repository
+    (R-ROOM-18): "", "/", "../..", "/etc/passwd" or a NUL would protect nothing and block nobody."""
+    raw = path if isinstance(path, str) else ""
+    if not raw.strip():
+        raise RoomError("empty lease pattern: name a path or glob inside your repository, e.g. src/api/** (or ** for all of it)")
+    if "\x00" in raw:
+        raise RoomError(f"lease pattern {raw!r} contains a NUL character")
+    if not me["repo_root"]:
+        raise RoomError(
+            f"session {me['id']} is not in a git repository ({me['cwd'] or 'no cwd'}), so a lease would protect nothing; "
+            "join from inside a repository (room_join with cwd=...)")
+    pat = input_rel_path(raw, me["repo_root"], me["cwd"])
+    if os.path.isabs(pat) or pat in (".", "..") or pat.startswith("../") or "/../" in f"/{pat}/":
+        raise RoomError(
+            f"lease pattern {raw!r} resolves outside your repository {me['repo_root']}: lease a path or glob inside it, "
+            "e.g. src/api/** (or ** for all of it)")
+    return pat
 
 
 class Leases(RoomBase):
@@ -43,7 +64,7 @@ class Leases(RoomBase):
             me = self.session_row(session)
             sid = me["id"]
             repo = me["repo"] or ""
-            pats = [input_rel_path(p, me["repo_root"], me["cwd"]) for p in paths]
+            pats = [lease_pattern(p, me) for p in paths]
             held = self.conn.execute(
                 "SELECT l.*, s.label, s.pid, s.pid_start, s.env_marker, s.ended_at FROM leases l "
                 "JOIN sessions s ON s.id=l.session_id WHERE l.repo=?",
@@ -143,6 +164,21 @@ class Leases(RoomBase):
         out: dict = {"renewed": renewed}
         if lost:
             out["not_held"] = lost
+        if not rows and not paths:
+            # nothing to renew: say whether a lease was lost, so an empty answer is never read as success
+            taken = self.conn.execute(
+                "SELECT e.session_id, e.at, e.data FROM events e WHERE e.kind='lease_takeover' AND e.data LIKE ? "
+                "ORDER BY e.id DESC LIMIT 5", (f'%"holder": "{me["id"]}"%',),
+            ).fetchall()
+            if taken:
+                import json as _json
+
+                out["lost"] = [{"taken_by": r["session_id"], "at": _fmt_ts(r["at"]),
+                                "reason": _json.loads(r["data"]).get("reason")} for r in taken]
+                out["message"] = (f"you hold no leases: your lease was taken over by {taken[0]['session_id']} at "
+                                  f"{_fmt_ts(taken[0]['at'])}; acquire it again with lease_acquire")
+            else:
+                out["message"] = "you hold no leases, so nothing was renewed"
         return out
 
     def lease_release(self, session: str, paths: list[str] | None = None) -> dict:
@@ -178,3 +214,35 @@ class Leases(RoomBase):
             )
             self.conn.execute("UPDATE leases SET notified=1 WHERE id=?", (lease["id"],))
 
+
+    # ------------------------------------------------------------- for people
+    def lease_list(self, repo: str | None = None, include_expired: bool = False) -> dict:
+        """Every lease (live ones unless asked), with its holder's label, state and expiry."""
+        now = self.clock()
+        q = ("SELECT l.*, s.label, s.pid, s.pid_start, s.env_marker, s.ended_at FROM leases l "
+             "JOIN sessions s ON s.id=l.session_id WHERE 1=1")
+        params: list = []
+        if repo:
+            q += " AND l.repo=?"
+            params.append(repo if repo.startswith("repo:") else "repo:" + repo)
+        if not include_expired:
+            q += " AND l.expires_at > ?"
+            params.append(now)
+        rows = self.conn.execute(q + " ORDER BY l.repo, l.pattern", params).fetchall()
+        return {"leases": [self._holder_desc(r, now) | {"lease_id": r["id"], "holder_state": self.session_state(r)}
+                           for r in rows]}
+
+    def lease_force_release(self, lease_ids: list[int], by: str = "a person") -> dict:
+        """Clear stuck leases by id (a person's override, `lease release --force`); each holder is told."""
+        released = []
+        with immediate(self.conn):
+            for lid in lease_ids:
+                row = self.conn.execute("SELECT * FROM leases WHERE id=?", (int(lid),)).fetchone()
+                if row is None:
+                    raise RoomError(f"no lease with id {lid} (see `agents-room lease list`)")
+                self.conn.execute("DELETE FROM leases WHERE id=?", (row["id"],))
+                self.notice(row["session_id"], f"your {row['mode']} lease on {row['pattern']} in {row['repo'] or 'no repo'} "
+                                               f"was released by {by} (lease release --force).")
+                self._event("lease_force_release", None, lease=row["id"], holder=row["session_id"], by=by)
+                released.append({"lease_id": row["id"], "pattern": row["pattern"], "holder": row["session_id"]})
+        return {"released": released}

@@ -12,7 +12,9 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -26,6 +28,13 @@ Your session id is given at session start (it looks like s-1a2b3c4d); if you hav
 Pass that id as `session` to every other tool. Read messages with msg_recv when nudged.
 Before editing files others may touch, take a lease (lease_acquire); record what you read with
 file_read and check divergence with file_check before editing."""
+
+
+# parameter types shared by several tools; each carries the description the model reads
+S = Annotated[str, Field(description="your session id, as room_join returned it (looks like s-1a2b3c4d)")]
+Paths = Annotated[list[str], Field(description="files or globs, relative to your session's cwd or absolute, inside your repository (e.g. src/api/**)")]
+Ttl = Annotated[float | None, Field(description="seconds until it lapses; finite and positive (messages: at most 30 days; leases: at most 24 hours). Omit for the default")]
+Room_ = Annotated[str | None, Field(description="a room you are in, e.g. shared:storefront or repo:api; omit for all your rooms")]
 
 
 def build_server(db_path: str | Path | None = None) -> MCPServer:
@@ -51,98 +60,127 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
 
     @app.tool()
     def room_join(
-        rooms: list[str] | None = None,
-        session: str | None = None,
-        label: str | None = None,
-        tags: list[str] | None = None,
-        autonomy: int | None = None,
-        cwd: str | None = None,
-        harness: str | None = None,
+        rooms: Annotated[list[str] | None, Field(description="shared rooms to join; 'storefront' and 'shared:storefront' are one room")] = None,
+        session: Annotated[str | None, Field(description="your existing session id to rejoin or add rooms; omit on first join")] = None,
+        label: Annotated[str | None, Field(description="a short name others see in room_who (e.g. 'api agent')")] = None,
+        tags: Annotated[list[str] | None, Field(description="tags others can address you by with to='tag:<tag>'")] = None,
+        autonomy: Annotated[int | str | None, Field(description="0/notify, 1/hold or 2/wake; omit to keep your current level (a lower one lowers it, with a warning)")] = None,
+        cwd: Annotated[str | None, Field(description="your working directory; its git repository gives your repo room. A rejoin with session keeps its repo unless cwd is given")] = None,
+        harness: Annotated[str | None, Field(description="your harness, e.g. claude or codex")] = None,
     ) -> dict[str, Any]:
         """Join your repo room (automatic, from the git repository of cwd) and any shared rooms.
-
-        rooms: shared room names ('storefront' and 'shared:storefront' are one room).
-        session: your existing session id, to rejoin or add rooms. Omit on first join.
-        cwd: your working directory (default: this server's). A rejoin with `session` keeps the
-        session's repo room unless cwd is given.
-        autonomy: 0 notify, 1 hold, 2 wake. Omit to keep the current level; a lower value lowers it (with a warning).
-        Returns your session id: pass it as `session` to every other tool.
-        """
+        Returns your session id: pass it as `session` to every other tool."""
         return call("join",
-            session=session,
-            rooms=rooms,
-            label=label,
-            tags=tags,
-            autonomy=autonomy,
+            session=session, rooms=rooms, label=label, tags=tags, autonomy=autonomy,
             harness=harness or os.environ.get("AGENTS_ROOM_HARNESS"),
             cwd=cwd or (None if session else os.getcwd()),  # a rejoin keeps its repo unless cwd is given
             pid=liveness.harness_pid(),
         )
 
     @app.tool()
-    def room_leave(session: str, rooms: list[str] | None = None) -> dict[str, Any]:
-        """Leave the given rooms; with no rooms, end the session (leaves every room, releases every lease)."""
+    def room_leave(session: S, rooms: Annotated[list[str] | None, Field(description="rooms to leave; omit to end the session (leaves every room, releases every lease)")] = None) -> dict[str, Any]:
+        """Leave the given rooms; with no rooms, end the session."""
         return call("leave", session, rooms)
 
     @app.tool()
-    def room_who(session: str, room: str | None = None) -> dict[str, Any]:
-        """Sessions sharing a room with you (or in `room`): label, repo, state (live/gone/no-pid), autonomy, leases."""
+    def room_who(session: S, room: Room_ = None) -> dict[str, Any]:
+        """Sessions sharing a room with you (or in `room`): label, repo, state (live/gone/no-pid), autonomy, tags, last seen, leases."""
         return call("who", session=session, room=room)
 
     @app.tool()
-    def room_history(session: str, room: str | None = None, limit: int = 50, before: int | None = None) -> dict[str, Any]:
-        """Messages in your rooms (or one of them), oldest first; `before` pages back by message id."""
+    def room_history(
+        session: S, room: Room_ = None,
+        limit: Annotated[int, Field(description="at most this many messages (1-500)")] = 50,
+        before: Annotated[int | None, Field(description="page back: only messages with an id below this")] = None,
+    ) -> dict[str, Any]:
+        """Messages in your rooms (or one of them), oldest first, with their thread ids."""
         return call("history", session, room, limit, before)
 
     @app.tool()
     def msg_send(
-        session: str, to: str, body: str, subject: str | None = None, ttl_seconds: float | None = None, room: str | None = None
+        session: S,
+        body: Annotated[str, Field(description="the message (at most 64 KiB); send a summary and point to files for more")],
+        to: Annotated[str | None, Field(description="'*' or 'all' (everyone in your rooms, or in `room`), a session id, 'file:<glob>' (sessions holding a matching lease; 'file:repo:<name>/<glob>' for another repo), 'tag:<tag>'; comma-separate several. May be omitted on a reply")] = None,
+        subject: Annotated[str | None, Field(description="a short subject, shown as [subject] before the body")] = None,
+        ttl_seconds: Ttl = None,
+        room: Room_ = None,
+        reply_to: Annotated[int | None, Field(description="the id of the message this answers: the reply joins its thread and reaches the thread's participants")] = None,
+        importance: Annotated[str | None, Field(description="low, normal (default), high or urgent; urgent is named first in the recipient's nudge")] = None,
+        ack_required: Annotated[bool, Field(description="ask each recipient to confirm with msg_ack; msg_sent shows who did")] = False,
     ) -> dict[str, Any]:
-        """Send a message. `to`: '*' (everyone in your rooms, or in `room`), a session id, 'file:<glob>'
-        (sessions holding a matching lease; 'file:repo:<name>/<glob>' for another repo), 'tag:<tag>';
-        comma-separate several. Returns the recipient count; zero is allowed and said."""
-        return call("send", session, to, body, subject=subject, ttl=ttl_seconds, room=room)
+        """Send a message. Returns its id, thread and the recipient count; zero recipients is allowed and said,
+        a selector that can match nobody is an error."""
+        return call("send", session, to, body, subject=subject, ttl=ttl_seconds, room=room, reply_to=reply_to,
+                    importance=importance, ack_required=ack_required)
 
     @app.tool()
-    def msg_recv(session: str, limit: int = 50) -> dict[str, Any]:
-        """Fetch and mark read your unread messages. When there are none, `empty_because` says why."""
+    def msg_recv(session: S, limit: Annotated[int, Field(description="at most this many messages (1-500); bodies are capped at 256 KiB per call")] = 50) -> dict[str, Any]:
+        """Fetch and mark read your unread messages, oldest first. When there are none, `empty_because` says why;
+        when more remain, `remaining` counts them."""
         return call("recv", session, limit)
 
     @app.tool()
-    def msg_unread(session: str) -> dict[str, Any]:
+    def msg_unread(session: S) -> dict[str, Any]:
         """Count and preview unread messages without marking them read."""
         return call("unread", session)
 
     @app.tool()
-    def msg_sent(session: str, limit: int = 20) -> dict[str, Any]:
-        """Messages you sent, with each recipient's delivery state (stored/offered/read/expired)."""
+    def msg_sent(session: S, limit: Annotated[int, Field(description="at most this many of your latest messages (1-200)")] = 20) -> dict[str, Any]:
+        """Messages you sent, each recipient's label and delivery state (stored/offered/read/expired) and who acknowledged."""
         return call("sent", session, limit)
 
     @app.tool()
-    def lease_acquire(session: str, paths: list[str], mode: str = "exclusive", ttl_seconds: float | None = None) -> dict[str, Any]:
-        """Lease files or globs in your repo (all or nothing). mode 'exclusive' or 'shared'. A conflict names
-        the holder, its repo and expiry. Default TTL 15 minutes; renew with lease_renew. Relative paths
-        are relative to your session's cwd; patterns are stored and shown relative to the repo root."""
-        return call("lease_acquire", session, paths, mode, ttl_seconds)
+    def msg_ack(session: S, message_ids: Annotated[list[int], Field(description="ids of messages addressed to you that you acknowledge")]) -> dict[str, Any]:
+        """Acknowledge messages (those with ack_required ask for it); the sender sees it in msg_sent."""
+        return call("ack", session, message_ids)
 
     @app.tool()
-    def lease_renew(session: str, paths: list[str] | None = None, ttl_seconds: float | None = None) -> dict[str, Any]:
-        """Extend your leases (all, or the given patterns/ids)."""
+    def msg_thread(session: S, message_id: Annotated[int, Field(description="any message id of the thread")]) -> dict[str, Any]:
+        """The whole thread of a message, oldest first, and its participants."""
+        return call("thread", session, message_id)
+
+    @app.tool()
+    def msg_search(
+        session: S,
+        query: Annotated[str, Field(description="words that must all occur; \"a quoted phrase\"; prefix* matches word starts")],
+        room: Room_ = None,
+        limit: Annotated[int, Field(description="at most this many results (1-200)")] = 20,
+    ) -> dict[str, Any]:
+        """Full-text search over the messages you may see (sent by you, addressed to you, or in your rooms), best match first."""
+        return call("search", session, query, limit, room)
+
+    @app.tool()
+    def lease_acquire(
+        session: S, paths: Paths,
+        mode: Annotated[str, Field(description="'exclusive' (nobody else may lease an overlapping path) or 'shared'")] = "exclusive",
+        ttl_seconds: Ttl = None,
+    ) -> dict[str, Any]:
+        """Lease files or globs in your repo, all or nothing (default 15 minutes; renew with lease_renew).
+        A conflict is an error whose first word is CONFLICT, naming the holder, its repo and expiry."""
+        res = call("lease_acquire", session, paths, mode, ttl_seconds)
+        if res.get("conflicts"):
+            import json
+
+            raise ToolError(f"CONFLICT: {res['message']}. Conflicts: {json.dumps(res['conflicts'])}")
+        return res
+
+    @app.tool()
+    def lease_renew(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to renew; omit for all yours")] = None, ttl_seconds: Ttl = None) -> dict[str, Any]:
+        """Extend your leases. An answer without renewals says whether a lease was lost, and to whom."""
         return call("lease_renew", session, paths, ttl_seconds)
 
     @app.tool()
-    def lease_release(session: str, paths: list[str] | None = None) -> dict[str, Any]:
-        """Release your leases (all, or the given patterns/ids)."""
+    def lease_release(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to release; omit for all yours")] = None) -> dict[str, Any]:
+        """Release your leases."""
         return call("lease_release", session, paths)
 
     @app.tool()
-    def file_read(session: str, path: str, content_hash: str | None = None) -> dict[str, Any]:
-        """Record the content hash of a file you read (hashed from disk unless given), for divergence checks.
-        A relative path is relative to your session's cwd."""
+    def file_read(session: S, path: Annotated[str, Field(description="the file you read, relative to your session's cwd or absolute")], content_hash: Annotated[str | None, Field(description="its hash if you have it; otherwise it is hashed from disk")] = None) -> dict[str, Any]:
+        """Record the content hash of a file you read, for divergence checks."""
         return call("file_read", session, path, content_hash)
 
     @app.tool()
-    def file_check(session: str, paths: list[str] | None = None) -> dict[str, Any]:
+    def file_check(session: S, paths: Annotated[list[str] | None, Field(description="files to check; omit for every file you recorded")] = None) -> dict[str, Any]:
         """Which files you read have changed since, and by which session/repo."""
         return call("file_check", session, paths)
 

@@ -1,4 +1,5 @@
-"""Messaging: addressing (R-ROOM-7), send, receive, unread, sent, history (R-ROOM-12).
+"""Messaging: addressing (R-ROOM-7, R-ROOM-18), send, receive, unread, sent, history (R-ROOM-12);
+replies join a thread and bodies and receives are bounded (R-ROOM-16).
 """
 
 from __future__ import annotations
@@ -17,7 +18,32 @@ from .naming import (
     rel_path,
 )
 from .store import immediate
-from .queries import MAX_MESSAGE_TTL, RoomBase, RoomError, _fmt_ts, check_ttl
+from .queries import IMPORTANCE, MAX_BODY_BYTES, MAX_MESSAGE_TTL, MAX_RECV_BYTES, RoomBase, RoomError, _fmt_ts, check_ttl
+
+
+def _bad_glob(glob: str) -> str | None:
+    """Why ``glob`` can match no path (an unclosed '[', a NUL), or None."""
+    if "\x00" in glob:
+        return "it contains a NUL character"
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            j = glob.find("]", i + 2)
+            if j == -1:
+                return f"the '[' at position {i} is never closed (write [[] for a literal '[')"
+            i = j
+        i += 1
+    return None
+
+
+def _selectors(to: str | list[str] | None) -> list[str]:
+    parts = [to] if isinstance(to, str) else list(to or [])
+    return [s.strip() for part in parts for s in str(part).split(",") if s.strip()]
+
+
+def _is_direct(selectors: list[str]) -> bool:
+    """Addressed to sessions by id only: shown in room history to its sender and recipients alone."""
+    return bool(selectors) and all(s.startswith(("s-", "session:")) for s in selectors)
 
 
 class Messaging(RoomBase):
@@ -56,6 +82,8 @@ class Messaging(RoomBase):
             return {r[0] for r in rows}, notes
         if sel.startswith("tag:"):
             tag = sel[4:].strip()
+            if not tag:
+                raise RoomError("selector 'tag:' names no tag: write tag:<tag>, e.g. tag:frontend")
             rows = self.conn.execute(
                 f"SELECT s.id, s.tags FROM sessions s WHERE s.id IN ({scope_sql}) AND s.id<>? AND s.ended_at IS NULL",
                 (*scope_params, sid),
@@ -68,8 +96,21 @@ class Messaging(RoomBase):
             glob = sel[5:].strip()
             me = self.session_row(sid)
             repo = me["repo"] or ""
-            if glob.startswith("repo:") and "/" in glob:
+            if not glob:
+                raise RoomError("selector 'file:' names no path: write file:<glob>, e.g. file:src/api/**")
+            if glob.startswith("repo:"):
+                if "/" not in glob or not glob.split("/", 1)[1].strip():
+                    raise RoomError(f"selector {sel!r} names no path: write file:repo:<name>/<glob>")
                 repo, glob = glob.split("/", 1)
+                if not self.conn.execute("SELECT 1 FROM sessions WHERE repo=? LIMIT 1", (repo,)).fetchone():
+                    known = [r[0] for r in self.conn.execute(
+                        "SELECT DISTINCT repo FROM sessions WHERE repo IS NOT NULL ORDER BY repo LIMIT 20")]
+                    raise RoomError(f"selector {sel!r}: no session has ever been in {repo}; known repos: "
+                                    + (", ".join(known) or "none"))
+            bad = _bad_glob(glob)
+            if bad:
+                raise RoomError(f"selector {sel!r} is not a valid glob: {bad}")
+            if repo != (me["repo"] or "") or glob.startswith("repo:"):
                 pat = glob
             else:
                 pat = rel_path(glob, me["repo_root"])  # lease patterns as shown: relative to the repo root
@@ -102,30 +143,50 @@ class Messaging(RoomBase):
     def send(
         self,
         session: str,
-        to: str | list[str],
+        to: str | list[str] | None,
         body: str,
         *,
         subject: str | None = None,
         ttl: float | None = None,
         room: str | None = None,
+        reply_to: int | None = None,
+        importance: str | None = None,
+        ack_required: bool = False,
     ) -> dict:
         """Store a message in every room of the sender; one delivery per recipient.
 
-        Zero recipients is allowed: the message is stored and the answer says so.
+        Zero recipients is allowed (a broadcast in a room of one) and said; a selector that can match
+        nobody is an error (R-ROOM-18). A reply (``reply_to``) joins that message's thread and also
+        reaches the thread's participants; ``to`` may then be omitted (R-ROOM-16).
         """
-        if not body or not body.strip():
+        if not isinstance(body, str) or not body.strip():
             raise RoomError("empty message body")
+        size = len(body.encode("utf-8", "surrogatepass"))
+        if size > MAX_BODY_BYTES:
+            raise RoomError(
+                f"message body is {size} bytes, over the limit of {MAX_BODY_BYTES} (AGENTS_ROOM_MAX_BODY): "
+                "send a summary and point to a file or commit for the rest"
+            )
         ttl = check_ttl(ttl, "ttl", MAX_MESSAGE_TTL)  # omit it for a message that never expires
-        selectors = [to] if isinstance(to, str) else list(to)
-        selectors = [s.strip() for part in selectors for s in part.split(",") if s.strip()]
-        if not selectors:
-            raise RoomError("no recipient selector: use '*', a session id, 'file:<glob>' or 'tag:<tag>'")
+        level = (importance or "normal").strip().lower()
+        if level not in IMPORTANCE:
+            raise RoomError(f"importance must be one of {', '.join(IMPORTANCE)}, not {importance!r}")
+        selectors = _selectors(to)
+        if not selectors and reply_to is None:
+            raise RoomError("no recipient selector: use '*' (or all), a session id, 'file:<glob>' or 'tag:<tag>'")
         now = self.clock()
         with immediate(self.conn):
             me = self.session_row(session)
             sid = me["id"]
+            if me["ended_at"] is not None:
+                raise RoomError(f"session {sid} has ended; rejoin with room_join(session={sid!r}) before sending")
             recipients: set[str] = set()
             notes: list[str] = []
+            thread_id = None
+            if reply_to is not None:
+                parent = self._visible_message(me, reply_to)
+                thread_id = parent["thread_id"] or parent["id"]
+                recipients |= self.thread_participants(thread_id)
             for sel in selectors:
                 got, n = self._resolve(sid, sel, room)
                 recipients |= got
@@ -133,10 +194,14 @@ class Messaging(RoomBase):
             recipients.discard(sid)
             text = body if not subject else f"[{subject}] {body}"
             mid = self.conn.execute(
-                "INSERT INTO messages(sender, room_id, selector, body, created_at, expires_at, recipient_count, kind) "
-                "VALUES (?,?,?,?,?,?,?, 'msg')",
-                (sid, None, ",".join(selectors), text, now, now + ttl if ttl else None, len(recipients)),
+                "INSERT INTO messages(sender, room_id, selector, body, created_at, expires_at, recipient_count, kind, "
+                "thread_id, reply_to, importance, ack_required, direct) VALUES (?,?,?,?,?,?,?, 'msg', ?,?,?,?,?)",
+                (sid, None, ",".join(selectors) or f"thread:{thread_id}", text, now, now + ttl if ttl else None,
+                 len(recipients), thread_id, reply_to, level, 1 if ack_required else 0,
+                 1 if (_is_direct(selectors) or (reply_to is not None and not selectors)) else 0),
             ).lastrowid
+            if thread_id is None:
+                self.conn.execute("UPDATE messages SET thread_id=id WHERE id=?", (mid,))
             rooms = self._rooms_of(sid)
             self.conn.execute(
                 "INSERT INTO message_rooms(message_id, room_id) SELECT ?, room_id FROM memberships WHERE session_id=?",
@@ -149,12 +214,18 @@ class Messaging(RoomBase):
             self._touch(sid)
         result = {
             "message_id": mid,
+            "thread": thread_id or mid,
             "recipients": len(recipients),
             "recipient_ids": sorted(recipients),
             "rooms": rooms,
         }
+        if level != "normal":
+            result["importance"] = level
+        if ack_required:
+            result["ack_required"] = True
         if not recipients:
-            result["note"] = "stored with 0 recipients (nobody will be nudged): " + "; ".join(dict.fromkeys(notes))
+            result["note"] = "stored with 0 recipients (nobody will be nudged): " + (
+                "; ".join(dict.fromkeys(notes)) or "only you are in this thread")
         elif notes:
             result["note"] = "; ".join(dict.fromkeys(notes))
         return result
@@ -168,6 +239,16 @@ class Messaging(RoomBase):
             sid = me["id"]
             self._lease_notices(sid, now)  # an MCP-only client learns of expiry here too (R-ROOM-5)
             rows = self.conn.execute(self._PENDING_SQL + " ORDER BY m.id LIMIT ?", (sid, now, limit)).fetchall()
+            # bounded in bytes too (R-ROOM-16): one huge backlog must not flood a model's context
+            budget, kept = MAX_RECV_BYTES, []
+            for r in rows:
+                size = len(r["body"].encode("utf-8", "surrogatepass"))
+                if kept and size > budget:
+                    break
+                kept.append(r)
+                budget -= size
+            cut = len(kept) < len(rows)
+            rows = kept
             my_rooms = set(self._rooms_of(sid))
             msgs = self._msgs(rows, my_rooms)
             if rows and not peek:
@@ -179,9 +260,12 @@ class Messaging(RoomBase):
                 "SELECT count(*) FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? "
                 "AND d.state IN ('stored','offered') AND (m.expires_at IS NULL OR m.expires_at > ?)",
                 (sid, now),
-            ).fetchone()[0] - (0 if peek else len(rows))
+            ).fetchone()[0] - (len(rows) if peek else 0)  # rows just read are no longer counted
             self._touch(sid)
             out: dict = {"session": sid, "messages": msgs, "remaining": max(0, more)}
+            if cut:
+                out["hint"] = (f"{max(0, more)} more unread left unread: this answer is capped at {MAX_RECV_BYTES} bytes "
+                               "(AGENTS_ROOM_MAX_RECV); call msg_recv again for the rest")
             if not msgs:
                 out["empty_because"] = self._why_empty(me, now)
         return out
@@ -242,17 +326,30 @@ class Messaging(RoomBase):
         return out
 
     def sent(self, session: str, limit: int = 20) -> dict:
+        """Messages this session sent: each recipient's label and delivery state (an expired one says
+        so), and who acknowledged it."""
         me = self.session_row(session)
+        now = self.clock()
         rows = self.conn.execute(
             "SELECT m.*, NULL AS label FROM messages m WHERE m.sender=? ORDER BY m.id DESC LIMIT ?",
             (me["id"], max(1, min(int(limit), 200))),
         ).fetchall()
         out = []
         for d, r in zip(self._msgs(rows), rows):
+            expired = r["expires_at"] is not None and r["expires_at"] <= now
             d["deliveries"] = {
-                x["recipient"]: x["state"]
+                x["recipient"]: ("expired" if expired and x["state"] in ("stored", "offered") else x["state"])
                 for x in self.conn.execute("SELECT recipient, state FROM deliveries WHERE message_id=?", (r["id"],))
             }
+            d["recipient_labels"] = {
+                x[0]: x[1] for x in self.conn.execute(
+                    "SELECT d.recipient, s.label FROM deliveries d LEFT JOIN sessions s ON s.id=d.recipient "
+                    "WHERE d.message_id=? AND s.label IS NOT NULL", (r["id"],))
+            }
+            if r["ack_required"]:
+                d["acked_by"] = [x[0] for x in self.conn.execute(
+                    "SELECT session_id FROM acks WHERE message_id=? ORDER BY acked_at", (r["id"],))]
+                d["not_acked"] = sorted(set(d["deliveries"]) - set(d["acked_by"]))
             out.append(d)
         return {"session": me["id"], "messages": out}
 
@@ -273,13 +370,18 @@ class Messaging(RoomBase):
                     raise RoomError(str(exc)) from None
             if self._room_id(name, create=False) is None:
                 raise RoomError(f"no room named {room!r}; your rooms: {', '.join(rooms) or 'none'}")
+            if name not in rooms:  # a room's history is for its members
+                raise RoomError(f"you are not in room {name!r}; your rooms: {', '.join(rooms) or 'none'} "
+                                "(join it first to read its history)")
             targets = [name]
         ids = [self._room_id(t, create=False) for t in targets]
         q = (
             "SELECT DISTINCT m.*, s.label FROM message_rooms mr JOIN messages m ON m.id=mr.message_id "
             "LEFT JOIN sessions s ON s.id=m.sender WHERE mr.room_id IN ({}) AND m.kind='msg'".format(",".join("?" * len(ids)))
+            # a direct message shows only to its sender and recipients
+            + " AND (m.direct=0 OR m.sender=? OR EXISTS (SELECT 1 FROM deliveries d WHERE d.message_id=m.id AND d.recipient=?))"
         )
-        params: list[Any] = list(ids)
+        params: list[Any] = [*ids, me["id"], me["id"]]
         if before is not None:
             q += " AND m.id < ?"
             params.append(int(before))

@@ -23,6 +23,23 @@ DEFAULT_LEASE_TTL = 15 * 60.0
 MAX_LEASE_TTL = 24 * 3600.0
 #: a message's time to live is finite and at most this (R-ROOM-8; issue 8 finding 15)
 MAX_MESSAGE_TTL = 30 * 24 * 3600.0
+IMPORTANCE = ("low", "normal", "high", "urgent")
+
+
+def _env_bytes(name: str, default: int) -> int:
+    import os
+
+    try:
+        value = int(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+#: a message body is at most this many bytes (UTF-8); AGENTS_ROOM_MAX_BODY overrides (R-ROOM-16)
+MAX_BODY_BYTES = _env_bytes("AGENTS_ROOM_MAX_BODY", 64 * 1024)
+#: one msg_recv returns at most this many bytes of bodies; the rest stays unread, with a hint
+MAX_RECV_BYTES = _env_bytes("AGENTS_ROOM_MAX_RECV", 256 * 1024)
 CODEX_HOLD_CAP = 3  # Stop blocks per rolling hour for Codex (Codex has no cap of its own)
 CODEX_HOLD_WINDOW = 3600.0
 #: the "Stop already held once" flag counts only for the turn it was set in; a turn whose Stop
@@ -226,6 +243,15 @@ class RoomBase:
         }
         if r["expires_at"]:
             d["expires_at"] = _fmt_ts(r["expires_at"])
+        keys = r.keys()
+        if "thread_id" in keys and r["thread_id"] is not None and (r["thread_id"] != r["id"] or r["reply_to"]):
+            d["thread"] = r["thread_id"]
+        if "reply_to" in keys and r["reply_to"]:
+            d["reply_to"] = r["reply_to"]
+        if "importance" in keys and r["importance"] != "normal":
+            d["importance"] = r["importance"]
+        if "ack_required" in keys and r["ack_required"]:
+            d["ack_required"] = True
         return d
 
     _PENDING_SQL = (

@@ -5,6 +5,8 @@ live in one module per concept:
 
 * :mod:`.sessions` — join, leave, end, who (sessions and presence)
 * :mod:`.messaging` — addressing, send, receive, unread, sent, history
+* :mod:`.threads` — threads and acknowledgements
+* :mod:`.search` — full-text search (FTS5)
 * :mod:`.delivery` — the pending check, the nudge, the Stop guard and the wake waiter
 * :mod:`.leases` — file and glob leases
 * :mod:`.divergence` — read hashes and who changed a file since
@@ -43,7 +45,9 @@ from .queries import (  # noqa: F401 -- the public names, importable from agents
     file_hash,
     parse_autonomy,
 )
+from .search import Search
 from .sessions import Sessions
+from .threads import Threads
 from .store import connect
 
 TYPE_CHECKING = False
@@ -54,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["Room", "RoomError", "Offer", "NOTIFY", "HOLD", "WAKE", "RETRY_WINDOW", "parse_autonomy"]
 
 
-class Room(Sessions, Messaging, Delivery, Leases, Divergence, Maintenance):
+class Room(Sessions, Messaging, Threads, Search, Delivery, Leases, Divergence, Maintenance):
     """One entry point over one connection; each concept's methods come from its module."""
 
     @classmethod

@@ -80,8 +80,12 @@ class Sessions(RoomBase):
                 row = self.conn.execute(
                     "SELECT * FROM sessions WHERE pid=? AND pid_start=? AND ended_at IS NULL "
                     "AND (? IS NULL OR harness IS NULL OR harness=?) "
-                    "AND (? IS NULL OR harness_key IS NULL OR harness_key=?) ORDER BY last_seen DESC LIMIT 1",
-                    (ppid, pstart, harness, harness, harness_key, harness_key),
+                    "AND (? IS NULL OR harness_key IS NULL OR harness_key=?) "
+                    # one process hosting several agents (an SDK-driven orchestrator): a join from
+                    # another repository or with another label is another agent (R-ROOM-18)
+                    "AND (? IS NULL OR repo IS NULL OR repo=?) AND (? IS NULL OR label IS NULL OR label=?) "
+                    "ORDER BY last_seen DESC LIMIT 1",
+                    (ppid, pstart, harness, harness, harness_key, harness_key, repo, repo, label, label),
                 ).fetchone()
             if row is None:
                 sid = self._new_id()

@@ -148,6 +148,30 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memberships_room ON memberships(room_id);
     CREATE INDEX events_kind ON events(kind, at);
     """,
+    # v7: threads, importance, acknowledgements, direct messages, full-text search (R-ROOM-16)
+    """
+    ALTER TABLE messages ADD COLUMN thread_id INTEGER;
+    ALTER TABLE messages ADD COLUMN reply_to INTEGER;
+    ALTER TABLE messages ADD COLUMN importance TEXT NOT NULL DEFAULT 'normal';
+    ALTER TABLE messages ADD COLUMN ack_required INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN direct INTEGER NOT NULL DEFAULT 0;
+    UPDATE messages SET thread_id = id;
+    CREATE INDEX messages_thread ON messages(thread_id, id);
+    CREATE TABLE acks (
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        acked_at REAL NOT NULL,
+        PRIMARY KEY (message_id, session_id)
+    );
+    CREATE VIRTUAL TABLE messages_fts USING fts5(body, content='messages', content_rowid='id');
+    INSERT INTO messages_fts(rowid, body) SELECT id, body FROM messages;
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, body) VALUES (new.id, new.body);
+    END;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, body) VALUES ('delete', old.id, old.body);
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -292,7 +316,18 @@ def migrate_to(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
 
 
 def _split(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """Statements of one migration; a trigger body (BEGIN … END) stays one statement."""
+    out: list[str] = []
+    buf = ""
+    for part in script.split(";"):
+        buf += part
+        if "CREATE TRIGGER" in buf.upper() and not buf.rstrip().upper().endswith("END"):
+            buf += ";"
+            continue
+        if buf.strip():
+            out.append(buf.strip())
+        buf = ""
+    return out
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:

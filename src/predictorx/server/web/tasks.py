@@ -29,7 +29,7 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MESSAGES_PER_PAGE = 5000
 #: The task page opens on the latest messages; earlier ones load on request, so a run with
 #: thousands of messages still paints at once (bench/web.py measures it).
-FIRST_MESSAGES = 200
+FIRST_MESSAGES = 100
 
 
 def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:

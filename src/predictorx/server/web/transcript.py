@@ -7,6 +7,7 @@ agent — or a prompt-injected one — cannot put script, styles or event handle
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -29,8 +30,13 @@ def markdown(text: Any) -> Markup:
     value = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
     if len(value) > MARKDOWN_MAX:
         return Markup(f'<pre class="mono">{escape(value)}</pre>')
-    return Markup(nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow",
-                            url_schemes={"http", "https", "mailto"}))
+    return Markup(_render(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _render(value: str) -> str:
+    """Messages never change once stored, and live pages re-render the same ones: cache them."""
+    return nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow", url_schemes={"http", "https", "mailto"})
 
 
 def as_text(value: Any) -> str:

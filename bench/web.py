@@ -1,0 +1,178 @@
+"""Issue 13: the web UI in Chromium, measured with the browser's performance timeline.
+
+- task page of a run with 5,000 messages: first contentful paint and DOMContentLoaded (target
+  first paint ≤ 1 s); then every earlier message loaded into the page (all 5,000 in the DOM) and
+  the page scrolled from bottom to top: frame times (requestAnimationFrame) and long tasks
+  (PerformanceObserver 'longtask') — "without jank" means no frame over 50 ms, few long tasks;
+- the issue board with 1,000 issues: first contentful paint and DOMContentLoaded (target ≤ 1 s).
+
+A real server process (SQLite) is filled through its HTTP API; Debian's Chromium through Playwright.
+Prints one JSON object (with the load average).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import Server, emit, log, machine, sqlite_url, tempdir  # noqa: E402
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+TIMING_JS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+  return {fcp_ms: fcp ? fcp.startTime : null, dom_content_loaded_ms: nav.domContentLoadedEventEnd,
+          load_ms: nav.loadEventEnd, html_bytes: nav.transferSize, dom_nodes: document.getElementsByTagName('*').length};
+}"""
+SCROLL_JS = """async () => {
+  const longTasks = [];
+  const obs = new PerformanceObserver(list => { for (const e of list.getEntries()) longTasks.push(e.duration); });
+  obs.observe({type: 'longtask', buffered: false});
+  const frames = [];
+  let last = performance.now();
+  const step = 400;  // a brisk wheel scroll per frame
+  window.scrollTo(0, document.body.scrollHeight);
+  await new Promise(r => requestAnimationFrame(r));
+  last = performance.now();
+  while (window.scrollY > 0 && frames.length < 600) {
+    window.scrollBy(0, -step);
+    await new Promise(r => requestAnimationFrame(r));
+    const now = performance.now();
+    frames.push(now - last);
+    last = now;
+  }
+  obs.disconnect();
+  return {frames, longTasks};
+}"""
+
+
+def _chromium() -> str:
+    for c in (os.environ.get("PREDICTORX_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser",
+              shutil.which("chromium")):
+        if c and os.path.exists(c):
+            return c
+    raise SystemExit("no Chromium: install Debian's chromium or set PREDICTORX_CHROMIUM")
+
+
+def _messages(n: int) -> list[dict]:
+    out = []
+    for seq in range(n):
+        kind = ("text", "tool_use", "tool_result", "thinking")[seq % 4]
+        if kind == "text":
+            content = {"text": f"Step {seq}: looking at `checkout.py`.\n\n- the **total** is wrong\n- see [docs](https://example.com)"}
+        elif kind == "tool_use":
+            content = {"id": f"t{seq}", "name": "Bash", "input": {"command": f"pytest -q tests/test_{seq}.py"}}
+        elif kind == "tool_result":
+            lines = 40 if seq % 20 == 2 else 3
+            content = {"tool_use_id": f"t{seq - 1}", "output": "\n".join(f"line {i} of output" for i in range(lines)),
+                       "is_error": False}
+        else:
+            content = {"text": "Thinking about the next step."}
+        out.append({"seq": seq, "kind": kind, "content": content})
+    return out
+
+
+def _fill(server: Server, messages: int, issues: int) -> str:
+    server.api("POST", "/api/agents", {"name": "claude", "provider": "claude"})
+    project = server.api("POST", "/api/projects", {"title": "Bench"})
+    reg = server.api("POST", "/api/daemon/register", {"daemon_id": str(uuid.uuid4()), "name": "bench",
+                                                      "runtimes": [{"provider": "claude"}]})
+    daemon = server.headers(reg["token"])
+    server.api("POST", "/api/issues", {"title": "The long run", "project_id": project["id"], "assignee": "claude"})
+    task = server.api("POST", "/api/daemon/claim", {"limit": 1}, headers=daemon)["tasks"][0]["task"]
+    batch = _messages(messages)
+    for i in range(0, len(batch), 500):
+        server.api("POST", f"/api/tasks/{task['id']}/messages", {"messages": batch[i:i + 500]}, headers=daemon)
+    log(f"{messages} messages posted")
+    statuses = ("backlog", "todo", "in_progress", "in_review", "done", "cancelled")
+    for n in range(issues - 1):
+        issue = server.api("POST", "/api/issues", {"title": f"Issue number {n} with a title of some length",
+                                                   "project_id": project["id"]})
+        if n % 6:
+            server.api("PATCH", f"/api/issues/{issue['number']}", {"status": statuses[n % 6]})
+    log(f"{issues} issues made")
+    return task["id"]
+
+
+def _median(runs: list[dict], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return round(statistics.median(values), 1) if values else None
+
+
+def _page_timings(context, url: str, repeat: int) -> dict:  # noqa: ANN001
+    runs = []
+    for _ in range(repeat):
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        page.wait_for_timeout(100)
+        runs.append(page.evaluate(TIMING_JS))
+        page.close()
+    return {"first_contentful_paint_ms_median": _median(runs, "fcp_ms"),
+            "dom_content_loaded_ms_median": _median(runs, "dom_content_loaded_ms"),
+            "load_ms_median": _median(runs, "load_ms"), "dom_nodes": runs[-1]["dom_nodes"],
+            "runs": [{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in runs]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=5000)
+    ap.add_argument("--issues", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=5, help="page loads per measurement (median reported)")
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with tempdir("px-bench-web-") as root:
+        server = Server(root, sqlite_url(root))
+        try:
+            task_id = _fill(server, args.messages, args.issues)
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+                context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=server.url)
+                page = context.new_page()
+                page.goto(f"/login?token={server.token}")
+                page.close()
+                task = _page_timings(context, f"/tasks/{task_id}", args.repeat)
+                log("task page measured")
+                board = _page_timings(context, "/issues?view=board", args.repeat)
+                log("board measured")
+
+                page = context.new_page()
+                page.goto(f"/tasks/{task_id}")
+                while page.locator("li.earlier button").count():
+                    first = page.locator("#messages > li[data-seq]").first.get_attribute("data-seq")
+                    page.locator("li.earlier button").first.click()
+                    page.wait_for_function(
+                        "f => document.querySelector('#messages > li[data-seq]').dataset.seq !== f", arg=first,
+                        timeout=60000)
+                shown = page.locator("#messages > li[data-seq]").count()
+                scroll = page.evaluate(SCROLL_JS)
+                frames = sorted(scroll["frames"])
+                task["scroll"] = {
+                    "messages_in_page": shown, "frames": len(frames),
+                    "frame_ms_p50": round(statistics.median(frames), 1) if frames else None,
+                    "frame_ms_p95": round(frames[int(len(frames) * 0.95) - 1], 1) if frames else None,
+                    "frame_ms_max": round(frames[-1], 1) if frames else None,
+                    "frames_over_50ms": sum(1 for f in frames if f > 50),
+                    "long_tasks": len(scroll["longTasks"]),
+                    "long_task_ms_total": round(sum(scroll["longTasks"]), 1)}
+                browser.close()
+        finally:
+            server.stop()
+    emit({"bench": "web", "messages": args.messages, "issues": args.issues,
+          "task_page": task, "board": board,
+          "targets": {"task_page_first_paint_ms": 1000, "board_first_paint_ms": 1000,
+                      "scroll": "no frame over 50 ms"},
+          "met": {"task_page": (task["first_contentful_paint_ms_median"] or 1e9) <= 1000,
+                  "board": (board["first_contentful_paint_ms_median"] or 1e9) <= 1000},
+          "machine": machine()})
+
+
+if __name__ == "__main__":
+    main()

@@ -31,9 +31,14 @@ def test_project_room_shows_who_messages_and_leases(page, live, tmp_path, monkey
     expect(page.locator("#room-unavailable")).to_contain_text("No agents-room store")
 
     name = f"shared:{project_room(project['id'], 'Storefront')}"
+    repo = tmp_path / "web-repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
     api = room(db, "join", "--room", name, "--label", "claude-api", "--cwd", str(tmp_path))["session"]
-    web = room(db, "join", "--room", name, "--label", "codex-web", "--cwd", str(tmp_path))["session"]
-    room(db, "send", "--session", api, "--to", "*", "--room", name, "the /orders API now paginates")
+    web = room(db, "join", "--room", name, "--label", "codex-web", "--cwd", str(repo))["session"]
+    sent = room(db, "send", "--session", api, "--to", "*", "--room", name, "the /orders API now paginates")
+    room(db, "send", "--session", web, "--reply-to", str(sent.get("id") or sent.get("message_id")), "--room", name,
+         "thanks, the web client follows")
     # Leases are taken over MCP; the test takes one through agents-room's public Room API.
     from agents_room.room import Room
 
@@ -45,7 +50,10 @@ def test_project_room_shows_who_messages_and_leases(page, live, tmp_path, monkey
     page.goto(f"/projects/{project['id']}/room")
     expect(page.locator("#room-sessions li[data-session]")).to_have_count(2)
     expect(page.locator("#room-sessions")).to_contain_text("claude-api")
-    expect(page.locator(".thread")).to_contain_text("the /orders API now paginates")
+    thread = page.locator(".thread").filter(has_text="the /orders API now paginates")
+    expect(thread).to_have_count(1)
+    expect(thread).to_contain_text("thanks, the web client follows")  # the reply sits in its thread
+    expect(thread.locator("li.reply")).to_have_count(1)
     expect(page.locator("#room-lease-list")).to_contain_text("checkout.ts")
     expect(page.locator("#room-lease-list")).to_contain_text("codex-web")
     assert not axe(page)

@@ -46,16 +46,30 @@ def _run(args: list[str]) -> dict[str, Any]:
     return json.loads(res.stdout)
 
 
+_MESSAGE_KEYS = ("id", "thread", "reply_to", "from", "from_label", "to", "body", "sent_at", "importance")
+_SESSION_KEYS = ("session", "label", "harness", "state", "last_seen", "cwd")
+_LEASE_KEYS = ("pattern", "mode", "expires_at")
+
+
+def _shape(item: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """agents-room's JSON with every key the page reads present (None when it was not sent), so a
+    field it drops or renames shows as blank instead of breaking the page."""
+    item = item if isinstance(item, dict) else {}
+    return {k: item.get(k) for k in keys}
+
+
 def _threads(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages grouped into threads by subject (or, without one, by who talks to whom),
-    the thread with the newest message first."""
-    threads: dict[tuple, dict[str, Any]] = {}
+    """Messages in agents-room's threads (a reply carries its thread's root id as `thread`; a
+    message nobody answered is a thread of one), the thread with the newest message first."""
+    threads: dict[Any, dict[str, Any]] = {}
     for m in messages:
-        subject = (m.get("subject") or "").strip()
-        key = ("s", subject) if subject else ("p", *sorted((str(m.get("from")), str(m.get("to")))))
-        t = threads.setdefault(key, {"subject": subject, "messages": [], "last": ""})
+        key = m.get("thread") or m.get("id")
+        t = threads.setdefault(key, {"id": key, "messages": [], "last": ""})
         t["messages"].append(m)
         t["last"] = max(t["last"], str(m.get("sent_at") or ""))
+    for t in threads.values():
+        t["messages"].sort(key=lambda m: m.get("id") or 0)
+        t["root"] = t["messages"][0]
     return sorted(threads.values(), key=lambda t: t["last"], reverse=True)
 
 
@@ -67,14 +81,15 @@ def project_room_view(project_id: str, title: str | None) -> RoomView:
         return view
     try:
         who = _run(["who", "--room", view.name, "--all", "--json"])
-        sessions = who.get("sessions") or []
-        view.sessions = [s for s in sessions if s.get("state") != "ended"]
-        view.leases = [{**lease, "holder": s.get("label") or s.get("session")}
-                       for s in view.sessions for lease in (s.get("leases") or [])]
+        sessions = [s for s in (who.get("sessions") or []) if isinstance(s, dict)]
+        live = [s for s in sessions if s.get("state") != "ended"]
+        view.sessions = [_shape(s, _SESSION_KEYS) for s in live]
+        view.leases = [{**_shape(lease, _LEASE_KEYS), "holder": s.get("label") or s.get("session")}
+                       for s in live for lease in (s.get("leases") or [])]
         reader = next((s["session"] for s in sessions if s.get("session")), None)
         if reader is not None:  # history reads with any member's id; reading changes nothing
             history = _run(["history", "--session", reader, "--room", view.name, "--limit", str(HISTORY_LIMIT), "--json"])
-            view.threads = _threads(history.get("messages") or [])
+            view.threads = _threads([_shape(m, _MESSAGE_KEYS) for m in history.get("messages") or []])
     except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
         view.why = f"The room store could not be read: {e}"
         return view

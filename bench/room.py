@@ -1,4 +1,4 @@
-"""agents-room benchmark: prints one JSON object with every figure issue 5 asks for.
+"""agents-room benchmark: prints one JSON object with every figure issues 5 and 11 ask for.
 
     .venv/bin/python bench/room.py
 
@@ -25,6 +25,11 @@ from agents_room.room import Room
 
 PY = sys.executable
 WRITERS = 16
+#: 2,000 made-up words: bodies with a realistic spread of common and rare terms for search
+VOCAB = [f"{a}{b}{c}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "su", "ti", "va", "ze")
+         for b in ("ban", "cor", "dil", "fen", "gat", "hum", "jor", "kel", "lim", "mos", "nep", "pul", "quo", "rid",
+                   "sol", "tam", "ven", "wix", "yot", "zub")
+         for c in ("a", "e", "i", "o", "u", "an", "er", "is", "on", "us")]
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -146,7 +151,8 @@ def build_big_store(db: Path, repo: Path, n_messages: int = 100_000) -> dict:
         sender = sessions[mid % len(sessions)]
         created = now - (n_messages - mid) * 0.5
         expires = created + 600 if mid % 10 == 0 else None  # 10% carry a TTL; most of those have expired
-        msgs.append((mid, sender, "*", f"message body {mid} " + "x" * 80, created, expires, 2))
+        words = " ".join(rng.choice(VOCAB) for _ in range(14))
+        msgs.append((mid, sender, "*", f"message {mid}: {words}", created, expires, 2))
         mrooms += [(mid, room_ids[0]), (mid, rng.choice(room_ids))]
         for rcpt in rng.sample(sessions, 2):
             state = "read" if mid < n_messages - 200 else "stored"
@@ -236,6 +242,116 @@ def bench_leases(tmp: Path, repo: Path, rounds: int = 60) -> dict:
             "p95_ms": ms(pct(lat, 95)), "target": "p95 <= 20 ms with 16 contending sessions"}
 
 
+# ---------------------------------------------------------------- msg_recv over stdio MCP (issue 11)
+async def _mcp_recv(db: Path, repo: Path, n: int) -> list[float]:
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=PY, args=["-m", "agents_room", "mcp"], env={"AGENTS_ROOM_DB": str(db)}, cwd=str(repo))
+    async with Client(params, read_timeout_seconds=30) as c:
+        res = await c.call_tool("room_join", {"rooms": ["bench"], "label": "reader"})
+        sid = res.structured_content["session"]
+        peer = Room.open(db)
+        other = peer.join(cwd=str(repo), rooms=["bench"], label="writer")["session"]
+        for i in range(20):
+            peer.send(other, sid, f"warm {i}")
+            await c.call_tool("msg_recv", {"session": sid})
+        lat = []
+        for i in range(n):
+            peer.send(other, sid, f"message {i} " + "y" * 200)  # one unread message each time, outside the timing
+            s = time.perf_counter()
+            r = await c.call_tool("msg_recv", {"session": sid})
+            lat.append(time.perf_counter() - s)
+            assert not r.is_error and len(r.structured_content["messages"]) == 1
+        peer.close()
+    return lat
+
+
+def bench_mcp_recv(tmp: Path, repo: Path, n: int = 300) -> dict:
+    lat = asyncio.run(_mcp_recv(tmp / "mcp-recv.db", repo, n))
+    return {"n": n, "mean_ms": ms(statistics.mean(lat)), "p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)),
+            "target": "p95 <= 15 ms"}
+
+
+# ---------------------------------------------------------------- search over 100,000 messages (issue 11)
+def bench_search(db: Path, n: int = 200) -> dict:
+    r = Room.open(db)
+    sid = r.conn.execute("SELECT id FROM sessions WHERE label='s1'").fetchone()[0]
+    rng = random.Random(11)
+    kinds = {"one_word": lambda: rng.choice(VOCAB), "two_words": lambda: f"{rng.choice(VOCAB)} {rng.choice(VOCAB)}",
+             "prefix": lambda: rng.choice(VOCAB)[:4] + "*", "phrase": lambda: f'"{rng.choice(VOCAB)} {rng.choice(VOCAB)}"'}
+    out: dict = {}
+    all_lat = []
+    for name, make in kinds.items():
+        lat, hits = [], []
+        for _ in range(n // len(kinds)):
+            q = make()
+            s = time.perf_counter()
+            res = r.search(sid, q, limit=20)
+            lat.append(time.perf_counter() - s)
+            hits.append(res["matches"])
+        all_lat += lat
+        out[name] = {"p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)), "mean_results": round(statistics.mean(hits), 1)}
+    r.close()
+    out.update({"n": len(all_lat), "p95_ms": ms(pct(all_lat, 95)), "target": "p95 <= 50 ms over 100,000 messages"})
+    return out
+
+
+# ---------------------------------------------------------------- the commit guard (issue 11)
+def bench_guard(tmp: Path, files: int = 10_000, n: int = 20) -> dict:
+    repo = tmp / "big-repo"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@x", "AGENTS_ROOM_DB": str(tmp / "guard.db")}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env, timeout=60)
+    for i in range(files):
+        d = repo / f"pkg{i % 100}"
+        d.mkdir(exist_ok=True)
+        (d / f"mod{i}.py").write_text(f"x = {i}\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env, timeout=300)
+    subprocess.run(["git", "commit", "-qm", "base"], cwd=repo, check=True, env=env, timeout=300)
+    holder = subprocess.Popen([PY, "-c", "import time; time.sleep(600)"])
+    try:
+        r = Room.open(tmp / "guard.db")
+        h = r.join(cwd=str(repo), label="holder", pid=holder.pid)["session"]
+        r.lease_acquire(h, [f"pkg{i}/**" for i in range(50, 60)] + ["pkg7/mod7.py"])
+        for i in range(1, 60):  # other sessions' leases elsewhere in the store
+            o = r.join(cwd=str(repo), label=f"o{i}")["session"]
+            r.conn.execute("UPDATE sessions SET pid=NULL WHERE id=?", (o,))
+        r.close()
+        for i in range(0, 5):
+            (repo / f"pkg{i}" / f"mod{i}.py").write_text("changed\n")
+        subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env, timeout=60)
+        import resource
+
+        lat, cpu = [], []
+        for _ in range(n):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            s = time.perf_counter()
+            res = subprocess.run([PY, "-m", "agents_room", "guard", "check", "--repo", str(repo)], env=env,
+                                 capture_output=True, text=True, timeout=60)
+            lat.append(time.perf_counter() - s)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # CPU of the check and its git calls: what it costs, whatever the machine's load
+            cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+            assert res.returncode == 0, res.stderr
+        (repo / "pkg7" / "mod7.py").write_text("leased\n")
+        subprocess.run(["git", "add", "-A"], cwd=repo, check=True, env=env, timeout=60)
+        refused = subprocess.run([PY, "-m", "agents_room", "guard", "check", "--repo", str(repo)], env=env,
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 3 and "pkg7/mod7.py" in refused.stderr
+        bare = []
+        for _ in range(n):  # the floor: starting this interpreter at all
+            s = time.perf_counter()
+            subprocess.run([PY, "-c", "pass"], timeout=60)
+            bare.append(time.perf_counter() - s)
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    return {"files": files, "staged": 6, "n": n, "p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)),
+            "cpu_p50_ms": ms(pct(cpu, 50)), "cpu_p95_ms": ms(pct(cpu, 95)),
+            "python_startup_p50_ms": ms(pct(bare, 50)), "refuses_a_leased_file": True,
+            "target": "<= 100 ms on a 10,000-file repository"}
+
+
 def main() -> None:
     t0 = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="agents-room-bench-"))
@@ -247,11 +363,15 @@ def main() -> None:
         result["msg_send_store_single_process"] = bench_send_single(tmp, repo)
         result["msg_send_16_writer_processes"] = bench_send_multi(tmp, repo)
         result["msg_send_mcp_stdio_round_trip"] = bench_mcp(tmp, repo)
+        result["msg_recv_mcp_stdio_round_trip"] = bench_mcp_recv(tmp, repo)
         result["lease_acquire_16_contending"] = bench_leases(tmp, repo)
         big = tmp / "big.db"
         result["big_store"] = build_big_store(big, repo)
         result["hook_process_time_100k"] = bench_hooks(big, repo)
+        result["search_100k"] = bench_search(big)
         result["doctor_prune_100k"] = bench_doctor_prune(big)
+        result["commit_guard_10k_files"] = bench_guard(tmp)
+        result["loadavg_1m_at_end"] = os.getloadavg()[0]
         result["wall_s"] = round(time.time() - t0, 1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -73,7 +73,9 @@ def test_codex_run_overrides(tmp_path, repos):
     db = tmp_path / "platform.db"
     cfg = prepare_agent_run("codex", config_dir=tmp_path / "run2", rooms=["shared:project-storefront"], label="web",
                             db_path=db, cwd=repos["web"], autonomy="hold")
-    ov = _overrides(cfg.args)
+    # Codex 0.169 runs no untrusted hook; a headless run has nobody to trust ours (issue 9)
+    assert cfg.args[0] == "--dangerously-bypass-hook-trust"
+    ov = _overrides(cfg.args[1:])
     assert ov["mcp_servers.agents-room.args"][-1] == "mcp"
     assert ov["mcp_servers.agents-room.env"]["AGENTS_ROOM_DB"] == str(db)
     assert ov["features.hooks"] is True and "features.codex_hooks" not in ov  # issue 9: Codex 0.169 reads [features].hooks
@@ -84,7 +86,7 @@ def test_codex_run_overrides(tmp_path, repos):
     assert res.returncode == 0 and "shared:project-storefront" in res.stdout
     s = Room.open(db).who()["sessions"][0]
     assert s["harness"] == "codex" and s["rooms"] == ["repo:web", "shared:project-storefront"] and s["autonomy"] == "hold"
-    assert cfg.files[0].read_text().count("\n") == len(cfg.args) // 2
+    assert cfg.files[0].read_text().count("\n") == len(cfg.args[1:]) // 2
 
 
 def test_two_repos_one_project_can_talk(tmp_path, repos):
@@ -95,7 +97,7 @@ def test_two_repos_one_project_can_talk(tmp_path, repos):
     }
     for name, cfg in runs.items():
         cmd = (json.loads(cfg.files[1].read_text())["hooks"] if cfg.harness == "claude" else
-               {"SessionStart": _overrides(cfg.args)["hooks.SessionStart"]})["SessionStart"][0]["hooks"][0]["command"]
+               {"SessionStart": _overrides(cfg.args[1:])["hooks.SessionStart"]})["SessionStart"][0]["hooks"][0]["command"]
         _run_hook(cmd, cfg, {"session_id": f"chat-{name}", "cwd": str(repos[name]), "hook_event_name": "SessionStart"})
     r = Room.open(db)
     ids = {s["label"]: s["session"] for s in r.who()["sessions"]}

@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     if not argv:
         parser.print_usage(sys.stderr)
-        print("agents-room: a command is required (see agents-room --help)", file=sys.stderr)
+        print("agents-room: a command is required (see agents-room --help)", file=sys.stderr)  # R-ROOM-2
         return 2
     if argv[:1] == ["hook"] or (len(argv) > 1 and argv[0].startswith("--db") and "hook" in argv[:3]):
         # a hook must never block its harness on our own usage error (exit 2 is "block" to Claude

@@ -5,8 +5,9 @@ CLI and adds the returned arguments, environment and files to that one run.
 Nothing in the user's own harness configuration is read or written: Claude
 Code gets ``--mcp-config`` and ``--settings`` files in ``config_dir``; Codex gets
 ``-c`` overrides (``mcp_servers.agents-room.*``, ``hooks.*``, ``features.hooks`` — Codex 0.169
-reads ``[features].hooks``; the older ``codex_hooks`` name is deprecated and ran no hook) on its
-command line.
+reads ``[features].hooks``; the older ``codex_hooks`` name is deprecated) on its command line, and
+``--dangerously-bypass-hook-trust``: Codex runs no untrusted hook, and a headless run has nobody to
+trust ours.
 
 A platform run is headless (``claude -p``, ``codex exec``): nobody is there for a wake to start a
 turn in, and an ``async`` wake hook keeps the CLI alive after its result. So a headless run gets
@@ -138,7 +139,10 @@ def prepare_agent_run(
             f"mcp_servers.{MCP_NAME}.env={toml_inline(entry['env'])}",
             "features.hooks=true",
         ] + [f"hooks.{event}={toml_inline(groups)}" for event, groups in hooks.items()]
-        args = [a for o in overrides for a in ("-c", o)]
+        # Codex 0.169 runs no hook it has not been told to trust (a person trusts hooks once in the TUI;
+        # a headless `codex exec` never asks), and `-c bypass_hook_trust=true` is not read: the flag is
+        # the one way the platform's own hooks run. Checked against the real codex 0.169.0 (issue 9).
+        args = ["--dangerously-bypass-hook-trust"] + [a for o in overrides for a in ("-c", o)]
         record = config_dir / "agents-room.codex-overrides.txt"
         record.write_text("\n".join(overrides) + "\n")
         files = [record]

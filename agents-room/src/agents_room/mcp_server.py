@@ -1,4 +1,4 @@
-"""MCP server over stdio (``agents-room mcp``), built on the official SDK's MCPServer.
+"""MCP server over stdio (``agents-room mcp``, R-ROOM-2), built on the official SDK's MCPServer.
 
 Stateless: every tool except ``room_join`` takes the explicit ``session`` id that
 ``room_join`` returned. Optional arguments default to ``None`` meaning "not

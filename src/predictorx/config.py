@@ -17,11 +17,29 @@ import platformdirs
 CONFIG_NAME = "config.json"
 
 
+def private_dir(path: Path) -> Path:
+    """Make `path` (and missing parents) and keep it 0700: state is nobody else's (R-SEC-7).
+
+    An existing directory of ours that is open to others (made by an older version) is tightened."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_file(path, 0o700)
+    return path
+
+
+def private_file(path: Path, mode: int = 0o600) -> None:
+    """Take group and other bits off a file or directory of ours, if it has any."""
+    try:
+        st = path.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, mode)
+    except OSError:
+        pass
+
+
 def state_dir() -> Path:
     home = os.environ.get("PREDICTORX_HOME")
     path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("predictorx"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(path)
 
 
 def database_url() -> str:
@@ -36,11 +54,11 @@ def lock_dir() -> Path:
     on one machine (each with its own PREDICTORX_HOME) see each other's locks (R-LD-5)."""
     override = os.environ.get("PREDICTORX_LOCK_DIR")
     path = Path(override).expanduser() if override else Path(platformdirs.user_cache_dir("predictorx")) / "locks"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return private_dir(path)
 
 
 def workspaces_root() -> Path:
+    """Where task env roots and the repo cache live; the daemon keeps it 0700 (`private_dir`)."""
     root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
     return Path(root).expanduser() if root else Path.home() / "predictorx_workspaces"
 

@@ -11,7 +11,7 @@ import sys
 
 import uvicorn
 
-from . import config
+from . import config, hardening
 from .cli.client import fail
 from .server.app import create_app
 from .server.run import bootstrap, port_free
@@ -20,7 +20,8 @@ from .store.db import Database
 log = logging.getLogger("predictorx.up")
 
 
-def run_up(host: str, port: int, *, with_daemon: bool, demo: bool) -> None:
+def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool = False) -> None:
+    hardening.harden_service()  # 0600 database and logs, /proc unreadable to agents (R-SEC-6, R-SEC-7)
     if not port_free(host, port):
         fail(f"port {port} on {host} is in use (is `predictorx up` already running?); pick another with --port")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -32,13 +33,23 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool) -> None:
     fresh = bootstrap(db, url) is not None
     app = create_app(db, migrate=False)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+    if with_daemon and sandbox:
+        from .daemon.sandbox import bwrap_problem
+
+        problem = bwrap_problem()
+        if problem:
+            fail(f"--sandbox was asked for but {problem}; install the package `bubblewrap` or start without --sandbox")
+    # SIGTERM ends `up` like Ctrl-C does, through the code that stops the daemon: uvicorn re-raises
+    # the signal it caught once it has shut down, and the default action would end this process
+    # before that code ran, leaving the daemon looping "server unreachable" (finding 13).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        asyncio.run(_serve(server, url, with_daemon=with_daemon, demo=demo and fresh))
+        asyncio.run(_serve(server, url, with_daemon=with_daemon, demo=demo and fresh, sandbox=sandbox))
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled; _serve already said so
         pass
 
 
-async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool) -> None:
+async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool, sandbox: bool = False) -> None:
     serving = asyncio.create_task(server.serve())
     while not server.started:
         if serving.done():
@@ -54,8 +65,10 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
     daemon = None
     if with_daemon:
         # Same process group as this one: Ctrl-C or a kill of the group stops both.
-        daemon = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground"],
-                                  env=os.environ.copy())
+        # It also dies with this process, however this one ends (kill -9 included).
+        daemon = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
+                                   *(["--sandbox"] if sandbox else [])],
+                                  env=os.environ.copy(), preexec_fn=_daemon_dies_with_up)
     demo_job = asyncio.create_task(asyncio.to_thread(_demo)) if demo and with_daemon else None
     watch = asyncio.create_task(_watch_daemon(daemon)) if daemon is not None else None
     try:
@@ -64,13 +77,25 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
         for job in (demo_job, watch):
             if job is not None:
                 job.cancel()
-        if daemon is not None and daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.to_thread(daemon.wait, 15)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
+        if daemon is not None:
+            _stop_daemon(daemon)
         print("\nPredictor X stopped (server and local daemon).", flush=True)
+
+
+def _daemon_dies_with_up() -> None:
+    hardening.die_with_parent(signal.SIGTERM)
+
+
+def _stop_daemon(daemon: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 15 s; synchronous, so it also runs while the loop is unwinding."""
+    if daemon.poll() is not None:
+        return
+    daemon.send_signal(signal.SIGTERM)
+    try:
+        daemon.wait(15)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait(5)
 
 
 async def _watch_daemon(daemon: subprocess.Popen) -> None:

@@ -16,8 +16,8 @@ def server(tmp_path, database_url):  # noqa: ANN001, ANN201
 def start_daemon(server, tmp_path):  # noqa: ANN001, ANN201
     started: list[Daemon] = []
 
-    def start(name: str = "d1", **env: str) -> Daemon:
-        d = Daemon(server, tmp_path / f"daemon-{name}", **env)
+    def start(name: str = "d1", *, wrapper: tuple[str, ...] = (), args: tuple[str, ...] = (), **env: str) -> Daemon:
+        d = Daemon(server, tmp_path / f"daemon-{name}", wrapper=wrapper, args=args, **env)
         started.append(d)
         return d
     yield start

@@ -98,8 +98,9 @@ class Daemon:
     """A `predictorx daemon start --foreground` with its own state dir (so its own daemon_id)."""
 
     def __init__(self, server: Server, home: Path, *, max_tasks: int = 4, replicas: list[Server] | None = None,
-                 **env: str):
-        """`replicas`: servers sharing one database; the push connection may be held by any of them."""
+                 wrapper: tuple[str, ...] = (), args: tuple[str, ...] = (), **env: str):
+        """`replicas`: servers sharing one database; the push connection may be held by any of them.
+        `wrapper` goes before the command (e.g. setpriv), `args` after it (e.g. --sandbox)."""
         home.mkdir(parents=True, exist_ok=True)
         shutil.copy(server.home / "config.json", home / "config.json")
         self.home = home
@@ -110,8 +111,8 @@ class Daemon:
         self.env.pop("PREDICTORX_DATABASE_URL", None)
         self.log_path = home / "daemon.out"
         self.log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
-                                      "--max-tasks", str(max_tasks)], env=self.env, stdout=self.log,
+        self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
+                                      "--max-tasks", str(max_tasks), *args], env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.id = wait_until(lambda: (home / "daemon_id").exists() and (home / "daemon_id").read_text().strip(),
                              20, what="the daemon id")

@@ -160,10 +160,13 @@ class AgentAdapter:
             return RunResult("failed", None, None, str(exc), None, None)
         if cancel.is_set():  # cancelled while the task was being prepared: never start it
             return RunResult("cancelled", None, None, "cancelled before the agent started", None, None)
+        env = self.build_env(spec)
+        if spec.sandbox is not None:
+            argv = spec.sandbox(argv, env)
         request = ProcessRequest(
             argv=argv,
             cwd=spec.cwd,
-            env=self.build_env(spec),
+            env=env,
             stdin_data=self.stdin_payload(spec),
             stream_log=spec.logs_dir / f"{self.provider}.stream.jsonl",
             stderr_log=spec.logs_dir / f"{self.provider}.stderr.log",

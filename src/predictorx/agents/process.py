@@ -7,7 +7,8 @@
 - Stdout is kept verbatim in `<logs>/<provider>.stream.jsonl`, stderr in
   `<logs>/<provider>.stderr.log`; the tail of stderr is kept in memory for the failure reason.
 - Cancel or timeout: SIGTERM to the group, SIGKILL after a grace; all of it within
-  `STOP_BUDGET_S`. On a normal exit, whatever the agent left running in its group is stopped too.
+  `STOP_BUDGET_S`. On a normal exit, whatever the agent left running in its group is stopped too,
+  and so is every descendant that left the group (`descendants.py`).
 - The leader's exit is noticed from its return code, not from `Process.wait()`, which on some
   Python versions also waits for the pipes — and a grandchild holding stdout would keep it waiting.
 """
@@ -27,6 +28,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import psutil
+
+from .. import hardening
+from . import descendants
 
 log = logging.getLogger(__name__)
 
@@ -97,18 +101,25 @@ def _die_with_parent() -> None:
     daemon, and a restarted daemon would start the next task beside it."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.umask(_AGENT_UMASK)  # the daemon's own files are 0600; the agent's are the person's kind
+
+
+_AGENT_UMASK = 0o022
 
 
 async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asyncio.Event) -> ProcessOutcome:
     """Run one agent process to its end; `on_line` gets every stdout line, in order."""
+    global _AGENT_UMASK
+    _AGENT_UMASK = hardening.person_umask()  # read here: os.umask is not for a child before exec
     request.stream_log.parent.mkdir(parents=True, exist_ok=True)
     request.stderr_log.parent.mkdir(parents=True, exist_ok=True)
     with open(request.stream_log, "ab") as stream_log, open(request.stderr_log, "ab") as stderr_log:
         try:
+            tag = descendants.new_tag()
             proc = await asyncio.create_subprocess_exec(
                 *request.argv,
                 cwd=str(request.cwd),
-                env=request.env,
+                env={**request.env, descendants.TAG_VAR: tag},
                 stdin=asyncio.subprocess.PIPE if request.stdin_data is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -119,7 +130,8 @@ async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asy
             return ProcessOutcome(None, spawn_error=_not_found(request))
         except OSError as exc:
             return ProcessOutcome(None, spawn_error=f"could not start {request.argv[0]!r}: {exc}")
-        return await _supervise(proc, request, on_line, cancel, stream_log, stderr_log)
+        return await _supervise(proc, request, on_line, cancel, stream_log, stderr_log,
+                                descendants.Descendants(proc.pid, tag))
 
 
 async def _supervise(
@@ -129,6 +141,7 @@ async def _supervise(
     cancel: asyncio.Event,
     stream_log: BinaryIO,
     stderr_log: BinaryIO,
+    family: descendants.Descendants,
 ) -> ProcessOutcome:
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
     tail = _Tail(STDERR_TAIL_BYTES)
@@ -142,6 +155,7 @@ async def _supervise(
     ]
     handler = asyncio.create_task(_handle_lines(lines, on_line))
     writer = asyncio.create_task(_feed(proc.stdin, request.stdin_data)) if proc.stdin else None
+    watcher = asyncio.create_task(_watch_family(family))
     cancelled = timed_out = False
     try:
         ending = await _wait_for_end(proc, cancel, request.timeout_s)
@@ -150,15 +164,17 @@ async def _supervise(
             await _stop_group(proc, pgid)
         else:
             await _stop_leftovers(pgid)
+        await _end_family(family)  # also what left the group (setsid), before the pipes are drained
         await _drain(readers, activity)
         await _finish_handler(handler, lines)
     finally:
         # Also reached when the run itself is cancelled (daemon shutdown): nothing may survive it.
-        for task in [*readers, handler, *([writer] if writer else [])]:
+        for task in [*readers, handler, watcher, *([writer] if writer else [])]:
             task.cancel()
         if proc.returncode is None or _group_alive(pgid):
             _signal_group(pgid, signal.SIGKILL)
         await _reap(proc)
+        await asyncio.shield(_end_family(family))
         _close_pipes(proc)
     return ProcessOutcome(
         exit_code=proc.returncode,
@@ -167,6 +183,23 @@ async def _supervise(
         stderr_tail=tail.text(),
         pid=proc.pid,
     )
+
+
+async def _watch_family(family: descendants.Descendants) -> None:
+    """Note the agent's process tree while it runs (see descendants.py)."""
+    while True:
+        await asyncio.sleep(descendants.SCAN_INTERVAL_S)
+        await asyncio.to_thread(family.scan)
+
+
+async def _end_family(family: descendants.Descendants) -> None:
+    try:
+        stopped = await asyncio.to_thread(family.end)
+    except Exception:  # noqa: BLE001 — never let the sweep cost the run its result
+        log.exception("stopping what the agent left running failed")
+        return
+    if stopped:
+        log.info("stopped %d process(es) the agent left running outside its process group", stopped)
 
 
 async def _wait_for_end(proc: asyncio.subprocess.Process, cancel: asyncio.Event, timeout_s: float | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,3 +27,6 @@ class RunSpec:
     resume_session_id: str | None = None
     #: The whole run; when it passes, the process group is stopped and the run fails.
     timeout_s: float | None = None
+    #: Turns the finished argv (and the agent's env) into the sandboxed command line, e.g.
+    #: `bwrap … -- argv` (daemon/sandbox.py); None: the agent runs unconfined.
+    sandbox: Callable[[list[str], dict[str, str]], list[str]] | None = None

@@ -45,8 +45,10 @@ def server_start(host: str = typer.Option("127.0.0.1", "--host", help="Loopback 
                  workers: int = typer.Option(1, "--workers", min=1, max=64,
                                              help="Server processes on this port (PostgreSQL only).")) -> None:
     """Run the API and web server in the foreground."""
+    from ..hardening import harden_service
     from ..server.run import port_free, serve
 
+    harden_service()  # 0600 database and logs, /proc unreadable to agents (R-SEC-6, R-SEC-7)
     if not port_free(host, port):
         fail(f"port {port} on {host} is in use; pick another with --port")
     typer.echo(f"Predictor X server on http://{host}:{port} (state in {config.state_dir()})", err=True)
@@ -74,11 +76,12 @@ def server_nginx_config(upstream: list[str] = typer.Option(..., "--upstream", he
 @app.command()
 def up(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8484, "--port", min=1, max=65535),
        no_daemon: bool = typer.Option(False, "--no-daemon", help="Only the server and web UI."),
-       demo: bool = typer.Option(True, "--demo/--no-demo", help="On a fresh state dir, create and run the demo.")) -> None:
+       demo: bool = typer.Option(True, "--demo/--no-demo", help="On a fresh state dir, create and run the demo."),
+       sandbox: bool = typer.Option(False, "--sandbox", help="Run every agent of the local daemon in the bubblewrap sandbox.")) -> None:
     """Server + web UI + a local daemon, in one process group, on the embedded SQLite default."""
     from ..up import run_up
 
-    run_up(host, port, with_daemon=not no_daemon, demo=demo)
+    run_up(host, port, with_daemon=not no_daemon, demo=demo, sandbox=sandbox)
 
 
 @app.command()
@@ -98,11 +101,13 @@ def daemon_start(foreground: bool = typer.Option(False, "--foreground", help="St
                  name: Optional[str] = typer.Option(None, "--name", help="Shown in `daemon list`; defaults to the hostname."),
                  max_tasks: int = typer.Option(4, "--max-tasks", min=1, max=64, help="Execution slots."),
                  server_url: Optional[list[str]] = typer.Option(
-                     None, "--server-url", help="Server (or proxy) URL; repeat it to fail over between several.")) -> None:
+                     None, "--server-url", help="Server (or proxy) URL; repeat it to fail over between several."),
+                 sandbox: bool = typer.Option(False, "--sandbox", help="Run every agent in the bubblewrap sandbox "
+                                              "(its workdir writable; the state dir, ~/.ssh, ~/.config hidden).")) -> None:
     """Register this machine, then claim and run tasks (R-EX-1)."""
     from ..daemon.main import start
 
-    start(foreground=foreground, name=name, max_tasks=max_tasks, server_urls=server_url)
+    start(foreground=foreground, name=name, max_tasks=max_tasks, server_urls=server_url, sandbox=sandbox)
 
 
 @daemon_app.command("status")

@@ -250,6 +250,13 @@ def write_resources_json(workdir: Path, ctx: TaskContext, *, task_id: str | None
     return result
 
 
+def planned_resources_json(workdir: Path) -> ContextFiles:
+    """What `write_resources_json` would make in `workdir`: the file and the missing directories."""
+    dirs = [d for d in (workdir / RESOURCES_JSON.parts[0], workdir / Path(*RESOURCES_JSON.parts[:2]))
+            if not d.exists()]
+    return ContextFiles(files=[workdir / RESOURCES_JSON], dirs=dirs)
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.predictorx-{os.getpid()}.tmp")
     try:
@@ -357,6 +364,14 @@ def insert_block(path: Path, block: str, *, task_id: str | None = None) -> Block
     is removed first, never duplicated. Symlinks are followed (CLAUDE.md → AGENTS.md is common);
     callers that must stay inside a folder check the target first (`prepare_context` does).
     """
+    handle, data = plan_block(path, block, task_id=task_id)
+    _write_atomic(handle.path, data)
+    return handle
+
+
+def plan_block(path: Path, block: str, *, task_id: str | None = None) -> tuple[BlockHandle, bytes]:
+    """What `insert_block` would write, without writing: the handle and the file's new bytes
+    (so the handle can be kept on disk before the person's file changes)."""
     target = Path(os.path.realpath(path))
     try:
         data = target.read_bytes()
@@ -376,9 +391,8 @@ def insert_block(path: Path, block: str, *, task_id: str | None = None) -> Block
     body_bytes = body.encode("utf-8").replace(b"\n", nl) + nl if body else b""
     separator = nl if data else b""
     inserted = separator + begin + body_bytes + END + nl
-
-    _write_atomic(target, data + inserted)
-    return BlockHandle(path=target, begin=begin, inserted=inserted, separator=separator, created=created)
+    return (BlockHandle(path=target, begin=begin, inserted=inserted, separator=separator, created=created),
+            data + inserted)
 
 
 def remove_block(handle: BlockHandle) -> bool:
@@ -474,6 +488,7 @@ class PreparedContext:
     handle: BlockHandle | None = None
     files: ContextFiles | None = None
     error: str | None = None             # why the task runs without project context
+    record: Path | None = None           # where the undo record is kept (contextrecord.py)
 
     def cleanup(self) -> None:
         if self.handle is not None:
@@ -488,25 +503,36 @@ class PreparedContext:
             except OSError as exc:
                 log.warning("could not remove %s: %s", RESOURCES_JSON, exc)
             self.files = None
+        if self.record is not None:
+            self.record.unlink(missing_ok=True)
+            self.record = None
 
 
 ContextSource = TaskContext | Callable[[], "TaskContext | Awaitable[TaskContext]"]
 
 
 async def prepare_context(workdir: Path, provider: str, task_id: str, load: ContextSource, *,
-                          checkouts: Mapping[str, str | Path] | None = None) -> PreparedContext:
+                          checkouts: Mapping[str, str | Path] | None = None,
+                          record: Path | None = None) -> PreparedContext:
     """Load the project context and give it to the agent, best effort (R-CTX-5).
 
     `load` is a TaskContext or a (sync or async) callable fetching it. On any failure — fetch,
     render or write — the failure is logged, anything written is removed, and an empty
     `PreparedContext` with `error` set is returned: the task runs without the section and file.
+
+    With `record`, what is about to be written is kept there first (contextrecord.py), so that a
+    daemon killed mid-task still has its next start take it out of the person's folder.
     """
-    prepared = PreparedContext()
+    from . import contextrecord
+
+    prepared = PreparedContext(record=record)
     try:
         ctx = load() if callable(load) else load
         if inspect.isawaitable(ctx):
             ctx = await ctx
         workdir = Path(workdir)
+        if record is not None and ctx.has_project:
+            contextrecord.save(record, task_id, workdir, resources=planned_resources_json(workdir))
         files = write_resources_json(workdir, ctx, task_id=task_id) if ctx.has_project else None
         prepared.files = files
         block = render_context_block(ctx, checkouts=checkouts,
@@ -516,7 +542,12 @@ async def prepare_context(workdir: Path, provider: str, task_id: str, load: Cont
             real, root = Path(os.path.realpath(path)), Path(os.path.realpath(workdir))
             if root != real and root not in real.parents:
                 raise OSError(f"{path.name} is a symlink to {real}, outside the working directory")
-            prepared.handle = insert_block(path, block, task_id=task_id)
+            handle, data = plan_block(path, block, task_id=task_id)
+            if record is not None:  # kept before the person's file changes (finding 13)
+                contextrecord.save(record, task_id, workdir, resources=files if files and files.files else None,
+                                   block=handle)
+            _write_atomic(handle.path, data)
+            prepared.handle = handle
             prepared.block = block
         return prepared
     except Exception as exc:  # noqa: BLE001 - best effort by requirement: the task must still run

@@ -18,16 +18,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, agents, config
+from .. import __version__, agents, config, hardening
 from ..cli.client import CliError, fail
 from ..resources.local_directory import WORKTREE_CAPABILITY
-from . import identity, worktree
+from . import contextrecord, identity, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer
 from .paths import PathRuleError, check_local_directory
 from .repocache import RepoCache
 from .runner import TaskRun
 from .retry import backoff
+from .sandbox import bwrap_problem
 from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
@@ -61,12 +62,14 @@ def probe_runtimes(path: str | None = None) -> list[dict[str, Any]]:
 
 class Daemon:
     def __init__(self, api: ServerApi, *, name: str | None = None, max_tasks: int = 4,
-                 workspaces_root: Path | None = None):
+                 workspaces_root: Path | None = None, sandbox: bool = False):
         self.api = api
         self.daemon_id = identity.daemon_id()
         self.name = name or socket.gethostname()
         self.max_tasks = max_tasks
-        self.workspaces_root = workspaces_root or config.workspaces_root()
+        #: Every run of this daemon in the bubblewrap sandbox (`daemon start --sandbox`).
+        self.sandbox = sandbox
+        self.workspaces_root = config.private_dir(workspaces_root or config.workspaces_root())
         self.dir_locks = DirLocks(config.lock_dir())
         self.repo_cache = RepoCache(self.workspaces_root)
         self.runs: dict[str, TaskRun] = {}
@@ -145,6 +148,9 @@ class Daemon:
     def recover(self) -> None:
         """Say what a previous run left (locks, worktrees) and finish or clean it."""
         for sentence in self.dir_locks.recover():
+            log.info("recovery: %s", sentence)
+        # Before the worktrees: a crashed task's block must not be committed to its branch.
+        for sentence in contextrecord.recover([self.workspaces_root]):
             log.info("recovery: %s", sentence)
         for sentence in worktree.recover([self.workspaces_root]):
             log.info("recovery: %s", sentence)
@@ -314,8 +320,10 @@ def outcome_line(fields: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: list[str] | None = None) -> None:
+def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: list[str] | None = None,
+          sandbox: bool = False) -> None:
     """`predictorx daemon start`: refuse a second daemon on this state dir, then run."""
+    hardening.harden_service()  # before anything is read or written: 0600 files, no /proc to read
     pid = identity.running_pid()
     if pid is not None:
         fail(f"a daemon for this state dir is already running (pid {pid}); stop it first or set PREDICTORX_HOME")
@@ -324,22 +332,32 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
         cfg = config.ClientConfig(",".join(server_urls), cfg.token, cfg.workspace_id)
     if not cfg.server_url or not cfg.token:
         fail("no server configured: start one with `predictorx up`, or run `predictorx login --server-url URL --token TOKEN`")
+    if sandbox:
+        problem = bwrap_problem()
+        if problem:
+            fail(f"--sandbox was asked for but {problem}; install the package `bubblewrap` or start without --sandbox")
     if not foreground:
         _detach()
     logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request drowns the log
-    identity.write_pid()
+    # Until the loop's handlers are in place, SIGTERM unwinds like Ctrl-C (the pid file is cleared).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if not identity.write_pid():
+        fail(f"a daemon for this state dir is already running (pid {identity.running_pid()}); stop it first")
+    # Orphans of agents come to us, not to init, so they end with their task (finding 13).
+    hardening.child_subreaper()
     try:
-        asyncio.run(_main(cfg, name, max_tasks))
-    except CliError:
-        raise
+        asyncio.run(_main(cfg, name, max_tasks, sandbox))
+    except KeyboardInterrupt:
+        pass
     finally:
         identity.clear_pid()
 
 
-async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int) -> None:
-    daemon = Daemon(ServerApi(cfg.server_url, cfg.token, cfg.workspace_id), name=name, max_tasks=max_tasks)
+async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int, sandbox: bool = False) -> None:
+    daemon = Daemon(ServerApi(cfg.server_url, cfg.token, cfg.workspace_id), name=name, max_tasks=max_tasks,
+                    sandbox=sandbox)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, daemon.stop)
@@ -358,7 +376,9 @@ def _detach() -> None:
         print(f"daemon started in the background; log: {log_path}")
         os._exit(0)
     os.setsid()
-    log_file = open(config.state_dir() / "daemon.log", "a", buffering=1)  # noqa: SIM115
+    log_fd = os.open(config.state_dir() / "daemon.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    config.private_file(config.state_dir() / "daemon.log")
+    log_file = os.fdopen(log_fd, "a", buffering=1)
     os.dup2(log_file.fileno(), sys.stdout.fileno())
     os.dup2(log_file.fileno(), sys.stderr.fileno())
     devnull = os.open(os.devnull, os.O_RDONLY)

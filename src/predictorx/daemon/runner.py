@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import envroot, harness, review, worktree
+from . import contextrecord, envroot, harness, review, sandbox, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .paths import PathRuleError, check_local_directory
@@ -130,6 +130,7 @@ class TaskRun:
         self._uploader.start()
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
+            self._check_sandbox()
             placement, _res = _placement(ctx, self.daemon.daemon_id)
             ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
             real = self._checked_folder(placement) if placement.local_path is not None else None
@@ -315,7 +316,8 @@ class TaskRun:
         self.phase = "running"
         await self.daemon.api.status(self.id, "running", branch_name=self.branch)
         uploader = self._uploader
-        prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts)
+        prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
+                                         record=env.path / contextrecord.RECORD_NAME)
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
         extra_args, extra_env = await asyncio.to_thread(self.daemon.room_setup, self, env, cwd)  # runs agents-room
@@ -326,6 +328,7 @@ class TaskRun:
             env=agent_env, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
+            sandbox=await asyncio.to_thread(self._sandbox_plan, env, cwd, local) if self.sandboxed else None,
         )
         try:
             result = await adapter.run(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event)
@@ -334,6 +337,42 @@ class TaskRun:
         await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
         return {"status": result.status, "result": result.result, "session_id": result.session_id,
                 "failure_reason": result.failure_reason}
+
+    @property
+    def sandboxed(self) -> bool:
+        return bool(self.daemon.sandbox or self.agent.get("sandbox"))
+
+    def _check_sandbox(self) -> None:
+        """A run that asks for the sandbox never runs without it (R-SEC-6)."""
+        if not self.sandboxed:
+            return
+        problem = sandbox.bwrap_problem()
+        if problem:
+            who = "this daemon runs every agent sandboxed" if self.daemon.sandbox else \
+                f"agent {self.agent['name']} asks for the sandbox"
+            raise TaskFailed(f"{who}, but on daemon {self.daemon.name} {problem}; install the package "
+                             "`bubblewrap` there, or turn the sandbox off")
+
+    def _sandbox_plan(self, env: envroot.EnvRoot, cwd: Path, local: Path | None) -> sandbox.SandboxPlan:
+        bwrap = sandbox.bwrap_executable()
+        if bwrap is None:  # checked when the task started; gone since
+            raise TaskFailed(f"bubblewrap (`bwrap`) disappeared from daemon {self.daemon.name}; not run unconfined")
+        home = Path.home()
+        scratch = [env.path / "home", env.path / "agents-room", env.output]
+        for d in scratch:
+            d.mkdir(parents=True, exist_ok=True)
+        writable = [cwd, *scratch, *sandbox.git_dirs(cwd)]
+        if env.workdir_kind != "in_place":
+            writable.append(env.path / "workdir")
+        if local is not None and env.workdir_kind == "in_place":
+            writable.append(local)
+        cache = self.daemon.workspaces_root / ".repos"
+        if cache.is_dir():
+            writable.append(cache)  # `predictorx repo checkout` fetches into it
+        writable += sandbox.agents_room_paths(home)
+        return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
+                                   readable=[env.path, *sandbox.python_paths()],
+                                   hidden=sandbox.secret_paths(home), home=home, chdir=cwd)
 
     def _env(self, env: envroot.EnvRoot, cwd: Path) -> dict[str, str]:
         bin_dir = str(Path(sys.executable).parent)

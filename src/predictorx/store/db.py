@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+import os
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -32,12 +33,23 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def _private_sqlite_file(path: Path) -> None:
+    """The database is 0600 (R-SEC-7); SQLite gives its -wal and -shm files the same mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        return  # SQLite will say what is wrong with the path
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        config.private_file(p)
+
+
 def make_engine(url: str | None = None) -> Engine:
     url = normalize_url(url or config.database_url())
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _private_sqlite_file(Path(path.split("?", 1)[0]))
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},

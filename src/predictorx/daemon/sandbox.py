@@ -1,0 +1,204 @@
+"""The opt-in OS sandbox for agent runs, with bubblewrap (R-SEC-6).
+
+Asked for per agent (`agent create|update --sandbox`) or for every run of a daemon
+(`daemon start --sandbox`, `up --sandbox`). The agent then starts as `bwrap <mounts> -- <argv>`
+and sees a filesystem made of:
+
+- the system, read-only: /usr, /bin, /lib*, /sbin, /etc, /opt (and resolv.conf's target);
+- its own install, read-only: the directories on its PATH, the resolved executable (and the
+  `node_modules` tree it lives in), absolute paths named on its command line, this Python
+  environment (so `predictorx issue comment` works);
+- writable: the task's workdir and env root scratch (`output/`, `home/`, `agents-room/`), the
+  person's folder for `in_place`, the git dirs its repository needs (the person's `.git` for a
+  worktree, the daemon's bare cache for its own checkout), the repo cache (`repo checkout`), the
+  agents-room store, and the CLI's own config directory in $HOME (its login and sessions);
+- an empty $HOME, an empty private /tmp, a /proc of its own pid namespace (so no
+  `/proc/$PPID/environ` of the daemon to read) and a minimal /dev.
+
+Everything else — the state dir (database, tokens), ~/.ssh, ~/.config, ~/.gnupg, other users'
+homes, other tasks' env roots — does not exist inside. A secret path that lies under something
+mounted (the state dir inside a person's folder, say) is covered with an empty tmpfs. The
+network is the host's: agents talk to their model APIs.
+
+What it does not cover is in docs/security-sandbox.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import config
+
+#: Overrides the bubblewrap executable (a path or a name on PATH).
+BWRAP_ENV = "PREDICTORX_BWRAP"
+PROBE_TIMEOUT_S = 10.0
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+#: Where each CLI keeps its login, settings and sessions, relative to $HOME: writable inside.
+CLI_HOME_PATHS = {
+    "claude": (".claude", ".claude.json"),
+    "codex": (".codex",),
+    "gemini": (".gemini",),
+    "opencode": (".config/opencode", ".local/share/opencode", ".local/state/opencode"),
+}
+#: Read-only in $HOME for every agent: git's identity and settings.
+SHARED_HOME_FILES = (".gitconfig",)
+#: Never visible, even when under something mounted.
+SECRET_HOME_PATHS = (".ssh", ".config", ".gnupg", ".aws", ".netrc", ".git-credentials", ".docker", ".kube",
+                     ".local/share/predictorx", ".cache/predictorx")
+
+
+def bwrap_executable() -> str | None:
+    name = os.environ.get(BWRAP_ENV) or "bwrap"
+    return shutil.which(name)
+
+
+def bwrap_problem() -> str | None:
+    """Why no sandbox can be made on this machine, in words; None when bubblewrap works."""
+    exe = bwrap_executable()
+    if exe is None:
+        return "bubblewrap (`bwrap`) is not installed on this machine"
+    try:
+        probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--dev", "/dev",
+                                "--die-with-parent", "true"], capture_output=True, text=True,
+                               timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap ({exe}) could not be run: {e}"
+    if probe.returncode != 0:
+        first = (probe.stderr.strip().splitlines() or ["no message"])[0]
+        return f"bubblewrap ({exe}) cannot make a sandbox here ({first})"
+    return None
+
+
+@dataclass
+class SandboxPlan:
+    """What one run may see; `wrap` turns an agent's argv into the bwrap command line."""
+
+    bwrap: str
+    provider: str
+    writable: list[Path] = field(default_factory=list)
+    readable: list[Path] = field(default_factory=list)
+    hidden: list[Path] = field(default_factory=list)
+    home: Path = field(default_factory=Path.home)
+    chdir: Path | None = None
+
+    def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        return [self.bwrap, *self.arguments(argv, env), "--", *argv]
+
+    def arguments(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var/tmp", "--dir", "/run"]
+        mounted: list[Path] = []
+        for d in SYSTEM_DIRS:
+            p = Path(d)
+            if p.is_symlink():
+                args += ["--symlink", os.readlink(p), d]
+            elif p.is_dir():
+                args += ["--ro-bind", d, d]
+                mounted.append(p)
+        resolv = Path(os.path.realpath("/etc/resolv.conf"))
+        if not _under(resolv, [Path("/etc")]) and resolv.exists():
+            args += ["--ro-bind", str(resolv), str(resolv)]
+        args += ["--dir", str(self.home)]
+        hidden = [Path(os.path.realpath(h)) for h in self.hidden]
+        for path in _dedupe(self.readable + self._install_paths(argv, env) + self._home_paths(SHARED_HOME_FILES)):
+            if path.exists() and not _under(path, hidden) and not _under(path, mounted):
+                args += ["--ro-bind", str(path), str(path)]
+                mounted.append(path)
+        writable = _dedupe(self.writable + self._home_paths(CLI_HOME_PATHS.get(self.provider, ())))
+        outside = [w for w in writable if not _under(w, hidden)]
+        for path in outside:
+            if path.exists():
+                args += ["--bind", str(path), str(path)]
+        # A secret under something mounted (the state dir inside a person's folder) is covered;
+        # a writable path inside a secret (a CLI's ~/.config/<cli>) is mounted again on top.
+        for secret in hidden:
+            if secret.exists() and _under(secret, mounted + outside):
+                args += ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
+        for path in writable:
+            if path not in outside and path.exists():
+                args += ["--bind", str(path), str(path)]
+        if self.chdir is not None:
+            args += ["--chdir", str(self.chdir)]
+        return args
+
+    def _home_paths(self, names: tuple[str, ...]) -> list[Path]:
+        return [self.home / n for n in names if (self.home / n).exists()]
+
+    def _install_paths(self, argv: list[str], env: dict[str, str]) -> list[Path]:
+        """The agent CLI's own install: PATH entries, its executable's real home, named files."""
+        found: list[Path] = []
+        for entry in env.get("PATH", "").split(os.pathsep):
+            if entry and os.path.isabs(entry) and Path(entry).is_dir():
+                found.append(Path(os.path.realpath(entry)))
+        if argv:
+            exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=env.get("PATH"))
+            if exe and os.path.exists(exe):
+                for p in (Path(os.path.abspath(exe)), Path(os.path.realpath(exe))):
+                    found.append(_package_root(p))
+        # A file named on the command line (`python3 /opt/agent.py`) is visible, itself only.
+        found += [Path(w) for w in argv[1:] if os.path.isabs(w) and os.path.exists(w)]
+        return found
+
+
+def _package_root(path: Path) -> Path:
+    """A script inside node_modules needs the whole tree; anything else its own directory."""
+    parts = path.parts
+    if "node_modules" in parts:
+        return Path(*parts[: parts.index("node_modules") + 1])
+    return path.parent if path.is_file() else path
+
+
+def _under(path: Path, roots: list[Path]) -> bool:
+    return any(path == r or r in path.parents for r in roots)
+
+
+def _dedupe(paths: list[Path]) -> list[Path]:
+    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths))
+
+
+def python_paths() -> list[Path]:
+    """This interpreter and the predictorx code (also an editable checkout), for `predictorx` inside."""
+    import predictorx
+
+    paths = [Path(sys.prefix), Path(sys.base_prefix), Path(predictorx.__file__).resolve().parents[1]]
+    try:
+        import agents_room
+
+        paths.append(Path(agents_room.__file__).resolve().parents[1])
+    except ImportError:
+        pass
+    return paths
+
+
+def secret_paths(home: Path) -> list[Path]:
+    """The daemon's own state and the person's credentials: never inside a sandbox."""
+    paths = [config.state_dir(), config.lock_dir()] + [home / n for n in SECRET_HOME_PATHS]
+    for name in ("PREDICTORX_HOME",):
+        if os.environ.get(name):
+            paths.append(Path(os.environ[name]).expanduser())
+    return paths
+
+
+def git_dirs(cwd: Path) -> list[Path]:
+    """The git dirs a checkout at `cwd` writes to when it commits (a worktree's are elsewhere)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
+                             cwd=cwd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:
+        return []
+    return [Path(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def agents_room_paths(home: Path) -> list[Path]:
+    """agents-room's store, so sandboxed agents still meet in their rooms."""
+    db = os.environ.get("AGENTS_ROOM_DB")
+    folder = Path(db).expanduser().parent if db else home / ".agents-room"
+    return [folder] if folder.is_dir() else []

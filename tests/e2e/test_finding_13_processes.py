@@ -1,0 +1,161 @@
+"""Finding 13 (issue 8): process hygiene (R-EX-5, R-SEC-7).
+
+- SIGTERM to `predictorx up` stops its daemon (it used to be orphaned, looping "server
+  unreachable", and a new `up` refused it as "already running");
+- a stale pid file never blocks a start (the pid file is a flock held for the daemon's life);
+- the daemon is a child subreaper and ends every descendant of an agent with its task: a `setsid`
+  grandchild ignoring SIGTERM is gone after the task ends and after a cancel;
+- the in-place undo record is kept before the instruction block is written, and the next daemon
+  start takes a killed daemon's block and `.predictorx/` out of the person's folder byte-exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from .harness import FAKES, free_port, git, make_repo, wait_until
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
+    home = tmp_path / "up-home"
+    env = {**os.environ, "PREDICTORX_HOME": str(home), "PATH": f"{FAKES}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PREDICTORX_DATABASE_URL", None)
+    port = free_port()
+    with open(tmp_path / "up.log", "wb") as log:
+        up = subprocess.Popen([sys.executable, "-m", "predictorx", "up", "--no-demo", "--port", str(port)],
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def daemon_pid() -> int | None:
+            try:
+                text = (home / "daemon.pid").read_text().strip()
+            except FileNotFoundError:
+                return None
+            if up.poll() is not None:
+                raise AssertionError((tmp_path / "up.log").read_text()[-3000:])
+            return int(text) if text else None
+
+        pid = wait_until(daemon_pid, 60, 0.1, "the daemon of `up` to start")
+        assert psutil.Process(pid).ppid() == up.pid
+        wait_until(lambda: b"registered daemon" in (tmp_path / "up.log").read_bytes(), 30, 0.1,
+                   "the daemon to register")
+        up.send_signal(signal.SIGTERM)  # to `up` alone, not to its group
+        up.wait(30)
+        wait_until(lambda: _gone(pid), 20, 0.1, "the daemon to stop with `up`")
+        p = subprocess.run([sys.executable, "-m", "predictorx", "daemon", "status", "--output", "json"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert json.loads(p.stdout)["running"] is False, p.stdout
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+            up.wait(10)
+        for proc in psutil.process_iter(["environ"]):
+            try:
+                if (proc.info["environ"] or {}).get("PREDICTORX_HOME") == str(home):
+                    proc.kill()
+            except psutil.Error:
+                pass
+
+
+def test_finding_13_a_stale_pid_file_never_blocks_a_start(server, start_daemon):  # noqa: ANN001
+    daemon = start_daemon()
+    home = daemon.home
+    daemon.kill()  # kill -9: the pid file stays behind
+    assert (home / "daemon.pid").exists()
+    # The pid it names now belongs to someone else (here: this test process, alive, not a daemon).
+    (home / "daemon.pid").write_text(f"{os.getpid()} {psutil.Process().create_time()}\n")
+    again = start_daemon("d1")  # same state dir: must start, not say "already running"
+    assert again.id == daemon.id
+    pid_text = (home / "daemon.pid").read_text().split()[0]
+    assert int(pid_text) == again.proc.pid
+    # And a second daemon on the same state dir is still refused, by the live one's lock.
+    p = server.cli("daemon", "start", "--foreground", check=False, env={**again.env})
+    assert p.returncode != 0 and f"already running (pid {again.proc.pid})" in p.stderr
+
+
+GRANDCHILD = r'''
+import os, signal, subprocess, sys, time
+pid_file = sys.argv[1]
+# A grandchild in a session of its own that ignores SIGTERM: out of reach of a group kill.
+child = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+    start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+open(pid_file, "w").write(str(child.pid))
+print("started", child.pid, flush=True)
+if sys.argv[2] == "wait":
+    time.sleep(600)
+'''
+
+
+def _grandchild_run(server, tmp_path: Path, name: str, mode: str):  # noqa: ANN001, ANN202
+    script = tmp_path / "grandchild.py"
+    script.write_text(GRANDCHILD)
+    pid_file = tmp_path / f"{name}.pid"
+    server.api("POST", "/api/agents", {"name": name, "provider": "command",
+                                       "command": [sys.executable, str(script), str(pid_file), mode]})
+    issue = server.api("POST", "/api/issues", {"title": f"Leave something running ({mode})", "assignee": name})
+    task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
+    grandchild = int(wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 30,
+                                what="the grandchild to start"))
+    return task_id, grandchild
+
+
+def test_finding_13_a_setsid_grandchild_ignoring_sigterm_ends_with_its_task(server, start_daemon, tmp_path):  # noqa: ANN001
+    daemon = start_daemon()
+    task_id, grandchild = _grandchild_run(server, tmp_path, "leaver", "exit")
+    assert server.wait_task(task_id)["status"] == "completed"
+    wait_until(lambda: _gone(grandchild), 10, 0.1, "the setsid grandchild to end with its task")
+
+    task_id, grandchild = _grandchild_run(server, tmp_path, "stayer", "wait")
+    assert psutil.Process(grandchild).is_running()
+    server.cli("task", "cancel", task_id)
+    assert server.wait_task(task_id)["status"] == "cancelled"
+    wait_until(lambda: _gone(grandchild), 10, 0.1, "the setsid grandchild to end on cancel")
+    assert daemon.proc.poll() is None
+
+
+def test_finding_13_kill_9_mid_in_place_task_next_start_cleans_the_folder(server, start_daemon, tmp_path):  # noqa: ANN001
+    daemon = start_daemon()
+    folder = make_repo(tmp_path / "mine", {"AGENTS.md": "# My rules\r\nBe nice.\r\n", "main.py": "x = 1\n"})
+    (folder / "notes.txt").write_text("uncommitted\n")
+
+    def snapshot() -> dict:
+        return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*")
+                if ".git" not in p.parts and p.is_file()}
+
+    before, dirs_before = snapshot(), sorted(str(p) for p in folder.rglob("*") if p.is_dir() and ".git" not in p.parts)
+    status_before = git(folder, "status", "--porcelain")
+    started = tmp_path / "agent-started"
+    project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
+        "resource_type": "local_directory", "label": "my checkout",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "in_place"}}]})
+    server.api("POST", "/api/agents", {"name": "slow", "provider": "command",
+                                       "command": ["sh", "-c", f"touch {started}; exec sleep 600"]})
+    issue = server.api("POST", "/api/issues", {"title": "Work slowly", "project_id": project["id"], "assignee": "slow"})
+    wait_until(started.exists, 30, what="the agent to start")
+    assert b"predictorx:begin" in (folder / "AGENTS.md").read_bytes()
+    assert (folder / ".predictorx" / "project" / "resources.json").exists()
+    daemon.kill()  # kill -9 mid-task: nothing of the daemon's cleans up
+    assert b"predictorx:begin" in (folder / "AGENTS.md").read_bytes()
+
+    again = start_daemon("d1")  # the next start of this machine's daemon
+    wait_until(lambda: snapshot() == before, 20, 0.1, "the folder to be what it was")
+    assert not (folder / ".predictorx").exists()
+    assert sorted(str(p) for p in folder.rglob("*") if p.is_dir() and ".git" not in p.parts) == dirs_before
+    assert git(folder, "status", "--porcelain") == status_before
+    assert "Removed the project block in AGENTS.md" in again.output()
+    server.wait_task(server.runs(issue["number"])[0]["id"], timeout=30)

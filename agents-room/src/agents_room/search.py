@@ -2,7 +2,8 @@
 
 Every word of the query must occur (in any order); a quoted phrase must occur as written; a word
 ending in ``*`` matches as a prefix. The query is never passed to FTS5 as syntax, so no input is a
-syntax error. Results: best match first (bm25), then newest.
+syntax error. Results: newest first (a conversation's latest word on a subject is the one that
+counts), streamed from the index so the scan stops at the limit.
 """
 
 from __future__ import annotations
@@ -47,10 +48,12 @@ class Search(RoomBase):
                 raise RoomError(f"you are not in room {room!r}; your rooms: {', '.join(self._rooms_of(me['id'])) or 'none'}")
             extra = " AND EXISTS (SELECT 1 FROM message_rooms mr WHERE mr.message_id=m.id AND mr.room_id=:rid)"
             params["rid"] = rid
+        # newest first, streamed from the full-text index: the scan stops at the limit, so a common word
+        # or a short prefix matching thousands of messages costs no more than a rare one
         rows = self.conn.execute(
-            "SELECT m.*, s.label, bm25(messages_fts) AS rank FROM messages_fts JOIN messages m ON m.id=messages_fts.rowid "
+            "SELECT m.*, s.label FROM messages_fts JOIN messages m ON m.id=messages_fts.rowid "
             f"LEFT JOIN sessions s ON s.id=m.sender WHERE messages_fts MATCH :q AND {VISIBLE_SQL}{extra} "
-            "ORDER BY rank, m.id DESC LIMIT :n",
+            "ORDER BY messages_fts.rowid DESC LIMIT :n",
             params,
         ).fetchall()
         return {"query": query, "matches": len(rows), "messages": self._msgs(rows, set(self._rooms_of(me["id"])))}

@@ -82,6 +82,11 @@ def test_issue9_a_headless_run_is_never_held_by_a_stop_hook(tmp_path, repos, db)
         # with mail the turn is held once (the model reads it), never the process after its result
         assert ('"decision": "block"' in res.stdout) is with_mail
     assert r.session_row(me)["wake_waiter"] is None
+    # below wake by design, so doctor does not report it; a person's chat at hold still is
+    assert r.who()["sessions"][-1]["tags"] == ["headless"] or any(s["tags"] == ["headless"] for s in r.who()["sessions"])
+    r.conn.execute("UPDATE sessions SET autonomy=1 WHERE id=?", (other,))
+    r.conn.execute("UPDATE sessions SET pid=?, pid_start=NULL WHERE id=?", (os.getpid(), other))
+    assert [b["session"] for b in r.doctor()["below_wake"]] == [other]
     r.close()
 
 

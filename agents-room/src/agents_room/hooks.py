@@ -81,6 +81,7 @@ def _session_for(room, payload: dict, harness: str, opts: dict, create: bool):
         autonomy=opts.get("autonomy"),
         pid=liveness.harness_pid(),
         raise_only=True,
+        tags=opts.get("tags"),
     )
     return room.session_row(joined["session"]), joined
 
@@ -270,6 +271,10 @@ def main(argv_opts: dict) -> int:
         opts: dict[str, Any] = dict(argv_opts)
         opts["rooms"] = rooms
         opts["label"] = argv_opts.get("label") or os.environ.get("AGENTS_ROOM_LABEL") or None
+        if os.environ.get("AGENTS_ROOM_HEADLESS") == "1":  # set by run-config for a platform run
+            from .queries import HEADLESS_TAG
+
+            opts["tags"] = [HEADLESS_TAG]
         if opts.get("autonomy") is not None:
             from .queries import RoomError, parse_autonomy
 

@@ -121,6 +121,8 @@ def prepare_agent_run(
     }
     if db is not None:
         env["AGENTS_ROOM_DB"] = str(db)
+    if not interactive:
+        env["AGENTS_ROOM_HEADLESS"] = "1"  # its session is tagged headless: doctor does not ask to wake it
     repo_room, _ = repo_of(str(Path(cwd).resolve()))
     hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db)
     entry = mcp_entry(harness, db)

@@ -4,13 +4,15 @@ sessions below wake; expired messages, long-gone sessions and old events.
 
 from __future__ import annotations
 
+import json
+
 
 
 from .naming import (
     legacy_key,
 )
 from .store import SCHEMA_VERSION, immediate, schema_version
-from .queries import MAX_MESSAGE_TTL, AUTONOMY_NAMES, AUTO_PRUNE_EVERY, EVENTS_PRUNE_AFTER, GONE_PRUNE_AFTER, RoomBase, STALE_OFFER_AFTER, WAKE, _fmt_ts
+from .queries import HEADLESS_TAG, MAX_MESSAGE_TTL, AUTONOMY_NAMES, AUTO_PRUNE_EVERY, EVENTS_PRUNE_AFTER, GONE_PRUNE_AFTER, RoomBase, STALE_OFFER_AFTER, WAKE, _fmt_ts
 
 
 class Maintenance(RoomBase):
@@ -156,7 +158,8 @@ class Maintenance(RoomBase):
         # live sessions below wake
         below = []
         for r in self.conn.execute("SELECT * FROM sessions WHERE ended_at IS NULL AND autonomy < ?", (WAKE,)).fetchall():
-            if self.session_state(r) == "live":
+            # a headless platform run is below wake by design: nobody is there to wake (issue 9)
+            if self.session_state(r) == "live" and HEADLESS_TAG not in json.loads(r["tags"] or "[]"):
                 below.append({"session": r["id"], "label": r["label"], "harness": r["harness"],
                               "autonomy": AUTONOMY_NAMES.get(r["autonomy"]),
                               "fix": f"agents-room join --session {r['id']} --autonomy wake"})

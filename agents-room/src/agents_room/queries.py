@@ -23,6 +23,8 @@ DEFAULT_LEASE_TTL = 15 * 60.0
 MAX_LEASE_TTL = 24 * 3600.0
 #: a message's time to live is finite and at most this (R-ROOM-8; issue 8 finding 15)
 MAX_MESSAGE_TTL = 30 * 24 * 3600.0
+#: the tag of a headless platform run's session (run-config without --interactive): below wake by design
+HEADLESS_TAG = "headless"
 IMPORTANCE = ("low", "normal", "high", "urgent")
 
 

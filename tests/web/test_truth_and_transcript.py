@@ -94,3 +94,22 @@ def test_messages_read_like_a_conversation(client, token):  # noqa: ANN001
     result = page.split('data-kind="tool_result"', 1)[1]
     assert '<details class="result" >' in result or '<details class="result">' in result
     assert "40 lines" in result
+
+
+def test_a_local_folder_of_an_unknown_daemon_says_unknown_machine(client, token, web_db):  # noqa: ANN001
+    from predictorx.store.schema import ProjectResource
+
+    auth = {"Authorization": f"Bearer {token}"}
+    project = client.post("/api/projects", json={"title": "P"}, headers=auth).json()
+    daemon_id = str(uuid.uuid4())
+    r = client.post("/api/daemon/register", headers=auth, json={"daemon_id": daemon_id, "name": "laptop",
+                                                                "runtimes": [{"provider": "claude"}]})
+    assert r.status_code == 200
+    with web_db.write() as s:
+        s.add(ProjectResource(project_id=project["id"], resource_type="local_directory", position=0, label="mine",
+                              resource_ref={"local_path": "/srv/a", "daemon_id": daemon_id, "execution_mode": "in_place"}))
+        s.add(ProjectResource(project_id=project["id"], resource_type="local_directory", position=1, label="ghost",
+                              resource_ref={"local_path": "/srv/b", "daemon_id": str(uuid.uuid4()),
+                                            "execution_mode": "in_place"}))
+    page = client.get(f"/projects/{project['id']}").text
+    assert "on laptop" in page and "on unknown machine" in page

@@ -75,3 +75,11 @@ def runtimes_of(session: Session, daemon_id: str) -> list[Runtime]:
 
 def list_daemons(session: Session, workspace_id: str) -> list[Daemon]:
     return list(session.scalars(select(Daemon).where(Daemon.workspace_id == workspace_id).order_by(Daemon.name)))
+
+
+def declared_capabilities(session: Session, daemon: Daemon) -> set[str]:
+    """What a daemon and its runtimes say they can do."""
+    caps = set(daemon.capabilities or [])
+    for rt in runtimes_of(session, daemon.id):
+        caps |= set(rt.capabilities or [])
+    return caps

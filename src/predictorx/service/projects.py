@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from .. import resources as registry
 from ..resources import ResourceError
-from ..store.schema import Daemon, Member, Project, ProjectResource, Runtime
+from ..store.schema import ACTIVE_STATUSES, Daemon, Issue, Member, Project, ProjectResource, Runtime, Task
 from .errors import Conflict, Invalid, NotFound
 
 PROJECT_STATUSES = ("planned", "in_progress", "paused", "completed", "cancelled")
@@ -22,6 +22,25 @@ def get_project(session: Session, workspace_id: str, project_id: str) -> Project
     if p is None or p.workspace_id != workspace_id:
         raise NotFound(f"project {project_id!r} not found; `predictorx project list` shows the projects")
     return p
+
+
+def list_projects(session: Session, workspace_id: str, *, by_title: bool = False) -> list[Project]:
+    order = Project.title if by_title else Project.created_at.desc()
+    return list(session.scalars(select(Project).where(Project.workspace_id == workspace_id).order_by(order)))
+
+
+def _per_project(session: Session, column, workspace_id: str, *where) -> dict[str, int]:  # noqa: ANN001
+    q = (select(column, func.count()).join(Project, Project.id == column)
+         .where(Project.workspace_id == workspace_id, *where).group_by(column))
+    return dict(session.execute(q).all())
+
+
+def project_counts(session: Session, workspace_id: str) -> dict[str, dict[str, int]]:
+    """Per project, for the whole list in one query each: resources, open issues, active runs."""
+    return {"resources": _per_project(session, ProjectResource.project_id, workspace_id),
+            "open_issues": _per_project(session, Issue.project_id, workspace_id,
+                                        Issue.status.not_in(("done", "cancelled"))),
+            "active": _per_project(session, Task.project_id, workspace_id, Task.status.in_(ACTIVE_STATUSES))}
 
 
 def update_project(session: Session, project: Project, **changes: str) -> Project:
@@ -42,6 +61,23 @@ def update_project(session: Session, project: Project, **changes: str) -> Projec
         setattr(project, key, value)
     session.flush()
     return project
+
+
+def resource_machines(session: Session, workspace_id: str, resources: list[ProjectResource]) -> dict[str, str]:
+    """resource id → the name of the machine a machine-local resource belongs to ("unknown
+    machine" for a daemon id this workspace does not know), asked of each type's own hook."""
+    from .. import resources as registry
+
+    out: dict[str, str] = {}
+    for r in resources:
+        try:
+            daemon_id = registry.get(r.resource_type).owner_daemon_id(r.resource_ref or {})
+        except Exception:  # noqa: BLE001 — an unknown type or odd payload has no machine to show
+            continue
+        if daemon_id:
+            d = session.get(Daemon, daemon_id)
+            out[r.id] = d.name if d is not None and d.workspace_id == workspace_id else "unknown machine"
+    return out
 
 
 def list_resources(session: Session, project_id: str) -> list[ProjectResource]:

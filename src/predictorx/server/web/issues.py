@@ -13,7 +13,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ...service import agents as agent_svc
@@ -64,8 +63,7 @@ def _assign(request: Request, who: Viewer, ref: str, form: Form) -> None:
 def list_context(request: Request, who: Viewer, limit: int = 500, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, limit=limit))
-        projects = list(s.scalars(select(Project).where(Project.workspace_id == who.workspace_id)
-                                  .order_by(Project.title)))
+        projects = project_svc.list_projects(s, who.workspace_id, by_title=True)
         agents = _agents(s, who.workspace_id)
     return {"viewer": who, "section": "issues", "rows": rows, "projects": projects, "agents": agents,
             "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False, "view": "list",

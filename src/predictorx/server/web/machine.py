@@ -13,13 +13,12 @@ import uuid
 from dataclasses import dataclass
 
 from fastapi import Request
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ... import config
 from ...resources.local_directory import WORKTREE_CAPABILITY
-from ...service.daemons import is_online
-from ...store.schema import Daemon, ProjectResource, Runtime
+from ...service.daemons import declared_capabilities, is_online
+from ...store.schema import Daemon, ProjectResource
 
 _PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
@@ -52,13 +51,6 @@ class LocalFolderButton:
     worktree_capable: bool
 
 
-def _declared(session: Session, daemon: Daemon) -> set[str]:
-    caps = set(daemon.capabilities or [])
-    for rt in session.scalars(select(Runtime).where(Runtime.daemon_id == daemon.id)):
-        caps |= set(rt.capabilities or [])
-    return caps
-
-
 def local_folder_button(request: Request, session: Session, workspace_id: str,
                         resources: list[ProjectResource]) -> LocalFolderButton | None:
     """None: no button at all (remote page, or no daemon on the server's machine)."""
@@ -72,7 +64,7 @@ def local_folder_button(request: Request, session: Session, workspace_id: str,
         return LocalFolderButton(daemon_id, "this machine", False, (
             "The daemon on this machine has not joined this workspace yet; "
             "start it with `predictorx daemon start`."), False)
-    capable = WORKTREE_CAPABILITY in _declared(session, daemon)
+    capable = WORKTREE_CAPABILITY in declared_capabilities(session, daemon)
     if any(r.resource_type == "local_directory" and (r.resource_ref or {}).get("daemon_id") == daemon_id
            for r in resources):
         return LocalFolderButton(daemon_id, daemon.name, False, (

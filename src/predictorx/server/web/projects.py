@@ -13,11 +13,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from sqlalchemy import func, select
 
 from ...service import members as member_svc
 from ...service import projects as svc
-from ...store.schema import ACTIVE_STATUSES, Issue, Member, Project, ProjectResource, Task, User, Workspace
+from ...store.schema import Workspace
 from ..models import ProjectCreate, ProjectUpdate, ResourceIn
 from ..routes import projects as api
 from .api import call
@@ -32,24 +31,13 @@ from .tasks import project_tasks_context
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
-def _counts(s, column, workspace_id: str, *where) -> dict[str, int]:  # noqa: ANN001
-    """Rows per project (resources, open issues, active runs) for the whole list in one query."""
-    q = (select(column, func.count()).join(Project, Project.id == column)
-         .where(Project.workspace_id == workspace_id, *where).group_by(column))
-    return dict(s.execute(q).all())
-
-
 def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
-        projects = list(s.scalars(select(Project).where(Project.workspace_id == who.workspace_id)
-                                  .order_by(Project.created_at.desc())))
-        members = list(s.scalars(select(User).join(Member, Member.user_id == User.id)
-                                 .where(Member.workspace_id == who.workspace_id).order_by(User.name)))
+        projects = svc.list_projects(s, who.workspace_id)
+        members = [user for _, user in member_svc.list_members(s, who.workspace_id)]
         repos = list(s.get(Workspace, who.workspace_id).repos or [])
-        resources = _counts(s, ProjectResource.project_id, who.workspace_id)
-        open_issues = _counts(s, Issue.project_id, who.workspace_id,
-                              Issue.status.not_in(("done", "cancelled")))
-        active = _counts(s, Task.project_id, who.workspace_id, Task.status.in_(ACTIVE_STATUSES))
+        counts = svc.project_counts(s, who.workspace_id)
+    resources, open_issues, active = counts["resources"], counts["open_issues"], counts["active"]
     leads = {m.id: m.name for m in members}
     rows = [{"project": p, "lead": leads.get(p.lead_id or ""), "resources": resources.get(p.id, 0),
              "open_issues": open_issues.get(p.id, 0), "active": active.get(p.id, 0)} for p in projects]

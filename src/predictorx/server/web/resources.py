@@ -35,7 +35,8 @@ def resources_context(request: Request, viewer: Viewer, project_id: str, **extra
         project = svc.get_project(s, viewer.workspace_id, project_id)
         rows = svc.list_resources(s, project.id)
         button = local_folder_button(request, s, viewer.workspace_id, rows)
-    return {"viewer": viewer, "project": project, "resources": rows, "local_button": button,
+        machines = svc.resource_machines(s, viewer.workspace_id, rows)
+    return {"viewer": viewer, "project": project, "resources": rows, "local_button": button, "machines": machines,
             "known_types": registry.known_types(), "modes": EXECUTION_MODES,
             "error": None, "error_for": None, "values": {}, **extra}
 

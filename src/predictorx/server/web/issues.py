@@ -73,21 +73,28 @@ def list_context(request: Request, who: Viewer, limit: int = 500, **extra: Any) 
 BOARD_LIMIT = 2000
 
 
-def board_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+#: Cards a column shows before "Show all": a board of 1,000 issues stays a page that paints at once.
+COLUMN_CARDS = 50
+
+
+def board_context(request: Request, who: Viewer, expand: str | None = None, **extra: Any) -> dict[str, Any]:
     """The board: one column per status, each issue a card with keyboard moves (issue 13 §2)."""
     context = list_context(request, who, limit=BOARD_LIMIT, **extra)
-    columns = {st: [] for st in svc.ISSUE_STATUSES}
+    columns: dict[str, list] = {st: [] for st in svc.ISSUE_STATUSES}
     for r in context["rows"]:
         columns.setdefault(r["issue"].status, []).append(r)
-    context.update(view="board", columns=columns, statuses=svc.ISSUE_STATUSES)
+    totals = {st: len(rows) for st, rows in columns.items()}
+    shown = {st: rows if st == expand else rows[:COLUMN_CARDS] for st, rows in columns.items()}
+    context.update(view="board", columns=shown, totals=totals, statuses=svc.ISSUE_STATUSES)
     return context
 
 
 @router.get("/issues")
 async def issues_page(request: Request, view: str = Query(default="list", max_length=10),
+                      expand: str | None = Query(default=None, max_length=20),
                       who: Viewer = Depends(viewer)) -> Response:
     if view == "board":
-        return html("issues.html", await run_in_threadpool(board_context, request, who))
+        return html("issues.html", await run_in_threadpool(board_context, request, who, expand))
     return html("issues.html", await run_in_threadpool(list_context, request, who))
 
 

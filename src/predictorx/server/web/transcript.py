@@ -30,13 +30,21 @@ def markdown(text: Any) -> Markup:
     value = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
     if len(value) > MARKDOWN_MAX:
         return Markup(f'<pre class="mono">{escape(value)}</pre>')
-    return Markup(_render(value))
+    return Markup(_cached(value) if len(value) <= CACHE_MAX else _render(value))
+
+
+#: Texts up to this size are cached (at most 4,096 of them: about 16 MB at worst).
+CACHE_MAX = 4000
+
+
+def _render(value: str) -> str:
+    return nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow", url_schemes={"http", "https", "mailto"})
 
 
 @functools.lru_cache(maxsize=4096)
-def _render(value: str) -> str:
-    """Messages never change once stored, and live pages re-render the same ones: cache them."""
-    return nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow", url_schemes={"http", "https", "mailto"})
+def _cached(value: str) -> str:
+    """Messages never change once stored, and live pages re-render the same ones."""
+    return _render(value)
 
 
 def as_text(value: Any) -> str:

@@ -88,7 +88,7 @@ def _numstat(repo: Path, base: str, branch: str) -> list[dict[str, Any]]:
 
 
 def _patch(repo: Path, base: str, branch: str) -> tuple[str, bool]:
-    raw = git(["diff", "-M", "--no-color", "--no-ext-diff", base, f"refs/heads/{branch}", "--"],
+    raw = git(["-c", "core.quotepath=false", "diff", "-M", "--no-color", "--no-ext-diff", base, f"refs/heads/{branch}", "--"],
               cwd=repo, timeout=TIMEOUT).stdout
     if len(raw) <= PATCH_MAX_BYTES:
         return raw.decode("utf-8", "replace"), False

@@ -57,6 +57,8 @@ class Hunk:
                 dels.append(row)
             elif row.kind == "add":
                 adds.append(row)
+            elif row.kind == "note":
+                continue  # "\ No newline at end of file" sits between a change's halves: keep them side by side
             else:
                 flush()
                 out.append((row, row) if row.kind == "ctx" else (row, None))
@@ -91,12 +93,35 @@ def _line_html(lexer, text: str) -> Markup:  # noqa: ANN001
     return Markup(highlight(text, lexer, _FORMATTER).rstrip("\n"))
 
 
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(text: str) -> str:
+    """A path git quoted C-style ("\\303\\251", "\\t"): back to its UTF-8 bytes, then text."""
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt in "01234567" and i + 3 < len(text) + 1 and all(c in "01234567" for c in text[i + 1:i + 4]):
+                out.append(int(text[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_ESCAPES.get(nxt, ord(nxt) if ord(nxt) < 128 else 63))
+            i += 2
+            continue
+        out += ch.encode("utf-8")
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
 def _path_of(line: str, prefix: str) -> str | None:
     rest = line[len(prefix):].strip()
     if rest == "/dev/null":
         return None
     if rest.startswith('"') and rest.endswith('"'):
-        rest = rest[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape", "replace")
+        rest = _unquote(rest[1:-1])
     return rest[2:] if rest[:2] in ("a/", "b/") else rest
 
 

@@ -95,3 +95,19 @@ def test_immediate_rolls_back_on_error(db):
             conn.execute("INSERT INTO rooms(name, created_at) VALUES ('shared:z', 1)")
             raise RuntimeError
     assert conn.execute("SELECT count(*) FROM rooms").fetchone()[0] == 0
+
+
+def test_agents_room_imports_nothing_from_predictorx():
+    """agents-room is its own distribution (issue 10 item 7): no import of the platform, anywhere."""
+    import ast
+    from pathlib import Path
+
+    import agents_room
+
+    offenders = []
+    for path in Path(agents_room.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "predictorx"]
+    assert offenders == []

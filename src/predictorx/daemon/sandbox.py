@@ -167,12 +167,13 @@ def python_paths() -> list[Path]:
     import predictorx
 
     paths = [Path(sys.prefix), Path(sys.base_prefix), Path(predictorx.__file__).resolve().parents[1]]
-    try:
-        import agents_room
+    # agents-room's code (its hooks and MCP server run inside): located, not imported — Predictor X
+    # uses agents-room only as a program (issue 10 item 7)
+    import importlib.util
 
-        paths.append(Path(agents_room.__file__).resolve().parents[1])
-    except ImportError:
-        pass
+    spec = importlib.util.find_spec("agents_room")
+    if spec is not None and spec.origin:
+        paths.append(Path(spec.origin).resolve().parents[1])
     return paths
 
 

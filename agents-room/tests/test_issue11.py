@@ -298,6 +298,13 @@ def test_commit_guard_refuses_files_another_live_session_holds(db, tmp_path):
         assert git("commit", "-qm", "readme only", cwd=repo).returncode == 0  # unleased files pass
         git("add", ".", cwd=repo)
         assert git("commit", "--no-verify", "-qm", "anyway", cwd=repo).returncode == 0
+        # the committer's own lease is never in its way: this process (an ancestor of git commit) holds one
+        mine = r.join(cwd=str(repo), label="me", pid=os.getpid())["session"]
+        r.lease_release(h)
+        r.lease_acquire(mine, ["src/**"])
+        (repo / "src" / "api.py").write_text("x = 2.5\n")
+        git("add", ".", cwd=repo)
+        assert git("commit", "-qm", "my own lease", cwd=repo).returncode == 0
         # fails open: an unreadable store lets the commit through
         (repo / "src" / "api.py").write_text("x = 3\n")
         git("add", ".", cwd=repo)

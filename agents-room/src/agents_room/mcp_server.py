@@ -40,7 +40,10 @@ Room_ = Annotated[str | None, Field(description="a room you are in, e.g. shared:
 def build_server(db_path: str | Path | None = None) -> MCPServer:
     app = MCPServer("agents-room", instructions=INSTRUCTIONS, log_level="WARNING")
     state: dict[str, Room] = {}
-    lock = threading.Lock()  # sync tools run in worker threads; one connection, one caller at a time
+    # Tools are async and call the room inline: a call is one short SQLite transaction (~0.1 ms), far
+    # cheaper than the SDK's hop to a worker thread (msg_recv p95 19 -> 15 ms at load 10). The lock keeps
+    # one caller on the connection at a time should a caller ever come from another thread.
+    lock = threading.Lock()
 
     def room() -> Room:
         if "room" not in state:
@@ -59,7 +62,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
             raise ToolError(f"{type(exc).__name__}: {exc}. Hint: {_hint(exc, db_path)}") from None
 
     @app.tool()
-    def room_join(
+    async def room_join(
         rooms: Annotated[list[str] | None, Field(description="shared rooms to join; 'storefront' and 'shared:storefront' are one room")] = None,
         session: Annotated[str | None, Field(description="your existing session id to rejoin or add rooms; omit on first join")] = None,
         label: Annotated[str | None, Field(description="a short name others see in room_who (e.g. 'api agent')")] = None,
@@ -78,17 +81,17 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         )
 
     @app.tool()
-    def room_leave(session: S, rooms: Annotated[list[str] | None, Field(description="rooms to leave; omit to end the session (leaves every room, releases every lease)")] = None) -> dict[str, Any]:
+    async def room_leave(session: S, rooms: Annotated[list[str] | None, Field(description="rooms to leave; omit to end the session (leaves every room, releases every lease)")] = None) -> dict[str, Any]:
         """Leave the given rooms; with no rooms, end the session."""
         return call("leave", session, rooms)
 
     @app.tool()
-    def room_who(session: S, room: Room_ = None) -> dict[str, Any]:
+    async def room_who(session: S, room: Room_ = None) -> dict[str, Any]:
         """Sessions sharing a room with you (or in `room`): label, repo, state (live/gone/no-pid), autonomy, tags, last seen, leases."""
         return call("who", session=session, room=room)
 
     @app.tool()
-    def room_history(
+    async def room_history(
         session: S, room: Room_ = None,
         limit: Annotated[int, Field(description="at most this many messages (1-500)")] = 50,
         before: Annotated[int | None, Field(description="page back: only messages with an id below this")] = None,
@@ -97,7 +100,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         return call("history", session, room, limit, before)
 
     @app.tool()
-    def msg_send(
+    async def msg_send(
         session: S,
         body: Annotated[str, Field(description="the message (at most 64 KiB); send a summary and point to files for more")],
         to: Annotated[str | None, Field(description="'*' or 'all' (everyone in your rooms, or in `room`), a session id, 'file:<glob>' (sessions holding a matching lease; 'file:repo:<name>/<glob>' for another repo), 'tag:<tag>'; comma-separate several. May be omitted on a reply")] = None,
@@ -114,33 +117,33 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
                     importance=importance, ack_required=ack_required)
 
     @app.tool()
-    def msg_recv(session: S, limit: Annotated[int, Field(description="at most this many messages (1-500); bodies are capped at 256 KiB per call")] = 50) -> dict[str, Any]:
+    async def msg_recv(session: S, limit: Annotated[int, Field(description="at most this many messages (1-500); bodies are capped at 256 KiB per call")] = 50) -> dict[str, Any]:
         """Fetch and mark read your unread messages, oldest first. When there are none, `empty_because` says why;
         when more remain, `remaining` counts them."""
         return call("recv", session, limit)
 
     @app.tool()
-    def msg_unread(session: S) -> dict[str, Any]:
+    async def msg_unread(session: S) -> dict[str, Any]:
         """Count and preview unread messages without marking them read."""
         return call("unread", session)
 
     @app.tool()
-    def msg_sent(session: S, limit: Annotated[int, Field(description="at most this many of your latest messages (1-200)")] = 20) -> dict[str, Any]:
+    async def msg_sent(session: S, limit: Annotated[int, Field(description="at most this many of your latest messages (1-200)")] = 20) -> dict[str, Any]:
         """Messages you sent, each recipient's label and delivery state (stored/offered/read/expired) and who acknowledged."""
         return call("sent", session, limit)
 
     @app.tool()
-    def msg_ack(session: S, message_ids: Annotated[list[int], Field(description="ids of messages addressed to you that you acknowledge")]) -> dict[str, Any]:
+    async def msg_ack(session: S, message_ids: Annotated[list[int], Field(description="ids of messages addressed to you that you acknowledge")]) -> dict[str, Any]:
         """Acknowledge messages (those with ack_required ask for it); the sender sees it in msg_sent."""
         return call("ack", session, message_ids)
 
     @app.tool()
-    def msg_thread(session: S, message_id: Annotated[int, Field(description="any message id of the thread")]) -> dict[str, Any]:
+    async def msg_thread(session: S, message_id: Annotated[int, Field(description="any message id of the thread")]) -> dict[str, Any]:
         """The whole thread of a message, oldest first, and its participants."""
         return call("thread", session, message_id)
 
     @app.tool()
-    def msg_search(
+    async def msg_search(
         session: S,
         query: Annotated[str, Field(description="words that must all occur; \"a quoted phrase\"; prefix* matches word starts")],
         room: Room_ = None,
@@ -150,7 +153,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         return call("search", session, query, limit, room)
 
     @app.tool()
-    def lease_acquire(
+    async def lease_acquire(
         session: S, paths: Paths,
         mode: Annotated[str, Field(description="'exclusive' (nobody else may lease an overlapping path) or 'shared'")] = "exclusive",
         ttl_seconds: Ttl = None,
@@ -165,22 +168,22 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         return res
 
     @app.tool()
-    def lease_renew(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to renew; omit for all yours")] = None, ttl_seconds: Ttl = None) -> dict[str, Any]:
+    async def lease_renew(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to renew; omit for all yours")] = None, ttl_seconds: Ttl = None) -> dict[str, Any]:
         """Extend your leases. An answer without renewals says whether a lease was lost, and to whom."""
         return call("lease_renew", session, paths, ttl_seconds)
 
     @app.tool()
-    def lease_release(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to release; omit for all yours")] = None) -> dict[str, Any]:
+    async def lease_release(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to release; omit for all yours")] = None) -> dict[str, Any]:
         """Release your leases."""
         return call("lease_release", session, paths)
 
     @app.tool()
-    def file_read(session: S, path: Annotated[str, Field(description="the file you read, relative to your session's cwd or absolute")], content_hash: Annotated[str | None, Field(description="its hash if you have it; otherwise it is hashed from disk")] = None) -> dict[str, Any]:
+    async def file_read(session: S, path: Annotated[str, Field(description="the file you read, relative to your session's cwd or absolute")], content_hash: Annotated[str | None, Field(description="its hash if you have it; otherwise it is hashed from disk")] = None) -> dict[str, Any]:
         """Record the content hash of a file you read, for divergence checks."""
         return call("file_read", session, path, content_hash)
 
     @app.tool()
-    def file_check(session: S, paths: Annotated[list[str] | None, Field(description="files to check; omit for every file you recorded")] = None) -> dict[str, Any]:
+    async def file_check(session: S, paths: Annotated[list[str] | None, Field(description="files to check; omit for every file you recorded")] = None) -> dict[str, Any]:
         """Which files you read have changed since, and by which session/repo."""
         return call("file_check", session, paths)
 

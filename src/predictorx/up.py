@@ -24,6 +24,12 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
     hardening.harden_service()  # 0600 database and logs, /proc unreadable to agents (R-SEC-6, R-SEC-7)
     if not port_free(host, port):
         fail(f"port {port} on {host} is in use (is `predictorx up` already running?); pick another with --port")
+    if with_daemon and sandbox:
+        from .daemon.sandbox import bwrap_problem
+
+        problem = bwrap_problem()
+        if problem:
+            fail(f"--sandbox was asked for but {problem}; install the package `bubblewrap` or start without --sandbox")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its INFO lines mean nothing to a person
@@ -33,12 +39,6 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
     fresh = bootstrap(db, url) is not None
     app = create_app(db, migrate=False)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
-    if with_daemon and sandbox:
-        from .daemon.sandbox import bwrap_problem
-
-        problem = bwrap_problem()
-        if problem:
-            fail(f"--sandbox was asked for but {problem}; install the package `bubblewrap` or start without --sandbox")
     # SIGTERM ends `up` like Ctrl-C does, through the code that stops the daemon: uvicorn re-raises
     # the signal it caught once it has shut down, and the default action would end this process
     # before that code ran, leaving the daemon looping "server unreachable" (finding 13).

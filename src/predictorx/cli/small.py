@@ -44,7 +44,7 @@ def workspace_repos(workspace: str, repo: list[str] = typer.Option(..., "--repo"
 
 
 AGENT_COLS = [("name", "NAME"), ("provider", "PROVIDER"), ("model", "MODEL"), ("runtime_id", "RUNTIME"),
-              ("max_concurrent_tasks", "MAX TASKS"), ("id", "ID")]
+              ("max_concurrent_tasks", "MAX TASKS"), ("sandbox", "SANDBOX"), ("id", "ID")]
 
 
 @agent_app.command("create")
@@ -56,13 +56,15 @@ def agent_create(
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
     instructions: str = typer.Option("", "--instructions"),
     max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
+    sandbox: bool = typer.Option(False, "--sandbox", help="Run it in the bubblewrap sandbox: its workdir writable, "
+                                 "the state dir, ~/.ssh and ~/.config invisible."),
     output: Output = OutputOpt,
 ) -> None:
     """Create an agent."""
     argv = shlex.split(command) if command else None
     a = Client().post("/api/agents", {"name": name, "provider": provider, "runtime": runtime, "model": model,
                                        "command": argv, "instructions": instructions,
-                                       "max_concurrent_tasks": max_concurrent_tasks})
+                                       "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox})
     if output == Output.json:
         record(a, [], output)
     else:

@@ -113,6 +113,7 @@ class AgentCreate(Strict):
     command: list[Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
     max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] = 1
     runtime: Ident | None = None
+    sandbox: bool = False
 
 
 class AgentUpdate(Strict):
@@ -123,6 +124,7 @@ class AgentUpdate(Strict):
     command: list[Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
     max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] | None = None
     runtime: Ident | None = None
+    sandbox: bool | None = None
 
 
 class RuntimeIn(Strict):

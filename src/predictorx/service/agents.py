@@ -48,10 +48,11 @@ def _check(name: str, provider: str, command: list[str] | None, max_concurrent_t
 
 def create_agent(session: Session, workspace_id: str, *, name: str, provider: str, model: str | None = None,
                  instructions: str = "", command: list[str] | None = None, max_concurrent_tasks: int = 1,
-                 runtime: str | None = None) -> Agent:
+                 runtime: str | None = None, sandbox: bool = False) -> Agent:
     _check(name, provider, command, max_concurrent_tasks)
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
+                  sandbox=bool(sandbox),
                   runtime_id=_runtime_for(session, workspace_id, provider, runtime))
     session.add(agent)
     try:
@@ -80,7 +81,7 @@ _UNSET = object()
 def update_agent(session: Session, agent: Agent, *, name: str | None = None, provider: str | None = None,
                  model: str | None | object = _UNSET, instructions: str | None = None,
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
-                 runtime: str | None | object = _UNSET) -> Agent:
+                 runtime: str | None | object = _UNSET, sandbox: bool | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with."""
     new_name = name if name is not None else agent.name
     new_provider = provider if provider is not None else agent.provider
@@ -97,6 +98,8 @@ def update_agent(session: Session, agent: Agent, *, name: str | None = None, pro
         agent.model = model or None
     if instructions is not None:
         agent.instructions = instructions
+    if sandbox is not None:
+        agent.sandbox = sandbox
     try:
         session.flush()
     except IntegrityError:

@@ -47,7 +47,7 @@ def comment(c: s.Comment) -> dict[str, Any]:
 def agent(a: s.Agent) -> dict[str, Any]:
     return {"id": a.id, "workspace_id": a.workspace_id, "name": a.name, "provider": a.provider,
             "model": a.model, "instructions": a.instructions, "command": a.command,
-            "max_concurrent_tasks": a.max_concurrent_tasks, "runtime_id": a.runtime_id,
+            "max_concurrent_tasks": a.max_concurrent_tasks, "runtime_id": a.runtime_id, "sandbox": bool(a.sandbox),
             "created_at": _ts(a.created_at)}
 
 

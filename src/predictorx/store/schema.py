@@ -173,6 +173,8 @@ class Agent(Base):
     instructions: Mapped[str] = mapped_column(Text, default="")
     command: Mapped[list | None] = mapped_column(JSON)  # argv for the `command` provider
     max_concurrent_tasks: Mapped[int] = mapped_column(Integer, default=1)
+    #: Every run of this agent in the bubblewrap sandbox (R-SEC-6; daemon/sandbox.py).
+    sandbox: Mapped[bool] = mapped_column(Boolean, default=False)
     runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 

@@ -1,0 +1,111 @@
+"""The opt-in bubblewrap sandbox for agent runs (R-SEC-6, issue 8 finding 2).
+
+A sandboxed agent (one agent with `sandbox`, or every agent of a `daemon start --sandbox`)
+cannot read the state dir (the owner's token in config.json), ~/.ssh or ~/.config, yet writes its
+workdir, commits in worktree mode, reaches the network and runs `predictorx`. Where bubblewrap is
+missing and the sandbox was asked for, nothing runs unconfined: the daemon refuses to start, a
+task fails saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .harness import git, make_repo, wait_until
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux-only")
+
+
+def _fake_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY of the daemon's owner\n")
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text("oauth_token: gho_owner\n")
+    return home
+
+
+def _probe(tmp_path: Path, targets: dict[str, Path], then: str = "") -> list[str]:
+    """A command agent that tries to read each target and records what it got in probe.txt."""
+    lines = ["out=probe.txt", ": > $out"]
+    for name, path in targets.items():
+        lines.append(f"if cat '{path}' >/dev/null 2>&1 || ls '{path}' >/dev/null 2>&1; "
+                     f"then echo '{name} readable' >> $out; else echo '{name} hidden' >> $out; fi")
+    lines.append("cat $out")
+    lines.append(then)
+    script = tmp_path / "probe.sh"
+    script.write_text("\n".join(lines) + "\n")
+    return ["sh", str(script)]
+
+
+def test_a_sandboxed_agent_reads_no_secret_yet_writes_its_workdir_and_commits(server, start_daemon, tmp_path):  # noqa: ANN001
+    home = _fake_home(tmp_path)
+    daemon = start_daemon(HOME=str(home))
+    folder = make_repo(tmp_path / "mine", {"README.md": "# mine\n"})
+    targets = {"state dir": daemon.home, "owner config": daemon.home / "config.json",
+               "server state": server.home / "config.json", "ssh key": home / ".ssh" / "id_ed25519",
+               "config dir": home / ".config" / "gh" / "hosts.yml"}
+    argv = _probe(tmp_path, targets, then="echo work > work.txt && git add work.txt probe.txt && "
+                                          "git commit -q -m 'sandboxed work' && echo committed")
+    server.api("POST", "/api/agents", {"name": "boxed", "provider": "command", "command": argv, "sandbox": True})
+    assert server.api("GET", "/api/agents/boxed")["sandbox"] is True
+    project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
+        "resource_type": "local_directory", "label": "my checkout",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "worktree"}}]})
+    issue = server.api("POST", "/api/issues", {"title": "Try", "project_id": project["id"], "assignee": "boxed"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    assert task["status"] == "completed", task
+    probe = git(folder, "show", f"{task['branch_name']}:probe.txt")
+    for name in targets:
+        assert f"{name} hidden" in probe, probe
+    assert git(folder, "show", f"{task['branch_name']}:work.txt") == "work\n"
+    assert "sandboxed work" in git(folder, "log", "--format=%s", task["branch_name"])
+    assert not (folder / "work.txt").exists()  # the person's folder itself is untouched (worktree mode)
+
+
+def test_daemon_sandbox_confines_every_agent_and_keeps_network_and_cli(server, start_daemon, tmp_path):  # noqa: ANN001
+    home = _fake_home(tmp_path)
+    daemon = start_daemon(HOME=str(home), args=("--sandbox",))
+    argv = _probe(tmp_path, {"owner config": daemon.home / "config.json", "ssh key": home / ".ssh" / "id_ed25519"},
+                  then='predictorx issue comment "$PREDICTORX_ISSUE" "from inside the sandbox" && '
+                       'tr "\\0" " " < /proc/1/cmdline')
+    server.api("POST", "/api/agents", {"name": "plain", "provider": "command", "command": argv})
+    issue = server.api("POST", "/api/issues", {"title": "Try", "assignee": "plain"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    assert task["status"] == "completed", task
+    text = json.dumps(server.api("GET", f"/api/tasks/{task['id']}/messages"))
+    assert "owner config hidden" in text and "ssh key hidden" in text
+    assert "bwrap" in text  # pid 1 of its world is the sandbox, not the daemon
+    comments = server.api("GET", f"/api/issues/{issue['number']}/comments")
+    assert any(c["body"] == "from inside the sandbox" for c in comments)
+
+
+def test_the_sandbox_asked_for_where_bubblewrap_is_missing_is_refused(server, start_daemon, tmp_path):  # noqa: ANN001
+    missing = str(tmp_path / "no-bwrap-here")
+    # The daemon asked to sandbox everything does not start.
+    env = {**server.env, "PREDICTORX_HOME": str(server.home), "PREDICTORX_BWRAP": missing}
+    p = subprocess.run([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground", "--sandbox"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "bubblewrap" in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = subprocess.run([sys.executable, "-m", "predictorx", "up", "--sandbox", "--no-demo", "--port", "1"],
+                       env={**env, "PREDICTORX_HOME": str(tmp_path / "up-home")}, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    # An agent that asks for it on a daemon without bubblewrap fails, and says why; it never runs.
+    daemon = start_daemon(PREDICTORX_BWRAP=missing)
+    ran = tmp_path / "ran"
+    server.api("POST", "/api/agents", {"name": "boxed", "provider": "command", "sandbox": True,
+                                       "command": ["sh", "-c", f"touch {ran}"]})
+    issue = server.api("POST", "/api/issues", {"title": "Try", "assignee": "boxed"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    assert task["status"] == "failed" and "bubblewrap" in task["failure_reason"], task
+    assert "asks for the sandbox" in task["failure_reason"] and "install" in task["failure_reason"]
+    assert not ran.exists()
+    assert daemon.proc.poll() is None

@@ -149,12 +149,22 @@ class Descendants:
 
 
 def _process_tree() -> dict[int, list[int]]:
-    """parent pid → its children, for every process."""
+    """parent pid → its children, for every process (one read of /proc/<pid>/stat each)."""
     tree: dict[int, list[int]] = {}
-    for proc in psutil.process_iter(["ppid"]):
-        ppid = proc.info["ppid"]
-        if ppid is not None:
-            tree.setdefault(ppid, []).append(proc.pid)
+    if not os.path.isdir("/proc/self"):
+        for proc in psutil.process_iter(["ppid"]):
+            if proc.info["ppid"] is not None:
+                tree.setdefault(proc.info["ppid"], []).append(proc.pid)
+        return tree
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        tree.setdefault(ppid, []).append(int(name))
     return tree
 
 

@@ -130,7 +130,7 @@ class TaskRun:
         self._uploader.start()
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
-            self._check_sandbox()
+            await asyncio.to_thread(self._check_sandbox)  # runs bwrap once: not on the event loop
             placement, _res = _placement(ctx, self.daemon.daemon_id)
             ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
             real = self._checked_folder(placement) if placement.local_path is not None else None

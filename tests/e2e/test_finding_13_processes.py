@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from .harness import FAKES, free_port, git, make_repo, wait_until
+from .test_finding_02_agent_secrets import WITHOUT_CAPABILITIES
 
 
 def _gone(pid: int) -> bool:
@@ -37,7 +38,8 @@ def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
     env.pop("PREDICTORX_DATABASE_URL", None)
     port = free_port()
     with open(tmp_path / "up.log", "wb") as log:
-        up = subprocess.Popen([sys.executable, "-m", "predictorx", "up", "--no-demo", "--port", str(port)],
+        up = subprocess.Popen([*WITHOUT_CAPABILITIES, sys.executable, "-m", "predictorx", "up", "--no-demo",
+                               "--port", str(port)],
                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         def daemon_pid() -> int | None:
@@ -53,6 +55,11 @@ def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
         assert psutil.Process(pid).ppid() == up.pid
         wait_until(lambda: b"registered daemon" in (tmp_path / "up.log").read_bytes(), 30, 0.1,
                    "the daemon to register")
+        # Finding 2 as well: neither `up` (the server) nor its daemon is readable by a same-user process.
+        for pid_ in (up.pid, pid):
+            peek = subprocess.run([*WITHOUT_CAPABILITIES, "cat", f"/proc/{pid_}/environ"], capture_output=True,
+                                  timeout=30)
+            assert peek.returncode != 0 and b"PREDICTORX" not in peek.stdout
         up.send_signal(signal.SIGTERM)  # to `up` alone, not to its group
         up.wait(30)
         wait_until(lambda: _gone(pid), 20, 0.1, "the daemon to stop with `up`")

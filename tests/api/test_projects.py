@@ -185,6 +185,6 @@ def test_members_and_tokens(api):  # noqa: ANN001
     assert api.as_(t["token"]).get("/api/projects").status_code == 401
     assert api.delete(f"/api/tokens/{t['id']}").status_code == 404  # not the owner's token
     assert api.delete(f"/api/workspaces/{ws}/members/{added['user_id']}").status_code == 204
-    assert bob.get("/api/projects").status_code == 404  # no workspace left: nothing to see
+    assert bob.get("/api/projects").status_code == 401  # removal revoked the token it was given (R-SEC-5)
     owner_id = api.get("/api/me").json()["user"]["id"]
     assert api.delete(f"/api/workspaces/{ws}/members/{owner_id}").status_code == 409  # last owner

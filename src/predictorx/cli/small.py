@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from .client import Client, seg
+from .client import Client, fail, seg
 from .output import Output, record, table
 
 OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
@@ -69,6 +69,31 @@ def agent_create(
         record(a, [], output)
     else:
         typer.echo(f"Created agent {a['name']} ({a['provider']}).")
+
+
+@agent_app.command("update")
+def agent_update(
+    ref: str = typer.Argument(..., help="Agent name or id."),
+    name: Optional[str] = typer.Option(None, "--name", help="A new name."),
+    runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime id, daemon id or daemon name of yours; '' for any of your daemons."),
+    model: Optional[str] = typer.Option(None, "--model"),
+    command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
+    instructions: Optional[str] = typer.Option(None, "--instructions"),
+    max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
+    output: Output = OutputOpt,
+) -> None:
+    """Change an agent you own (only the owner of the machine it runs on may)."""
+    body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
+            "command": shlex.split(command) if command else None, "max_concurrent_tasks": max_concurrent_tasks}
+    body = {k: v for k, v in body.items() if v is not None}
+    if not body:
+        fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
+             "--max-concurrent-tasks", code=2)
+    a = Client().patch(f"/api/agents/{seg(ref)}", body)
+    if output == Output.json:
+        record(a, [], output)
+    else:
+        typer.echo(f"Updated agent {a['name']} ({a['provider']}).")
 
 
 @agent_app.command("list")
@@ -133,20 +158,35 @@ def _current_workspace(workspace: str | None) -> str:
 def member_list(workspace: Optional[str] = typer.Option(None, "--workspace"), output: Output = OutputOpt) -> None:
     """Members and their roles."""
     rows = Client().get(f"/api/workspaces/{seg(_current_workspace(workspace))}/members")
-    table(rows, [("user_id", "USER"), ("name", "NAME"), ("email", "EMAIL"), ("role", "ROLE")], output)
+    cols = [("user_id", "USER"), ("name", "NAME"), ("role", "ROLE")]
+    if rows and "email" in rows[0]:  # only owners and admins see emails
+        cols.insert(2, ("email", "EMAIL"))
+    table(rows, cols, output)
 
 
 @member_app.command("add")
 def member_add(name: str = typer.Option(..., "--name"), email: Optional[str] = typer.Option(None, "--email"),
                role: str = typer.Option("member", "--role", help="member, admin or owner"),
                workspace: Optional[str] = typer.Option(None, "--workspace"), output: Output = OutputOpt) -> None:
-    """Add a person; prints their personal token once (they run `predictorx login` with it)."""
+    """Add a person; a new person's token is printed once (they run `predictorx login` with it).
+    Someone who already has an account is added without a token: they use their own."""
     m = Client().post(f"/api/workspaces/{seg(_current_workspace(workspace))}/members",
                       {"name": name, "email": email, "role": role})
     if output == Output.json:
         record(m, [], output)
         return
-    typer.echo(f"Added {m['name']} as {m['role']}. Their token (shown once):\n{m['token']}")
+    if m.get("token"):
+        typer.echo(f"Added {m['name']} as {m['role']}. Their token (shown once):\n{m['token']}")
+    else:
+        typer.echo(f"Added {m['name']} as {m['role']}. {m.get('note', '')}".rstrip())
+
+
+@member_app.command("role")
+def member_role(user_id: str, role: str = typer.Option(..., "--role", help="member, admin or owner"),
+                workspace: Optional[str] = typer.Option(None, "--workspace")) -> None:
+    """Change a member's role (only owners change or grant the owner role; the last owner stays)."""
+    m = Client().patch(f"/api/workspaces/{seg(_current_workspace(workspace))}/members/{seg(user_id)}", {"role": role})
+    typer.echo(f"{m['user_id']} is now {m['role']}.")
 
 
 @member_app.command("remove")

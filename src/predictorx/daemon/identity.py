@@ -4,11 +4,16 @@ The pid file is also the daemon's instance lock: the running daemon holds an exc
 on it for its whole life. The kernel drops that lock when the process dies, however it dies, so
 a pid file left by a crashed or killed daemon never blocks the next start (R-SEC-7, finding 13),
 whatever pid it names and whoever has that pid now. Both files are 0600.
+
+It also keeps this daemon's own token, `daemon_token.json` (0600): the daemon never keeps a
+person's token (R-SEC-5, R-SEC-6). It registers once with its owner's token and from then on runs
+on the daemon token the server answered, which acts only for this one daemon.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import uuid
 from pathlib import Path
@@ -102,3 +107,43 @@ def clear_pid() -> None:
         pass
     os.close(_held)
     _held = None
+
+
+TOKEN_FILE = "daemon_token.json"
+
+
+def token_path() -> Path:
+    return config.state_dir() / TOKEN_FILE
+
+
+def saved_token(server_url: str, workspace: str | None) -> str | None:
+    """This daemon's token for that server (and workspace, when one is configured), if saved."""
+    try:
+        data = json.loads(token_path().read_text())
+    except (FileNotFoundError, ValueError, OSError):
+        return None
+    if not isinstance(data, dict) or data.get("server_url") != server_url.rstrip("/"):
+        return None
+    if workspace and workspace not in (data.get("workspace_id"), data.get("workspace_slug")):
+        return None
+    token = data.get("token")
+    return token if isinstance(token, str) and token.startswith("pxd_") else None
+
+
+def save_token(server_url: str, workspace_id: str | None, workspace_slug: str | None, token: str) -> None:
+    """Written 0600 from the first byte (never briefly readable by others), replaced atomically."""
+    path = token_path()
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"server_url": server_url.rstrip("/"), "workspace_id": workspace_id,
+                   "workspace_slug": workspace_slug, "daemon_id": daemon_id(), "token": token}, fh)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def forget_token() -> None:
+    try:
+        token_path().unlink()
+    except FileNotFoundError:
+        pass

@@ -30,6 +30,7 @@ from .runner import TaskRun
 from .retry import backoff
 from .sandbox import bwrap_problem
 from .serverapi import ServerApi, ServerError
+from .serverapi import server_urls as split_server_urls
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -136,11 +137,34 @@ class Daemon:
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def register(self) -> None:
+        """With this daemon's own token when it has one; otherwise (first start, or its token was
+        revoked) once with its owner's token read from the client config just for this call, then
+        kept nowhere: the daemon token the server answers goes to its own 0600 file (R-SEC-5)."""
         self.runtimes = await asyncio.to_thread(probe_runtimes)
-        answer = await self.api.register({
+        payload = {
             "daemon_id": self.daemon_id, "name": self.name, "hostname": socket.gethostname(),
             "version": __version__, "capabilities": DAEMON_CAPABILITIES, "runtimes": self.runtimes,
-        })
+        }
+        answer = None
+        if self.api.token is not None:
+            try:
+                answer = await self.api.register(payload)
+            except ServerError as e:
+                if e.status not in (401, 403, 404):
+                    raise
+                log.warning("this daemon's own token was refused (%s); registering again with its owner's token",
+                            e.detail)
+                self.api.token = None
+                await asyncio.to_thread(identity.forget_token)
+        if answer is None:
+            user_token = config.client_config().token
+            if not user_token:
+                raise ServerError(401, "this daemon's token is no longer valid and no person's token is configured: "
+                                       "run `predictorx login --server-url URL --token YOUR_TOKEN`, then start it again")
+            answer = await self.api.register(payload, user_token=user_token)
+            del user_token
+            ws = answer["daemon"].get("workspace_id")
+            await asyncio.to_thread(identity.save_token, self.api.server_key, ws, self.api.workspace, self.api.token)
         names = ", ".join(f"{r['provider']} {r['version'] or ''}".strip() for r in self.runtimes)
         log.info("registered daemon %s (%s) with runtimes: %s", self.daemon_id, self.name, names)
         return answer
@@ -201,9 +225,14 @@ class Daemon:
             log.warning("push connection closed by the server")
         except ServerError as e:
             if e.status == 401:
-                log.warning("the server forgot this daemon's token; registering again")
-                with contextlib.suppress(ServerError):
+                log.warning("the server no longer accepts this daemon's token; registering again")
+                try:
                     await self.register()
+                except ServerError as again:
+                    if 400 <= again.status < 500:  # revoked for good (e.g. its owner left): stop
+                        log.error("this daemon may no longer run for this workspace (%s); stopping", again.detail)
+                        self.stop()
+                        return
             else:
                 log.warning("push connection failed: %s", e.detail)
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -320,6 +349,11 @@ def outcome_line(fields: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _server_key(server_url: str) -> str:
+    """The key a saved daemon token is filed under: the server URL(s), as ServerApi normalises them."""
+    return ",".join(split_server_urls(server_url))
+
+
 def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: list[str] | None = None,
           sandbox: bool = False) -> None:
     """`predictorx daemon start`: refuse a second daemon on this state dir, then run."""
@@ -330,7 +364,7 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
     cfg = config.client_config()
     if server_urls:  # several: failover in this order (serverapi.py); PREDICTORX_SERVER_URL may list them too
         cfg = config.ClientConfig(",".join(server_urls), cfg.token, cfg.workspace_id)
-    if not cfg.server_url or not cfg.token:
+    if not cfg.server_url or not (cfg.token or identity.saved_token(_server_key(cfg.server_url), cfg.workspace_id)):
         fail("no server configured: start one with `predictorx up`, or run `predictorx login --server-url URL --token TOKEN`")
     if sandbox:
         problem = bwrap_problem()
@@ -356,8 +390,10 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
 
 
 async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int, sandbox: bool = False) -> None:
-    daemon = Daemon(ServerApi(cfg.server_url, cfg.token, cfg.workspace_id), name=name, max_tasks=max_tasks,
-                    sandbox=sandbox)
+    # Its own token only (R-SEC-5); a person's token is read just for a first registration.
+    api = ServerApi(cfg.server_url, None, cfg.workspace_id)
+    api.token = identity.saved_token(api.server_key, cfg.workspace_id)
+    daemon = Daemon(api, name=name, max_tasks=max_tasks, sandbox=sandbox)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, daemon.stop)

@@ -32,11 +32,14 @@ def server_urls(value: str | list[str]) -> list[str]:
 
 
 class ServerApi:
-    def __init__(self, server_url: str | list[str], token: str, workspace: str | None = None,
+    def __init__(self, server_url: str | list[str], token: str | None, workspace: str | None = None,
                  timeout: float = 30.0):
+        """`token`: this daemon's own token (None until it has registered). A person's token is
+        only ever passed to `register` for the first registration, and not kept."""
         self.urls = server_urls(server_url)
         self._current = 0
-        self.user_token = token
+        #: What the saved daemon token is filed under (daemon_token.json): the configured server.
+        self.server_key = ",".join(self.urls)
         self.token = token
         self.workspace = workspace
         self.timeout = timeout
@@ -85,9 +88,14 @@ class ServerApi:
                 return await self._once(method, path, body, token)
         raise AssertionError("unreachable")
 
-    async def register(self, payload: dict[str, Any]) -> dict[str, Any]:
-        answer = await self.call("POST", "/api/daemon/register", payload, token=self.user_token, retries=5)
-        self.token = answer["token"]
+    async def register(self, payload: dict[str, Any], user_token: str | None = None) -> dict[str, Any]:
+        """With `user_token`: the first registration, answered with this daemon's token. Without:
+        the daemon registers itself again (a restart) with its own token, which it keeps."""
+        if user_token is None and self.token is None:
+            raise ServerError(401, "this daemon has no token yet")
+        answer = await self.call("POST", "/api/daemon/register", payload, token=user_token or self.token, retries=5)
+        if answer.get("token"):
+            self.token = answer["token"]
         return answer
 
     async def heartbeat(self, task_ids: list[str]) -> list[str]:

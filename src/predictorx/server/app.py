@@ -7,7 +7,7 @@ import logging
 import os
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -20,6 +20,7 @@ from ..service import tasks
 from ..service.daemons import daemon_timeout
 from ..service.errors import ServiceError
 from ..store.db import Database
+from .access import enforce
 from .hub import Hub
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
 from .routes import beans as bean_routes, classifications, harness_tasks, roles as role_routes
@@ -113,7 +114,8 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
                 job.cancel()
             await asyncio.gather(*jobs, return_exceptions=True)
 
-    app = FastAPI(title="Predictor X", version=__version__, lifespan=lifespan,
+    # Every route passes the role matrix first (server/access.py, R-SEC-4).
+    app = FastAPI(title="Predictor X", version=__version__, lifespan=lifespan, dependencies=[Depends(enforce)],
                   description="Coding-agent CLIs as teammates: projects, issues, agents, daemons, tasks.")
     app.state.px = state
     app.state.token_cache = {}

@@ -18,6 +18,9 @@ from typing import Any
 
 log = logging.getLogger("predictorx.hub")
 CHANNEL = "predictorx_events"
+#: Events for one daemon's ears only: requests carry paths on that person's machine, and a
+#: revocation ends that daemon's stream. Browsers and other daemons never see them.
+PRIVATE_TYPES = ("request", "daemon_revoked")
 
 
 @dataclass(eq=False)
@@ -30,6 +33,8 @@ class Subscriber:
         if event.get("workspace_id") != self.workspace_id:
             return False
         target = event.get("daemon_id")
+        if event.get("type") in PRIVATE_TYPES:  # only the target daemon's own stream (R-SEC-5)
+            return self.daemon_id is not None and target == self.daemon_id
         return self.daemon_id is None or target is None or target == self.daemon_id
 
 
@@ -37,7 +42,7 @@ class Hub:
     def __init__(self) -> None:
         self._subs: set[Subscriber] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: dict[str, asyncio.Future] = {}
+        self._pending: dict[str, tuple[str, asyncio.Future]] = {}  # request id -> (daemon id, answer)
         self._ids = itertools.count()
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -84,7 +89,7 @@ class Hub:
             return None
         request_id = str(uuid.uuid4())
         fut = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = fut
+        self._pending[request_id] = (daemon_id, fut)
         try:
             self._deliver([{"workspace_id": workspace_id, "daemon_id": daemon_id, "type": "request",
                             "request_id": request_id, **payload}])
@@ -94,10 +99,12 @@ class Hub:
         finally:
             self._pending.pop(request_id, None)
 
-    def answer(self, request_id: str, answer: dict[str, Any]) -> bool:
-        fut = self._pending.get(request_id)
-        if fut is None or fut.done():
+    def answer(self, request_id: str, daemon_id: str | None, answer: dict[str, Any]) -> bool:
+        """Accept an answer only from the daemon the request went to; any other is ignored."""
+        daemon_and_fut = self._pending.get(request_id)
+        if daemon_and_fut is None or daemon_and_fut[0] != daemon_id or daemon_and_fut[1].done():
             return False
+        fut = daemon_and_fut[1]
         fut.get_loop().call_soon_threadsafe(lambda: fut.done() or fut.set_result(answer))
         return True
 

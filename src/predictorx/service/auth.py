@@ -52,10 +52,15 @@ class Principal:
     workspace_ids: list[str] = field(default_factory=list)
     daemon_id: str | None = None
     task_id: str | None = None
+    #: A person's role in each of their workspaces (owner | admin | member); empty for others.
+    roles: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_user(self) -> bool:
         return self.kind == "user"
+
+    def role_in(self, workspace_id: str) -> str | None:
+        return self.roles.get(workspace_id)
 
 
 def authenticate(session: Session, raw: str | None) -> Principal:
@@ -66,9 +71,10 @@ def authenticate(session: Session, raw: str | None) -> Principal:
     if tok is None or tok.revoked or (tok.expires_at is not None and tok.expires_at < now) or tok.kind == "login":
         raise Unauthorized("invalid or expired token: run `predictorx login` again")
     if tok.kind == "user":
-        ws = list(session.scalars(select(Member.workspace_id).where(Member.user_id == tok.user_id)
-                                  .order_by(Member.created_at)))
-        return Principal("user", tok.id, user_id=tok.user_id, workspace_ids=ws)
+        rows = session.execute(select(Member.workspace_id, Member.role).where(Member.user_id == tok.user_id)
+                               .order_by(Member.created_at)).all()
+        return Principal("user", tok.id, user_id=tok.user_id, workspace_ids=[w for w, _ in rows],
+                         roles={w: r for w, r in rows})
     if tok.kind == "task":
         task = session.get(Task, tok.task_id)
         if task is None or task.status in ("completed", "failed", "cancelled"):

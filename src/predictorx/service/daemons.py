@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from ..store.schema import Agent, Daemon, Runtime, utcnow
+from ..store.schema import Agent, Daemon, Runtime, Token, utcnow
 from . import auth, tasks
 from .errors import Forbidden, Invalid, NotFound
+from .events import emit
 
 
 def daemon_timeout() -> timedelta:
@@ -22,15 +23,35 @@ def is_online(d: Daemon) -> bool:
     return d.last_heartbeat_at is not None and utcnow() - d.last_heartbeat_at < daemon_timeout()
 
 
-def register(session: Session, workspace_id: str, *, daemon_id: str, name: str, hostname: str | None,
-             version: str | None, capabilities: list[str], runtimes: list[dict]) -> tuple[Daemon, str]:
-    """Upsert the daemon and its runtimes; returns the daemon and a fresh daemon token."""
+def register(session: Session, workspace_id: str, principal: auth.Principal, *, daemon_id: str, name: str,
+             hostname: str | None, version: str | None, capabilities: list[str],
+             runtimes: list[dict]) -> tuple[Daemon, str | None]:
+    """Upsert the daemon and its runtimes (R-SEC-5).
+
+    With a person's token: the first registration binds the daemon id to that person and answers a
+    daemon token (the daemon keeps it in its own 0600 file and never needs the person's token
+    again); anyone else registering that id gets 403. With a daemon token: the daemon registers
+    itself again (a restart), only under its own id, and keeps its token (answered as None)."""
     d = session.get(Daemon, daemon_id)
-    if d is not None and d.workspace_id != workspace_id:  # 404, never a hint at another workspace
-        raise NotFound("this daemon_id cannot be registered in this workspace; remove daemon_id from the "
-                       "daemon's state dir to get a new one, or log in to the workspace it belongs to")
+    if principal.kind == "daemon":
+        if daemon_id != principal.daemon_id:
+            raise Forbidden("a daemon token registers only its own daemon id")
+        if d is None or d.workspace_id != workspace_id:
+            raise NotFound("this daemon is no longer registered; start it with your own token to register it again")
+        owner_id = d.owner_id
+    else:
+        owner_id = principal.user_id
+        if d is not None and d.workspace_id != workspace_id:  # 404, never a hint at another workspace
+            raise NotFound("this daemon_id cannot be registered in this workspace; remove daemon_id from the "
+                           "daemon's state dir to get a new one, or log in to the workspace it belongs to")
+        if d is not None and d.owner_id is None and principal.role_in(workspace_id) == "owner":
+            d.owner_id = owner_id  # a row from before ownership existed: an owner may adopt it
+        if d is not None and d.owner_id != owner_id:
+            raise Forbidden(f"daemon {daemon_id} belongs to another member: a daemon id is bound to whoever first "
+                            "registered it. On your own machine, delete the `daemon_id` file in the state dir "
+                            "(and `daemon_token.json`) to get a new id")
     if d is None:
-        d = Daemon(id=daemon_id, workspace_id=workspace_id, name=name)
+        d = Daemon(id=daemon_id, workspace_id=workspace_id, name=name, owner_id=owner_id)
         session.add(d)
     d.name, d.hostname, d.version = name, hostname, version
     d.capabilities = sorted(set(capabilities))
@@ -53,13 +74,35 @@ def register(session: Session, workspace_id: str, *, daemon_id: str, name: str, 
                               .where(Daemon.workspace_id == workspace_id, Runtime.provider == rt.provider))
         if same != 1:
             continue
+        # Only the daemon owner's own agents: a machine runs agents by its owner's consent (R-SEC-6).
         for agent in session.scalars(select(Agent).where(Agent.workspace_id == workspace_id,
                                                          Agent.provider == rt.provider,
+                                                         Agent.owner_id == d.owner_id,
                                                          Agent.runtime_id.is_(None))):
             agent.runtime_id = rt.id
     tasks.orphaned_by_restart(session, d)
-    token = auth.mint(session, "daemon", name=name, workspace_id=workspace_id, daemon_id=daemon_id)
+    if principal.kind == "daemon":
+        return d, None
+    # One live daemon token per daemon: a new registration by its owner supersedes the old one.
+    session.execute(update(Token).where(Token.kind == "daemon", Token.daemon_id == daemon_id).values(revoked=True))
+    token = auth.mint(session, "daemon", name=name, user_id=owner_id, workspace_id=workspace_id, daemon_id=daemon_id)
     return d, token
+
+
+def disconnect_owner(session: Session, workspace_id: str, user_id: str) -> list[str]:
+    """A person left the workspace: their daemons' tokens and the task tokens those daemons hold
+    are revoked, the daemons go offline and what they held goes back to the queue (R-SEC-5)."""
+    ids = list(session.scalars(select(Daemon.id).where(Daemon.workspace_id == workspace_id,
+                                                        Daemon.owner_id == user_id)))
+    if not ids:
+        return []
+    session.execute(update(Token).where(Token.kind.in_(("daemon", "task")), Token.daemon_id.in_(ids))
+                    .values(revoked=True))
+    session.execute(update(Daemon).where(Daemon.id.in_(ids)).values(last_heartbeat_at=None))
+    for daemon_id in ids:
+        tasks.requeue_held(session, daemon_id, "its daemon's owner left the workspace")
+        emit(session, workspace_id, "daemon_revoked", daemon_id=daemon_id)
+    return ids
 
 
 def get_daemon(session: Session, workspace_id: str, daemon_id: str) -> Daemon:

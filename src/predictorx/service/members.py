@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Member, Token, User, utcnow
@@ -25,42 +25,88 @@ def _require_admin(session: Session, workspace_id: str, user_id: str | None) -> 
     return role
 
 
+def _owners(session: Session, workspace_id: str) -> int:
+    return session.scalar(select(func.count()).select_from(Member).where(
+        Member.workspace_id == workspace_id, Member.role == "owner"))
+
+
 def list_members(session: Session, workspace_id: str) -> list[tuple[Member, User]]:
     return list(session.execute(select(Member, User).join(User, User.id == Member.user_id)
                                 .where(Member.workspace_id == workspace_id).order_by(Member.created_at)).all())
 
 
 def add_member(session: Session, workspace_id: str, actor_id: str | None, *, name: str, email: str | None,
-               role: str) -> tuple[User, str]:
-    """Add a person (new, or known by email) and give them a personal token, shown once."""
+               role: str) -> tuple[User, str | None]:
+    """Add a person. A new person gets a token for this workspace, shown once. A person who already
+    has an account (known by email) is attached without a token (R-SEC-4): a token is minted only
+    for whoever asked for it or for an account this call creates — otherwise adding someone's
+    email would hand the adder that person's keys. They sign in with their own token."""
     actor_role = _require_admin(session, workspace_id, actor_id)
     if role not in ROLES:
         raise Invalid(f"role must be one of {', '.join(ROLES)}")
     if role == "owner" and actor_role != "owner":
         raise Forbidden("only an owner can add another owner")
     user = session.scalar(select(User).where(User.email == email)) if email else None
-    if user is None:
-        user = User(name=name, email=email)
-        session.add(user)
-        session.flush()
-    elif role_of(session, workspace_id, user.id) is not None:
-        raise Conflict(f"{user.name} is already a member of this workspace")
+    if user is not None:
+        if role_of(session, workspace_id, user.id) is not None:
+            raise Conflict(f"{user.name} is already a member of this workspace")
+        session.add(Member(workspace_id=workspace_id, user_id=user.id, role=role))
+        return user, None
+    user = User(name=name, email=email)
+    session.add(user)
+    session.flush()
     session.add(Member(workspace_id=workspace_id, user_id=user.id, role=role))
-    token = auth.mint(session, "user", name=f"token for {user.name}", user_id=user.id)
+    # Marked as issued in this workspace: removing the person from it revokes it (R-SEC-5).
+    token = auth.mint(session, "user", name=f"token for {user.name}", user_id=user.id, workspace_id=workspace_id)
     return user, token
 
 
-def remove_member(session: Session, workspace_id: str, actor_id: str | None, user_id: str) -> None:
-    _require_admin(session, workspace_id, actor_id)
+def _guard_owner_change(session: Session, workspace_id: str, actor_role: str, member: Member, new_role: str | None) -> None:
+    """Only owners manage owners; the last owner is never removed or demoted (R-SEC-4)."""
+    if (member.role == "owner" or new_role == "owner") and actor_role != "owner":
+        raise Forbidden("only an owner can remove, demote or promote an owner")
+    if member.role == "owner" and new_role != "owner" and _owners(session, workspace_id) <= 1:
+        raise Conflict("this is the workspace's last owner; make another member owner first")
+
+
+def _find_member(session: Session, workspace_id: str, user_id: str) -> Member:
     member = session.get(Member, (workspace_id, user_id))
     if member is None:
         raise NotFound(f"no member {user_id!r} in this workspace; `predictorx workspace member list` shows them")
-    if member.role == "owner":
-        owners = session.scalar(select(func.count()).select_from(Member).where(
-            Member.workspace_id == workspace_id, Member.role == "owner"))
-        if owners <= 1:
-            raise Conflict("this is the workspace's last owner; add another owner first")
+    return member
+
+
+def set_role(session: Session, workspace_id: str, actor_id: str | None, user_id: str, role: str) -> Member:
+    actor_role = _require_admin(session, workspace_id, actor_id)
+    if role not in ROLES:
+        raise Invalid(f"role must be one of {', '.join(ROLES)}")
+    member = _find_member(session, workspace_id, user_id)
+    _guard_owner_change(session, workspace_id, actor_role, member, role)
+    member.role = role
+    return member
+
+
+def remove_member(session: Session, workspace_id: str, actor_id: str | None, user_id: str) -> None:
+    """Remove a person and everything that acts for them here (R-SEC-5): their tokens for this
+    workspace, their daemons' tokens and the task tokens those daemons were given; their daemons
+    go offline and the tasks they held go back to the queue."""
+    actor_role = _require_admin(session, workspace_id, actor_id)
+    member = _find_member(session, workspace_id, user_id)
+    _guard_owner_change(session, workspace_id, actor_role, member, None)
     session.delete(member)
+    session.flush()
+    from .daemons import disconnect_owner  # daemons imports tasks, which imports this package
+
+    disconnect_owner(session, workspace_id, user_id)
+    scoped = [Token.workspace_id == workspace_id]
+    if role_of_any(session, user_id) is None:  # no workspace left: none of their tokens has a use
+        scoped.append(Token.workspace_id.is_(None))
+    session.execute(update(Token).where(Token.user_id == user_id, Token.kind.in_(("user", "login")), or_(*scoped))
+                    .values(revoked=True))
+
+
+def role_of_any(session: Session, user_id: str) -> str | None:
+    return session.scalar(select(Member.role).where(Member.user_id == user_id).limit(1))
 
 
 def create_token(session: Session, user_id: str, name: str, days: int | None) -> tuple[Token, str]:

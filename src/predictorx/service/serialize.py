@@ -48,19 +48,24 @@ def agent(a: s.Agent) -> dict[str, Any]:
     return {"id": a.id, "workspace_id": a.workspace_id, "name": a.name, "provider": a.provider,
             "model": a.model, "instructions": a.instructions, "command": a.command,
             "max_concurrent_tasks": a.max_concurrent_tasks, "runtime_id": a.runtime_id, "sandbox": bool(a.sandbox),
-            "created_at": _ts(a.created_at)}
+            "owner_id": a.owner_id, "created_at": _ts(a.created_at)}
 
 
-def runtime(r: s.Runtime) -> dict[str, Any]:
+def runtime(r: s.Runtime, *, with_path: bool = True) -> dict[str, Any]:
     return {"id": r.id, "daemon_id": r.daemon_id, "provider": r.provider, "version": r.version,
-            "path": r.path, "capabilities": list(r.capabilities or [])}
+            "path": r.path if with_path else None, "capabilities": list(r.capabilities or [])}
 
 
-def daemon(d: s.Daemon, runtimes: list[s.Runtime], online: bool) -> dict[str, Any]:
+def daemon(d: s.Daemon, runtimes: list[s.Runtime], online: bool, *, viewer_id: str | None = None) -> dict[str, Any]:
+    """What members need to pick a runtime or a machine for a folder. Knowing a daemon id no
+    longer lets anyone act as it (bound to its owner, R-SEC-5); paths on the machine are its
+    owner's business only."""
+    mine = viewer_id is not None and viewer_id == d.owner_id
     return {"id": d.id, "workspace_id": d.workspace_id, "name": d.name, "hostname": d.hostname,
+            "owner_id": d.owner_id, "mine": mine,
             "version": d.version, "capabilities": list(d.capabilities or []),
             "last_heartbeat_at": _ts(d.last_heartbeat_at), "online": online,
-            "runtimes": [runtime(r) for r in runtimes]}
+            "runtimes": [runtime(r, with_path=mine) for r in runtimes]}
 
 
 def task(t: s.Task, agent_name: str | None = None, issue_number: int | None = None) -> dict[str, Any]:

@@ -77,14 +77,16 @@ def _nobody_can_run(session: Session, agent: Agent) -> str | None:
     from .daemons import is_online  # daemons imports this module
 
     q = select(Daemon).join(Runtime, Runtime.daemon_id == Daemon.id).where(
-        Daemon.workspace_id == agent.workspace_id, Runtime.provider == agent.provider)
+        Daemon.workspace_id == agent.workspace_id, Runtime.provider == agent.provider,
+        Daemon.owner_id == agent.owner_id)
     if agent.runtime_id:
         q = q.where(Runtime.id == agent.runtime_id)
     if any(is_online(d) for d in session.scalars(q)):
         return None
     where = "its daemon" if agent.runtime_id else f"a daemon with a {agent.provider} runtime"
-    return (f"no online daemon can run {agent.name} yet: start {where} (`predictorx daemon start`); "
-            "the task starts as soon as one connects")
+    return (f"no online daemon can run {agent.name} yet: its owner must start {where} "
+            "(`predictorx daemon start`); an agent runs only on its owner's machines. "
+            "The task starts as soon as one connects")
 
 
 def get_task(session: Session, workspace_id: str, task_id: str, *, for_update: bool = False) -> Task:
@@ -171,6 +173,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
             .having(func.count() >= Agent.max_concurrent_tasks))
     pick = (select(Task.id).join(Agent, Agent.id == Task.agent_id)
             .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
+                   Agent.owner_id == daemon.owner_id,  # only its owner's agents run here (R-SEC-6)
                    or_(Agent.runtime_id.in_(runtime_ids),
                        and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))),
                    Task.agent_id.notin_(full))
@@ -245,8 +248,9 @@ def _within_limits(session: Session, picked: list[Task], agents: dict[str, Agent
 
 def _owned(session: Session, daemon_id: str, task_id: str) -> Task:
     task = session.get(Task, task_id, with_for_update=_lock(session))
-    if task is None:
-        raise NotFound(f"task {task_id!r} not found")
+    daemon = session.get(Daemon, daemon_id)
+    if task is None or daemon is None or task.workspace_id != daemon.workspace_id:
+        raise NotFound(f"task {task_id!r} not found")  # another workspace's task: 404, not 403 (R-SEC-2)
     if task.daemon_id != daemon_id:
         raise Forbidden(f"task {task_id} is not held by this daemon")
     return task
@@ -449,6 +453,19 @@ def release(session: Session, daemon_id: str, task_id: str) -> Task:
         task.status, task.daemon_id, task.lease_expires_at, task.wait_reason = "queued", None, None, None
         emit(session, task.workspace_id, "task_queued", task_id=task.id)
     return task
+
+
+def requeue_held(session: Session, daemon_id: str, why: str) -> list[Task]:
+    """Everything a daemon holds goes back to the queue at once (its owner left): started runs
+    too, since that daemon may no longer report on them; messages already received are kept."""
+    out = []
+    for task in session.scalars(select(Task).where(Task.daemon_id == daemon_id, Task.status.in_(ACTIVE_STATUSES[1:]))):
+        task.status, task.daemon_id, task.runtime_id = "queued", None, None
+        task.lease_expires_at, task.dispatched_at, task.started_at = None, None, None
+        task.wait_reason = f"back in the queue: {why}"
+        emit(session, task.workspace_id, "task_queued", task_id=task.id)
+        out.append(task)
+    return out
 
 
 def orphaned_by_restart(session: Session, daemon: Daemon) -> list[Task]:

@@ -176,6 +176,8 @@ class Agent(Base):
     #: Every run of this agent in the bubblewrap sandbox (R-SEC-6; daemon/sandbox.py).
     sandbox: Mapped[bool] = mapped_column(Boolean, default=False)
     runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
+    # The person whose machines run it (R-SEC-6): it runs only on their daemons, only they edit it.
+    owner_id: Mapped[str | None] = mapped_column(String(36), index=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
     __table_args__ = (UniqueConstraint("workspace_id", "name", name="uq_agent_name"),)
@@ -189,6 +191,8 @@ class Daemon(Base):
     hostname: Mapped[str | None] = mapped_column(String(255))
     version: Mapped[str | None] = mapped_column(String(50))
     capabilities: Mapped[list] = mapped_column(JSON, default=list)
+    # Bound at first registration (R-SEC-5): nobody else may register this daemon id.
+    owner_id: Mapped[str | None] = mapped_column(String(36), index=True)
     last_heartbeat_at: Mapped[datetime | None] = mapped_column(TS)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 

@@ -20,7 +20,7 @@ def list_agents(caller: Caller = Depends(user_caller), state: AppState = Depends
 @router.post("", status_code=201)
 def create_agent(body: AgentCreate, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
-        return serialize.agent(svc.create_agent(s, caller.workspace_id, **body.model_dump()))
+        return serialize.agent(svc.create_agent(s, caller.workspace_id, owner_id=caller.user_id, **body.model_dump()))
 
 
 @router.get("/{ref}")
@@ -35,10 +35,11 @@ def update_agent(ref: str, body: AgentUpdate, caller: Caller = Depends(user_call
     """Only the fields sent change; `"model": null` or `"runtime": null` clears them."""
     with state.write() as s:
         agent = svc.find_agent(s, caller.workspace_id, ref)
-        return serialize.agent(svc.update_agent(s, agent, **body.model_dump(exclude_unset=True)))
+        return serialize.agent(svc.update_agent(s, agent, actor_id=caller.user_id, **body.model_dump(exclude_unset=True)))
 
 
 @router.delete("/{ref}", status_code=204)
 def delete_agent(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> None:
     with state.write() as s:
-        svc.delete_agent(s, svc.find_agent(s, caller.workspace_id, ref))
+        svc.delete_agent(s, svc.find_agent(s, caller.workspace_id, ref), actor_id=caller.user_id,
+                         actor_role=caller.principal.role_in(caller.workspace_id))

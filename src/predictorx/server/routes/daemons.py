@@ -11,9 +11,9 @@ from sse_starlette.sse import EventSourceResponse
 
 from ...service import daemons as svc
 from ...service import serialize, tasks
-from ...service.errors import NotFound
+from ...service.errors import Forbidden, NotFound
 from ...store.schema import Daemon
-from ..deps import Caller, daemon_caller, get_state, user_caller
+from ..deps import Caller, daemon_caller, get_caller, get_state, user_caller
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
 from ..state import AppState
 
@@ -24,7 +24,7 @@ PING_SECONDS = 15
 @router.get("/daemons")
 def list_daemons(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
-        return [serialize.daemon(d, svc.runtimes_of(s, d.id), svc.is_online(d))
+        return [serialize.daemon(d, svc.runtimes_of(s, d.id), svc.is_online(d), viewer_id=caller.user_id)
                 for d in svc.list_daemons(s, caller.workspace_id)]
 
 
@@ -32,18 +32,22 @@ def list_daemons(caller: Caller = Depends(user_caller), state: AppState = Depend
 def get_daemon(daemon_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.read() as s:
         d = svc.get_daemon(s, caller.workspace_id, daemon_id)
-        out = serialize.daemon(d, svc.runtimes_of(s, d.id), svc.is_online(d))
+        out = serialize.daemon(d, svc.runtimes_of(s, d.id), svc.is_online(d), viewer_id=caller.user_id)
         out["connected"] = state.hub.daemon_connected(d.id)
         return out
 
 
 @router.post("/daemon/register")
-def register(body: DaemonRegister, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    """A person registers their machine's daemon once (answer: its daemon token); the daemon then
+    registers itself again on every start with that token (answer: token null, keep yours)."""
+    if caller.principal.kind not in ("user", "daemon"):
+        raise Forbidden("register a daemon with your own token, or the daemon's token")
     with state.write() as s:
-        d, token = svc.register(s, caller.workspace_id, daemon_id=body.daemon_id.lower(), name=body.name,
-                                hostname=body.hostname, version=body.version, capabilities=body.capabilities,
-                                runtimes=[r.model_dump() for r in body.runtimes])
-        return {"daemon": serialize.daemon(d, svc.runtimes_of(s, d.id), True), "token": token}
+        d, token = svc.register(s, caller.workspace_id, caller.principal, daemon_id=body.daemon_id.lower(),
+                                name=body.name, hostname=body.hostname, version=body.version,
+                                capabilities=body.capabilities, runtimes=[r.model_dump() for r in body.runtimes])
+        return {"daemon": serialize.daemon(d, svc.runtimes_of(s, d.id), True, viewer_id=d.owner_id), "token": token}
 
 
 def _me(s, caller: Caller) -> Daemon:  # noqa: ANN001
@@ -109,7 +113,8 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
 @router.post("/daemon/requests/{request_id}")
 def answer(request_id: str, body: RpcAnswer, caller: Caller = Depends(daemon_caller),
            state: AppState = Depends(get_state)) -> dict:
-    return {"accepted": state.hub.answer(request_id, body.model_dump())}
+    """Only the daemon the request was sent to may answer it (R-SEC-5)."""
+    return {"accepted": state.hub.answer(request_id, caller.principal.daemon_id, body.model_dump())}
 
 
 @router.get("/daemon/events")
@@ -138,6 +143,8 @@ async def _stream(request: Request, state: AppState, sub, hello: dict):  # noqa:
                 if await request.is_disconnected():
                     return
                 continue
+            if event.get("type") == "daemon_revoked":
+                return  # its tokens were revoked: end the stream; reconnecting answers 401
             yield {"data": json.dumps(event)}
     finally:
         state.hub.unsubscribe(sub)

@@ -22,13 +22,21 @@ class MemberIn(Strict):
     role: ShortName = "member"
 
 
+class RoleIn(Strict):
+    role: ShortName
+
+
 class TokenIn(Strict):
     name: Name
     days: Annotated[int, Field(ge=1, le=3650)] | None = None
 
 
-def _member(m, u) -> dict:  # noqa: ANN001
-    return {"user_id": u.id, "name": u.name, "email": u.email, "role": m.role, "created_at": m.created_at.isoformat()}
+def _member(m, u, *, with_email: bool) -> dict:  # noqa: ANN001
+    """Emails are for owners and admins only: a member list must not be an address book to phish."""
+    out = {"user_id": u.id, "name": u.name, "role": m.role, "created_at": m.created_at.isoformat()}
+    if with_email:
+        out["email"] = u.email
+    return out
 
 
 def _forget_principals(request: Request) -> None:
@@ -38,7 +46,9 @@ def _forget_principals(request: Request) -> None:
 @router.get("/workspaces/{ref}/members")
 def list_members(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
-        return [_member(m, u) for m, u in svc.list_members(s, _mine(s, caller, ref).id)]
+        ws = _mine(s, caller, ref)
+        managing = caller.principal.role_in(ws.id) in ("owner", "admin")
+        return [_member(m, u, with_email=managing) for m, u in svc.list_members(s, ws.id)]
 
 
 @router.post("/workspaces/{ref}/members", status_code=201)
@@ -48,7 +58,22 @@ def add_member(ref: str, body: MemberIn, request: Request, caller: Caller = Depe
         ws = _mine(s, caller, ref)
         user, token = svc.add_member(s, ws.id, caller.user_id, name=body.name, email=body.email, role=body.role)
     _forget_principals(request)
-    return {"user_id": user.id, "name": user.name, "email": user.email, "role": body.role, "token": token}
+    out = {"user_id": user.id, "name": user.name, "email": user.email, "role": body.role, "token": token}
+    if token is None:
+        out["note"] = (f"{user.name} already has an account: they were added without a new token and "
+                       "use their own (`predictorx login`, or `predictorx web` for a sign-in link)")
+    return out
+
+
+@router.patch("/workspaces/{ref}/members/{user_id}")
+def set_role(ref: str, user_id: str, body: RoleIn, request: Request, caller: Caller = Depends(user_caller),
+             state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        ws = _mine(s, caller, ref)
+        m = svc.set_role(s, ws.id, caller.user_id, user_id, body.role)
+        out = {"user_id": m.user_id, "role": m.role}
+    _forget_principals(request)
+    return out
 
 
 @router.delete("/workspaces/{ref}/members/{user_id}", status_code=204)

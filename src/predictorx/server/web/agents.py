@@ -74,7 +74,7 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
                            instructions=form.get("instructions"), command=_command(form),
                            max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"))
         with request.app.state.px.write() as s:
-            svc.create_agent(s, who.workspace_id, **body.model_dump())
+            svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, **body.model_dump())
     try:
         await run_in_threadpool(work)
     except FORM_ERRORS as e:
@@ -92,7 +92,7 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
                            max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"))
         with request.app.state.px.write() as s:
             agent = svc.find_agent(s, who.workspace_id, agent_id)
-            svc.update_agent(s, agent, **body.model_dump())
+            svc.update_agent(s, agent, actor_id=who.caller.user_id, **body.model_dump())
     try:
         await run_in_threadpool(work)
     except FORM_ERRORS as e:
@@ -105,7 +105,8 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
 async def delete(request: Request, agent_id: str, who: Viewer = Depends(viewer)) -> Response:
     def work() -> None:
         with request.app.state.px.write() as s:
-            svc.delete_agent(s, svc.find_agent(s, who.workspace_id, agent_id))
+            svc.delete_agent(s, svc.find_agent(s, who.workspace_id, agent_id), actor_id=who.caller.user_id,
+                             actor_role=who.caller.principal.role_in(who.workspace_id))
     try:
         await run_in_threadpool(work)
     except FORM_ERRORS as e:

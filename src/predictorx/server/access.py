@@ -1,0 +1,242 @@
+"""Who may call which route: the one declarative table of the role matrix (R-SEC-4, SECURITY-MODEL).
+
+Every API route and web page has exactly one entry here, keyed by "METHOD /path template". The
+app-wide dependency `enforce` looks the matched route up before anything else runs and refuses
+what the entry does not allow; a route with no entry is refused (deny by default), and
+tests/api/test_access_matrix.py fails for it. `docs/security.md` prints this table
+(`python -m predictorx.server.access` regenerates it) and a test keeps the two equal.
+
+What an entry says is the *floor*: the least a caller needs to reach the handler at all. Rules
+that depend on the object (a task token acts on its own task only, only a daemon's owner edits
+agents on it, only owners manage owners) stay in the service, next to the data they need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import select
+
+from ..service.auth import Principal
+from ..service.errors import Forbidden, NotFound
+from ..store.schema import Workspace
+
+ROLE_RANK = {"member": 1, "admin": 2, "owner": 3}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`people`: None (no person), "person" (any signed-in person, no workspace role needed), or the
+    least workspace role ("member" < "admin" < "owner"). `daemon` / `task`: whether a daemon-scoped
+    or a task-scoped token may call it (the handler then limits it to its own daemon or task)."""
+
+    people: str | None
+    daemon: bool = False
+    task: bool = False
+    public: bool = False
+
+    def describe(self) -> str:
+        if self.public:
+            return "anyone (no token)"
+        parts = []
+        if self.people == "person":
+            parts.append("any signed-in person")
+        elif self.people:
+            parts.append({"member": "member, admin, owner", "admin": "admin, owner", "owner": "owner"}[self.people])
+        if self.daemon:
+            parts.append("its daemon" if self.people or self.task else "daemon (its own)")
+        if self.task:
+            parts.append("its task")
+        return "; ".join(parts)
+
+
+PUBLIC = Rule(None, public=True)
+PERSON = Rule("person")
+MEMBER = Rule("member")
+ADMIN = Rule("admin")
+OWNER = Rule("owner")
+DAEMON = Rule(None, daemon=True)
+MEMBER_OR_TASK = Rule("member", task=True)
+MEMBER_DAEMON_TASK = Rule("member", daemon=True, task=True)
+
+# fmt: off
+ACCESS: dict[str, Rule] = {
+    # meta and session
+    "GET /api/health":                                   PUBLIC,
+    "GET /api/me":                                       Rule("person", daemon=True, task=True),
+    "POST /api/login-link":                              PERSON,
+    # workspaces, members, a person's own tokens
+    "GET /api/workspaces":                               PERSON,
+    "POST /api/workspaces":                              PERSON,
+    "GET /api/workspaces/{ref}":                         MEMBER,
+    "PATCH /api/workspaces/{ref}":                       ADMIN,
+    "GET /api/workspaces/{ref}/members":                 MEMBER,
+    "POST /api/workspaces/{ref}/members":                ADMIN,
+    "PATCH /api/workspaces/{ref}/members/{user_id}":     ADMIN,    # owners only for owners: service
+    "DELETE /api/workspaces/{ref}/members/{user_id}":    ADMIN,    # owners only for owners: service
+    "GET /api/tokens":                                   PERSON,
+    "POST /api/tokens":                                  PERSON,
+    "DELETE /api/tokens/{token_id}":                     PERSON,
+    # projects and their resources
+    "GET /api/projects":                                 MEMBER,
+    "POST /api/projects":                                MEMBER,
+    "GET /api/projects/{project_id}":                    MEMBER,
+    "PATCH /api/projects/{project_id}":                  MEMBER,
+    "DELETE /api/projects/{project_id}":                 ADMIN,
+    "GET /api/projects/{project_id}/resources":          MEMBER,
+    "POST /api/projects/{project_id}/resources":         MEMBER,
+    "GET /api/projects/{project_id}/resources/{resource_id}":    MEMBER,
+    "PATCH /api/projects/{project_id}/resources/{resource_id}":  MEMBER,
+    "DELETE /api/projects/{project_id}/resources/{resource_id}": MEMBER,
+    # issues
+    "GET /api/issues":                                   MEMBER,
+    "POST /api/issues":                                  MEMBER,
+    "GET /api/issues/{ref}":                             MEMBER_OR_TASK,
+    "PATCH /api/issues/{ref}":                           MEMBER_OR_TASK,   # a task: its issue's status, up to in_review
+    "POST /api/issues/{ref}/assign":                     MEMBER,
+    "GET /api/issues/{ref}/comments":                    MEMBER_OR_TASK,
+    "POST /api/issues/{ref}/comments":                   MEMBER_OR_TASK,
+    "GET /api/issues/{ref}/runs":                        MEMBER,
+    # agents (create/edit on a machine: only that daemon's owner — service, R-SEC-6)
+    "GET /api/agents":                                   MEMBER,
+    "POST /api/agents":                                  MEMBER,
+    "GET /api/agents/{ref}":                             MEMBER,
+    "PATCH /api/agents/{ref}":                           MEMBER,
+    # tasks
+    "GET /api/tasks":                                    MEMBER,
+    "GET /api/tasks/{task_id}":                          MEMBER_DAEMON_TASK,
+    "GET /api/tasks/{task_id}/messages":                 MEMBER_DAEMON_TASK,
+    "POST /api/tasks/{task_id}/messages":                DAEMON,
+    "POST /api/tasks/{task_id}/cancel":                  MEMBER,
+    # daemons: listing for people, the daemon's own API
+    "GET /api/daemons":                                  MEMBER,
+    "GET /api/daemons/{daemon_id}":                      MEMBER,
+    "POST /api/daemon/register":                         Rule("member", daemon=True),  # a daemon: itself only
+    "POST /api/daemon/heartbeat":                        DAEMON,
+    "POST /api/daemon/claim":                            DAEMON,
+    "POST /api/daemon/tasks/{task_id}/status":           DAEMON,
+    "POST /api/daemon/tasks/{task_id}/release":          DAEMON,
+    "POST /api/daemon/tasks/{task_id}/finish":           DAEMON,
+    "POST /api/daemon/requests/{request_id}":            DAEMON,
+    "GET /api/daemon/events":                            DAEMON,
+    "GET /api/events":                                   MEMBER,
+    # web pages
+    "GET /login":                                        PUBLIC,
+    "POST /login":                                       PUBLIC,
+    "POST /logout":                                      PUBLIC,
+    "GET /":                                             MEMBER,
+    "POST /projects":                                    MEMBER,
+    "GET /projects/{project_id}":                        MEMBER,
+    "POST /projects/{project_id}/update":                MEMBER,
+    "GET /projects/{project_id}/resources":              MEMBER,
+    "POST /projects/{project_id}/resources":             MEMBER,
+    "POST /projects/{project_id}/resources/{resource_id}":        MEMBER,
+    "POST /projects/{project_id}/resources/{resource_id}/remove": MEMBER,
+    "GET /projects/{project_id}/local-folders":          MEMBER,
+    "POST /projects/{project_id}/local-folders":         MEMBER,
+    "GET /projects/{project_id}/issues":                 MEMBER,
+    "POST /projects/{project_id}/issues":                MEMBER,
+    "POST /projects/{project_id}/issues/{ref}/assign":   MEMBER,
+    "GET /projects/{project_id}/tasks":                  MEMBER,
+    "GET /issues":                                       MEMBER,
+    "POST /issues":                                      MEMBER,
+    "GET /issues/{ref}":                                 MEMBER,
+    "POST /issues/{ref}/comments":                       MEMBER,
+    "POST /issues/{ref}/assign":                         MEMBER,
+    "POST /issues/{ref}/update":                         MEMBER,
+    "GET /issues/{ref}/runs":                            MEMBER,
+    "GET /tasks/{task_id}":                              MEMBER,
+    "GET /tasks/{task_id}/messages":                     MEMBER,
+    "GET /agents":                                       MEMBER,
+    "GET /daemons":                                      MEMBER,
+}
+# fmt: on
+
+
+def rule_for(method: str, path: str) -> Rule | None:
+    return ACCESS.get(f"{'GET' if method == 'HEAD' else method} {path}")
+
+
+def acting_workspace(request: Request, principal: Principal) -> str | None:
+    """The workspace a request acts in, exactly as its handler will see it (deps.get_caller and
+    web/session.viewer): `/api/workspaces/{ref}` names it in the path (see enforce); other API
+    routes take X-Workspace, else the workspace switcher's cookie, else the principal's first
+    workspace; pages take the cookie, else the first. None: the principal has none (or names one
+    it is not in; the handler then answers 404)."""
+    from .deps import WORKSPACE_COOKIE
+
+    chosen = request.cookies.get(WORKSPACE_COOKIE)
+    fallback = chosen if chosen in principal.workspace_ids else (
+        principal.workspace_ids[0] if principal.workspace_ids else None)
+    if request.url.path.startswith("/api/"):
+        wanted = request.headers.get("x-workspace")
+        if not wanted:
+            return fallback
+        return wanted if wanted in principal.workspace_ids else _by_slug(request, principal, wanted)
+    return fallback
+
+
+def _by_slug(request: Request, principal: Principal, wanted: str) -> str | None:
+    with request.app.state.px.read() as s:
+        ws_id = s.scalar(select(Workspace.id).where(Workspace.slug == wanted))
+    return ws_id if ws_id in principal.workspace_ids else None
+
+
+def _path_workspace(request: Request, principal: Principal, ref: str) -> str:
+    if ref in principal.workspace_ids:
+        return ref
+    ws_id = _by_slug(request, principal, ref)
+    if ws_id is None:  # another workspace, or none: 404, never a hint that it exists (R-SEC-2)
+        raise NotFound(f"workspace {ref!r} not found; `predictorx workspace list` shows yours")
+    return ws_id
+
+
+async def enforce(request: Request) -> None:
+    """App-wide dependency: the route's entry in ACCESS decides before its handler runs."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None)
+    rule = rule_for(request.method, path) if path else None
+    if rule is None:
+        raise Forbidden("this route has no access rule, so nobody may call it (deny by default)")
+    if rule.public:
+        return
+    from .deps import get_principal, get_state  # deps imports this module's neighbours
+
+    principal = await get_principal(request, await get_state(request))
+    if principal.kind == "daemon":
+        if not rule.daemon:
+            raise Forbidden("a daemon token may not call this; it acts only for its own daemon's work")
+        return
+    if principal.kind == "task":
+        if not rule.task:
+            raise Forbidden("an agent's task token may not call this; it acts only on its own task and issue")
+        return
+    if principal.kind != "user" or rule.people is None:
+        raise Forbidden("this endpoint needs a daemon token" if rule.daemon else "this token may not call this")
+    if rule.people == "person":
+        return
+    ref = request.path_params.get("ref") if path.startswith("/api/workspaces/{ref}") else None
+    if ref is not None:
+        ws_id = await run_in_threadpool(_path_workspace, request, principal, ref)
+    else:
+        ws_id = await run_in_threadpool(acting_workspace, request, principal)
+    if ws_id is None:
+        return  # the handler answers 404 (no such workspace of yours); nothing to authorise yet
+    role = principal.role_in(ws_id)
+    if ROLE_RANK.get(role or "", 0) < ROLE_RANK[rule.people]:
+        needed = {"admin": "an admin or owner", "owner": "an owner", "member": "a member"}[rule.people]
+        raise Forbidden(f"only {needed} of this workspace may do this; you are {role or 'not a member'}")
+
+
+def markdown_table() -> str:
+    """The matrix as docs/security.md shows it."""
+    lines = ["| route | who may call it |", "|---|---|"]
+    for key, rule in ACCESS.items():
+        lines.append(f"| `{key}` | {rule.describe()} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

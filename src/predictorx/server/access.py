@@ -148,11 +148,21 @@ ACCESS: dict[str, Rule] = {
     "POST /issues/{ref}/update":                         MEMBER,
     "GET /issues/{ref}/runs":                            MEMBER,
     "GET /tasks/{task_id}":                              MEMBER,
+    "GET /tasks/{task_id}/header":                       MEMBER,
     "GET /tasks/{task_id}/messages":                     MEMBER,
+    "POST /tasks/{task_id}/cancel":                      MEMBER,
     "GET /agents":                                       MEMBER,
     "GET /daemons":                                      MEMBER,
 }
 # fmt: on
+
+
+def route_keys(app) -> list[str]:  # noqa: ANN001
+    """"METHOD /path" of every API route and page the app serves (what ACCESS must cover)."""
+    from fastapi.routing import APIRoute, iter_route_contexts
+
+    return sorted({f"{m} {rc.path}" for rc in iter_route_contexts(app.routes) if isinstance(rc.route, APIRoute)
+                   for m in (rc.methods or ()) if m != "HEAD"})
 
 
 def rule_for(method: str, path: str) -> Rule | None:

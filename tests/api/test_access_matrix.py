@@ -1,0 +1,179 @@
+"""Every route × every kind of caller against the role matrix (R-SEC-4, server/access.py).
+
+The routes come from the app's own route table, so a new route with no entry in `ACCESS` fails
+here, and so does an entry left behind by a removed route. For each route the seven callers —
+owner, admin, member, a member of another workspace, a daemon token, a task token, no token — get
+what the entry says: allowed callers never see 401/403; refused ones see 401 (no token), 403
+(wrong role or kind), or 404 (another workspace: no hint that the thing exists).
+
+An allowed caller's changes (POST, PATCH, DELETE) name ids that do not exist and carry bodies that
+fail validation, so the handler answers 404/422 and the shared fixture stays as it was; enforcement
+runs before both, so a refused caller still gets 401/403/404 whatever the ids and body. The
+focused tests (test_security_authz.py) prove that allowed changes really happen.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from predictorx import config
+from predictorx.server.access import ACCESS, ROLE_RANK, markdown_table, route_keys, rule_for
+from predictorx.server.app import create_app
+from predictorx.server.run import bootstrap
+from predictorx.store.db import Database
+
+CALLERS = ("owner", "admin", "member", "outsider", "daemon", "task", "anonymous")
+STREAMS = {"GET /api/events", "GET /api/daemon/events"}  # never opened by an allowed caller here
+SECRET = "SECRET-PROJECT-4f1c"
+
+
+def _route_keys() -> list[str]:
+    with tempfile.TemporaryDirectory() as d:
+        db = Database(f"sqlite:///{Path(d) / 'routes.db'}")
+        try:
+            return route_keys(create_app(db, migrate=False, web=True))
+        finally:
+            db.dispose()
+
+
+ROUTES = _route_keys()
+
+
+def test_every_route_has_exactly_one_rule_and_no_rule_is_stale():
+    missing = [k for k in ROUTES if k not in ACCESS]
+    stale = [k for k in ACCESS if k not in ROUTES]
+    assert not missing, f"routes with no access rule in server/access.py: {missing}"
+    assert not stale, f"access rules for routes that no longer exist: {stale}"
+
+
+def test_docs_security_lists_the_whole_matrix():
+    doc = (Path(__file__).parents[2] / "docs" / "security.md").read_text()
+    assert markdown_table() in doc, "docs/security.md is out of date: paste `python -m predictorx.server.access`"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):  # noqa: ANN001, ANN201
+    home = tmp_path_factory.mktemp("matrix")
+    db = Database(f"sqlite:///{home / 'px.db'}")
+    db.migrate()
+    app = create_app(db, migrate=False, web=True)
+    owner_token = bootstrap(db, "http://testserver")
+    # From loopback, as a browser on the server's machine: local-folder pages answer there only.
+    with TestClient(app, base_url="http://testserver", client=("127.0.0.1", 50000)) as client:
+        def call(method, path, token=None, **kw):  # noqa: ANN001, ANN202
+            headers = {"Origin": "http://testserver", **kw.pop("headers", {})}
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+            return client.request(method, path, headers=headers, **kw)
+
+        def ok(r):  # noqa: ANN001, ANN202
+            assert r.status_code < 400, r.text
+            return r.json()
+
+        ws = ok(call("GET", "/api/workspaces", owner_token))[0]["id"]
+        tokens = {"owner": owner_token}
+        users = {}
+        for name, role in (("admin", "admin"), ("member", "member")):
+            body = ok(call("POST", f"/api/workspaces/{ws}/members", owner_token, json={"name": name, "role": role}))
+            tokens[name], users[name] = body["token"], body["user_id"]
+        outsider = ok(call("POST", f"/api/workspaces/{ws}/members", owner_token, json={"name": "outsider"}))
+        tokens["outsider"] = outsider["token"]
+        ok(call("POST", "/api/workspaces", tokens["outsider"], json={"name": "Elsewhere", "slug": "elsewhere"}))
+        assert call("DELETE", f"/api/workspaces/{ws}/members/{outsider['user_id']}", owner_token).status_code == 204
+        # removal revoked the token handed out for this workspace: the outsider signs in anew
+        with db.write() as s:
+            from predictorx.service import auth
+            from predictorx.store.schema import Member
+
+            tokens["outsider"] = auth.mint(s, "user", name="outsider", user_id=outsider["user_id"])
+            assert s.get(Member, (ws, outsider["user_id"])) is None
+        did = str(uuid.uuid4())
+        reg = ok(call("POST", "/api/daemon/register", owner_token,
+                      json={"daemon_id": did, "name": "box", "runtimes": [{"provider": "command"}]}))
+        tokens["daemon"] = reg["token"]
+        ok(call("POST", "/api/agents", owner_token, json={"name": "bot", "provider": "command", "command": ["true"]}))
+        project = ok(call("POST", "/api/projects", owner_token, json={"title": SECRET, "resources": [
+            {"resource_type": "github_repo", "resource_ref": {"url": "https://github.com/o/r"}}]}))
+        issue = ok(call("POST", "/api/issues", owner_token, json={"title": "t", "project_id": project["id"],
+                                                                 "assignee": "bot"}))
+        claimed = ok(call("POST", "/api/daemon/claim", tokens["daemon"], json={"limit": 1}))["tasks"][0]
+        tokens["task"] = claimed["token"]
+        ids = {"ws": ws, "project": project["id"], "resource": project["resources"][0]["id"],
+               "issue": str(issue["number"]), "agent": "bot", "task": claimed["task"]["id"], "daemon": did,
+               "user": users["member"]}
+        yield call, tokens, ids
+
+
+_PARAM = re.compile(r"\{(\w+)\}")
+
+
+def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
+    """Fill a route template with the fixture's real ids; `harmless`: ids that exist nowhere, for
+    calls an allowed caller must not actually carry out (deletes, removals, cancels)."""
+    def fill(m: re.Match) -> str:
+        name = m.group(1)
+        if harmless or name in ("token_id", "request_id"):
+            return "1999999" if name == "ref" and template.startswith(("/api/issues", "/issues")) else str(uuid.uuid4())
+        if name == "ref":
+            if template.startswith("/api/workspaces"):
+                return ids["ws"]
+            return ids["agent"] if template.startswith("/api/agents") else ids["issue"]
+        return {"project_id": ids["project"], "resource_id": ids["resource"], "task_id": ids["task"],
+                "daemon_id": ids["daemon"], "user_id": ids["user"]}[name]
+    return _PARAM.sub(fill, template)
+
+
+def _allowed(rule, caller: str) -> bool:  # noqa: ANN001
+    if rule.public:
+        return True
+    if caller in ("daemon", "task"):
+        return rule.daemon if caller == "daemon" else rule.task
+    if caller == "anonymous" or rule.people is None:
+        return False
+    if rule.people == "person":
+        return True
+    if caller == "outsider":
+        return False
+    return ROLE_RANK[caller] >= ROLE_RANK[rule.people]
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+@pytest.mark.parametrize("route", ROUTES)
+def test_route_obeys_the_matrix(world, route: str, caller: str):  # noqa: ANN001
+    call, tokens, ids = world
+    rule = rule_for(*route.split(" ", 1))
+    assert rule is not None, f"{route} has no access rule in server/access.py"
+    method, template = route.split(" ", 1)
+    allowed = _allowed(rule, caller)
+    if allowed and route in STREAMS:
+        return  # an allowed stream would never end; its refusals are checked for the other callers
+    harmless = allowed and method != "GET"  # an allowed change must not spoil the fixture for the next
+    path = _path(template, ids, harmless=harmless)
+    kw = {}
+    if method in ("POST", "PATCH", "PUT"):
+        kw["json"] = {"__not_a_field__": True}  # fails validation after the access check
+    headers = {"X-Workspace": ids["ws"]} if caller == "outsider" and template.startswith("/api/") else {}
+    if "local-folders" in template:  # pages that exist only where the server's own daemon runs
+        (config.state_dir() / "daemon_id").write_text(ids["daemon"] + "\n")
+    r = call(method, path, tokens.get(caller), headers=headers, **kw)
+    if allowed:
+        assert r.status_code not in (401, 403), f"{caller} should reach {route}: {r.status_code} {r.text[:300]}"
+        if caller == "outsider":
+            assert SECRET not in r.text, f"{route} shows another workspace's project to an outsider"
+        return
+    if caller == "anonymous":
+        assert r.status_code == 401, f"{route} without a token: {r.status_code}"
+    elif caller == "outsider" and rule.people is not None:
+        # Another workspace's things do not exist for them; their own workspace's pages may answer.
+        if _PARAM.search(template) or template.startswith("/api/"):
+            assert r.status_code == 404, f"outsider on {route}: {r.status_code} {r.text[:300]}"
+        else:
+            assert r.status_code not in (401,) and SECRET not in r.text
+    else:
+        assert r.status_code == 403, f"{caller} on {route}: {r.status_code} {r.text[:300]}"

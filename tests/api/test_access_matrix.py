@@ -118,14 +118,18 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
     calls an allowed caller must not actually carry out (deletes, removals, cancels)."""
     def fill(m: re.Match) -> str:
         name = m.group(1)
+        if name == "op":
+            return "note"
         if harmless or name in ("token_id", "request_id"):
             return "1999999" if name == "ref" and template.startswith(("/api/issues", "/issues")) else str(uuid.uuid4())
         if name == "ref":
             if template.startswith("/api/workspaces"):
                 return ids["ws"]
             return ids["agent"] if template.startswith("/api/agents") else ids["issue"]
-        return {"project_id": ids["project"], "resource_id": ids["resource"], "task_id": ids["task"],
-                "daemon_id": ids["daemon"], "user_id": ids["user"]}[name]
+        if name in ("bean", "process", "op"):
+            return {"op": "note"}.get(name, "no-such-" + name)
+        return {"project_id": ids["project"], "project": ids["project"], "resource_id": ids["resource"],
+                "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"]}[name]
     return _PARAM.sub(fill, template)
 
 

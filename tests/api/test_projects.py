@@ -11,6 +11,18 @@ from predictorx import resources as registry
 DAEMON = str(uuid.uuid4())
 
 
+def register_daemon(api, daemon_id: str) -> None:  # noqa: ANN001
+    r = api.post("/api/daemon/register", json={"daemon_id": daemon_id, "name": f"host-{daemon_id[:4]}",
+                                                "capabilities": ["local-worktree-v1"], "runtimes": [{"provider": "command"}]})
+    assert r.status_code == 200, r.text
+
+
+@pytest.fixture(autouse=True)
+def _owners_daemon(api):  # noqa: ANN001, ANN202
+    """A local_directory names a registered daemon of the workspace, owned by whoever adds it."""
+    register_daemon(api, DAEMON)
+
+
 def _project(api, **kw):  # noqa: ANN001, ANN202
     r = api.post("/api/projects", json={"title": "Agent UX 2026", **kw})
     assert r.status_code == 201, r.text
@@ -57,6 +69,7 @@ def test_second_local_directory_for_same_daemon_is_409(api):  # noqa: ANN001
     r = api.post(url, json={"resource_type": "local_directory", "resource_ref": {**ref, "local_path": "/srv/b"}})
     assert r.status_code == 409 and "one local folder per machine" in r.json()["detail"]
     other = {"local_path": "/srv/b", "daemon_id": str(uuid.uuid4())}
+    register_daemon(api, other["daemon_id"])
     assert api.post(url, json={"resource_type": "local_directory", "resource_ref": other}).status_code == 201
     assert len(api.get(url).json()) == 2
 
@@ -81,6 +94,7 @@ def test_update_cannot_create_a_duplicate_local_directory(api):  # noqa: ANN001
     p = _project(api)
     url = f"/api/projects/{p['id']}/resources"
     other = str(uuid.uuid4())
+    register_daemon(api, other)
     api.post(url, json={"resource_type": "local_directory", "resource_ref": {"local_path": "/a", "daemon_id": DAEMON}})
     r = api.post(url, json={"resource_type": "local_directory",
                             "resource_ref": {"local_path": "/b", "daemon_id": other}}).json()

@@ -197,3 +197,34 @@ def test_finding_14_another_workspaces_task_is_404_for_a_daemon(api):  # noqa: A
         assert answer.status_code == 404, (path, answer.text)
     assert theirs.get(f"/api/tasks/{task_id}").status_code == 404
     assert theirs.post(f"/api/tasks/{task_id}/messages", json={"messages": []}).status_code == 404
+
+
+def test_finding_14_local_directory_names_a_daemon_of_this_workspace(api):  # noqa: ANN001
+    def add(project_id: str, daemon_id: str, path: str = "/srv/app", who=None):  # noqa: ANN001, ANN202
+        return (who or api).post(f"/api/projects/{project_id}/resources", json={
+            "resource_type": "local_directory", "resource_ref": {"local_path": path, "daemon_id": daemon_id}})
+    p = api.post("/api/projects", json={"title": "P"}).json()["id"]
+    unknown_id = str(uuid.uuid4())
+    unknown = add(p, unknown_id)
+    assert unknown.status_code == 422
+    assert "not registered in this workspace" in unknown.json()["detail"]
+    assert "predictorx daemon start" in unknown.json()["detail"]  # how to register it first
+    # Another workspace's daemon, even with /etc: the very same answer (no hint that it exists).
+    _, stranger = _add(api, "s")
+    ws2 = stranger.post("/api/workspaces", json={"name": "Elsewhere"}).json()["id"]
+    theirs = str(uuid.uuid4())
+    assert stranger.post("/api/daemon/register", headers={"X-Workspace": ws2}, json={
+        "daemon_id": theirs, "name": "x", "runtimes": [{"provider": "command"}]}).status_code == 200
+    foreign = add(p, theirs, "/etc")
+    assert foreign.status_code == 422
+    assert foreign.json()["detail"] == unknown.json()["detail"].replace(unknown_id, theirs)
+    # With the project created in one go, nothing is written either.
+    whole = api.post("/api/projects", json={"title": "Q", "resources": [{"resource_type": "local_directory",
+                     "resource_ref": {"local_path": "/srv/q", "daemon_id": theirs}}]})
+    assert whole.status_code == 422 and [x["title"] for x in api.get("/api/projects").json()] == ["P"]
+    # A member's daemon: only its owner points it at folders on that machine.
+    mine, _ = _register(api)
+    _, member = _add(api, "m")
+    refused = add(p, mine, who=member)
+    assert refused.status_code == 403 and "another member" in refused.json()["detail"]
+    assert add(p, mine).status_code == 201

@@ -60,13 +60,15 @@ def test_worktree_needs_the_capability_at_save_and_at_claim(api):  # noqa: ANN00
         "local_path": "/srv/x", "daemon_id": old, "execution_mode": "worktree"}})
     assert r.status_code == 422 and "update Predictor X on that machine" in r.json()["detail"]
     assert api.get(f"/api/projects/{p['id']}/resources").json() == []
-    # Saved while the machine was unknown; the machine then turns out to lack the capability.
+    # Saved while the machine had it; it then restarts without it (an older Predictor X there).
     unknown = str(uuid.uuid4())
-    api.post(f"/api/projects/{p['id']}/resources", json={"resource_type": "local_directory", "resource_ref": {
-        "local_path": "/srv/x", "daemon_id": unknown, "execution_mode": "worktree"}})
-    r = api.post("/api/daemon/register", json={"daemon_id": unknown, "name": "old", "capabilities": [],
+    r = api.post("/api/daemon/register", json={"daemon_id": unknown, "name": "old", "capabilities": ["local-worktree-v1"],
                                                 "runtimes": [{"provider": "claude"}]})
     late = api.as_(r.json()["token"])
+    assert api.post(f"/api/projects/{p['id']}/resources", json={"resource_type": "local_directory", "resource_ref": {
+        "local_path": "/srv/x", "daemon_id": unknown, "execution_mode": "worktree"}}).status_code == 201
+    assert late.post("/api/daemon/register", json={"daemon_id": unknown, "name": "old", "capabilities": [],
+                                                    "runtimes": [{"provider": "claude"}]}).status_code == 200
     api.post("/api/agents", json={"name": "wt", "provider": "claude", "runtime": unknown})
     issue = _issue(api, project_id=p["id"], assignee="wt")
     assert late.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi.concurrency import run_in_threadpool
+
 from .. import resources as registry
 from ..resources import ResourceError
+from ..store.schema import Daemon
 from .state import AppState
 
 
+def _owned_by(state: AppState, workspace_id: str, daemon_id: str, actor_id: str | None) -> bool:
+    with state.read() as s:
+        d = s.get(Daemon, daemon_id)
+        return d is not None and d.workspace_id == workspace_id and d.owner_id is not None and d.owner_id == actor_id
+
+
 async def check_with_daemon(state: AppState, workspace_id: str, resource_type: str, ref: Any,
-                            prefix: str = "") -> None:
+                            prefix: str = "", *, actor_id: str | None) -> None:
     try:
         handler = registry.get(resource_type)
         if not isinstance(ref, dict):
@@ -26,6 +35,10 @@ async def check_with_daemon(state: AppState, workspace_id: str, resource_type: s
     daemon_id = handler.owner_daemon_id(normalized)
     request = handler.daemon_check(normalized)
     if not daemon_id or request is None:
+        return
+    # Only the owner's own daemon is asked: nobody probes paths on someone else's machine (R-SEC-6).
+    # Anything else is refused by the service below, with its reason.
+    if not await run_in_threadpool(_owned_by, state, workspace_id, daemon_id, actor_id):
         return
     answer = await state.hub.ask_daemon(workspace_id, daemon_id, request)
     if answer is not None and not answer.get("ok", True):

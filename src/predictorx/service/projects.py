@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from .. import resources as registry
 from ..resources import ResourceError
 from ..store.schema import ACTIVE_STATUSES, Daemon, Issue, Member, Project, ProjectResource, Runtime, Task
-from .errors import Conflict, Invalid, NotFound
+from .errors import Conflict, Forbidden, Invalid, NotFound
 
 PROJECT_STATUSES = ("planned", "in_progress", "paused", "completed", "cancelled")
 PRIORITIES = ("none", "low", "medium", "high", "urgent")
@@ -86,15 +86,25 @@ def list_resources(session: Session, project_id: str) -> list[ProjectResource]:
         .order_by(ProjectResource.position, ProjectResource.created_at)))
 
 
-def _check_capabilities(session: Session, handler: registry.ResourceType, ref: dict[str, Any]) -> None:
-    """R-RES-9: capability, not version, decides whether the owning daemon can run this."""
-    needed = handler.required_capabilities(ref)
+def _check_owner_daemon(session: Session, workspace_id: str, actor_id: str | None,
+                        handler: registry.ResourceType, ref: dict[str, Any]) -> None:
+    """A machine-local resource names a daemon of this workspace (R-SEC-2), and only that daemon's
+    owner points it at a folder on their machine (R-SEC-6: their agents will work there).
+    R-RES-9: capability, not version, decides whether the owning daemon can run this."""
     owner = handler.owner_daemon_id(ref)
-    if not needed or owner is None:
+    if owner is None:
         return
     daemon = session.get(Daemon, owner)
-    if daemon is None:
-        return  # unknown machine yet: the claim-time check (R-RES-9) still protects the run
+    if daemon is None or daemon.workspace_id != workspace_id:  # the same words either way: no oracle
+        raise Invalid(f"daemon {owner} is not registered in this workspace: on that machine run "
+                      "`predictorx daemon start` (logged in to this workspace) so it registers, then add the "
+                      "folder again; `predictorx daemon list` shows this workspace's daemons")
+    if actor_id is not None and daemon.owner_id != actor_id:
+        raise Forbidden(f"daemon {daemon.name} ({owner}) belongs to another member: only a machine's owner adds or "
+                        "changes folders on it (their agents run there)")
+    needed = handler.required_capabilities(ref)
+    if not needed:
+        return
     declared = set(daemon.capabilities or [])
     for rt in session.scalars(select(Runtime).where(Runtime.daemon_id == owner)):
         declared |= set(rt.capabilities or [])
@@ -106,14 +116,14 @@ def _check_capabilities(session: Session, handler: registry.ResourceType, ref: d
         )
 
 
-def _validate(session: Session, resource_type: str, ref: Any, label: str | None,
-              validate_path=None) -> tuple[registry.ResourceType, dict, str | None]:  # noqa: ANN001
+def _validate(session: Session, workspace_id: str, actor_id: str | None, resource_type: str, ref: Any,
+              label: str | None, validate_path=None) -> tuple[registry.ResourceType, dict, str | None]:  # noqa: ANN001
     handler = registry.get(resource_type)
     if not isinstance(ref, dict):
         raise Invalid("resource_ref must be a JSON object")
     ref, label = registry.split_label(ref, label)
     ref = handler.normalize(ref)
-    _check_capabilities(session, handler, ref)
+    _check_owner_daemon(session, workspace_id, actor_id, handler, ref)
     if validate_path is not None:
         validate_path(handler, ref)
     return handler, ref, label
@@ -156,8 +166,8 @@ def create_project(session: Session, workspace_id: str, user_id: str | None, *, 
     session.flush()
     for i, spec in enumerate(resources):
         try:
-            handler, ref, label = _validate(session, spec["resource_type"], spec.get("resource_ref"),
-                                            spec.get("label"), validate_path)
+            handler, ref, label = _validate(session, workspace_id, user_id, spec["resource_type"],
+                                            spec.get("resource_ref"), spec.get("label"), validate_path)
         except ResourceError as e:
             raise type(e)(f"resource {i + 1}: {e.message}", e.status) from None
         pos = spec.get("position")
@@ -169,7 +179,8 @@ def create_project(session: Session, workspace_id: str, user_id: str | None, *, 
 def add_resource(session: Session, project: Project, user_id: str | None, *, resource_type: str,
                  resource_ref: Any, label: str | None = None, position: int | None = None,
                  validate_path=None) -> ProjectResource:  # noqa: ANN001
-    handler, ref, label = _validate(session, resource_type, resource_ref, label, validate_path)
+    handler, ref, label = _validate(session, project.workspace_id, user_id, resource_type, resource_ref, label,
+                                    validate_path)
     if position is None:
         top = session.scalar(select(func.max(ProjectResource.position))
                              .where(ProjectResource.project_id == project.id))
@@ -189,7 +200,7 @@ def get_resource(session: Session, project: Project, resource_id: str) -> Projec
 
 
 def update_resource(session: Session, project: Project, resource_id: str, patch: dict[str, Any],
-                    validate_path=None) -> ProjectResource:  # noqa: ANN001
+                    validate_path=None, *, actor_id: str | None) -> ProjectResource:  # noqa: ANN001
     """Partial update: omitted fields are kept, fields set to null are cleared."""
     row = get_resource(session, project, resource_id)
     if "resource_type" in patch and patch["resource_type"] != row.resource_type:
@@ -205,8 +216,8 @@ def update_resource(session: Session, project: Project, resource_id: str, patch:
         label = patch["label"]
     if label is not None and not isinstance(label, str):
         raise Invalid("label must be a string or null")
-    handler, ref, _ = _validate(session, row.resource_type, registry.merge_patch(row.resource_ref, ref_patch),
-                                None, validate_path)
+    handler, ref, _ = _validate(session, project.workspace_id, actor_id, row.resource_type,
+                                registry.merge_patch(row.resource_ref, ref_patch), None, validate_path)
     row.resource_ref = ref
     row.label = label or None
     row.unique_key = handler.unique_key(ref)

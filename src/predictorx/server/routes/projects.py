@@ -28,7 +28,8 @@ def list_projects(caller: Caller = Depends(user_caller), state: AppState = Depen
 async def create_project(body: ProjectCreate, caller: Caller = Depends(user_caller),
                          state: AppState = Depends(get_state)) -> dict:
     for i, r in enumerate(body.resources):
-        await check_with_daemon(state, caller.workspace_id, r.resource_type, r.resource_ref, f"resource {i + 1}: ")
+        await check_with_daemon(state, caller.workspace_id, r.resource_type, r.resource_ref, f"resource {i + 1}: ",
+                                actor_id=caller.user_id)
 
     def work() -> dict:
         with state.write() as s:
@@ -74,7 +75,8 @@ def list_resources(project_id: str, caller: Caller = Depends(user_caller), state
 @router.post("/{project_id}/resources", status_code=201)
 async def add_resource(project_id: str, body: ResourceIn, caller: Caller = Depends(user_caller),
                        state: AppState = Depends(get_state)) -> dict:
-    await check_with_daemon(state, caller.workspace_id, body.resource_type, body.resource_ref)
+    await check_with_daemon(state, caller.workspace_id, body.resource_type, body.resource_ref,
+                            actor_id=caller.user_id)
 
     def work() -> dict:
         with state.write() as s:
@@ -105,12 +107,12 @@ async def update_resource(project_id: str, resource_id: str, body: ResourcePatch
     rtype, ref = await run_in_threadpool(current)
     merged = registry.merge_patch(ref, {k: v for k, v in (patch.get("resource_ref") or {}).items() if k != "label"})
     if merged != ref:
-        await check_with_daemon(state, caller.workspace_id, rtype, merged)
+        await check_with_daemon(state, caller.workspace_id, rtype, merged, actor_id=caller.user_id)
 
     def work() -> dict:
         with state.write() as s:
             p = svc.get_project(s, caller.workspace_id, project_id)
-            return serialize.resource(svc.update_resource(s, p, resource_id, patch))
+            return serialize.resource(svc.update_resource(s, p, resource_id, patch, actor_id=caller.user_id))
     return await run_in_threadpool(work)
 
 

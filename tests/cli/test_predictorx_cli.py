@@ -43,7 +43,7 @@ def _ok(result):  # noqa: ANN001, ANN202
     return out
 
 
-def test_seed_commands_as_written(px):  # noqa: ANN001
+def test_seed_commands_as_written(px, server):  # noqa: ANN001
     out = _ok(px("project", "create", "--title", "Agent UX 2026", "--repo", "https://github.com/org/repo",
                  "--repo", "git@gitea.example.com:org/other.git", "--output", "json"))
     project = json.loads(out)
@@ -53,6 +53,12 @@ def test_seed_commands_as_written(px):  # noqa: ANN001
 
     _ok(px("project", "resource", "add", pid, "--type", "github_repo", "--url", "https://gitlab.example.com/org/api", "--ref", "main"))
     daemon = str(uuid.uuid4())
+    code, _, err = px("project", "resource", "add", pid, "--type", "local_directory", "--local-path", "/srv/x",
+                      "--daemon-id", daemon)
+    assert code == 1 and "not registered in this workspace" in err and "predictorx daemon start" in err
+    # A local folder names a registered daemon of the workspace (R-SEC-2): the owner's machine.
+    server.api("POST", "/api/daemon/register", {"daemon_id": daemon, "name": "box", "capabilities": ["local-worktree-v1"],
+                                                 "runtimes": [{"provider": "command"}]})
     _ok(px("project", "resource", "add", pid, "--type", "local_directory", "--local-path", "/srv/checkout",
            "--daemon-id", daemon, "--ref-label", "main checkout", "--execution-mode", "worktree"))
     rows = json.loads(_ok(px("project", "resource", "list", pid, "--output", "json")))
@@ -76,7 +82,7 @@ def test_seed_commands_as_written(px):  # noqa: ANN001
     table = _ok(px("project", "resource", "list", pid))
     assert "https://gitlab.example.com/org/api" in table
 
-    assert json.loads(_ok(px("daemon", "list", "--output", "json"))) == []
+    assert [d["id"] for d in json.loads(_ok(px("daemon", "list", "--output", "json")))] == [daemon]
     _ok(px("daemon", "list"))
 
 

@@ -86,6 +86,8 @@ def agent_update(
     body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
             "command": shlex.split(command) if command else None, "max_concurrent_tasks": max_concurrent_tasks}
     body = {k: v for k, v in body.items() if v is not None}
+    if body.get("runtime") == "":
+        body["runtime"] = None  # any of your daemons with its provider may run it
     if not body:
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
              "--max-concurrent-tasks", code=2)

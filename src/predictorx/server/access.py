@@ -126,7 +126,8 @@ ACCESS: dict[str, Rule] = {
     "GET /api/agents":                                   MEMBER,
     "POST /api/agents":                                  MEMBER,
     "GET /api/agents/{ref}":                             MEMBER,
-    "PATCH /api/agents/{ref}":                           MEMBER,
+    "PATCH /api/agents/{ref}":                           MEMBER,   # its owner only: service
+    "DELETE /api/agents/{ref}":                          MEMBER,   # its owner, or an admin/owner: service
     # tasks
     "GET /api/tasks":                                    MEMBER,
     "GET /api/tasks/{task_id}":                          MEMBER_DAEMON_TASK,
@@ -135,6 +136,10 @@ ACCESS: dict[str, Rule] = {
     "POST /api/tasks/{task_id}/cancel":                  MEMBER,
     "GET /api/tasks/{task_id}/review":                   MEMBER,
     "POST /api/tasks/{task_id}/rerun":                   MEMBER,
+    "GET /api/tasks/{task_id}/harness/sweep":            MEMBER_DAEMON_TASK,
+    "GET /api/tasks/{task_id}/harness/handoff":          MEMBER_DAEMON_TASK,
+    "POST /api/tasks/{task_id}/harness/handoff":         Rule(None, daemon=True, task=True),
+    "GET /api/issues/{ref}/handoffs":                    MEMBER_OR_TASK,
     # daemons: listing for people, the daemon's own API
     "GET /api/daemons":                                  MEMBER,
     "GET /api/daemons/{daemon_id}":                      MEMBER,
@@ -153,6 +158,7 @@ ACCESS: dict[str, Rule] = {
     "POST /logout":                                      PUBLIC,
     "GET /favicon.ico":                                  PUBLIC,
     "GET /":                                             MEMBER,
+    "POST /workspace":                                   PERSON,   # the switcher: only to a workspace of yours
     "POST /projects":                                    MEMBER,
     "GET /projects/{project_id}":                        MEMBER,
     "POST /projects/{project_id}/update":                MEMBER,
@@ -166,12 +172,15 @@ ACCESS: dict[str, Rule] = {
     "POST /projects/{project_id}/issues":                MEMBER,
     "POST /projects/{project_id}/issues/{ref}/assign":   MEMBER,
     "GET /projects/{project_id}/tasks":                  MEMBER,
+    "GET /projects/{project_id}/room":                   MEMBER,
+    "GET /projects/{project_id}/room/live":              MEMBER,
     "GET /issues":                                       MEMBER,
     "POST /issues":                                      MEMBER,
     "GET /issues/{ref}":                                 MEMBER,
     "POST /issues/{ref}/comments":                       MEMBER,
     "POST /issues/{ref}/assign":                         MEMBER,
     "POST /issues/{ref}/update":                         MEMBER,
+    "POST /issues/{ref}/move":                           MEMBER,
     "GET /issues/{ref}/runs":                            MEMBER,
     "GET /tasks/{task_id}":                              MEMBER,
     "GET /tasks/{task_id}/header":                       MEMBER,
@@ -181,6 +190,9 @@ ACCESS: dict[str, Rule] = {
     "POST /tasks/{task_id}/rerun":                       MEMBER,
     "POST /tasks/{task_id}/cancel":                      MEMBER,
     "GET /agents":                                       MEMBER,
+    "POST /agents":                                      MEMBER,
+    "POST /agents/{agent_id}":                           MEMBER,   # its owner only: service
+    "POST /agents/{agent_id}/delete":                    MEMBER,   # its owner, or an admin/owner: service
     "GET /daemons":                                      MEMBER,
 }
 # fmt: on

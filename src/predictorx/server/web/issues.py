@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from ...service import agents as agent_svc
@@ -22,7 +23,7 @@ from ...store.schema import Agent, Issue, Project, User
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..routes import issues as api
 from .api import call
-from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
+from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .render import html, is_htmx, panel, redirect
 from .session import Viewer, viewer
@@ -101,7 +102,11 @@ async def issues_page(request: Request, view: str = Query(default="list", max_le
 @router.post("/issues/{ref}/move")
 async def move(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     """A card moved to another column, by its buttons (keyboard) or by dragging it."""
-    issue = await call(api.update_issue, ref, IssueUpdate(status=form.get("status")), who.caller, request.app.state.px)
+    try:
+        change = IssueUpdate(status=form.get("status"))
+    except ValidationError:  # no status sent: a 400 page, never a 500
+        raise FormError("choose the column (status) to move the issue to") from None
+    issue = await call(api.update_issue, ref, change, who.caller, request.app.state.px)
     if not is_htmx(request):
         return redirect(request, f"/issues?view=board#card-{issue['number']}")
     context = await run_in_threadpool(board_context, request, who)

@@ -108,13 +108,16 @@ def test_bad_resource_input_is_answered_next_to_its_form(client):  # noqa: ANN00
         assert r.status_code == status and message in r.text, (data, r.text[:300])
     assert client.get(f"/api/projects/{pid}").json()["resources"] == []
 
+    daemon_id = str(uuid.uuid4())  # a local folder names a registered daemon of the workspace (R-SEC-2)
+    assert client.post("/api/daemon/register", json={"daemon_id": daemon_id, "name": "box", "capabilities": [
+        "local-worktree-v1"], "runtimes": [{"provider": "command"}]}).status_code == 200
     client.post(url, data={"form": "other", "resource_type": "local_directory",
-                           "payload": f'{{"local_path": "/srv/a", "daemon_id": "{uuid.uuid4()}"}}'}, headers=HX)
+                           "payload": f'{{"local_path": "/srv/a", "daemon_id": "{daemon_id}"}}'}, headers=HX)
     rid = client.get(f"/api/projects/{pid}").json()["resources"][0]["id"]
     r = client.post(f"{url}/{rid}", data={"label": "a", "execution_mode": "sideways"}, headers=HX)
     assert r.status_code == 422 and "execution_mode must be one of" in r.text
     r = client.post(f"{url}/{rid}", data={"label": "a", "execution_mode": "worktree"}, headers=HX)
-    assert r.status_code == 200  # an unknown daemon: the claim-time check still guards it (R-RES-9)
+    assert r.status_code == 200
     assert client.get(f"/api/projects/{pid}").json()["resources"][0]["resource_ref"]["execution_mode"] == "worktree"
 
 

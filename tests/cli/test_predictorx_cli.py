@@ -208,3 +208,12 @@ def test_a_teammate_gets_a_token_and_logs_in(px, server, monkeypatch, capsys, tm
     with pytest.raises(SystemExit) as e:
         main(["token", "create", "--name", "ci"])
     assert e.value.code == 0 and capsys.readouterr().out.strip().startswith("pxu_")
+
+
+def test_agent_update_by_its_owner(px):  # noqa: ANN001
+    _ok(px("agent", "create", "--name", "upd", "--provider", "command", "--command", "true"))
+    _ok(px("agent", "update", "upd", "--command", "echo hi", "--instructions", "be brief", "--max-concurrent-tasks", "2"))
+    a = {x["name"]: x for x in json.loads(_ok(px("agent", "list", "--output", "json")))}["upd"]
+    assert a["command"] == ["echo", "hi"] and a["instructions"] == "be brief" and a["max_concurrent_tasks"] == 2
+    code, _, err = px("agent", "update", "upd")
+    assert code == 2 and "nothing to change" in err

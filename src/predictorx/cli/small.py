@@ -80,17 +80,19 @@ def agent_update(
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
     instructions: Optional[str] = typer.Option(None, "--instructions"),
     max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
+    sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, or not."),
     output: Output = OutputOpt,
 ) -> None:
     """Change an agent you own (only the owner of the machine it runs on may)."""
     body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
-            "command": shlex.split(command) if command else None, "max_concurrent_tasks": max_concurrent_tasks}
+            "command": shlex.split(command) if command else None, "max_concurrent_tasks": max_concurrent_tasks,
+            "sandbox": sandbox}
     body = {k: v for k, v in body.items() if v is not None}
     if body.get("runtime") == "":
         body["runtime"] = None  # any of your daemons with its provider may run it
     if not body:
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
-             "--max-concurrent-tasks", code=2)
+             "--max-concurrent-tasks, --sandbox/--no-sandbox", code=2)
     a = Client().patch(f"/api/agents/{seg(ref)}", body)
     if output == Output.json:
         record(a, [], output)

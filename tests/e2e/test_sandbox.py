@@ -55,6 +55,9 @@ def test_a_sandboxed_agent_reads_no_secret_yet_writes_its_workdir_and_commits(se
                                           "git commit -q -m 'sandboxed work' && echo committed")
     server.api("POST", "/api/agents", {"name": "boxed", "provider": "command", "command": argv, "sandbox": True})
     assert server.api("GET", "/api/agents/boxed")["sandbox"] is True
+    assert server.api("PATCH", "/api/agents/boxed", {"sandbox": False})["sandbox"] is False
+    server.cli("agent", "update", "boxed", "--sandbox")
+    assert server.api("GET", "/api/agents/boxed")["sandbox"] is True
     project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
         "resource_type": "local_directory", "label": "my checkout",
         "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "worktree"}}]})

@@ -34,7 +34,7 @@ test: $(STAMP) $(NPM_STAMPS)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -e '.[dev,bench]'
 	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:

@@ -7,7 +7,6 @@ at once with SQLITE_BUSY instead of waiting, which is exactly the race a claim m
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 import os
@@ -88,7 +87,6 @@ class Database:
         self._read = sessionmaker(self.engine, expire_on_commit=False)
         write_engine = self.engine.execution_options(sqlite_immediate=True) if self.sqlite else self.engine
         self._write = sessionmaker(write_engine, expire_on_commit=False)
-        self._write_lock = threading.RLock() if self.sqlite else None
 
     @contextmanager
     def read(self) -> Iterator[Session]:
@@ -97,16 +95,8 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        """A transaction that commits on success and rolls back on any error.
-
-        On SQLite, writers of this process queue on a lock before BEGIN IMMEDIATE: SQLite's own
-        busy handler polls with sleeps of up to 100 ms, which under load was the dispatch tail
-        (issue 14); a lock hands the database to the next writer the moment it is free."""
-        if self._write_lock is None:
-            with self._write() as session, session.begin():
-                yield session
-            return
-        with self._write_lock, self._write() as session, session.begin():
+        """A transaction that commits on success and rolls back on any error."""
+        with self._write() as session, session.begin():
             yield session
 
     def migrate(self) -> None:

@@ -22,12 +22,18 @@ from predictorx.server.nginx import nginx_binary, start_standalone
 
 from .harness import Daemon, Server, free_port, wait_until
 
-pytestmark = [
+needs_cluster = [
     pytest.mark.postgres,
     pytest.mark.skipif(not POSTGRES_URL, reason="needs PREDICTORX_TEST_POSTGRES_URL"),
     pytest.mark.skipif(nginx_binary() is None and not os.environ.get("PREDICTORX_REQUIRE_POSTGRES"),
                        reason="needs nginx (Debian package; .ci/run installs it)"),
 ]
+
+
+def cluster_test(fn):  # noqa: ANN001, ANN201
+    for mark in needs_cluster:
+        fn = mark(fn)
+    return fn
 
 LINES = 80
 
@@ -77,6 +83,7 @@ def _holder(a: Server, b: Server, daemon_id: str) -> tuple[Server, Server]:
     return (a, b) if held[0] is a else (b, a)
 
 
+@cluster_test
 def test_replicas_behind_nginx_wake_across_and_survive_a_replica_kill(cluster, tmp_path):  # noqa: ANN001
     a, b, proxy_url = cluster
     daemon = Daemon(a, tmp_path / "daemon", replicas=[a, b], PREDICTORX_SERVER_URL=proxy_url)
@@ -127,6 +134,7 @@ def test_server_workers_need_postgres(tmp_path):  # noqa: ANN001
     assert p.returncode != 0 and "needs PostgreSQL" in p.stderr and "Traceback" not in p.stderr
 
 
+@cluster_test
 def test_server_workers_serve_one_port(tmp_path):  # noqa: ANN001
     import psutil
 
@@ -143,3 +151,25 @@ def test_server_workers_serve_one_port(tmp_path):  # noqa: ANN001
         if server:
             server.stop()
         drop_postgres_schema(POSTGRES_URL, schema)
+
+
+def test_daemon_fails_over_between_server_urls(tmp_path):  # noqa: ANN001
+    """No proxy: the daemon is given a dead URL first and the server second; it registers, holds its
+    stream and runs a task through the second, and gives the agent that URL."""
+    server = Server(tmp_path / "home", f"sqlite:///{tmp_path / 'px.db'}")
+    dead = f"http://127.0.0.1:{free_port()}"
+    daemon = None
+    try:
+        daemon = Daemon(server, tmp_path / "daemon", PREDICTORX_SERVER_URL=f"{dead},{server.url}")
+        server.api("POST", "/api/agents", {"name": "where", "provider": "command",
+                                           "command": ["sh", "-c", 'echo "url=$PREDICTORX_SERVER_URL"']})
+        made = server.api("POST", "/api/issues", {"title": "fail over", "assignee": "where"})
+        task = server.wait_task(server.runs(made["number"])[0]["id"], timeout=30)
+        assert task["status"] == "completed"
+        said = [m["content"].get("text", "") for m in server.api("GET", f"/api/tasks/{task['id']}/messages")]
+        assert any(f"url={server.url}" in t for t in said), said
+        assert "switching to" in daemon.output()
+    finally:
+        if daemon:
+            daemon.stop()
+        server.stop()

@@ -198,6 +198,12 @@ class Daemon:
             if pending:
                 await asyncio.wait(pending, timeout=10)
             await gc.stop()
+            # Cancel until they end: on Python 3.11 a wait_for whose event is set in the same turn
+            # as the cancel swallows it (the claim loop then ran on for ever after a stop).
+            while not all(job.done() for job in jobs):
+                for job in jobs:
+                    job.cancel()
+                await asyncio.wait(jobs, timeout=1)
             await asyncio.gather(*jobs, return_exceptions=True)
             await self.api.close()
 

@@ -57,7 +57,10 @@ def token(web_db: Database) -> str:
 
 def make_client(web_db: Database, token: str | None, host: str = "testclient") -> TestClient:
     """A TestClient whose requests come from `host` (TestClient's default host is not loopback)."""
-    client = TestClient(create_app(web_db, migrate=False), client=(host, 50000), follow_redirects=False)
+    # A browser names the page a change comes from (Origin); the server refuses changes that come
+    # with the cookie from anywhere else (R-SEC-7).
+    client = TestClient(create_app(web_db, migrate=False), client=(host, 50000), follow_redirects=False,
+                        headers={"Origin": "http://testserver"})
     if token:
         client.cookies.set("px_token", token)
     return client
@@ -124,6 +127,10 @@ class LiveServer:
     def daemon(self, path: str, json: dict | None = None) -> dict:
         return self.post(path, json, token=self.daemon_token)
 
+    def login_link(self) -> str:
+        """A single-use sign-in link, as `predictorx web` prints it (the only way in, R-SEC-7)."""
+        return self.post("/api/login-link")["url"]
+
 
 @pytest.fixture
 def live(web_db: Database, token: str) -> Iterator[LiveServer]:
@@ -176,7 +183,7 @@ def page(browser, live: LiveServer, request):  # noqa: ANN001, ANN201
     context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
     context.set_default_timeout(5000)
     p = context.new_page()
-    p.goto(f"/login?token={live.token}")
+    p.goto(live.login_link())
     yield p
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:

@@ -13,13 +13,14 @@ def test_login_link_sets_an_httponly_strict_cookie_and_lands_on_projects(page, l
     assert page.url == f"{live.url}/"
     expect(page.get_by_role("heading", name="Projects")).to_be_visible()
     cookie = next(c for c in page.context.cookies() if c["name"] == "px_token")
-    assert cookie["value"] == live.token and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
-    assert "token=" not in page.url
+    assert cookie["value"].startswith("pxu_") and cookie["value"] != live.token  # a fresh web session
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert "code=" not in page.url
 
     page.context.clear_cookies()
     page.goto("/")
     expect(page.get_by_text("Open the link printed by")).to_be_visible()
-    page.get_by_label("Token").fill(live.token)
+    page.get_by_label("Sign-in code").fill(live.login_link())
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Projects")).to_be_visible()
 

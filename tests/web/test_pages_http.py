@@ -43,25 +43,58 @@ def test_pages_without_a_cookie_show_the_sign_in_page(anon):  # noqa: ANN001
     assert anon.post("/projects", data={"title": "x"}).status_code == 401
 
 
-def test_login_link_checks_the_token_and_sets_a_strict_httponly_cookie(anon, token):  # noqa: ANN001
-    r = anon.get(f"/login?token={token}")
+def _code(client, token: str) -> str:  # noqa: ANN001
+    r = client.post("/api/login-link", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 201, r.text
+    return r.json()["url"].split("code=", 1)[1]
+
+
+def test_login_code_sets_a_strict_httponly_cookie_once(anon, token):  # noqa: ANN001
+    code = _code(anon, token)
+    r = anon.get(f"/login?code={code}")
     assert r.status_code == 303 and r.headers["location"] == "/"
     cookie = r.headers["set-cookie"].lower()
     assert "px_token=" in cookie and "httponly" in cookie and "samesite=strict" in cookie
     assert anon.get("/").status_code == 200
 
-    bad = anon.get("/login?token=pxu_nope")
-    assert bad.status_code == 401 and "not valid" in bad.text and "set-cookie" not in bad.headers
-    assert anon.post("/login", data={"token": ""}).status_code == 400
+    anon.cookies.clear()
+    again = anon.get(f"/login?code={code}")
+    assert again.status_code == 401 and "already used" in again.text and "set-cookie" not in again.headers
+    assert anon.post("/login", data={"code": ""}).status_code == 400
+    r = anon.post("/login", data={"code": f"http://testserver/login?code={_code(anon, token)}"})
+    assert r.status_code == 303  # the whole pasted link works too
     assert anon.post("/logout").headers["location"] == "/login"
+
+
+def test_finding_12_a_token_never_signs_in(anon, token):  # noqa: ANN001
+    """`/login?token=<attacker's token>` used to sign the victim in as the attacker."""
+    r = anon.get(f"/login?token={token}")
+    assert r.status_code == 401 and "set-cookie" not in r.headers and "predictorx web" in r.text
+    r = anon.post("/login", data={"token": token})
+    assert r.status_code == 400 and "set-cookie" not in r.headers
+    r = anon.post("/login", data={"code": token})  # a token pasted as a code is no code
+    assert r.status_code == 401 and "set-cookie" not in r.headers
+    assert anon.get("/").status_code == 401
+
+
+def test_finding_12_cookie_lives_no_longer_than_its_token(anon, token, web_db):  # noqa: ANN001
+    from predictorx.service import auth
+    from predictorx.store.schema import Token, utcnow
+
+    r = anon.get(f"/login?code={_code(anon, token)}")
+    max_age = int(r.headers["set-cookie"].lower().split("max-age=")[1].split(";")[0])
+    with web_db.read() as s:
+        row = s.query(Token).filter_by(token_hash=auth.hash_token(anon.cookies.get("px_token"))).one()
+    assert 0 < max_age <= (row.expires_at - utcnow()).total_seconds() + 1
 
 
 def test_a_daemon_token_does_not_open_the_web_ui(client, token):  # noqa: ANN001
     _local_daemon(client, token)
     daemon_token = client.post("/api/daemon/register", headers={"Authorization": f"Bearer {token}"},
                                json={"daemon_id": str(uuid.uuid4()), "name": "ci"}).json()["token"]
-    r = client.get(f"/login?token={daemon_token}")
-    assert r.status_code == 401 and "daemon" in r.text
+    client.cookies.set("px_token", daemon_token)
+    r = client.get("/")
+    assert r.status_code == 401 and "Open the link printed by" in r.text
 
 
 # -- errors are pages --------------------------------------------------------------------------
@@ -302,7 +335,7 @@ def test_a_login_code_signs_in_once_and_the_owner_token_stays_secret(web_db, tok
     app = create_app(web_db, migrate=False)
 
     def make_client(_db, cookie):  # noqa: ANN001, ANN202
-        c = TestClient(app, follow_redirects=False)
+        c = TestClient(app, follow_redirects=False, headers={"Origin": "http://testserver"})
         if cookie:
             c.cookies.set("px_token", cookie)
         return c

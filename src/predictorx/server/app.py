@@ -21,17 +21,21 @@ from ..service.daemons import daemon_timeout
 from ..service.errors import ServiceError
 from ..store.db import Database
 from .access import enforce
+from .bodyguard import BodyGuard
 from .hub import Hub
+from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
 from .routes import beans as bean_routes, classifications, harness_tasks, roles as role_routes
 from .routes import workflows as workflow_routes
+from .safejson import SafeJSONResponse
+from .secheaders import SecurityHeaders
 from .state import AppState
 
 log = logging.getLogger("predictorx.server")
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"detail": message}, status_code=status)
+    return SafeJSONResponse({"detail": message}, status_code=status)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -116,7 +120,13 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
 
     # Every route passes the role matrix first (server/access.py, R-SEC-4).
     app = FastAPI(title="Predictor X", version=__version__, lifespan=lifespan, dependencies=[Depends(enforce)],
+                  default_response_class=SafeJSONResponse,
                   description="Coding-agent CLIs as teammates: projects, issues, agents, daemons, tasks.")
+    # Outermost last: every answer gets the headers; forgery is refused before a body is read;
+    # bodies are bounded and valid text before anything parses or authenticates them (R-SEC-7).
+    app.add_middleware(BodyGuard)
+    app.add_middleware(OriginGuard)
+    app.add_middleware(SecurityHeaders)
     app.state.px = state
     app.state.token_cache = {}
     install_error_handlers(app)

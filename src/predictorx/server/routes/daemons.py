@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
 from ...service import daemons as svc
@@ -15,6 +15,7 @@ from ...service.errors import Forbidden, NotFound
 from ...store.schema import Daemon
 from ..deps import Caller, daemon_caller, get_caller, get_state, user_caller
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
+from ..safejson import SafeJSONResponse
 from ..state import AppState
 
 router = APIRouter(prefix="/api", tags=["daemons"])
@@ -65,7 +66,8 @@ def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: A
 
 def _claimed(claimed: list[dict]) -> list[dict]:
     """What a daemon needs to run each claimed task; built inside the claiming transaction, so a
-    claim whose answer cannot be made is not committed either."""
+    claim whose answer cannot be made is not committed either (the routes also render the JSON
+    there, for the same reason)."""
     return [{
         "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
         "agent": serialize.agent(c["agent"]),
@@ -75,11 +77,11 @@ def _claimed(claimed: list[dict]) -> list[dict]:
     } for c in claimed]
 
 
-@router.post("/daemon/claim")
-def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
+@router.post("/daemon/claim", response_model=None)
+def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
         d = _me(s, caller)
-        return {"tasks": _claimed(tasks.claim(s, d, limit=body.limit, task_id=body.task_id))}
+        return SafeJSONResponse({"tasks": _claimed(tasks.claim(s, d, limit=body.limit, task_id=body.task_id))})
 
 
 @router.post("/daemon/tasks/{task_id}/status")
@@ -97,9 +99,9 @@ def release(task_id: str, caller: Caller = Depends(daemon_caller), state: AppSta
         return serialize.task(tasks.release(s, caller.principal.daemon_id, task_id))
 
 
-@router.post("/daemon/tasks/{task_id}/finish")
+@router.post("/daemon/tasks/{task_id}/finish", response_model=None)
 def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_caller),
-           state: AppState = Depends(get_state)) -> dict:
+           state: AppState = Depends(get_state)) -> Response:
     """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
     transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
@@ -107,7 +109,7 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
         out = serialize.task(t)
         if body.claim_next:
             out["claimed"] = _claimed(tasks.claim(s, _me(s, caller), limit=body.claim_next))
-        return out
+        return SafeJSONResponse(out)
 
 
 @router.post("/daemon/requests/{request_id}")

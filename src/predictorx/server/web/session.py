@@ -1,9 +1,11 @@
 """Who is looking at a page: the `px_token` cookie, `/login` and `/logout`.
 
-`predictorx up` (and `predictorx web`) print `/login?code=…`: a single-use code, spent for a fresh
-30-day web-session token, so no long-lived token is ever printed. `/login?token=…` and the paste
-form take a token directly. The token is kept in an HttpOnly, SameSite=Strict cookie (so no other site can make the browser act with it) and the browser is sent on to `/`,
-which also drops the token from the address bar and history.
+Sign-in is by single-use code only (R-SEC-7): `predictorx up` and `predictorx web` print
+`/login?code=…`, and the sign-in page takes the same code (or the whole link) pasted. The code is
+spent for a fresh web-session token kept in an HttpOnly, SameSite=Strict cookie that lives no
+longer than that token. A token itself is never accepted in a URL or a form: a link carrying one
+would sign the victim in as whoever made it, and would sit in history and logs. The browser is
+then sent on to `/`, which drops the code from the address bar.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from .forms import Form, read_form
 from .pageroute import PageRoute, login_page
 
 COOKIE = "px_token"
-COOKIE_MAX_AGE = 90 * 24 * 3600
+# The cookie dies with the token it carries (minted for WEB_SESSION_TTL when the code is spent).
+COOKIE_MAX_AGE = int(auth.WEB_SESSION_TTL.total_seconds())
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
@@ -58,17 +61,15 @@ async def viewer(request: Request, principal: auth.Principal = Depends(get_princ
     return seen
 
 
-def _sign_in(request: Request, token: str) -> Response:
-    state = request.app.state.px
+def _sign_in(request: Request, code: str) -> Response:
+    code = code.strip()
+    if "code=" in code:  # the whole link was pasted
+        code = code.split("code=", 1)[1].split("&", 1)[0].strip()
     try:
-        with state.read() as s:
-            principal = auth.authenticate(s, token)
-    except auth.Unauthorized:
-        return login_page(request, "That token is not valid (or has expired). Open the link "
-                                   "`predictorx up` printed most recently, or paste a current token.")
-    if principal.kind != "user":
-        return login_page(request, "That is a daemon's or a task's token; the web UI needs a person's token, "
-                                   "like the one in the link `predictorx up` prints.")
+        with request.app.state.px.write() as s:
+            token = auth.redeem_login_code(s, code)
+    except auth.Unauthorized as e:
+        return login_page(request, e.message)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
@@ -76,25 +77,23 @@ def _sign_in(request: Request, token: str) -> Response:
 
 
 @router.get("/login")
-def login(request: Request, token: str | None = Query(default=None, max_length=500),
-          code: str | None = Query(default=None, max_length=500)) -> Response:
-    if code is not None:
-        try:
-            with request.app.state.px.write() as s:
-                token = auth.redeem_login_code(s, code.strip())
-        except auth.Unauthorized as e:
-            return login_page(request, e.message)
-    if token is None:
+def login(request: Request, code: str | None = Query(default=None, max_length=500),
+          token: str | None = Query(default=None, max_length=500)) -> Response:
+    if token is not None:
+        return login_page(request, "Sign-in links carry a single-use code, not a token; run `predictorx web` "
+                                   "and open the link it prints.")
+    if code is None:
         return login_page(request, status=200)
-    return _sign_in(request, token.strip())
+    return _sign_in(request, code)
 
 
 @router.post("/login")
 def login_with_form(request: Request, form: Form = Depends(read_form)) -> Response:
-    token = form.get("token")
-    if not token:
-        return login_page(request, "Paste a token first.", status=400)
-    return _sign_in(request, token)
+    code = form.get("code")
+    if not code:
+        return login_page(request, "Paste the sign-in code (or the whole link) that `predictorx web` printed.",
+                          status=400)
+    return _sign_in(request, code)
 
 
 @router.post("/logout")

@@ -19,6 +19,7 @@ from ..resources import ResourceError
 from ..service import tasks
 from ..service.daemons import daemon_timeout
 from ..service.errors import ServiceError
+from ..store.bounded import ValueTooLong
 from ..store.db import Database
 from .access import enforce
 from .bodyguard import BodyGuard
@@ -58,6 +59,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, _validation_message(exc))
+
+    @app.exception_handler(ValueTooLong)
+    async def _too_long(_: Request, exc: ValueTooLong) -> JSONResponse:
+        return _error(422, f"invalid request — {exc}")
 
     @app.exception_handler(IntegrityError)
     async def _integrity(_: Request, exc: IntegrityError) -> JSONResponse:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from ..textsafe import clip
 
 
 def _no_nul(value: str) -> str:
@@ -161,18 +163,27 @@ class Claim(Strict):
     task_id: Ident | None = None
 
 
+def Reported(limit: int):  # noqa: N802 — a type factory, named like the types it makes
+    """Text a daemon reports about a run: never refused for size or content (R-SEC-8). NUL and
+    lone surrogates become U+FFFD, and text over `limit` is cut with a marker saying how much
+    was left out (the daemon's raw log keeps all of it)."""
+    return Annotated[str, BeforeValidator(lambda v: clip(v, limit) if isinstance(v, str) else v)]
+
+
 class TaskStatus(Strict):
     status: ShortName
-    wait_reason: Body | None = None
-    branch_name: Name | None = None
+    wait_reason: Reported(100_000) | None = None
+    branch_name: Reported(500) | None = None
 
 
 class TaskFinish(Strict):
+    """The end of a run. Accepted whatever the agent printed, so a finished run is never lost."""
+
     status: ShortName
-    result: Annotated[str, Field(max_length=1_000_000), AfterValidator(_no_nul)] | None = None
-    session_id: Name | None = None
-    failure_reason: Body | None = None
-    branch_name: Annotated[str, Field(max_length=500), AfterValidator(_no_nul)] | None = None
+    result: Reported(1_000_000) | None = None
+    session_id: Reported(2000) | None = None
+    failure_reason: Reported(100_000) | None = None
+    branch_name: Reported(500) | None = None
     review: dict[str, Any] | None = None  # the agent's work: see daemon/review.py
     claim_next: Annotated[int, Field(ge=0, le=100)] = 0  # also claim up to this many tasks
 

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from .. import config
+from . import bounded  # noqa: F401 — registers the length check on every flush
 
 BUSY_TIMEOUT_MS = 10_000
 

@@ -62,7 +62,7 @@ TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 class Workspace(Base):
     __tablename__ = "workspace"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
-    name: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(String(500))
     slug: Mapped[str] = mapped_column(String(100), unique=True)
     repos: Mapped[list] = mapped_column(JSON, default=list)
     issue_counter: Mapped[int] = mapped_column(Integer, default=0)
@@ -72,7 +72,7 @@ class Workspace(Base):
 class User(Base):
     __tablename__ = "user_account"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
-    name: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(String(500))
     email: Mapped[str | None] = mapped_column(String(320), unique=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
@@ -92,7 +92,7 @@ class Token(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     kind: Mapped[str] = mapped_column(String(10))  # user | daemon | task
-    name: Mapped[str | None] = mapped_column(String(200))
+    name: Mapped[str | None] = mapped_column(String(600))
     user_id: Mapped[str | None] = mapped_column(ForeignKey("user_account.id", ondelete="CASCADE"))
     workspace_id: Mapped[str | None] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
     daemon_id: Mapped[str | None] = mapped_column(String(36))
@@ -168,8 +168,8 @@ class Agent(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(100))
-    provider: Mapped[str] = mapped_column(String(50))
-    model: Mapped[str | None] = mapped_column(String(200))
+    provider: Mapped[str] = mapped_column(String(100))
+    model: Mapped[str | None] = mapped_column(String(500))
     instructions: Mapped[str] = mapped_column(Text, default="")
     command: Mapped[list | None] = mapped_column(JSON)  # argv for the `command` provider
     max_concurrent_tasks: Mapped[int] = mapped_column(Integer, default=1)
@@ -187,9 +187,9 @@ class Daemon(Base):
     __tablename__ = "daemon"
     id: Mapped[str] = mapped_column(String(36), primary_key=True)  # the machine's stable daemon_id
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(200))
-    hostname: Mapped[str | None] = mapped_column(String(255))
-    version: Mapped[str | None] = mapped_column(String(50))
+    name: Mapped[str] = mapped_column(String(500))
+    hostname: Mapped[str | None] = mapped_column(String(500))
+    version: Mapped[str | None] = mapped_column(String(100))
     capabilities: Mapped[list] = mapped_column(JSON, default=list)
     # Bound at first registration (R-SEC-5): nobody else may register this daemon id.
     owner_id: Mapped[str | None] = mapped_column(String(36), index=True)
@@ -201,9 +201,9 @@ class Runtime(Base):
     __tablename__ = "runtime"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     daemon_id: Mapped[str] = mapped_column(ForeignKey("daemon.id", ondelete="CASCADE"))
-    provider: Mapped[str] = mapped_column(String(50))
-    version: Mapped[str | None] = mapped_column(String(200))
-    path: Mapped[str | None] = mapped_column(String(1000))
+    provider: Mapped[str] = mapped_column(String(100))
+    version: Mapped[str | None] = mapped_column(String(500))
+    path: Mapped[str | None] = mapped_column(String(4000))
     capabilities: Mapped[list] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
@@ -220,9 +220,9 @@ class Task(Base):
     status: Mapped[str] = mapped_column(String(30), default="queued")
     wait_reason: Mapped[str | None] = mapped_column(Text)
     failure_reason: Mapped[str | None] = mapped_column(Text)
-    branch_name: Mapped[str | None] = mapped_column(String(300))
+    branch_name: Mapped[str | None] = mapped_column(String(500))
     result: Mapped[str | None] = mapped_column(Text)
-    session_id: Mapped[str | None] = mapped_column(String(200))
+    session_id: Mapped[str | None] = mapped_column(String(2000))
     daemon_id: Mapped[str | None] = mapped_column(String(36), index=True)
     runtime_id: Mapped[str | None] = mapped_column(String(36))
     # Snapshot of the project's resources when the task was made (R-RES-7).

@@ -21,6 +21,7 @@ from starlette.types import Scope
 from ...resources import ResourceError
 from ...service.auth import Unauthorized
 from ...service.errors import ServiceError
+from ...store.bounded import ValueTooLong
 from .forms import FormError
 from .render import html, is_htmx
 
@@ -52,7 +53,7 @@ class PageRoute(APIRoute):
                 return login_page(request)
             except (ServiceError, ResourceError) as e:
                 return error_page(request, e.status, e.message)
-            except FormError as e:
+            except (FormError, ValueTooLong) as e:
                 return error_page(request, 400, str(e))
             except RequestValidationError as e:
                 # Ids in paths are plain strings, so what fails here is a query value.

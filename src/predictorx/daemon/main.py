@@ -31,6 +31,7 @@ from .retry import backoff
 from .sandbox import bwrap_problem
 from .serverapi import ServerApi, ServerError
 from .serverapi import server_urls as split_server_urls
+from .uploader import bounded_finish
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -111,7 +112,14 @@ class Daemon:
         log.info("task %s: %s", task_id, outcome_line(fields))
         free = 0 if self._stopping.is_set() else max(0, self.max_tasks - self.busy_slots)
         try:
-            answer = await self.api.finish(task_id, **fields, claim_next=free)
+            try:
+                answer = await self.api.finish(task_id, **bounded_finish(fields), claim_next=free)
+            except ServerError as e:
+                if e.status not in (400, 413, 422):
+                    raise
+                # Never lose a finished run to its report (R-SEC-8): send the essentials again.
+                log.error("task %s: the server refused its end (%s); sending a shorter report", task_id, e.detail)
+                answer = await self.api.finish(task_id, **bounded_finish(fields, minimal=True), claim_next=free)
         except ServerError as e:
             if 400 <= e.status < 500:
                 log.error("task %s: the server refused its end (%s)", task_id, e.detail)

@@ -3,16 +3,71 @@
 Every message gets its seq when the agent says it, so a retried batch is idempotent (the server
 ignores seqs it has). A failed send keeps the batch and retries; nothing acknowledged is dropped,
 and what was not acknowledged is still in the task's raw stream log.
+
+Nothing an agent prints can stop this (R-SEC-8): each message is sanitised when it is added (NUL
+and lone surrogates replaced, long strings cut with a marker, the whole message bounded — see
+`textsafe`), batches stay under `MAX_BATCH_BYTES` so the server's body limit never refuses them,
+and an unexpected error in one batch is logged and that batch left to the raw log, never the end
+of the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
+from ..textsafe import clip, sanitize
 from .retry import backoff
 from .serverapi import ServerApi, ServerError
+
+#: Longest string kept in one message (characters); the raw log keeps the rest.
+MAX_STRING_CHARS = 256 * 1024
+#: One message, encoded, at most this (bytes): far under the server's 10 MiB body limit.
+MAX_MESSAGE_BYTES = 1024 * 1024
+#: One batch, encoded, at most this (bytes).
+MAX_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _size(message: dict[str, Any]) -> int:
+    return len(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+
+
+#: What the server keeps of each finish field (server/models.py TaskFinish): cut here first, so
+#: the report is small and its marker says the daemon cut it.
+FINISH_LIMITS = {"result": 1_000_000, "session_id": 2000, "failure_reason": 100_000, "branch_name": 500}
+
+
+def bounded_finish(fields: dict[str, Any], *, minimal: bool = False) -> dict[str, Any]:
+    """A finish report the server accepts whatever the agent printed (R-SEC-8). `minimal` is the
+    fallback after a refusal: status, shorter text, no review."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if minimal and key not in ("status", *FINISH_LIMITS):
+            continue
+        if key in FINISH_LIMITS and isinstance(value, str):
+            value = clip(value, FINISH_LIMITS[key] // (10 if minimal else 1))
+        elif isinstance(value, (dict, list, str)):
+            value = sanitize(value, MAX_STRING_CHARS)
+        out[key] = value
+    return out
+
+
+def bounded_message(seq: int, kind: str, content: Any) -> dict[str, Any]:
+    """A message the server accepts whatever the agent printed: sanitised, and under the size cap."""
+    if not isinstance(content, dict):
+        content = {"value": content}
+    limit = MAX_STRING_CHARS
+    while True:
+        message = {"seq": seq, "kind": kind, "content": sanitize(content, limit)}
+        if _size(message) <= MAX_MESSAGE_BYTES:
+            return message
+        if limit <= 1024:  # huge in structure, not in any one string: keep a preview of it
+            preview = json.dumps(message["content"], ensure_ascii=False, default=str)
+            return {"seq": seq, "kind": kind, "content": {
+                "truncated": True, "preview": clip(preview, MAX_MESSAGE_BYTES // 8)}}
+        limit //= 4
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -33,16 +88,33 @@ class MessageUploader:
         self._task = asyncio.create_task(self._loop())
 
     async def add(self, kind: str, content: dict[str, Any]) -> None:
-        self._pending.append({"seq": self._next_seq, "kind": kind, "content": content})
+        seq = self._next_seq
         self._next_seq += 1
+        try:
+            message = bounded_message(seq, kind, content)
+        except Exception as e:  # noqa: BLE001 — a message we cannot shape must not stop the run
+            log.exception("task %s: message %d could not be prepared; it stays in the raw log", self.task_id, seq)
+            message = {"seq": seq, "kind": "error", "content": {
+                "message": f"this message could not be uploaded ({type(e).__name__}); see the task's raw log"}}
+        message["_bytes"] = _size(message)
+        self._pending.append(message)
         if len(self._pending) >= self.max_batch:
             self._wake.set()
 
+    def _next_batch(self) -> list[dict[str, Any]]:
+        batch, size = [], 0
+        for message in self._pending[: self.max_batch]:
+            if batch and size + message["_bytes"] > MAX_BATCH_BYTES:
+                break
+            batch.append(message)
+            size += message["_bytes"]
+        return batch
+
     async def _send_some(self) -> None:
         while self._pending:
-            batch = self._pending[: self.max_batch]
+            batch = self._next_batch()
             try:
-                await self.api.messages(self.task_id, batch)
+                await self.api.messages(self.task_id, [{k: v for k, v in m.items() if k != "_bytes"} for m in batch])
             except ServerError as e:
                 if 400 <= e.status < 500 and e.status not in (408, 429):
                     log.error("task %s: the server refused %d messages (%s); they stay in the raw log",
@@ -50,6 +122,11 @@ class MessageUploader:
                     del self._pending[: len(batch)]  # only the refused batch; the rest still goes
                     continue
                 raise
+            except Exception:  # noqa: BLE001 — one bad batch never ends the upload of the rest
+                log.exception("task %s: %d messages could not be sent; they stay in the raw log",
+                              self.task_id, len(batch))
+                del self._pending[: len(batch)]
+                continue
             del self._pending[: len(batch)]
 
     async def _loop(self) -> None:
@@ -60,10 +137,14 @@ class MessageUploader:
                 pass
             self._wake.clear()
             # Until it goes through (close() bounds the wait): a batch is never skipped or reordered.
-            async for attempt in backoff(None, retry_on=lambda e: isinstance(e, ServerError),
-                                         before_sleep=self._retrying):
-                with attempt:
-                    await self._send_some()
+            try:
+                async for attempt in backoff(None, retry_on=lambda e: isinstance(e, ServerError),
+                                             before_sleep=self._retrying):
+                    with attempt:
+                        await self._send_some()
+            except Exception:  # noqa: BLE001 — the loop outlives anything one round does (R-SEC-8)
+                log.exception("task %s: sending messages failed; retrying", self.task_id)
+                await asyncio.sleep(1)
             if self._closed and not self._pending:
                 return
 

@@ -1,0 +1,38 @@
+"""Issue 8 finding 8 (R-SEC-8): whatever an agent prints — a JSON line with a lone surrogate, NUL,
+a 3 MB line — its run ends completed with its messages and its result stored."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .harness import wait_until
+
+SCRIPT = r"""
+import sys
+out = sys.stdout
+out.write('{"type": "text", "text": "before \\ud800 after"}\n')
+out.write('{"type": "tool_use", "name": "x", "input": {"k\\u0000": "v\\udc80"}}\n')
+out.write("N" * 3_000_000 + "\n")
+out.write('{"type": "text", "text": "final answer \\udfff"}\n')
+out.flush()
+"""
+
+
+def test_finding_08_a_lone_surrogate_line_never_loses_the_run(server, start_daemon):  # noqa: ANN001
+    start_daemon()
+    server.api("POST", "/api/agents", {"name": "odd", "provider": "command", "command": [sys.executable, "-c", SCRIPT]})
+    number = server.api("POST", "/api/issues", {"title": "print odd things", "assignee": "odd"})["number"]
+    runs = wait_until(lambda: (r := server.runs(number)) and r, what="a task")
+    task = server.wait_task(runs[0]["id"], timeout=60)
+    assert task["status"] == "completed", task
+    assert task["result"] == "final answer \ufffd"
+    msgs = server.api("GET", f"/api/tasks/{task['id']}/messages")
+    texts = [m["content"].get("text", "") for m in msgs if m["kind"] == "text"]
+    assert "before \ufffd after" in texts
+    tool = next(m for m in msgs if m["kind"] == "tool_use")
+    assert tool["content"]["input"] == {"k\ufffd": "v\ufffd"}
+    long = next(t for t in texts if t.startswith("NNN"))
+    assert "[truncated: " in long and len(long) < 300_000
+    assert [m["seq"] for m in msgs] == list(range(len(msgs)))
+    assert json.dumps(msgs)  # everything stored is valid text

@@ -109,3 +109,11 @@ def test_text_problem_is_cheap_on_ordinary_bodies() -> None:
     assert text_problem(b'{"a": "\\ud800"}') is not None
     assert text_problem(b'not json \\ud800') is None  # the route's parser reports that
     assert BodyGuard(lambda *a: None, max_bytes=4096).max_bytes == 4096
+
+
+def test_finding_14_proc_file_urls_are_refused_when_saved(api):  # noqa: ANN001
+    for url in ("file:///proc/1/cwd", "file:///sys/kernel", "file://localhost/dev/shm/x"):
+        r = api.post("/api/projects", json={"title": "P", "resources": [
+            {"resource_type": "github_repo", "resource_ref": {"url": url}}]})
+        assert r.status_code == 422 and "/proc, /sys or /dev" in r.text, url
+    assert api.get("/api/projects").json() == []

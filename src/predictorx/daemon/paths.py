@@ -22,6 +22,11 @@ Decisions where the spec says "…":
   under a system tree (FreeBSD's /usr/home, a CI user's /var/lib/jenkins).
 - Ancestors of your home are refused like the listed profile roots (seed 001: "each home
   directory's parent paths").
+- A path that names or passes through /proc, /sys or /dev — as written, or at any symlink on the
+  way — is refused even when it resolves somewhere allowed: `/proc/<pid>/cwd` is another
+  process's working directory (another task's, the daemon's), not a folder anyone chose.
+- A repository named by a `file://` URL (or a plain path) is judged by the same location rules
+  (`check_repository_path`); it is only read, so it need not be writable.
 """
 
 from __future__ import annotations
@@ -210,20 +215,57 @@ def windows_location_violation(path: str, home: str | None = None) -> tuple[str,
 
 # --- The check the daemon calls ---------------------------------------------------------------
 
-def check_local_directory(path: str, *, home: Path | None = None) -> Path:
-    """Return the real path of `path` if an agent may work there, else raise PathRuleError.
+# Views of the running system: what a path through them resolves to is some process's business.
+_PSEUDO_TREES = ("/proc", "/sys", "/dev")
+_MAX_LINK_HOPS = 40
 
-    Order: absolute → resolve symlinks → location rules on the real path → exists → is a
-    directory → readable and writable. `home` defaults to the daemon user's home.
-    """
+
+def _link_hops(path: str) -> list[str]:
+    """Every place the path's symlinks point to on the way (lexically joined), in order."""
+    hops: list[str] = []
+    pending = [c for c in posixpath.normpath(path).split("/") if c]
+    current = "/"
+    while pending:
+        candidate = posixpath.join(current, pending.pop(0))
+        try:
+            target = os.readlink(candidate)
+        except OSError:  # not a link, missing, or not ours to read: the real-path rules decide
+            current = candidate
+            continue
+        hop = posixpath.normpath(posixpath.join(current, target))
+        hops.append(hop)
+        if len(hops) > _MAX_LINK_HOPS:
+            break
+        pending = [c for c in hop.split("/") if c] + pending
+        current = "/"
+    return hops
+
+
+def _pseudo_violation(path: str) -> str | None:
+    for place in (path, *_link_hops(path)):
+        p = _canonical(place)
+        for tree in _PSEUDO_TREES:
+            if _within(p, tree):
+                shown = path if place == path else f"{path} (through {place})"
+                return (f"{shown} goes through {tree}, a view of the running system (another process's "
+                        "folder), never a project folder; give the folder's own path")
+    return None
+
+
+def _judged(path: str, home: Path | None, what: str) -> tuple[str, str]:
+    """(real path, how to show it) if the location rules allow `path`, else PathRuleError."""
     if not isinstance(path, str) or not path.strip():
-        raise PathRuleError(ABSOLUTE, "the local directory path is empty; give an absolute path")
+        raise PathRuleError(ABSOLUTE, f"the {what} path is empty; give an absolute path")
     if "\x00" in path:
-        raise PathRuleError(ABSOLUTE, "the local directory path contains a NUL character")
+        raise PathRuleError(ABSOLUTE, f"the {what} path contains a NUL character")
     windows = os.name == "nt"
     if not os.path.isabs(path) or (windows and not ntpath.splitdrive(path)[0]):
         example = "C:\\code\\project" if windows else "/home/me/code/project"
         raise PathRuleError(ABSOLUTE, f"{path} is not an absolute path; give the full path, e.g. {example}")
+    if not windows:
+        problem = _pseudo_violation(path)
+        if problem:
+            raise PathRuleError(SYSTEM_TREE, problem)
 
     real = os.path.realpath(path)
     home_real = os.path.realpath(str(home if home is not None else Path.home()))
@@ -239,7 +281,28 @@ def check_local_directory(path: str, *, home: Path | None = None) -> Path:
     if verdict:
         rule, reason = verdict
         raise PathRuleError(rule, f"{shown} {reason}")
+    return real, shown
 
+
+def check_repository_path(path: str, *, home: Path | None = None) -> Path:
+    """The real path of a local repository a `file://` URL names, if the location rules allow
+    it (the same rules as a local directory), else PathRuleError. Read only: no write check."""
+    real, shown = _judged(path, home, "repository")
+    if not os.path.isdir(real):
+        raise PathRuleError(EXISTS, f"{shown} is not an existing directory")
+    if not os.access(real, os.R_OK | os.X_OK):
+        raise PathRuleError(ACCESS, f"{shown} is not readable by the daemon's user")
+    return Path(real)
+
+
+def check_local_directory(path: str, *, home: Path | None = None) -> Path:
+    """Return the real path of `path` if an agent may work there, else raise PathRuleError.
+
+    Order: absolute → not through /proc, /sys, /dev → resolve symlinks → location rules on the
+    real path → exists → is a directory → readable and writable. `home` defaults to the daemon
+    user's home.
+    """
+    real, shown = _judged(path, home, "local directory")
     try:
         st = os.stat(real)
     except FileNotFoundError:

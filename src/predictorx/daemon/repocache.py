@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import filelock
 
@@ -88,6 +88,35 @@ class RefNotFound(RepoCacheError):
 
 class RepoCacheBusy(RepoCacheError):
     pass
+
+
+class LocalPathRefused(RepoCacheError):
+    """A `file://` URL (or a plain path) names a place the local-directory path rules refuse."""
+
+
+def local_source(url: str) -> str | None:
+    """The local path a repository URL reads from (`file://…` or a plain path), else None."""
+    url = url.strip()
+    if "://" in url:
+        parts = urlsplit(url)
+        return unquote(parts.path) if parts.scheme.lower() == "file" else None
+    if _SCP_LIKE.match(url) and not os.path.isabs(url) and not _WINDOWS_PATH.match(url):
+        return None
+    return os.path.abspath(url)
+
+
+def check_local_source(url: str) -> None:
+    """R-LD-1 for repositories on this machine: a `file://` URL goes through the same path rules
+    as a local directory (no /etc, /proc/<pid>/cwd, another user's home, …)."""
+    path = local_source(url)
+    if path is None:
+        return
+    from .paths import PathRuleError, check_repository_path
+
+    try:
+        check_repository_path(path)
+    except PathRuleError as e:
+        raise LocalPathRefused(f"repository {url} cannot be used: {e}") from None
 
 
 # -- git ------------------------------------------------------------------------------------------
@@ -270,6 +299,7 @@ class RepoCache:
 
     def _ensure_locked(self, url: str, *, refresh: bool, tolerate_fetch_error: bool) -> tuple[Path, str | None]:
         _refuse_option_like(url, "repository URL")
+        check_local_source(url)  # every fetch: a folder fine yesterday may be a link into /proc today
         cache = self.cache_path(url)
         fetch_error = None
         if not cache.is_dir():

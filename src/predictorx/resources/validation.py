@@ -43,8 +43,17 @@ def string(ref: dict[str, Any], key: str, *, required: bool = False, max_len: in
     return value
 
 
+_PSEUDO_FS = re.compile(r"^file://[^/]*/+(?:proc|sys|dev)(?:/|$)", re.IGNORECASE)
+
+
 def git_url(value: str) -> str:
-    """Any URL git can fetch: https, ssh, git@host:path, file://, self-hosted forges."""
+    """Any URL git can fetch: https, ssh, git@host:path, file://, self-hosted forges.
+
+    A `file://` URL is judged again by the daemon that fetches it, with the local-directory path
+    rules (R-LD-1); the views of the running system (/proc, /sys, /dev) are refused here already."""
+    if _PSEUDO_FS.match(value):
+        raise ResourceError(f"url {value!r} points into /proc, /sys or /dev, a view of the running system, "
+                            "never a repository; give the repository's own path")
     if _URL.match(value) or _SCP_LIKE.match(value):
         if value.startswith(("http://", "https://")) and value.count("/") < 3:
             raise ResourceError(f"url {value!r} has no repository path; give https://host/owner/repo")

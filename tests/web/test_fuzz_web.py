@@ -62,6 +62,7 @@ def web_target(tmp_path_factory):  # noqa: ANN001, ANN201
     db.dispose()
 
 
+@pytest.mark.timeout(1800)  # many operations × examples; measured in the report
 def test_no_page_or_form_answers_5xx(web_target):  # noqa: ANN001
     app, token = web_target
     # Schema-valid cases carry the nasty strings; invalid ones are checked by a validator that

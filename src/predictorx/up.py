@@ -14,6 +14,7 @@ import uvicorn
 from . import config, hardening
 from .cli.client import fail
 from .server.app import create_app
+from .server.bodyguard import max_body_bytes
 from .server.run import bootstrap, port_free
 from .store.db import Database
 
@@ -37,6 +38,10 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
     db.migrate()
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
     fresh = bootstrap(db, url) is not None
+    try:
+        max_body_bytes()  # a wrong setting is one sentence, not a traceback
+    except ValueError as e:
+        fail(str(e))
     app = create_app(db, migrate=False)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     # SIGTERM ends `up` like Ctrl-C does, through the code that stops the daemon: uvicorn re-raises

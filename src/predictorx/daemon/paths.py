@@ -285,13 +285,10 @@ def _judged(path: str, home: Path | None, what: str) -> tuple[str, str]:
 
 
 def check_repository_path(path: str, *, home: Path | None = None) -> Path:
-    """The real path of a local repository a `file://` URL names, if the location rules allow
-    it (the same rules as a local directory), else PathRuleError. Read only: no write check."""
-    real, shown = _judged(path, home, "repository")
-    if not os.path.isdir(real):
-        raise PathRuleError(EXISTS, f"{shown} is not an existing directory")
-    if not os.access(real, os.R_OK | os.X_OK):
-        raise PathRuleError(ACCESS, f"{shown} is not readable by the daemon's user")
+    """The real path of a local repository a `file://` URL names, if the location rules allow it
+    (the same rules as a local directory), else PathRuleError. Only where it is, not whether it is
+    there: git says that, and a cache of a repository that went away is still used."""
+    real, _shown = _judged(path, home, "repository")
     return Path(real)
 
 

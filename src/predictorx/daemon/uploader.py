@@ -24,10 +24,11 @@ from .serverapi import ServerApi, ServerError
 
 #: Longest string kept in one message (characters); the raw log keeps the rest.
 MAX_STRING_CHARS = 256 * 1024
-#: One message, encoded, at most this (bytes): far under the server's 10 MiB body limit.
-MAX_MESSAGE_BYTES = 1024 * 1024
-#: One batch, encoded, at most this (bytes).
-MAX_BATCH_BYTES = 4 * 1024 * 1024
+#: One message, encoded, at most this (bytes).
+MAX_MESSAGE_BYTES = 512 * 1024
+#: One batch, encoded, at most this (bytes): under the smallest body limit a server accepts
+#: (2 MiB, see server/bodyguard.py), so no server refuses a batch for its size.
+MAX_BATCH_BYTES = 1024 * 1024
 
 
 def _size(message: dict[str, Any]) -> int:
@@ -83,6 +84,7 @@ class MessageUploader:
         self._wake = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task | None = None
+        self._batch_bytes = MAX_BATCH_BYTES
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop())
@@ -104,7 +106,7 @@ class MessageUploader:
     def _next_batch(self) -> list[dict[str, Any]]:
         batch, size = [], 0
         for message in self._pending[: self.max_batch]:
-            if batch and size + message["_bytes"] > MAX_BATCH_BYTES:
+            if batch and size + message["_bytes"] > self._batch_bytes:
                 break
             batch.append(message)
             size += message["_bytes"]
@@ -116,6 +118,10 @@ class MessageUploader:
             try:
                 await self.api.messages(self.task_id, [{k: v for k, v in m.items() if k != "_bytes"} for m in batch])
             except ServerError as e:
+                if e.status in (0, 413) and len(batch) > 1:  # refused or cut off for its size: smaller batches
+                    self._batch_bytes = max(1, self._batch_bytes // 2)
+                    if e.status == 413:
+                        continue
                 if 400 <= e.status < 500 and e.status not in (408, 429):
                     log.error("task %s: the server refused %d messages (%s); they stay in the raw log",
                               self.task_id, len(batch), e)

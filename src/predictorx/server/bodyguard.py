@@ -25,6 +25,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+MIN_MAX_BODY_BYTES = 2 * 1024 * 1024
 ENV = "PREDICTORX_MAX_BODY_BYTES"
 
 # A JSON escape that may stand for a surrogate; only when one appears is the body parsed here.
@@ -39,8 +40,8 @@ def max_body_bytes() -> int:
         value = int(raw)
     except ValueError:
         raise ValueError(f"{ENV} must be a number of bytes, got {raw!r}") from None
-    if value < 1024:
-        raise ValueError(f"{ENV} must be at least 1024 bytes, got {value}")
+    if value < MIN_MAX_BODY_BYTES:  # a daemon's message batch (1 MiB) and finish report must fit
+        raise ValueError(f"{ENV} must be at least {MIN_MAX_BODY_BYTES} bytes (2 MiB), got {value}")
     return value
 
 

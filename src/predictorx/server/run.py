@@ -11,7 +11,9 @@ import uvicorn
 from .. import config
 from ..service import auth
 from ..store.db import Database
+from ..cli.client import fail
 from .app import create_app
+from .bodyguard import max_body_bytes
 
 log = logging.getLogger("predictorx.server")
 
@@ -59,6 +61,10 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
         uvicorn.run("predictorx.server.run:worker_app", factory=True, host=host, port=port, workers=workers,
                     log_level="warning", access_log=False, timeout_graceful_shutdown=10)
         return
+    try:
+        max_body_bytes()  # a wrong setting is one sentence, not a traceback
+    except ValueError as e:
+        fail(str(e))
     app = create_app(db, migrate=False)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
 

@@ -22,7 +22,7 @@ from ..service.errors import ServiceError
 from ..store.bounded import ValueTooLong
 from ..store.db import Database
 from .access import enforce
-from .bodyguard import BodyGuard
+from .bodyguard import BodyGuard, max_body_bytes
 from .hub import Hub
 from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
@@ -129,7 +129,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
                   description="Coding-agent CLIs as teammates: projects, issues, agents, daemons, tasks.")
     # Outermost last: every answer gets the headers; forgery is refused before a body is read;
     # bodies are bounded and valid text before anything parses or authenticates them (R-SEC-7).
-    app.add_middleware(BodyGuard)
+    app.add_middleware(BodyGuard, max_bytes=max_body_bytes())  # a wrong setting fails here, at start
     app.add_middleware(OriginGuard)
     app.add_middleware(SecurityHeaders)
     app.state.px = state

@@ -113,3 +113,27 @@ def test_a_local_folder_of_an_unknown_daemon_says_unknown_machine(client, token,
                                             "execution_mode": "in_place"}))
     page = client.get(f"/projects/{project['id']}").text
     assert "on laptop" in page and "on unknown machine" in page
+
+
+def test_long_runs_open_on_their_latest_messages_and_load_earlier_ones(client, token):  # noqa: ANN001
+    _, dauth, task_id = _setup(client, token)
+    msgs = [{"seq": i, "kind": "text", "content": {"text": f"message {i}"}} for i in range(250)]
+    client.post(f"/api/tasks/{task_id}/messages", json={"messages": msgs}, headers=dauth)
+    page = client.get(f"/tasks/{task_id}").text
+    assert page.count('class="msg msg-text"') == 100 and "message 249" in page and "message 149<" not in page
+    assert f"/tasks/{task_id}/messages/earlier?before=150" in page
+    earlier = client.get(f"/tasks/{task_id}/messages/earlier?before=150").text
+    assert earlier.count('class="msg msg-text"') == 100 and "message 50<" in earlier
+    assert "before=50" in earlier  # and a button for the 50 before those
+    last = client.get(f"/tasks/{task_id}/messages/earlier?before=50").text
+    assert last.count('class="msg msg-text"') == 50 and "Show earlier" not in last
+
+
+def test_board_columns_show_fifty_cards_until_opened(client, token):  # noqa: ANN001
+    auth = {"Authorization": f"Bearer {token}"}
+    for i in range(55):
+        client.post("/api/issues", json={"title": f"issue {i}"}, headers=auth)
+    board = client.get("/issues?view=board").text
+    assert board.count('class="card-item"') == 50 and "Show all 55" in board
+    whole = client.get("/issues?view=board&expand=todo").text
+    assert whole.count('class="card-item"') == 55

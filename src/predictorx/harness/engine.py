@@ -5,12 +5,14 @@ before anything changes when it is not enabled, not this actor's role, or its ga
 from __future__ import annotations
 
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
 from SpiffWorkflow.bpmn.serializer import BpmnWorkflowSerializer
 from SpiffWorkflow.bpmn.workflow import BpmnWorkflow
-from SpiffWorkflow.util.task import TaskState
+from SpiffWorkflow.bpmn.util.task import BpmnTaskIterator
+from SpiffWorkflow.util.task import TaskIterator, TaskState
 
 from .dmn import DecisionError
 from .library import Library, decision_key
@@ -22,6 +24,33 @@ _SERIALIZER = BpmnWorkflowSerializer()
 # loop needs more stack than Python's default 1000 frames. 20,000 frames stay far inside the
 # 8 MiB main-thread stack (bench/harness.py measures the bound it gives).
 RECURSION_LIMIT = 20_000
+
+
+# Spiff's TaskIterator stops at depth 1000 by default, and every engine walk uses it: in a loop
+# (each iteration adds a level to the task tree) tasks past that depth become invisible — the
+# engine stops running them and `is_completed()` answers True (found on this machine at iteration
+# 333 of a task → gate → task loop). The iterator itself is iterative, so the bound can go.
+MAX_TASK_DEPTH = 10**9
+for _it in (TaskIterator, BpmnTaskIterator):  # both take (end_at_spec, max_depth, …) first
+    _defaults = _it.__init__.__defaults__
+    if _defaults and _defaults[1] == 1000:
+        _it.__init__.__defaults__ = (_defaults[0], MAX_TASK_DEPTH, *_defaults[2:])
+
+
+def _get_tasks_by_state(self, first_task=None, **kwargs):  # noqa: ANN001, ANN202
+    """Spiff's `get_tasks(state=…)` walks the whole task tree in Python on every engine step, and a
+    loop's tree only grows: steps/s fell from ~40 to ~6 over 1,200 iterations. A state-only query
+    over the instance's task dicts (its own and every subprocess's) returns the same tasks."""
+    if first_task is None and set(kwargs) == {"state"}:
+        mask = kwargs["state"]
+        return [t for wf in (self, *self.subprocesses.values()) for t in wf.tasks.values() if t.state & mask]
+    return BpmnWorkflow.get_tasks(self, first_task, **kwargs)
+
+
+def _update_waiting_tasks(self) -> None:  # noqa: ANN001
+    """Spiff walks the whole tree for WAITING tasks after every completed task; same set, flat scan."""
+    for task in [t for t in self.tasks.values() if t.state & TaskState.WAITING]:
+        task.task_spec._update(task)
 
 
 def _deep_enough() -> None:
@@ -92,6 +121,8 @@ class Passage:
 class Run:
     def __init__(self, lib: Library, process_id: str, wf: BpmnWorkflow, facts: dict[str, Any] | None = None):
         self.lib, self.process_id, self.wf = lib, process_id, wf
+        wf.get_tasks = types.MethodType(_get_tasks_by_state, wf)
+        wf.update_waiting_tasks = types.MethodType(_update_waiting_tasks, wf)
         self.facts: dict[str, Any] = dict(facts or {})
 
     @classmethod

@@ -56,6 +56,8 @@ def create_issue(session: Session, workspace_id: str, user_id: str | None, *, ti
     session.flush()
     if assignee:
         assign(session, issue, assignee)
+    from ..harness.classification import on_issue_created  # R-HAR-2 (a late import: harness uses this module)
+    on_issue_created(session, issue)
     return issue
 
 
@@ -116,6 +118,8 @@ def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, 
     c = Comment(issue_id=issue.id, body=body, author_type=author_type, author_id=author_id)
     session.add(c)
     session.flush()
+    from ..harness.classification import on_comment  # R-HAR-2: a comment addressed to an agent is a request
+    on_comment(session, issue, c)
     return c
 
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query
 
-from ...harness.classification import on_comment, on_issue_created
 from ...service import issues as svc
 from ...service import serialize, tasks
 from ...service.errors import Forbidden, Invalid
@@ -45,7 +44,6 @@ def list_issues(project: str | None = Query(default=None, max_length=200),
 def create_issue(body: IssueCreate, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         issue = svc.create_issue(s, caller.workspace_id, caller.user_id, **body.model_dump())
-        on_issue_created(s, issue)  # R-HAR-2: classified at once; the category selects the workflow
         return _out(s, issue)
 
 
@@ -109,7 +107,6 @@ def add_comment(ref: str, body: CommentIn, caller: Caller = Depends(get_caller),
             c = svc.add_comment(s, issue, body=body.body, author_type="agent", author_id=t.agent_id)
         else:
             c = svc.add_comment(s, issue, body=body.body, author_type="member", author_id=caller.user_id)
-            on_comment(s, issue, c)  # R-HAR-2: a comment addressed to an agent is a request
         return serialize.comment(c)
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from . import agents, folders, issues, projects, resources, rooms, roster, session, tasks
+from . import agents, folders, issues, projects, resources, rooms, roster, session, tasks, workflows
 from .pageroute import PageFallback
 from .render import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
-for _module in (session, projects, resources, folders, issues, tasks, agents, rooms, roster):
+for _module in (session, projects, resources, folders, workflows, issues, tasks, agents, rooms, roster):
     router.include_router(_module.router)
 
 

@@ -1,0 +1,212 @@
+"""Issue 12: the harness's figures, in process (no server): engine step on a 100-node process,
+a 10,000-iteration one-task loop (steps/s, memory, state size, recursion), resume from the
+database, `prov qaqc` over 10,000 recorded steps, classification latency, the task-start sweep
+with 200 beans. Prints one JSON object.
+
+    .venv/bin/python bench/harness.py [--loop 10000] [--chain 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import emit, log, machine, summary_ms  # noqa: E402
+
+from predictorx.harness import beans, classify, instances, qaqc, sweep  # noqa: E402
+from predictorx.harness.engine import Actor, Run  # noqa: E402
+from predictorx.harness.library import SHIPPED, load_library  # noqa: E402
+
+HEAD = ('<?xml version="1.0"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" '
+        'xmlns:h="urn:cat-harness.processes" id="d" targetNamespace="x">')
+AGENT = Actor("agent", "a-1", "bench", frozenset({"agent"}))
+
+
+def chain(n: int) -> str:
+    nodes = "".join(f'<bpmn:task id="t{i}" name="step {i}"/>' for i in range(n))
+    ids = ["s", *[f"t{i}" for i in range(n)], "e"]
+    flows = "".join(f'<bpmn:sequenceFlow id="f{i}" sourceRef="{a}" targetRef="{b}"/>' for i, (a, b) in
+                    enumerate(zip(ids, ids[1:])))
+    return (HEAD + f'<bpmn:process id="chain" isExecutable="false"><bpmn:startEvent id="s"/>{nodes}'
+            f'<bpmn:endEvent id="e"/>{flows}</bpmn:process></bpmn:definitions>')
+
+
+def loop() -> str:
+    return (HEAD + '<bpmn:process id="loop" isExecutable="false"><bpmn:startEvent id="s"/>'
+            '<bpmn:task id="work" name="work"/><bpmn:exclusiveGateway id="again" name="again?">'
+            '<bpmn:extensionElements><h:decision ref="loop.dmn#more"/></bpmn:extensionElements></bpmn:exclusiveGateway>'
+            '<bpmn:endEvent id="e"/><bpmn:sequenceFlow id="f1" sourceRef="s" targetRef="work"/>'
+            '<bpmn:sequenceFlow id="f2" sourceRef="work" targetRef="again"/>'
+            '<bpmn:sequenceFlow id="f3" name="more" sourceRef="again" targetRef="work"/>'
+            '<bpmn:sequenceFlow id="f4" name="done" sourceRef="again" targetRef="e"/></bpmn:process></bpmn:definitions>')
+
+
+LOOP_DMN = ('<definitions xmlns="https://www.omg.org/spec/DMN/20191111/MODEL/"><decision id="more">'
+            '<decisionTable hitPolicy="UNIQUE"><input><inputExpression><text>left</text></inputExpression></input>'
+            '<output name="route"/><rule><inputEntry><text>&gt; 0</text></inputEntry><outputEntry><text>"more"</text>'
+            '</outputEntry></rule><rule><inputEntry><text>0</text></inputEntry><outputEntry><text>"done"</text>'
+            '</outputEntry></rule></decisionTable></decision></definitions>')
+
+
+def step(run: Run, ref: str, **kw) -> None:  # noqa: ANN003
+    run.apply(run.prepare(run.find(ref, AGENT), **kw))
+
+
+def bench_chain(tmp: Path, n: int) -> dict:
+    (tmp / "chain").mkdir()
+    (tmp / "chain" / "chain.bpmn").write_text(chain(n))
+    lib = load_library([tmp / "chain"])
+    run = Run.start(lib, "chain")
+    times, persisted = [], []
+    for i in range(n):
+        t0 = time.perf_counter()
+        step(run, f"t{i}")
+        run.enabled()
+        t1 = time.perf_counter()
+        state = run.dump()
+        Run.load(lib, "chain", state)
+        persisted.append(time.perf_counter() - t0)
+        times.append(t1 - t0)
+    assert run.completed
+    return {"nodes": n, "complete_plus_next": summary_ms(times),
+            "with_serialise_and_reload": summary_ms(persisted), "state_bytes_at_end": len(run.dump())}
+
+
+def bench_loop(tmp: Path, iterations: int) -> dict:
+    (tmp / "loop").mkdir()
+    (tmp / "loop" / "loop.bpmn").write_text(loop())
+    (tmp / "loop" / "loop.dmn").write_text(LOOP_DMN)
+    lib = load_library([tmp / "loop"])
+    run = Run.start(lib, "loop")
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    done, error = 0, None
+    try:
+        for left in range(iterations - 1, -1, -1):
+            step(run, "work")
+            step(run, "again", facts={"left": left})
+            done += 1
+    except RecursionError as e:  # the documented bound, if it is ever hit
+        error = f"RecursionError after {done} iterations: {e}"
+    elapsed = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    t1 = time.perf_counter()
+    state = run.dump()
+    dump_s = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    Run.load(lib, "loop", state)
+    load_s = time.perf_counter() - t1
+    return {"iterations": done, "steps": done * 2, "steps_per_s": round(done * 2 / elapsed, 1),
+            "completed": run.completed, "error": error, "python_peak_mb": round(peak / 2**20, 1),
+            "state_mb": round(len(state) / 2**20, 2), "serialise_s": round(dump_s, 3),
+            "deserialise_s": round(load_s, 3), "recursion_limit": sys.getrecursionlimit()}
+
+
+def bench_db(tmp: Path) -> dict:
+    from predictorx.service.auth import bootstrap_owner
+    from predictorx.service.issues import create_issue
+    from predictorx.store.db import Database
+    from predictorx.store.harness_schema import WorkflowInstance
+    from predictorx.store.schema import Task
+
+    db = Database(f"sqlite:///{tmp / 'bench.db'}")
+    db.migrate()
+    lib = load_library([SHIPPED])
+    with db.write() as s:
+        _, ws, user = bootstrap_owner(s)
+        from predictorx.service.agents import create_agent
+        agent = create_agent(s, ws.id, name="bench", provider="command", command=["true"])
+        issue = create_issue(s, ws.id, user.id, title="Add a CSV export command to the CLI", assignee="bench")
+        for i in range(200):
+            beans.create(s, issue, f"bean {i:03d}")
+        task = s.query(Task).filter(Task.issue_id == issue.id).one()
+        issue_id, task_id = issue.id, task.id
+    resume = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        with db.read() as s:
+            inst = s.get(WorkflowInstance, instances.instance_id(issue_id, "feature-request"))
+            instances.load_run(lib, inst).enabled()
+        resume.append(time.perf_counter() - t0)
+    sweeps = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        with db.read() as s:
+            out = sweep.sweep(s, lib, s.get(Task, task_id))
+            sweep.render(out)
+        sweeps.append(time.perf_counter() - t0)
+    db.dispose()
+    assert out["beans"]["open_total"] == 200 and agent
+    return {"resume_load_and_deserialise": summary_ms(resume), "sweep_200_beans": summary_ms(sweeps)}
+
+
+def bench_qaqc(n: int) -> dict:
+    lib = load_library([SHIPPED])
+    nodes = ["capture", "requirements", "signoff", "approved", "plan-beans", "implement", "more", "review"]
+    rng = random.Random(7)
+    records = []
+    for i in range(n // 100):
+        steps = []
+        for seq in range(100):
+            node = nodes[seq % len(nodes)]
+            model_node = lib.process("feature-request").nodes[node]
+            steps.append(dict(seq=seq + 1, status="done", process_id="feature-request", diagram="feature-request.bpmn",
+                              diagram_digest=lib.digests["feature-request.bpmn"], node_id=node, node_name=node,
+                              kind="gate" if model_node.is_deciding_gateway else "task", role=model_node.role,
+                              actor_type="agent", actor_id="a", actor_name="bench",
+                              actor_roles=[rng.choice(["agent", "stakeholder"])], created_at="2026-12-01T00:00:00+00:00"))
+        records.append({"instance": {"id": f"i{i:04d}", "issue_number": i, "process_id": "feature-request",
+                                     "diagram": "feature-request.bpmn"}, "steps": steps})
+    t0 = time.perf_counter()
+    rep = qaqc.report(lib, records)
+    md, js = qaqc.to_markdown(rep), qaqc.to_json(rep)
+    elapsed = time.perf_counter() - t0
+    return {"steps": rep["steps"], "findings": len(rep["findings"]), "seconds": round(elapsed, 3),
+            "markdown_kb": len(md) // 1024, "json_kb": len(js) // 1024}
+
+
+def bench_classify() -> dict:
+    texts = ["Add a CSV export command to the CLI", "The sync crashes with a traceback on empty files",
+             "Why does the build take so long?", "Please run the QA sweep", "Import the attached report.pdf",
+             "Draft the chapter on pricing", "Review section 3 of the paper", "Update the beans for this issue",
+             "Penguins", "Let users sign in with SSO via the API " * 5]
+    times = []
+    for i in range(5000):
+        t0 = time.perf_counter()
+        classify.classify(texts[i % len(texts)])
+        times.append(time.perf_counter() - t0)
+    return summary_ms(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--loop", type=int, default=10_000)
+    ap.add_argument("--chain", type=int, default=100)
+    ap.add_argument("--qaqc", type=int, default=10_000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        log("chain…")
+        out = {"engine_chain": bench_chain(tmp, args.chain)}
+        log("loop…")
+        out["engine_loop"] = bench_loop(tmp, args.loop)
+        log("database…")
+        out.update(bench_db(tmp))
+        log("qaqc…")
+        out["qaqc"] = bench_qaqc(args.qaqc)
+        log("classify…")
+        out["classify"] = bench_classify()
+    out["targets"] = {"qaqc_10000_steps_s": 2.0, "classify_p99_ms": 5.0, "sweep_200_beans_s": 1.0}
+    out["machine"] = machine()
+    emit(out)
+
+
+if __name__ == "__main__":
+    main()

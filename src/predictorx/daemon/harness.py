@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -69,24 +70,26 @@ def _predictorx_command() -> list[str]:
 
 
 def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[str]:
-    """Arguments that add `predictorx mcp` to this one run (never to the person's config)."""
+    """Arguments that add `predictorx mcp` to this one run (never to the person's config). The
+    task token goes into a 0600 file in the env root (outside the workdir), never into argv or
+    the harness's config: `predictorx mcp --env-file` reads it."""
     if provider not in MCP_HARNESSES:
         return []
     cmd = _predictorx_command()
     keys = ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_ISSUE", "PREDICTORX_TASK_ID",
-            "PREDICTORX_WORKSPACE", "PREDICTORX_HOME")
-    env = {k: agent_env[k] for k in keys if k in agent_env}
+            "PREDICTORX_WORKSPACE")
+    env_file = env_root / "predictorx-mcp.env.json"
+    fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump({k: agent_env[k] for k in keys if k in agent_env}, fh)
+    args = [*cmd[1:], "mcp", "--env-file", str(env_file)]
     if provider == "claude":
         path = env_root / "predictorx.mcp.json"
-        path.write_text(json.dumps({"mcpServers": {"predictorx": {"command": cmd[0], "args": [*cmd[1:], "mcp"],
-                                                                  "env": env}}}, indent=2))
-        path.chmod(0o600)
+        path.write_text(json.dumps({"mcpServers": {"predictorx": {"command": cmd[0], "args": args}}}, indent=2))
         return ["--mcp-config", str(path)]
     inline = lambda v: json.dumps(v)  # noqa: E731 — a JSON string/array is a TOML inline value too
-    env_toml = "{" + ", ".join(f"{k} = {inline(v)}" for k, v in env.items()) + "}"
     return ["-c", f"mcp_servers.predictorx.command={inline(cmd[0])}",
-            "-c", f"mcp_servers.predictorx.args={inline([*cmd[1:], 'mcp'])}",
-            "-c", f"mcp_servers.predictorx.env={env_toml}"]
+            "-c", f"mcp_servers.predictorx.args={inline(args)}"]
 
 
 async def task_start(run: "TaskRun", env_root: Path, cwd: Path, agent_env: dict[str, str]) -> tuple[str, list[str]]:

@@ -177,6 +177,7 @@ ACCESS: dict[str, Rule] = {
     "GET /issues":                                       MEMBER,
     "POST /issues":                                      MEMBER,
     "GET /issues/{ref}":                                 MEMBER,
+    "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
     "POST /issues/{ref}/comments":                       MEMBER,
     "POST /issues/{ref}/assign":                         MEMBER,
     "POST /issues/{ref}/update":                         MEMBER,

@@ -66,3 +66,17 @@ def test_finding_12_every_answer_forbids_framing_and_sniffing(browser_like):  # 
         assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.headers["referrer-policy"] == "same-origin"
+
+
+def test_behind_nginx_the_browser_address_keeps_its_port(browser_like, token):  # noqa: ANN001
+    """The shipped nginx config passes Host as the browser sent it; with `$host` (port dropped) a
+    page served on :8080 could not post to itself."""
+    from predictorx.server.nginx import render
+
+    assert "proxy_set_header Host $http_host;" in render(["127.0.0.1:8484"])
+    ok = browser_like.post("/api/issues", json={"title": "via lb"},
+                           headers={"Origin": "http://lb.example:8080", "Host": "lb.example:8080"})
+    assert ok.status_code == 201, ok.text
+    dropped = browser_like.post("/api/issues", json={"title": "x"},
+                                headers={"Origin": "http://lb.example:8080", "Host": "lb.example"})
+    assert dropped.status_code == 403

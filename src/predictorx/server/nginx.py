@@ -11,7 +11,9 @@ What matters in it:
   a replica that then died is NOT re-sent by nginx (it might have been applied); the daemon
   retries it itself, and every daemon write is safe to repeat (messages by sequence number,
   finishes and statuses by task state).
-- keep-alive connections to the replicas (HTTP/1.1, empty Connection header).
+- keep-alive connections to the replicas (HTTP/1.1, empty Connection header);
+- `Host` is passed as the browser sent it, port included (`$http_host`, not `$host`): the server
+  refuses a state change whose `Origin` is not the address the browser used (server/originguard.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import textwrap
 
 _STREAM_HEADERS = """            proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_set_header Host $host;
+            proxy_set_header Host $http_host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Forwarded-Proto $scheme;"""
 

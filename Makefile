@@ -4,13 +4,18 @@
 PYTHON ?= python3
 VENV   := .venv
 STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")
+# The real agent CLIs the end-to-end tests drive (R-EX-9), pinned by tests/realcli/package-lock.json
+# and installed again whenever that lock changes. Only the two install scripts the CLIs need are
+# run (they link the native binary from its platform package); others (node-gyp builds) are not.
+CLIS      := tests/realcli
+CLI_STAMP := $(CLIS)/node_modules/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('$(CLIS)/package-lock.json','rb').read()).hexdigest()[:12])")
 
 # Pinned npm packages the tests use (tests/<area>/package.json + package-lock.json), installed
-# with `npm ci` when the lock file changes.
-NPM_LOCKS := $(wildcard tests/*/package-lock.json)
+# with `npm ci` when the lock file changes (the real CLIs have their own rule below).
+NPM_LOCKS := $(filter-out $(CLIS)/package-lock.json,$(wildcard tests/*/package-lock.json))
 NPM_STAMPS := $(NPM_LOCKS:package-lock.json=node_modules/.installed)
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean record-transcripts
 
 tests/%/node_modules/.installed: tests/%/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is needed for the tests (axe-core): install node and npm" >&2; exit 1; }
@@ -27,15 +32,27 @@ $(STAMP): pyproject.toml agents-room/pyproject.toml
 	@rm -f $(VENV)/.installed-* && touch $@
 	@echo "installed into .venv; the commands are .venv/bin/predictorx and .venv/bin/agents-room"
 
+$(CLI_STAMP): $(CLIS)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd $(CLIS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && \
+	  npm rebuild --loglevel=error @anthropic-ai/claude-code opencode-ai && \
+	  rm -f node_modules/.installed-* && touch $(notdir $(CLI_STAMP)) && mv $(notdir $(CLI_STAMP)) node_modules/; \
+	else echo "npm not found: the real-CLI tests will be skipped (install nodejs and npm)" >&2; fi
+
 run: $(STAMP)
 	$(VENV)/bin/predictorx up $(ARGS)
 
-test: $(STAMP) $(NPM_STAMPS)
+test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+# Re-record the golden transcripts (tests/fixtures/transcripts/) from the pinned real CLIs,
+# after a version bump in tests/realcli/package.json.
+record-transcripts: $(STAMP) $(CLI_STAMP)
+	PREDICTORX_RECORD_TRANSCRIPTS=1 $(VENV)/bin/python -m pytest -q tests/realcli/test_end_to_end.py
 
 bench: $(STAMP)
 	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -e '.[dev,bench]'
 	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache $(CLIS)/node_modules

@@ -63,9 +63,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
-    """CI sets PREDICTORX_REQUIRE_BROWSER: a browser test skipped for want of Chromium fails."""
+    """CI sets PREDICTORX_REQUIRE_BROWSER and PREDICTORX_REQUIRE_REAL_CLIS: a browser test skipped
+    for want of Chromium, or a real-CLI test for want of its CLI (R-EX-9), fails."""
     outcome = yield
     report = outcome.get_result()
+    if report.skipped and os.environ.get("PREDICTORX_REQUIRE_REAL_CLIS") and "no real CLI" in str(report.longrepr):
+        report.outcome = "failed"
+        report.longrepr = ("PREDICTORX_REQUIRE_REAL_CLIS is set but a real agent CLI is missing: "
+                           f"{report.longrepr} — `make test` installs them with npm ci (needs node and npm)")
+        return
     if report.skipped and os.environ.get("PREDICTORX_REQUIRE_BROWSER") and "no Chromium" in str(report.longrepr):
         report.outcome = "failed"
         report.longrepr = "PREDICTORX_REQUIRE_BROWSER is set but no Chromium was found (apt-get install chromium)"

@@ -31,6 +31,13 @@ def test_claude_argv_and_prompt_on_stdin():
     assert adapter.stdin_payload(spec()) == b"do it"
 
 
+def test_every_adapter_pins_its_working_directory_in_pwd(monkeypatch):
+    """OpenCode works in the inherited PWD: the daemon's own folder, unless the adapter pins it (R-EX-9)."""
+    monkeypatch.setenv("PWD", "/where/the/daemon/started")
+    for provider in known_providers():
+        assert get(provider).build_env(spec())["PWD"] == "/w", provider
+
+
 def test_claude_does_not_pass_on_the_nested_session_marker(monkeypatch):
     monkeypatch.setenv("CLAUDECODE", "1")
     env = get("claude").build_env(spec(env={"PREDICTORX_TOKEN": "t"}))
@@ -59,7 +66,8 @@ def test_gemini_and_opencode_argv():
     assert gemini[:3] == ["gemini", "--output-format", "stream-json"] and "--yolo" in gemini
     assert gemini[gemini.index("--resume") + 1] == "g-1"
     opencode = get("opencode").build_argv(spec(model="anthropic/claude", resume_session_id="ses_1"))
-    assert opencode == ["opencode", "run", "--format", "json", "--model", "anthropic/claude", "--session", "ses_1"]
+    assert opencode == ["opencode", "run", "--format", "json", "--dir", "/w", "--model", "anthropic/claude",
+                        "--session", "ses_1"]
     assert get("opencode").stdin_payload(spec()) == b"do it"
 
 

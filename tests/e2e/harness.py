@@ -98,9 +98,11 @@ class Daemon:
     """A `predictorx daemon start --foreground` with its own state dir (so its own daemon_id)."""
 
     def __init__(self, server: Server, home: Path, *, max_tasks: int = 4, replicas: list[Server] | None = None,
-                 wrapper: tuple[str, ...] = (), args: tuple[str, ...] = (), **env: str):
+                 wrapper: tuple[str, ...] = (), args: tuple[str, ...] = (), cwd: Path | None = None,
+                 **env: str):
         """`replicas`: servers sharing one database; the push connection may be held by any of them.
-        `wrapper` goes before the command (e.g. setpriv), `args` after it (e.g. --sandbox)."""
+        `wrapper` goes before the command (e.g. setpriv), `args` after it (e.g. --sandbox); `cwd`
+        is where it is started from."""
         home.mkdir(parents=True, exist_ok=True)
         shutil.copy(server.home / "config.json", home / "config.json")
         self.home = home
@@ -113,7 +115,7 @@ class Daemon:
         self.log = open(self.log_path, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
                                       "--max-tasks", str(max_tasks), *args], env=self.env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
         self.id = wait_until(lambda: (home / "daemon_id").exists() and (home / "daemon_id").read_text().strip(),
                              20, what="the daemon id")
         wait_until(lambda: any(d["id"] == self.id and d["online"] for d in server.api("GET", "/api/daemons"))

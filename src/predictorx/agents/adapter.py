@@ -117,6 +117,9 @@ class AgentAdapter:
         env = {k: v for k, v in os.environ.items()
                if k not in self.scrubbed_env and not k.startswith("PREDICTORX_") and not k.endswith("DATABASE_URL")}
         env.update(spec.env)
+        # Where the CLI works is the task's directory, pinned: some CLIs (OpenCode) take their
+        # working directory from an inherited PWD, which would be the daemon's own (R-EX-9).
+        env["PWD"] = str(spec.cwd)
         return env
 
     # -- reading --------------------------------------------------------------------------------

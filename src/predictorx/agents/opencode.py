@@ -1,5 +1,8 @@
 """OpenCode: `opencode run --format json`, the prompt on stdin.
 
+OpenCode takes its working directory from `--dir`, else from the inherited `PWD` — never from
+the process's cwd — so both are pinned to the task's directory (the base adapter sets PWD).
+
 `opencode run` appends stdin to its message when stdin is not a terminal, so the prompt goes
 there whole (no argv size limit, no flag parsing of a prompt that starts with a dash). `run`
 approves tool calls itself; nothing extra is needed to run unattended.
@@ -35,7 +38,8 @@ class OpenCodeAdapter(AgentAdapter):
     capabilities = ("resume", "model", "usage", "thinking", "tool-events")
 
     def build_argv(self, spec: RunSpec) -> list[str]:
-        argv = [*self.command_prefix(spec), "run", "--format", "json"]
+        # OpenCode works where `--dir` (else the inherited PWD) says, not in its process's cwd.
+        argv = [*self.command_prefix(spec), "run", "--format", "json", "--dir", str(spec.cwd)]
         if spec.model:
             argv += ["--model", spec.model]  # provider/model, e.g. anthropic/claude-sonnet-4
         if spec.resume_session_id:

@@ -1,0 +1,35 @@
+"""Real agent CLIs against scripted model servers, through a real server and daemon (R-EX-9).
+
+The CLIs come from `tests/realcli/node_modules` (`make test` installs them with `npm ci`). Where
+they are missing the tests skip — and fail instead when PREDICTORX_REQUIRE_REAL_CLIS is set (CI).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .clis import ALL, RealCli
+from .scenario import Scenario
+
+MISSING = "no real CLI"
+
+
+def require(provider: str) -> RealCli:
+    cli = ALL[provider]
+    if cli.path() is None:
+        pytest.skip(f"{MISSING} {cli.executable} in tests/realcli/node_modules (`make test` installs it with npm ci)")
+    return cli
+
+
+@pytest.fixture
+def scenario(tmp_path, request):  # noqa: ANN001, ANN201
+    """`scenario(provider)`: a server on SQLite, a model server and a daemon for that real CLI."""
+    made: list[Scenario] = []
+
+    def make(provider: str, **kw) -> Scenario:  # noqa: ANN003
+        s = Scenario(require(provider), tmp_path / f"{provider}-{len(made)}", **kw)
+        made.append(s)
+        return s
+    yield make
+    for s in made:
+        s.close()

@@ -1,0 +1,77 @@
+"""The Anthropic Messages API with SSE, as Claude Code calls it (`POST /v1/messages?beta=true`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ModelServer, Recorded, Reply, tool_arguments
+
+SHELL_TOOL = "Bash"
+
+
+class AnthropicServer(ModelServer):
+    protocol = "anthropic"
+    model = "claude-scripted-1"
+
+    def reply(self, req: Recorded) -> Reply:
+        if req.path.endswith("/count_tokens"):
+            req.turn = "aside"
+            return Reply(json_body={"input_tokens": 100})
+        if not req.path.endswith("/v1/messages"):
+            req.turn = "aside"
+            return Reply(404, json_body={"type": "error", "error": {"type": "not_found_error", "message": req.path}})
+        body = req.body or {}
+        shell = next((t for t in body.get("tools") or [] if t.get("name") == SHELL_TOOL), None)
+        if shell is None:
+            req.turn, blocks = "aside", [{"type": "text", "text": "Scripted work"}]
+        elif _last_user_has_tool_result(body.get("messages") or []):
+            req.turn, blocks = "answer", [{"type": "text", "text": self.answer}]
+        else:
+            req.turn = "tool"
+            blocks = [{"type": "text", "text": "Running the command."},
+                      {"type": "tool_use", "id": self.next_id("toolu_"), "name": SHELL_TOOL,
+                       "input": tool_arguments(shell.get("input_schema"), {"command": self.command_for(req)})}]
+        stop = "tool_use" if req.turn == "tool" else "end_turn"
+        message = {"id": self.next_id("msg_"), "type": "message", "role": "assistant",
+                   "model": body.get("model") or self.model, "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": 120, "output_tokens": 1}}
+        if not body.get("stream"):
+            return Reply(json_body={**message, "content": blocks, "stop_reason": stop,
+                                    "usage": {"input_tokens": 120, "output_tokens": 20}})
+        events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start",
+                                                                   "message": {**message, "content": []}})]
+        for index, block in enumerate(blocks):
+            events += _block_events(index, block)
+        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                      "usage": {"output_tokens": 20}}),
+                   ("message_stop", {"type": "message_stop"})]
+        return Reply(events=events)
+
+
+def _last_user_has_tool_result(messages: list[dict[str, Any]]) -> bool:
+    """Turn 2 once the shell's result came back; hook context (a `<system-reminder>` text block
+    beside it, or alone) is not a new prompt."""
+    for msg in reversed(messages):
+        if msg.get("role") != "user":
+            return False
+        content = msg.get("content")
+        if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
+            return True
+        if isinstance(content, list) and all(b.get("type") == "text" and b.get("text", "").lstrip().startswith("<system-reminder>")
+                                             for b in content):
+            continue  # a reminder-only user turn: look at what came before it
+        return False
+    return False
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str | None, Any]]:
+    import json
+
+    if block["type"] == "text":
+        start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+    else:
+        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+    return [("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}),
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": index})]

@@ -1,0 +1,91 @@
+"""Each real agent CLI through a real server and daemon, against its scripted model server
+(R-EX-3, R-EX-5, R-EX-9, R-CTX-1, R-CTX-2, R-LD-6, R-WT-*).
+
+Two runs per CLI, everything asserted on them:
+- worktree mode, completed: messages in order with real shapes; the model was shown the Project
+  Context through the CLI's own instruction-file loading (in the recorded request); the shell ran
+  in the task's worktree and the edit is on the task's branch; the person's folder untouched; the
+  CLI's session id recorded;
+- in place, cancelled mid-tool: the edit happened in the person's folder, the real CLI and its
+  children are gone within 5 s, and the folder is byte-identical but for that edit.
+Nothing ever lands in the folder the daemon was started from (OpenCode follows PWD).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import time
+
+import pytest
+
+from .scenario import git, kinds_in_order, processes_with, snapshot, wait_until, work_command
+
+SHELL_TOOL = {"claude": "Bash", "codex": "shell", "gemini": "run_shell_command", "opencode": "bash"}
+# Gemini CLI and OpenCode run their shell in a session of its own (setsid): killing the agent's
+# process group leaves the shell and what it started running. The daemon's descendant sweep
+# (agents/descendants.py, issue 8 finding 13) ends them; until it is in, those runs fail here.
+_SWEEPS = importlib.util.find_spec("predictorx.agents.descendants") is not None
+_ESCAPES = pytest.mark.xfail(not _SWEEPS, strict=True,
+                             reason="the CLI's shell leaves the agent's process group; needs the descendant sweep")
+PROVIDERS = ["claude", "codex", pytest.param("gemini", marks=_ESCAPES), pytest.param("opencode", marks=_ESCAPES)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provider):  # noqa: ANN001
+    s = scenario(provider)
+    cli = s.cli
+
+    # -- worktree mode: the task completes and delivers its edit on the branch ----------------
+    repo = s.person_repo()
+    before = snapshot(repo)
+    project = s.project(repo, "worktree")
+    _issue, run = s.assign(project)
+    task = s.wait(run["id"])
+    msgs = s.messages(task["id"])
+    assert kinds_in_order(msgs, ["text", "tool_use", "tool_result", "text"]), [m["kind"] for m in msgs]
+    use = next(m for m in msgs if m["kind"] == "tool_use")
+    assert use["content"]["name"] == SHELL_TOOL[provider]
+    result = next(m for m in msgs if m["kind"] == "tool_result")
+    output = json.dumps(result["content"])
+    workdir = f"{task['id']}/workdir"
+    # The shell ran in the task's worktree, saw the instruction block and resources.json.
+    assert "## Project Context" in output and project["id"] in output and f"cwd=" in output
+    cwd = re.search(r"cwd=([^\s\"\\]+)", output).group(1)
+    assert cwd.endswith(workdir), cwd
+    assert task["result"] and "All done" in task["result"]
+    assert msgs[-1]["kind"] in ("text", "system") and any(m["kind"] == "text" and "All done" in m["content"]["text"]
+                                                          for m in msgs)
+    # The model was shown the Project Context by the CLI itself, before any tool ran.
+    first = s.model.conversation()[0]
+    assert first.turn == "tool" and "## Project Context" in first.text and "Real " + provider in first.text
+    # The edit is on the task's branch; the person's folder is as it was.
+    branch = task["branch_name"]
+    assert branch and f"edited by {provider} in " in git(repo, "show", f"{branch}:README.md")
+    assert "## Project Context" not in git(repo, "show", f"{branch}:{cli.instruction_file}")
+    assert snapshot(repo) == {**before, **{k: v for k, v in snapshot(repo).items() if k.startswith(".git/")}}
+    # The CLI's own session id is recorded.
+    assert task["session_id"] and task["session_id"] in json.dumps(msgs) or task["session_id"] in s.stream_log(task["id"]).read_text()
+
+    # -- in place: cancelled while its shell runs; the CLI is gone within 5 s ------------------
+    folder = s.person_repo("inplace")
+    files_before = {k: v for k, v in snapshot(folder).items() if not k.startswith(".git/")}
+    s.model.command = work_command(cli, "; sleep 45")
+    _issue, run = s.assign(s.project(folder, "in_place"), "Slow job")
+    wait_until(lambda: b"edited by" in (folder / "README.md").read_bytes(), 120, what="the in-place edit")
+    assert processes_with(f"PREDICTORX_TASK_ID={run['id']}"), "the CLI should be running"
+    started = time.monotonic()
+    s.server.api("POST", f"/api/tasks/{run['id']}/cancel")
+    s.server.wait_task(run["id"], ("cancelled",), timeout=5)
+    wait_until(lambda: not processes_with(f"PREDICTORX_TASK_ID={run['id']}"), 5 - (time.monotonic() - started),
+               what="every process of the cancelled agent to end")
+    # The daemon takes its context away once the agent is gone (the server said "cancelled" at once).
+    edited = files_before["README.md"] + f"edited by {provider} in {folder}\n".encode()
+    expected = {**files_before, "README.md": edited}
+    wait_until(lambda: {k: v for k, v in snapshot(folder).items() if not k.startswith(".git/")} == expected, 10,
+               what="the in-place folder to be as it was but for the agent's edit")
+    assert git(folder, "status", "--porcelain").split() == ["M", "README.md"]
+
+    # Nothing ever landed where the daemon was started.
+    assert list(s.decoy.iterdir()) == []

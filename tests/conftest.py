@@ -18,6 +18,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("PREDICTORX_WORKSPACES_ROOT", str(home / "workspaces"))
     monkeypatch.setenv("PREDICTORX_LOCK_DIR", str(home / "locks"))
     monkeypatch.setenv("AGENTS_ROOM_DB", str(home / "room.db"))
+    # The suite runs as root in a throwaway machine: Claude Code agents may bypass permissions
+    # there (tests of the refusal remove it).
+    monkeypatch.setenv("IS_SANDBOX", "1")
     for var in ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_DATABASE_URL", "PREDICTORX_WORKSPACE"):
         monkeypatch.delenv(var, raising=False)
     for var, value in (("GIT_AUTHOR_NAME", "Test"), ("GIT_AUTHOR_EMAIL", "test@example.com"),

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from predictorx.agents import AgentMessage
+from predictorx.agents import AgentMessage, get
 from predictorx.agents.codex import MAX_PROMPT_ARG_BYTES
 from predictorx.agents.process import STOP_BUDGET_S
 
@@ -65,6 +65,28 @@ async def test_model_and_resume_reach_the_cli(provider: str, task: Task):
     assert result.status == "completed", result.failure_reason
     assert result.session_id == "resumed-1"
     assert "some-model" in task.record()["argv"]
+
+
+@pytest.mark.parametrize("provider", CLIS)
+async def test_a_session_the_cli_cannot_resume_starts_afresh_and_says_so(provider: str, task: Task):
+    """R-EX-10: a session kept under another folder (Gemini CLI) fails before any output; the task
+    then runs a new session with the whole prompt instead of failing."""
+    messages: list[AgentMessage] = []
+
+    async def collect(message: AgentMessage) -> None:
+        messages.append(message)
+
+    spec = task.spec(prompt="only the follow-up", resume_session_id="gone-1",
+                     env={"FAKE_AGENT_UNKNOWN_SESSIONS": "gone-1", "FAKE_AGENT_SESSION_ID": "new-1"})
+    result = await get(provider).run_resuming(spec, collect, asyncio.Event(), "the issue and the follow-up")
+    assert result.status == "completed" and result.session_id == "new-1", result.failure_reason
+    notice = next(m for m in messages if m.kind == "system" and m.content.get("event") == "resume_failed")
+    assert notice.content["session_id"] == "gone-1" and "code 42" in notice.content["reason"]
+    assert task.record()["prompt"] == "the issue and the follow-up" and "gone-1" not in task.record()["argv"]
+    # A session it can resume is resumed, with the short prompt.
+    result = await get(provider).run_resuming(task.spec(prompt="only the follow-up", resume_session_id="kept-1"),
+                                              collect, asyncio.Event(), "unused")
+    assert result.session_id == "kept-1" and task.record()["prompt"] == "only the follow-up"
 
 
 @pytest.mark.parametrize("provider", CLIS)

@@ -12,6 +12,7 @@ Switches (environment variables):
 - FAKE_AGENT_RUNS_LOG path: append one JSON line per run (provider, task id, pid, cwd) — to count runs
 - FAKE_AGENT_TEXT     the final answer (default "Done: fake <provider> finished the task.")
 - FAKE_AGENT_SESSION_ID  the session id to report (default: the resumed one, else a new uuid)
+- FAKE_AGENT_UNKNOWN_SESSIONS  comma-separated session ids a resume fails on (exit 42, no output)
 - FAKE_AGENT_EDIT_FILE   edit mode: file (relative to cwd) to append a line to (default FAKE_AGENT_EDITS.md)
 - FAKE_AGENT_EDIT_LINE   edit mode: the line appended (default "edited by fake <provider>")
 - FAKE_AGENT_EXIT_CODE   fail mode: the exit code (default 1)
@@ -60,6 +61,9 @@ class FakeAgent:
         return sys.stdin.read()
 
     def session_id(self, resumed: str | None = None) -> str:
+        if resumed and resumed in os.environ.get("FAKE_AGENT_UNKNOWN_SESSIONS", "").split(","):
+            # As Gemini CLI does for a session kept under another folder: fail before any output.
+            self.die(f"Error resuming session: No previous sessions found for this project.", 42)
         return os.environ.get("FAKE_AGENT_SESSION_ID") or resumed or str(uuid.uuid4())
 
     # -- recording ------------------------------------------------------------------------------

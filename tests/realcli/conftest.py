@@ -14,6 +14,13 @@ from .scenario import Scenario
 MISSING = "no real CLI"
 
 
+def pytest_collection_modifyitems(items):  # noqa: ANN001, ANN201
+    """A real CLI starts in seconds, but a loaded 2-core machine runs several at once."""
+    for item in items:
+        if "realcli" in str(item.fspath):
+            item.add_marker(pytest.mark.timeout(600))
+
+
 def require(provider: str) -> RealCli:
     cli = ALL[provider]
     if cli.path() is None:

@@ -62,7 +62,11 @@ class Scenario:
 
     # -- reading --------------------------------------------------------------------------------
     def wait(self, task_id: str, timeout: float = 120) -> dict[str, Any]:
-        task = self.server.wait_task(task_id, timeout=timeout)
+        try:
+            task = self.server.wait_task(task_id, timeout=timeout)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; model requests: {[(r.path, r.turn) for r in self.model.requests]}; "
+                                 f"messages: {self.messages(task_id)[-6:]}; stderr: {self.stderr(task_id)}") from None
         assert task["status"] == "completed", (task, self.daemon.output()[-3000:], self.stderr(task_id))
         return task
 

@@ -1,11 +1,13 @@
 """Each real agent CLI through a real server and daemon, against its scripted model server
 (R-EX-3, R-EX-5, R-EX-9, R-CTX-1, R-CTX-2, R-LD-6, R-WT-*).
 
-Two runs per CLI, everything asserted on them:
+Three runs per CLI, everything asserted on them:
 - worktree mode, completed: messages in order with real shapes; the model was shown the Project
   Context through the CLI's own instruction-file loading (in the recorded request); the shell ran
   in the task's worktree and the edit is on the task's branch; the person's folder untouched; the
   CLI's session id recorded;
+- a comment mentioning the agent queues a follow-up that resumes the CLI's session: the model is
+  shown the earlier turns and the comment (R-EX-10);
 - in place, cancelled mid-tool: the edit happened in the person's folder, the real CLI and its
   children are gone within 5 s, and the folder is byte-identical but for that edit.
 Nothing ever lands in the folder the daemon was started from (OpenCode follows PWD).
@@ -15,8 +17,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +34,11 @@ SHELL_TOOL = {"claude": "Bash", "codex": "shell", "gemini": "run_shell_command",
 _SWEEPS = importlib.util.find_spec("predictorx.agents.descendants") is not None
 _ESCAPES = pytest.mark.xfail(not _SWEEPS, strict=True,
                              reason="the CLI's shell leaves the agent's process group; needs the descendant sweep")
+#: Raw streams of the worktree runs, kept as parser regression data (tests/agents/test_golden_transcripts.py).
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
+#: CLIs whose sessions can be resumed only from the folder they ran in (Gemini CLI keys them by
+#: path and fails elsewhere; OpenCode never returns): the daemon starts those afresh in a new worktree.
+SESSIONS_PER_FOLDER = {"gemini", "opencode"}
 PROVIDERS = ["claude", "codex", pytest.param("gemini", marks=_ESCAPES), pytest.param("opencode", marks=_ESCAPES)]
 
 
@@ -41,7 +51,7 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
     repo = s.person_repo()
     before = snapshot(repo)
     project = s.project(repo, "worktree")
-    _issue, run = s.assign(project)
+    issue, run = s.assign(project)
     task = s.wait(run["id"])
     msgs = s.messages(task["id"])
     assert kinds_in_order(msgs, ["text", "tool_use", "tool_result", "text"]), [m["kind"] for m in msgs]
@@ -67,6 +77,31 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
     assert snapshot(repo) == {**before, **{k: v for k, v in snapshot(repo).items() if k.startswith(".git/")}}
     # The CLI's own session id is recorded.
     assert task["session_id"] and task["session_id"] in json.dumps(msgs) or task["session_id"] in s.stream_log(task["id"]).read_text()
+
+    if os.environ.get("PREDICTORX_RECORD_TRANSCRIPTS"):  # `make record-transcripts`
+        TRANSCRIPTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(s.stream_log(task["id"]), TRANSCRIPTS / f"{provider}.stream.jsonl")
+
+    # -- a comment mentioning the agent: a follow-up that resumes its CLI session (R-EX-10) --------
+    asked = len(s.model.conversation())
+    s.model.answer = "Second line added too."
+    s.server.api("POST", f"/api/issues/{issue['number']}/comments",
+                 {"body": f"@{s.agent_name} please also add a second line."})
+    follow = s.server.runs(issue["number"])[-1]
+    assert follow["id"] != task["id"] and follow["prompt"] == f"@{s.agent_name} please also add a second line."
+    follow = s.wait(follow["id"])
+    shown = s.model.conversation()[asked]
+    assert "please also add a second line" in shown.text
+    if provider in SESSIONS_PER_FOLDER:
+        # Its sessions live under the folder they ran in, and each worktree task has its own: the
+        # daemon starts a new session with the whole issue and says why.
+        notice = next(m for m in s.messages(follow["id"]) if m["content"].get("event") == "resume_skipped")
+        assert notice["content"]["session_id"] == task["session_id"]
+        assert "Add a line to the README" in shown.text
+    else:
+        # The model sees the earlier turns (its first answer, the first tool's output) and the request.
+        assert "All done: README.md" in shown.text and f"edited by {provider} in " in shown.text
+    assert follow["result"] == "Second line added too." and follow["session_id"]
 
     # -- in place: cancelled while its shell runs; the CLI is gone within 5 s ------------------
     folder = s.person_repo("inplace")

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from . import message as m
@@ -46,6 +47,8 @@ class AgentAdapter:
     #: Flags that let the CLI act without a person to approve each tool call: a daemon runs
     #: agents unattended, so without them an agent could read the code but never change it.
     unattended_args: ClassVar[tuple[str, ...]] = ()
+    #: The CLI finds a session only from the folder it ran in (R-EX-10): resumed there only.
+    sessions_per_folder: ClassVar[bool] = False
     #: Variables of the daemon's environment the agent must not inherit.
     scrubbed_env: ClassVar[tuple[str, ...]] = ()
 
@@ -182,6 +185,28 @@ class AgentAdapter:
         except Exception:  # as for every other line: a failed delivery does not change the outcome
             log.exception("%s: delivering the last messages failed", self.provider)
         return self.conclude(state, outcome, spec)
+
+    async def run_resuming(self, spec: RunSpec, on_message: MessageHandler, cancel: asyncio.Event,
+                           fresh_prompt: str) -> RunResult:
+        """`run`, continuing `spec.resume_session_id` (R-EX-10). A CLI that cannot find that session
+        (it is keyed to a folder that is gone, or was deleted) fails before the model says
+        anything: then the task starts a fresh session with `fresh_prompt`, and says so."""
+        said = 0
+
+        async def counting(msg: AgentMessage) -> None:
+            nonlocal said
+            if msg.kind in ("text", "thinking", "tool_use", "tool_result"):
+                said += 1
+            await on_message(msg)
+
+        result = await self.run(spec, counting, cancel)
+        if not spec.resume_session_id or result.status != "failed" or said or cancel.is_set():
+            return result
+        reason = (result.failure_reason or "").split("\n", 1)[0]
+        log.info("%s: could not resume session %s (%s); starting afresh", self.provider, spec.resume_session_id, reason)
+        await on_message(m.system("resume_failed", session_id=spec.resume_session_id, reason=reason,
+                                  message="the earlier session could not be continued here; a new one was started"))
+        return await self.run(replace(spec, resume_session_id=None, prompt=fresh_prompt), on_message, cancel)
 
     def conclude(self, state: StreamState, outcome: ProcessOutcome, spec: RunSpec) -> RunResult:
         """Turn what the stream said and how the process ended into the task's outcome."""

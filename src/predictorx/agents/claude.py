@@ -13,6 +13,7 @@ The stream (one JSON object a line):
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from . import message as m
@@ -23,6 +24,18 @@ from .spec import RunSpec
 from .stream_state import StreamState
 
 _RESULT_FIGURES = ("total_cost_usd", "duration_ms", "duration_api_ms", "num_turns")
+
+#: Claude Code refuses `--permission-mode bypassPermissions` as root ("cannot be used with
+#: root/sudo privileges") unless told it runs in a sandbox; said before it is started, in words
+#: that name the setting, instead of an opaque "exited with code 1".
+ROOT_REFUSAL = ("Claude Code does not run unattended (permission mode bypassPermissions) as root unless it "
+                "is told it runs in a sandbox: run the daemon as a regular user, or — if this machine or "
+                "container is the sandbox — start it with IS_SANDBOX=1 in its environment "
+                "(IS_SANDBOX=1 predictorx daemon start), which its Claude Code agents inherit")
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 class ClaudeAdapter(AgentAdapter):
@@ -36,6 +49,8 @@ class ClaudeAdapter(AgentAdapter):
     scrubbed_env = ("CLAUDECODE",)
 
     def build_argv(self, spec: RunSpec) -> list[str]:
+        if _is_root() and self.build_env(spec).get("IS_SANDBOX", "") not in ("1", "true", "yes"):
+            raise ValueError(ROOT_REFUSAL)
         argv = [*self.command_prefix(spec), "-p", "--output-format", "stream-json", "--verbose"]
         argv += self.unattended_args
         if spec.model:

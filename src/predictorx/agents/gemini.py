@@ -33,6 +33,8 @@ class GeminiAdapter(AgentAdapter):
     executable = "gemini"
     instruction_file = "GEMINI.md"
     capabilities = ("resume", "model", "usage", "tool-events")
+    # Sessions are kept per project folder (~/.gemini/tmp/<folder>/chats): `--resume` elsewhere fails.
+    sessions_per_folder = True
     # Headless Gemini only runs read-only tools unless approval is automatic.
     unattended_args = ("--yolo",)
 

@@ -36,6 +36,8 @@ class OpenCodeAdapter(AgentAdapter):
     executable = "opencode"
     instruction_file = "AGENTS.md"
     capabilities = ("resume", "model", "usage", "thinking", "tool-events")
+    # Sessions belong to the project they ran in: `--session` from another folder never returns.
+    sessions_per_folder = True
 
     def build_argv(self, spec: RunSpec) -> list[str]:
         # OpenCode works where `--dir` (else the inherited PWD) says, not in its process's cwd.

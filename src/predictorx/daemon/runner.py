@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import contextrecord, envroot, harness, review, sandbox, worktree
+from . import contextrecord, envroot, harness, review, sandbox, sessions, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .paths import PathRuleError, check_local_directory
@@ -71,11 +71,18 @@ def _placement(ctx: TaskContext, daemon_id: str) -> tuple[Placement, Any]:
     return Placement("own"), None
 
 
-def build_prompt(issue: dict[str, Any], agent: dict[str, Any]) -> str:
+def build_prompt(issue: dict[str, Any], agent: dict[str, Any], request: str | None = None,
+                 resumed: bool = False) -> str:
+    """The issue (unless a resumed session already holds it), the follow-up request if any (R-EX-10)."""
+    if resumed and request:
+        return (f"A new request on issue #{issue['number']} ({issue['title']}), from a comment:\n\n{request}\n\n"
+                f"When you are done, say briefly what you changed.")
     parts = [f"You are {agent['name']}, an agent on Predictor X, working on issue #{issue['number']}: "
              f"{issue['title']}"]
     if issue.get("body"):
         parts.append(issue["body"])
+    if request:
+        parts.append(f"A follow-up request on this issue, from a comment:\n\n{request}")
     if agent.get("instructions"):
         parts.append(agent["instructions"])
     parts.append(f"Work in the current directory. When you are done, say briefly what you changed. "
@@ -92,6 +99,8 @@ class TaskRun:
         self.issue = claim["issue"]
         self.context_data = claim["context"] or {}
         self.token = claim["token"]
+        # The agent's earlier CLI session on this issue, kept on this machine: continued (R-EX-10).
+        self.resume_session_id: str | None = claim.get("resume_session_id")
         self.id: str = self.task["id"]
         self.cancel_event = asyncio.Event()
         self.phase = "preparing"       # preparing | waiting | running | finishing
@@ -320,21 +329,34 @@ class TaskRun:
                                          record=env.path / contextrecord.RECORD_NAME)
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
+        resume = self._resumable(adapter, cwd)
+        if self.resume_session_id and not resume:
+            await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
+                                          "message": f"{adapter.provider} keeps its sessions per folder and this task "
+                                                     "runs in another one: a new session was started"})
         extra_args, extra_env = await asyncio.to_thread(self.daemon.room_setup, self, env, cwd)  # runs agents-room
         agent_env = {**self._env(env, cwd), **extra_env}
         sweep, harness_args = await harness.task_start(self, env.path, cwd, agent_env)  # R-HAR-7
         spec = RunSpec(
-            prompt=build_prompt(self.issue, self.agent) + "\n\n" + sweep, cwd=cwd, logs_dir=env.logs,
+            prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n" + sweep,
+            cwd=cwd, logs_dir=env.logs,
             env=agent_env, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=await asyncio.to_thread(self._sandbox_plan, env, cwd, local) if self.sandboxed else None,
+            resume_session_id=resume,
         )
         try:
-            result = await adapter.run(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event)
+            fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n" + sweep
+            result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event, fresh)
         finally:
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
         await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
+        if result.session_id:
+            try:
+                sessions.remember(adapter.provider, result.session_id, cwd)
+            except OSError as e:  # only a later resume depends on it
+                log.warning("task %s: could not note where session %s ran: %s", self.id, result.session_id, e)
         return {"status": result.status, "result": result.result, "session_id": result.session_id,
                 "failure_reason": result.failure_reason}
 
@@ -373,6 +395,14 @@ class TaskRun:
         return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
                                    readable=[env.path, *sandbox.python_paths()],
                                    hidden=sandbox.secret_paths(home), home=home, chdir=cwd)
+
+    def _resumable(self, adapter: agents.AgentAdapter, cwd: Path) -> str | None:
+        """The earlier session to continue (R-EX-10), unless the CLI can only find it in another folder."""
+        if not self.resume_session_id:
+            return None
+        if adapter.sessions_per_folder and sessions.folder_of(self.resume_session_id) != str(cwd):
+            return None
+        return self.resume_session_id
 
     def _env(self, env: envroot.EnvRoot, cwd: Path) -> dict[str, str]:
         bin_dir = str(Path(sys.executable).parent)

@@ -8,7 +8,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
-from . import tasks
+from . import mentions, tasks
 from .agents import find_agent
 from .errors import Invalid, NotFound
 from .projects import PRIORITIES, get_project
@@ -120,6 +120,7 @@ def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, 
     session.flush()
     from ..harness.classification import on_comment  # R-HAR-2: a comment addressed to an agent is a request
     on_comment(session, issue, c)
+    mentions.queue_followups(session, issue, c)  # R-EX-10: `@agent …` asks that agent for more
     return c
 
 

@@ -67,6 +67,48 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
     return task
 
 
+def follow_up(session: Session, issue: Issue, agent: Agent, request: str) -> Task:
+    """Ask `agent` for more on `issue` (R-EX-10): a new task with `request` as its prompt, or — the
+    agent already has one there — the request joins it (queued: into its prompt; under way: kept
+    for the follow-up queued when it ends)."""
+    existing = session.scalar(select(Task).where(Task.active_key == _active_key(agent.id, issue.id))
+                              .with_for_update(of=Task) if _lock(session) else
+                              select(Task).where(Task.active_key == _active_key(agent.id, issue.id)))
+    if existing is None:
+        task = enqueue(session, issue, agent)
+        task.prompt = request
+        return task
+    if existing.status == "queued":
+        existing.prompt = _joined(existing.prompt, request)
+    else:
+        existing.pending_prompt = _joined(existing.pending_prompt, request)
+    return existing
+
+
+def _joined(before: str | None, more: str) -> str:
+    return f"{before}\n\n---\n\n{more}" if before else more
+
+
+def _queue_pending(session: Session, task: Task) -> None:
+    """Requests that arrived while `task` was under way become the agent's next task on the issue."""
+    request, task.pending_prompt = task.pending_prompt, None
+    issue, agent = session.get(Issue, task.issue_id), session.get(Agent, task.agent_id)
+    if issue is None or agent is None:
+        return
+    session.flush()  # the finished task's active_key is gone before the next one claims it
+    follow_up(session, issue, agent, request)
+
+
+def resumable_session(session: Session, task: Task, daemon_id: str) -> str | None:
+    """The CLI session of the agent's latest earlier task on this issue, if it ran on this daemon
+    (where the CLI keeps its sessions): the next task continues it (R-EX-10)."""
+    return session.scalar(
+        select(Task.session_id).where(Task.agent_id == task.agent_id, Task.issue_id == task.issue_id,
+                                      Task.id != task.id, Task.daemon_id == daemon_id,
+                                      Task.session_id.is_not(None), Task.status.in_(TERMINAL_STATUSES))
+        .order_by(Task.finished_at.desc(), Task.created_at.desc()).limit(1))
+
+
 def _lock(session: Session) -> bool:
     """Row locks where they exist (PostgreSQL); SQLite's BEGIN IMMEDIATE already serialises writers."""
     return session.bind.dialect.name == "postgresql"
@@ -215,7 +257,8 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         token = auth.mint(session, "task", name=f"task {task.id}", workspace_id=task.workspace_id,
                           daemon_id=daemon.id, task_id=task.id, ttl=timedelta(days=2))
         claimed.append({"task": task, "agent": agents[task.agent_id], "issue": issues[task.issue_id],
-                        "context": context, "token": token})
+                        "context": context, "token": token,
+                        "resume_session_id": resumable_session(session, task, daemon.id)})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
     return claimed
 
@@ -268,6 +311,11 @@ def _finish(session: Session, task: Task, status: str, *, failure_reason: str | 
     if status in ("cancelled", "failed"):
         _put_issue_back(session, task)
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
+    if task.pending_prompt:
+        if status == "cancelled":  # stopping the work stops what was asked of it meanwhile
+            task.pending_prompt = None
+        else:
+            _queue_pending(session, task)
     if was_holding_a_slot and session.scalar(
             select(Task.id).where(Task.agent_id == task.agent_id, Task.status == "queued").limit(1)):
         # The agent's concurrency limit may have held these back; daemons should look again.

@@ -223,6 +223,12 @@ class Task(Base):
     branch_name: Mapped[str | None] = mapped_column(String(500))
     result: Mapped[str | None] = mapped_column(Text)
     session_id: Mapped[str | None] = mapped_column(String(2000))
+    # What this task is asked beyond its issue: a follow-up request (a comment that mentioned
+    # the agent, R-EX-10). None: the issue's title and body say it all.
+    prompt: Mapped[str | None] = mapped_column(Text)
+    # Follow-up requests that arrived while this task was under way; queued as the agent's next
+    # task on the issue when this one ends (unless it was cancelled).
+    pending_prompt: Mapped[str | None] = mapped_column(Text)
     daemon_id: Mapped[str | None] = mapped_column(String(36), index=True)
     runtime_id: Mapped[str | None] = mapped_column(String(36))
     # Snapshot of the project's resources when the task was made (R-RES-7).

@@ -49,18 +49,14 @@ class AnthropicServer(ModelServer):
 
 
 def _last_user_has_tool_result(messages: list[dict[str, Any]]) -> bool:
-    """Turn 2 once the shell's result came back; hook context (a `<system-reminder>` text block
-    beside it, or alone) is not a new prompt."""
+    """Turn 2 once the shell's result came back: a tool result after the model's last turn. Hook
+    context (`<system-reminder>` text beside it, or a user turn of its own) is not a new prompt."""
     for msg in reversed(messages):
-        if msg.get("role") != "user":
+        if msg.get("role") == "assistant":
             return False
         content = msg.get("content")
         if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
             return True
-        if isinstance(content, list) and all(b.get("type") == "text" and b.get("text", "").lstrip().startswith("<system-reminder>")
-                                             for b in content):
-            continue  # a reminder-only user turn: look at what came before it
-        return False
     return False
 
 

@@ -29,7 +29,7 @@ class ChatCompletionsServer(ModelServer):
         messages = body.get("messages") or []
         if shell is None:
             req.turn, delta, finish = "aside", {"role": "assistant", "content": "Scripted work"}, "stop"
-        elif messages and messages[-1].get("role") == "tool":
+        elif _tool_after_last_turn(messages):
             req.turn, delta, finish = "answer", {"role": "assistant", "content": self.answer}, "stop"
         else:
             req.turn, finish = "tool", "tool_calls"
@@ -52,3 +52,13 @@ class ChatCompletionsServer(ModelServer):
             (None, "[DONE]"),
         ]
         return Reply(events=events)
+
+
+def _tool_after_last_turn(messages: list[dict[str, Any]]) -> bool:
+    """Turn 2 once the shell's result came back after the model's last turn."""
+    for msg in reversed(messages):
+        if msg.get("role") == "tool":
+            return True
+        if msg.get("role") == "assistant":
+            return False
+    return False

@@ -45,13 +45,12 @@ class GeminiServer(ModelServer):
 
 
 def _last_has_function_response(contents: list[dict[str, Any]]) -> bool:
+    """Turn 2 once the shell's result came back after the model's last turn."""
     for content in reversed(contents):
-        parts = content.get("parts") or []
-        if any("functionResponse" in p for p in parts):
+        if content.get("role") == "model":
+            return False
+        if any("functionResponse" in p for p in content.get("parts") or []):
             return True
-        if content.get("role") == "user" and all("<system-reminder>" in (p.get("text") or "") for p in parts):
-            continue
-        return False
     return False
 
 

@@ -22,10 +22,9 @@ class ResponsesServer(ModelServer):
         body = req.body or {}
         shell = _shell_tool(body.get("tools") or [])
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
-        last = items[-1] if items else {}
         if shell is None:
             req.turn, output = "aside", [self._message("Scripted work")]
-        elif last.get("type") in ("function_call_output", "custom_tool_call_output") or _reminder_after_output(items):
+        elif _output_after_last_turn(items):
             req.turn, output = "answer", [self._message(self.answer)]
         else:
             req.turn = "tool"
@@ -65,14 +64,12 @@ def _shell_tool(tools: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None
     return None
 
 
-def _reminder_after_output(items: list[dict[str, Any]]) -> bool:
-    """Hook context arrives as a user message after the tool's output: still turn 2."""
+def _output_after_last_turn(items: list[dict[str, Any]]) -> bool:
+    """Turn 2 once the shell's output came back after the model's last turn; hook context (a user
+    or developer message beside it) is not a new prompt."""
     for item in reversed(items):
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
             return True
-        if item.get("type") == "message" and item.get("role") in ("user", "developer"):
-            text = json.dumps(item.get("content"))
-            if "<system-reminder>" in text or "hook" in text.lower() or "agents-room" in text:
-                continue
-        return False
+        if item.get("role") == "assistant" or item.get("type") in ("function_call", "reasoning"):
+            return False
     return False

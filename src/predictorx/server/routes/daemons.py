@@ -74,6 +74,7 @@ def _claimed(claimed: list[dict]) -> list[dict]:
         "issue": serialize.issue(c["issue"]),
         "context": c["context"],
         "token": c["token"],
+        "resume_session_id": c.get("resume_session_id"),
     } for c in claimed]
 
 

@@ -1,0 +1,74 @@
+"""agents-room inside real Claude Code and Codex runs (R-ROOM-15, R-EX-9), in worktree mode:
+
+- the SessionStart hook joins the project's room and the repository's room, named as the person's
+  own session in that repository is (`repo:myrepo`, not the worktree's folder);
+- a message the person sends to the project room while the agent works reaches the model as
+  hook context (agents-room's nudge: how many, where, from whom, how to read them) in its very
+  next request (asserted at the model server);
+- the agents-room MCP tools are offered to the model;
+- the headless run ends within 2 s of the CLI's result (no Stop hook holds it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from predictorx.daemon.rooms import project_room
+
+from .scenario import wait_until, work_command
+
+AGENTS_ROOM = str(Path(sys.executable).with_name("agents-room"))
+NOTE = "NOTE-FROM-ROOM: the /orders API now paginates"
+
+
+def _room(*args: str, cwd: Path | None = None) -> dict:
+    p = subprocess.run([AGENTS_ROOM, *args, "--json"], capture_output=True, text=True, timeout=30, cwd=cwd,
+                       env={**os.environ})
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("provider", ["claude", "codex"])
+def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenario, provider, tmp_path):  # noqa: ANN001
+    s = scenario(provider)
+    repo = s.person_repo("myrepo")
+    marker = tmp_path / f"{provider}-go"
+    # Turn 1's shell waits until the test has spoken in the room.
+    s.model.command = work_command(s.cli, f"; while [ ! -f {marker} ]; do sleep 0.1; done")
+    project = s.project(repo, "worktree")
+    room = "shared:" + project_room(project["id"], project["title"])
+    # The person's own session in their repository, in the project's room.
+    person = _room("join", "--room", room, "--label", "person", cwd=repo)
+    person_id = person.get("session") or person["session_id"]
+
+    _issue, run = s.assign(project)
+    first = s.model.wait_for(lambda rs: [r for r in rs if r.turn == "tool"], timeout=120)[0]
+    agent = wait_until(lambda: [x for x in _room("who")["sessions"] if x["label"].startswith(s.agent_name)],
+                       30, what="the agent's session to join")[0]
+    assert room in agent["rooms"] and agent["repo"] == _room("who", "--session", person_id)["sessions"][0]["repo"]
+    assert agent["repo"] == "repo:myrepo" and "repo:myrepo" in agent["rooms"]
+    # Its MCP tools are offered to the model.
+    assert "msg_send" in first.text and "room_join" in first.text
+
+    _room("send", "--session", person_id, "--room", room, "--to", "*", NOTE)
+    marker.touch()
+    task = s.wait(run["id"])
+    answer = next(r for r in s.model.conversation() if r.turn == "answer")
+    # The hook's nudge: who wrote, in which room, and how to read it (agents-room's MCP msg_recv).
+    nudge = re.compile(rf"agents-room: 1 unread message for {agent['session']} via [^\"]*{re.escape(room)}[^\"]* "
+                       rf"from person \({person_id}\)")
+    assert nudge.search(answer.text), json.dumps((answer.body.get("messages") or answer.body.get("input"))[-2:])[-3000:]
+    assert not nudge.search(first.text)
+    finished = datetime.fromisoformat(task["finished_at"].replace("Z", "+00:00")).timestamp()
+    # The CLI's result is the last line of its stream (written as the daemon read it).
+    result_at = s.stream_log(task["id"]).stat().st_mtime
+    assert result_at >= answer.at
+    assert finished - result_at < 2.0, f"the task ended {finished - result_at:.1f} s after the CLI's result"

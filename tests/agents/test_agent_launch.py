@@ -52,6 +52,14 @@ def test_codex_prompt_is_an_argument_and_stdin_is_closed():
     assert adapter.stdin_payload(spec()) is None  # /dev/null
 
 
+def test_codex_runs_the_hooks_it_is_given_without_a_persons_trust():
+    """Codex 0.169 skips untrusted hooks: the daemon's agents-room hooks never ran (issue 9)."""
+    adapter = get("codex")
+    assert "--dangerously-bypass-hook-trust" not in adapter.build_argv(spec())
+    argv = adapter.build_argv(spec(extra_args=["-c", "features.hooks=true", "-c", "hooks.SessionStart=[]"]))
+    assert argv.index("--dangerously-bypass-hook-trust") < argv.index("-c")
+
+
 def test_codex_resume_and_long_or_dashed_prompts_go_through_stdin():
     adapter = get("codex")
     assert adapter.build_argv(spec(resume_session_id="th-1"))[-3:] == ["resume", "th-1", "do it"]

@@ -29,6 +29,8 @@ from .registry import register
 from .spec import RunSpec
 from .stream_state import StreamState
 
+#: What Codex prints as an `error` event though nothing went wrong: the daemon's own flags echoed.
+_NOTICES = ("`--dangerously-bypass-hook-trust` is enabled",)
 #: Longest prompt passed as an argument; Linux refuses a single argument over 128 KiB.
 MAX_PROMPT_ARG_BYTES = 100_000
 
@@ -47,6 +49,10 @@ class CodexAdapter(AgentAdapter):
         argv = [*self.command_prefix(spec), "exec", "--json", "--skip-git-repo-check", *self.unattended_args]
         if spec.model:
             argv += ["--model", spec.model]
+        if any(arg.startswith("hooks.") for arg in spec.extra_args):
+            # Codex runs hooks only once a person has trusted them in its TUI; the hooks this run
+            # is given on its command line (agents-room's) are the daemon's own, vetted: run them.
+            argv.append("--dangerously-bypass-hook-trust")
         argv += list(spec.extra_args)
         if spec.resume_session_id:
             argv += ["resume", spec.resume_session_id]
@@ -76,8 +82,11 @@ class CodexAdapter(AgentAdapter):
             state.error = _message_of(event.get("error")) or "turn failed"
             return [m.error(state.error)]
         if kind == "error":
-            state.last_error_message = _message_of(event) or "error"
-            return [m.error(state.last_error_message)]
+            message = _message_of(event) or "error"
+            if message.startswith(_NOTICES):  # Codex says it on the error channel; nothing failed
+                return [m.system("warning", message=message)]
+            state.last_error_message = message
+            return [m.error(message)]
         if kind in ("item.started", "item.updated", "item.completed"):
             return self._item(kind.split(".")[1], event.get("item") or {}, state)
         return []
@@ -118,8 +127,12 @@ class CodexAdapter(AgentAdapter):
         elif kind == "todo_list" and phase in ("started", "updated"):
             out.append(m.system("plan", items=item.get("items") or []))
         elif kind == "error" and phase == "completed":
-            state.last_error_message = item.get("message") or "error"
-            out.append(m.error(state.last_error_message))
+            message = item.get("message") or "error"
+            if message.startswith(_NOTICES):
+                out.append(m.system("warning", message=message))
+            else:
+                state.last_error_message = message
+                out.append(m.error(message))
         return out
 
 

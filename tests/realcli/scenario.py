@@ -21,7 +21,8 @@ def work_command(cli: RealCli, extra: str = "") -> str:
 
 class Scenario:
     def __init__(self, cli: RealCli, root: Path, *, daemon_env: dict[str, str] | None = None,
-                 command: Any = None, answer: str = "All done: README.md has its new line.") -> None:
+                 command: Any = None, answer: str = "All done: README.md has its new line.",
+                 model: str | None = None) -> None:
         self.cli = cli
         self.root = root
         root.mkdir(parents=True)
@@ -36,7 +37,7 @@ class Scenario:
         self.daemon = Daemon(self.server, root / "daemon", cwd=self.decoy, **env)
         self.agent_name = f"{cli.provider}-1"
         self.server.api("POST", "/api/agents", {"name": self.agent_name, "provider": cli.provider,
-                                                "model": cli.model, "max_concurrent_tasks": 2})
+                                                "model": model or cli.model, "max_concurrent_tasks": 2})
 
     def close(self) -> None:
         self.daemon.stop()

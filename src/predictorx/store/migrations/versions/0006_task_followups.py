@@ -2,13 +2,13 @@
 (requests that arrived while the task was under way), R-EX-10
 
 Revision ID: 0006
-Revises: 0005
+Revises: 0004
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -122,7 +122,7 @@ def bench_db(tmp: Path) -> dict:
     with db.write() as s:
         _, ws, user = bootstrap_owner(s)
         from predictorx.service.agents import create_agent
-        agent = create_agent(s, ws.id, name="bench", provider="command", command=["true"])
+        agent = create_agent(s, ws.id, owner_id=user.id, name="bench", provider="command", command=["true"])
         issue = create_issue(s, ws.id, user.id, title="Add a CSV export command to the CLI", assignee="bench")
         for i in range(200):
             beans.create(s, issue, f"bean {i:03d}")

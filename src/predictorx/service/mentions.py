@@ -4,17 +4,26 @@ Each mentioned agent gets one follow-up task on the issue with the comment as it
 agent's own comment never queues work for itself. Where the agent already has work on the issue,
 the request joins it: a queued task takes it into its prompt, a started one keeps it for the
 follow-up queued when it ends.
+
+An agent's comment is written with a task token, which may not assign work (SECURITY-MODEL), and
+its text may come from a prompt injection. So an agent's mention asks only agents of the same
+owner — never makes another person's agent run on that person's machine with a prompt it chose
+(R-SEC-6) — and agents mentioning each other stop after AGENT_CHAIN_LIMIT agent comments in a row
+on the issue: a person's comment starts a new chain (no loop runs unattended).
 """
 
 from __future__ import annotations
 
 import re
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Comment, Issue, Task
 from . import tasks
+
+#: Agent comments in a row (no person's comment between them) whose mentions still queue work.
+AGENT_CHAIN_LIMIT = 5
 
 _MENTION = re.compile(r"(?<![\w.@])@([A-Za-z0-9][A-Za-z0-9_.-]{0,99})")
 
@@ -43,9 +52,21 @@ def mentioned_agents(session: Session, workspace_id: str, text: str) -> list[Age
 
 def queue_followups(session: Session, issue: Issue, comment: Comment) -> list[Task]:
     """One follow-up per agent the comment mentions, never for the comment's own author."""
-    queued = []
-    for agent in mentioned_agents(session, issue.workspace_id, comment.body):
-        if comment.author_type == "agent" and comment.author_id == agent.id:
-            continue
-        queued.append(tasks.follow_up(session, issue, agent, comment.body))
-    return queued
+    agents = mentioned_agents(session, issue.workspace_id, comment.body)
+    if comment.author_type == "agent" and agents:
+        author = session.get(Agent, comment.author_id)
+        agents = [a for a in agents if author is not None and a.id != author.id
+                  and a.owner_id is not None and a.owner_id == author.owner_id]
+        if agents and _agent_chain(session, issue) > AGENT_CHAIN_LIMIT:
+            return []
+    return [tasks.follow_up(session, issue, agent, comment.body) for agent in agents]
+
+
+def _agent_chain(session: Session, issue: Issue) -> int:
+    """Agent comments on the issue since its latest person's comment (this one included)."""
+    last_person = session.scalar(select(func.max(Comment.created_at)).where(
+        Comment.issue_id == issue.id, Comment.author_type == "member"))
+    q = select(func.count()).select_from(Comment).where(Comment.issue_id == issue.id, Comment.author_type == "agent")
+    if last_person is not None:
+        q = q.where(Comment.created_at > last_person)
+    return session.scalar(q) or 0

@@ -15,7 +15,6 @@ Nothing ever lands in the folder the daemon was started from (OpenCode follows P
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -29,17 +28,9 @@ from .scenario import git, kinds_in_order, processes_with, snapshot, wait_until,
 
 SHELL_TOOL = {"claude": "Bash", "codex": "shell", "gemini": "run_shell_command", "opencode": "bash"}
 # Gemini CLI and OpenCode run their shell in a session of its own (setsid): killing the agent's
-# process group leaves the shell and what it started running. The daemon's descendant sweep
-# (agents/descendants.py, issue 8 finding 13) ends them; until it is in, those runs fail here.
-_SWEEPS = importlib.util.find_spec("predictorx.agents.descendants") is not None
-_ESCAPES = pytest.mark.xfail(not _SWEEPS, strict=True,
-                             reason="the CLI's shell leaves the agent's process group; needs the descendant sweep")
-#: Raw streams of the worktree runs, kept as parser regression data (tests/agents/test_golden_transcripts.py).
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
-#: CLIs whose sessions can be resumed only from the folder they ran in (Gemini CLI keys them by
-#: path and fails elsewhere; OpenCode never returns): the daemon starts those afresh in a new worktree.
-SESSIONS_PER_FOLDER = {"gemini", "opencode"}
-PROVIDERS = ["claude", "codex", pytest.param("gemini", marks=_ESCAPES), pytest.param("opencode", marks=_ESCAPES)]
+# process group alone would leave the shell and what it started running; the daemon's descendant
+# sweep (agents/descendants.py) ends them, and the cancel below proves it for every CLI.
+PROVIDERS = ["claude", "codex", "gemini", "opencode"]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -29,8 +29,8 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
     n = json.loads(out.stdout)["number"]
     c = json.loads(server.cli("classify", "Add a CSV export command to the CLI", "-o", "json").stdout)
     assert c["category"] == "feature_request" and c["workflow"] == "feature-request"
-    [first] = wait_until(lambda: (r := server.runs(n)) and r, what="the first task")
-    first = server.wait_task(first["id"], timeout=60)
+    [first] = wait_until(lambda: (r := server.runs(n)) and r, 60, what="the first task")
+    first = server.wait_task(first["id"], timeout=180)
     said = _messages(server, first["id"])
     assert first["status"] == "completed", said
     # the issue was classified and its workflow started before the agent ran: the sweep names the step
@@ -47,8 +47,8 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
     server.cli("workflow", "complete", str(n), "feature-request", "approved", "--outcome", "approved",
                "--reason", "scope agreed; comma as delimiter")
     # plan-beans is the agent's: a second task on the issue, which starts from the first one's handoff
-    second = wait_until(lambda: [r for r in server.runs(n) if r["id"] != first["id"]], 30, what="the second task")[0]
-    second = server.wait_task(second["id"], timeout=60)
+    second = wait_until(lambda: [r for r in server.runs(n) if r["id"] != first["id"]], 120, what="the second task")[0]
+    second = server.wait_task(second["id"], timeout=180)
     said = _messages(server, second["id"])
     assert second["status"] == "completed", said
     assert "SAW - next step: split into beans once signed off" in said

@@ -185,3 +185,44 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):  # noqa: ANN001
             assert r.status_code not in (401,) and SECRET not in r.text
     else:
         assert r.status_code == 403, f"{caller} on {route}: {r.status_code} {r.text[:300]}"
+
+
+@pytest.mark.parametrize("route", [r for r in ROUTES if _PARAM.search(r) and rule_for(*r.split(" ", 1)).people
+                                   in ("member", "admin", "owner")])
+def test_outsider_acting_in_their_own_workspace_never_reaches_this_ones_ids(world, route: str):  # noqa: ANN001
+    """The realistic cross-workspace attack: signed in to their own workspace (no X-Workspace, no
+    cookie), an outsider names this workspace's real ids. Every such route answers 404 (or refuses
+    the input before any look-up), never the thing (R-SEC-2)."""
+    call, tokens, ids = world
+    method, template = route.split(" ", 1)
+    if route in STREAMS or template.startswith("/api/workspaces/{ref}"):
+        return  # the workspace in the path is checked by enforce itself (test above)
+    kw = {"json": {"__not_a_field__": True}} if method in ("POST", "PATCH", "PUT") else {}
+    if template.endswith("/earlier"):
+        kw["params"] = {"before": "5"}
+    if "local-folders" in template:
+        (config.state_dir() / "daemon_id").write_text(ids["daemon"] + "\n")
+    r = call(method, _path(template, ids, harmless=False), tokens["outsider"], **kw)
+    assert r.status_code in (404, 400, 422), f"outsider (own workspace) on {route}: {r.status_code} {r.text[:300]}"
+    assert SECRET not in r.text
+
+
+@pytest.mark.parametrize("route", [r for r in ROUTES if rule_for(*r.split(" ", 1)).task and
+                                   ("{ref}" in r or "{task_id}" in r)])
+def test_task_token_never_reaches_another_issue_or_task(world, route: str):  # noqa: ANN001
+    """A task token acts on its own issue and task only: the same routes with another issue or task
+    of its workspace are refused (403/404), harness routes included (R-HAR-7, SECURITY-MODEL)."""
+    call, tokens, ids = world
+    other = call("POST", "/api/issues", tokens["owner"], json={"title": "other", "assignee": "bot"}).json()
+    other_task = call("GET", f"/api/issues/{other['number']}/runs", tokens["owner"]).json()[0]["id"]
+    method, template = route.split(" ", 1)
+    path = _path(template, {**ids, "issue": str(other["number"]), "task": other_task}, harmless=False)
+    bodies = {"PATCH /api/issues/{ref}": {"status": "in_review"}, "POST /api/issues/{ref}/comments": {"body": "x"},
+              "POST /api/issues/{ref}/workflows": {"process": "p"},
+              "POST /api/issues/{ref}/workflows/{process}/steps": {"step": "s"},
+              "POST /api/issues/{ref}/beans": {"title": "x"}, "POST /api/issues/{ref}/beans/import": {"files": {}},
+              "POST /api/issues/{ref}/classifications": {"category": "bug", "reason": "x"},
+              "POST /api/tasks/{task_id}/harness/handoff": {"done": "x"}}
+    kw = {"json": bodies.get(route, {})} if method in ("POST", "PATCH", "PUT") else {}
+    r = call(method, path, tokens["task"], **kw)
+    assert r.status_code in (403, 404), f"task token on {method} {path}: {r.status_code} {r.text[:300]}"

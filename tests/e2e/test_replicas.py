@@ -134,6 +134,20 @@ def test_server_workers_need_postgres(tmp_path):  # noqa: ANN001
     assert p.returncode != 0 and "needs PostgreSQL" in p.stderr and "Traceback" not in p.stderr
 
 
+def test_redteam_workers_refuse_a_wrong_body_limit_in_one_sentence(tmp_path):  # noqa: ANN001
+    """A wrong PREDICTORX_MAX_BODY_BYTES with --workers: every worker died on it with a traceback and
+    uvicorn's supervisor restarted them for ever; now one sentence and exit 1, nothing started."""
+    url, schema = postgres_schema_url(POSTGRES_URL)
+    env = {**os.environ, "PREDICTORX_HOME": str(tmp_path / "h"), "PREDICTORX_DATABASE_URL": url,
+           "PREDICTORX_MAX_BODY_BYTES": "lots"}
+    try:
+        p = subprocess.run([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
+                            "--workers", "2"], env=env, capture_output=True, text=True, timeout=60)
+    finally:
+        drop_postgres_schema(POSTGRES_URL, schema)
+    assert p.returncode == 1 and "PREDICTORX_MAX_BODY_BYTES" in p.stderr and "Traceback" not in p.stderr
+
+
 @cluster_test
 def test_server_workers_serve_one_port(tmp_path):  # noqa: ANN001
     import psutil

@@ -46,6 +46,10 @@ def port_free(host: str, port: int) -> bool:
 def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = None, workers: int = 1) -> None:
     """Serve on host:port. `workers` > 1: that many processes on the one port (uvicorn's
     supervisor restarts one that dies); they share nothing but the database, so PostgreSQL only."""
+    try:
+        max_body_bytes()  # a wrong setting is one sentence here, not a crash loop of every worker
+    except ValueError as e:
+        fail(str(e))
     db = Database(db_url)
     if workers > 1 and db.sqlite:
         db.dispose()
@@ -61,10 +65,6 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
         uvicorn.run("predictorx.server.run:worker_app", factory=True, host=host, port=port, workers=workers,
                     log_level="warning", access_log=False, timeout_graceful_shutdown=10)
         return
-    try:
-        max_body_bytes()  # a wrong setting is one sentence, not a traceback
-    except ValueError as e:
-        fail(str(e))
     app = create_app(db, migrate=False)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
 

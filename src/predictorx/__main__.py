@@ -1,3 +1,3 @@
-from predictorx.cli.main import main
+from predictorx.program import main
 
 main()

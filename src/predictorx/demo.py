@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from . import config
-from .cli.client import Client, CliError, fail
+from .apiclient import Client, CliError, fail
 from .daemon.identity import daemon_id
 
 

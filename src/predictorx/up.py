@@ -12,7 +12,7 @@ import sys
 import uvicorn
 
 from . import config, hardening
-from .cli.client import fail
+from .apiclient import fail
 from .server.app import create_app
 from .server.bodyguard import max_body_bytes
 from .server.run import bootstrap, port_free
@@ -112,7 +112,7 @@ async def _watch_daemon(daemon: subprocess.Popen) -> None:
 
 def _login_link(url: str) -> str:
     """A single-use sign-in link (the owner's token itself is never printed)."""
-    from .cli.client import Client, CliError
+    from .apiclient import Client, CliError
 
     try:
         return Client(server_url=url).post("/api/login-link")["url"]
@@ -121,7 +121,7 @@ def _login_link(url: str) -> str:
 
 
 def _demo() -> None:
-    from .cli.client import CliError
+    from .apiclient import CliError
     from .demo import run_demo
 
     try:

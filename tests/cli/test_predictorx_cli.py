@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from predictorx.cli.main import main
+from predictorx.program import main
 
 from e2e.harness import Server
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from predictorx.cli.main import main
+from predictorx.program import main
 from predictorx.harness.engine import Run
 from predictorx.harness.library import SHIPPED, load_library
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from predictorx.daemon import paths
-from predictorx.daemon.paths import (
+from predictorx.resources import local_directory_paths as paths
+from predictorx.resources.local_directory_paths import (
     PathRuleError, check_local_directory, posix_location_violation, windows_location_violation,
 )
 

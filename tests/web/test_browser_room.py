@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from predictorx.daemon.rooms import project_room
+from predictorx.agentsroom import project_room
 
 pytestmark = pytest.mark.browser
 AGENTS_ROOM = str(Path(sys.executable).with_name("agents-room"))

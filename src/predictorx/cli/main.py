@@ -1,4 +1,8 @@
-"""`predictorx`: the platform's command line. Thin: every command is one or two HTTP calls."""
+"""`predictorx`: the platform's command line. Thin: every command is one or two HTTP calls.
+
+The commands that start the server in this process (`server start`, `server nginx-config`, `up`)
+import the server, so they are added by `predictorx.program`, the console script's entry point;
+this package imports nothing from server/, service/ or store/ (import-linter, pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -37,51 +41,6 @@ OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
-
-
-@server_app.command("start")
-def server_start(host: str = typer.Option("127.0.0.1", "--host", help="Loopback by default."),
-                 port: int = typer.Option(8484, "--port", min=1, max=65535),
-                 workers: int = typer.Option(1, "--workers", min=1, max=64,
-                                             help="Server processes on this port (PostgreSQL only).")) -> None:
-    """Run the API and web server in the foreground."""
-    from ..hardening import harden_service
-    from ..server.run import port_free, serve
-
-    harden_service()  # 0600 database and logs, /proc unreadable to agents (R-SEC-6, R-SEC-7)
-    if not port_free(host, port):
-        fail(f"port {port} on {host} is in use; pick another with --port")
-    typer.echo(f"Predictor X server on http://{host}:{port} (state in {config.state_dir()})", err=True)
-    try:
-        serve(host, port, workers=workers)
-    except ValueError as e:
-        fail(str(e))
-
-
-@server_app.command("nginx-config")
-def server_nginx_config(upstream: list[str] = typer.Option(..., "--upstream", help="A replica, HOST:PORT; repeat it."),
-                        listen: str = typer.Option("8080", "--listen", help="nginx's listen directive value."),
-                        prefix: Optional[str] = typer.Option(
-                            None, "--prefix", help="A directory for a standalone nginx (pid, logs, temp files); "
-                                                   "without it, a file for /etc/nginx/conf.d.")) -> None:
-    """Print an nginx configuration for several server replicas (docs/scale.md)."""
-    from ..server.nginx import render
-
-    try:
-        typer.echo(render(upstream, listen=listen, prefix=prefix), nl=False)
-    except ValueError as e:
-        fail(str(e))
-
-
-@app.command()
-def up(host: str = typer.Option("127.0.0.1", "--host"), port: int = typer.Option(8484, "--port", min=1, max=65535),
-       no_daemon: bool = typer.Option(False, "--no-daemon", help="Only the server and web UI."),
-       demo: bool = typer.Option(True, "--demo/--no-demo", help="On a fresh state dir, create and run the demo."),
-       sandbox: bool = typer.Option(False, "--sandbox", help="Run every agent of the local daemon in the bubblewrap sandbox.")) -> None:
-    """Server + web UI + a local daemon, in one process group, on the embedded SQLite default."""
-    from ..up import run_up
-
-    run_up(host, port, with_daemon=not no_daemon, demo=demo, sandbox=sandbox)
 
 
 @app.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..cli.client import Client, fail
+from ..apiclient import Client, fail
 from . import envroot
 from .context import TaskContext, allowed_repo_urls
 from .repocache import RepoCache, RepoCacheError, URLNotAllowed, check_allowed, repo_name, task_branch

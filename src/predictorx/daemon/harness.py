@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.sweep import render
+from ..harness.sweep_text import render
 from .gitcmd import GitError, git_text
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def _predictorx_command() -> list[str]:
     if beside.is_file():
         return [str(beside)]
     found = shutil.which("predictorx")
-    return [found] if found else [sys.executable, "-m", "predictorx.cli.main"]
+    return [found] if found else [sys.executable, "-m", "predictorx.program"]
 
 
 def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[str]:

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, agents, config, hardening
-from ..cli.client import CliError, fail
+from ..apiclient import CliError, fail
 from ..resources.local_directory import WORKTREE_CAPABILITY
-from . import contextrecord, identity, worktree
+from . import contextrecovery, identity, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer
-from .paths import PathRuleError, check_local_directory
+from ..resources.local_directory_paths import PathRuleError, check_local_directory
 from .repocache import RepoCache
 from .runner import TaskRun
 from .retry import backoff
@@ -182,7 +182,7 @@ class Daemon:
         for sentence in self.dir_locks.recover():
             log.info("recovery: %s", sentence)
         # Before the worktrees: a crashed task's block must not be committed to its branch.
-        for sentence in contextrecord.recover([self.workspaces_root]):
+        for sentence in contextrecovery.recover([self.workspaces_root]):
             log.info("recovery: %s", sentence)
         for sentence in worktree.recover([self.workspaces_root]):
             log.info("recovery: %s", sentence)

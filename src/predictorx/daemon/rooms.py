@@ -18,39 +18,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..agentsroom import agents_room_command, project_room
 
 if TYPE_CHECKING:
     from .runner import TaskRun
 
 log = logging.getLogger("predictorx.daemon")
-_SLUG = re.compile(r"[^a-z0-9]+")
 #: harnesses agents-room has hooks for; others run without a room
 SUPPORTED = ("claude", "codex")
 RUN_CONFIG_TIMEOUT_S = 20.0
-
-
-def project_room(project_id: str, title: str | None) -> str:
-    """Readable and unique: two projects called "API" in two workspaces are two rooms."""
-    slug = _SLUG.sub("-", (title or "").lower()).strip("-")[:40] or "project"
-    return f"project-{slug}-{project_id[:8]}"
-
-
-def agents_room_command() -> list[str] | None:
-    """The `agents-room` program: $PREDICTORX_AGENTS_ROOM, else beside this interpreter, else on PATH."""
-    override = os.environ.get("PREDICTORX_AGENTS_ROOM")
-    if override:
-        return [override]
-    beside = Path(sys.executable).with_name("agents-room")
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return [str(beside)]
-    found = shutil.which("agents-room")
-    return [found] if found else None
 
 
 def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from ..agents import RunSpec
 from . import contextrecord, envroot, harness, review, sandbox, sessions, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
-from .paths import PathRuleError, check_local_directory
+from ..resources.local_directory_paths import PathRuleError, check_local_directory
 from .repocache import RepoCacheError, repo_name
 from .serverapi import ServerError
 from .uploader import MessageUploader

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from ..service.errors import Conflict, Invalid, NotFound
 from ..store.harness_schema import Bean
 from ..store.schema import Issue, utcnow
+from .refusals import StepForbidden
 
 STATUSES = ("created", "in-progress", "resolved", "scrapped")
 _NEXT = {"claim": ("created",), "resolve": ("created", "in-progress"), "scrap": ("created", "in-progress"),
@@ -133,12 +134,10 @@ def engine_op(session: Session, issue: Issue, op: str, passage, instance_complet
     step = passage.step
     ref = passage.produced.get("bean") or passage.facts.get("bean")
     if not ref:
-        from .instances import StepForbidden
         raise StepForbidden(f"{step.describe()} does `{op}` on a bean; pass produced bean=<id or title>")
     try:
         bean = get(session, issue, str(ref))
     except NotFound as e:
-        from .instances import StepForbidden
         raise StepForbidden(e.message) from None
     passage.produced["bean"] = bean.id
     by = f"workflow step {step.node.id}"

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..service.errors import Conflict, Forbidden, NotFound
+from ..service.errors import Conflict, NotFound
 from ..store.harness_schema import WorkflowInstance, WorkflowStep
 from ..store.schema import Issue, utcnow
 from . import roles as role_svc
@@ -18,6 +18,7 @@ from .engine import Actor, Run, StepRefused
 from .library import Library
 from .loader import DiagramError
 from .odrl import PERMIT, Request, evaluate
+from .refusals import StepForbidden  # noqa: F401  (callers catch it from here too)
 
 _NS = uuid.UUID("6d1c5f0e-8a61-4f3a-9d0f-2b7f3c1a9e55")
 
@@ -25,14 +26,6 @@ _NS = uuid.UUID("6d1c5f0e-8a61-4f3a-9d0f-2b7f3c1a9e55")
 def instance_id(issue_id: str, process_id: str) -> str:
     """Derived, so two starts of the same process on the same issue are one instance."""
     return str(uuid.uuid5(_NS, f"{issue_id}/{process_id}"))
-
-
-class StepForbidden(Forbidden):
-    """Refused before anything changed; `record` (if any) is the refused attempt to keep."""
-
-    def __init__(self, message: str, record: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.record = record
 
 
 def get_instance(session: Session, issue: Issue, process_id: str) -> WorkflowInstance:

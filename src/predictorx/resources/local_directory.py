@@ -1,7 +1,8 @@
 """`local_directory`: a folder on one daemon's machine (R-RES-3, R-RES-4, R-RES-9).
 
-The payload's path is only checked for shape here; the path rules of R-LD-1 are the daemon's
-(`predictorx.daemon.paths`), because only the owning machine can see the folder.
+The payload's path is only checked for shape here; the path rules of R-LD-1 live beside this type
+(`local_directory_paths`) and are applied by the daemon, because only the owning machine can see
+the folder.
 """
 
 from __future__ import annotations

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from datetime import timedelta
-
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
@@ -12,15 +9,7 @@ from ..store.schema import Agent, Daemon, Runtime, Token, utcnow
 from . import auth, tasks
 from .errors import Forbidden, Invalid, NotFound
 from .events import emit
-
-
-def daemon_timeout() -> timedelta:
-    """How long a daemon may stay silent before it is offline and its tasks are swept (R-EX-6)."""
-    return timedelta(seconds=float(os.environ.get("PREDICTORX_DAEMON_TIMEOUT", "30")))
-
-
-def is_online(d: Daemon) -> bool:
-    return d.last_heartbeat_at is not None and utcnow() - d.last_heartbeat_at < daemon_timeout()
+from .liveness import daemon_timeout, is_online  # noqa: F401  (part of this service's API)
 
 
 def register(session: Session, workspace_id: str, principal: auth.Principal, *, daemon_id: str, name: str,

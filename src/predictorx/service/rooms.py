@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..daemon.rooms import agents_room_command, project_room
+from ..agentsroom import agents_room_command, project_room
 
 TIMEOUT_S = 10.0
 HISTORY_LIMIT = 100

@@ -33,6 +33,7 @@ from ..store.schema import (
 from . import auth
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
+from .liveness import is_online
 from .projects import list_resources
 
 MESSAGE_KINDS = ("text", "thinking", "tool_use", "tool_result", "error", "system")
@@ -116,8 +117,6 @@ def _lock(session: Session) -> bool:
 
 def _nobody_can_run(session: Session, agent: Agent) -> str | None:
     """Say why a queued task will not start, instead of letting it sit in silence."""
-    from .daemons import is_online  # daemons imports this module
-
     q = select(Daemon).join(Runtime, Runtime.daemon_id == Daemon.id).where(
         Daemon.workspace_id == agent.workspace_id, Runtime.provider == agent.provider,
         Daemon.owner_id == agent.owner_id)

@@ -268,6 +268,3 @@ class TaskMessage(Base):
 
     __table_args__ = (UniqueConstraint("task_id", "seq", name="uq_task_message_seq"),)
 
-
-# The harness's tables live in their own module (SPEC §10); importing it here puts them in Base.metadata.
-from . import harness_schema  # noqa: E402,F401

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from ...daemon.paths import PathRuleError, check_local_directory
+from ...resources.local_directory_paths import PathRuleError, check_local_directory
 from ...resources.local_directory import EXECUTION_MODES
 from ...service import projects as svc
 from ..models import ResourceIn

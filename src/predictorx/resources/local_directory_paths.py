@@ -1,6 +1,8 @@
 """Path rules for `local_directory` (R-LD-1, R-LD-2): which folders an agent may be pointed at.
 
-`check_local_directory(path)` is what the daemon calls, when a resource is saved and before every
+Pure functions beside the `local_directory` type, so the daemon and the server (the web folder
+picker) share them without either importing the other. `check_local_directory(path)` is what the
+daemon calls, when a resource is saved and before every
 task. It resolves symlinks first and judges the *real* path, so a link into /etc or macOS's
 /private/tmp is refused like the place it points to. It only looks; it never creates or changes
 anything, so a refused folder is left untouched.

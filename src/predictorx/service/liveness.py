@@ -1,0 +1,18 @@
+"""Whether a daemon is online: it sent a heartbeat within PREDICTORX_DAEMON_TIMEOUT (R-EX-6).
+The daemon and task services both ask, so the rule lives here, below both."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from ..store.schema import Daemon, utcnow
+
+
+def daemon_timeout() -> timedelta:
+    """How long a daemon may stay silent before it is offline and its tasks are swept (R-EX-6)."""
+    return timedelta(seconds=float(os.environ.get("PREDICTORX_DAEMON_TIMEOUT", "30")))
+
+
+def is_online(d: Daemon) -> bool:
+    return d.last_heartbeat_at is not None and utcnow() - d.last_heartbeat_at < daemon_timeout()

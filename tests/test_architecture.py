@@ -18,7 +18,7 @@ def test_import_contracts_hold():
     lint = Path(sys.executable).with_name("lint-imports")
     assert lint.exists(), "import-linter is part of the dev extra; run `make test` to install it"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in SOURCES)}
-    res = subprocess.run([str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, env=env,
+    res = subprocess.run([str(lint), "--no-cache", str(ROOT / "pyproject.toml")], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ld_git import make_repo
 
-from predictorx.daemon.paths import SYSTEM_TREE, PathRuleError, check_local_directory, check_repository_path
+from predictorx.resources.local_directory_paths import SYSTEM_TREE, PathRuleError, check_local_directory, check_repository_path
 from predictorx.daemon.repocache import LocalPathRefused, RepoCache
 
 

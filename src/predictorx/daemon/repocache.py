@@ -111,7 +111,7 @@ def check_local_source(url: str) -> None:
     path = local_source(url)
     if path is None:
         return
-    from .paths import PathRuleError, check_repository_path
+    from ..resources.local_directory_paths import PathRuleError, check_repository_path
 
     try:
         check_repository_path(path)

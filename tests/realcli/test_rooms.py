@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from predictorx.daemon.rooms import project_room
+from predictorx.agentsroom import project_room
 
 from .conftest import require
 from .scenario import wait_until, work_command

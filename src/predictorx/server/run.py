@@ -11,7 +11,7 @@ import uvicorn
 from .. import config
 from ..service import auth
 from ..store.db import Database
-from ..cli.client import fail
+from ..apiclient import fail
 from .app import create_app
 from .bodyguard import max_body_bytes
 

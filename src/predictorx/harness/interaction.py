@@ -91,6 +91,11 @@ def finished(session: Session, issue: Issue, inst: WorkflowInstance) -> None:
             resume(session, issue, row.agent_id)
 
 
+def states_of(session: Session, issue: Issue) -> list[InteractionState]:
+    """Every agent's interaction state on the issue (the Workflows panel)."""
+    return list(session.scalars(select(InteractionState).where(InteractionState.issue_id == issue.id)))
+
+
 def view(session: Session, issue: Issue, agent_id: str) -> dict[str, Any]:
     row = session.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
                                                         InteractionState.agent_id == agent_id))

@@ -69,6 +69,15 @@ def _guard_owner_change(session: Session, workspace_id: str, actor_role: str, me
         raise Conflict("this is the workspace's last owner; make another member owner first")
 
 
+def find_member_user(session: Session, workspace_id: str, name: str) -> User:
+    """A member of the workspace by user id or name."""
+    user = session.scalar(select(User).join(Member, Member.user_id == User.id).where(
+        Member.workspace_id == workspace_id, (User.id == name) | (User.name == name)))
+    if user is None:
+        raise NotFound(f"no member named {name!r}; `predictorx workspace member list` shows them")
+    return user
+
+
 def _find_member(session: Session, workspace_id: str, user_id: str) -> Member:
     member = session.get(Member, (workspace_id, user_id))
     if member is None:

@@ -24,8 +24,9 @@ def get_project(session: Session, workspace_id: str, project_id: str) -> Project
     return p
 
 
-def list_projects(session: Session, workspace_id: str, *, by_title: bool = False) -> list[Project]:
-    order = Project.title if by_title else Project.created_at.desc()
+def list_projects(session: Session, workspace_id: str, *, by_title: bool = False,
+                  oldest_first: bool = False) -> list[Project]:
+    order = Project.title if by_title else Project.created_at if oldest_first else Project.created_at.desc()
     return list(session.scalars(select(Project).where(Project.workspace_id == workspace_id).order_by(order)))
 
 

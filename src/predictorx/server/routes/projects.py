@@ -2,12 +2,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy import select
 
 from ... import resources as registry
 from ...service import projects as svc
 from ...service import serialize
-from ...store.schema import Project
 from ..deps import Caller, get_state, user_caller
 from ..models import ProjectCreate, ProjectUpdate, ResourceIn, ResourcePatch
 from ..daemoncheck import check_with_daemon
@@ -19,9 +17,7 @@ router = APIRouter(prefix="/api/projects", tags=["projects"])
 @router.get("")
 def list_projects(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
-        rows = s.scalars(select(Project).where(Project.workspace_id == caller.workspace_id)
-                         .order_by(Project.created_at))
-        return [serialize.project(p) for p in rows]
+        return [serialize.project(p) for p in svc.list_projects(s, caller.workspace_id, oldest_first=True)]
 
 
 @router.post("", status_code=201)

@@ -7,14 +7,12 @@ from typing import Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select
 
 from ...harness import roles as svc
 from ...service.agents import find_agent
-from ...service.errors import Forbidden, NotFound
-from ...service.members import role_of
+from ...service.errors import Forbidden
+from ...service.members import find_member_user, role_of
 from ...service.projects import get_project
-from ...store.schema import Member, User
 from ..deps import Caller, get_state, user_caller
 from ..state import AppState
 
@@ -48,9 +46,5 @@ def bind(project: str, body: BindIn, caller: Caller = Depends(user_caller), stat
         if body.kind == "agent":
             pid = find_agent(s, caller.workspace_id, body.name).id
         else:
-            user = s.scalar(select(User).join(Member, Member.user_id == User.id).where(
-                Member.workspace_id == caller.workspace_id, (User.id == body.name) | (User.name == body.name)))
-            if user is None:
-                raise NotFound(f"no member named {body.name!r}; `predictorx workspace member list` shows them")
-            pid = user.id
+            pid = find_member_user(s, caller.workspace_id, body.name).id
         return _out(svc.bind(s, caller.workspace_id, p.id, body.role, body.kind, pid))

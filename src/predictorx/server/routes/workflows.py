@@ -183,15 +183,10 @@ def record(issue: Optional[str] = Query(default=None, max_length=50), caller: Ca
     """Every instance with its history (what `prov qaqc` checks)."""
     if caller.principal.kind != "user":
         raise Forbidden("the record is for people; an agent reads its own instance")
-    from sqlalchemy import select
-    from ...store.harness_schema import WorkflowInstance
     with state.read() as s:
-        q = select(WorkflowInstance).where(WorkflowInstance.workspace_id == caller.workspace_id)
-        if issue:
-            q = q.where(WorkflowInstance.issue_id == issue_svc.get_issue(s, caller.workspace_id, issue).id)
+        issue_id = issue_svc.get_issue(s, caller.workspace_id, issue).id if issue else None
         out = []
-        for inst in s.scalars(q.order_by(WorkflowInstance.id)):
-            iss = s.get(Issue, inst.issue_id)
+        for inst, iss in inst_svc.list_in_workspace(s, caller.workspace_id, issue_id):
             out.append({"instance": inst_svc.instance_dict(inst, iss),
                         "steps": [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)]})
         return {"records": out}

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
 from ...service import auth, serialize
-from ...service.errors import Conflict, NotFound
-from ...store.schema import Member, User, Workspace
+from ...service import workspaces as ws_svc
+from ...store.schema import User, Workspace
 from ..deps import Caller, get_principal, get_state, user_caller
 from ..models import WorkspaceCreate, WorkspaceUpdate
 from ..state import AppState
@@ -26,32 +24,21 @@ def me(principal: auth.Principal = Depends(get_principal), state: AppState = Dep
 @router.get("/workspaces")
 def list_workspaces(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
-        rows = s.scalars(select(Workspace).join(Member, Member.workspace_id == Workspace.id)
-                         .where(Member.user_id == caller.user_id).order_by(Workspace.created_at))
-        return [serialize.workspace(w) for w in rows]
+        return [serialize.workspace(w) for w in ws_svc.list_for_user(s, caller.user_id)]
 
 
 @router.post("/workspaces", status_code=201)
 def create_workspace(body: WorkspaceCreate, request: Request, caller: Caller = Depends(user_caller),
                      state: AppState = Depends(get_state)) -> dict:
     slug = auth.slugify(body.slug or body.name)
-    try:
-        with state.write() as s:
-            ws = Workspace(name=body.name, slug=slug, repos=body.repos)
-            s.add(ws)
-            s.flush()
-            s.add(Member(workspace_id=ws.id, user_id=caller.user_id, role="owner"))
-    except IntegrityError:
-        raise Conflict(f"a workspace with slug {slug!r} exists; choose another --slug") from None
+    with state.write() as s:
+        ws = ws_svc.create_workspace(s, caller.user_id, name=body.name, slug=slug, repos=body.repos)
     request.app.state.token_cache.clear()  # memberships changed: cached principals are stale
     return serialize.workspace(ws)
 
 
 def _mine(s, caller: Caller, ref: str) -> Workspace:  # noqa: ANN001
-    ws = s.get(Workspace, ref) or s.scalar(select(Workspace).where(Workspace.slug == ref))
-    if ws is None or ws.id not in caller.principal.workspace_ids:
-        raise NotFound(f"workspace {ref!r} not found; `predictorx workspace list` shows yours")
-    return ws
+    return ws_svc.find_mine(s, caller.principal.workspace_ids, ref)
 
 
 @router.get("/workspaces/{ref}")

@@ -10,14 +10,12 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from markupsafe import Markup
-from sqlalchemy import select
 
 from ...harness import beans as bean_svc
-from ...harness import classification, diagram, handoff, instances
+from ...harness import classification, diagram, handoff, instances, interaction
 from ...harness.library import active_library
 from ...harness.loader import DiagramError
 from ...service import issues as issue_svc
-from ...store.harness_schema import InteractionState
 from .pageroute import PageRoute
 from .render import html, is_htmx
 from .session import Viewer, viewer
@@ -40,7 +38,7 @@ def workflows_context(request: Request, who: Viewer, ref: str) -> dict[str, Any]
             drawing = Markup(diagram.svg(model, {e["node"] for e in enabled},
                                          {h.node_id for h in hist if h.status == "done"})) if model else None
             items.append({"inst": inst, "enabled": enabled, "history": hist, "svg": drawing})
-        states = list(s.scalars(select(InteractionState).where(InteractionState.issue_id == issue.id)))
+        states = interaction.states_of(s, issue)
         handoffs = handoff.for_issue(s, issue.id, limit=1)
         return {"issue": issue, "items": items, "problem": problem,
                 "classifications": [classification.as_dict(c) for c in classification.list_for(s, issue)],

@@ -1,0 +1,37 @@
+"""Workspaces: the ones a person belongs to, creating one (its creator is the owner), finding one
+by id or slug among the caller's."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from ..store.schema import Member, Workspace
+from .errors import Conflict, NotFound
+
+
+def list_for_user(session: Session, user_id: str) -> list[Workspace]:
+    return list(session.scalars(select(Workspace).join(Member, Member.workspace_id == Workspace.id)
+                                .where(Member.user_id == user_id).order_by(Workspace.created_at)))
+
+
+def create_workspace(session: Session, user_id: str, *, name: str, slug: str, repos: list) -> Workspace:
+    """Conflict when the slug is taken (the caller's transaction then rolls back: nothing created)."""
+    ws = Workspace(name=name, slug=slug, repos=repos)
+    try:
+        session.add(ws)
+        session.flush()
+        session.add(Member(workspace_id=ws.id, user_id=user_id, role="owner"))
+        session.flush()
+    except IntegrityError:
+        raise Conflict(f"a workspace with slug {slug!r} exists; choose another --slug") from None
+    return ws
+
+
+def find_mine(session: Session, workspace_ids: list[str], ref: str) -> Workspace:
+    """By id or slug, among the caller's workspaces; another's is 404 like a missing one."""
+    ws = session.get(Workspace, ref) or session.scalar(select(Workspace).where(Workspace.slug == ref))
+    if ws is None or ws.id not in workspace_ids:
+        raise NotFound(f"workspace {ref!r} not found; `predictorx workspace list` shows yours")
+    return ws

@@ -92,12 +92,14 @@ def test_worktrees_of_a_live_daemon_are_left_alone(tmp_path: Path) -> None:
 
 def test_a_worktree_kept_for_a_failed_commit_is_tried_again(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
-    git(repo, "config", "commit.gpgSign", "true")
-    git(repo, "config", "gpg.program", "false")
     wt, branch = crash_during_task(repo, tmp_path / "envs" / "t5", "t5", "work.txt")
+    # A stale index lock in the worktree's git dir makes the commit fail. (Signing cannot: the
+    # daemon's own commits never sign, since the agent could name the signing program.)
+    lock = Path(git(wt, "rev-parse", "--path-format=absolute", "--git-dir").strip()) / "index.lock"
+    lock.write_text("")
     said = recover([tmp_path / "envs"])
     assert "Could not commit" in said[0] and wt.exists()
-    git(repo, "config", "commit.gpgSign", "false")  # the person fixes signing
+    lock.unlink()  # the person removes the stale lock
     said = recover([tmp_path / "envs"])
     assert branch in said[0] and not wt.exists()
     assert git(repo, "show", f"{branch}:work.txt")

@@ -201,13 +201,13 @@ def test_leftovers_are_committed_and_the_branch_kept(dirty_repo: Path, tmp_path:
     assert p.branch in branches(dirty_repo)
 
 
-def test_a_commit_that_cannot_be_signed_keeps_the_worktree(tmp_path: Path) -> None:
+def test_a_commit_that_cannot_be_made_keeps_the_worktree(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
-    git(repo, "config", "commit.gpgSign", "true")
-    git(repo, "config", "user.signingkey", "DEADBEEF-no-such-key")
-    git(repo, "config", "gpg.program", "false")
     p = prepare(repo, tmp_path / "env", "claude", "t")
     (p.worktree_dir / "work.txt").write_text("precious\n")
+    # A stale index lock makes the commit fail. (Signing cannot: the daemon's own commits never
+    # sign, since the agent could name the signing program in the repository's config.)
+    (Path(git(p.worktree_dir, "rev-parse", "--path-format=absolute", "--git-dir").strip()) / "index.lock").write_text("")
     result = finalize(p)
     assert result.kept_worktree and result.error
     assert str(p.worktree_dir) in result.error and "git worktree list" in result.error

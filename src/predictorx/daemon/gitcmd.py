@@ -26,7 +26,12 @@ _REDIRECTING = (
 # Options for every command. Hooks are the person's, for their own work: our plumbing commits
 # (baselines, leftovers) must neither be blocked by a lint hook nor run a post-checkout script.
 # Automatic gc would make timings unpredictable and is the person's business.
-_ALWAYS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
+# A repository's own config is writable by the agent that worked in it (its git dirs are writable
+# even in the sandbox), so settings that make git run a program are turned off for our commands:
+# otherwise `core.fsmonitor` (any status/add/diff) or `gpg.program` with `commit.gpgSign` (our
+# commits) ran what the agent named, outside its sandbox, as the daemon (docs/security-sandbox.md).
+_ALWAYS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false",
+           "-c", "tag.gpgSign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
 
 
 class GitError(RuntimeError):

@@ -61,7 +61,7 @@ def delete_branch_if_unchanged(repo: Path, branch: str, base: str) -> bool:
 
 
 def _numstat(repo: Path, base: str, branch: str) -> list[dict[str, Any]]:
-    out = git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", base, f"refs/heads/{branch}", "--"],
+    out = git(["diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv", base, f"refs/heads/{branch}", "--"],
               cwd=repo, timeout=TIMEOUT).stdout.decode("utf-8", "replace")
     fields = out.split("\0")
     files: list[dict[str, Any]] = []
@@ -88,7 +88,7 @@ def _numstat(repo: Path, base: str, branch: str) -> list[dict[str, Any]]:
 
 
 def _patch(repo: Path, base: str, branch: str) -> tuple[str, bool]:
-    raw = git(["-c", "core.quotepath=false", "diff", "-M", "--no-color", "--no-ext-diff", base, f"refs/heads/{branch}", "--"],
+    raw = git(["-c", "core.quotepath=false", "diff", "-M", "--no-color", "--no-ext-diff", "--no-textconv", base, f"refs/heads/{branch}", "--"],
               cwd=repo, timeout=TIMEOUT).stdout
     if len(raw) <= PATCH_MAX_BYTES:
         return raw.decode("utf-8", "replace"), False

@@ -401,7 +401,8 @@ def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
                "GIT_AUTHOR_EMAIL": f"{ref_component(p.agent_name, 'agent')}@agents.predictorx.invalid"}
         message = (f"Uncommitted changes left by agent {p.agent_name} in task {p.task_id}\n\n"
                    "Committed by Predictor X when the task ended, so nothing is lost.\n")
-        # Porcelain on purpose: the repository's own settings (commit.gpgSign, …) apply.
+        # Porcelain on purpose: the repository's own settings apply — but never signing, nor any
+        # other setting that runs a program (gitcmd._ALWAYS): the agent could have written them.
         git(["commit", "--quiet", "--no-verify", "-m", message], cwd=wt, env=env, timeout=timeout)
         return None
     except GitError as e:

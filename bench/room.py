@@ -23,6 +23,13 @@ from pathlib import Path
 
 from agents_room.room import Room
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import percentile as _nearest_rank  # noqa: E402  (the benches' one percentile)
+
+
+def percentile(xs: list[float], p: float) -> float:
+    return _nearest_rank(sorted(xs), p)
+
 PY = sys.executable
 WRITERS = 16
 #: 2,000 made-up words: bodies with a realistic spread of common and rare terms for search
@@ -30,15 +37,6 @@ VOCAB = [f"{a}{b}{c}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "su", "ti", 
          for b in ("ban", "cor", "dil", "fen", "gat", "hum", "jor", "kel", "lim", "mos", "nep", "pul", "quo", "rid",
                    "sol", "tam", "ven", "wix", "yot", "zub")
          for c in ("a", "e", "i", "o", "u", "an", "er", "is", "on", "us")]
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * p / 100
-    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 def ms(x: float) -> float:
@@ -66,7 +64,7 @@ def bench_send_single(tmp: Path, repo: Path, n: int = 3000) -> dict:
         lat.append(time.perf_counter() - s)
     total = time.perf_counter() - t0
     r.close()
-    return {"n": n, "recipients_each": 3, "p50_ms": ms(pct(lat, 50)), "p99_ms": ms(pct(lat, 99)),
+    return {"n": n, "recipients_each": 3, "p50_ms": ms(percentile(lat, 50)), "p99_ms": ms(percentile(lat, 99)),
             "msg_per_s": round(n / total), "target": "p50 <= 1 ms, >= 1000 msg/s"}
 
 
@@ -132,7 +130,7 @@ async def _mcp(db: Path, repo: Path, n: int) -> list[float]:
 
 def bench_mcp(tmp: Path, repo: Path, n: int = 300) -> dict:
     lat = asyncio.run(_mcp(tmp / "mcp.db", repo, n))
-    return {"n": n, "mean_ms": ms(statistics.mean(lat)), "p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)),
+    return {"n": n, "mean_ms": ms(statistics.mean(lat)), "p50_ms": ms(percentile(lat, 50)), "p95_ms": ms(percentile(lat, 95)),
             "target": "p95 <= 15 ms (MCP Agent Mail published mean: 118 ms)"}
 
 
@@ -188,7 +186,7 @@ def bench_hooks(db: Path, repo: Path, n: int = 40) -> dict:
                                  input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30)
             lat[event].append(time.perf_counter() - s)
             assert res.returncode == 0, res.stderr
-    out: dict = {k: {"n": n, "p50_ms": ms(pct(v, 50)), "p95_ms": ms(pct(v, 95))} for k, v in lat.items()}
+    out: dict = {k: {"n": n, "p50_ms": ms(percentile(v, 50)), "p95_ms": ms(percentile(v, 95))} for k, v in lat.items()}
     out["target"] = "p95 <= 150 ms on a store of 100,000 messages"
     return out
 
@@ -238,8 +236,8 @@ def bench_leases(tmp: Path, repo: Path, rounds: int = 60) -> dict:
         wins += w
     for p in procs:
         p.join(timeout=30)
-    return {"sessions": WRITERS, "acquires": len(lat), "granted": wins, "p50_ms": ms(pct(lat, 50)),
-            "p95_ms": ms(pct(lat, 95)), "target": "p95 <= 20 ms with 16 contending sessions"}
+    return {"sessions": WRITERS, "acquires": len(lat), "granted": wins, "p50_ms": ms(percentile(lat, 50)),
+            "p95_ms": ms(percentile(lat, 95)), "target": "p95 <= 20 ms with 16 contending sessions"}
 
 
 # ---------------------------------------------------------------- msg_recv over stdio MCP (issue 11)
@@ -268,7 +266,7 @@ async def _mcp_recv(db: Path, repo: Path, n: int) -> list[float]:
 
 def bench_mcp_recv(tmp: Path, repo: Path, n: int = 300) -> dict:
     lat = asyncio.run(_mcp_recv(tmp / "mcp-recv.db", repo, n))
-    return {"n": n, "mean_ms": ms(statistics.mean(lat)), "p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)),
+    return {"n": n, "mean_ms": ms(statistics.mean(lat)), "p50_ms": ms(percentile(lat, 50)), "p95_ms": ms(percentile(lat, 95)),
             "target": "p95 <= 15 ms"}
 
 
@@ -290,9 +288,9 @@ def bench_search(db: Path, n: int = 200) -> dict:
             lat.append(time.perf_counter() - s)
             hits.append(res["matches"])
         all_lat += lat
-        out[name] = {"p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)), "mean_results": round(statistics.mean(hits), 1)}
+        out[name] = {"p50_ms": ms(percentile(lat, 50)), "p95_ms": ms(percentile(lat, 95)), "mean_results": round(statistics.mean(hits), 1)}
     r.close()
-    out.update({"n": len(all_lat), "p95_ms": ms(pct(all_lat, 95)), "target": "p95 <= 50 ms over 100,000 messages"})
+    out.update({"n": len(all_lat), "p95_ms": ms(percentile(all_lat, 95)), "target": "p95 <= 50 ms over 100,000 messages"})
     return out
 
 
@@ -346,9 +344,9 @@ def bench_guard(tmp: Path, files: int = 10_000, n: int = 20) -> dict:
     finally:
         holder.kill()
         holder.wait(timeout=10)
-    return {"files": files, "staged": 6, "n": n, "p50_ms": ms(pct(lat, 50)), "p95_ms": ms(pct(lat, 95)),
-            "cpu_p50_ms": ms(pct(cpu, 50)), "cpu_p95_ms": ms(pct(cpu, 95)),
-            "python_startup_p50_ms": ms(pct(bare, 50)), "refuses_a_leased_file": True,
+    return {"files": files, "staged": 6, "n": n, "p50_ms": ms(percentile(lat, 50)), "p95_ms": ms(percentile(lat, 95)),
+            "cpu_p50_ms": ms(percentile(cpu, 50)), "cpu_p95_ms": ms(percentile(cpu, 95)),
+            "python_startup_p50_ms": ms(percentile(bare, 50)), "refuses_a_leased_file": True,
             "target": "<= 100 ms on a 10,000-file repository"}
 
 

@@ -24,10 +24,12 @@ from predictorx import hardening
 from predictorx.agents.descendants import TAG_VAR, Descendants, new_tag
 from predictorx.daemon import sandbox
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import percentile  # noqa: E402  (the benches' one percentile)
+
 
 def _pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return round(values[min(len(values) - 1, int(q * len(values)))], 2)
+    return round(percentile(sorted(values), q * 100), 2)
 
 
 def main() -> None:

@@ -33,6 +33,9 @@ from pathlib import Path
 from predictorx.daemon.dirlock import DirLocks
 from predictorx.daemon.worktree import finalize, prepare
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import percentile  # noqa: E402  (the benches' one percentile)
+
 TRACKED, MODIFIED, UNTRACKED = 10_000, 200, 2_000
 ROUNDS = 5
 HANDOFFS = 50
@@ -147,7 +150,7 @@ def measure_prepare(root: Path, repo: Path, untracked: list[str]) -> dict:
 
 def percentiles(values_s: list[float]) -> dict:
     ms = sorted(v * 1000 for v in values_s)
-    return {"p50_ms": round(ms[len(ms) // 2], 2), "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 2),
+    return {"p50_ms": round(percentile(ms, 50), 2), "p99_ms": round(percentile(ms, 99), 2),
             "max_ms": round(ms[-1], 2), "n": len(ms)}
 
 

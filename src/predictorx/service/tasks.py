@@ -17,6 +17,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from .. import resources as registry
+from ..agents.message import MESSAGE_KINDS  # the one list of kinds the adapters produce (R-EX-3)
 from ..store.schema import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -36,7 +37,6 @@ from .events import emit
 from .liveness import is_online
 from .projects import list_resources
 
-MESSAGE_KINDS = ("text", "thinking", "tool_use", "tool_result", "error", "system")
 #: Statuses that count toward an agent's max_concurrent_tasks.
 HOLDING = ("dispatched", "waiting_local_directory", "running")
 MAX_ATTEMPTS = 3

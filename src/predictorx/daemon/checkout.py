@@ -13,6 +13,7 @@ from pathlib import Path
 from ..apiclient import Client, fail
 from . import envroot
 from .context import TaskContext, allowed_repo_urls
+from .gitcmd import GitError
 from .repocache import RepoCache, RepoCacheError, URLNotAllowed, check_allowed, repo_name, task_branch
 
 
@@ -36,7 +37,7 @@ def checkout_for_task(url: str, ref: str | None) -> Path:
     root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
     try:
         co = RepoCache(Path(root) if root else None).checkout(url, ref, dest, task_branch(task["agent_name"] or "agent", task_id))
-    except RepoCacheError as e:
+    except (RepoCacheError, GitError) as e:
         fail(f"could not check out {url}: {e}")
     env_root = os.environ.get("PREDICTORX_ENV_ROOT")
     if env_root:

@@ -43,7 +43,6 @@ from predictorx import config
 
 from .envroot import META_NAME, parse_time, read_meta, utcnow
 from .gitcmd import KEPT_REFS, anchor_unbranched_head
-from .gitcmd import GitError as _CmdGitError
 from .repocache import CACHE_DIR_NAME, GitError, RepoCache, last_used, run_git
 from .worktree import MARKER as WORKTREE_MARKER
 
@@ -201,7 +200,7 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
             continue  # a plain clone goes with its own objects; only linked worktrees leave a repository behind
         try:
             anchor = anchor_unbranched_head(tree, task_name, timeout=GIT_TIMEOUT)
-        except _CmdGitError as exc:
+        except GitError as exc:
             report.keep(env, f"cannot tell whether the last commit of {tree} is on a branch ({exc}); "
                              "kept so nothing is lost")
             return

@@ -7,6 +7,7 @@ which environment git sees, how long it may take and what a failure looks like.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -35,16 +36,33 @@ _ALWAYS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c",
 
 
 class GitError(RuntimeError):
-    """A git command failed or timed out. `stderr` holds what git said, stripped."""
+    """A git command failed or timed out: the daemon's one git error. `stderr` holds what git
+    said, stripped, with any credentials in URLs masked (messages reach the server and agents);
+    the message names the subcommand and git's last lines."""
 
-    def __init__(self, args: Sequence[str], returncode: int | None, stderr: str, stdout: bytes = b""):
+    def __init__(self, args: Sequence[str], returncode: int | None, stderr: str, stdout: bytes = b"", *,
+                 timed_out: bool | None = None):
         self.git_args = list(args)
         self.returncode = returncode
-        self.stderr = stderr.strip()
+        self.stderr = _redact(stderr).strip()
         self.stdout = stdout
-        what = "timed out" if returncode is None else f"exited with {returncode}"
-        detail = f": {self.stderr}" if self.stderr else ""
-        super().__init__(f"git {' '.join(self.git_args)} {what}{detail}")
+        self.timed_out = returncode is None if timed_out is None else timed_out
+        detail = self.stderr.splitlines()[-3:]
+        reason = "timed out" if self.timed_out else f"failed (exit {returncode})"
+        super().__init__(f"git {_subcommand(self.git_args)} {reason}" + (": " + " / ".join(detail) if detail else ""))
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """`fetch` out of `--git-dir X -c k=v fetch --prune …`, for messages."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in ("--git-dir", "-c", "-C") else 1
+    return args[i] if i < len(args) else "command"
+
+
+def _redact(text: str) -> str:
+    # Messages reach the server and the agent: never a token embedded in a URL.
+    return re.sub(r"(://)[^/@\s]+@", r"\1***@", text)
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

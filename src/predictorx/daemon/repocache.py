@@ -36,6 +36,7 @@ import filelock
 from predictorx import config
 
 from . import gitcmd
+from .gitcmd import GitError  # noqa: F401  (the one git error; callers catch it from here too)
 from .branches import sanitize_branch, task_branch  # noqa: F401  (task_branch re-exported)
 
 log = logging.getLogger(__name__)
@@ -48,30 +49,6 @@ DEFAULT_GIT_TIMEOUT = 120.0
 
 class RepoCacheError(RuntimeError):
     """Anything that stops a repository from being cached or checked out; the message says why."""
-
-
-class GitError(RepoCacheError):
-    def __init__(self, args: list[str], returncode: int | None, stderr: str, *, timed_out: bool = False):
-        self.git_args = args
-        self.returncode = returncode
-        self.stderr = _redact(stderr)
-        self.timed_out = timed_out
-        detail = self.stderr.strip().splitlines()[-3:]
-        reason = "timed out" if timed_out else f"failed (exit {returncode})"
-        super().__init__(f"git {_subcommand(args)} {reason}" + (": " + " / ".join(detail) if detail else ""))
-
-
-def _subcommand(args: list[str]) -> str:
-    """`fetch` out of `--git-dir X -c k=v fetch --prune …`, for messages."""
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in ("--git-dir", "-c", "-C") else 1
-    return args[i] if i < len(args) else "command"
-
-
-def _redact(text: str) -> str:
-    # Messages reach the server and the agent: never a token embedded in a URL.
-    return re.sub(r"(://)[^/@\s]+@", r"\1***@", text)
 
 
 class URLNotAllowed(RepoCacheError):
@@ -131,12 +108,9 @@ def git_env() -> dict[str, str]:
 
 def run_git(args: list[str], *, cwd: Path | str, timeout: float = DEFAULT_GIT_TIMEOUT,
             check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`git -C cwd <args>` through `gitcmd` (timeout kills git's process group; no prompts),
-    with text output and failures raised as this module's GitError."""
-    try:
-        done = gitcmd.git(args, cwd=cwd, env=git_env(), timeout=timeout, check=check)
-    except gitcmd.GitError as exc:
-        raise GitError(list(args), exc.returncode, exc.stderr, timed_out=exc.returncode is None) from None
+    """`git -C cwd <args>` through `gitcmd` (timeout kills git's process group; no prompts;
+    failures raise gitcmd's GitError), with the cache's environment and text output."""
+    done = gitcmd.git(args, cwd=cwd, env=git_env(), timeout=timeout, check=check)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
                                        done.stderr.decode("utf-8", "replace"))
 

@@ -26,6 +26,7 @@ from . import contextrecord, envroot, harness, review, sandbox, sessions, worktr
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from ..resources.local_directory_paths import PathRuleError, check_local_directory
+from .gitcmd import GitError
 from .repocache import RepoCacheError, repo_name
 from .serverapi import ServerError
 from .uploader import MessageUploader
@@ -276,7 +277,7 @@ class TaskRun:
                 co = await asyncio.to_thread(self.daemon.repo_cache.checkout, repo.url, repo.ref,
                                              env.workdir / repo_name(repo.url),
                                              task_branch(self.agent["name"], self.id))
-            except RepoCacheError as e:
+            except (RepoCacheError, GitError) as e:
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch

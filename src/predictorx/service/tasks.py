@@ -11,7 +11,7 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -24,18 +24,14 @@ from ..store.schema import (
     Agent,
     Daemon,
     Issue,
-    Project,
     Runtime,
     Task,
     TaskMessage,
-    Workspace,
     utcnow,
 )
-from . import auth
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
 from .liveness import is_online
-from .projects import list_resources
 
 #: Statuses that count toward an agent's max_concurrent_tasks.
 HOLDING = ("dispatched", "waiting_local_directory", "running")
@@ -153,31 +149,6 @@ def list_tasks(session: Session, workspace_id: str, *, project_id: str | None = 
 
 # -- claiming ---------------------------------------------------------------------------------
 
-def _context(session: Session, task: Task, daemon_id: str) -> dict[str, Any]:
-    """What the daemon needs to run the task, and only what concerns it (R-RES-8)."""
-    ws = session.get(Workspace, task.workspace_id)
-    project = session.get(Project, task.project_id) if task.project_id else None
-    resources = []
-    if project is not None:
-        for r in list_resources(session, project.id):
-            try:
-                handler = registry.get(r.resource_type)
-            except registry.ResourceError:
-                continue  # a type this server no longer knows: nothing safe to send
-            if handler.visible_to_daemon(r.resource_ref, daemon_id):
-                resources.append({"id": r.id, "resource_type": r.resource_type,
-                                  "resource_ref": r.resource_ref, "label": r.label})
-    # Flat, in the shape the daemon's TaskContext reads (and resources.json shows).
-    return {
-        "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name},
-        "workspace_repos": list(ws.repos or []),
-        "project_id": project.id if project else None,
-        "project_title": project.title if project else None,
-        "project_description": project.description if project else None,
-        "resources": resources,
-    }
-
-
 def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | None:
     for r in context["resources"]:
         needed = registry.get(r["resource_type"]).required_capabilities(r["resource_ref"]) - declared
@@ -188,10 +159,10 @@ def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | No
     return None
 
 
-def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None,
-          runtimes: list[Runtime] | None = None) -> list[dict[str, Any]]:
+def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None) -> list[dict[str, Any]]:
     """Hand this daemon up to `limit` queued tasks it can run. Each is returned with its context,
-    its agent and a task-scoped token (R-EX-4).
+    its agent and a task-scoped token (R-EX-4); task, agent and issue are the rows the statements
+    returned (attribute access, as serialize reads them), not ORM objects.
 
     One statement selects, locks and marks (R-SC-2): `UPDATE task … WHERE id IN (SELECT … FOR
     UPDATE SKIP LOCKED) RETURNING task`, with the agents already at their limit left out inside
@@ -199,91 +170,11 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
     agents' held tasks hands back what went past an agent's limit (several of its tasks in one
     claim, or — on PostgreSQL — a concurrent claim: there the count runs under the agents' row
     locks, taken in id order, so it sees every committed claim; SQLite's BEGIN IMMEDIATE already
-    serialises claimers)."""
-    if runtimes is None:
-        runtimes = list(session.scalars(select(Runtime).where(Runtime.daemon_id == daemon.id)))
-    if not runtimes or limit < 1:
-        return []
-    postgres = session.bind.dialect.name == "postgresql"
-    by_provider = {rt.provider: rt.id for rt in runtimes}
-    runtime_ids = [rt.id for rt in runtimes]
-    # Agents at their limit must not hide other agents' work behind their queued tasks.
-    full = (select(Task.agent_id).join(Agent, Agent.id == Task.agent_id)
-            .where(Task.workspace_id == daemon.workspace_id, Task.status.in_(HOLDING))
-            .group_by(Task.agent_id, Agent.max_concurrent_tasks)
-            .having(func.count() >= Agent.max_concurrent_tasks))
-    pick = (select(Task.id).join(Agent, Agent.id == Task.agent_id)
-            .where(Task.workspace_id == daemon.workspace_id, Task.status == "queued",
-                   Agent.owner_id == daemon.owner_id,  # only its owner's agents run here (R-SEC-6)
-                   or_(Agent.runtime_id.in_(runtime_ids),
-                       and_(Agent.runtime_id.is_(None), Agent.provider.in_(list(by_provider)))),
-                   Task.agent_id.notin_(full))
-            .order_by(Task.created_at, Task.id).limit(limit))
-    if task_id:
-        pick = pick.where(Task.id == task_id)
-    if postgres:
-        pick = pick.with_for_update(of=Task, skip_locked=True)
-    now = utcnow()
-    runtime_of_agent = (select(func.coalesce(Agent.runtime_id, case(by_provider, value=Agent.provider)))
-                        .where(Agent.id == Task.agent_id).scalar_subquery())
-    mark = (update(Task).where(Task.id.in_(pick.scalar_subquery()))
-            .values(status="dispatched", daemon_id=daemon.id, wait_reason=None, runtime_id=runtime_of_agent,
-                    dispatched_at=now, attempt=Task.attempt + 1, lease_expires_at=now + lease_duration(),
-                    updated_at=now)
-            .returning(Task))
-    picked = list(session.scalars(mark, execution_options={"synchronize_session": False}))
-    if not picked:
-        return []
-    agents = {a.id: a for a in session.scalars(
-        select(Agent).where(Agent.id.in_({t.agent_id for t in picked})).order_by(Agent.id)
-        .with_for_update(of=Agent) if postgres else
-        select(Agent).where(Agent.id.in_({t.agent_id for t in picked})))}
-    picked = _within_limits(session, picked, agents)
-    issues = {i.id: i for i in session.scalars(select(Issue).where(Issue.id.in_({t.issue_id for t in picked})))}
-    declared = set(daemon.capabilities or [])
-    for rt in runtimes:
-        declared |= set(rt.capabilities or [])
-    contexts: dict[str | None, dict[str, Any]] = {}  # one per project within this claim
-    claimed = []
-    for task in sorted(picked, key=lambda t: (t.created_at, t.id)):
-        if task.project_id not in contexts:
-            contexts[task.project_id] = _context(session, task, daemon.id)
-        context = task.context = contexts[task.project_id]
-        reason = _missing_capability(context, declared)
-        if reason:  # R-RES-9: never silently run in place
-            _finish(session, task, "cancelled", failure_reason=reason)
-            continue
-        token = auth.mint(session, "task", name=f"task {task.id}", workspace_id=task.workspace_id,
-                          daemon_id=daemon.id, task_id=task.id, ttl=timedelta(days=2))
-        claimed.append({"task": task, "agent": agents[task.agent_id], "issue": issues[task.issue_id],
-                        "context": context, "token": token,
-                        "resume_session_id": resumable_session(session, task, daemon.id)})
-        emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
-    return claimed
+    serialises claimers). The statements are Core, built once (service/claiming.py)."""
+    from .claiming import claim as claim_rows
 
-
-def _within_limits(session: Session, picked: list[Task], agents: dict[str, Agent]) -> list[Task]:
-    """Whatever went past an agent's limit goes back to the queue (and daemons are told to look
-    again). On PostgreSQL the agents' rows are locked by now, so the count sees every committed
-    claim as well as ours."""
-    held = dict(session.execute(
-        select(Task.agent_id, func.count()).where(Task.agent_id.in_(list(agents)), Task.status.in_(HOLDING))
-        .group_by(Task.agent_id)).all())
-    kept: list[Task] = []
-    over: list[Task] = []
-    for task in sorted(picked, key=lambda t: (t.created_at, t.id), reverse=True):  # newest go back first
-        agent_id = task.agent_id
-        if held.get(agent_id, 0) > agents[agent_id].max_concurrent_tasks:
-            held[agent_id] -= 1
-            over.append(task)
-        else:
-            kept.append(task)
-    for task in over:
-        task.status, task.daemon_id, task.lease_expires_at, task.dispatched_at = "queued", None, None, None
-        task.attempt -= 1
-    if over:
-        emit(session, over[0].workspace_id, "task_queued")
-    return kept
+    session.flush()  # what this transaction changed through the ORM (a finish) counts in the claim
+    return claim_rows(session, daemon, limit=limit, task_id=task_id, lease=lease_duration())
 
 
 # -- lifecycle reported by the daemon ---------------------------------------------------------

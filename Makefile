@@ -1,5 +1,6 @@
 # Two commands: `make run` (predictorx up) and `make test` (the whole suite).
-# Each bootstraps .venv on first use and again whenever pyproject.toml (or agents-room's) changes.
+# Each bootstraps .venv on first use and again whenever pyproject.toml (or agents-room's) or
+# requirements.lock (the exact versions, pip constraints) changes.
 # agents-room is its own distribution (agents-room/, GPL-3.0-or-later); both go into .venv.
 PYTHON ?= python3
 VENV   := .venv
@@ -23,12 +24,12 @@ tests/%/node_modules/.installed: tests/%/package-lock.json
 	@npm ci --prefix tests/$* --no-audit --no-fund --ignore-scripts --loglevel=error
 	@touch $@
 
-$(STAMP): pyproject.toml agents-room/pyproject.toml
+$(STAMP): pyproject.toml agents-room/pyproject.toml requirements.lock
 	@if test -x $(VENV)/bin/python; then echo "pyproject.toml changed: updating .venv (Predictor X, agents-room and their pinned dependencies; under a minute)"; \
 	 else echo "first run: creating .venv and installing Predictor X, agents-room and their pinned dependencies from PyPI (about a minute; once)"; fi
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -e '.[dev]'
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e './agents-room[dev]' -e '.[dev,postgres]'
 	@rm -f $(VENV)/.installed-* && touch $@
 	@echo "installed into .venv; the commands are .venv/bin/predictorx and .venv/bin/agents-room"
 
@@ -51,7 +52,7 @@ record-transcripts: $(STAMP) $(CLI_STAMP)
 	PREDICTORX_RECORD_TRANSCRIPTS=1 $(VENV)/bin/python -m pytest -q tests/realcli/test_end_to_end.py
 
 bench: $(STAMP)
-	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -e '.[dev,bench]'
+	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -c requirements.lock -e '.[dev,postgres,bench]'
 	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:

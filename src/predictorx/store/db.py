@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+import importlib.util
 import os
 from pathlib import Path
 
@@ -27,6 +28,9 @@ def normalize_url(url: str) -> str:
         url = "postgresql://" + url[len("postgres://"):]
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    if url.startswith("postgresql+psycopg://") and importlib.util.find_spec("psycopg") is None:
+        raise ValueError("a PostgreSQL database needs its driver: install Predictor X with the extra "
+                         "`postgres` (pip install 'predictorx[postgres]')")
     return url
 
 

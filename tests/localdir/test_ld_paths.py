@@ -97,10 +97,52 @@ def test_a_device_is_not_a_directory(tmp_path: Path) -> None:
     assert "is a device" in str(refused(str(tmp_path / "null")))
 
 
-@pytest.mark.skipif(is_root, reason="root can read and write everything")
+@pytest.mark.skipif(is_root, reason="root can read and write everything; the test below runs it as nobody")
 def test_an_unwritable_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "ro").mkdir(mode=0o500)
     assert refused(str(tmp_path / "ro")).rule == paths.ACCESS
+
+
+UNPRIVILEGED_CHECK = """
+import sys
+source = sys.stdin.read()
+module = {"__name__": "local_directory_paths"}
+exec(compile(source, "local_directory_paths.py", "exec"), module)
+try:
+    module["check_local_directory"](sys.argv[1])
+    print("allowed")
+except module["PathRuleError"] as e:
+    print(e.rule)
+"""
+
+
+@pytest.mark.skipif(not is_root, reason="drops root to nobody with setpriv; as a user the test above covers it")
+def test_an_unwritable_folder_is_refused_for_an_unprivileged_user() -> None:
+    """R-LD-1 (access): CI runs as root, who may write anywhere, so the rule is checked as `nobody`.
+    The rules are pure standard library, so their source is run by the system Python on stdin
+    (nobody cannot read the checkout or its venv)."""
+    import shutil
+    import subprocess
+
+    setpriv, python = shutil.which("setpriv"), shutil.which("python3", path="/usr/bin:/bin")
+    assert setpriv and python, "setpriv (util-linux) and /usr/bin/python3 are needed to drop root"
+    base = Path(tempfile.mkdtemp(prefix="px-ld-access-"))
+    try:
+        base.chmod(0o755)
+        (base / "ro").mkdir(mode=0o555)
+        (base / "rw").mkdir(mode=0o777)
+        (base / "rw").chmod(0o777)
+        source = Path(paths.__file__).read_text()
+        answers = []
+        for folder in ("ro", "rw"):
+            res = subprocess.run([setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", python, "-I", "-c",
+                                  UNPRIVILEGED_CHECK, str(base / folder)], input=source, capture_output=True, text=True,
+                                 timeout=30, env={"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"})
+            assert res.returncode == 0, res.stderr
+            answers.append(res.stdout.strip())
+        assert answers == [paths.ACCESS, "allowed"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_refused_folder_is_left_untouched(tmp_path: Path) -> None:

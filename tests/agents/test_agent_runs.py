@@ -184,6 +184,7 @@ def script(task: Task, body: str) -> list[str]:
 
 
 async def test_command_gets_the_prompt_on_stdin_and_in_env(task: Task):
+    # R-EX-8: any executable is an agent, the prompt on stdin and in the environment
     argv = script(task, """
         import json, os, sys
         stdin = sys.stdin.read()

@@ -21,6 +21,7 @@ def _bare_remote(tmp_path: Path) -> str:
 def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemon, tmp_path):  # noqa: ANN001
     record = tmp_path / "record.json"
     daemon = start_daemon(FAKE_AGENT_RECORD=str(record), FAKE_AGENT_VERSION="9.9.9 (fake)")
+    # R-EX-1: registered with its daemon_id, one runtime per CLI on PATH with its version; `daemon list`
     listed = json.loads(server.cli("daemon", "list", "--output", "json").stdout)
     runtimes = {r["provider"]: r for r in listed[0]["runtimes"]}
     assert listed[0]["id"] == daemon.id and listed[0]["online"] is True
@@ -62,6 +63,7 @@ def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemo
 
 
 def test_in_place_codex_leaves_the_folder_byte_identical(server, start_daemon, tmp_path):  # noqa: ANN001
+    # R-LD-7: in place means no branch switch, no stash or autocommit of the dirty tree
     record = tmp_path / "record.json"
     daemon = start_daemon(FAKE_AGENT_RECORD=str(record))
     folder = make_repo(tmp_path / "mine", {"AGENTS.md": "# My rules\r\nBe nice.\r\n", "main.py": "x = 1\n"})

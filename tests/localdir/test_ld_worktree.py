@@ -81,6 +81,7 @@ def test_a_symlinked_resource_path_is_followed(tmp_path: Path) -> None:
 # --- prepare: refuse rather than start from a tree the person would not recognise ----------------
 
 def test_not_a_repository_fails_and_leaves_the_folder_alone(tmp_path: Path) -> None:
+    # R-WT-6: an explicit error, never a fallback to running in place
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "f.txt").write_text("x")
     with pytest.raises(WorktreeError, match="not inside a git repository.*never falls back"):
@@ -89,6 +90,7 @@ def test_not_a_repository_fails_and_leaves_the_folder_alone(tmp_path: Path) -> N
 
 
 def test_a_repository_without_commits_fails(tmp_path: Path) -> None:
+    # R-WT-6: at least one commit is needed
     (tmp_path / "fresh").mkdir()
     git(tmp_path / "fresh", "init", "-q")
     (tmp_path / "fresh" / "f.txt").write_text("x")

@@ -146,7 +146,7 @@ class TaskRun:
             real = self._checked_folder(placement) if placement.local_path is not None else None
             env = envroot.create_env_root(self.daemon.workspaces_root, ws, self.id,
                                           workdir_kind=placement.kind, local_path=real)
-            if placement.kind == "in_place":
+            if placement.kind == "in_place":  # R-LD-7: as it is — no branch switch, no stash, no autocommit
                 async with self.daemon.dir_locks.acquire(real, self.id, placement.label or "local folder",
                                                          on_wait=self._on_wait):
                     if self.phase == "waiting":

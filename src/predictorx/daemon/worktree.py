@@ -175,7 +175,7 @@ def _repo_info(local: Path, timeout: float) -> tuple[Path, str, Path, str, str, 
     except GitError as e:
         if e.returncode is None:
             raise WorktreeError(f"git did not answer in {local}: {e.stderr}") from e
-    try:  # which of the two: no repository, or a repository without a commit?
+    try:  # which of the two: no repository, or a repository without a commit? (R-WT-6: never in place)
         top = git_text(query[:3], cwd=local, timeout=timeout).split("\n")[0]
     except GitError as e:
         raise WorktreeError(f"{local} is not inside a git repository with a working copy; worktree mode "

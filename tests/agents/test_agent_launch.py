@@ -58,6 +58,10 @@ def test_codex_runs_the_hooks_it_is_given_without_a_persons_trust():
     assert "--dangerously-bypass-hook-trust" not in adapter.build_argv(spec())
     argv = adapter.build_argv(spec(extra_args=["-c", "features.hooks=true", "-c", "hooks.SessionStart=[]"]))
     assert argv.index("--dangerously-bypass-hook-trust") < argv.index("-c")
+    # agents-room's run-config already passes the flag: Codex refuses it twice ("cannot be used
+    # multiple times") and every Codex run failed with exit 2.
+    given = ["--dangerously-bypass-hook-trust", "-c", "features.hooks=true", "-c", "hooks.SessionStart=[]"]
+    assert adapter.build_argv(spec(extra_args=given)).count("--dangerously-bypass-hook-trust") == 1
 
 
 def test_codex_resume_and_long_or_dashed_prompts_go_through_stdin():

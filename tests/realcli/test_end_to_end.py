@@ -30,6 +30,11 @@ SHELL_TOOL = {"claude": "Bash", "codex": "shell", "gemini": "run_shell_command",
 # Gemini CLI and OpenCode run their shell in a session of its own (setsid): killing the agent's
 # process group alone would leave the shell and what it started running; the daemon's descendant
 # sweep (agents/descendants.py) ends them, and the cancel below proves it for every CLI.
+#: Raw streams of the worktree runs, kept as parser regression data (tests/agents/test_golden_transcripts.py).
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
+#: CLIs whose sessions can be resumed only from the folder they ran in (Gemini CLI keys them by
+#: path and fails elsewhere; OpenCode never returns): the daemon starts those afresh in a new worktree.
+SESSIONS_PER_FOLDER = {"gemini", "opencode"}
 PROVIDERS = ["claude", "codex", "gemini", "opencode"]
 
 

@@ -49,7 +49,8 @@ class CodexAdapter(AgentAdapter):
         argv = [*self.command_prefix(spec), "exec", "--json", "--skip-git-repo-check", *self.unattended_args]
         if spec.model:
             argv += ["--model", spec.model]
-        if any(arg.startswith("hooks.") for arg in spec.extra_args):
+        if (any(arg.startswith("hooks.") for arg in spec.extra_args)
+                and "--dangerously-bypass-hook-trust" not in spec.extra_args):  # Codex refuses it twice
             # Codex runs hooks only once a person has trusted them in its TUI; the hooks this run
             # is given on its command line (agents-room's) are the daemon's own, vetted: run them.
             argv.append("--dangerously-bypass-hook-trust")

@@ -305,10 +305,15 @@ class Daemon:
                 await asyncio.sleep(1)
 
     async def _claim_available(self) -> None:
-        while self.busy_slots < self.max_tasks:
+        # A stopping daemon claims nothing: the work its stop hands back is announced again, and a
+        # claim loop whose cancel Python 3.11 swallowed would take it straight back.
+        while not self._stopping.is_set() and self.busy_slots < self.max_tasks:
             claimed = await self.api.claim(self.max_tasks - self.busy_slots)
             for item in claimed:
-                self._start(item)
+                if self._stopping.is_set():
+                    await self.release(item["task"]["id"])
+                else:
+                    self._start(item)
             if not claimed:
                 return
 

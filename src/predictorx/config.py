@@ -43,6 +43,8 @@ def state_dir() -> Path:
 
 
 def database_url() -> str:
+    """PostgreSQL when PREDICTORX_DATABASE_URL says so; otherwise the embedded default (R-SC-1):
+    one SQLite file in the state dir, nothing to install."""
     url = os.environ.get("PREDICTORX_DATABASE_URL")
     if url:
         return url

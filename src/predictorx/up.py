@@ -1,4 +1,6 @@
-"""`predictorx up`: server + web UI + a local daemon, one process group, embedded SQLite default."""
+"""`predictorx up`: server + web UI + a local daemon, one process group, embedded SQLite default (R-SC-1).
+
+It listens on loopback unless --host says otherwise (R-SEC-1)."""
 
 from __future__ import annotations
 

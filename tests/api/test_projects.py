@@ -30,6 +30,8 @@ def _project(api, **kw):  # noqa: ANN001, ANN202
 
 
 def test_create_project_with_resources_in_one_call(api):  # noqa: ANN001
+    """R-RES-3: a local_directory keeps its label in one place (the row, not the payload) and
+    defaults to execution_mode in_place."""
     p = _project(api, resources=[
         {"resource_type": "github_repo", "resource_ref": {"url": "https://github.com/org/repo", "ref": "main"}},
         {"resource_type": "local_directory", "resource_ref": {"local_path": "/srv/code", "daemon_id": DAEMON,
@@ -43,6 +45,7 @@ def test_create_project_with_resources_in_one_call(api):  # noqa: ANN001
 
 
 def test_bad_resource_aborts_whole_creation(api):  # noqa: ANN001
+    """R-RES-5: one invalid resource aborts the whole creation; no half-made project remains."""
     before = api.get("/api/projects").json()
     r = api.post("/api/projects", json={"title": "x", "resources": [
         {"resource_type": "github_repo", "resource_ref": {"url": "https://github.com/org/ok"}},
@@ -53,7 +56,23 @@ def test_bad_resource_aborts_whole_creation(api):  # noqa: ANN001
     assert api.get("/api/projects").json() == before
 
 
+@pytest.mark.parametrize("url", [
+    "https://github.com/org/repo",
+    "https://gitlab.example.com/group/sub/repo.git",          # self-hosted GitLab
+    "https://gitea.local:3000/team/infra",                    # Gitea/Forgejo on a port
+    "ssh://git@codeberg.org/team/app.git",
+    "git@forgejo.internal:team/app.git",                      # scp-like
+    "file:///srv/git/app.git",
+])
+def test_any_git_url_is_a_github_repo(api, url):  # noqa: ANN001
+    """R-RES-2: any git URL the runtime can reach, not only GitHub; ref and the hint are kept as given."""
+    p = _project(api, resources=[{"resource_type": "github_repo",
+                                  "resource_ref": {"url": url, "ref": "v1.2", "default_branch_hint": "trunk"}}])
+    assert p["resources"][0]["resource_ref"] == {"url": url, "ref": "v1.2", "default_branch_hint": "trunk"}
+
+
 def test_unknown_type_lists_known_ones(api):  # noqa: ANN001
+    """R-RES-6: an unknown type is a 400 that lists the known types."""
     p = _project(api)
     r = api.post(f"/api/projects/{p['id']}/resources",
                  json={"resource_type": "notion_page", "resource_ref": {"page_id": "1"}})
@@ -62,6 +81,7 @@ def test_unknown_type_lists_known_ones(api):  # noqa: ANN001
 
 
 def test_second_local_directory_for_same_daemon_is_409(api):  # noqa: ANN001
+    """R-RES-4: one local_directory per (project, daemon), 409 saying why; other daemons may have one."""
     p = _project(api)
     url = f"/api/projects/{p['id']}/resources"
     ref = {"local_path": "/srv/a", "daemon_id": DAEMON}
@@ -91,6 +111,7 @@ def test_partial_update_distinguishes_omitted_and_cleared(api):  # noqa: ANN001
 
 
 def test_update_cannot_create_a_duplicate_local_directory(api):  # noqa: ANN001
+    """R-RES-4 holds for updates too: moving a row onto a daemon that has one is a 409."""
     p = _project(api)
     url = f"/api/projects/{p['id']}/resources"
     other = str(uuid.uuid4())
@@ -120,6 +141,7 @@ def test_remove_resource(api):  # noqa: ANN001
     ({"daemon_id": DAEMON}, "local_path is required"),
 ])
 def test_bad_local_directory_payloads(api, ref, message):  # noqa: ANN001
+    """R-RES-3: local_path, daemon_id and execution_mode (in_place | worktree) are checked."""
     p = _project(api)
     r = api.post(f"/api/projects/{p['id']}/resources", json={"resource_type": "local_directory", "resource_ref": ref})
     assert r.status_code == 422 and message in r.json()["detail"], r.text

@@ -34,6 +34,8 @@ def test_one_active_task_per_agent_and_issue(api):  # noqa: ANN001
 
 
 def test_claim_carries_only_this_daemons_rows(api):  # noqa: ANN001
+    """R-RES-8: the project's repos and the claiming daemon's own local_directory row, never another
+    machine's path or daemon id."""
     mine, d1 = _daemon(api)
     other, _ = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude", "runtime": mine})
@@ -49,6 +51,9 @@ def test_claim_carries_only_this_daemons_rows(api):  # noqa: ANN001
     assert "/srv/theirs-secret" not in text and other not in text
     types = [r["resource_type"] for r in claimed[0]["context"]["resources"]]
     assert types == ["github_repo", "local_directory"]
+    repo, folder = claimed[0]["context"]["resources"]
+    assert repo["resource_ref"]["url"] == "https://github.com/o/r"
+    assert folder["resource_ref"]["local_path"] == "/srv/mine" and folder["resource_ref"]["daemon_id"] == mine
     assert claimed[0]["token"].startswith("pxt_")
     assert d1.post("/api/daemon/claim", json={"limit": 5}).json()["tasks"] == []
 

@@ -131,6 +131,7 @@ def test_from_dict_accepts_claim_shapes() -> None:
 
 
 def test_other_machines_rows_are_dropped() -> None:
+    """R-RES-8 on the daemon's side too: a row of another machine never reaches the agent."""
     other = "0e0e0e0e-0000-4000-8000-000000000000"
     rows = [{"id": "a", "resource_type": "local_directory",
              "resource_ref": {"local_path": "/theirs", "daemon_id": other, "execution_mode": "in_place"}},

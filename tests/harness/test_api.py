@@ -114,6 +114,8 @@ def test_agent_token_is_confined_to_its_issue_and_cannot_read_the_record(api):  
 
 
 def test_a_pending_classification_needs_a_judgement_with_a_reason(api):  # noqa: ANN001
+    """R-HAR-2: where the table cannot decide, only a judgement with a reason classifies, and the
+    category it records selects the workflow."""
     issue = api.post("/api/issues", json={"title": "Penguins"}).json()
     [c] = api.get(f"/api/issues/{issue['number']}/classifications").json()
     assert c["method"] == "pending" and c["category"] is None

@@ -17,6 +17,9 @@ from .loader import DiagramError, parse_file, transform
 from .model import Node, ProcessModel
 from .odrl import Policy, PolicyError, load_policy
 
+# The workflows shipped as examples (R-HAR-8), among them bean-lifecycle and the harness's own
+# idle/workflow state machine (agentic-harness). The seed's authoring-a-paper, authoring-a-document
+# and content-lifecycle diagrams are not shipped yet (tests/harness/test_seed_workflows.py).
 SHIPPED = Path(__file__).parent / "processes"
 
 

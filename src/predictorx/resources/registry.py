@@ -107,6 +107,7 @@ def known_types() -> list[str]:
 
 
 def get(name: str) -> ResourceType:
+    """The handler of a type; an unknown type is refused with 400 and the known types (R-RES-6)."""
     _load_plugins()
     try:
         return _TYPES[name]

@@ -1,4 +1,7 @@
-"""Run Alembic migrations programmatically (the server migrates on start)."""
+"""Run Alembic migrations programmatically (the server migrates on start).
+
+Every schema change is a versioned migration under migrations/versions, tested from empty and
+from every earlier version on SQLite and PostgreSQL (R-SC-3, tests/store/test_migrations.py)."""
 
 from __future__ import annotations
 

@@ -36,6 +36,8 @@ def changed_files(repo: Path, a: str, b: str) -> list[str]:
 # --- prepare: reproduce exactly what the person sees, touching nothing -----------------------------
 
 def test_the_worktree_starts_from_what_the_person_sees(dirty_repo: Path, tmp_path: Path) -> None:
+    """R-WT-2: tracked changes and untracked, not ignored files are reproduced, on top of a baseline
+    commit of the person's dirty state (a child of HEAD), so it is not taken for the agent's work."""
     before = snapshot(dirty_repo)
     p = prepare(dirty_repo, tmp_path / "env", "claude", "task-1")
     assert snapshot(dirty_repo) == before  # status, index bytes, stash list, HEAD
@@ -100,6 +102,8 @@ def test_a_repository_without_commits_fails(tmp_path: Path) -> None:
 
 
 def test_too_many_untracked_files_fail_with_advice(tmp_path: Path) -> None:
+    """R-WT-2: over the untracked-files limit the task fails with advice (the limit is a parameter;
+    the default 2,000 is test_the_default_limit_is_2000_untracked_files)."""
     repo = make_repo(tmp_path / "repo")
     for i in range(6):
         (repo / f"out{i}.o").write_text("x")
@@ -111,6 +115,7 @@ def test_too_many_untracked_files_fail_with_advice(tmp_path: Path) -> None:
 
 
 def test_untracked_content_over_200_mib_fails(tmp_path: Path) -> None:
+    """R-WT-2: the default size limit is 200 MiB of untracked content."""
     repo = make_repo(tmp_path / "repo")
     with open(repo / "huge.bin", "wb") as f:  # sparse: 201 MiB on paper, nothing on disk
         f.truncate(201 * 1024 * 1024)
@@ -120,10 +125,56 @@ def test_untracked_content_over_200_mib_fails(tmp_path: Path) -> None:
 
 
 def test_an_untracked_symlink_fails(tmp_path: Path) -> None:
+    """R-WT-2: a symlink cannot be reproduced faithfully: refused with advice, never run."""
     repo = make_repo(tmp_path / "repo")
     (repo / "latest").symlink_to("/etc/hostname")
     with pytest.raises(WorktreeError, match="latest.*symlink.*gitignore"):
         prepare(repo, tmp_path / "env", "claude", "t")
+
+
+def test_the_default_limit_is_2000_untracked_files(tmp_path: Path) -> None:
+    """R-WT-2: 2,000 untracked files are reproduced; 2,001 fail with advice and touch nothing."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "out").mkdir()
+    for i in range(2001):
+        (repo / "out" / f"{i}.o").write_text(f"{i}\n")
+    before = snapshot(repo)
+    with pytest.raises(WorktreeError, match=r"2,001 untracked files.*at most 2,000.*\.gitignore"):
+        prepare(repo, tmp_path / "env", "claude", "t")
+    assert snapshot(repo) == before and branches(repo) == ["main"]
+    (repo / "out" / "2000.o").unlink()
+    p = prepare(repo, tmp_path / "env2", "claude", "t")
+    assert len(os.listdir(p.worktree_dir / "out")) == 2000
+    assert (p.worktree_dir / "out" / "1999.o").read_text() == "1999\n"
+    finalize(p)
+
+
+@pytest.mark.parametrize("when", ["before it is looked at", "before it is hashed"])
+def test_a_file_that_vanishes_while_the_task_starts_fails(tmp_path: Path, monkeypatch, when: str) -> None:
+    """R-WT-2: an untracked file deleted between git listing it and the baseline being written (a
+    build cleaning up) means the state cannot be reproduced: the task fails with advice. The race
+    is made real by deleting the file right after `ls-files` / right before `update-index` run."""
+    from predictorx.daemon import worktree
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "keep.txt").write_text("stays\n")
+    (repo / "tmp.o").write_text("short-lived\n")
+    real_git = worktree.git
+
+    def racing_git(args, **kw):  # noqa: ANN001, ANN202
+        if when == "before it is hashed" and args[0] == "update-index" and (repo / "tmp.o").exists():
+            (repo / "tmp.o").unlink()
+        out = real_git(args, **kw)
+        if when == "before it is looked at" and args[:3] == ["ls-files", "-z", "--others"]:
+            (repo / "tmp.o").unlink()
+        return out
+
+    monkeypatch.setattr(worktree, "git", racing_git)
+    with pytest.raises(WorktreeError, match=r"tmp\.o.*vanished|vanished.*tmp\.o") as e:
+        prepare(repo, tmp_path / "env", "claude", "t")
+    assert "cannot be reproduced faithfully" in str(e.value) and ".gitignore" in str(e.value)
+    assert branches(repo) == ["main"] and str(tmp_path / "env") not in git(repo, "worktree", "list")
+    assert (repo / "keep.txt").read_text() == "stays\n"
 
 
 def test_an_untracked_nested_repository_fails(tmp_path: Path) -> None:

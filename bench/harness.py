@@ -3,23 +3,23 @@ a 10,000-iteration one-task loop (steps/s, memory, state size, recursion), resum
 database, `prov qaqc` over 10,000 recorded steps, classification latency, the task-start sweep
 with 200 beans. Prints one JSON object.
 
-    .venv/bin/python bench/harness.py [--loop 10000] [--chain 100]
+    .venv/bin/python bench/harness.py [--loop 10000] [--db-loop 10000] [--only-loops] [--chain 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import emit, log, machine, summary_ms  # noqa: E402
 
-from predictorx.harness import beans, classify, instances, qaqc, sweep  # noqa: E402
+from predictorx.harness import beans, classify, instances, qaqc, sweep, sweep_text  # noqa: E402
 from predictorx.harness.engine import Actor, Run  # noqa: E402
 from predictorx.harness.library import SHIPPED, load_library  # noqa: E402
 
@@ -78,35 +78,102 @@ def bench_chain(tmp: Path, n: int) -> dict:
             "with_serialise_and_reload": summary_ms(persisted), "state_bytes_at_end": len(run.dump())}
 
 
+def _loop_lib(tmp: Path):  # noqa: ANN202
+    d = tmp / "loop"
+    if not d.exists():
+        d.mkdir()
+        (d / "loop.bpmn").write_text(loop())
+        (d / "loop.dmn").write_text(LOOP_DMN)
+    return load_library([d])
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def _per_window(times: list[float], per: int) -> list[float]:
+    """steps/s in each window of `per` iterations (two steps each)."""
+    return [round(2 * len(w) / sum(w), 1) for w in (times[i:i + per] for i in range(0, len(times), per))]
+
+
 def bench_loop(tmp: Path, iterations: int) -> dict:
-    (tmp / "loop").mkdir()
-    (tmp / "loop" / "loop.bpmn").write_text(loop())
-    (tmp / "loop" / "loop.dmn").write_text(LOOP_DMN)
-    lib = load_library([tmp / "loop"])
+    """The engine alone, in memory: one task and one decision gate, `iterations` times round."""
+    lib = _loop_lib(tmp)
     run = Run.start(lib, "loop")
-    tracemalloc.start()
-    t0 = time.perf_counter()
+    per = max(1, iterations // 10)
+    times, samples = [], []
     done, error = 0, None
     try:
         for left in range(iterations - 1, -1, -1):
+            t0 = time.perf_counter()
             step(run, "work")
             step(run, "again", facts={"left": left})
+            times.append(time.perf_counter() - t0)
             done += 1
+            if done % per == 0 or done == 1:
+                samples.append({"iteration": done, "state_bytes": len(run.dump()), "tasks": len(run.wf.tasks),
+                                "rss_mb": _rss_mb()})
     except RecursionError as e:  # the documented bound, if it is ever hit
         error = f"RecursionError after {done} iterations: {e}"
-    elapsed = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     t1 = time.perf_counter()
     state = run.dump()
     dump_s = time.perf_counter() - t1
     t1 = time.perf_counter()
     Run.load(lib, "loop", state)
     load_s = time.perf_counter() - t1
-    return {"iterations": done, "steps": done * 2, "steps_per_s": round(done * 2 / elapsed, 1),
-            "completed": run.completed, "error": error, "python_peak_mb": round(peak / 2**20, 1),
-            "state_mb": round(len(state) / 2**20, 2), "serialise_s": round(dump_s, 3),
-            "deserialise_s": round(load_s, 3), "recursion_limit": sys.getrecursionlimit()}
+    windows = _per_window(times, per)
+    return {"iterations": done, "steps": done * 2, "steps_per_s": round(done * 2 / sum(times), 1),
+            "steps_per_s_by_tenth": windows, "first_tenth_vs_last": [windows[0], windows[-1]],
+            "completed": run.completed, "error": error, "samples": samples,
+            "state_bytes_at_end": len(state), "serialise_ms": round(dump_s * 1000, 2),
+            "deserialise_ms": round(load_s * 1000, 2), "recursion_limit": sys.getrecursionlimit()}
+
+
+def bench_db_loop(tmp: Path, iterations: int) -> dict:
+    """The same loop through the service on SQLite, as the server runs it: each step loads the
+    instance's state, checks, applies, stores the state and one history row, and commits."""
+    from predictorx.service.auth import bootstrap_owner
+    from predictorx.service.issues import create_issue
+    from predictorx.store.db import Database
+    from predictorx.store.harness_schema import WorkflowInstance, WorkflowStep
+    from predictorx.store.schema import Issue
+
+    lib = _loop_lib(tmp)
+    path = tmp / "loop.db"
+    db = Database(f"sqlite:///{path}")
+    db.migrate()
+    with db.write() as s:
+        _, ws, user = bootstrap_owner(s)
+        issue = create_issue(s, ws.id, user.id, title="loop bench")
+        inst, _ = instances.start(s, lib, issue, "loop")
+        issue_id, iid = issue.id, inst.id
+    per = max(1, iterations // 10)
+    times, samples = [], []
+
+    def take(ref: str, facts: dict | None = None) -> None:
+        with db.write() as s:
+            instances.complete(s, lib, s.get(Issue, issue_id), s.get(WorkflowInstance, iid), AGENT,
+                               instances.Completion(ref, facts=facts or {}))
+
+    for k, left in enumerate(range(iterations - 1, -1, -1), 1):
+        t0 = time.perf_counter()
+        take("work")
+        take("again", {"left": left})
+        times.append(time.perf_counter() - t0)
+        if k % per == 0 or k == 1:
+            with db.read() as s:
+                state = s.get(WorkflowInstance, iid).state
+            samples.append({"iteration": k, "state_bytes": len(state), "rss_mb": _rss_mb()})
+    with db.read() as s:
+        inst = s.get(WorkflowInstance, iid)
+        status, rows = inst.status, s.query(WorkflowStep).filter(WorkflowStep.instance_id == iid).count()
+    db.dispose()
+    windows = _per_window(times, per)
+    return {"iterations": iterations, "steps": 2 * iterations, "steps_per_s": round(2 * iterations / sum(times), 1),
+            "steps_per_s_by_tenth": windows, "first_tenth_vs_last": [windows[0], windows[-1]],
+            "status": status, "history_rows": rows, "samples": samples,
+            "db_mb": round(path.stat().st_size / 2**20, 1)}
 
 
 def bench_db(tmp: Path) -> dict:
@@ -140,7 +207,7 @@ def bench_db(tmp: Path) -> dict:
         t0 = time.perf_counter()
         with db.read() as s:
             out = sweep.sweep(s, lib, s.get(Task, task_id))
-            sweep.render(out)
+            sweep_text.render(out)
         sweeps.append(time.perf_counter() - t0)
     db.dispose()
     assert out["beans"]["open_total"] == 200 and agent
@@ -188,15 +255,24 @@ def bench_classify() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--loop", type=int, default=10_000)
+    ap.add_argument("--db-loop", type=int, default=10_000, help="the same loop through the service on SQLite")
+    ap.add_argument("--only-loops", action="store_true", help="the two loops, nothing else")
     ap.add_argument("--chain", type=int, default=100)
     ap.add_argument("--qaqc", type=int, default=10_000)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        log("chain…")
-        out = {"engine_chain": bench_chain(tmp, args.chain)}
+        out = {"machine_at_start": machine()}
         log("loop…")
         out["engine_loop"] = bench_loop(tmp, args.loop)
+        log("loop through the service on SQLite…")
+        out["db_loop"] = bench_db_loop(tmp, args.db_loop)
+        if args.only_loops:
+            out["machine"] = machine()
+            emit(out)
+            return
+        log("chain…")
+        out["engine_chain"] = bench_chain(tmp, args.chain)
         log("database…")
         out.update(bench_db(tmp))
         log("qaqc…")

@@ -14,6 +14,7 @@ from SpiffWorkflow.bpmn.workflow import BpmnWorkflow
 from SpiffWorkflow.bpmn.util.task import BpmnTaskIterator
 from SpiffWorkflow.util.task import TaskIterator, TaskState
 
+from .compaction import compact
 from .dmn import DecisionError
 from .library import Library, decision_key
 from .loader import node_id_of, route_key
@@ -233,6 +234,7 @@ class Run:
             task.data["px_route"] = routes
         task.run()
         self.wf.do_engine_steps()
+        compact(self.wf)  # the history is our rows; the tree keeps only what is still to do
 
     def current_activity(self) -> str | None:
         steps = self.enabled()

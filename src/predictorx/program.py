@@ -50,7 +50,8 @@ def server_nginx_config(upstream: list[str] = typer.Option(..., "--upstream", he
 
 
 @app.command()
-def up(host: str = typer.Option("127.0.0.1", "--host"),  # R-SEC-1: loopback only by default port: int = typer.Option(8484, "--port", min=1, max=65535),
+def up(host: str = typer.Option("127.0.0.1", "--host", help="Loopback by default (R-SEC-1)."),
+       port: int = typer.Option(8484, "--port", min=1, max=65535),
        no_daemon: bool = typer.Option(False, "--no-daemon", help="Only the server and web UI."),
        demo: bool = typer.Option(True, "--demo/--no-demo", help="On a fresh state dir, create and run the demo."),
        sandbox: bool = typer.Option(False, "--sandbox", help="Run every agent of the local daemon in the bubblewrap sandbox.")) -> None:

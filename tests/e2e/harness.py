@@ -160,3 +160,28 @@ def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
     git(path, "add", ".")
     git(path, "-c", "commit.gpgSign=false", "commit", "-q", "-m", "initial")
     return path
+
+
+def listening_addresses(pid: int) -> list[tuple[str, int]]:
+    """Every (ip, port) a process and its children listen on (TCP)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    out = []
+    for p in (root, *root.children(recursive=True)):
+        try:
+            conns = p.net_connections(kind="tcp")
+        except psutil.NoSuchProcess:
+            continue
+        out += [(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
+    return out
+
+
+def non_loopback_addresses() -> list[str]:
+    """This machine's IPv4 addresses other than loopback (a LAN would reach these)."""
+    import ipaddress
+
+    import psutil
+
+    return [a.address for addrs in psutil.net_if_addrs().values() for a in addrs
+            if a.family == socket.AF_INET and not ipaddress.ip_address(a.address).is_loopback]

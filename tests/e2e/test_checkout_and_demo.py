@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
 import subprocess
 import sys
 
-from .harness import free_port, git, make_repo, wait_until
+from .harness import free_port, git, listening_addresses, make_repo, wait_until
 
 
 def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daemon, tmp_path):  # noqa: ANN001
@@ -48,6 +49,9 @@ def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daem
 
 
 def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
+    """R-SC-1: one command, `predictorx up`, with no database configured, starts the server, the web UI
+    (the sign-in link works) and a local daemon (it runs the demo) on one SQLite file in the state
+    dir; R-SEC-1: it listens on loopback only."""
     port = free_port()
     env = {**os.environ, "PREDICTORX_HOME": str(tmp_path / "fresh"), "PREDICTORX_WORKSPACES_ROOT": str(tmp_path / "ws")}
     env.pop("PREDICTORX_DATABASE_URL", None)
@@ -60,6 +64,12 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
                    interval=0.2, what="the demo to finish")
         text = log.read_text()
         assert "Demo: issue #1 ran as task" in text and ": completed" in text, text[-3000:]
+        listening = listening_addresses(proc.pid)
+        assert any(p == port for _, p in listening), listening
+        assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening
+        databases = [p.name for p in (tmp_path / "fresh").rglob("*.db")]
+        assert databases == ["predictorx.db"], databases
+        assert (tmp_path / "fresh" / "predictorx.db").read_bytes()[:16] == b"SQLite format 3\x00"
         link = next(w for w in text.split() if w.startswith(f"http://127.0.0.1:{port}/login?code="))
         owner_token = json.loads((tmp_path / "fresh" / "config.json").read_text())["token"]
         assert owner_token not in text  # only a single-use sign-in code is printed

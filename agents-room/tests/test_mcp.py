@@ -130,3 +130,34 @@ async def test_unexpected_failures_are_tool_errors_with_a_hint_not_tracebacks(db
         assert bad.is_error and text.startswith("Error executing tool msg_unread: StoreError: ") and "is not a file" in text and str(as_dir) in text
     crashes = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     assert crashes == []
+
+
+def test_the_fast_front_lists_what_the_sdk_server_lists():
+    """`agents-room mcp` answers the handshake and tools/list from mcp_tools.json without importing
+    the SDK (a harness waits for it before its first model request); that file must be the SDK
+    server's own listing. After changing a tool: python -m agents_room.mcp_stdio --write"""
+    from agents_room.mcp_stdio import TOOLS_FILE, listing_of
+
+    assert json.loads(TOOLS_FILE.read_text()) == listing_of(build_server()), \
+        "mcp_tools.json is stale: run python -m agents_room.mcp_stdio --write"
+
+
+def test_the_fast_front_starts_without_the_sdk(db, tmp_path):
+    """Handshake and listing with no `mcp` module importable at all: the SDK is not on that path."""
+    import subprocess
+
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "mcp.py").write_text("raise ImportError('the MCP SDK was imported before a tool call')\n")
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "nope/nope"}]
+    p = subprocess.run([sys.executable, "-m", "agents_room", "mcp"], input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "AGENTS_ROOM_DB": str(db), "PYTHONPATH": str(blocker)})
+    replies = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [0, 1, 2], p.stderr
+    assert replies[0]["result"]["protocolVersion"] == "2025-06-18"
+    assert {t["name"] for t in replies[1]["result"]["tools"]} == TOOLS
+    assert replies[2]["error"]["code"] == -32601

@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     if args.cmd == "mcp":
-        from .mcp_server import run
+        from .mcp_stdio import run  # the SDK is imported on the first tool call only
 
         run(args.db)
         return 0

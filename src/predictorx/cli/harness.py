@@ -22,15 +22,11 @@ def register(app: typer.Typer) -> None:
 def mcp(env_file: Optional[Path] = typer.Option(None, "--env-file", help="A JSON file of PREDICTORX_* values "
                                                                       "(the daemon writes one per run, 0600).")) -> None:
     """The harness's MCP server over stdio, for the agent of a task (uses PREDICTORX_TOKEN)."""
-    import json
-    import os
-
-    from ..harness.mcp_server import run
+    from ..harness.mcp_stdio import load_env_file, run  # the SDK is imported on the first tool call only
 
     if env_file is not None:
         try:
-            values = json.loads(env_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            load_env_file(env_file)
+        except SystemExit:
             raise typer.BadParameter(f"{env_file} is not a readable JSON file of PREDICTORX_* values") from None
-        os.environ.update({k: str(v) for k, v in values.items() if k.startswith("PREDICTORX_")})
     run()

@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,12 +60,11 @@ def drift(cwd: Path, last: dict[str, Any] | None) -> str | None:
     return f"{name} moved {count} commits since the last task ({old[:10]} → {head[:10]})"
 
 
-def _predictorx_command() -> list[str]:
-    beside = Path(sys.executable).with_name("predictorx")
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("predictorx")
-    return [found] if found else [sys.executable, "-m", "predictorx.program"]
+def _mcp_command() -> list[str]:
+    """`predictorx mcp` without the CLI around it: this interpreter runs its fast stdio front, which
+    answers the handshake and tools/list in ~30 ms (Claude Code waits for it before its first
+    model request) and imports the MCP SDK only when the agent calls a tool."""
+    return [sys.executable, "-m", "predictorx.harness.mcp_stdio"]
 
 
 def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[str]:
@@ -75,14 +73,14 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[
     the harness's config: `predictorx mcp --env-file` reads it."""
     if provider not in MCP_HARNESSES:
         return []
-    cmd = _predictorx_command()
+    cmd = _mcp_command()
     keys = ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_ISSUE", "PREDICTORX_TASK_ID",
             "PREDICTORX_WORKSPACE")
     env_file = env_root / "predictorx-mcp.env.json"
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump({k: agent_env[k] for k in keys if k in agent_env}, fh)
-    args = [*cmd[1:], "mcp", "--env-file", str(env_file)]
+    args = [*cmd[1:], "--env-file", str(env_file)]
     if provider == "claude":
         path = env_root / "predictorx.mcp.json"
         path.write_text(json.dumps({"mcpServers": {"predictorx": {"command": cmd[0], "args": args}}}, indent=2))

@@ -335,9 +335,12 @@ class TaskRun:
             await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
                                           "message": f"{adapter.provider} keeps its sessions per folder and this task "
                                                      "runs in another one: a new session was started"})
-        extra_args, extra_env = await asyncio.to_thread(self.daemon.room_setup, self, env, cwd)  # runs agents-room
-        agent_env = {**self._env(env, cwd), **extra_env}
-        sweep, harness_args = await harness.task_start(self, env.path, cwd, agent_env)  # R-HAR-7
+        base_env = self._env(env, cwd)
+        # Side by side, as the agent waits for both: `agents-room run-config` (a process) and the sweep (HTTP).
+        (extra_args, extra_env), (sweep, harness_args) = await asyncio.gather(
+            asyncio.to_thread(self.daemon.room_setup, self, env, cwd),  # runs agents-room
+            harness.task_start(self, env.path, cwd, base_env))  # R-HAR-7
+        agent_env = {**base_env, **extra_env}
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n" + sweep,
             cwd=cwd, logs_dir=env.logs,

@@ -1,0 +1,49 @@
+"""`predictorx mcp`'s fast stdio front (harness/mcp_stdio.py): the handshake and tools/list come
+from mcp_tools.json without importing the MCP SDK (Claude Code waits for its MCP servers before
+its first model request; the SDK import is ~1 s of CPU per task), and that file is the SDK server's
+own listing. Tool calls through the front: tests/e2e/test_harness_mcp.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from predictorx.daemon.harness import mcp_setup
+from predictorx.harness.mcp_server import build_server
+from predictorx.harness.mcp_stdio import TOOLS_FILE, listing_of
+
+
+def test_mcp_tools_json_is_the_sdk_servers_listing():
+    assert json.loads(TOOLS_FILE.read_text()) == listing_of(build_server()), \
+        "mcp_tools.json is stale: run python -m predictorx.harness.mcp_stdio --write"
+
+
+def test_the_daemons_mcp_command_answers_the_handshake_without_the_sdk(tmp_path):  # noqa: ANN001
+    args = mcp_setup("claude", tmp_path, {"PREDICTORX_SERVER_URL": "http://127.0.0.1:9", "PREDICTORX_TOKEN": "t",
+                                          "PREDICTORX_ISSUE": "1", "PREDICTORX_TASK_ID": "x"})
+    server = json.loads((tmp_path / "predictorx.mcp.json").read_text())["mcpServers"]["predictorx"]
+    assert args == ["--mcp-config", str(tmp_path / "predictorx.mcp.json")] and "mcp_stdio" in " ".join(server["args"])
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "mcp.py").write_text("raise ImportError('the MCP SDK was imported before a tool call')\n")
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    p = subprocess.run([server["command"], *server["args"]], input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(blocker)})
+    replies = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [0, 1, 2], p.stderr
+    assert replies[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert replies[0]["result"]["serverInfo"]["name"] == "predictorx"
+    assert {"harness_state", "workflow_complete", "handoff_write"} <= {t["name"] for t in replies[1]["result"]["tools"]}
+
+
+def test_a_bad_env_file_is_a_sentence(tmp_path):  # noqa: ANN001
+    bad = tmp_path / "x.json"
+    bad.write_text("{nope")
+    p = subprocess.run([sys.executable, "-m", "predictorx.harness.mcp_stdio", "--env-file", str(bad)],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode != 0 and "is not a readable JSON file" in p.stderr and "Traceback" not in p.stderr

@@ -9,15 +9,27 @@
 - the CLI's result → task completed: the stream log's last write (the daemon wrote the CLI's
   result line) to the task's `finished_at` (server clock, same machine).
 
-Targets: ratio of p50s ≤ 1.3; result → completed p95 ≤ 1 s.
+Two phases, so the figures compare like with like and the machine is not simply saturated:
 
-Usage: .venv/bin/python bench/realcli.py [--tasks 50] [--daemons 4] [--rate 2] [--bare 10]
+1. `sequential`: one task at a time (`--sequential`, default 10) — the per-task overhead against
+   the bare start, and the CPU seconds one task costs (daemons + their agents + server + model
+   server; the bare run's CPU beside it);
+2. `load`: `--tasks` (default 50) assignments at `--rate` per second — by default the rate the
+   machine can serve: half of its cores' CPU seconds per second over the CPU one task took in
+   phase 1 (reported as `rate_per_s`, with how it was chosen).
+
+The load average is reported after each phase (`loadavg_1_5_15`): on a shared machine every
+figure moves with it. Targets: ratio of p50s ≤ 1.3 (load phase); result → completed p95 ≤ 1 s.
+
+Usage: .venv/bin/python bench/realcli.py [--tasks 50] [--sequential 10] [--daemons 4] [--rate R] [--bare 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -40,9 +52,18 @@ def _p95(seconds: list[float]) -> float:
     return round(percentile(sorted(x * 1000 for x in seconds), 95), 2)
 
 
-def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs: int) -> list[float]:
-    """Spawn → first model request of a bare `claude -p`, one at a time."""
+def _ms(seconds: list[float]) -> dict:
+    return {**summary_ms(seconds), "p95_ms": _p95(seconds)}
+
+
+def _loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs: int) -> tuple[list[float], float]:
+    """Spawn → first model request of a bare `claude -p`, one at a time; and its CPU seconds per run."""
     out = []
+    cpu0 = _children_cpu()
     for _ in range(runs):
         seen = len(model.requests)
         started = time.time()
@@ -52,15 +73,101 @@ def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs
         proc.communicate(b"bare run: say hello", timeout=120)
         first = next(r for r in model.requests[seen:] if r.turn in ("tool", "answer"))
         out.append(first.at - started)
-    return out
+    return out, (_children_cpu() - cpu0) / max(1, runs)
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and of the children it has waited for (its agents, their hooks)."""
+    import psutil
+
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class Platform:
+    """A server on SQLite and `daemons` daemons, each with its own workspaces."""
+
+    def __init__(self, root: Path, env: dict[str, str], daemons: int, max_tasks: int) -> None:
+        self.root = root
+        self.server = Server(root / "server", sqlite_url(root))
+        self.daemons: list[Daemon] = []
+        for i in range(daemons):
+            self.daemons.append(Daemon(self.server, root / f"daemon-{i}", max_tasks=max_tasks, wait=False,
+                                       PREDICTORX_WORKSPACES_ROOT=str(root / f"ws-{i}"), **env))
+        for d in self.daemons:
+            d.wait_ready()
+        self.server.api("POST", "/api/agents", {"name": "claude-bench", "provider": "claude",
+                                                "max_concurrent_tasks": daemons * max_tasks})
+
+    def cpu(self) -> float:
+        return self.server.cpu_seconds() + sum(_tree_cpu(d.proc.pid) for d in self.daemons)
+
+    def stop(self) -> None:
+        for d in self.daemons:
+            d.stop()
+        self.server.stop()
+
+    def _wait(self, task_id: str) -> dict:
+        return wait_until(lambda: (x := self.server.api("GET", f"/api/tasks/{task_id}"))["status"]
+                          in ("completed", "failed", "cancelled") and x, 600, 0.1, f"task {task_id}")
+
+    def phase(self, model: AnthropicServer, name: str, tasks: int, rate: float | None) -> dict:
+        """`tasks` assignments, one at a time (rate None) or `rate` per second."""
+        log(f"{name}: {tasks} assignments " + ("one at a time" if rate is None else f"at {rate:.2f}/s"))
+        seen = len(model.requests)
+        cpu0, t0 = self.cpu(), time.monotonic()
+        assigned: dict[int, tuple[float, str]] = {}
+        done: dict[int, dict] = {}
+        for i in range(tasks):
+            due = time.monotonic() + (1 / rate if rate else 0)
+            issue = self.server.api("POST", "/api/issues", {"title": f"bench {name} job {i}", "assignee": "claude-bench"})
+            returned = time.time()
+            task_id = self.server.api("GET", f"/api/issues/{issue['number']}/runs")[0]["id"]
+            assigned[issue["number"]] = (returned, task_id)
+            if rate is None:
+                done[issue["number"]] = self._wait(task_id)
+            else:
+                time.sleep(max(0.0, due - time.monotonic()))
+        for number, (_, task_id) in assigned.items():
+            if number not in done:
+                done[number] = self._wait(task_id)
+        wall = time.monotonic() - t0
+        cpu = self.cpu() - cpu0
+        first_request: dict[int, float] = {}
+        for r in model.requests[seen:]:
+            m = _ISSUE.search(r.text) if r.turn == "tool" else None
+            if m and int(m.group(1)) in assigned:
+                first_request.setdefault(int(m.group(1)), r.at)
+        to_first = [first_request[n] - assigned[n][0] for n in assigned if n in first_request]
+        result_to_done = []
+        for task in done.values():
+            logs = list(self.root.glob(f"ws-*/*/{task['id']}/logs/claude.stream.jsonl"))
+            if task["status"] == "completed" and logs:
+                finished = datetime.fromisoformat(task["finished_at"].replace("Z", "+00:00")).timestamp()
+                result_to_done.append(finished - logs[0].stat().st_mtime)
+        failed = [t["failure_reason"] for t in done.values() if t["status"] != "completed"]
+        return {"tasks": tasks, "rate_per_s": rate, "completed": tasks - len(failed), "failed": len(failed),
+                "failure_reasons": sorted(set(map(str, failed)))[:3],
+                "assignment_to_first_model_request": _ms(to_first),
+                "cli_result_to_task_completed": _ms(result_to_done),
+                "cpu_s_per_task": round(cpu / max(1, tasks), 3), "wall_s": round(wall, 1),
+                "cpu_busy_fraction_of_cores": round(cpu / wall / (os.cpu_count() or 1), 2),
+                "loadavg_1_5_15": _loadavg(), "_to_first": to_first}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", type=int, default=50)
+    ap.add_argument("--tasks", type=int, default=50, help="tasks of the load phase")
+    ap.add_argument("--sequential", type=int, default=10, help="tasks of the one-at-a-time phase")
     ap.add_argument("--daemons", type=int, default=4)
     ap.add_argument("--max-tasks", type=int, default=4)
-    ap.add_argument("--rate", type=float, default=2.0, help="assignments per second")
+    ap.add_argument("--rate", type=float, default=None,
+                    help="assignments per second in the load phase (default: what half the cores serve)")
     ap.add_argument("--bare", type=int, default=10, help="bare `claude -p` runs for the lower bound")
     args = ap.parse_args()
     if CLAUDE.path() is None:
@@ -69,65 +176,42 @@ def main() -> None:
     with tempdir("pxbench-realcli-") as root, AnthropicServer(command="true", answer="ok") as model:
         env = CLAUDE.environment(root / "cli-home", model)
         (root / "bare").mkdir()
-        log("bare claude -p runs")
-        bare = bare_starts({**env, "HOME": env["HOME"]}, model, root / "bare", args.bare)
-
-        server = Server(root / "server", sqlite_url(root))
-        daemons = []
+        log("bare claude -p runs, one at a time")
+        load_before = _loadavg()
+        bare, bare_cpu = bare_starts(env, model, root / "bare", args.bare)
+        load_bare = _loadavg()
+        platform = Platform(root, env, args.daemons, args.max_tasks)
         try:
-            for i in range(args.daemons):
-                daemons.append(Daemon(server, root / f"daemon-{i}", max_tasks=args.max_tasks, wait=False,
-                                      PREDICTORX_WORKSPACES_ROOT=str(root / f"ws-{i}"), **env))
-            for d in daemons:
-                d.wait_ready()
-            server.api("POST", "/api/agents", {"name": "claude-bench", "provider": "claude",
-                                               "max_concurrent_tasks": args.daemons * args.max_tasks})
-            log(f"{args.tasks} assignments at {args.rate}/s")
-            assigned: dict[int, tuple[float, str]] = {}
-            for i in range(args.tasks):
-                due = time.monotonic() + 1 / args.rate
-                issue = server.api("POST", "/api/issues", {"title": f"bench job {i}", "assignee": "claude-bench"})
-                returned = time.time()
-                task_id = server.api("GET", f"/api/issues/{issue['number']}/runs")[0]["id"]
-                assigned[issue["number"]] = (returned, task_id)
-                time.sleep(max(0.0, due - time.monotonic()))
-            tasks = {}
-            for number, (_, task_id) in assigned.items():
-                tasks[number] = wait_until(
-                    lambda t=task_id: (x := server.api("GET", f"/api/tasks/{t}"))["status"]
-                    in ("completed", "failed", "cancelled") and x, 600, 0.2, f"task {task_id}")
-            first_request: dict[int, float] = {}
-            for r in model.requests:
-                m = _ISSUE.search(r.text) if r.turn == "tool" else None
-                if m and int(m.group(1)) in assigned:
-                    first_request.setdefault(int(m.group(1)), r.at)
-            to_first = [first_request[n] - assigned[n][0] for n in assigned if n in first_request]
-            result_to_done = []
-            for number, task in tasks.items():
-                if task["status"] != "completed":
-                    continue
-                logs = list(root.glob(f"ws-*/*/{task['id']}/logs/claude.stream.jsonl"))
-                finished = datetime.fromisoformat(task["finished_at"].replace("Z", "+00:00")).timestamp()
-                if logs:
-                    result_to_done.append(finished - logs[0].stat().st_mtime)
-            failed = [t["failure_reason"] for t in tasks.values() if t["status"] != "completed"]
+            seq = platform.phase(model, "sequential", args.sequential, None)
+            cores = os.cpu_count() or 1
+            rate = args.rate or round(0.5 * cores / max(seq["cpu_s_per_task"], 0.05), 2)
+            rate_how = "given (--rate)" if args.rate else \
+                f"0.5 × {cores} cores / {seq['cpu_s_per_task']} CPU s per task (sequential phase)"
+            load = platform.phase(model, "load", args.tasks, rate)
+            load["rate_chosen"] = rate_how
         finally:
-            for d in daemons:
-                d.stop()
-            server.stop()
+            platform.stop()
 
-    p50_ratio = round((percentile(sorted(to_first), 50) / percentile(sorted(bare), 50)), 2) if to_first and bare else None
+    bare_p50 = percentile(sorted(bare), 50)
+
+    def ratio(phase: dict) -> float | None:
+        xs = phase.pop("_to_first")
+        return round(percentile(sorted(xs), 50) / bare_p50, 2) if xs and bare else None
+
+    seq["ratio_p50"], load["ratio_p50"] = ratio(seq), ratio(load)
     emit({
         "bench": "realcli",
-        "cli": f"claude {CLAUDE.path() and subprocess.run([str(CLAUDE.path()), '--version'], capture_output=True, text=True, timeout=30).stdout.strip()}",
-        "database": "sqlite", "daemons": args.daemons, "tasks": args.tasks, "rate_per_s": args.rate,
-        "completed": len(tasks) - len(failed), "failed": len(failed), "failure_reasons": sorted(set(failed))[:3],
-        "assignment_to_first_model_request": {**summary_ms(to_first), "p95_ms": _p95(to_first)},
-        "bare_claude_start_to_first_model_request": {**summary_ms(bare), "p95_ms": _p95(bare)},
-        "ratio_p50": p50_ratio, "target_ratio_p50": TARGET_RATIO_P50,
-        "cli_result_to_task_completed": {**summary_ms(result_to_done), "p95_ms": _p95(result_to_done)},
+        "cli": f"claude {subprocess.run([str(CLAUDE.path()), '--version'], capture_output=True, text=True, timeout=30).stdout.strip()}",
+        "database": "sqlite", "daemons": args.daemons, "max_tasks_per_daemon": args.max_tasks,
+        "bare_claude_start_to_first_model_request": {**_ms(bare), "cpu_s_per_run": round(bare_cpu, 3),
+                                                      "loadavg_1_5_15": load_bare},
+        "sequential": seq, "load": load,
+        # the headline figures: the load phase at a rate this machine serves
+        "assignment_to_first_model_request": load["assignment_to_first_model_request"],
+        "ratio_p50": load["ratio_p50"], "target_ratio_p50": TARGET_RATIO_P50,
+        "cli_result_to_task_completed": load["cli_result_to_task_completed"],
         "target_result_to_completed_p95_ms": TARGET_RESULT_TO_DONE_P95_MS,
-        "machine": machine(),
+        "loadavg_before": load_before, "machine": machine(),
     })
 
 

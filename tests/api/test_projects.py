@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from predictorx import resources as registry
+from predictorx.resources.placement import CHECKOUT, OWN, WORKTREE, Placement
 
 DAEMON = str(uuid.uuid4())
 
@@ -153,29 +154,100 @@ def test_malformed_json_is_4xx(api):  # noqa: ANN001
     assert r.status_code == 422
 
 
-def test_third_type_is_one_module_plus_registration(api):  # noqa: ANN001
-    class NotionPage(registry.ResourceType):
-        name = "notion_page"
-        title = "Notion page"
+class NotionPage(registry.ResourceType):
+    """A third type: a page exported into a folder on one machine, worked on in a git worktree."""
 
-        def normalize(self, ref):  # noqa: ANN001, ANN202
-            if not isinstance(ref.get("page_id"), str):
-                raise registry.ResourceError("page_id is required")
-            return {"page_id": ref["page_id"], "title": ref.get("title")}
+    name = "notion_page"
+    title = "Notion page"
+    form_fields = (registry.Field("page_id", "the page's id"), registry.Field("export_dir", "where it is exported"),
+                   registry.Field("daemon_id", "the machine it is exported on"))
 
-        def describe(self, ref, label):  # noqa: ANN001, ANN202
-            return f"Notion page “{ref['title']}”"
+    def normalize(self, ref):  # noqa: ANN001, ANN202
+        if not isinstance(ref.get("page_id"), str):
+            raise registry.ResourceError("page_id is required")
+        return {k: ref.get(k) for k in ("page_id", "title", "export_dir", "daemon_id") if ref.get(k) is not None}
 
+    def unique_key(self, ref):  # noqa: ANN001, ANN202
+        return f"notion_page:{ref['page_id']}"
+
+    def conflict_message(self, ref):  # noqa: ANN001, ANN202
+        return f"page {ref['page_id']} is already one of this project's pages"
+
+    def describe(self, ref, label):  # noqa: ANN001, ANN202
+        return f"Notion page “{ref['title']}”"
+
+    def placement(self, ref, label, daemon_id):  # noqa: ANN001, ANN202
+        if ref.get("daemon_id") != daemon_id or not ref.get("export_dir"):
+            return None
+        return Placement(WORKTREE, local_path=ref["export_dir"], label=label)
+
+
+@pytest.fixture
+def notion_page():  # noqa: ANN201
     registry.register(NotionPage)
-    try:
-        p = _project(api)
-        r = api.post(f"/api/projects/{p['id']}/resources",
-                     json={"resource_type": "notion_page", "resource_ref": {"page_id": "abc", "title": "Spec"}})
-        assert r.status_code == 201, r.text
-        assert r.json()["resource_ref"] == {"page_id": "abc", "title": "Spec"}
-        assert registry.get("notion_page").describe(r.json()["resource_ref"], None) == "Notion page “Spec”"
-    finally:
-        registry.unregister("notion_page")
+    yield
+    registry.unregister("notion_page")
+
+
+def test_third_type_is_one_module_plus_registration(api, notion_page):  # noqa: ANN001
+    p = _project(api)
+    r = api.post(f"/api/projects/{p['id']}/resources",
+                 json={"resource_type": "notion_page", "resource_ref": {"page_id": "abc", "title": "Spec"}})
+    assert r.status_code == 201, r.text
+    assert r.json()["resource_ref"] == {"page_id": "abc", "title": "Spec"}
+    assert registry.get("notion_page").describe(r.json()["resource_ref"], None) == "Notion page “Spec”"
+    # Its unique key and its own sentence for the 409.
+    again = api.post(f"/api/projects/{p['id']}/resources",
+                     json={"resource_type": "notion_page", "resource_ref": {"page_id": "abc"}})
+    assert again.status_code == 409 and again.json()["detail"] == "page abc is already one of this project's pages"
+
+
+def test_third_type_chooses_where_the_agent_runs(notion_page):  # noqa: ANN001
+    """The daemon asks the types (R-LD-3, R-CTX-4): no type is special-cased by name."""
+    from predictorx.daemon.context import TaskContext
+    from predictorx.daemon.runner import _placement
+
+    here, elsewhere = str(uuid.uuid4()), str(uuid.uuid4())
+    rows = [{"id": "1", "resource_type": "github_repo", "resource_ref": {"url": "https://example.com/o/r.git", "ref": "v1"}},
+            {"id": "2", "resource_type": "notion_page", "label": "spec",
+             "resource_ref": {"page_id": "abc", "export_dir": "/srv/pages/abc", "daemon_id": here}}]
+    ctx = TaskContext.from_dict({"resources": rows}, daemon_id=here)
+    # On its machine the page's folder wins over the repository listed before it …
+    assert _placement(ctx, here) == Placement(WORKTREE, local_path="/srv/pages/abc", label="spec",
+                                              resource_type="notion_page")
+    # … elsewhere it asks for nothing, and the repository's checkout is where the agent runs.
+    assert _placement(ctx, elsewhere) == Placement(CHECKOUT, url="https://example.com/o/r.git", ref="v1",
+                                                   resource_type="github_repo")
+    assert _placement(TaskContext.from_dict({"resources": rows[1:]}, daemon_id=here), elsewhere).kind == OWN
+
+
+def test_third_type_brings_its_cli_flags(api, notion_page, monkeypatch, capsys):  # noqa: ANN001
+    """`project resource add/update` have a flag per field of every registered type."""
+    from starlette.testclient import TestClient
+
+    from predictorx import apiclient
+    from predictorx.program import main
+
+    app = api.client.app  # the real CLI talks to the real app, in this process (where the type is registered)
+    monkeypatch.setattr(apiclient.httpx, "Client", lambda base_url, headers, timeout: TestClient(
+        app, base_url=base_url, headers=headers))
+    monkeypatch.setenv("PREDICTORX_SERVER_URL", "http://testserver")
+    monkeypatch.setenv("PREDICTORX_TOKEN", api.token)
+
+    def px(*args: str) -> str:
+        try:
+            main(list(args))
+        except SystemExit as e:
+            assert not e.code, capsys.readouterr().err
+        return capsys.readouterr().out
+
+    assert "--export-dir" in px("project", "resource", "add", "--help")
+    p = _project(api)
+    px("project", "resource", "add", p["id"], "--type", "notion_page", "--page-id", "xyz", "--export-dir", "/srv/x")
+    [row] = api.get(f"/api/projects/{p['id']}/resources").json()
+    assert row["resource_ref"] == {"page_id": "xyz", "export_dir": "/srv/x"}
+    px("project", "resource", "update", p["id"], row["id"], "--export-dir", "/srv/y")
+    assert api.get(f"/api/projects/{p['id']}/resources").json()[0]["resource_ref"]["export_dir"] == "/srv/y"
 
 
 def test_workspace_isolation_is_404(api):  # noqa: ANN001

@@ -219,6 +219,7 @@ def test_user_text_is_escaped_everywhere(client):  # noqa: ANN001
 class _Doc(ResourceType):
     name = "test_doc"
     title = "Document"
+    form_fields = (registry.Field("visibility", "who may read it", choices=("team", "public"), label="Who reads it"),)
 
     def render_html(self, ref, label):  # noqa: ANN001, ANN201
         return f'<a class="test-doc" href="https://docs.example/{ref["id"]}">doc {ref["id"]}</a>'
@@ -238,6 +239,15 @@ def test_a_new_resource_type_needs_no_web_code(client, doc_type):  # noqa: ANN00
     assert r.status_code == 200
     assert '<a class="test-doc" href="https://docs.example/42">doc 42</a>' in r.text and "Document" in r.text
     assert '<option value="test_doc">' in r.text
+    # Its own fields in its edit form: a select of its choices, saved as the API saves it.
+    r = client.post(f"/projects/{pid}/resources", headers=HX,
+                    data={"form": "other", "resource_type": "test_doc", "payload": '{"id": "7", "visibility": "team"}'})
+    assert r.status_code == 200 and "Who reads it" in r.text and '<select name="visibility">' in r.text
+    row = next(x for x in client.get(f"/api/projects/{pid}").json()["resources"] if x["resource_ref"]["id"] == "7")
+    r = client.post(f"/projects/{pid}/resources/{row['id']}", data={"label": "", "visibility": "public"}, headers=HX)
+    assert r.status_code == 200, r.text
+    saved = next(x for x in client.get(f"/api/projects/{pid}").json()["resources"] if x["id"] == row["id"])
+    assert saved["resource_ref"] == {"id": "7", "visibility": "public"}
 
 
 def test_a_row_of_an_unknown_type_shows_its_payload(client, web_db):  # noqa: ANN001

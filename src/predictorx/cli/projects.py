@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 import typer
 
 from .client import Client, fail, seg
 from .output import Output, record, table
+from .resourceflags import WithFieldFlags, payload
 
 app = typer.Typer(help="Projects and their resources.", no_args_is_help=True)
 resource_app = typer.Typer(help="A project's typed resources (repos, local folders, …).", no_args_is_help=True)
@@ -58,31 +58,6 @@ def get(project_id: str, output: Output = OutputOpt) -> None:
     table(p["resources"], RESOURCE_COLS, output, "no resources")
 
 
-def _ref_payload(ref: str | None) -> dict[str, Any] | None:
-    """`--ref` is overloaded by the seeds: '{…}' is the generic JSON payload, anything else the
-    checkout ref of a github_repo."""
-    if ref is None or not ref.lstrip().startswith("{"):
-        return None
-    try:
-        payload = json.loads(ref)
-    except ValueError as e:
-        fail(f"--ref looks like JSON but does not parse ({e.msg} at character {e.pos}); quote it like --ref '{{\"key\": \"value\"}}'", 2)
-    if not isinstance(payload, dict):
-        fail("--ref JSON must be an object", 2)
-    return payload
-
-
-def _fields(url, ref, hint, local_path, daemon_id, mode) -> dict[str, Any]:  # noqa: ANN001
-    payload = _ref_payload(ref) or {}
-    if ref is not None and not payload:
-        payload["ref"] = ref
-    for key, value in (("url", url), ("default_branch_hint", hint), ("local_path", local_path),
-                       ("daemon_id", daemon_id), ("execution_mode", mode)):
-        if value is not None:
-            payload[key] = value
-    return payload
-
-
 @resource_app.command("list")
 def resource_list(project_id: str, output: Output = OutputOpt) -> None:
     """List a project's resources in order."""
@@ -90,22 +65,19 @@ def resource_list(project_id: str, output: Output = OutputOpt) -> None:
 
 
 @resource_app.command("add")
+@WithFieldFlags
 def resource_add(
     project_id: str,
-    type_: str = typer.Option(..., "--type", help="github_repo, local_directory, or any registered type."),
-    url: Optional[str] = typer.Option(None, "--url", help="github_repo: any git URL."),
+    type_: str = typer.Option(..., "--type", help="The resource type: github_repo, or any other registered type (its fields are the flags below)."),
     ref: Optional[str] = typer.Option(None, "--ref", help="github_repo: branch/tag/commit; or a JSON payload '{…}' for any type."),
-    default_branch_hint: Optional[str] = typer.Option(None, "--default-branch-hint"),
-    local_path: Optional[str] = typer.Option(None, "--local-path", help="local_directory: absolute path."),
-    daemon_id: Optional[str] = typer.Option(None, "--daemon-id", help="local_directory: the machine's daemon id."),
     ref_label: Optional[str] = typer.Option(None, "--ref-label", "--label", help="A label shown to people and agents."),
-    execution_mode: Optional[str] = typer.Option(None, "--execution-mode", help="local_directory: in_place or worktree."),
     position: Optional[int] = typer.Option(None, "--position", min=0),
     output: Output = OutputOpt,
+    fields: Optional[dict] = None,
 ) -> None:
     """Add a resource to a project."""
     body: dict[str, Any] = {"resource_type": type_,
-                            "resource_ref": _fields(url, ref, default_branch_hint, local_path, daemon_id, execution_mode)}
+                            "resource_ref": payload(ref, fields or {})}
     if ref_label is not None:
         body["label"] = ref_label
     if position is not None:
@@ -118,30 +90,27 @@ def resource_add(
 
 
 @resource_app.command("update")
+@WithFieldFlags
 def resource_update(
     project_id: str,
     resource_id: str,
-    url: Optional[str] = typer.Option(None, "--url"),
     ref: Optional[str] = typer.Option(None, "--ref"),
-    default_branch_hint: Optional[str] = typer.Option(None, "--default-branch-hint"),
-    local_path: Optional[str] = typer.Option(None, "--local-path"),
-    daemon_id: Optional[str] = typer.Option(None, "--daemon-id"),
     ref_label: Optional[str] = typer.Option(None, "--ref-label", "--label"),
-    execution_mode: Optional[str] = typer.Option(None, "--execution-mode"),
     position: Optional[int] = typer.Option(None, "--position", min=0),
     clear: list[str] = typer.Option([], "--clear", help="Clear a field (e.g. --clear ref, --clear label)."),
     output: Output = OutputOpt,
+    fields: Optional[dict] = None,
 ) -> None:
     """Change a resource: only the fields given change; --clear FIELD empties one."""
-    payload = _fields(url, ref, default_branch_hint, local_path, daemon_id, execution_mode)
+    ref_patch = payload(ref, fields or {})
     body: dict[str, Any] = {}
     for field in clear:
         if field == "label":
             body["label"] = None
         else:
-            payload[field] = None
-    if payload:
-        body["resource_ref"] = payload
+            ref_patch[field] = None
+    if ref_patch:
+        body["resource_ref"] = ref_patch
     if ref_label is not None:
         body["label"] = ref_label
     if position is not None:

@@ -18,13 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, agents, config, hardening
+from .. import __version__, agents, config, hardening, resources
 from ..apiclient import CliError, fail
-from ..resources.local_directory import WORKTREE_CAPABILITY
 from . import contextrecovery, identity, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer
-from ..resources.local_directory_paths import PathRuleError, check_local_directory
 from .repocache import RepoCache
 from .runner import TaskRun
 from .retry import backoff
@@ -35,7 +33,7 @@ from .uploader import bounded_finish
 
 log = logging.getLogger("predictorx.daemon")
 
-DAEMON_CAPABILITIES = [WORKTREE_CAPABILITY]
+DAEMON_CAPABILITIES = resources.daemon_capabilities()  # what its resource types can do here
 
 
 def _env_float(name: str, default: float) -> float:
@@ -272,16 +270,15 @@ class Daemon:
             asyncio.create_task(self._answer(event))
 
     async def _answer(self, event: dict[str, Any]) -> None:
-        if event.get("op") == "check_path":
-            try:
-                await asyncio.to_thread(check_local_directory, str(event.get("path", "")))
-                ok, error = True, None
-            except PathRuleError as e:
-                ok, error = False, str(e)
-            try:
-                await self.api.answer(event["request_id"], ok, error)
-            except ServerError as e:
-                log.warning("could not answer a path check: %s", e)
+        # The resource type whose check it is answers it, on this machine (e.g. R-LD-1's path rules).
+        answer = await asyncio.to_thread(resources.answer_daemon_check, event)
+        if answer is None:
+            return
+        ok, error = answer
+        try:
+            await self.api.answer(event["request_id"], ok, error)
+        except ServerError as e:
+            log.warning("could not answer a %s check: %s", event.get("op"), e)
 
     # -- claiming ---------------------------------------------------------------------------------
     async def _claim_loop(self) -> None:

@@ -1,11 +1,10 @@
 """One claimed task, from claim to finish: choose the code to run in, give the agent its context,
 run it, stream what it says, deliver its work, report how it ended.
 
-Where the agent runs (R-LD-3, R-CTX-4):
-- the project has a `local_directory` for this daemon → `in_place` (the person's folder, under the
-  per-folder lock) or `worktree` (a git worktree of exactly what the person sees);
-- otherwise, a project `github_repo` → a worktree of the daemon's bare cache of that repo;
-- otherwise an empty working directory of the task's own.
+Where the agent runs (R-LD-3, R-CTX-4) is what the project's resource types choose
+(`resources.choose_placement`): `in_place` (a person's folder, under the per-folder lock), `worktree` (a
+git worktree of exactly what the person sees), `checkout` (a worktree of the daemon's bare cache of
+a repository) or `own` (an empty working directory of the task's own). This module only does it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ import logging
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +23,8 @@ from ..agents import RunSpec
 from . import contextrecord, envroot, harness, review, sandbox, sessions, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
-from ..resources.local_directory_paths import PathRuleError, check_local_directory
+from .. import resources
+from ..resources import placement as where
 from .gitcmd import GitError
 from .repocache import RepoCacheError, repo_name
 from .serverapi import ServerError
@@ -57,19 +56,12 @@ class TaskFailed(Exception):
     """The task cannot run; the message is its failure_reason, in words the person can act on."""
 
 
-@dataclass
-class Placement:
-    kind: str                     # in_place | worktree | own
-    local_path: Path | None = None
-    label: str | None = None
+Placement = where.Placement
 
 
-def _placement(ctx: TaskContext, daemon_id: str) -> tuple[Placement, Any]:
-    for res in ctx.resources:
-        if res.resource_type == "local_directory" and res.resource_ref.get("daemon_id") == daemon_id:
-            mode = res.resource_ref.get("execution_mode") or "in_place"
-            return Placement(mode, Path(res.resource_ref["local_path"]), res.label), res
-    return Placement("own"), None
+def _placement(ctx: TaskContext, daemon_id: str) -> Placement:
+    """The daemon asks the project's resource types where this task's agent runs."""
+    return resources.choose_placement(ctx.resources, daemon_id)
 
 
 def build_prompt(issue: dict[str, Any], agent: dict[str, Any], request: str | None = None,
@@ -141,12 +133,13 @@ class TaskRun:
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
             await asyncio.to_thread(self._check_sandbox)  # runs bwrap once: not on the event loop
-            placement, _res = _placement(ctx, self.daemon.daemon_id)
+            placement = _placement(ctx, self.daemon.daemon_id)
             ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
-            real = self._checked_folder(placement) if placement.local_path is not None else None
+            real = self._checked_folder(placement) if placement.on_this_machine else None
             env = envroot.create_env_root(self.daemon.workspaces_root, ws, self.id,
-                                          workdir_kind=placement.kind, local_path=real)
-            if placement.kind == "in_place":  # R-LD-7: as it is — no branch switch, no stash, no autocommit
+                                          workdir_kind=placement.kind if placement.on_this_machine else "own",
+                                          local_path=real)
+            if placement.kind == where.IN_PLACE:  # R-LD-7: as it is — no branch switch, no stash, no autocommit
                 async with self.daemon.dir_locks.acquire(real, self.id, placement.label or "local folder",
                                                          on_wait=self._on_wait):
                     if self.phase == "waiting":
@@ -157,10 +150,10 @@ class TaskRun:
                         await self.daemon.acquire_slot()
                         self.holds_slot = True
                     outcome = await self._execute(ctx, env, real, real)
-            elif placement.kind == "worktree":
+            elif placement.kind == where.WORKTREE:
                 outcome = await self._in_worktree(ctx, env, real)
             else:
-                outcome = await self._in_own_workdir(ctx, env)
+                outcome = await self._in_own_workdir(ctx, env, placement)
         except asyncio.CancelledError:
             outcome = {"status": "cancelled", "failure_reason": "cancelled"}
         except TaskFailed as e:
@@ -199,8 +192,8 @@ class TaskRun:
 
     def _checked_folder(self, placement: Placement) -> Path:
         try:
-            return check_local_directory(str(placement.local_path))
-        except PathRuleError as e:  # R-LD-2: fail, folder untouched
+            return resources.get(placement.resource_type or "").check_folder(str(placement.local_path))
+        except resources.PathRuleError as e:  # R-LD-2: fail, folder untouched
             raise TaskFailed(f"the local folder “{placement.label or 'local directory'}” cannot be used: {e}") from None
 
     async def _on_wait(self, reason: str) -> None:
@@ -268,11 +261,11 @@ class TaskRun:
                 outcome = {"status": "failed", "failure_reason": done.message}
         return outcome
 
-    async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot) -> dict[str, Any]:
-        repos = ctx.project_repositories()
+    async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot,
+                              placement: Placement | None = None) -> dict[str, Any]:
         cwd = env.workdir
-        if repos:
-            repo = repos[0]
+        if placement is not None and placement.kind == where.CHECKOUT:
+            repo = placement
             try:
                 co = await asyncio.to_thread(self.daemon.repo_cache.checkout, repo.url, repo.ref,
                                              env.workdir / repo_name(repo.url),

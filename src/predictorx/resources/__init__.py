@@ -1,9 +1,17 @@
 """Project resource types. Importing this package registers the built-in types."""
 
 from . import github_repo, local_directory  # noqa: F401  (registration side effect)
+from .local_directory_paths import PathRuleError  # noqa: F401  (a folder's path rules refused it)
+from .placement import Placement  # noqa: F401
 from .registry import (  # noqa: F401
+    Field,
     ResourceError,
     ResourceType,
+    all_form_fields,
+    answer_daemon_check,
+    choose_placement,
+    daemon_capabilities,
+    folder_picker,
     get,
     known_types,
     merge_patch,

@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from . import validation as v
-from .registry import ResourceType, register
+from .registry import Field, ResourceType, register
 
 
 @register
@@ -14,6 +14,9 @@ class GitHubRepo(ResourceType):
     name = "github_repo"
     title = "Git repository"
     fields = {"url", "ref", "default_branch_hint"}
+    form_fields = (Field("url", "any git URL"),
+                   Field("ref", "branch/tag/commit"),
+                   Field("default_branch_hint", "the repository's default branch, a hint"))
 
     def normalize(self, ref: dict[str, Any]) -> dict[str, Any]:
         v.allowed_keys(ref, self.fields, self.name)
@@ -25,7 +28,7 @@ class GitHubRepo(ResourceType):
         return out
 
     def repository_url(self, ref: dict[str, Any]) -> str | None:
-        return ref["url"]
+        return ref["url"]  # so the agent runs in a checkout of it (the default `placement`)
 
     def describe(self, ref: dict[str, Any], label: str | None) -> str:
         kind = "GitHub repository" if "github.com" in ref["url"] else "Git repository"

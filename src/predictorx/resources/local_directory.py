@@ -2,7 +2,11 @@
 
 The payload's path is only checked for shape here; the path rules of R-LD-1 live beside this type
 (`local_directory_paths`) and are applied by the daemon, because only the owning machine can see
-the folder.
+the folder: when a row is saved (`daemon_check`, answered on that machine) and before every task
+(`check_folder`). On its daemon the agent runs in the person's folder as it is (`in_place`) or in
+a git worktree made from it (`worktree`, capability `local-worktree-v1`): its `placement`. One
+row per machine per project (the 409's sentence); the web's "Add local folder" picker makes rows
+of this type (`folder_ref`).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import posixpath
 from typing import Any
 
 from . import validation as v
-from .registry import ResourceError, ResourceType, register
+from .local_directory_paths import PathRuleError, check_local_directory
+from .placement import IN_PLACE, WORKTREE, Placement
+from .registry import Field, ResourceError, ResourceType, register
 
-EXECUTION_MODES = ("in_place", "worktree")
+EXECUTION_MODES = (IN_PLACE, WORKTREE)
 WORKTREE_CAPABILITY = "local-worktree-v1"
 
 
@@ -24,6 +30,12 @@ class LocalDirectory(ResourceType):
     name = "local_directory"
     title = "Local folder"
     fields = {"local_path", "daemon_id", "execution_mode"}
+    form_fields = (Field("local_path", "absolute path"),
+                   Field("daemon_id", "the machine's daemon id"),
+                   Field("execution_mode", "in_place or worktree", choices=EXECUTION_MODES, label="Mode"))
+    daemon_capabilities = frozenset({WORKTREE_CAPABILITY})
+    daemon_ops = frozenset({"check_path"})
+    folder_picker = True
 
     def normalize(self, ref: dict[str, Any]) -> dict[str, Any]:
         v.allowed_keys(ref, self.fields, self.name)
@@ -43,14 +55,36 @@ class LocalDirectory(ResourceType):
     def unique_key(self, ref: dict[str, Any]) -> str | None:
         return f"local_directory:{ref['daemon_id']}"
 
+    def conflict_message(self, ref: dict[str, Any]) -> str:
+        return (f"this project already has a local_directory for daemon {ref['daemon_id']}; "
+                "a project can have one local folder per machine — update or remove the existing one")
+
     def owner_daemon_id(self, ref: dict[str, Any]) -> str | None:
         return ref["daemon_id"]
 
     def daemon_check(self, ref: dict[str, Any]) -> dict[str, Any] | None:
         return {"op": "check_path", "path": ref["local_path"]}  # R-LD-1, by the machine that has it
 
+    def answer_daemon_check(self, request: dict[str, Any]) -> str | None:
+        try:
+            self.check_folder(str(request.get("path", "")))
+        except PathRuleError as e:
+            return str(e)
+        return None
+
     def required_capabilities(self, ref: dict[str, Any]) -> set[str]:
-        return {WORKTREE_CAPABILITY} if ref.get("execution_mode") == "worktree" else set()
+        return {WORKTREE_CAPABILITY} if ref.get("execution_mode") == WORKTREE else set()
+
+    def placement(self, ref: dict[str, Any], label: str | None, daemon_id: str | None) -> Placement | None:
+        if ref.get("daemon_id") != daemon_id or not ref.get("local_path"):
+            return None  # another machine's folder: not where this daemon's agent runs
+        return Placement(ref.get("execution_mode") or IN_PLACE, local_path=ref["local_path"], label=label)
+
+    def check_folder(self, path: str) -> Any:
+        return check_local_directory(path)
+
+    def folder_ref(self, path: str, daemon_id: str, mode: str | None) -> dict[str, Any]:
+        return {"local_path": path, "daemon_id": daemon_id, "execution_mode": mode or IN_PLACE}
 
     def describe(self, ref: dict[str, Any], label: str | None) -> str:
         name = f"Local folder “{label}”" if label else "A local folder"

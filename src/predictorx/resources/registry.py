@@ -1,18 +1,23 @@
 """The resource-type registry (R-RES-1).
 
 A resource type is a name plus one handler object that owns everything about the type: the
-server-side validator/normaliser, the prompt renderer the daemon uses, the web renderer, and the
-daemon-side hooks. Built-in types register themselves through the same `register` call a plugin
-uses (entry-point group `predictorx.resource_types`), so adding a type is one module and nothing
-else — no migration, no endpoint, no CLI change.
+server-side validator/normaliser and its conflict message, the prompt renderer the daemon uses,
+where the agent runs (`placement`), what the owning machine checks (`daemon_check` and its
+answer), the CLI flags and web form fields (`form_fields`), and the web renderer. Built-in types
+register themselves through the same `register` call a plugin uses (entry-point group
+`predictorx.resource_types`), so adding a type is one module and nothing else — no migration, no
+endpoint, no CLI or web change.
 """
 
 from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterable, Protocol
+
+from .placement import CHECKOUT, OWN, RANK, Placement
 
 
 class ResourceError(ValueError):
@@ -24,12 +29,40 @@ class ResourceError(ValueError):
         self.status = status
 
 
+@dataclass(frozen=True)
+class Field:
+    """One payload key as people type it: a CLI flag (`--local-path`) and a web form field."""
+
+    key: str
+    help: str = ""
+    #: Allowed values, when there is a fixed list: the CLI says them, the web shows a select.
+    choices: tuple[str, ...] = ()
+    #: The web form's label (default: the key in words).
+    label: str = ""
+
+    @property
+    def title(self) -> str:
+        return self.label or self.key.replace("_", " ").capitalize()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.key.replace("_", "-")
+
+
 class ResourceType:
     """Base handler. Subclasses set `name` and override what they need."""
 
     name: ClassVar[str] = ""
     #: Short words for prompts and the web UI ("GitHub repository", "local folder").
     title: ClassVar[str] = ""
+    #: The payload keys people set by hand (CLI flags, web form fields); others go as JSON.
+    form_fields: ClassVar[tuple[Field, ...]] = ()
+    #: Capabilities a daemon of this version has for this type; it declares them when it registers.
+    daemon_capabilities: ClassVar[frozenset[str]] = frozenset()
+    #: The `op`s of `daemon_check` requests this type answers on the owning machine.
+    daemon_ops: ClassVar[frozenset[str]] = frozenset()
+    #: Rows of this type are made by the web's "Add local folder" picker (`folder_ref`).
+    folder_picker: ClassVar[bool] = False
 
     # -- server side -------------------------------------------------------------------------
     def normalize(self, ref: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +87,10 @@ class ResourceType:
         Only the machine can see what is on it, e.g. whether a folder breaks the path rules."""
         return None
 
+    def conflict_message(self, ref: dict[str, Any]) -> str:
+        """The 409's sentence when a row with the same `unique_key` exists."""
+        return f"this project already has a {self.name} resource with the same key"
+
     def visible_to_daemon(self, ref: dict[str, Any], daemon_id: str | None) -> bool:
         """Whether a claim by `daemon_id` may carry this row (R-RES-8)."""
         owner = self.owner_daemon_id(ref)
@@ -69,6 +106,33 @@ class ResourceType:
     def repository_url(self, ref: dict[str, Any]) -> str | None:
         """A git URL this resource contributes to the task's repositories, if any."""
         return None
+
+    def placement(self, ref: dict[str, Any], label: str | None, daemon_id: str | None) -> Placement | None:
+        """Where the agent of a task on daemon `daemon_id` should run for this row (`placement`
+        module); None: this row asks for no place. By default a row with a repository asks for a
+        checkout of it."""
+        url = self.repository_url(ref)
+        return Placement(CHECKOUT, url=url, ref=ref.get("ref"), label=label) if url else None
+
+    def check_folder(self, path: str) -> Any:
+        """The path rules a folder this type places the agent in must pass, on the machine, before
+        every task (R-LD-1): return its real path, or raise `PathRuleError` with the reason."""
+        from .local_directory_paths import check_local_directory
+
+        return check_local_directory(path)
+
+    def answer_daemon_check(self, request: dict[str, Any]) -> str | None:
+        """On the owning daemon: answer a `daemon_check` request (one of `daemon_ops`); a sentence
+        saying why the row cannot be saved, or None when it can."""
+        return None
+
+    # -- people: CLI and web ----------------------------------------------------------------------
+    def folder_ref(self, path: str, daemon_id: str, mode: str | None) -> dict[str, Any]:
+        """The payload for a folder chosen in the web's picker (only when `folder_picker`)."""
+        raise NotImplementedError
+
+    def form_field(self, key: str) -> Field | None:
+        return next((f for f in self.form_fields if f.key == key), None)
 
     # -- web ----------------------------------------------------------------------------------
     def render_html(self, ref: dict[str, Any], label: str | None) -> str:
@@ -115,6 +179,64 @@ def get(name: str) -> ResourceType:
         raise ResourceError(
             f"unknown resource type {name!r}; known types: {', '.join(known_types())}", status=400
         ) from None
+
+
+def daemon_capabilities() -> list[str]:
+    """What a daemon declares: every registered type's capabilities, sorted."""
+    _load_plugins()
+    return sorted(set().union(*(t.daemon_capabilities for t in _TYPES.values())))
+
+
+def answer_daemon_check(request: dict[str, Any]) -> tuple[bool, str | None] | None:
+    """On a daemon: (ok, reason) for a server's `daemon_check` request, by the type that answers
+    its `op`; None when no type here knows that op (the server's wait then says so)."""
+    _load_plugins()
+    op = request.get("op")
+    for handler in _TYPES.values():
+        if op in handler.daemon_ops:
+            reason = handler.answer_daemon_check(request)
+            return reason is None, reason
+    return None
+
+
+def folder_picker() -> ResourceType | None:
+    """The type whose rows the web's folder picker makes, if one is registered."""
+    _load_plugins()
+    return next((t for t in _TYPES.values() if t.folder_picker), None)
+
+
+def all_form_fields() -> dict[str, list[tuple[str, Field]]]:
+    """Every registered type's hand-set fields, by key: key → [(type name, field), …]."""
+    _load_plugins()
+    out: dict[str, list[tuple[str, Field]]] = {}
+    for name in sorted(_TYPES):
+        for f in _TYPES[name].form_fields:
+            out.setdefault(f.key, []).append((name, f))
+    return out
+
+
+class _Row(Protocol):
+    resource_type: str
+    resource_ref: Any
+    label: str | None
+
+
+def choose_placement(rows: Iterable[_Row], daemon_id: str | None) -> Placement:
+    """Where a task's agent runs: ask each row's type (`placement`); the best-ranked first answer
+    wins, and with none the task gets a working directory of its own."""
+    best: Placement | None = None
+    for row in rows:
+        try:
+            handler = get(row.resource_type)
+        except ResourceError:  # a type this machine does not know places nothing
+            continue
+        try:
+            placed = handler.placement(dict(row.resource_ref or {}), row.label, daemon_id)
+        except (KeyError, TypeError, ValueError):  # a payload it cannot read places nothing
+            continue
+        if placed is not None and placed.kind != OWN and (best is None or RANK[placed.kind] < RANK[best.kind]):
+            best = replace(placed, resource_type=row.resource_type)
+    return best or Placement(OWN)
 
 
 def split_label(ref: dict[str, Any], label: str | None) -> tuple[dict[str, Any], str | None]:

@@ -136,18 +136,11 @@ def _row(project_id: str, handler, ref, label, position, user_id) -> ProjectReso
                            created_by=user_id)
 
 
-def _conflict_message(handler: registry.ResourceType, ref: dict) -> str:
-    if handler.name == "local_directory":
-        return (f"this project already has a local_directory for daemon {ref['daemon_id']}; "
-                "a project can have one local folder per machine — update or remove the existing one")
-    return f"this project already has a {handler.name} resource with the same key"
-
-
 def _flush_unique(session: Session, handler, ref) -> None:  # noqa: ANN001
     try:
         session.flush()
     except IntegrityError:
-        raise Conflict(_conflict_message(handler, ref)) from None
+        raise Conflict(handler.conflict_message(ref)) from None
 
 
 def create_project(session: Session, workspace_id: str, user_id: str | None, *, title: str,

@@ -17,8 +17,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from ...resources.local_directory_paths import PathRuleError, check_local_directory
-from ...resources.local_directory import EXECUTION_MODES
+from ... import resources as registry
+from ...resources.placement import IN_PLACE, WORKTREE
 from ...service import projects as svc
 from ..models import ResourceIn
 from ..routes import projects as api
@@ -67,6 +67,19 @@ def _crumbs(path: str) -> list[dict[str, str]]:
     return [{"name": part, "path": str(Path(*parts[: i + 1]))} for i, part in enumerate(parts)]
 
 
+def _picker() -> registry.ResourceType:
+    """The resource type a picked folder becomes (`folder_picker`); the button exists only with one."""
+    picker = registry.folder_picker()
+    if picker is None:
+        raise FormError("no resource type here takes a local folder")
+    return picker
+
+
+def _modes(picker: registry.ResourceType) -> tuple[str, ...]:
+    field = picker.form_field("execution_mode")
+    return field.choices if field else (IN_PLACE,)
+
+
 def browser_context(request: Request, who: Viewer, project_id: str, path: str | None,
                     **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
@@ -77,18 +90,19 @@ def browser_context(request: Request, who: Viewer, project_id: str, path: str | 
     # A relative path is taken from $HOME, where the browser starts, not from the server's cwd.
     path = os.path.abspath(os.path.join(str(Path.home()), os.path.expanduser(path or "")))
     entries, more, unreadable = _subdirectories(path)
+    picker = _picker()
     try:
-        check_local_directory(path)
+        picker.check_folder(path)
         refusal = None
-    except PathRuleError as e:
+    except registry.PathRuleError as e:
         refusal = str(e)
     is_git = os.path.exists(os.path.join(path, ".git"))
     # Seed 001: a git folder on a machine that can isolate runs starts in worktree mode.
-    mode = "worktree" if is_git and button.worktree_capable else "in_place"
+    mode = WORKTREE if is_git and button.worktree_capable else IN_PLACE
     parent = os.path.dirname(path)
     return {"viewer": who, "project": project, "button": button, "path": path, "entries": entries,
             "more": more, "unreadable": unreadable, "refusal": refusal, "is_git": is_git,
-            "crumbs": _crumbs(path), "parent": parent if parent != path else None, "modes": EXECUTION_MODES,
+            "crumbs": _crumbs(path), "parent": parent if parent != path else None, "modes": _modes(picker),
             "mode": mode, "label": os.path.basename(path) or path, "error": None, **extra}
 
 
@@ -121,12 +135,13 @@ async def save(request: Request, project_id: str, form: Form = Depends(read_form
         if not path or not os.path.isabs(path):
             raise FormError("choose a folder first")
         try:
-            await run_in_threadpool(check_local_directory, path)
-        except PathRuleError as e:
+            await run_in_threadpool(_picker().check_folder, path)
+        except registry.PathRuleError as e:
             raise FormError(str(e)) from None
-        body = ResourceIn(resource_type="local_directory", label=form.optional("label"),
-                          resource_ref={"local_path": os.path.abspath(path), "daemon_id": local_daemon_id(),
-                                        "execution_mode": form.get("execution_mode") or "in_place"})
+        picker = _picker()
+        body = ResourceIn(resource_type=picker.name, label=form.optional("label"),
+                          resource_ref=picker.folder_ref(os.path.abspath(path), local_daemon_id() or "",
+                                                         form.get("execution_mode") or IN_PLACE))
         await call(api.add_resource, project_id, body, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
         context = await run_in_threadpool(browser_context, request, who, project_id, path or None,

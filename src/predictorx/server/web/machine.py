@@ -16,7 +16,8 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from ... import config
-from ...resources.local_directory import WORKTREE_CAPABILITY
+from ... import resources as registry
+from ...resources.placement import WORKTREE
 from ...service.daemons import declared_capabilities, is_online
 from ...store.schema import Daemon, ProjectResource
 
@@ -42,6 +43,13 @@ def local_daemon_id() -> str | None:
         return None
 
 
+def _owner(handler: registry.ResourceType, row: ProjectResource) -> str | None:
+    try:
+        return handler.owner_daemon_id(dict(row.resource_ref or {}))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class LocalFolderButton:
     daemon_id: str
@@ -53,8 +61,11 @@ class LocalFolderButton:
 
 def local_folder_button(request: Request, session: Session, workspace_id: str,
                         resources: list[ProjectResource]) -> LocalFolderButton | None:
-    """None: no button at all (remote page, or no daemon on the server's machine)."""
-    if not is_local_request(request):
+    """None: no button at all (remote page, no daemon on the server's machine, or no resource type
+    that takes a picked folder). The folder type says what it needs for worktree mode and which
+    of its rows belong to this machine."""
+    picker = registry.folder_picker()
+    if picker is None or not is_local_request(request):
         return None
     daemon_id = local_daemon_id()
     if daemon_id is None:
@@ -64,9 +75,9 @@ def local_folder_button(request: Request, session: Session, workspace_id: str,
         return LocalFolderButton(daemon_id, "this machine", False, (
             "The daemon on this machine has not joined this workspace yet; "
             "start it with `predictorx daemon start`."), False)
-    capable = WORKTREE_CAPABILITY in declared_capabilities(session, daemon)
-    if any(r.resource_type == "local_directory" and (r.resource_ref or {}).get("daemon_id") == daemon_id
-           for r in resources):
+    needs = picker.required_capabilities(picker.folder_ref("/", daemon_id, WORKTREE))
+    capable = needs <= declared_capabilities(session, daemon)
+    if any(r.resource_type == picker.name and _owner(picker, r) == daemon_id for r in resources):
         return LocalFolderButton(daemon_id, daemon.name, False, (
             f"This project already has a local folder on this machine ({daemon.name}); a project has one "
             "per machine — edit or remove that one."), capable)

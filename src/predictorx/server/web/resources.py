@@ -15,7 +15,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ... import resources as registry
-from ...resources.local_directory import EXECUTION_MODES
 from ...service import projects as svc
 from ..models import ResourceIn, ResourcePatch
 from ..routes import projects as api
@@ -37,8 +36,20 @@ def resources_context(request: Request, viewer: Viewer, project_id: str, **extra
         button = local_folder_button(request, s, viewer.workspace_id, rows)
         machines = svc.resource_machines(s, viewer.workspace_id, rows)
     return {"viewer": viewer, "project": project, "resources": rows, "local_button": button, "machines": machines,
-            "known_types": registry.known_types(), "modes": EXECUTION_MODES,
+            "known_types": registry.known_types(), "choices": _choices(rows),
             "error": None, "error_for": None, "values": {}, **extra}
+
+
+def _choices(rows: list[Any]) -> dict[str, list[registry.Field]]:
+    """Per row, the fields its type offers a fixed list for (a select in its edit form)."""
+    out: dict[str, list[registry.Field]] = {}
+    for r in rows:
+        try:
+            fields = registry.get(r.resource_type).form_fields
+        except registry.ResourceError:  # a type no longer registered: the JSON payload only
+            continue
+        out[r.id] = [f for f in fields if f.choices and f.key in (r.resource_ref or {})]
+    return out
 
 
 async def render_resources(request: Request, viewer: Viewer, project_id: str, *, status: int = 200,
@@ -72,17 +83,25 @@ async def add(request: Request, project_id: str, form: Form = Depends(read_form)
     return await render_resources(request, who, project_id)
 
 
-def _ref_patch(current: dict[str, Any], form: Form) -> dict[str, Any]:
+def _ref_patch(current: dict[str, Any], form: Form, choice_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """What changed between the stored payload and the form: a key left out is cleared (null)."""
     patch: dict[str, Any] = {}
     if form.get("payload") and form.get("payload") != pretty(current):
         edited = json_object(form.get("payload"))
         patch = {k: v for k, v in edited.items() if current.get(k) != v}
         patch.update({k: None for k in current if k not in edited})
-    mode = form.get("execution_mode")
-    if mode and mode != current.get("execution_mode"):
-        patch["execution_mode"] = mode
+    for key in choice_keys:
+        chosen = form.get(key)
+        if chosen and chosen != current.get(key):
+            patch[key] = chosen
     return patch
+
+
+def _choice_keys(resource_type: str) -> tuple[str, ...]:
+    try:
+        return tuple(f.key for f in registry.get(resource_type).form_fields if f.choices)
+    except registry.ResourceError:
+        return ()
 
 
 @router.post("/projects/{project_id}/resources/{resource_id}")
@@ -91,7 +110,7 @@ async def edit(request: Request, project_id: str, resource_id: str, form: Form =
     state = request.app.state.px
     try:
         current = await call(api.get_resource, project_id, resource_id, who.caller, state)
-        ref_patch = _ref_patch(current["resource_ref"], form)
+        ref_patch = _ref_patch(current["resource_ref"], form, _choice_keys(current["resource_type"]))
         patch = ResourcePatch(label=form.optional("label"), **({"resource_ref": ref_patch} if ref_patch else {}))
         await call(api.update_resource, project_id, resource_id, patch, who.caller, state)
     except FORM_ERRORS as e:

@@ -37,7 +37,7 @@ from predictorx import config
 
 from . import gitcmd
 from .gitcmd import GitError  # noqa: F401  (the one git error; callers catch it from here too)
-from .branches import sanitize_branch, task_branch  # noqa: F401  (task_branch re-exported)
+from .branches import NoFreeBranch, create_free_branch, sanitize_branch, task_branch  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -317,8 +317,8 @@ class RepoCache:
         """Make `dest_dir` a worktree of the cached `url` on a new branch `branch` started at `ref`.
 
         `ref` is a branch or tag of the remote or a commit; None means the remote's default branch.
-        If `branch` already exists in the cache (a retried task, a second checkout), `-2`, `-3`, …
-        is appended; the branch actually used is in the result. `dest_dir` must not exist or be empty.
+        If `branch` already exists in the cache (a retried task, a second checkout), the one
+        collision rule of `branches` picks the name (`-2`, `-3`, …); the branch used is in the result. `dest_dir` must not exist or be empty.
         """
         if ref is not None:
             _refuse_option_like(ref, "ref")
@@ -334,8 +334,12 @@ class RepoCache:
                 if fetch_error:
                     raise RefNotFound(f"{exc} (the refresh failed too: {fetch_error})") from None
                 raise
-            name = self._free_branch(cache, sanitize_branch(branch))
-            self._git(cache, "worktree", "add", "--quiet", "--no-track", "-b", name, str(dest_dir), commit)
+            name = self._create_branch(cache, branch, commit)
+            try:
+                self._git(cache, "worktree", "add", "--quiet", str(dest_dir), name)
+            except BaseException:
+                self._git(cache, "update-ref", "-d", f"refs/heads/{name}", commit, check=False)
+                raise
             touch_last_used(cache)
         return Checkout(url=url, path=dest_dir, branch=name, commit=commit, ref=described,
                         cache=cache, fetch_error=fetch_error)
@@ -360,12 +364,15 @@ class RepoCache:
         known = ", ".join(b for b in branches if b != "HEAD") or "none"
         raise RefNotFound(f"ref {ref!r} is neither a branch, a tag nor a commit of the repository; branches: {known}")
 
-    def _free_branch(self, cache: Path, name: str) -> str:
-        for n in range(1, 1000):
-            candidate = name if n == 1 else f"{name}-{n}"
-            if not self._rev(cache, f"refs/heads/{candidate}"):
-                return candidate
-        raise RepoCacheError(f"too many branches named {name}-N in the cache")
+    def _create_branch(self, cache: Path, branch: str, commit: str) -> str:
+        """The task's branch at `commit`, by the one collision rule (`branches`)."""
+        def create(name: str) -> None:
+            self._git(cache, "update-ref", "-m", "predictorx: task branch", f"refs/heads/{name}", commit, "")
+
+        try:
+            return create_free_branch(branch, create, GitError)
+        except NoFreeBranch as e:
+            raise RepoCacheError(str(e)) from None
 
     # -- helpers ----------------------------------------------------------------------------------
     def _rev(self, cache: Path, spec: str) -> str | None:

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import psutil
 
-from .branches import ref_component, task_branch
+from .branches import NoFreeBranch, create_free_branch, ref_component, task_branch
 from .gitcmd import GitError, anchor_unbranched_head, git, git_text
 
 MAX_UNTRACKED_FILES = 2000
@@ -277,20 +277,15 @@ def _baseline_commit(top: Path, index_path: Path, env: Path, untracked: list[byt
 
 
 def _create_branch(top: Path, agent_name: str, task_id: str, commit: str, timeout: float) -> str:
-    """Create the task's branch atomically (it must not exist yet); on a collision try -2, -3, …
-    and, if a branch named like a parent folder (`agent`) is in the way, a flat name."""
-    base = task_branch(agent_name, task_id)
-    flat = base.replace("/", "-")
-    candidates = [base, *(f"{base}-{n}" for n in range(2, 10)), flat, *(f"{flat}-{n}" for n in range(2, 10))]
-    last: GitError | None = None
-    for name in candidates:
-        try:
-            git(["update-ref", "-m", "predictorx: task branch", f"refs/heads/{name}", commit, ""],
-                cwd=top, timeout=timeout)
-            return name
-        except GitError as e:
-            last = e
-    raise WorktreeError(f"could not create a branch for task {task_id} in {top}: {last.stderr if last else ''}")
+    """Create the task's branch atomically (it must not exist yet), by the one collision rule."""
+    def create(name: str) -> None:
+        git(["update-ref", "-m", "predictorx: task branch", f"refs/heads/{name}", commit, ""],
+            cwd=top, timeout=timeout)
+
+    try:
+        return create_free_branch(task_branch(agent_name, task_id), create, GitError)
+    except NoFreeBranch as e:
+        raise WorktreeError(f"could not create a branch for task {task_id} in {top}: {e}") from None
 
 
 def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, timeout: float,

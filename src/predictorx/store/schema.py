@@ -231,7 +231,8 @@ class Task(Base):
     pending_prompt: Mapped[str | None] = mapped_column(Text)
     daemon_id: Mapped[str | None] = mapped_column(String(36), index=True)
     runtime_id: Mapped[str | None] = mapped_column(String(36))
-    # Snapshot of the project's resources when the task was made (R-RES-7).
+    # Snapshot of the project's resources as its daemon was given them, taken when the task is
+    # claimed (only that daemon's rows, R-RES-8); later resource changes never rewrite it (R-RES-7).
     context: Mapped[dict | None] = mapped_column(JSON)
     # "<agent_id>:<issue_id>" while active, NULL when finished: one active task per pair.
     active_key: Mapped[str | None] = mapped_column(String(80), unique=True)

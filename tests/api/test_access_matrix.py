@@ -173,7 +173,7 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):  # noqa: ANN001
         if caller == "outsider":
             assert SECRET not in r.text, f"{route} shows another workspace's project to an outsider"
         return
-    if caller == "anonymous":
+    if caller == "anonymous":  # R-SEC-1: every call but the few PUBLIC ones (health, sign-in) needs a token
         assert r.status_code == 401, f"{route} without a token: {r.status_code}"
     elif caller == "outsider" and rule.people is not None:
         # Another workspace's things do not exist for them; their own workspace's pages may answer.

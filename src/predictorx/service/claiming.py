@@ -11,7 +11,7 @@ count under the claimed agents' row locks hands back whatever went past a limit.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
 import secrets
 
@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 
 from .. import resources as registry
 from ..store.schema import (
-    Agent, Daemon, Issue, Project, ProjectResource, Runtime, Task, Token, Workspace, utcnow,
+    HOLDING_STATUSES, TERMINAL_STATUSES, Agent, Daemon, Issue, Project, ProjectResource, Runtime, Task, Token,
+    Workspace, utcnow,
 )
 from . import auth
 from .events import emit
@@ -31,7 +32,7 @@ _issue = Issue.__table__
 _runtime = Runtime.__table__
 _token = Token.__table__
 
-HOLDING = ("dispatched", "waiting_local_directory", "running")  # same as tasks.HOLDING
+HOLDING = HOLDING_STATUSES
 
 # -- the statements, built once ---------------------------------------------------------------
 
@@ -131,9 +132,9 @@ def _mint_task_token(session: Session, daemon_id: str, task: Any) -> str:
 
 
 def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None,
-          lease: timedelta) -> list[dict[str, Any]]:
-    from .tasks import _finish, _missing_capability, resumable_session  # tasks imports this module
-
+          lease: timedelta, refuse: Callable[[Session, Task, str], None]) -> list[dict[str, Any]]:
+    """`refuse(session, task, reason)` ends a claimed task this daemon cannot run as asked (the
+    task service's finish: this module never finishes a task itself)."""
     if limit < 1:
         return []
     postgres = session.bind.dialect.name == "postgresql"
@@ -165,7 +166,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
             reason = _missing_capability(context, declared)
             if reason:  # R-RES-9: never silently run in place
                 orm_task = session.get(Task, task.id, populate_existing=True)
-                _finish(session, orm_task, "cancelled", failure_reason=reason)
+                refuse(session, orm_task, reason)
                 continue
         token = _mint_task_token(session, daemon.id, task)
         claimed.append({"task": task, "agent": agents[task.agent_id], "issue": issues[task.issue_id],
@@ -173,6 +174,27 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
                         "resume_session_id": resumable_session(session, task, daemon.id)})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
     return claimed
+
+
+def resumable_session(session: Session, task: Task, daemon_id: str) -> str | None:
+    """The CLI session of the agent's latest earlier task on this issue, if it ran on this daemon
+    (where the CLI keeps its sessions): the next task continues it (R-EX-10)."""
+    return session.scalar(
+        select(Task.session_id).where(Task.agent_id == task.agent_id, Task.issue_id == task.issue_id,
+                                      Task.id != task.id, Task.daemon_id == daemon_id,
+                                      Task.session_id.is_not(None), Task.status.in_(TERMINAL_STATUSES))
+        .order_by(Task.finished_at.desc(), Task.created_at.desc()).limit(1))
+
+
+
+def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | None:
+    for r in context["resources"]:
+        needed = registry.get(r["resource_type"]).required_capabilities(r["resource_ref"]) - declared
+        if needed:
+            return (f"this daemon does not declare {', '.join(sorted(needed))}, needed for the "
+                    f"{r['resource_type']} resource {r['label'] or r['id']}; update Predictor X on this "
+                    "machine and restart its daemon (the task was not run in place instead)")
+    return None
 
 
 def _within_limits(session: Session, picked: list[Any], agents: dict[str, Any]) -> list[Any]:

@@ -16,10 +16,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from .. import resources as registry
 from ..agents.message import MESSAGE_KINDS  # the one list of kinds the adapters produce (R-EX-3)
 from ..store.schema import (
     ACTIVE_STATUSES,
+    HOLDING_STATUSES,
     TERMINAL_STATUSES,
     Agent,
     Daemon,
@@ -29,12 +29,13 @@ from ..store.schema import (
     TaskMessage,
     utcnow,
 )
+from . import claiming
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
 from .liveness import is_online
 
 #: Statuses that count toward an agent's max_concurrent_tasks.
-HOLDING = ("dispatched", "waiting_local_directory", "running")
+HOLDING = HOLDING_STATUSES
 MAX_ATTEMPTS = 3
 
 
@@ -96,16 +97,6 @@ def _queue_pending(session: Session, task: Task) -> None:
     follow_up(session, issue, agent, request)
 
 
-def resumable_session(session: Session, task: Task, daemon_id: str) -> str | None:
-    """The CLI session of the agent's latest earlier task on this issue, if it ran on this daemon
-    (where the CLI keeps its sessions): the next task continues it (R-EX-10)."""
-    return session.scalar(
-        select(Task.session_id).where(Task.agent_id == task.agent_id, Task.issue_id == task.issue_id,
-                                      Task.id != task.id, Task.daemon_id == daemon_id,
-                                      Task.session_id.is_not(None), Task.status.in_(TERMINAL_STATUSES))
-        .order_by(Task.finished_at.desc(), Task.created_at.desc()).limit(1))
-
-
 def _lock(session: Session) -> bool:
     """Row locks where they exist (PostgreSQL); SQLite's BEGIN IMMEDIATE already serialises writers."""
     return session.bind.dialect.name == "postgresql"
@@ -149,16 +140,6 @@ def list_tasks(session: Session, workspace_id: str, *, project_id: str | None = 
 
 # -- claiming ---------------------------------------------------------------------------------
 
-def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | None:
-    for r in context["resources"]:
-        needed = registry.get(r["resource_type"]).required_capabilities(r["resource_ref"]) - declared
-        if needed:
-            return (f"this daemon does not declare {', '.join(sorted(needed))}, needed for the "
-                    f"{r['resource_type']} resource {r['label'] or r['id']}; update Predictor X on this "
-                    "machine and restart its daemon (the task was not run in place instead)")
-    return None
-
-
 def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None) -> list[dict[str, Any]]:
     """Hand this daemon up to `limit` queued tasks it can run. Each is returned with its context,
     its agent and a task-scoped token (R-EX-4); task, agent and issue are the rows the statements
@@ -171,10 +152,14 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
     claim, or — on PostgreSQL — a concurrent claim: there the count runs under the agents' row
     locks, taken in id order, so it sees every committed claim; SQLite's BEGIN IMMEDIATE already
     serialises claimers). The statements are Core, built once (service/claiming.py)."""
-    from .claiming import claim as claim_rows
-
     session.flush()  # what this transaction changed through the ORM (a finish) counts in the claim
-    return claim_rows(session, daemon, limit=limit, task_id=task_id, lease=lease_duration())
+    return claiming.claim(session, daemon, limit=limit, task_id=task_id, lease=lease_duration(),
+                          refuse=_refuse)
+
+
+def _refuse(session: Session, task: Task, reason: str) -> None:
+    """A claimed task this daemon cannot run as asked ends cancelled, saying why (R-RES-9)."""
+    _finish(session, task, "cancelled", failure_reason=reason)
 
 
 # -- lifecycle reported by the daemon ---------------------------------------------------------

@@ -56,6 +56,8 @@ TS = UTCDateTime()
 # Task statuses (SPEC §1). `ACTIVE` ones hold the (agent, issue) slot.
 TASK_STATUSES = ("queued", "dispatched", "waiting_local_directory", "running", "completed", "failed", "cancelled")
 ACTIVE_STATUSES = ("queued", "dispatched", "waiting_local_directory", "running")
+# A task in one of these holds one of its agent's concurrency slots (max_concurrent_tasks).
+HOLDING_STATUSES = ("dispatched", "waiting_local_directory", "running")
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
 
 

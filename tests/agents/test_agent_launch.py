@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from predictorx import agents
+from predictorx import agents, plugins
 from predictorx.agents import AgentAdapter, RunSpec, UnknownProvider, get, known_providers, registry
 from predictorx.agents.codex import MAX_PROMPT_ARG_BYTES
 
@@ -123,8 +123,8 @@ def test_plugins_register_through_entry_points(monkeypatch):
         def load(self):
             return AiderAdapter
 
-    monkeypatch.setattr(registry, "_loaded_plugins", False)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [EntryPoint()] if group == registry.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(registry.ADAPTERS, "loaded", False)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [EntryPoint()] if group == registry.ENTRY_POINT_GROUP else [])
     try:
         assert "aider" in known_providers()
         assert isinstance(get("aider"), AiderAdapter)

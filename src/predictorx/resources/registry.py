@@ -14,9 +14,9 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass, replace
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, Iterable, Protocol
 
+from ..plugins import Registry
 from .placement import CHECKOUT, OWN, RANK, Placement
 
 
@@ -139,60 +139,25 @@ class ResourceType:
         return html.escape(self.describe(ref, label))
 
 
-_TYPES: dict[str, ResourceType] = {}
-_loaded_plugins = False
+TYPES: Registry[ResourceType] = Registry("predictorx.resource_types", "name", lambda name, known: ResourceError(
+    f"unknown resource type {name!r}; known types: {', '.join(known)}", status=400))
 
-
-def register(handler: ResourceType | type[ResourceType]) -> ResourceType:
-    """Register a handler (class or instance). Usable as a class decorator."""
-    instance = handler() if isinstance(handler, type) else handler
-    if not instance.name:
-        raise ValueError("a resource type needs a name")
-    _TYPES[instance.name] = instance
-    return handler  # type: ignore[return-value]
-
-
-def unregister(name: str) -> None:
-    _TYPES.pop(name, None)
-
-
-def _load_plugins() -> None:
-    global _loaded_plugins
-    if _loaded_plugins:
-        return
-    _loaded_plugins = True
-    for ep in entry_points(group="predictorx.resource_types"):
-        register(ep.load())
-
-
-def known_types() -> list[str]:
-    _load_plugins()
-    return sorted(_TYPES)
-
-
-def get(name: str) -> ResourceType:
-    """The handler of a type; an unknown type is refused with 400 and the known types (R-RES-6)."""
-    _load_plugins()
-    try:
-        return _TYPES[name]
-    except KeyError:
-        raise ResourceError(
-            f"unknown resource type {name!r}; known types: {', '.join(known_types())}", status=400
-        ) from None
+register = TYPES.register
+unregister = TYPES.unregister
+known_types = TYPES.names
+get = TYPES.get
 
 
 def daemon_capabilities() -> list[str]:
     """What a daemon declares: every registered type's capabilities, sorted."""
-    _load_plugins()
-    return sorted(set().union(*(t.daemon_capabilities for t in _TYPES.values())))
+    return sorted(set().union(*(t.daemon_capabilities for t in TYPES.handlers())))
 
 
 def answer_daemon_check(request: dict[str, Any]) -> tuple[bool, str | None] | None:
     """On a daemon: (ok, reason) for a server's `daemon_check` request, by the type that answers
     its `op`; None when no type here knows that op (the server's wait then says so)."""
-    _load_plugins()
     op = request.get("op")
-    for handler in _TYPES.values():
+    for handler in TYPES.handlers():
         if op in handler.daemon_ops:
             reason = handler.answer_daemon_check(request)
             return reason is None, reason
@@ -201,17 +166,15 @@ def answer_daemon_check(request: dict[str, Any]) -> tuple[bool, str | None] | No
 
 def folder_picker() -> ResourceType | None:
     """The type whose rows the web's folder picker makes, if one is registered."""
-    _load_plugins()
-    return next((t for t in _TYPES.values() if t.folder_picker), None)
+    return next((t for t in TYPES.handlers() if t.folder_picker), None)
 
 
 def all_form_fields() -> dict[str, list[tuple[str, Field]]]:
     """Every registered type's hand-set fields, by key: key → [(type name, field), …]."""
-    _load_plugins()
     out: dict[str, list[tuple[str, Field]]] = {}
-    for name in sorted(_TYPES):
-        for f in _TYPES[name].form_fields:
-            out.setdefault(f.key, []).append((name, f))
+    for handler in TYPES.handlers():
+        for f in handler.form_fields:
+            out.setdefault(f.key, []).append((handler.name, f))
     return out
 
 

@@ -74,6 +74,10 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
     report = json.loads((tmp_path / "q1" / "qaqc.json").read_text())
     assert [(f["node"], f["finding"], f["actor"]) for f in report["findings"]] == [("signoff", "refused", "bot"),
                                                                                ("review", "refused", "bot")]
+    # the CLI reads the record a page at a time: two steps a page gives the same record
+    whole = json.loads(server.cli("prov", "record", "--issue", str(n)).stdout)
+    paged = json.loads(server.cli("prov", "record", "--issue", str(n), "--page-size", "2").stdout)
+    assert paged == whole and len(whole["records"][0]["steps"]) == len(shown["history"]) > 2
     handoffs = json.loads(server.cli("workflow", "handoffs", str(n), "-o", "json").stdout)
     assert handoffs[-1]["next_step"] == "split into beans once signed off"
     assert handoffs[-1]["open_questions"] == ["which delimiter?"]

@@ -38,6 +38,28 @@ def workflow_refs(paths: Optional[list[Path]] = typer.Argument(None, help="Folde
         raise typer.Exit(1)
 
 
+def fetch_record(issue: str | None, page_size: int | None = None) -> list[dict]:
+    """The whole record, page after page; an instance cut between pages is joined again."""
+    records: dict[str, dict] = {}
+    client, cursor = Client(), None
+    while True:
+        params = {"issue": issue} if issue else {}
+        if cursor:
+            params["cursor"] = cursor
+        if page_size:
+            params["limit"] = page_size
+        page = client.get("/api/workflows/record", params=params)
+        for rec in page["records"]:
+            known = records.get(rec["instance"]["id"])
+            if known is None:
+                records[rec["instance"]["id"]] = rec
+            else:
+                known["steps"].extend(rec["steps"])
+        cursor = page.get("next")
+        if not cursor:
+            return list(records.values())
+
+
 @prov_app.command("qaqc")
 def qaqc_cmd(issue: Optional[str] = typer.Option(None, "--issue", help="Only this issue's instances."),
              source: Optional[Path] = typer.Option(None, "--from", help="A record file (JSON from "
@@ -56,7 +78,7 @@ def qaqc_cmd(issue: Optional[str] = typer.Option(None, "--issue", help="Only thi
         except (OSError, ValueError, KeyError, TypeError):
             fail(f"{source} is not a record file; write one with `predictorx prov record > FILE`", 2)
     else:
-        records = Client().get("/api/workflows/record", params={"issue": issue} if issue else None)["records"]
+        records = fetch_record(issue)
     try:
         lib = load_library(_roots(diagrams))
     except DiagramError as e:
@@ -73,10 +95,11 @@ def qaqc_cmd(issue: Optional[str] = typer.Option(None, "--issue", help="Only thi
 
 
 @prov_app.command("record")
-def record_cmd(issue: Optional[str] = typer.Option(None, "--issue")) -> None:
-    """Print the recorded history (input of `prov qaqc --from`)."""
-    typer.echo(json.dumps(Client().get("/api/workflows/record", params={"issue": issue} if issue else None),
-                          indent=2, sort_keys=True))
+def record_cmd(issue: Optional[str] = typer.Option(None, "--issue"),
+               page_size: Optional[int] = typer.Option(None, "--page-size", min=1, max=10_000,
+                                                       help="Steps per request (the server's default: 1000).")) -> None:
+    """Print the recorded history (input of `prov qaqc --from`), read a page at a time."""
+    typer.echo(json.dumps({"records": fetch_record(issue, page_size)}, indent=2, sort_keys=True))
 
 
 @prov_app.command("show")

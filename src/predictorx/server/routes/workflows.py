@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...harness import instances as inst_svc
 from ...harness import interaction, prov
+from ...harness import record as record_svc
 from ...harness.dispatch import after_change
 from ...harness.engine import Actor
 from ...harness.library import Library, active_library
@@ -178,18 +179,19 @@ def prov_document(ref: str, process: str, caller: Caller = Depends(get_caller),
 
 
 @router.get("/api/workflows/record")
-def record(issue: Optional[str] = Query(default=None, max_length=50), caller: Caller = Depends(get_caller),
-           state: AppState = Depends(get_state)) -> dict:
-    """Every instance with its history (what `prov qaqc` checks)."""
+def record(issue: Optional[str] = Query(default=None, max_length=50),
+           cursor: Optional[str] = Query(default=None, max_length=100,
+                                         description="The `next` of the page before; none for the first page."),
+           limit: int = Query(default=record_svc.DEFAULT_LIMIT, ge=1, le=record_svc.MAX_LIMIT,
+                              description="At most this many steps (and instances) on the page."),
+           caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+    """Every instance with its history (what `prov qaqc` checks), a page at a time: follow `next`
+    until it is null; an instance cut at the end of a page carries on at the start of the next."""
     if caller.principal.kind != "user":
         raise Forbidden("the record is for people; an agent reads its own instance")
     with state.read() as s:
         issue_id = issue_svc.get_issue(s, caller.workspace_id, issue).id if issue else None
-        out = []
-        for inst, iss in inst_svc.list_in_workspace(s, caller.workspace_id, issue_id):
-            out.append({"instance": inst_svc.instance_dict(inst, iss),
-                        "steps": [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)]})
-        return {"records": out}
+        return record_svc.page(s, caller.workspace_id, issue_id, cursor, limit)
 
 
 @router.get("/api/issues/{ref}/workflow-state")

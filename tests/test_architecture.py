@@ -33,3 +33,15 @@ def test_no_source_file_over_600_lines():
             if n > MAX_LINES:
                 too_long.append(f"{path.relative_to(ROOT)}: {n} lines")
     assert not too_long, "split these into one module per concept: " + "; ".join(too_long)
+
+
+def test_the_daemon_is_a_run_host(tmp_path, monkeypatch):  # noqa: ANN001
+    """`TaskRun` depends on the RunHost protocol, and the real daemon provides all of it."""
+    monkeypatch.setenv("PREDICTORX_HOME", str(tmp_path))
+    from predictorx.daemon.host import RunHost
+    from predictorx.daemon.main import Daemon
+    from predictorx.daemon.serverapi import ServerApi
+
+    daemon = Daemon(ServerApi("http://127.0.0.1:9", "pxd_x"), workspaces_root=tmp_path / "ws")
+    wanted = set(RunHost.__annotations__) | {n for n in vars(RunHost) if not n.startswith("_")}
+    assert wanted and not [n for n in sorted(wanted) if not hasattr(daemon, n)]

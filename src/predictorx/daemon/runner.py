@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import agents
 from ..agents import RunSpec
@@ -26,12 +26,10 @@ from .context import TaskContext, prepare_context
 from .. import resources
 from ..resources import placement as where
 from .gitcmd import GitError
+from .host import RunHost
 from .repocache import RepoCacheError, repo_name
 from .serverapi import ServerError
 from .uploader import MessageUploader
-
-if TYPE_CHECKING:
-    from .main import Daemon
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -85,7 +83,7 @@ def build_prompt(issue: dict[str, Any], agent: dict[str, Any], request: str | No
 
 
 class TaskRun:
-    def __init__(self, daemon: "Daemon", claim: dict[str, Any]):
+    def __init__(self, daemon: RunHost, claim: dict[str, Any]):
         self.daemon = daemon
         self.task = claim["task"]
         self.agent = claim["agent"]

@@ -4,10 +4,11 @@ policy check, bean operation and history row — one transaction (R-HAR-3, R-HAR
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..service.errors import Conflict, NotFound
@@ -150,14 +151,47 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     return row, [s.as_dict() for s in run.enabled()]
 
 
-def record_refusal(session: Session, record: dict[str, Any]) -> None:
-    """Keep a refused attempt in the history (its own transaction: the step itself changed nothing)."""
+# Refused attempts are part of the record, and an agent told to can repeat one without end: the
+# same refusal (same step, same actor, the instance not moved on) within the window is counted on
+# the row that recorded it, and an instance keeps at most MAX_REFUSED_ROWS refused rows — past
+# that, every refusal is counted on the latest one.
+REFUSAL_WINDOW = timedelta(minutes=10)
+MAX_REFUSED_ROWS = 50
+
+
+def record_refusal(session: Session, record: dict[str, Any]) -> str:
+    """Keep a refused attempt in the history (its own transaction: the step itself changed nothing).
+    Returns a sentence to add to the refusal when the attempt was counted on an earlier row."""
     inst = session.get(WorkflowInstance, record["instance_id"])
     if inst is None:
-        return
+        return ""
+    now = utcnow()
+    refused = select(WorkflowStep).where(WorkflowStep.instance_id == inst.id, WorkflowStep.status == "refused")
+    moved = session.scalar(select(func.max(WorkflowStep.seq)).where(WorkflowStep.instance_id == inst.id,
+                                                                   WorkflowStep.status == "done")) or 0
+    same = session.scalars(refused.where(
+        WorkflowStep.seq > moved, WorkflowStep.node_id == record["node_id"],
+        WorkflowStep.actor_type == record["actor_type"], WorkflowStep.actor_id == record["actor_id"])
+        .order_by(WorkflowStep.seq.desc()).limit(1)).first()
+    if same is not None and now - (same.last_attempt_at or same.created_at) <= REFUSAL_WINDOW:
+        _count(same, now)
+        return (f"refused {same.attempts} times since {same.created_at:%Y-%m-%d %H:%M} UTC; "
+                f"recorded once (history step {same.seq})")
+    rows = session.scalar(select(func.count()).select_from(refused.subquery()))
+    if rows >= MAX_REFUSED_ROWS:
+        latest = session.scalars(refused.order_by(WorkflowStep.seq.desc()).limit(1)).first()
+        _count(latest, now)
+        return (f"this instance already records {rows} refused attempts, the most it keeps; this one is "
+                f"counted on history step {latest.seq} ({latest.attempts} attempts)")
     inst.step_count += 1
-    session.add(WorkflowStep(seq=inst.step_count, **record))
+    session.add(WorkflowStep(seq=inst.step_count, last_attempt_at=now, **record))
     session.flush()
+    return ""
+
+
+def _count(row: WorkflowStep, now) -> None:  # noqa: ANN001
+    row.attempts = (row.attempts or 1) + 1
+    row.last_attempt_at = now
 
 
 def history(session: Session, inst: WorkflowInstance) -> list[WorkflowStep]:
@@ -170,7 +204,8 @@ def step_dict(row: WorkflowStep) -> dict[str, Any]:
                                          "node_name", "kind", "role", "actor_type", "actor_id", "actor_name",
                                          "actor_roles", "task_id", "outcome", "reason", "computed", "facts",
                                          "produced", "verdict", "enforcement")} | {
-        "created_at": row.created_at.isoformat()}
+        "created_at": row.created_at.isoformat(), "attempts": row.attempts or 1,
+        "last_attempt_at": row.last_attempt_at.isoformat() if row.last_attempt_at else None}
 
 
 def instance_dict(inst: WorkflowInstance, issue: Issue | None = None) -> dict[str, Any]:

@@ -27,7 +27,9 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
         out.append({"finding": kind, "detail": detail})
 
     if st.get("status") == "refused":
-        add("refused", f"a strict policy stopped it when it ran ({st.get('verdict')})")
+        again = int(st.get("attempts") or 1)
+        add("refused", f"a strict policy stopped it when it ran ({st.get('verdict')})"
+                       + (f", {again} attempts" if again > 1 else ""))
     if not st.get("actor_id"):
         add("no-actor", "the record names nobody who took the step")
     model = lib.model_of(st.get("process_id") or instance["process_id"])

@@ -60,6 +60,10 @@ class WorkflowStep(Base):
     verdict: Mapped[str] = mapped_column(String(10), default="none")  # permit | deny | unknown | none
     enforcement: Mapped[str] = mapped_column(String(10), default="advisory")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    # a refused row stands for this many attempts: repeats of the same refusal are counted on it
+    # (harness/instances.record_refusal); migration 0010
+    attempts: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    last_attempt_at: Mapped[datetime | None] = mapped_column(TS)
 
     __table_args__ = (UniqueConstraint("instance_id", "seq", name="uq_workflow_step_seq"),)
 

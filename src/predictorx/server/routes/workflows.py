@@ -162,9 +162,11 @@ def complete(ref: str, process: str, body: StepIn, caller: Caller = Depends(get_
             return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue),
                     "enabled": enabled}
     except inst_svc.StepForbidden as e:
-        if e.record:  # the refused attempt is part of the record (qaqc reports it)
+        if e.record:  # the refused attempt is part of the record (qaqc reports it), repeats counted
             with state.write() as s:
-                inst_svc.record_refusal(s, e.record)
+                counted = inst_svc.record_refusal(s, e.record)
+            if counted:
+                raise inst_svc.StepForbidden(f"{e}; {counted}") from None
         raise
 
 

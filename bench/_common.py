@@ -1,8 +1,9 @@
 """Shared helpers for the bench scripts: real server and daemon processes, databases, statistics.
 
 Each bench prints ONE JSON object on stdout; everything else (progress, child logs on failure)
-goes to stderr. Processes are started like tests/e2e/harness.py does — `python -m predictorx …`
-with a temporary PREDICTORX_HOME — and are always stopped (and temp dirs removed) on exit.
+goes to stderr. Processes are started through predictorx.testing, the harness tests/e2e uses too —
+`python -m predictorx …` with a temporary PREDICTORX_HOME — and are always stopped (and temp dirs
+removed) on exit.
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ import json
 import os
 import platform
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+from predictorx.testing import DaemonProcess, ServerProcess, free_port, stop_group, wait_until  # noqa: F401
 
 PYTHON = sys.executable
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
@@ -68,75 +66,12 @@ def summary_ms(seconds: list[float]) -> dict[str, Any]:
 
 # -- processes ----------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(check, timeout: float = 30.0, interval: float = 0.05, what: str = "condition"):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-
-
-def _stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-
-
-class Server:
-    """`python -m predictorx server start --port P` with its own state dir."""
+class Server(ServerProcess):
+    """A server for a bench: state dir `root/server-home`, workspaces under `root`."""
 
     def __init__(self, root: Path, database_url: str, **env: str):
-        self.home = root / "server-home"
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.database_url = database_url
-        self.env = {**os.environ, "PREDICTORX_HOME": str(self.home), "PREDICTORX_DATABASE_URL": database_url,
-                    "PREDICTORX_WORKSPACES_ROOT": str(root / "workspaces"), **env}
-        self.log_path = root / f"server-{self.port}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([PYTHON, "-m", "predictorx", "server", "start", "--port", str(self.port)],
-                                     env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        wait_until(self._healthy, 60, 0.1, "the server to answer")
-        self.config = json.loads((self.home / "config.json").read_text())
-        self.token = self.config["token"]
-        self.http = httpx.Client(base_url=self.url, headers=self.headers(), timeout=60)
-
-    def headers(self, token: str | None = None) -> dict[str, str]:
-        return {"Authorization": f"Bearer {token or self.token}"}
-
-    def _healthy(self) -> bool:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"server exited: {self.log_path.read_text()[-3000:]}")
-        try:
-            return httpx.get(f"{self.url}/api/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def api(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
-        r = self.http.request(method, path, json=body, **kw)
-        if r.status_code >= 400:
-            raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:500]}")
-        return r.json() if r.content else None
+        super().__init__(root / "server-home", database_url, env={
+            "PREDICTORX_WORKSPACES_ROOT": str(root / "workspaces"), **env})
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system, all threads) the server process has used so far."""
@@ -145,56 +80,13 @@ class Server:
         t = psutil.Process(self.proc.pid).cpu_times()
         return t.user + t.system
 
-    def stop(self) -> None:
-        _stop_group(self.proc)
-        with contextlib.suppress(Exception):
-            self.http.close()
-        self._log.close()
 
-
-class Daemon:
-    """`predictorx daemon start --foreground` with its own state dir (so its own daemon_id)."""
+class Daemon(DaemonProcess):
+    """A daemon for a bench: quiet (warnings only)."""
 
     def __init__(self, server: Server, home: Path, *, max_tasks: int = 4, wait: bool = True, **env: str):
-        home.mkdir(parents=True, exist_ok=True)
-        shutil.copy(server.home / "config.json", home / "config.json")
-        self.home = home
-        self.server = server
-        self.env = {**server.env, "PREDICTORX_HOME": str(home), "PREDICTORX_LOG_LEVEL": "WARNING", **env}
-        self.env.pop("PREDICTORX_DATABASE_URL", None)
-        self.log_path = home / "daemon.out"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([PYTHON, "-m", "predictorx", "daemon", "start", "--foreground",
-                                      "--max-tasks", str(max_tasks)], env=self.env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        self.id: str | None = None
-        if wait:
-            self.wait_ready()
-
-    def wait_ready(self) -> None:
-        idf = self.home / "daemon_id"
-        self.id = wait_until(lambda: self._alive() and idf.exists() and idf.read_text().strip(), 60,
-                             what="the daemon id")
-
-        def connected() -> bool:
-            r = self.server.http.get(f"/api/daemons/{self.id}")  # 404 until it registered
-            return r.status_code == 200 and bool(r.json().get("connected"))
-        wait_until(lambda: self._alive() and connected(), 60, 0.1, "the daemon's push connection")
-
-    def _alive(self) -> bool:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"daemon exited: {self.log_path.read_text()[-3000:]}")
-        return True
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()  # the daemon alone: it stops its agents itself
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
+        super().__init__(server, home, max_tasks=max_tasks, wait=wait,
+                         env={"PREDICTORX_LOG_LEVEL": "WARNING", **env})
 
 
 def postgres_cpu_seconds() -> float:

@@ -11,8 +11,8 @@ from predictorx.harness.classify import CATEGORIES, classify
 from predictorx.harness.library import SHIPPED, load_library
 
 EXAMPLES = [
-    ("Write the introduction section of the paper", "content_authoring", "draft-to-publication"),
-    ("Please review my draft chapter", "content_review", "draft-to-publication"),
+    ("Write the introduction section of the paper", "content_authoring", "authoring-a-paper"),
+    ("Please review my draft chapter", "content_review", "content-lifecycle"),
     ("Import the attached report.pdf", "content_ingestion", "document-ingestion"),
     ("Add a CSV export command to the CLI", "feature_request", "feature-request"),
     ("Why does the sync take so long?", "information_request", None),
@@ -38,6 +38,27 @@ def test_the_table_decides_and_the_category_selects_the_workflow(text: str, cate
 def test_every_selected_workflow_ships():
     lib = load_library([SHIPPED])
     assert {w for _, _, w in EXAMPLES if w} <= set(lib.processes)
+
+
+# Content authoring: the folio table over the folio type the request names (seed 003: a paper folio →
+# authoring-a-paper, a document folio → authoring-a-document); neither or both → a judgement names it.
+FOLIO_EXAMPLES = [
+    ("Write the introduction section of the paper", "paper", "authoring-a-paper"),
+    ("Expand the proof of lemma 3", "paper", "authoring-a-paper"),
+    ("Write the installation chapter of the user guide", "document", "authoring-a-document"),
+    ("Edit the theorem section in the document folio", "document", "authoring-a-document"),  # named folio wins
+    ("Draft a section on pricing", None, None),
+    ("Expand the paper's summary into the report", None, None),
+]
+
+
+@pytest.mark.parametrize("text, folio, workflow", FOLIO_EXAMPLES)
+def test_content_authoring_selects_its_workflow_by_the_folio_table(text: str, folio: str | None,
+                                                                    workflow: str | None):
+    d = classify(text).as_dict()
+    assert (d["category"], d["folio"], d["workflow"]) == ("content_authoring", folio, workflow)
+    assert d["method"] == ("table" if folio else "pending")
+    assert ("the folio table decides" if folio else "cannot decide paper or document") in d["reason"]
 
 
 @pytest.mark.parametrize("text", ["Penguins", "Edit the API docs page of the platform", "   "])

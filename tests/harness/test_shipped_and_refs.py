@@ -12,7 +12,8 @@ from predictorx.harness.engine import Run
 from predictorx.harness.library import SHIPPED, load_library
 
 PROCESSES = ["feature-request", "bug-triage", "information-request", "document-ingestion", "evidence-retrieval",
-             "draft-to-publication", "bean-lifecycle", "agentic-harness"]
+             "draft-to-publication", "bean-lifecycle", "agentic-harness", "authoring-a-paper", "authoring-a-document",
+             "content-lifecycle"]
 
 
 def test_every_shipped_process_starts_in_the_engine():

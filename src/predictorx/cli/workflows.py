@@ -144,12 +144,16 @@ def classify_cmd(text: str = typer.Argument(..., help="The request."),
                  issue: Optional[str] = typer.Option(None, "--issue", help="Record a judgement on this issue's "
                                                      "pending classification instead."),
                  category: Optional[str] = typer.Option(None, "--category"),
-                 reason: Optional[str] = typer.Option(None, "--reason"), output: Output = OutputOpt) -> None:
+                 reason: Optional[str] = typer.Option(None, "--reason"),
+                 folio: Optional[str] = typer.Option(None, "--folio", help="Content authoring: the folio it is for, "
+                                                     "paper or document (selects the authoring workflow)."),
+                 output: Output = OutputOpt) -> None:
     """Classify a request with the decision table; with --issue, --category and --reason, record a judgement."""
     if issue:
         if not category or not (reason or "").strip():
             fail("a judgement needs --category and --reason", 2)
-        r = Client().post(f"/api/issues/{seg(issue)}/classifications", {"category": category, "reason": reason})
+        body = {"category": category, "reason": reason} | ({"folio": folio} if folio else {})
+        r = Client().post(f"/api/issues/{seg(issue)}/classifications", body)
     else:
         r = Client().post("/api/classify", {"text": text})
     record(r, [("category", "category"), ("method", "method"), ("rule", "rule"), ("reason", "reason"),

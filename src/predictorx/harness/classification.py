@@ -1,6 +1,8 @@
 """Classifying issues and agent-addressed comments when they arrive, and recording judgements
 where the table does not decide (R-HAR-2). The category selects the workflow, which starts at
-once for the issue (and becomes the active one of the addressed agent's session)."""
+once for the issue (and becomes the active one of the addressed agent's session). Content
+authoring's workflow depends on the folio type (classify.py): where the folio table cannot
+decide, the classification is pending with its category, and the judgement names the folio."""
 
 from __future__ import annotations
 
@@ -9,13 +11,13 @@ import re
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from ..service.errors import Invalid, NotFound
-from ..store.harness_schema import Classification
+from ..store.harness_schema import Classification, WorkflowInstance
 from ..store.schema import Agent, Comment, Issue
 from . import interaction
-from .classify import CATEGORIES, WORKFLOW_OF, classify
+from .classify import CATEGORIES, FOLIO_TYPES, classify, workflow_of
 from .dispatch import after_change
 from .library import Library, active_library
 from .loader import DiagramError
@@ -24,17 +26,26 @@ log = logging.getLogger("predictorx.harness")
 _MENTION = re.compile(r"(?<![\w.])@([A-Za-z0-9][A-Za-z0-9_.-]{0,99})")
 
 
+def _workflow(c: Classification) -> str | None:
+    """The workflow the classification started (content authoring's is by folio), else its category's."""
+    s = object_session(c)
+    inst = s.get(WorkflowInstance, c.instance_id) if c.instance_id and s is not None else None
+    if inst is not None:
+        return inst.process_id
+    return workflow_of(c.category) if c.method != "pending" else None
+
+
 def as_dict(c: Classification) -> dict[str, Any]:
     return {"id": c.id, "issue_id": c.issue_id, "comment_id": c.comment_id, "category": c.category,
             "method": c.method, "rule": c.rule, "reason": c.reason, "decided_by": c.decided_by,
-            "workflow": WORKFLOW_OF.get(c.category) if c.category else None, "instance_id": c.instance_id,
+            "workflow": _workflow(c), "instance_id": c.instance_id,
             "created_at": c.created_at.isoformat()}
 
 
-def _route(session: Session, lib: Library, issue: Issue, c: Classification, agent_id: str | None) -> None:
+def _route(session: Session, lib: Library, issue: Issue, c: Classification, agent_id: str | None,
+           process: str | None) -> None:
     from .instances import start
 
-    process = WORKFLOW_OF.get(c.category) if c.category else None
     if not process or process not in lib.processes:
         return
     inst, _ = start(session, lib, issue, process)
@@ -48,21 +59,28 @@ def classify_and_route(session: Session, lib: Library, issue: Issue, text: str, 
                        agent_id: str | None = None) -> Classification:
     result = classify(text)
     c = Classification(workspace_id=issue.workspace_id, issue_id=issue.id, comment_id=comment_id,
-                       category=result.category, method="table" if result.category else "pending",
-                       rule=result.rule, reason=result.reason, decided_by="table" if result.category else None)
+                       category=result.category, method=result.method,
+                       rule=result.rule, reason=result.reason, decided_by="table" if result.decided else None)
     session.add(c)
     session.flush()
-    _route(session, lib, issue, c, agent_id)
+    _route(session, lib, issue, c, agent_id, result.workflow)
     return c
 
 
 def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason: str, by: str,
-          agent_id: str | None) -> Classification:
-    """Decide the latest pending classification of the issue by judgement (reason mandatory)."""
+          agent_id: str | None, folio: str | None = None) -> Classification:
+    """Decide the latest pending classification of the issue by judgement (reason mandatory); content
+    authoring's judgement also names the folio (paper or document), which selects its workflow."""
     if category not in CATEGORIES:
         raise Invalid(f"category must be one of {', '.join(CATEGORIES)}")
     if not (reason or "").strip():
         raise Invalid("a classification by judgement needs a reason")
+    folio = (folio or "").strip() or None
+    if category == "content_authoring" and folio not in FOLIO_TYPES:
+        raise Invalid("content authoring needs the folio it is for: folio paper (authoring-a-paper) or "
+                      "document (authoring-a-document)")
+    if category != "content_authoring" and folio is not None:
+        raise Invalid("a folio is named only for content authoring")
     c = session.scalar(select(Classification).where(Classification.issue_id == issue.id,
                                                     Classification.method == "pending")
                        .order_by(Classification.created_at.desc()).limit(1))
@@ -70,7 +88,7 @@ def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason
         raise NotFound(f"issue #{issue.number} has no classification waiting for a judgement")
     c.category, c.method, c.reason, c.decided_by = category, "judgement", reason.strip(), by
     session.flush()
-    _route(session, lib, issue, c, agent_id)
+    _route(session, lib, issue, c, agent_id, workflow_of(category, folio))
     return c
 
 

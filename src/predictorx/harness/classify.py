@@ -8,13 +8,23 @@ table does not decide: the answer is `pending`, and a judgement with its reason 
 a person) must be recorded — never a silent guess.
 
 The category selects the workflow; information requests, tool invocations and work-plan
-management start none (the seed: answered or done directly, then reported).
+management start none (the seed: answered or done directly, then reported). Content authoring
+has two workflows, one per folio type (seed 003: authoring-a-paper, authoring-a-document): the
+facts read from the request (the folio type it names) go through the DMN table
+`processes/decisions/authoring-folio.dmn` — the same table the harness diagram's `folio`
+gateway computes. Where it answers `ask` (no folio type, or both), the category is decided but
+the workflow is not: the classification stays `pending` until a judgement names the folio.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .dmn import load_dmn
 
 CATEGORIES = ("content_authoring", "content_review", "content_ingestion", "feature_request",
               "information_request", "tool_invocation", "work_plan_management", "bug_report")
@@ -22,12 +32,22 @@ WORKFLOW_OF = {
     "feature_request": "feature-request",
     "bug_report": "bug-triage",
     "content_ingestion": "document-ingestion",
-    "content_authoring": "draft-to-publication",
-    "content_review": "draft-to-publication",
+    "content_authoring": None,  # by the folio type: AUTHORING_OF
+    "content_review": "content-lifecycle",  # seed 003: review → the content lifecycle
     "information_request": None,
     "tool_invocation": None,
     "work_plan_management": None,
 }
+FOLIO_TYPES = ("paper", "document")
+AUTHORING_OF = {"paper": "authoring-a-paper", "document": "authoring-a-document"}
+FOLIO_TABLE = Path(__file__).parent / "processes" / "decisions" / "authoring-folio.dmn"
+
+
+def workflow_of(category: str | None, folio: str | None = None) -> str | None:
+    """The workflow a category starts; content authoring's depends on the folio type."""
+    if category == "content_authoring":
+        return AUTHORING_OF.get(folio or "")
+    return WORKFLOW_OF.get(category) if category else None
 
 
 def _any(*words: str) -> re.Pattern[str]:
@@ -49,6 +69,13 @@ AUTHOR = _any(r"write", r"draft", r"edit", r"rewrite", r"expand", r"document", r
               r"docs?", r"readme", r"article", r"prose", r"paragraph")
 REVIEW = _any(r"review", r"proofread", r"validate", r"feedback", r"critique", r"check (?:the|my|this)")
 QUESTION = re.compile(r"^\s*(?:what|why|how|where|when|which|who|is|are|can|could|does|do|should)\b|\?\s*$", re.I)
+# The folio type a request names: explicitly ("the paper folio", "folio: document") or by what it
+# is about (a paper's mathematics and citations; a document's guides, manuals, reports).
+FOLIO_NAMED = re.compile(r"\b(paper|document)\s+folio\b|\bfolio(?:\s+type)?\s*[:=]?\s*(paper|document)\b", re.I)
+PAPER = _any(r"papers?", r"article", r"preprint", r"theorems?", r"lemmas?", r"proofs?", r"equations?", r"math(?:s|ematics)?",
+             r"abstract", r"latex", r"bibliography")
+DOCUMENT = _any(r"documents?", r"report", r"guide", r"manual", r"handbook", r"readme", r"docs", r"documentation",
+                r"runbook")
 TOOL_AT_START = re.compile(r"^\s*(?:please\s+)?(?:run|execute|invoke|regenerate|rebuild|rerun|re-run|trigger)\b"
                            r"|`[^`]+`", re.I)
 
@@ -58,14 +85,54 @@ class Result:
     category: str | None     # None: the table did not decide; a judgement is needed
     rule: str | None
     reason: str
+    folio: str | None = None  # content authoring: the folio type the folio table decided
+
+    @property
+    def decided(self) -> bool:
+        """The workflow is decided (content authoring needs its folio too)."""
+        return self.category is not None and (self.category != "content_authoring" or self.folio is not None)
+
+    @property
+    def method(self) -> str:
+        return "table" if self.decided else "pending"
 
     @property
     def workflow(self) -> str | None:
-        return WORKFLOW_OF.get(self.category) if self.category else None
+        return workflow_of(self.category, self.folio) if self.decided else None
 
     def as_dict(self) -> dict:
         return {"category": self.category, "rule": self.rule, "reason": self.reason, "workflow": self.workflow,
-                "method": "table" if self.category else "pending"}
+                "method": self.method, "folio": self.folio}
+
+
+def folio_facts(text: str) -> dict[str, Any]:
+    """What the request says about its folio: `folio_type` paper, document, or None (not said, or both)."""
+    named = {(m.group(1) or m.group(2)).lower() for m in FOLIO_NAMED.finditer(text)}
+    if not named:
+        named = {f for f, words in (("paper", PAPER), ("document", DOCUMENT)) if words.search(text)}
+    return {"folio_type": named.pop() if len(named) == 1 else None}
+
+
+@lru_cache(maxsize=1)
+def _folio_table():  # noqa: ANN202
+    return load_dmn(FOLIO_TABLE)["authoring_folio"]
+
+
+def decide_folio(facts: dict[str, Any]) -> str | None:
+    """The folio table over the facts: paper, document, or None where it answers `ask`."""
+    route = str(_folio_table().evaluate(facts)[0]["route"])
+    return route if route in FOLIO_TYPES else None
+
+
+def _authoring(t: str, rule: str, why: str) -> Result:
+    facts = folio_facts(t)
+    folio = decide_folio(facts)
+    if folio:
+        return Result("content_authoring", f"{rule}/{folio}",
+                      f"{why}; the folio table decides {folio} (folio_type={facts['folio_type']!r})", folio)
+    return Result("content_authoring", rule, f"{why}; the folio table cannot decide paper or document "
+                  "(the request names neither, or both): ask which folio the content is for and record it as a "
+                  "judgement")
 
 
 def classify(text: str) -> Result:
@@ -92,7 +159,7 @@ def classify(text: str) -> Result:
     if REVIEW.search(t):
         return Result("content_review", "R7-review", f"asks for review ({REVIEW.search(t).group(0)!r})")
     if author:
-        return Result("content_authoring", "R8-author", f"asks for content ({author.group(0)!r})")
+        return _authoring(t, "R8-author", f"asks for content ({author.group(0)!r})")
     if platform:
         return Result("feature_request", "R9-platform-noun", f"names a platform part ({platform.group(0)!r})")
     if TOOL.search(t):

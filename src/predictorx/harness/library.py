@@ -17,9 +17,11 @@ from .loader import DiagramError, parse_file, transform
 from .model import Node, ProcessModel
 from .odrl import Policy, PolicyError, load_policy
 
-# The workflows shipped as examples (R-HAR-8), among them bean-lifecycle and the harness's own
-# idle/workflow state machine (agentic-harness). The seed's authoring-a-paper, authoring-a-document
-# and content-lifecycle diagrams are not shipped yet (tests/harness/test_seed_workflows.py).
+# The workflows shipped as examples (R-HAR-8): every workflow seed 003 names (authoring-a-paper,
+# authoring-a-document, content-lifecycle, document-ingestion, draft-to-publication, the CRDM
+# requirements workflow as feature-request, evidence-retrieval), bug-triage, information-request,
+# bean-lifecycle and the harness's own idle/workflow state machine (agentic-harness). The list is
+# in docs/harness.md (tests/harness/test_seed_workflows.py keeps it true).
 SHIPPED = Path(__file__).parent / "processes"
 
 

@@ -108,9 +108,11 @@ def build_server() -> MCPServer:
         return api.call("POST", "/api/classify", {"text": text})
 
     @app.tool()
-    def classification_judge(category: str, reason: str) -> dict:
-        """Decide the issue's pending classification by judgement (reason mandatory); starts its workflow."""
-        return api.call("POST", api.issue_path("/classifications"), {"category": category, "reason": reason})
+    def classification_judge(category: str, reason: str, folio: str | None = None) -> dict:
+        """Decide the issue's pending classification by judgement (reason mandatory; content authoring
+        also names its folio, paper or document); starts its workflow."""
+        body = {"category": category, "reason": reason} | ({"folio": folio} if folio else {})
+        return api.call("POST", api.issue_path("/classifications"), body)
 
     @app.tool()
     def bean_list() -> list:

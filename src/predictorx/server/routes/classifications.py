@@ -28,6 +28,7 @@ class JudgementIn(BaseModel):
     category: str = Field(min_length=1, max_length=40)
     reason: str = Field(max_length=10_000)
     agent: Optional[str] = Field(default=None, max_length=200)
+    folio: Optional[str] = Field(default=None, max_length=40)  # content authoring: paper | document
 
 
 @router.post("/api/classify")
@@ -51,4 +52,4 @@ def judge(ref: str, body: JudgementIn, caller: Caller = Depends(get_caller), sta
         agent_id = s.get(Task, p.task_id).agent_id if p.kind == "task" else (
             _agent_id(s, caller, issue, body.agent) if (body.agent or issue.assignee_type == "agent") else None)
         return svc.as_dict(svc.judge(s, lib, issue, category=body.category, reason=body.reason, by=by,
-                                     agent_id=agent_id))
+                                     agent_id=agent_id, folio=body.folio))

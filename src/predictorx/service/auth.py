@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.schema import Member, Task, Token, User, Workspace, utcnow
+from ..store.schema import Agent, Member, Task, Token, User, Workspace, utcnow
 from .errors import NotFound, ServiceError
 
 PREFIX = {"user": "pxu_", "daemon": "pxd_", "task": "pxt_", "login": "pxl_"}
@@ -81,6 +81,30 @@ def authenticate(session: Session, raw: str | None) -> Principal:
             raise Unauthorized("this task token is no longer valid: its task has finished")
     return Principal(tok.kind, tok.id, workspace_ids=[tok.workspace_id], daemon_id=tok.daemon_id,
                      task_id=tok.task_id)
+
+
+def user_of(session: Session, principal: Principal) -> User | None:
+    """The person a user token stands for (None for daemon and task tokens)."""
+    return session.get(User, principal.user_id) if principal.user_id else None
+
+
+def task_of(session: Session, principal: Principal) -> Task | None:
+    """The task a task token acts for (None for other tokens, or a task that is gone)."""
+    return session.get(Task, principal.task_id) if principal.kind == "task" and principal.task_id else None
+
+
+def agent_of(session: Session, principal: Principal) -> Agent | None:
+    """The agent whose task a task token acts for."""
+    task = task_of(session, principal)
+    return session.get(Agent, task.agent_id) if task is not None else None
+
+
+def may_act_on_issue(session: Session, principal: Principal, issue_id: str) -> bool:
+    """A person may (their workspace was checked already); a task token only on its own issue (R-EX-4)."""
+    if principal.kind == "user":
+        return True
+    task = task_of(session, principal)
+    return task is not None and task.issue_id == issue_id
 
 
 def resolve_workspace(session: Session, principal: Principal, wanted: str | None) -> Workspace:

@@ -94,6 +94,14 @@ def disconnect_owner(session: Session, workspace_id: str, user_id: str) -> list[
     return ids
 
 
+def daemon_of(session: Session, principal: auth.Principal) -> Daemon:
+    """The daemon a daemon token stands for."""
+    d = session.get(Daemon, principal.daemon_id) if principal.daemon_id else None
+    if d is None:
+        raise NotFound("this daemon is no longer registered; restart it to register again")
+    return d
+
+
 def get_daemon(session: Session, workspace_id: str, daemon_id: str) -> Daemon:
     d = session.get(Daemon, daemon_id)
     if d is None or d.workspace_id != workspace_id:

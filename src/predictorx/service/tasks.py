@@ -124,6 +124,11 @@ def get_task(session: Session, workspace_id: str, task_id: str, *, for_update: b
     return t
 
 
+def agent_and_issue(session: Session, task: Task) -> tuple[Agent | None, Issue | None]:
+    """The rows a task's answer names: its agent and its issue."""
+    return session.get(Agent, task.agent_id), session.get(Issue, task.issue_id)
+
+
 def list_for_issue(session: Session, issue: Issue) -> list[Task]:
     return list(session.scalars(select(Task).where(Task.issue_id == issue.id).order_by(Task.created_at)))
 

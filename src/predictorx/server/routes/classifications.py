@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...harness import classification as svc
 from ...harness.classify import classify
-from ...store.schema import Task
+from ...service import auth
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 from .workflows import _agent_id, issue_for, library
@@ -49,7 +49,7 @@ def judge(ref: str, body: JudgementIn, caller: Caller = Depends(get_caller), sta
         issue = issue_for(s, caller, ref)
         p = caller.principal
         by = f"agent task {p.task_id}" if p.kind == "task" else f"user {p.user_id}"
-        agent_id = s.get(Task, p.task_id).agent_id if p.kind == "task" else (
+        agent_id = auth.task_of(s, p).agent_id if p.kind == "task" else (
             _agent_id(s, caller, issue, body.agent) if (body.agent or issue.assignee_type == "agent") else None)
         return svc.as_dict(svc.judge(s, lib, issue, category=body.category, reason=body.reason, by=by,
                                      agent_id=agent_id, folio=body.folio))

@@ -11,7 +11,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from ...service import daemons as svc
 from ...service import serialize, tasks
-from ...service.errors import Forbidden, NotFound
+from ...service.errors import Forbidden
 from ...store.schema import Daemon
 from ..deps import Caller, daemon_caller, get_caller, get_state, user_caller
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
@@ -52,10 +52,7 @@ def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: 
 
 
 def _me(s, caller: Caller) -> Daemon:  # noqa: ANN001
-    d = s.get(Daemon, caller.principal.daemon_id)
-    if d is None:
-        raise NotFound("this daemon is no longer registered; restart it to register again")
-    return d
+    return svc.daemon_of(s, caller.principal)
 
 
 @router.post("/daemon/heartbeat")

@@ -3,9 +3,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 from ...service import issues as svc
-from ...service import serialize, tasks
+from ...service import auth, serialize, tasks
 from ...service.errors import Forbidden, Invalid
-from ...store.schema import Agent, Issue
+from ...store.schema import Issue
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..state import AppState
@@ -19,14 +19,8 @@ def _out(s, issue: Issue) -> dict:  # noqa: ANN001
 
 def _task_may_touch(caller: Caller, s, issue: Issue) -> None:  # noqa: ANN001
     """A task token acts on its own issue only (R-EX-4)."""
-    p = caller.principal
-    if p.kind == "user":
-        return
-    if p.kind == "task":
-        t = s.get(tasks.Task, p.task_id)
-        if t is not None and t.issue_id == issue.id:
-            return
-    raise Forbidden("this token may not act on that issue")
+    if not auth.may_act_on_issue(s, caller.principal, issue.id):
+        raise Forbidden("this token may not act on that issue")
 
 
 @router.get("")
@@ -103,7 +97,7 @@ def add_comment(ref: str, body: CommentIn, caller: Caller = Depends(get_caller),
         issue = svc.get_issue(s, caller.workspace_id, ref)
         _task_may_touch(caller, s, issue)
         if caller.principal.kind == "task":
-            t = s.get(tasks.Task, caller.principal.task_id)
+            t = auth.task_of(s, caller.principal)
             c = svc.add_comment(s, issue, body=body.body, author_type="agent", author_id=t.agent_id)
         else:
             c = svc.add_comment(s, issue, body=body.body, author_type="member", author_id=caller.user_id)
@@ -116,6 +110,6 @@ def runs(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depe
         issue = svc.get_issue(s, caller.workspace_id, ref)
         out = []
         for t in tasks.list_for_issue(s, issue):
-            agent = s.get(Agent, t.agent_id)
+            agent, _ = tasks.agent_and_issue(s, t)
             out.append(serialize.task(t, agent.name if agent else None, issue.number))
         return out

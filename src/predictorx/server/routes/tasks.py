@@ -5,7 +5,6 @@ from fastapi import APIRouter, Depends, Query
 from ...service import serialize
 from ...service import tasks as svc
 from ...service.errors import Forbidden
-from ...store.schema import Agent, Issue
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import MessageBatch
 from ..state import AppState
@@ -22,7 +21,7 @@ def _visible(caller: Caller, task) -> None:  # noqa: ANN001
 
 
 def _out(s, t) -> dict:  # noqa: ANN001
-    agent, issue = s.get(Agent, t.agent_id), s.get(Issue, t.issue_id)
+    agent, issue = svc.agent_and_issue(s, t)
     return serialize.task(t, agent.name if agent else None, issue.number if issue else None)
 
 

@@ -18,9 +18,10 @@ from ...harness.dispatch import after_change
 from ...harness.engine import Actor
 from ...harness.library import Library, active_library
 from ...harness.loader import DiagramError
+from ...service import auth
 from ...service import issues as issue_svc
 from ...service.errors import Forbidden, Invalid
-from ...store.schema import Agent, Issue, Task, User
+from ...store.schema import Issue
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 
@@ -58,13 +59,8 @@ def library() -> Library:
 
 def issue_for(s, caller: Caller, ref: str) -> Issue:  # noqa: ANN001
     issue = issue_svc.get_issue(s, caller.workspace_id, ref)
-    p = caller.principal
-    if p.kind == "user":
+    if auth.may_act_on_issue(s, caller.principal, issue.id):
         return issue
-    if p.kind == "task":
-        t = s.get(Task, p.task_id)
-        if t is not None and t.issue_id == issue.id:
-            return issue
     raise Forbidden("this token may not act on that issue")
 
 
@@ -72,12 +68,11 @@ def actor_for(s, caller: Caller, issue: Issue, lib: Library) -> tuple[Actor, str
     """The acting agent (task token) or person (user token), with the roles it holds on the issue."""
     p = caller.principal
     if p.kind == "task":
-        task = s.get(Task, p.task_id)
-        agent = s.get(Agent, task.agent_id)
+        task, agent = auth.task_of(s, p), auth.agent_of(s, p)
         roles = inst_svc.actor_roles(s, lib, issue, "agent", agent.id)
         return Actor("agent", agent.id, agent.name, roles), task.id
     if p.kind == "user":
-        user = s.get(User, p.user_id)
+        user = auth.user_of(s, p)
         roles = inst_svc.actor_roles(s, lib, issue, "person", user.id)
         return Actor("person", user.id, user.name, roles), None
     raise Forbidden("workflow steps are taken by people or by agents in their task, not by daemons")
@@ -87,7 +82,7 @@ def _agent_id(s, caller: Caller, issue: Issue, ref: str | None) -> str:  # noqa:
     """Whose interaction state: the task's agent, a named agent, or the issue's assigned agent."""
     p = caller.principal
     if p.kind == "task":
-        return s.get(Task, p.task_id).agent_id
+        return auth.task_of(s, p).agent_id
     if ref:
         from ...service.agents import find_agent
         return find_agent(s, caller.workspace_id, ref).id

@@ -4,7 +4,7 @@ from fastapi import APIRouter, Depends, Request
 
 from ...service import auth, serialize
 from ...service import workspaces as ws_svc
-from ...store.schema import User, Workspace
+from ...store.schema import Workspace
 from ..deps import Caller, get_principal, get_state, user_caller
 from ..models import WorkspaceCreate, WorkspaceUpdate
 from ..state import AppState
@@ -15,7 +15,7 @@ router = APIRouter(prefix="/api", tags=["workspaces"])
 @router.get("/me")
 def me(principal: auth.Principal = Depends(get_principal), state: AppState = Depends(get_state)) -> dict:
     with state.read() as s:
-        user = s.get(User, principal.user_id) if principal.user_id else None
+        user = auth.user_of(s, principal)
         return {"kind": principal.kind, "user": None if user is None else {"id": user.id, "name": user.name},
                 "workspace_ids": principal.workspace_ids, "daemon_id": principal.daemon_id,
                 "task_id": principal.task_id}

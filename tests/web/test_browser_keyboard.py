@@ -88,14 +88,20 @@ def test_agents_board_comments_project_and_workspaces_from_the_browser(page, liv
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
     issue = live.post("/api/issues", {"title": "Fix the login redirect"})
     page.goto("/issues?view=board")
-    card = page.locator(f"#card-{issue['number']}")
+    card = page.locator(f"#c{issue['number']}")
     expect(page.locator("section.column[data-status=todo]")).to_contain_text("Fix the login redirect")
-    press(card.get_by_role("button", name=f"Move #{issue['number']} to in progress"))
+    press(card.get_by_role("button", name="To in progress"))
     expect(page.locator("section.column[data-status=in_progress]")).to_contain_text("Fix the login redirect")
-    page.wait_for_function(f"document.activeElement && document.activeElement.id.startsWith('card-{issue['number']}')")
+    focused = f"document.activeElement && document.activeElement.closest('#c{issue['number']}')"
+    page.wait_for_function(f"{focused} && document.activeElement.getAttribute('aria-label') === 'To in review'")
     page.keyboard.press("Enter")  # the focused → again: in review
     expect(page.locator("section.column[data-status=in_review]")).to_contain_text("Fix the login redirect")
-    assert live.get(f"/api/issues/{issue['number']}")["status"] == "in_review"
+    page.wait_for_function(f"{focused} && document.activeElement.getAttribute('aria-label') === 'To done'")
+    page.keyboard.press("Shift+Tab")  # ← of the same card: back to in progress
+    page.keyboard.press("Enter")
+    expect(page.locator("section.column[data-status=in_progress]")).to_contain_text("Fix the login redirect")
+    page.wait_for_function(f"{focused} && document.activeElement.getAttribute('aria-label') === 'To todo'")
+    assert live.get(f"/api/issues/{issue['number']}")["status"] == "in_progress"
 
     # A comment with an @mention, rendered as Markdown with the mention marked.
     page.goto(f"/issues/{issue['number']}")

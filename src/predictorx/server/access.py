@@ -181,7 +181,7 @@ ACCESS: dict[str, Rule] = {
     "POST /issues/{ref}/comments":                       MEMBER,
     "POST /issues/{ref}/assign":                         MEMBER,
     "POST /issues/{ref}/update":                         MEMBER,
-    "POST /issues/{ref}/move":                           MEMBER,
+    "POST /issues/move":                                 MEMBER,   # a board card to another column
     "GET /issues/{ref}/runs":                            MEMBER,
     "GET /tasks/{task_id}":                              MEMBER,
     "GET /tasks/{task_id}/header":                       MEMBER,

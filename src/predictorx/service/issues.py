@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
@@ -110,6 +110,20 @@ def list_issues(session: Session, workspace_id: str, *, project_id: str | None =
     if status:
         q = q.where(Issue.status == status)
     return list(session.scalars(q.order_by(Issue.number.desc()).limit(limit)))
+
+
+def status_counts(session: Session, workspace_id: str) -> dict[str, int]:
+    """status → how many of the workspace's issues have it (the board's column counts)."""
+    rows = session.execute(select(Issue.status, func.count()).where(Issue.workspace_id == workspace_id)
+                           .group_by(Issue.status)).all()
+    return {status: count for status, count in rows}
+
+
+def board_column(session: Session, workspace_id: str, status: str, *, offset: int = 0, limit: int = 10) -> list[Issue]:
+    """One board column's cards, the most recently changed first (a card just moved is on top)."""
+    q = (select(Issue).where(Issue.workspace_id == workspace_id, Issue.status == status)
+         .order_by(Issue.updated_at.desc(), Issue.number.desc()).offset(offset).limit(limit))
+    return list(session.scalars(q))
 
 
 def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, author_id: str | None) -> Comment:

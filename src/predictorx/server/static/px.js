@@ -51,18 +51,29 @@
     if (count) count.textContent = ticked + pasted;
   });
 
-  // After a board move the moved card's button keeps the keyboard focus (HX-Trigger-After-Swap).
+  // After a board move the moved card's button keeps the keyboard focus (HX-Trigger-After-Settle
+  // names the card and the direction it went, so Enter again moves it on). After the settle, not
+  // the swap: htmx wires the new board's form up only then, and an Enter before that would
+  // submit it as a plain form.
   document.body.addEventListener("px-focus", function (ev) {
-    var id = ev.detail && ev.detail.value;
-    var el = id && (document.getElementById(id + "-next") || document.getElementById(id + "-prev") ||
-                    document.getElementById(id));
+    var want = ev.detail && (ev.detail.card ? ev.detail : ev.detail.value);
+    var card = want && document.getElementById(want.card);
+    if (!card) return;
+    var buttons = card.querySelectorAll("button");
+    var el = buttons.length ? buttons[want.button === "prev" ? 0 : buttons.length - 1] : card.querySelector("a");
     if (el) el.focus();
   });
 
-  // Board: a card dragged onto another column moves there (the ← → buttons do the same by keyboard).
+  // Board: cards are draggable (set here, not on every card's markup); a card dropped on another
+  // column moves there — the ← → buttons do the same by keyboard.
+  function draggableCards() {
+    document.querySelectorAll(".cards > li[id]:not([draggable])").forEach(function (li) { li.draggable = true; });
+  }
+  draggableCards();
+  document.body.addEventListener("htmx:load", draggableCards);
   document.addEventListener("dragstart", function (ev) {
-    var card = ev.target.closest && ev.target.closest(".card-item");
-    if (card) ev.dataTransfer.setData("text/plain", card.dataset.number);
+    var card = ev.target.closest && ev.target.closest(".cards > li[id]");
+    if (card) ev.dataTransfer.setData("text/plain", card.id.slice(1));
   });
   document.addEventListener("dragover", function (ev) {
     var col = ev.target.closest && ev.target.closest(".column");
@@ -75,11 +86,12 @@
   document.addEventListener("drop", function (ev) {
     var col = ev.target.closest && ev.target.closest(".column");
     var number = ev.dataTransfer.getData("text/plain");
-    if (!col || !number || !window.htmx) return;
+    if (!col || !/^[0-9]+$/.test(number) || !window.htmx) return;
+    var from = document.getElementById("c" + number);
+    if (from && from.closest(".column") === col) { col.classList.remove("drop"); return; }
     ev.preventDefault();
     col.classList.remove("drop");
-    htmx.ajax("POST", "/issues/" + encodeURIComponent(number) + "/move",
-              { target: "#board", swap: "outerHTML", values: { status: col.dataset.status } });
+    htmx.ajax("POST", "/issues/move", { target: "#board", swap: "outerHTML", values: { m: number + " " + col.dataset.status } });
   });
 
   // -- copy -------------------------------------------------------------------------------------

@@ -6,9 +6,9 @@ One module per page or panel; every router uses PageRoute so errors come back as
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
-from fastapi.staticfiles import StaticFiles
 
 from . import agents, folders, issues, projects, resources, rooms, roster, session, tasks, workflows
+from .assets import Static
 from .pageroute import PageFallback
 from .render import STATIC_DIR
 
@@ -19,5 +19,5 @@ for _module in (session, projects, resources, folders, workflows, issues, tasks,
 
 def mount_static(app: FastAPI) -> None:
     """Static files, then the HTML 404 for unknown pages (it must come after every route)."""
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount("/static", Static(directory=STATIC_DIR), name="static")
     app.router.routes.append(PageFallback())

@@ -71,47 +71,80 @@ def list_context(request: Request, who: Viewer, limit: int = 500, **extra: Any) 
             **extra}
 
 
-BOARD_LIMIT = 2000
+#: Cards a column opens with, and how many more each "Show more" brings: a board of 1,000
+#: issues stays a page of a few KB that paints at once (bench/web.py; issue 13 §7).
+COLUMN_CARDS = 8
+MORE_CARDS = 40
 
 
-#: Cards a column shows before "Show all": a board of 1,000 issues stays a page that paints at once.
-COLUMN_CARDS = 50
+def _column(s: Session, who: Viewer, status: str, total: int, offset: int, limit: int) -> dict[str, Any]:
+    at = svc.ISSUE_STATUSES.index(status)
+    prev = svc.ISSUE_STATUSES[at - 1] if at > 0 else None
+    nxt = svc.ISSUE_STATUSES[at + 1] if at + 1 < len(svc.ISSUE_STATUSES) else None
+    rows = _issue_rows(s, svc.board_column(s, who.workspace_id, status, offset=offset, limit=limit))
+    shown = offset + len(rows)
+    return {"status": status, "prev": prev, "next": nxt, "total": total, "rows": rows, "shown": shown,
+            "more": min(MORE_CARDS, max(0, total - shown))}
 
 
-def board_context(request: Request, who: Viewer, expand: str | None = None, **extra: Any) -> dict[str, Any]:
-    """The board: one column per status, each issue a card with keyboard moves (issue 13 §2)."""
-    context = list_context(request, who, limit=BOARD_LIMIT, **extra)
-    columns: dict[str, list] = {st: [] for st in svc.ISSUE_STATUSES}
-    for r in context["rows"]:
-        columns.setdefault(r["issue"].status, []).append(r)
-    totals = {st: len(rows) for st, rows in columns.items()}
-    shown = {st: rows if st == expand else rows[:COLUMN_CARDS] for st, rows in columns.items()}
-    context.update(view="board", columns=shown, totals=totals, statuses=svc.ISSUE_STATUSES)
-    return context
+def board_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
+    """The board: one column per status, its latest-changed cards first, each card with ← →
+    buttons (keyboard) and draggable (issue 13 §2); more cards of a column on request."""
+    with request.app.state.px.read() as s:
+        totals = svc.status_counts(s, who.workspace_id)
+        columns = [_column(s, who, st, totals.get(st, 0), 0, COLUMN_CARDS) for st in svc.ISSUE_STATUSES]
+        projects = project_svc.list_projects(s, who.workspace_id, by_title=True)
+        agents = _agents(s, who.workspace_id)
+    return {"viewer": who, "section": "issues", "view": "board", "columns": columns, "projects": projects,
+            "agents": agents, "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False,
+            **extra}
+
+
+def more_cards_context(request: Request, who: Viewer, status: str, offset: int) -> dict[str, Any]:
+    if status not in svc.ISSUE_STATUSES:
+        raise FormError(f"no board column {status!r}; the columns are {', '.join(svc.ISSUE_STATUSES)}")
+    with request.app.state.px.read() as s:
+        total = svc.status_counts(s, who.workspace_id).get(status, 0)
+        return {"col": _column(s, who, status, total, offset, MORE_CARDS)}
 
 
 @router.get("/issues")
 async def issues_page(request: Request, view: str = Query(default="list", max_length=10),
-                      expand: str | None = Query(default=None, max_length=20),
+                      column: str | None = Query(default=None, max_length=20),
+                      offset: int = Query(default=0, ge=0, le=1_000_000),
                       who: Viewer = Depends(viewer)) -> Response:
+    if column is not None:  # "Show more" of one board column: its next cards
+        return html("_cards.html", await run_in_threadpool(more_cards_context, request, who, column, offset))
     if view == "board":
-        return html("issues.html", await run_in_threadpool(board_context, request, who, expand))
+        return html("issues.html", await run_in_threadpool(board_context, request, who))
     return html("issues.html", await run_in_threadpool(list_context, request, who))
 
 
-@router.post("/issues/{ref}/move")
-async def move(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
-    """A card moved to another column, by its buttons (keyboard) or by dragging it."""
-    try:
-        change = IssueUpdate(status=form.get("status"))
-    except ValidationError:  # no status sent: a 400 page, never a 500
-        raise FormError("choose the column (status) to move the issue to") from None
-    issue = await call(api.update_issue, ref, change, who.caller, request.app.state.px)
+def _move_target(form: Form) -> tuple[str, str]:
+    """A board move: `m=<number> <status>` (a card's ← → button, or a card dropped on a column)."""
+    number, _, status = form.get("m").partition(" ")
+    if not number.isdigit() or status not in svc.ISSUE_STATUSES:
+        raise FormError("choose the column (status) to move the issue to")
+    return number, status
+
+
+@router.post("/issues/move")
+async def move(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    """A card moved to another column, by its buttons (keyboard) or by dragging it. The board
+    comes back with the moved card on top of its column and its button focused again."""
+    number, status = _move_target(form)
+
+    def before() -> str:
+        with request.app.state.px.read() as s:
+            return svc.get_issue(s, who.workspace_id, number).status
+    old = await run_in_threadpool(before)
+    await call(api.update_issue, number, IssueUpdate(status=status), who.caller, request.app.state.px)
     if not is_htmx(request):
-        return redirect(request, f"/issues?view=board#card-{issue['number']}")
+        return redirect(request, f"/issues?view=board#c{number}")
     context = await run_in_threadpool(board_context, request, who)
-    focus = form.get("focus") or f"card-{issue['number']}"
-    return html("_board.html", context, headers={"HX-Trigger-After-Swap": json.dumps({"px-focus": focus})})
+    ahead = svc.ISSUE_STATUSES.index(status) >= svc.ISSUE_STATUSES.index(old)
+    focus = {"card": f"c{number}", "button": "next" if ahead else "prev"}
+    return html("_board.html", context, headers={"HX-Trigger-After-Settle": json.dumps({"px-focus": focus})})
 
 
 @router.post("/issues")

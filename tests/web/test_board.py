@@ -1,0 +1,111 @@
+"""The issue board at scale (issue 13 §2, §7), over HTTP: a column opens with a few compact cards
+and "Show more" brings the next ones without repeating any; a move by a card's button or a drop
+puts the card on top of its column; a board of 1,000 issues stays under the page budget."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from predictorx.server.web.issues import COLUMN_CARDS, MORE_CARDS
+from predictorx.service import issues as issue_svc
+from predictorx.store.schema import Workspace
+
+HX = {"HX-Request": "true"}
+CARD = re.compile(r'<li id="c(\d+)">')
+PAGE_BUDGET = 100_000
+
+
+def _fill(web_db, n: int, status: str = "todo") -> None:  # noqa: ANN001
+    with web_db.write() as s:
+        ws = s.query(Workspace).one()
+        for i in range(n):
+            issue_svc.create_issue(s, ws.id, None, title=f"Issue number {i} with a title of some length", status=status)
+
+
+def test_a_column_opens_on_a_few_cards_and_show_more_brings_the_rest_once(client, web_db):  # noqa: ANN001
+    total = COLUMN_CARDS + MORE_CARDS + 5
+    _fill(web_db, total)
+    board = client.get("/issues?view=board").text
+    first = CARD.findall(board)
+    assert len(first) == COLUMN_CARDS and f"Show {MORE_CARDS} more" in board
+    assert f'hx-get="/issues?column=todo&amp;offset={COLUMN_CARDS}"' in board
+    more = client.get(f"/issues?column=todo&offset={COLUMN_CARDS}", headers=HX).text
+    second = CARD.findall(more)
+    assert len(second) == MORE_CARDS and "Show 5 more" in more
+    last = client.get(f"/issues?column=todo&offset={COLUMN_CARDS + MORE_CARDS}", headers=HX).text
+    third = CARD.findall(last)
+    assert len(third) == 5 and "Show" not in last
+    shown = [int(n) for n in first + second + third]
+    assert sorted(shown) == list(range(1, total + 1))  # every card once, none twice
+    assert shown == sorted(shown, reverse=True)  # unchanged issues: the newest first
+
+    r = client.get("/issues?column=nowhere&offset=0", headers=HX)
+    assert r.status_code == 400 and "no board column &#39;nowhere&#39;" in r.text
+
+
+def test_a_move_puts_the_card_on_top_of_its_column_and_refocuses_it(client, web_db):  # noqa: ANN001
+    _fill(web_db, 30)
+    r = client.post("/issues/move", data={"m": "2 in_progress"}, headers=HX)
+    assert r.status_code == 200, r.text
+    column = r.text.split('data-status="in_progress"')[1].split("</section>")[0]
+    assert CARD.findall(column) == ["2"]
+    assert '"px-focus": {"card": "c2", "button": "next"}' in r.headers["HX-Trigger-After-Settle"]
+    r = client.post("/issues/move", data={"m": "2 todo"}, headers=HX)
+    todo = r.text.split('data-status="todo"')[1].split("</section>")[0]
+    assert CARD.findall(todo)[0] == "2"  # on top, though 2 is one of the oldest issues
+    assert '"button": "prev"' in r.headers["HX-Trigger-After-Settle"]
+    # A plain form (no JavaScript) goes back to the board at the card.
+    r = client.post("/issues/move", data={"m": "3 done"})
+    assert r.status_code == 303 and r.headers["location"] == "/issues?view=board#c3"
+    # Bad moves: a sentence, never a 500.
+    for bad in ({}, {"m": "2"}, {"m": "2 nowhere"}, {"m": "x todo"}):
+        r = client.post("/issues/move", data=bad, headers=HX)
+        assert r.status_code == 400 and "choose the column" in r.text, bad
+    r = client.post("/issues/move", data={"m": "9999 todo"}, headers=HX)
+    assert r.status_code == 404
+
+
+def test_a_board_of_a_thousand_issues_stays_under_the_page_budget(client, web_db):  # noqa: ANN001
+    statuses = issue_svc.ISSUE_STATUSES
+    for st in statuses:
+        _fill(web_db, 1000 // len(statuses), st)
+    html = client.get("/issues?view=board").text
+    assert len(CARD.findall(html)) == COLUMN_CARDS * len(statuses)
+    total = len(html.encode())
+    for asset in re.findall(r'(?:src|href)="(/static/[^"]+\.(?:js|css))"', html):
+        total += len(client.get(asset).content)
+    assert total < PAGE_BUDGET, total
+
+
+def test_the_trimmed_css_and_js_mean_what_their_sources_say(client):  # noqa: ANN001
+    """What the browser loads is the source less comments and whitespace, nothing else."""
+    from predictorx.server.web.render import STATIC_DIR
+
+    for name in ("px.css", "px.js"):
+        source = (STATIC_DIR / name).read_text()
+        r = client.get(f"/static/{name}")
+        assert r.status_code == 200 and len(r.content) < len(source.encode()) * 0.95
+        bare = re.sub(r"/\*.*?\*/", "", source, flags=re.S) if name.endswith(".css") else \
+            re.sub(r"^\s*//.*$", "", source, flags=re.M)
+        words = re.findall(r"[\w#.-]+", bare)
+        assert re.findall(r"[\w#.-]+", r.text) == words, name
+        assert client.get(f"/static/{name}", headers={"If-None-Match": r.headers["etag"]}).status_code == 304
+
+
+@pytest.mark.browser
+def test_show_more_in_the_browser_and_a_dragged_card_moves(page, web_db, axe):  # noqa: ANN001
+    _fill(web_db, COLUMN_CARDS + 4)
+    page.goto("/issues?view=board")
+    todo = page.locator("section.column[data-status=todo] .cards > li[id]")
+    expect(todo).to_have_count(COLUMN_CARDS)
+    assert not axe(page)
+    page.get_by_role("button", name="Show 4 more").click()
+    expect(todo).to_have_count(COLUMN_CARDS + 4)
+    expect(page.get_by_role("button", name="Show 4 more")).to_have_count(0)
+    assert page.evaluate("document.querySelector('#c1').draggable")  # loaded cards drag like the first ones
+    page.locator(f"#c{COLUMN_CARDS + 4}").drag_to(page.locator("section.column[data-status=done]"))
+    expect(page.locator(f"section.column[data-status=done] #c{COLUMN_CARDS + 4}")).to_be_visible()
+    expect(todo).to_have_count(COLUMN_CARDS)  # the board came back: its columns opened again

@@ -178,6 +178,7 @@ ACCESS: dict[str, Rule] = {
     "POST /issues":                                      MEMBER,
     "GET /issues/{ref}":                                 MEMBER,
     "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
+    "POST /issues/{ref}/workflows/{process}/steps":      MEMBER,  # a person takes a step from the panel
     "POST /issues/{ref}/comments":                       MEMBER,
     "POST /issues/{ref}/assign":                         MEMBER,
     "POST /issues/{ref}/update":                         MEMBER,

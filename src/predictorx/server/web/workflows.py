@@ -1,6 +1,7 @@
 """The issue page's Workflows panel (R-HAR-3…7 on the web): each instance with its current
 steps drawn on the diagram, the history with verdicts, the interaction state, beans and the last
-handoff. Read-only: people act through the CLI (`predictorx workflow …`), agents through MCP."""
+handoff. A person takes the enabled steps their roles allow from the panel as well as from the CLI
+(`predictorx workflow complete`), through the same route function as the API; agents use MCP."""
 
 from __future__ import annotations
 
@@ -10,26 +11,36 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from markupsafe import Markup
+from pydantic import ValidationError
 
 from ...harness import beans as bean_svc
 from ...harness import classification, diagram, handoff, instances, interaction
 from ...harness.library import active_library
 from ...harness.loader import DiagramError
 from ...service import issues as issue_svc
+from ..routes import workflows as api
+from ..routes.workflows import StepIn
+from .api import call
+from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
-from .render import html, is_htmx
+from .render import html, is_htmx, panel
 from .session import Viewer, viewer
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
-def workflows_context(request: Request, who: Viewer, ref: str) -> dict[str, Any]:
+TASKS_CHANGED = {"HX-Trigger": "px-tasks-changed"}  # a step taken may have queued the agent's next task
+
+
+def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | None = None,
+                      error_for: str | None = None, values: dict[str, str] | None = None) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         issue = issue_svc.get_issue(s, who.workspace_id, ref)
         try:
             lib, problem = active_library(), None
         except DiagramError as e:
             lib, problem = None, str(e)
+        roles = instances.actor_roles(s, lib, issue, "person", who.caller.user_id) if lib else frozenset()
         items = []
         for inst in instances.list_instances(s, issue):
             hist = instances.history(s, inst)
@@ -40,7 +51,8 @@ def workflows_context(request: Request, who: Viewer, ref: str) -> dict[str, Any]
             items.append({"inst": inst, "enabled": enabled, "history": hist, "svg": drawing})
         states = interaction.states_of(s, issue)
         handoffs = handoff.for_issue(s, issue.id, limit=1)
-        return {"issue": issue, "items": items, "problem": problem,
+        return {"issue": issue, "items": items, "problem": problem, "my_roles": roles,
+                "error": error, "error_for": error_for, "values": values or {},
                 "classifications": [classification.as_dict(c) for c in classification.list_for(s, issue)],
                 "states": states, "beans": bean_svc.list_beans(s, issue),
                 "handoff": handoffs[0].content if handoffs else None}
@@ -53,3 +65,55 @@ async def workflows_panel(request: Request, ref: str, who: Viewer = Depends(view
         return html("_workflows.html", context)
     return html("standalone.html", {**context, "viewer": who, "section": "issues",
                                     "panel_template": "_workflows.html", "back_url": f"/issues/{ref}"})
+
+
+def _facts(text: str) -> dict[str, Any]:
+    """`name = value` per line (what a decision gate reads): numbers and true/false as such."""
+    facts: dict[str, Any] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition("=")
+        if not sep or not name.strip():
+            raise FormError(f"facts line {n} is not `name = value`: {line.strip()[:80]!r}")
+        value = value.strip()
+        lowered = value.lower()
+        if lowered in ("true", "false"):
+            facts[name.strip()] = lowered == "true"
+            continue
+        try:
+            facts[name.strip()] = int(value)
+        except ValueError:
+            try:
+                facts[name.strip()] = float(value)
+            except ValueError:
+                facts[name.strip()] = value
+    return facts
+
+
+def _step_in(form: Form) -> StepIn:
+    version = form.get("if_version")
+    try:
+        return StepIn(step=form.get("step"), outcome=form.optional("outcome"), reason=form.optional("reason"),
+                      facts=_facts(form.get("facts")),
+                      produced={k.removeprefix("produced."): v.strip() for k, v in form.values().items()
+                                if k.startswith("produced.") and v.strip()},
+                      if_version=int(version) if version.isdigit() else None)
+    except ValidationError as e:
+        raise FormError(message_of(e)) from None
+
+
+@router.post("/issues/{ref}/workflows/{process}/steps")
+async def take_step(request: Request, ref: str, process: str, form: Form = Depends(read_form),
+                    who: Viewer = Depends(viewer)) -> Response:
+    """A person completes an enabled step (or passes a gate) from the panel: the API's own route
+    function, so the engine's refusals, the strict policies and the record are the same."""
+    try:
+        body = _step_in(form)
+        await call(api.complete, ref, process, body, who.caller, request.app.state.px)
+    except FORM_ERRORS as e:
+        context = await run_in_threadpool(workflows_context, request, who, ref, error=message_of(e),
+                                          error_for=f"{process}#{form.get('step')}", values=form.values())
+        return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await run_in_threadpool(workflows_context, request, who, ref)
+    return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)

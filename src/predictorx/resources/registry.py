@@ -139,6 +139,7 @@ class ResourceType:
         return html.escape(self.describe(ref, label))
 
 
+# An unknown type is refused with 400 and the list of known types (R-RES-6).
 TYPES: Registry[ResourceType] = Registry("predictorx.resource_types", "name", lambda name, known: ResourceError(
     f"unknown resource type {name!r}; known types: {', '.join(known)}", status=400))
 

@@ -13,14 +13,14 @@ from fastapi.concurrency import run_in_threadpool
 
 from .. import resources as registry
 from ..resources import ResourceError
-from ..store.schema import Daemon
+from ..service.daemons import find_daemon
 from .state import AppState
 
 
 def _owned_by(state: AppState, workspace_id: str, daemon_id: str, actor_id: str | None) -> bool:
     with state.read() as s:
-        d = s.get(Daemon, daemon_id)
-        return d is not None and d.workspace_id == workspace_id and d.owner_id is not None and d.owner_id == actor_id
+        d = find_daemon(s, workspace_id, daemon_id)
+        return d is not None and d.owner_id is not None and d.owner_id == actor_id
 
 
 async def check_with_daemon(state: AppState, workspace_id: str, resource_type: str, ref: Any,

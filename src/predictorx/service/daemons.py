@@ -102,6 +102,12 @@ def daemon_of(session: Session, principal: auth.Principal) -> Daemon:
     return d
 
 
+def find_daemon(session: Session, workspace_id: str, daemon_id: str | None) -> Daemon | None:
+    """The daemon, or None (no id, or not one of this workspace's)."""
+    d = session.get(Daemon, daemon_id) if daemon_id else None
+    return d if d is not None and d.workspace_id == workspace_id else None
+
+
 def get_daemon(session: Session, workspace_id: str, daemon_id: str) -> Daemon:
     d = session.get(Daemon, daemon_id)
     if d is None or d.workspace_id != workspace_id:

@@ -102,6 +102,12 @@ def assignee_name(session: Session, issue: Issue) -> str | None:
     return None
 
 
+def author_name(session: Session, kind: str, author_id: str | None) -> str:
+    """Who wrote a comment, in words: the agent's or person's name, or what they were."""
+    row = session.get(Agent if kind == "agent" else User, author_id) if author_id else None
+    return row.name if row is not None else ("an agent" if kind == "agent" else "someone")
+
+
 def list_issues(session: Session, workspace_id: str, *, project_id: str | None = None,
                 status: str | None = None, limit: int = 200) -> list[Issue]:
     q = select(Issue).where(Issue.workspace_id == workspace_id)

@@ -24,6 +24,12 @@ def get_project(session: Session, workspace_id: str, project_id: str) -> Project
     return p
 
 
+def find_project(session: Session, workspace_id: str, project_id: str | None) -> Project | None:
+    """The project, or None (no id, or not one of this workspace's)."""
+    p = session.get(Project, project_id) if project_id else None
+    return p if p is not None and p.workspace_id == workspace_id else None
+
+
 def list_projects(session: Session, workspace_id: str, *, by_title: bool = False,
                   oldest_first: bool = False) -> list[Project]:
     order = Project.title if by_title else Project.created_at if oldest_first else Project.created_at.desc()

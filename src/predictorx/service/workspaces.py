@@ -16,6 +16,12 @@ def list_for_user(session: Session, user_id: str) -> list[Workspace]:
                                 .where(Member.user_id == user_id).order_by(Workspace.created_at)))
 
 
+def repos_of(session: Session, workspace_id: str) -> list:
+    """The workspace's repositories (R-CTX-3), as stored."""
+    ws = session.get(Workspace, workspace_id)
+    return list(ws.repos or []) if ws is not None else []
+
+
 def create_workspace(session: Session, user_id: str, *, name: str, slug: str, repos: list) -> Workspace:
     """Conflict when the slug is taken (the caller's transaction then rolls back: nothing created)."""
     ws = Workspace(name=name, slug=slug, repos=repos)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from ...service import agents as agent_svc
 from ...service import issues as svc
 from ...service import projects as project_svc
-from ...store.schema import Agent, Issue, Project, User
+from ...store.schema import Issue, Project
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..routes import issues as api
 from .api import call
@@ -37,7 +37,8 @@ def _issue_rows(s: Session, issues: list[Issue]) -> list[dict[str, Any]]:
     projects: dict[str, Project | None] = {}
     rows = []
     for i in issues:
-        project = projects.setdefault(i.project_id, s.get(Project, i.project_id)) if i.project_id else None
+        project = projects.setdefault(i.project_id, project_svc.find_project(s, i.workspace_id, i.project_id)) \
+            if i.project_id else None
         rows.append({"issue": i, "assignee": svc.assignee_name(s, i), "project": project})
     return rows
 
@@ -163,7 +164,7 @@ async def create_issue(request: Request, form: Form = Depends(read_form), who: V
 def issue_context(request: Request, who: Viewer, ref: str, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         issue = svc.get_issue(s, who.workspace_id, ref)
-        project = s.get(Project, issue.project_id) if issue.project_id else None
+        project = project_svc.find_project(s, who.workspace_id, issue.project_id)
         comments = svc.list_comments(s, issue)
         authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in comments}
         return {"viewer": who, "section": "issues", "issue": issue, "project": project,
@@ -174,8 +175,7 @@ def issue_context(request: Request, who: Viewer, ref: str, **extra: Any) -> dict
 
 
 def _author(s: Session, kind: str, author_id: str | None) -> str:
-    row = s.get(Agent if kind == "agent" else User, author_id) if author_id else None
-    return row.name if row is not None else ("an agent" if kind == "agent" else "someone")
+    return svc.author_name(s, kind, author_id)
 
 
 @router.get("/issues/{ref}")

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 from ... import config
 from ... import resources as registry
 from ...resources.placement import WORKTREE
-from ...service.daemons import declared_capabilities, is_online
-from ...store.schema import Daemon, ProjectResource
+from ...service.daemons import declared_capabilities, find_daemon, is_online
+from ...store.schema import ProjectResource
 
 _PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 
@@ -70,8 +70,8 @@ def local_folder_button(request: Request, session: Session, workspace_id: str,
     daemon_id = local_daemon_id()
     if daemon_id is None:
         return None
-    daemon = session.get(Daemon, daemon_id)
-    if daemon is None or daemon.workspace_id != workspace_id:
+    daemon = find_daemon(session, workspace_id, daemon_id)
+    if daemon is None:
         return LocalFolderButton(daemon_id, "this machine", False, (
             "The daemon on this machine has not joined this workspace yet; "
             "start it with `predictorx daemon start`."), False)

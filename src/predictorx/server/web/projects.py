@@ -16,7 +16,7 @@ from fastapi.responses import Response
 
 from ...service import members as member_svc
 from ...service import projects as svc
-from ...store.schema import Workspace
+from ...service import workspaces as ws_svc
 from ..models import ProjectCreate, ProjectUpdate, ResourceIn
 from ..routes import projects as api
 from .api import call
@@ -35,7 +35,7 @@ def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         projects = svc.list_projects(s, who.workspace_id)
         members = [user for _, user in member_svc.list_members(s, who.workspace_id)]
-        repos = list(s.get(Workspace, who.workspace_id).repos or [])
+        repos = ws_svc.repos_of(s, who.workspace_id)
         counts = svc.project_counts(s, who.workspace_id)
     resources, open_issues, active = counts["resources"], counts["open_issues"], counts["active"]
     leads = {m.id: m.name for m in members}

@@ -17,7 +17,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth
-from ...store.schema import User
 from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, login_page
@@ -52,7 +51,7 @@ async def viewer(request: Request, principal: auth.Principal = Depends(get_princ
     def load() -> Viewer:
         with request.app.state.px.read() as s:
             ws = auth.resolve_workspace(s, principal, chosen if chosen in principal.workspace_ids else None)
-            user = s.get(User, principal.user_id)
+            user = auth.user_of(s, principal)
             mine = auth.workspaces_of(s, principal) if len(principal.workspace_ids) > 1 else []
             return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name,
                           tuple((w.id, w.name) for w in mine))

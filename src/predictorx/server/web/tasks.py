@@ -18,7 +18,7 @@ from ...service import daemons as daemon_svc
 from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
-from ...store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Project, Task
+from ...store.schema import ACTIVE_STATUSES, Agent, Issue, Task
 from . import diffview
 from .forms import FORM_ERRORS, message_of, status_of
 from .pageroute import PageRoute
@@ -37,8 +37,9 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
     issues: dict[str, Issue | None] = {}
     rows = []
     for t in tasks:
-        agent = agents.setdefault(t.agent_id, s.get(Agent, t.agent_id))
-        issue = issues.setdefault(t.issue_id, s.get(Issue, t.issue_id))
+        if t.agent_id not in agents or t.issue_id not in issues:
+            agents[t.agent_id], issues[t.issue_id] = svc.agent_and_issue(s, t)
+        agent, issue = agents[t.agent_id], issues[t.issue_id]
         rows.append({"task": t, "agent": agent.name if agent else "(deleted agent)", "issue": issue,
                      "active": t.status in ACTIVE_STATUSES})
     return rows
@@ -76,8 +77,8 @@ def header_context(request: Request, who: Viewer, task_id: str, **extra: Any) ->
     with request.app.state.px.read() as s:
         task = svc.get_task(s, who.workspace_id, task_id)
         row = task_rows(s, [task])[0]
-        daemon = s.get(Daemon, task.daemon_id) if task.daemon_id else None
-        project = s.get(Project, task.project_id) if task.project_id else None
+        daemon = daemon_svc.find_daemon(s, who.workspace_id, task.daemon_id)
+        project = project_svc.find_project(s, who.workspace_id, task.project_id)
         return {"viewer": who, **row, "project": project, "daemon": daemon,
                 "daemon_online": daemon is not None and daemon_svc.is_online(daemon),
                 "error": None, **extra}
@@ -101,7 +102,7 @@ def review_context(request: Request, who: Viewer, task_id: str, view: str) -> di
     """The agent's work: the task's review (sent by its daemon at the end) as a diff view."""
     with request.app.state.px.read() as s:
         task = svc.get_task(s, who.workspace_id, task_id)
-        daemon = s.get(Daemon, task.daemon_id) if task.daemon_id else None
+        daemon = daemon_svc.find_daemon(s, who.workspace_id, task.daemon_id)
         review = task.review or None
         files = diffview.parse(review.get("patch") or "") if review else []
     return {"task": task, "review": review, "files": files, "view": "split" if view == "split" else "unified",

@@ -11,9 +11,10 @@
 
 Two phases, so the figures compare like with like and the machine is not simply saturated:
 
-1. `sequential`: one task at a time (`--sequential`, default 10) — the per-task overhead against
-   the bare start, and the CPU seconds one task costs (daemons + their agents + server + model
-   server; the bare run's CPU beside it);
+1. `sequential`: one task at a time (`--sequential`, default 10), each right after a bare run so
+   both see the same load — the per-task overhead against the bare start (`ratio_p50` of this
+   phase is against those paired bare runs), and the CPU seconds one task costs (daemons + their
+   agents + server; the bare run's CPU beside it);
 2. `load`: `--tasks` (default 50) assignments at `--rate` per second — by default the rate the
    machine can serve: half of its cores' CPU seconds per second over the CPU one task took in
    phase 1 (reported as `rate_per_s`, with how it was chosen).
@@ -35,6 +36,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -116,14 +118,19 @@ class Platform:
         return wait_until(lambda: (x := self.server.api("GET", f"/api/tasks/{task_id}"))["status"]
                           in ("completed", "failed", "cancelled") and x, 600, 0.1, f"task {task_id}")
 
-    def phase(self, model: AnthropicServer, name: str, tasks: int, rate: float | None) -> dict:
-        """`tasks` assignments, one at a time (rate None) or `rate` per second."""
+    def phase(self, model: AnthropicServer, name: str, tasks: int, rate: float | None,
+              before_each: Any = None) -> dict:
+        """`tasks` assignments, one at a time (rate None; `before_each()` runs before each) or `rate` per second."""
         log(f"{name}: {tasks} assignments " + ("one at a time" if rate is None else f"at {rate:.2f}/s"))
         seen = len(model.requests)
         cpu0, t0 = self.cpu(), time.monotonic()
         assigned: dict[int, tuple[float, str]] = {}
         done: dict[int, dict] = {}
         for i in range(tasks):
+            if before_each is not None:
+                cpu_paused = self.cpu()
+                before_each()
+                cpu0 += self.cpu() - cpu_paused  # (nothing of the platform's should run meanwhile)
             due = time.monotonic() + (1 / rate if rate else 0)
             issue = self.server.api("POST", "/api/issues", {"title": f"bench {name} job {i}", "assignee": "claude-bench"})
             returned = time.time()
@@ -179,10 +186,21 @@ def main() -> None:
         log("bare claude -p runs, one at a time")
         load_before = _loadavg()
         bare, bare_cpu = bare_starts(env, model, root / "bare", args.bare)
-        load_bare = _loadavg()
         platform = Platform(root, env, args.daemons, args.max_tasks)
         try:
-            seq = platform.phase(model, "sequential", args.sequential, None)
+            # Each platform task right after a bare run, so both see the same load (a shared
+            # machine's load moves within a minute); the bare lower bound is all bare runs.
+            paired: list[float] = []
+            paired_cpu: list[float] = []
+
+            def bare_run() -> None:
+                xs, cpu = bare_starts(env, model, root / "bare", 1)
+                paired.extend(xs)
+                paired_cpu.append(cpu)
+            seq = platform.phase(model, "sequential", args.sequential, None, before_each=bare_run)
+            bare += paired
+            bare_cpu = (bare_cpu * args.bare + sum(paired_cpu)) / max(1, args.bare + len(paired_cpu))
+            load_bare = _loadavg()
             cores = os.cpu_count() or 1
             rate = args.rate or round(0.5 * cores / max(seq["cpu_s_per_task"], 0.05), 2)
             rate_how = "given (--rate)" if args.rate else \
@@ -194,17 +212,19 @@ def main() -> None:
 
     bare_p50 = percentile(sorted(bare), 50)
 
-    def ratio(phase: dict) -> float | None:
+    def ratio(phase: dict, lower: list[float]) -> float | None:
         xs = phase.pop("_to_first")
-        return round(percentile(sorted(xs), 50) / bare_p50, 2) if xs and bare else None
+        return round(percentile(sorted(xs), 50) / percentile(sorted(lower), 50), 2) if xs and lower else None
 
-    seq["ratio_p50"], load["ratio_p50"] = ratio(seq), ratio(load)
+    # sequential: against the bare runs made right before each of its tasks
+    seq["ratio_p50"], load["ratio_p50"] = ratio(seq, paired or bare), ratio(load, bare)
     emit({
         "bench": "realcli",
         "cli": f"claude {subprocess.run([str(CLAUDE.path()), '--version'], capture_output=True, text=True, timeout=30).stdout.strip()}",
         "database": "sqlite", "daemons": args.daemons, "max_tasks_per_daemon": args.max_tasks,
         "bare_claude_start_to_first_model_request": {**_ms(bare), "cpu_s_per_run": round(bare_cpu, 3),
                                                       "loadavg_1_5_15": load_bare},
+        "bare_paired_with_sequential": _ms(paired),
         "sequential": seq, "load": load,
         # the headline figures: the load phase at a rate this machine serves
         "assignment_to_first_model_request": load["assignment_to_first_model_request"],

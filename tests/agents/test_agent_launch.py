@@ -83,6 +83,21 @@ def test_gemini_and_opencode_argv():
     assert get("opencode").stdin_payload(spec()) == b"do it"
 
 
+def test_opencode_runs_stay_off_the_network_unless_the_daemon_says_otherwise(monkeypatch):
+    """Plugins from the npm registry, update checks, the models.dev catalogue, language servers:
+    off for every run (the real CLI's run is checked against a tripwire proxy in tests/realcli)."""
+    for key in ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_MODELS_FETCH",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD"):
+        monkeypatch.delenv(key, raising=False)
+    env = get("opencode").build_env(spec())
+    assert {k: env[k] for k in env if k.startswith("OPENCODE_DISABLE_")} == {
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
+    monkeypatch.setenv("OPENCODE_DISABLE_MODELS_FETCH", "0")  # a person who wants the live catalogue
+    assert get("opencode").build_env(spec())["OPENCODE_DISABLE_MODELS_FETCH"] == "0"
+    assert "OPENCODE_DISABLE_DEFAULT_PLUGINS" not in get("gemini").build_env(spec())
+
+
 def test_argv_override_replaces_the_executable_only():
     argv = get("claude").build_argv(spec(argv_override=["node", "/opt/claude/cli.js"]))
     assert argv[:3] == ["node", "/opt/claude/cli.js", "-p"]

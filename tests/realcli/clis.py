@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from .modelserver import AnthropicServer, ChatCompletionsServer, GeminiServer, ModelServer, ResponsesServer
@@ -15,6 +17,39 @@ HERE = Path(__file__).resolve().parent
 BIN = HERE / "node_modules" / ".bin"
 #: Any request a CLI makes past loopback goes to a closed port and fails at once.
 DEAD_PROXY = "http://127.0.0.1:9"
+
+
+class Tripwire:
+    """The HTTP(S) proxy and npm registry a CLI is given: it records every request that reaches it
+    (a CONNECT to a host, a package fetch) and refuses it at once, so a test can assert that a
+    run tried to reach nothing beyond its model server."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        wire = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _refuse(self) -> None:
+                wire.requests.append(f"{self.command} {self.path}")
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+
+            do_CONNECT = do_GET = do_POST = do_HEAD = do_PUT = _refuse
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        threading.Thread(target=self._httpd.serve_forever, name="tripwire", daemon=True).start()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
 
 
 @dataclass(frozen=True)
@@ -30,18 +65,19 @@ class RealCli:
         exe = BIN / self.executable
         return exe if exe.exists() else None
 
-    def environment(self, home: Path, server: ModelServer) -> dict[str, str]:
+    def environment(self, home: Path, server: ModelServer, proxy: str = DEAD_PROXY) -> dict[str, str]:
         """The daemon's environment (agents inherit it): a HOME of the test's own with the CLI's
-        config pointing at `server`, telemetry and updates off, every other host unreachable."""
+        config pointing at `server`, telemetry and updates off, every other host unreachable
+        (`proxy`: a closed port, or a Tripwire that records what was tried)."""
         home.mkdir(parents=True, exist_ok=True)
         env = {
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
             "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
             "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-            "HTTPS_PROXY": DEAD_PROXY, "HTTP_PROXY": DEAD_PROXY, "https_proxy": DEAD_PROXY, "http_proxy": DEAD_PROXY,
+            "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-            "npm_config_registry": DEAD_PROXY + "/", "npm_config_offline": "true",
+            "npm_config_registry": proxy + "/", "npm_config_offline": "true",
         }
         env.update(_CONFIGURE[self.provider](home, server))
         return env
@@ -92,8 +128,9 @@ def _opencode(home: Path, server: ModelServer) -> dict[str, str]:
                                  "options": {"baseURL": f"{server.url}/v1", "apiKey": "sk-fixture"},
                                  "models": {ChatCompletionsServer.model: {"name": "Scripted"}}}},
     }))
-    return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_PURE": "1",
-            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_SHARE": "1"}
+    # Nothing here keeps OpenCode off the network: the daemon does that itself for every run
+    # (agents/opencode.py RUN_ENV), and test_end_to_end asserts no request reached the tripwire.
+    return {}
 
 
 _CONFIGURE = {"claude": _claude, "codex": _codex, "gemini": _gemini, "opencode": _opencode}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.harness import Daemon, Server, git, make_repo, wait_until
-from .clis import RealCli
+from .clis import RealCli, Tripwire
 from .modelserver import ModelServer
 
 #: Turn 1's shell command: show the instruction file and resources.json, say where it runs, edit.
@@ -33,7 +33,10 @@ class Scenario:
         # inherited PWD) instead of where the task says would write here — and the tests look.
         self.decoy = root / "decoy"
         self.decoy.mkdir()
-        env = {**cli.environment(root / "cli-home", self.model), "PWD": str(self.decoy), **(daemon_env or {})}
+        #: The proxy and npm registry of every run: what a CLI tried to reach beyond its model server.
+        self.tripwire = Tripwire()
+        env = {**cli.environment(root / "cli-home", self.model, self.tripwire.url), "PWD": str(self.decoy),
+               **(daemon_env or {})}
         self.daemon = Daemon(self.server, root / "daemon", cwd=self.decoy, **env)
         self.agent_name = f"{cli.provider}-1"
         self.server.api("POST", "/api/agents", {"name": self.agent_name, "provider": cli.provider,
@@ -43,6 +46,7 @@ class Scenario:
         self.daemon.stop()
         self.server.stop()
         self.model.stop()
+        self.tripwire.stop()
 
     # -- set-up ---------------------------------------------------------------------------------
     def person_repo(self, name: str = "myrepo") -> Path:

@@ -36,6 +36,8 @@ TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 #: path and fails elsewhere; OpenCode never returns): the daemon starts those afresh in a new worktree.
 SESSIONS_PER_FOLDER = {"gemini", "opencode"}
 PROVIDERS = ["claude", "codex", "gemini", "opencode"]
+#: CLIs proven to reach nothing but their model server in these runs (the tripwire proxy saw nothing).
+NO_NETWORK = {"opencode"}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -120,3 +122,7 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
 
     # Nothing ever landed where the daemon was started.
     assert list(s.decoy.iterdir()) == []
+    # Nothing beyond the model server was tried: no plugin install from the npm registry, no
+    # update check, no catalogue download (for OpenCode the daemon turns those off itself).
+    if provider in NO_NETWORK:
+        assert s.tripwire.requests == [], s.tripwire.requests

@@ -3,6 +3,11 @@
 OpenCode takes its working directory from `--dir`, else from the inherited `PWD` — never from
 the process's cwd — so both are pinned to the task's directory (the base adapter sets PWD).
 
+At start OpenCode installs its default plugins from the npm registry, checks for updates, fetches
+the models.dev catalogue and downloads language servers: a platform run must not depend on (or
+wait for) the internet, so the daemon turns each off unless its own environment says otherwise
+(`RUN_ENV`, R-EX-9).
+
 `opencode run` appends stdin to its message when stdin is not a terminal, so the prompt goes
 there whole (no argv size limit, no flag parsing of a prompt that starts with a dash). `run`
 approves tool calls itself; nothing extra is needed to run unattended.
@@ -31,6 +36,15 @@ from .spec import RunSpec
 from .stream_state import StreamState
 
 
+#: Set for every run unless the daemon's environment already sets them (a person may opt back in).
+RUN_ENV = {
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",  # else `bun add` of its default plugins from the registry
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # the bundled models.dev snapshot instead of a download
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+}
+
+
 class OpenCodeAdapter(AgentAdapter):
     provider = "opencode"
     executable = "opencode"
@@ -47,6 +61,12 @@ class OpenCodeAdapter(AgentAdapter):
         if spec.resume_session_id:
             argv += ["--session", spec.resume_session_id]
         return argv + list(spec.extra_args)
+
+    def build_env(self, spec: RunSpec) -> dict[str, str]:
+        env = super().build_env(spec)
+        for key, value in RUN_ENV.items():
+            env.setdefault(key, value)
+        return env
 
     def parse_line(self, line: str, state: StreamState) -> list[AgentMessage]:
         event = parse_json_object(line)

@@ -14,11 +14,14 @@ The stream (one JSON object a line):
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from . import message as m
 from .adapter import AgentAdapter, parse_json_object
 from .message import AgentMessage
+from .process import ProcessOutcome
+from .result import RunResult
 from .registry import register
 from .spec import RunSpec
 from .stream_state import StreamState
@@ -34,8 +37,24 @@ ROOT_REFUSAL = ("Claude Code does not run unattended (permission mode bypassPerm
                 "(IS_SANDBOX=1 predictorx daemon start), which its Claude Code agents inherit")
 
 
+#: What Claude Code 2.1.328 prints (stderr, exit code 1) when it refuses; the daemon's own check
+#: below can miss a refusal (a `--command` wrapper or a sandbox that runs it as root, a future
+#: version's stricter rule), so the reason is also recognised after the fact.
+_ROOT_REFUSED_SAYS = "cannot be used with root/sudo privileges"
+
+
 def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def root_refusal(is_sandbox: str | None) -> str | None:
+    """Why a run as root would be refused, or None. Claude Code reads IS_SANDBOX=1 and nothing
+    else (2.1.328 refuses IS_SANDBOX=true, yes, TRUE…), so neither does this."""
+    if not _is_root() or is_sandbox == "1":
+        return None
+    if is_sandbox:
+        return f"{ROOT_REFUSAL} (IS_SANDBOX={is_sandbox} is set, but Claude Code takes only IS_SANDBOX=1)"
+    return ROOT_REFUSAL
 
 
 class ClaudeAdapter(AgentAdapter):
@@ -49,8 +68,9 @@ class ClaudeAdapter(AgentAdapter):
     scrubbed_env = ("CLAUDECODE",)
 
     def build_argv(self, spec: RunSpec) -> list[str]:
-        if _is_root() and self.build_env(spec).get("IS_SANDBOX", "") not in ("1", "true", "yes"):
-            raise ValueError(ROOT_REFUSAL)
+        refused = root_refusal(self.build_env(spec).get("IS_SANDBOX"))
+        if refused:
+            raise ValueError(refused)
         argv = [*self.command_prefix(spec), "-p", "--output-format", "stream-json", "--verbose"]
         argv += self.unattended_args
         if spec.model:
@@ -58,6 +78,13 @@ class ClaudeAdapter(AgentAdapter):
         if spec.resume_session_id:
             argv += ["--resume", spec.resume_session_id]
         return argv + list(spec.extra_args)
+
+    def conclude(self, state: StreamState, outcome: ProcessOutcome, spec: RunSpec) -> RunResult:
+        result = super().conclude(state, outcome, spec)
+        if result.status == "failed" and _ROOT_REFUSED_SAYS in outcome.stderr_tail:
+            # Claude Code's own words name neither the setting nor the way out.
+            return replace(result, failure_reason=f"{ROOT_REFUSAL}. Claude Code said: {outcome.stderr_tail.strip()[-300:]}")
+        return result
 
     def parse_line(self, line: str, state: StreamState) -> list[AgentMessage]:
         event = parse_json_object(line)

@@ -1,7 +1,12 @@
 """The claim path in SQLAlchemy Core (R-SC-2, issue 14): statements built once at import, so the
 engine compiles each once per dialect and reuses it (the ORM's bulk UPDATE … RETURNING and its
 per-row object loading were most of a claim's server CPU); the answer is built from the rows the
-statements return, never from loaded ORM objects.
+statements return, never from loaded ORM objects. What the answer needs is in the marking
+statement's RETURNING: the earlier session to resume and the project's title (subqueries), and on
+PostgreSQL the issue and the workspace too (`UPDATE … FROM issue, workspace`; SQLite's RETURNING
+cannot name another table, so there they are one SELECT each, in-process). The daemon's owner is
+a subquery of the pick, so no daemon row is loaded either; its capabilities are read only when a
+task has resources to check them against.
 
 Semantics are those of `tasks.claim` (its docstring): one statement selects, locks (PostgreSQL:
 FOR UPDATE SKIP LOCKED) and marks; agents already at their limit are left out inside it; then a
@@ -10,10 +15,10 @@ count under the claimed agents' row locks hands back whatever went past a limit.
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any, Callable
-
 import secrets
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any, Callable
 
 from sqlalchemy import and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.orm import Session
@@ -31,6 +36,9 @@ _agent = Agent.__table__
 _issue = Issue.__table__
 _runtime = Runtime.__table__
 _token = Token.__table__
+_daemon = Daemon.__table__
+_ws = Workspace.__table__
+_project = Project.__table__
 
 HOLDING = HOLDING_STATUSES
 
@@ -38,6 +46,7 @@ HOLDING = HOLDING_STATUSES
 
 _daemon_runtimes = select(_runtime.c.id).where(_runtime.c.daemon_id == bindparam("p_daemon"))
 _daemon_providers = select(_runtime.c.provider).where(_runtime.c.daemon_id == bindparam("p_daemon"))
+_daemon_owner = select(_daemon.c.owner_id).where(_daemon.c.id == bindparam("p_daemon")).scalar_subquery()
 # Agents at their limit must not hide other agents' work behind their queued tasks.
 _full = (select(_task.c.agent_id).join(_agent, _agent.c.id == _task.c.agent_id)
          .where(_task.c.workspace_id == bindparam("p_ws"), _task.c.status.in_(HOLDING))
@@ -48,7 +57,7 @@ _full = (select(_task.c.agent_id).join(_agent, _agent.c.id == _task.c.agent_id)
 def _pick(*, one: bool, postgres: bool):  # noqa: ANN202
     q = (select(_task.c.id).join(_agent, _agent.c.id == _task.c.agent_id)
          .where(_task.c.workspace_id == bindparam("p_ws"), _task.c.status == "queued",
-                _agent.c.owner_id == bindparam("p_owner"),  # only its owner's agents run here (R-SEC-6)
+                _agent.c.owner_id == _daemon_owner,  # only its owner's agents run here (R-SEC-6)
                 or_(_agent.c.runtime_id.in_(_daemon_runtimes),
                     and_(_agent.c.runtime_id.is_(None), _agent.c.provider.in_(_daemon_providers))),
                 _task.c.agent_id.notin_(_full))
@@ -65,45 +74,74 @@ _runtime_of_agent = (select(func.coalesce(_agent.c.runtime_id, select(_runtime.c
     _runtime.c.daemon_id == bindparam("p_daemon"), _runtime.c.provider == _agent.c.provider)
     .limit(1).scalar_subquery())).where(_agent.c.id == _task.c.agent_id).scalar_subquery())
 
+# The CLI session of the agent's latest earlier task on this issue, if it ran on this daemon (where
+# the CLI keeps its sessions): the next task continues it (R-EX-10).
+_prev = _task.alias("prev")
+_resume = (select(_prev.c.session_id)
+           .where(_prev.c.agent_id == _task.c.agent_id, _prev.c.issue_id == _task.c.issue_id,
+                  _prev.c.id != _task.c.id, _prev.c.daemon_id == bindparam("p_daemon"),
+                  _prev.c.session_id.is_not(None), _prev.c.status.in_(TERMINAL_STATUSES))
+           .order_by(_prev.c.finished_at.desc(), _prev.c.created_at.desc()).limit(1)
+           .correlate(_task).scalar_subquery().label("resume_session_id"))
+_project_title = (select(_project.c.title).where(_project.c.id == _task.c.project_id)
+                  .correlate(_task).scalar_subquery().label("project_title"))
+_project_description = (select(_project.c.description).where(_project.c.id == _task.c.project_id)
+                        .correlate(_task).scalar_subquery().label("project_description"))
+_ISSUE_COLUMNS = [c.name for c in _issue.c]
+_WS_COLUMNS = ("id", "slug", "name", "repos")
+#: What the answer needs beside the task row, labelled alike in both forms below.
+_DETAILS = [_resume, _project_title, _project_description,
+            *(_issue.c[n].label(f"i_{n}") for n in _ISSUE_COLUMNS), *(_ws.c[n].label(f"ws_{n}") for n in _WS_COLUMNS)]
 
-def _mark(pick):  # noqa: ANN001, ANN202
-    return (update(_task).where(_task.c.id.in_(pick.scalar_subquery()))
+
+def _mark(pick, *, postgres: bool):  # noqa: ANN001, ANN202
+    stmt = (update(_task).where(_task.c.id.in_(pick.scalar_subquery()))
             .values(status="dispatched", daemon_id=bindparam("p_daemon"), wait_reason=None,
                     runtime_id=_runtime_of_agent, dispatched_at=bindparam("p_now"),
                     attempt=_task.c.attempt + 1, lease_expires_at=bindparam("p_lease"),
-                    updated_at=bindparam("p_now"))
-            .returning(*_task.c))
+                    updated_at=bindparam("p_now")))
+    if postgres:  # UPDATE … FROM: the details come back with the task
+        return (stmt.where(_issue.c.id == _task.c.issue_id, _ws.c.id == _task.c.workspace_id)
+                .returning(*_task.c, *_DETAILS))
+    # SQLite's RETURNING names columns without their table (so no correlated subquery there) and
+    # cannot name another table: the details are one SELECT after it (in-process).
+    return stmt.returning(*_task.c)
 
 
-_MARK = {(one, pg): _mark(_pick(one=one, postgres=pg)) for one in (False, True) for pg in (False, True)}
+_DETAILS_OF = (select(_task.c.id, *_DETAILS)
+               .join_from(_task, _issue, _issue.c.id == _task.c.issue_id)
+               .join(_ws, _ws.c.id == _task.c.workspace_id)
+               .where(_task.c.id.in_(bindparam("ids", expanding=True))))
+
+
+_MARK = {(one, pg): _mark(_pick(one=one, postgres=pg), postgres=pg) for one in (False, True) for pg in (False, True)}
 _AGENTS = select(*_agent.c).where(_agent.c.id.in_(bindparam("ids", expanding=True))).order_by(_agent.c.id)
 _AGENTS_LOCKED = _AGENTS.with_for_update(of=_agent)
 _HELD = (select(_task.c.agent_id, func.count())
          .where(_task.c.agent_id.in_(bindparam("ids", expanding=True)), _task.c.status.in_(HOLDING))
          .group_by(_task.c.agent_id))
-_ISSUES = select(*_issue.c).where(_issue.c.id.in_(bindparam("ids", expanding=True)))
 _BACK = (update(_task).where(_task.c.id == bindparam("b_id"))
          .values(status="queued", daemon_id=None, lease_expires_at=None, dispatched_at=None,
                  attempt=_task.c.attempt - 1))
-_SET_CONTEXT = update(_task).where(_task.c.id == bindparam("b_id")).values(context=bindparam("context"))
-_WORKSPACE = select(Workspace.__table__.c.id, Workspace.__table__.c.slug, Workspace.__table__.c.name,
-                    Workspace.__table__.c.repos).where(Workspace.__table__.c.id == bindparam("id"))
-_PROJECT = select(Project.__table__.c.id, Project.__table__.c.title, Project.__table__.c.description) \
-    .where(Project.__table__.c.id == bindparam("id"))
+_SET_CONTEXT = (update(_task).where(_task.c.id.in_(bindparam("ids", expanding=True)))
+                .values(context=bindparam("context")))
 _pr = ProjectResource.__table__
 _RESOURCES = (select(_pr.c.id, _pr.c.resource_type, _pr.c.resource_ref, _pr.c.label)
               .where(_pr.c.project_id == bindparam("id")).order_by(_pr.c.position, _pr.c.created_at))
+_DAEMON_CAPS = select(_daemon.c.capabilities).where(_daemon.c.id == bindparam("p_daemon"))
 _RUNTIME_CAPS = select(_runtime.c.capabilities).where(_runtime.c.daemon_id == bindparam("p_daemon"))
 _MINT = insert(_token)
 
 
-def _context(session: Session, workspace_id: str, project_id: str | None, daemon_id: str) -> dict[str, Any]:
-    """What the daemon needs to run the task, and only what concerns it (R-RES-8)."""
-    ws = session.execute(_WORKSPACE, {"id": workspace_id}).one()
-    project = session.execute(_PROJECT, {"id": project_id}).first() if project_id else None
+def _context(session: Session, ws: Any, project_id: str | None, details: Any, daemon_id: str) -> dict[str, Any]:
+    """What the daemon needs to run the task, and only what concerns it (R-RES-8). `details`: the
+    task's project title and description (None: no project, or it is gone)."""
+    title = details["project_title"]
+    if title is None:
+        project_id = None
     resources = []
-    if project is not None:
-        for r in session.execute(_RESOURCES, {"id": project.id}):
+    if project_id is not None:
+        for r in session.execute(_RESOURCES, {"id": project_id}):
             try:
                 handler = registry.get(r.resource_type)
             except registry.ResourceError:
@@ -115,23 +153,29 @@ def _context(session: Session, workspace_id: str, project_id: str | None, daemon
     return {
         "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name},
         "workspace_repos": list(ws.repos or []),
-        "project_id": project.id if project else None,
-        "project_title": project.title if project else None,
-        "project_description": project.description if project else None,
+        "project_id": project_id,
+        "project_title": title,
+        "project_description": details["project_description"] if project_id else None,
         "resources": resources,
     }
 
 
-def _mint_task_token(session: Session, daemon_id: str, task: Any) -> str:
-    """auth.mint for a task token, as one Core INSERT (no ORM object to flush)."""
+def _token_row(daemon_id: str, task: Any, expires_at: Any) -> tuple[str, dict[str, Any]]:
+    """auth.mint for a task token, as a row for one Core INSERT (no ORM object to flush)."""
     raw = auth.PREFIX["task"] + secrets.token_urlsafe(32)
-    session.execute(_MINT, {"token_hash": auth.hash_token(raw), "kind": "task", "name": f"task {task.id}",
-                            "workspace_id": task.workspace_id, "daemon_id": daemon_id, "task_id": task.id,
-                            "expires_at": utcnow() + timedelta(days=2)})
-    return raw
+    return raw, {"token_hash": auth.hash_token(raw), "kind": "task", "name": f"task {task.id}",
+                 "workspace_id": task.workspace_id, "daemon_id": daemon_id, "task_id": task.id,
+                 "expires_at": expires_at}
 
 
-def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None,
+def _declared(session: Session, daemon_id: str) -> set[str]:
+    declared = set(session.scalar(_DAEMON_CAPS, {"p_daemon": daemon_id}) or [])
+    for caps in session.scalars(_RUNTIME_CAPS, {"p_daemon": daemon_id}):
+        declared |= set(caps or [])
+    return declared
+
+
+def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1, task_id: str | None = None,
           lease: timedelta, refuse: Callable[[Session, Task, str], None]) -> list[dict[str, Any]]:
     """`refuse(session, task, reason)` ends a claimed task this daemon cannot run as asked (the
     task service's finish: this module never finishes a task itself)."""
@@ -139,8 +183,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         return []
     postgres = session.bind.dialect.name == "postgresql"
     now = utcnow()
-    params = {"p_daemon": daemon.id, "p_ws": daemon.workspace_id, "p_owner": daemon.owner_id,
-              "p_limit": limit, "p_now": now, "p_lease": now + lease}
+    params = {"p_daemon": daemon_id, "p_ws": workspace_id, "p_limit": limit, "p_now": now, "p_lease": now + lease}
     if task_id:
         params["p_task"] = task_id
     picked = session.execute(_MARK[(bool(task_id), postgres)], params).all()
@@ -148,43 +191,47 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
         return []
     agent_ids = sorted({t.agent_id for t in picked})
     agents = {a.id: a for a in session.execute(_AGENTS_LOCKED if postgres else _AGENTS, {"ids": agent_ids})}
-    picked = _within_limits(session, picked, agents)
-    issues = {i.id: i for i in session.execute(_ISSUES, {"ids": sorted({t.issue_id for t in picked})})}
-    declared: set[str] | None = None
+    picked = sorted(_within_limits(session, picked, agents), key=lambda t: (t.created_at, t.id))
+    if not picked:
+        return []
+    if postgres:
+        details = {t.id: t._mapping for t in picked}
+    else:
+        details = {d.id: d._mapping for d in session.execute(_DETAILS_OF, {"ids": [t.id for t in picked],
+                                                                          "p_daemon": daemon_id})}
+    first = details[picked[0].id]
+    ws = SimpleNamespace(**{n: first[f"ws_{n}"] for n in _WS_COLUMNS})  # the daemon's workspace
     contexts: dict[str | None, dict[str, Any]] = {}  # one per project within this claim
-    claimed = []
-    for task in sorted(picked, key=lambda t: (t.created_at, t.id)):
+    for task in picked:
         if task.project_id not in contexts:
-            contexts[task.project_id] = _context(session, task.workspace_id, task.project_id, daemon.id)
+            contexts[task.project_id] = _context(session, ws, task.project_id, details[task.id], daemon_id)
+    for project_id, context in contexts.items():
+        session.execute(_SET_CONTEXT, {"ids": [t.id for t in picked if t.project_id == project_id],
+                                       "context": context})
+    declared: set[str] | None = None
+    claimed = []
+    tokens = []
+    expires_at = now + timedelta(days=2)
+    for task in picked:
         context = contexts[task.project_id]
-        session.execute(_SET_CONTEXT, {"b_id": task.id, "context": context})
         if context["resources"]:
             if declared is None:
-                declared = set(daemon.capabilities or [])
-                for caps in session.scalars(_RUNTIME_CAPS, {"p_daemon": daemon.id}):
-                    declared |= set(caps or [])
+                declared = _declared(session, daemon_id)
             reason = _missing_capability(context, declared)
             if reason:  # R-RES-9: never silently run in place
                 orm_task = session.get(Task, task.id, populate_existing=True)
                 refuse(session, orm_task, reason)
                 continue
-        token = _mint_task_token(session, daemon.id, task)
-        claimed.append({"task": task, "agent": agents[task.agent_id], "issue": issues[task.issue_id],
-                        "context": context, "token": token,
-                        "resume_session_id": resumable_session(session, task, daemon.id)})
+        raw, row = _token_row(daemon_id, task, expires_at)
+        tokens.append(row)
+        d = details[task.id]
+        claimed.append({"task": task, "agent": agents[task.agent_id],
+                        "issue": SimpleNamespace(**{n: d[f"i_{n}"] for n in _ISSUE_COLUMNS}),
+                        "context": context, "token": raw, "resume_session_id": d["resume_session_id"]})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+    if tokens:
+        session.execute(_MINT, tokens if len(tokens) > 1 else tokens[0])
     return claimed
-
-
-def resumable_session(session: Session, task: Task, daemon_id: str) -> str | None:
-    """The CLI session of the agent's latest earlier task on this issue, if it ran on this daemon
-    (where the CLI keeps its sessions): the next task continues it (R-EX-10)."""
-    return session.scalar(
-        select(Task.session_id).where(Task.agent_id == task.agent_id, Task.issue_id == task.issue_id,
-                                      Task.id != task.id, Task.daemon_id == daemon_id,
-                                      Task.session_id.is_not(None), Task.status.in_(TERMINAL_STATUSES))
-        .order_by(Task.finished_at.desc(), Task.created_at.desc()).limit(1))
-
 
 
 def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | None:

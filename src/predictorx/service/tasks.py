@@ -32,6 +32,7 @@ from ..store.schema import (
 from . import claiming
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
+from .finishing import finish_held
 from .liveness import is_online
 
 #: Statuses that count toward an agent's max_concurrent_tasks.
@@ -146,6 +147,12 @@ def list_tasks(session: Session, workspace_id: str, *, project_id: str | None = 
 # -- claiming ---------------------------------------------------------------------------------
 
 def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | None = None) -> list[dict[str, Any]]:
+    """`claim_as` for a loaded daemon."""
+    return claim_as(session, daemon.id, daemon.workspace_id, limit=limit, task_id=task_id)
+
+
+def claim_as(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1,
+             task_id: str | None = None) -> list[dict[str, Any]]:
     """Hand this daemon up to `limit` queued tasks it can run. Each is returned with its context,
     its agent and a task-scoped token (R-EX-4); task, agent and issue are the rows the statements
     returned (attribute access, as serialize reads them), not ORM objects.
@@ -158,7 +165,7 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
     locks, taken in id order, so it sees every committed claim; SQLite's BEGIN IMMEDIATE already
     serialises claimers). The statements are Core, built once (service/claiming.py)."""
     session.flush()  # what this transaction changed through the ORM (a finish) counts in the claim
-    return claiming.claim(session, daemon, limit=limit, task_id=task_id, lease=lease_duration(),
+    return claiming.claim(session, daemon_id, workspace_id, limit=limit, task_id=task_id, lease=lease_duration(),
                           refuse=_refuse)
 
 
@@ -228,15 +235,34 @@ def report_status(session: Session, daemon_id: str, task_id: str, *, status: str
 def finish(session: Session, daemon_id: str, task_id: str, *, status: str, result: str | None = None,
            session_id: str | None = None, failure_reason: str | None = None,
            branch_name: str | None = None, review: dict[str, Any] | None = None) -> Task:
-    task = _owned(session, daemon_id, task_id)
     if status not in TERMINAL_STATUSES:
         raise Invalid(f"status must be one of {', '.join(TERMINAL_STATUSES)}")
+    if review is not None:
+        review = _bounded_review(review)
+    # The common case in one Core statement (service/finishing.py); the rules below for the rest.
+    fields: dict[str, Any] = {"result": result, "session_id": session_id or None, "failure_reason": failure_reason,
+                              "review": review}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if branch_name is not None:
+        fields["branch_name"] = branch_name or None
+    held = finish_held(session, daemon_id, task_id, status, fields)
+    if held is not None:
+        row, agent_has_queued = held
+        emit(session, row.workspace_id, "task_changed", task_id=row.id, status=status)
+        if status in ("cancelled", "failed"):
+            _put_issue_back(session, row)
+        elif status == "completed":
+            _move_issue(session, row, ("in_progress",), "in_review")  # a person closes it, never the agent
+        if agent_has_queued:  # its slot is free: the agent's limit may have held these back
+            emit(session, row.workspace_id, "task_queued")
+        return row
+    task = _owned(session, daemon_id, task_id)
     task.result = result if result is not None else task.result
     task.session_id = session_id or task.session_id
     if branch_name is not None:
         task.branch_name = branch_name or None
     if review is not None:
-        task.review = _bounded_review(review)
+        task.review = review
     if task.status in TERMINAL_STATUSES:  # cancelled (or swept) meanwhile: keep what the user saw
         if failure_reason and not task.failure_reason:
             task.failure_reason = failure_reason

@@ -1,0 +1,78 @@
+"""A daemon's finish of a task it holds, in SQLAlchemy Core (R-SC-2, issue 14): one conditional
+`UPDATE task … WHERE id = … AND daemon_id = … AND status IN (held) RETURNING …` that checks, locks
+and ends the task at once, instead of loading the task and the daemon as ORM objects, changing
+them and flushing. On PostgreSQL its RETURNING also says whether the agent still has queued
+tasks (which its freed slot may now let run).
+
+Only the common case takes this path: the task is held by this daemon (dispatched, waiting for its
+folder or running), in this daemon's workspace, with no follow-up request waiting on it. Anything
+else — another daemon's or workspace's task, a task cancelled or swept meanwhile, a follow-up to
+queue — answers None and `tasks.finish` takes its ORM path, whose answers and errors are the rules.
+The statements are built once per combination of the fields a report carries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import bindparam, exists, func, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.orm import Session
+
+from ..store.schema import HOLDING_STATUSES as HOLDING, Daemon, Task, utcnow
+
+_task = Task.__table__
+_daemon = Daemon.__table__
+_other = _task.alias("other")
+
+_daemon_here = exists(select(_daemon.c.id).where(_daemon.c.id == bindparam("f_daemon"),
+                                                 _daemon.c.workspace_id == _task.c.workspace_id)
+                      .correlate(_task))
+# On PostgreSQL in the RETURNING; SQLite's RETURNING names columns without their table, which a
+# correlated subquery there cannot tell apart, so it is one more (in-process) SELECT there.
+_queued_left = exists(select(_other.c.id).where(_other.c.agent_id == _task.c.agent_id, _other.c.status == "queued")
+                      .correlate(_task)).label("agent_has_queued")
+_QUEUED = select(_task.c.id).where(_task.c.agent_id == bindparam("agent"), _task.c.status == "queued").limit(1)
+
+#: The optional fields a report may carry, in the order of a statement's key.
+FIELDS = ("result", "session_id", "failure_reason", "branch_name", "review")
+_statements: dict[tuple[bool, ...], Any] = {}
+
+
+def _statement(key: tuple[bool, ...]):  # noqa: ANN202
+    stmt = _statements.get(key)
+    if stmt is None:
+        postgres, completed, *given = key
+        values: dict[str, Any] = {"status": bindparam("f_status"), "active_key": None, "lease_expires_at": None,
+                                  "finished_at": bindparam("f_now"), "wait_reason": None}
+        if completed:  # a run reported done without a "running" report still started
+            values["started_at"] = func.coalesce(_task.c.started_at, _task.c.dispatched_at)
+        for name, present in zip(FIELDS, given):
+            if present:
+                values[name] = bindparam(f"f_{name}", type_=_task.c[name].type)
+        stmt = (update(_task)
+                .where(_task.c.id == bindparam("f_id"), _task.c.daemon_id == bindparam("f_daemon"),
+                       _task.c.status.in_(HOLDING), _task.c.pending_prompt.is_(None), _daemon_here)
+                .values(**values)
+                .returning(*_task.c, *([_queued_left] if postgres else [])))
+        _statements[key] = stmt
+    return stmt
+
+
+def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
+                fields: dict[str, Any]) -> tuple[Row, bool] | None:
+    """End the task if this daemon simply holds it: (the row as it is now, whether its agent has
+    queued tasks), or None (see the module doc). `fields`: the report's optional fields to set,
+    already normalised (a field absent is left as it is)."""
+    postgres = session.bind.dialect.name == "postgresql"
+    given = tuple(name in fields for name in FIELDS)
+    params = {"f_id": task_id, "f_daemon": daemon_id, "f_status": status, "f_now": utcnow()}
+    for name, present in zip(FIELDS, given):
+        if present:
+            params[f"f_{name}"] = fields[name]
+    row = session.execute(_statement((postgres, status == "completed", *given)), params).first()
+    if row is None:
+        return None
+    if postgres:
+        return row, bool(row.agent_has_queued)
+    return row, session.scalar(_QUEUED, {"agent": row.agent_id}) is not None

@@ -255,9 +255,10 @@ async def enforce(request: Request) -> None:
         raise Forbidden("this route has no access rule, so nobody may call it (deny by default)")
     if rule.public:
         return
-    from .deps import get_principal, get_state  # deps imports this module's neighbours
+    from .deps import PRINCIPAL_KEY, get_principal, get_state  # deps imports this module's neighbours
 
     principal = await get_principal(request, await get_state(request))
+    request.scope[PRINCIPAL_KEY] = principal  # the route's dependencies use it, not a second lookup
     if principal.kind == "daemon":
         if not rule.daemon:
             raise Forbidden("a daemon token may not call this; it acts only for its own daemon's work")

@@ -140,7 +140,9 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     def health() -> dict:
         return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
 
-    for module in (workspaces, members, projects, issues, agents, task_routes, daemons, workflow_routes,
+    # The daemons' routes first: a request is matched against the routes in order, and theirs are
+    # the busiest (every task a daemon turns over). No two routes share a path, so order is free.
+    for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
                    bean_routes, classifications, role_routes, harness_tasks):
         app.include_router(module.router)
     if web:

@@ -15,6 +15,7 @@ from ..store.db import Database
 from .hub import CHANNEL, Hub
 
 
+_NOTIFY = text("SELECT pg_notify(:c, :p)")
 NOTIFY_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 
 
@@ -51,6 +52,6 @@ class AppState:
             events = take(session)
             if self.postgres:  # NOTIFY is delivered on commit, to every server process
                 for payload in _notify_payloads(events):
-                    session.execute(text("SELECT pg_notify(:c, :p)"), {"c": CHANNEL, "p": payload})
+                    session.execute(_NOTIFY, {"c": CHANNEL, "p": payload})
         if events and not self.postgres:
             self.hub.publish(events)

@@ -105,8 +105,9 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     with state.write() as s:
         t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next"}))
         out = serialize.task(t)
-        if body.claim_next:
-            out["claimed"] = _claimed(tasks.claim(s, _me(s, caller), limit=body.claim_next))
+        if body.claim_next:  # the finish found this daemon registered (or refused the request)
+            out["claimed"] = _claimed(tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
+                                                     limit=body.claim_next))
         return SafeJSONResponse(out)
 
 

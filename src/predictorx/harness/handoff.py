@@ -68,6 +68,11 @@ def write(session: Session, lib: Library, task: Task, *, agent_part: dict[str, A
     return row
 
 
+def of_task(session: Session, task: Task) -> TaskHandoff | None:
+    """The handoff a task left, if any."""
+    return session.get(TaskHandoff, task.id)
+
+
 def for_issue(session: Session, issue_id: str, limit: int = 20) -> list[TaskHandoff]:
     return list(session.scalars(select(TaskHandoff).join(Task, Task.id == TaskHandoff.task_id)
                                 .where(TaskHandoff.issue_id == issue_id)

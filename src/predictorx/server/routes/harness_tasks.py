@@ -55,9 +55,8 @@ def sweep(task_id: str, caller: Caller = Depends(get_caller), state: AppState = 
 
 @router.get("/api/tasks/{task_id}/harness/handoff")
 def get_handoff(task_id: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
-    from ...store.harness_schema import TaskHandoff
     with state.read() as s:
-        row = s.get(TaskHandoff, _task(s, caller, task_id).id)
+        row = handoff_svc.of_task(s, _task(s, caller, task_id))
         if row is None:
             raise NotFound("this task has left no handoff yet")
         return row.content

@@ -50,21 +50,22 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
     person = _room("join", "--room", room, "--label", "person", cwd=repo)
     person_id = person.get("session") or person["session_id"]
 
+    if provider == "codex":  # gpt-5.5 reaches MCP tools through tool_search (test below)
+        s.model.search = "agents-room messages msg_send room_join"
     _issue, run = s.assign(project)
     first = s.model.wait_for(lambda rs: [r for r in rs if r.turn == "tool"], timeout=120)[0]
     agent = wait_until(lambda: [x for x in _room("who")["sessions"] if x["label"].startswith(s.agent_name)],
                        30, what="the agent's session to join")[0]
     assert room in agent["rooms"] and agent["repo"] == _room("who", "--session", person_id)["sessions"][0]["repo"]
     assert agent["repo"] == "repo:myrepo" and "repo:myrepo" in agent["rooms"]
-    # Its MCP tools are offered to the model (Codex may start its MCP servers after its first request).
+    # Its MCP tools are offered to the model (Codex: in the tool_search output its search brought).
     offered = [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
 
     _room("send", "--session", person_id, "--room", room, "--to", "*", NOTE)
     marker.touch()
     task = s.wait(run["id"])
     offered = offered or [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
-    if provider == "claude":  # Codex: test_codex_offers_the_agents_room_mcp_tools
-        assert offered, [t.get("name") for t in first.body.get("tools") or []]
+    assert offered, [t.get("name") for t in first.body.get("tools") or []]
     answer = next(r for r in s.model.conversation() if r.turn == "answer")
     # The hook's nudge: who wrote, in which room, and how to read it (agents-room's MCP msg_recv).
     nudge = re.compile(rf"agents-room: 1 unread message for {agent['session']} via [^\"]*{re.escape(room)}[^\"]* "
@@ -78,11 +79,15 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
     assert finished - result_at < 2.0, f"the task ended {finished - result_at:.1f} s after the CLI's result"
 
 
-@pytest.mark.xfail(strict=True, reason="Codex 0.169 exec offers no agents-room MCP tools: the server given by "
-                   "`agents-room run-config` (-c mcp_servers.agents-room.…) is listed enabled by `codex mcp list` "
-                   "but never reaches the model's tools, with gpt-5.5 (tool_search) or an uncatalogued model")
 def test_codex_offers_the_agents_room_mcp_tools(tmp_path):  # noqa: ANN001
-    """The same run the daemon makes, without the daemon: Codex with agents-room's run-config."""
+    """The same run the daemon makes, without the daemon: Codex with agents-room's run-config
+    (which already holds --dangerously-bypass-hook-trust; Codex refuses it twice).
+
+    Codex 0.169 decides per model how MCP tools reach it: for a model its catalogue marks
+    `supports_search_tool` (gpt-5.5, the default here) it defers them behind its `tool_search`
+    tool — the model searches, and Codex answers with a `tool_search_output` holding the
+    `mcp__agents_room` namespace and its functions; for any other model it lists that namespace
+    in the request's tools directly. No setting switches the deferral off (docs/agents.md)."""
     from .clis import CODEX
     from .modelserver import ResponsesServer
 
@@ -93,10 +98,29 @@ def test_codex_offers_the_agents_room_mcp_tools(tmp_path):  # noqa: ANN001
     cfg = json.loads(subprocess.run([AGENTS_ROOM, "run-config", "--harness=codex", f"--config-dir={tmp_path / 'ar'}",
                                      f"--cwd={repo}", "--label=codex-1", "--room=shared:p"],
                                     capture_output=True, text=True, timeout=30, check=True).stdout)
-    with ResponsesServer(command="true", answer="ok") as model:
-        env = {**os.environ, **CODEX.environment(tmp_path / "home", model), **cfg["env"]}
-        subprocess.run([str(codex.path()), "exec", "--json", "--skip-git-repo-check",
-                        "--dangerously-bypass-approvals-and-sandbox", "--dangerously-bypass-hook-trust", *cfg["args"],
-                        "hi"], cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
-        tools = [json.dumps(r.body.get("tools")) for r in model.conversation()]
-    assert tools and all("msg_send" in t for t in tools)
+    assert "--dangerously-bypass-hook-trust" in cfg["args"]
+
+    def run(*model_args: str) -> list:
+        with ResponsesServer(command="true", answer="ok") as model:
+            model.search = "agents-room messages msg_send room_join"
+            env = {**os.environ, **CODEX.environment(tmp_path / "home", model), **cfg["env"]}
+            p = subprocess.run([str(codex.path()), "exec", "--json", "--skip-git-repo-check",
+                                "--dangerously-bypass-approvals-and-sandbox", *cfg["args"], *model_args, "hi"],
+                               cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+            assert p.returncode == 0, p.stderr.decode()[-2000:]
+            return list(model.requests)
+
+    def agents_room_namespace(tools: list) -> set[str]:
+        ns = next((t for t in tools if t.get("type") == "namespace" and t.get("name") == "mcp__agents_room"), None)
+        return {f["name"] for f in (ns or {}).get("tools") or []}
+
+    # gpt-5.5: deferred; the model's tool_search brings the namespace into the conversation.
+    searched = run()
+    assert searched[0].turn == "search" and not agents_room_namespace(searched[0].body["tools"])
+    found = [i for i in searched[1].body["input"] if isinstance(i, dict) and i.get("type") == "tool_search_output"]
+    assert found and {"msg_send", "msg_recv", "room_join"} <= agents_room_namespace(found[0]["tools"]), found
+    assert searched[1].turn == "tool" and searched[-1].turn == "answer"
+    # A model without search support: the namespace is among the request's tools from the start.
+    direct = run("--model", "scripted-model")
+    assert direct[0].turn == "tool"
+    assert {"msg_send", "msg_recv", "room_join"} <= agents_room_namespace(direct[0].body["tools"])

@@ -11,6 +11,10 @@ from .base import ModelServer, Recorded, Reply, tool_arguments
 class ResponsesServer(ModelServer):
     protocol = "responses"
     model = "gpt-scripted-1"
+    #: When set and Codex offers its `tool_search` tool (a catalogued model such as gpt-5.5 gets
+    #: MCP tools deferred behind it), the first turn searches for this query, as the real model
+    #: does to reach MCP tools; Codex answers with a `tool_search_output` in the next request.
+    search: str | None = None
 
     def reply(self, req: Recorded) -> Reply:
         if req.method == "GET" and req.path.endswith("/models"):
@@ -22,8 +26,13 @@ class ResponsesServer(ModelServer):
         body = req.body or {}
         shell = _shell_tool(body.get("tools") or [])
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+        searchable = any(t.get("type") == "tool_search" for t in body.get("tools") or [])
         if shell is None:
             req.turn, output = "aside", [self._message("Scripted work")]
+        elif self.search and searchable and not any(i.get("type") == "tool_search_output" for i in items):
+            req.turn = "search"
+            output = [{"type": "tool_search_call", "id": self.next_id("ts_"), "call_id": self.next_id("search_"),
+                       "execution": "client", "status": "completed", "arguments": {"query": self.search, "limit": 20}}]
         elif _output_after_last_turn(items):
             req.turn, output = "answer", [self._message(self.answer)]
         else:
@@ -70,6 +79,6 @@ def _output_after_last_turn(items: list[dict[str, Any]]) -> bool:
     for item in reversed(items):
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
             return True
-        if item.get("role") == "assistant" or item.get("type") in ("function_call", "reasoning"):
+        if item.get("role") == "assistant" or item.get("type") in ("function_call", "reasoning", "tool_search_call"):
             return False
     return False

@@ -7,10 +7,33 @@ from __future__ import annotations
 from pathlib import Path
 
 from predictorx.daemon import worktree
-from predictorx.daemon.branches import candidates, create_free_branch, NoFreeBranch, task_branch
-from predictorx.daemon.repocache import RepoCache
+import subprocess
+
+import pytest
+
+from predictorx.daemon.branches import NoFreeBranch, candidates, create_free_branch, ref_component, task_branch
+from predictorx.daemon.repocache import RepoCache, cache_key, repo_name
 
 from ctx_gitutil import Remote, git
+
+
+@pytest.mark.parametrize("text, unicode, ascii", [
+    ("Claude Coder", "Claude-Coder", "Claude-Coder"),
+    ("Zoë's repo", "Zoë-s-repo", "Zo-s-repo"),
+    ("..x..y.lock", "x.y", "x.y"),
+    ("a" * 70 + ".lock", "a" * 64, "a" * 64),
+    ("--", "fb", "fb"),
+])
+def test_one_ref_sanitiser_for_branches_and_cache_names(text: str, unicode: str, ascii: str) -> None:
+    assert ref_component(text, "fb") == unicode
+    assert ref_component(text, "fb", ascii_only=True) == ascii
+    for name in (unicode, ascii):
+        assert subprocess.run(["git", "check-ref-format", "--branch", f"agent/{name}"], capture_output=True).returncode == 0
+
+
+def test_the_repo_cache_names_go_through_it() -> None:
+    assert repo_name("https://example.com/org/Zoë's..Repo.git") == ref_component("Zoë's..Repo", "repo", ascii_only=True)
+    assert cache_key("https://example.com/org/My.Repo.git").startswith("My.Repo-")
 
 
 def test_the_collision_rule_in_order() -> None:

@@ -15,9 +15,15 @@ from typing import Callable, Iterator
 MAX_SUFFIX = 99  # name-2 … name-99, then the flat name and its suffixes
 
 
-def ref_component(text: str, fallback: str) -> str:
-    """One path component of a ref (git check-ref-format); letters of any script are kept."""
-    s = re.sub(r"[^\w.-]+", "-", text)  # spaces, / ~ ^ : ? * [ \ @ { and control characters
+_UNSAFE = re.compile(r"[^\w.-]+")  # spaces, / ~ ^ : ? * [ \ @ { and control characters
+_UNSAFE_ASCII = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def ref_component(text: str, fallback: str, *, ascii_only: bool = False) -> str:
+    """One path component of a ref (git check-ref-format); letters of any script are kept, or
+    with `ascii_only` only ASCII ones (a name also safe in a shell or URL: the repo cache's
+    directory names)."""
+    s = (_UNSAFE_ASCII if ascii_only else _UNSAFE).sub("-", text)
     s = re.sub(r"\.{2,}", ".", s)
     s = re.sub(r"-{2,}", "-", s)
     s = s[:64].strip(".-")

@@ -37,7 +37,7 @@ from predictorx import config
 
 from . import gitcmd
 from .gitcmd import GitError  # noqa: F401  (the one git error; callers catch it from here too)
-from .branches import NoFreeBranch, create_free_branch, sanitize_branch, task_branch  # noqa: F401  (re-exported)
+from .branches import NoFreeBranch, create_free_branch, ref_component, sanitize_branch, task_branch  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -170,18 +170,9 @@ def repo_name(url: str) -> str:
     return _component(last, fallback="repo")
 
 
-_BRANCH_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
 def _component(value: str, *, fallback: str = "x") -> str:
-    # Stricter than git check-ref-format (ASCII only), so a name is also safe in a shell or URL.
-    value = _BRANCH_UNSAFE.sub("-", value)
-    value = re.sub(r"\.{2,}", ".", value)
-    value = re.sub(r"-{2,}", "-", value)
-    value = value.strip(".-")[:64].rstrip(".")
-    while value.endswith(".lock"):
-        value = value[: -len(".lock")].rstrip(".")
-    return value or fallback
+    """The one ref sanitiser (`branches.ref_component`), ASCII only: safe in a shell or URL too."""
+    return ref_component(value, fallback, ascii_only=True)
 
 
 def cache_key(url: str) -> str:

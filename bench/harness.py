@@ -102,14 +102,15 @@ def bench_loop(tmp: Path, iterations: int) -> dict:
     lib = _loop_lib(tmp)
     run = Run.start(lib, "loop")
     per = max(1, iterations // 10)
-    times, samples = [], []
+    times, cpu, samples = [], [], []
     done, error = 0, None
     try:
         for left in range(iterations - 1, -1, -1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             step(run, "work")
             step(run, "again", facts={"left": left})
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
             done += 1
             if done % per == 0 or done == 1:
                 samples.append({"iteration": done, "state_bytes": len(run.dump()), "tasks": len(run.wf.tasks),
@@ -125,7 +126,7 @@ def bench_loop(tmp: Path, iterations: int) -> dict:
     windows = _per_window(times, per)
     return {"iterations": done, "steps": done * 2, "steps_per_s": round(done * 2 / sum(times), 1),
             "steps_per_s_by_tenth": windows, "first_tenth_vs_last": [windows[0], windows[-1]],
-            "completed": run.completed, "error": error, "samples": samples,
+            "cpu_steps_per_s_by_tenth": _per_window(cpu, per), "completed": run.completed, "error": error, "samples": samples,
             "state_bytes_at_end": len(state), "serialise_ms": round(dump_s * 1000, 2),
             "deserialise_ms": round(load_s * 1000, 2), "recursion_limit": sys.getrecursionlimit()}
 
@@ -149,7 +150,7 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
         inst, _ = instances.start(s, lib, issue, "loop")
         issue_id, iid = issue.id, inst.id
     per = max(1, iterations // 10)
-    times, samples = [], []
+    times, cpu, samples = [], [], []
 
     def take(ref: str, facts: dict | None = None) -> None:
         with db.write() as s:
@@ -157,10 +158,11 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
                                instances.Completion(ref, facts=facts or {}))
 
     for k, left in enumerate(range(iterations - 1, -1, -1), 1):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         take("work")
         take("again", {"left": left})
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         if k % per == 0 or k == 1:
             with db.read() as s:
                 state = s.get(WorkflowInstance, iid).state
@@ -172,7 +174,7 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
     windows = _per_window(times, per)
     return {"iterations": iterations, "steps": 2 * iterations, "steps_per_s": round(2 * iterations / sum(times), 1),
             "steps_per_s_by_tenth": windows, "first_tenth_vs_last": [windows[0], windows[-1]],
-            "status": status, "history_rows": rows, "samples": samples,
+            "cpu_steps_per_s_by_tenth": _per_window(cpu, per), "status": status, "history_rows": rows, "samples": samples,
             "db_mb": round(path.stat().st_size / 2**20, 1)}
 
 

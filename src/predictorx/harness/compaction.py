@@ -4,8 +4,8 @@ SpiffWorkflow 3.2 keeps every finished task forever (its 1.x "loop reset" task, 
 tree on a loop back, was removed in 1.2 and nothing replaced it): each iteration of a loop adds a
 level to the tree, so every engine walk, the serialised state, and loading it grow with the
 instance's age (bench/harness.py, CPU time: 3,700 steps/s at the start of a one-task loop, 490
-after 2,000 iterations, with a 2.3 MB state). Our history does not live in the tree — every step is a `workflow_step` row — so
-the finished part of the tree above the work still to do can go.
+after 2,000 iterations, with a 2.3 MB state). Our history does not live in the tree — every
+step is a `workflow_step` row — so the finished part of the tree above the work still to do can go.
 
 What is dropped: the finished tasks above the lowest common ancestor of all unfinished tasks
 (ready, waiting, started, future and predicted ones) — every strict ancestor of that ancestor is

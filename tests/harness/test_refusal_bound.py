@@ -57,3 +57,24 @@ def test_refused_rows_per_instance_are_capped_with_a_sentence(api, monkeypatch):
     assert "already records 5 refused attempts, the most it keeps" in detail and "(8 attempts)" in detail
     rows = _refused(api, n)
     assert [r["attempts"] for r in rows] == [1, 1, 1, 1, 8]
+
+
+def test_the_panel_shows_the_count_and_only_the_latest_steps(db, monkeypatch):  # noqa: ANN001
+    from starlette.testclient import TestClient
+
+    from predictorx.server.app import create_app
+    from predictorx.server.run import bootstrap
+    from predictorx.server.web import workflows as panel
+    from tests.api.conftest import Api
+
+    monkeypatch.setattr(panel, "HISTORY_SHOWN", 2)
+    token = bootstrap(db, "http://testserver")
+    with TestClient(create_app(db, migrate=False), follow_redirects=False) as c:
+        c.cookies.set("px_token", token)
+        api = Api(c, token)
+        n, agent = _denied_signoff(api)
+        for _ in range(4):
+            assert _step(agent, n, "feature-request", "signoff").status_code == 403
+        html = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"}).text
+    assert "refused ×4" in html and "The latest 2 steps; 1 earlier step is in the record" in html
+    assert ">capture<" not in html and ">requirements<" in html and ">signoff<" in html

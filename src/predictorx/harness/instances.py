@@ -199,6 +199,18 @@ def history(session: Session, inst: WorkflowInstance) -> list[WorkflowStep]:
                                 .order_by(WorkflowStep.seq)))
 
 
+def recent_history(session: Session, inst: WorkflowInstance, limit: int) -> list[WorkflowStep]:
+    """The last `limit` rows, oldest first (a page shows these; the record has them all)."""
+    rows = session.scalars(select(WorkflowStep).where(WorkflowStep.instance_id == inst.id)
+                           .order_by(WorkflowStep.seq.desc()).limit(limit))
+    return list(reversed(list(rows)))
+
+
+def done_nodes(session: Session, inst: WorkflowInstance) -> set[str]:
+    return set(session.scalars(select(WorkflowStep.node_id).distinct().where(
+        WorkflowStep.instance_id == inst.id, WorkflowStep.status == "done")))
+
+
 def step_dict(row: WorkflowStep) -> dict[str, Any]:
     return {c: getattr(row, c) for c in ("seq", "status", "process_id", "diagram", "diagram_digest", "node_id",
                                          "node_name", "kind", "role", "actor_type", "actor_id", "actor_name",

@@ -29,7 +29,8 @@ from .session import Viewer, viewer
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
-TASKS_CHANGED = {"HX-Trigger": "px-tasks-changed"}  # a step taken may have queued the agent's next task
+TASKS_CHANGED = {"HX-Trigger": "px-tasks-changed"}
+HISTORY_SHOWN = 100  # the latest steps of an instance; a looping one has tens of thousands  # a step taken may have queued the agent's next task
 
 
 def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | None = None,
@@ -43,12 +44,13 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         roles = instances.actor_roles(s, lib, issue, "person", who.caller.user_id) if lib else frozenset()
         items = []
         for inst in instances.list_instances(s, issue):
-            hist = instances.history(s, inst)
+            hist = instances.recent_history(s, inst, HISTORY_SHOWN)
             enabled = instances.enabled_steps(lib, inst) if lib and inst.status == "running" else []
             model = lib.model_of(inst.process_id) if lib else None
             drawing = Markup(diagram.svg(model, {e["node"] for e in enabled},
-                                         {h.node_id for h in hist if h.status == "done"})) if model else None
-            items.append({"inst": inst, "enabled": enabled, "history": hist, "svg": drawing})
+                                         instances.done_nodes(s, inst))) if model else None
+            items.append({"inst": inst, "enabled": enabled, "history": hist, "svg": drawing,
+                          "earlier": max(0, inst.step_count - len(hist))})
         states = interaction.states_of(s, issue)
         handoffs = handoff.for_issue(s, issue.id, limit=1)
         return {"issue": issue, "items": items, "problem": problem, "my_roles": roles,

@@ -12,6 +12,9 @@ SHELL_TOOL = "Bash"
 class AnthropicServer(ModelServer):
     protocol = "anthropic"
     model = "claude-scripted-1"
+    #: When set, turn 1 calls this tool (e.g. an MCP tool, `mcp__predictorx__workflow_complete`)
+    #: with these arguments instead of the shell, provided the request offers it.
+    call: tuple[str, dict[str, Any]] | None = None
 
     def reply(self, req: Recorded) -> Reply:
         if req.path.endswith("/count_tokens"):
@@ -22,16 +25,28 @@ class AnthropicServer(ModelServer):
             return Reply(404, json_body={"type": "error", "error": {"type": "not_found_error", "message": req.path}})
         body = req.body or {}
         shell = next((t for t in body.get("tools") or [] if t.get("name") == SHELL_TOOL), None)
+        used = _tool_uses(body.get("messages") or [])
+        tools = {t.get("name"): t for t in body.get("tools") or []}
         if shell is None:
             req.turn, blocks = "aside", [{"type": "text", "text": "Scripted work"}]
-        elif _last_user_has_tool_result(body.get("messages") or []):
+        elif self.call is not None and self.call[0] not in used and "ToolSearch" not in used \
+                and (tools.get(self.call[0]) or {}).get("defer_loading", True) and "ToolSearch" in tools:
+            # Claude Code defers MCP tools (their names are listed in the system prompt): the
+            # model loads the schema first, as the real one does.
+            req.turn = "search"
+            blocks = [{"type": "tool_use", "id": self.next_id("toolu_"), "name": "ToolSearch",
+                       "input": {"query": f"select:{self.call[0]}", "max_results": 5}}]
+        elif _last_user_has_tool_result(body.get("messages") or []) and (self.call is None or self.call[0] in used):
             req.turn, blocks = "answer", [{"type": "text", "text": self.answer}]
         else:
             req.turn = "tool"
-            blocks = [{"type": "text", "text": "Running the command."},
-                      {"type": "tool_use", "id": self.next_id("toolu_"), "name": SHELL_TOOL,
-                       "input": tool_arguments(shell.get("input_schema"), {"command": self.command_for(req)})}]
-        stop = "tool_use" if req.turn == "tool" else "end_turn"
+            if self.call is not None:
+                use = {"type": "tool_use", "id": self.next_id("toolu_"), "name": self.call[0], "input": self.call[1]}
+            else:
+                use = {"type": "tool_use", "id": self.next_id("toolu_"), "name": SHELL_TOOL,
+                       "input": tool_arguments(shell.get("input_schema"), {"command": self.command_for(req)})}
+            blocks = [{"type": "text", "text": "Running the command."}, use]
+        stop = "tool_use" if req.turn in ("tool", "search") else "end_turn"
         message = {"id": self.next_id("msg_"), "type": "message", "role": "assistant",
                    "model": body.get("model") or self.model, "stop_reason": None, "stop_sequence": None,
                    "usage": {"input_tokens": 120, "output_tokens": 1}}
@@ -46,6 +61,12 @@ class AnthropicServer(ModelServer):
                                       "usage": {"output_tokens": 20}}),
                    ("message_stop", {"type": "message_stop"})]
         return Reply(events=events)
+
+
+def _tool_uses(messages: list[dict[str, Any]]) -> set[str]:
+    """Names of the tools the model has called so far in this conversation."""
+    return {b.get("name") for msg in messages if msg.get("role") == "assistant" and isinstance(msg.get("content"), list)
+            for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_use"}
 
 
 def _last_user_has_tool_result(messages: list[dict[str, Any]]) -> bool:

@@ -219,7 +219,9 @@ def test_user_text_is_escaped_everywhere(client):  # noqa: ANN001
 class _Doc(ResourceType):
     name = "test_doc"
     title = "Document"
-    form_fields = (registry.Field("visibility", "who may read it", choices=("team", "public"), label="Who reads it"),)
+    form_fields = (registry.Field("id", "its id", required=True),
+                   registry.Field("visibility", "who may read it", choices=("team", "public"), label="Who reads it"))
+    web_form = registry.WebForm("doc", "+ Document", "Add document")
 
     def render_html(self, ref, label):  # noqa: ANN001, ANN201
         return f'<a class="test-doc" href="https://docs.example/{ref["id"]}">doc {ref["id"]}</a>'
@@ -248,6 +250,12 @@ def test_a_new_resource_type_needs_no_web_code(client, doc_type):  # noqa: ANN00
     assert r.status_code == 200, r.text
     saved = next(x for x in client.get(f"/api/projects/{pid}").json()["resources"] if x["id"] == row["id"])
     assert saved["resource_ref"] == {"id": "7", "visibility": "public"}
+    # And its own "add" form, made of its fields.
+    page = client.get(f"/projects/{pid}").text
+    assert 'id="add-doc-form"' in page and "+ Document" in page and '<input name="id"' in page
+    r = client.post(f"/projects/{pid}/resources", headers=HX, data={"form": "doc", "id": "9", "visibility": "team"})
+    assert r.status_code == 200, r.text
+    assert {"id": "9", "visibility": "team"} in [x["resource_ref"] for x in client.get(f"/api/projects/{pid}").json()["resources"]]
 
 
 def test_a_row_of_an_unknown_type_shows_its_payload(client, web_db):  # noqa: ANN001

@@ -5,6 +5,7 @@ from .local_directory_paths import PathRuleError  # noqa: F401  (a folder's path
 from .placement import Placement  # noqa: F401
 from .registry import (  # noqa: F401
     Field,
+    WebForm,
     ResourceError,
     ResourceType,
     all_form_fields,
@@ -12,10 +13,12 @@ from .registry import (  # noqa: F401
     choose_placement,
     daemon_capabilities,
     folder_picker,
+    by_web_form,
     get,
     known_types,
     merge_patch,
     register,
     split_label,
     unregister,
+    web_forms,
 )

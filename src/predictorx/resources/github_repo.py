@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from . import validation as v
-from .registry import Field, ResourceType, register
+from .registry import Field, ResourceType, WebForm, register
 
 
 @register
@@ -14,9 +14,11 @@ class GitHubRepo(ResourceType):
     name = "github_repo"
     title = "Git repository"
     fields = {"url", "ref", "default_branch_hint"}
-    form_fields = (Field("url", "any git URL"),
-                   Field("ref", "branch/tag/commit"),
-                   Field("default_branch_hint", "the repository's default branch, a hint"))
+    form_fields = (Field("url", "any git URL", label="URL", required=True, mono=True,
+                         placeholder="https://github.com/org/repo or git@host:org/repo.git"),
+                   Field("ref", "branch/tag/commit", label="Ref", placeholder="main, v1.2, a1b2c3"),
+                   Field("default_branch_hint", "the repository's default branch, a hint", placeholder="main"))
+    web_form = WebForm("repo", "+ Git repository", "Add repository")
 
     def normalize(self, ref: dict[str, Any]) -> dict[str, Any]:
         v.allowed_keys(ref, self.fields, self.name)

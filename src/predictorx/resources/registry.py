@@ -39,6 +39,11 @@ class Field:
     choices: tuple[str, ...] = ()
     #: The web form's label (default: the key in words).
     label: str = ""
+    #: The web form's example text, and whether it must be filled in.
+    placeholder: str = ""
+    required: bool = False
+    #: Shown in a fixed-width font (URLs, paths).
+    mono: bool = False
 
     @property
     def title(self) -> str:
@@ -47,6 +52,15 @@ class Field:
     @property
     def flag(self) -> str:
         return "--" + self.key.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class WebForm:
+    """The resources panel's "add" form of a type, made of its `form_fields`."""
+
+    id: str      # the form is #add-<id>-form, posted with form=<id>
+    button: str  # the button that opens it ("+ Git repository")
+    submit: str  # its submit button ("Add repository")
 
 
 class ResourceType:
@@ -63,6 +77,9 @@ class ResourceType:
     daemon_ops: ClassVar[frozenset[str]] = frozenset()
     #: Rows of this type are made by the web's "Add local folder" picker (`folder_ref`).
     folder_picker: ClassVar[bool] = False
+    #: The resources panel has an "add" form of this type's `form_fields` (None: only the generic
+    #: JSON one, or the folder picker).
+    web_form: ClassVar[WebForm | None] = None
 
     # -- server side -------------------------------------------------------------------------
     def normalize(self, ref: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +185,15 @@ def answer_daemon_check(request: dict[str, Any]) -> tuple[bool, str | None] | No
 def folder_picker() -> ResourceType | None:
     """The type whose rows the web's folder picker makes, if one is registered."""
     return next((t for t in TYPES.handlers() if t.folder_picker), None)
+
+
+def web_forms() -> list[ResourceType]:
+    """The types with an "add" form of their own in the resources panel."""
+    return [t for t in TYPES.handlers() if t.web_form is not None]
+
+
+def by_web_form(form_id: str) -> ResourceType | None:
+    return next((t for t in web_forms() if t.web_form and t.web_form.id == form_id), None)
 
 
 def all_form_fields() -> dict[str, list[tuple[str, Field]]]:

@@ -37,6 +37,8 @@ def resources_context(request: Request, viewer: Viewer, project_id: str, **extra
         machines = svc.resource_machines(s, viewer.workspace_id, rows)
     return {"viewer": viewer, "project": project, "resources": rows, "local_button": button, "machines": machines,
             "known_types": registry.known_types(), "choices": _choices(rows),
+            "add_forms": registry.web_forms(),
+            "add_ids": [f"add_{t.web_form.id}" for t in registry.web_forms() if t.web_form] + ["add_other"],
             "error": None, "error_for": None, "values": {}, **extra}
 
 
@@ -64,9 +66,10 @@ async def show(request: Request, project_id: str, who: Viewer = Depends(viewer))
 
 
 def _new_resource(form: Form) -> ResourceIn:
-    if form.get("form") == "repo":
-        ref = {key: form.get(key) for key in ("url", "ref", "default_branch_hint") if form.get(key)}
-        return ResourceIn(resource_type="github_repo", resource_ref=ref, label=form.optional("label"))
+    typed = registry.by_web_form(form.get("form") or "")
+    if typed is not None:  # a type's own form: its fields, those filled in
+        ref = {f.key: form.get(f.key) for f in typed.form_fields if form.get(f.key)}
+        return ResourceIn(resource_type=typed.name, resource_ref=ref, label=form.optional("label"))
     return ResourceIn(resource_type=form.get("resource_type"), resource_ref=json_object(form.get("payload")),
                       label=form.optional("label"))
 
@@ -74,7 +77,8 @@ def _new_resource(form: Form) -> ResourceIn:
 @router.post("/projects/{project_id}/resources")
 async def add(request: Request, project_id: str, form: Form = Depends(read_form),
               who: Viewer = Depends(viewer)) -> Response:
-    which = "add_repo" if form.get("form") == "repo" else "add_other"
+    typed = registry.by_web_form(form.get("form") or "")
+    which = f"add_{typed.web_form.id}" if typed is not None and typed.web_form else "add_other"
     try:
         await call(api.add_resource, project_id, _new_resource(form), who.caller, request.app.state.px)
     except FORM_ERRORS as e:

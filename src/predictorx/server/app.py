@@ -133,7 +133,6 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     app.add_middleware(OriginGuard)
     app.add_middleware(SecurityHeaders)
     app.state.px = state
-    app.state.token_cache = {}
     install_error_handlers(app)
 
     @app.get("/api/health", tags=["meta"])

@@ -2,13 +2,12 @@
 
 They are `async def` on purpose: FastAPI runs a plain `def` dependency in the thread pool, and a
 request used to make four such hops before its endpoint even started. They only block (in the
-thread pool) when they must read the database: a token not in the cache, or a workspace given by
+thread pool) when they must read the database: a token not in the cache (server/principals.py), or a workspace given by
 slug or by an id the principal does not already carry.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from fastapi import Depends, Header, Request
@@ -19,7 +18,6 @@ from ..service.errors import Forbidden
 from ..store.schema import Workspace
 from .state import AppState
 
-_CACHE_TTL = 2.0  # seconds a token lookup is reused; keeps listing endpoints fast
 
 
 async def get_state(request: Request) -> AppState:
@@ -48,15 +46,15 @@ async def get_principal(request: Request, state: AppState = Depends(get_state)) 
     if known is not None:
         return known
     raw = _raw_token(request)
-    cache = request.app.state.token_cache
-    hit = cache.get(raw) if raw else None
-    if hit and hit[0] > time.monotonic():
-        return hit[1]
+    cache = state.principals
+    key = cache.key(raw) if raw else None
+    hit = cache.get(key) if key else None
+    if hit is not None:
+        return hit
+    generation = cache.generation  # a change committed while we read must not be undone by us
     principal = await run_in_threadpool(_authenticate, state, raw)
-    if principal.kind != "task":  # a task token dies with its task: always look it up
-        if len(cache) > 10_000:
-            cache.clear()
-        cache[raw] = (time.monotonic() + _CACHE_TTL, principal)
+    if key:
+        cache.put(key, principal, generation)  # never a task token: it dies with its task
     return principal
 
 

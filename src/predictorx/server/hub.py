@@ -14,13 +14,16 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger("predictorx.hub")
 CHANNEL = "predictorx_events"
 #: Events for one daemon's ears only: requests carry paths on that person's machine, and a
 #: revocation ends that daemon's stream. Browsers and other daemons never see them.
 PRIVATE_TYPES = ("request", "daemon_revoked")
+#: A notice between server processes, never delivered to a subscriber: tokens or memberships
+#: changed, so cached principals must be forgotten (server/principals.py).
+PRINCIPALS_CHANGED = "principals_changed"
 
 
 @dataclass(eq=False)
@@ -44,6 +47,18 @@ class Hub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[str, tuple[str, asyncio.Future]] = {}  # request id -> (daemon id, answer)
         self._ids = itertools.count()
+        self._notices: dict[str, list[Callable[[], None]]] = {}
+
+    def on_notice(self, type_: str, handler: Callable[[], None]) -> None:
+        """Call `handler` (on the event loop) when a server process sends a notice of this type,
+        and whenever LISTEN starts again (a notice may have been missed meanwhile)."""
+        self._notices.setdefault(type_, []).append(handler)
+
+    def _notice(self, type_: str | None = None) -> None:
+        for t, handlers in self._notices.items():
+            if type_ is None or t == type_:
+                for handler in handlers:
+                    handler()
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -61,6 +76,9 @@ class Hub:
 
     def _deliver(self, events: list[dict[str, Any]]) -> None:
         for event in events:
+            if event.get("type") in self._notices:
+                self._notice(event["type"])
+                continue
             for sub in list(self._subs):
                 if sub.wants(event):
                     try:
@@ -117,6 +135,7 @@ class Hub:
             try:
                 async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=10) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    self._notice()  # whatever was noticed while we were not listening
                     # Whatever was notified while we were not listening (a database restart) is
                     # lost: every subscribed daemon looks at the queue again instead.
                     self._deliver([{"workspace_id": ws, "type": "task_queued"}

@@ -11,8 +11,9 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from ..service.events import take
-from ..store.db import Database
-from .hub import CHANNEL, Hub
+from ..store.db import WRITTEN, Database
+from .hub import CHANNEL, PRINCIPALS_CHANGED, Hub
+from .principals import PrincipalCache, changes_principals
 
 
 _NOTIFY = text("SELECT pg_notify(:c, :p)")
@@ -39,6 +40,8 @@ class AppState:
         self.db = db
         self.hub = hub
         self.postgres = db.engine.dialect.name == "postgresql"
+        self.principals = PrincipalCache()
+        hub.on_notice(PRINCIPALS_CHANGED, self.principals.forget)  # another process changed them
 
     def read(self):  # noqa: ANN201
         return self.db.read()
@@ -50,8 +53,12 @@ class AppState:
             yield session
             session.flush()
             events = take(session)
+            principals_changed = changes_principals(session.info.get(WRITTEN, set()))
             if self.postgres:  # NOTIFY is delivered on commit, to every server process
-                for payload in _notify_payloads(events):
+                notices = [{"type": PRINCIPALS_CHANGED}] if principals_changed else []
+                for payload in _notify_payloads(events + notices):
                     session.execute(_NOTIFY, {"c": CHANNEL, "p": payload})
+        if principals_changed:  # this process at once, before the request is answered
+            self.principals.forget()
         if events and not self.postgres:
             self.hub.publish(events)

@@ -83,6 +83,28 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+#: session.info key: the (operation, table) pairs a write transaction wrote, for whoever must react
+#: to a kind of change once it commits (the server forgets cached principals when tokens or
+#: memberships change). Statements through the session and ORM flushes are both recorded.
+WRITTEN = "px.written"
+
+
+def _record_statement(state) -> None:  # noqa: ANN001 — an ORMExecuteState
+    if state.is_select:
+        return
+    op = "update" if state.is_update else "delete" if state.is_delete else "insert" if state.is_insert else None
+    if op is not None:
+        name = getattr(getattr(state.statement, "table", None), "name", None)
+        state.session.info.setdefault(WRITTEN, set()).add((op, name))
+
+
+def _record_flush(session: Session, _context, _instances) -> None:  # noqa: ANN001
+    written = session.info.setdefault(WRITTEN, set())
+    for op, objects in (("insert", session.new), ("update", session.dirty), ("delete", session.deleted)):
+        for obj in objects:
+            written.add((op, getattr(obj, "__tablename__", None)))
+
+
 class Database:
     """One engine plus two session factories: read (deferred) and write (immediate)."""
 
@@ -92,6 +114,8 @@ class Database:
         self._read = sessionmaker(self.engine, expire_on_commit=False)
         write_engine = self.engine.execution_options(sqlite_immediate=True) if self.sqlite else self.engine
         self._write = sessionmaker(write_engine, expire_on_commit=False)
+        event.listen(self._write, "do_orm_execute", _record_statement)
+        event.listen(self._write, "before_flush", _record_flush)
 
     @contextmanager
     def read(self) -> Iterator[Session]:

@@ -78,8 +78,11 @@ def _claimed(claimed: list[dict]) -> list[dict]:
 @router.post("/daemon/claim", response_model=None)
 def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
-        d = _me(s, caller)
-        return SafeJSONResponse({"tasks": _claimed(tasks.claim(s, d, limit=body.limit, task_id=body.task_id))})
+        claimed = tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id, limit=body.limit,
+                                 task_id=body.task_id)
+        if not claimed:
+            _me(s, caller)  # a daemon no longer registered is told so (a claim for it finds nothing)
+        return SafeJSONResponse({"tasks": _claimed(claimed)})
 
 
 @router.post("/daemon/tasks/{task_id}/status")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import Field
 
 from ...service import members as svc
@@ -39,10 +39,6 @@ def _member(m, u, *, with_email: bool) -> dict:  # noqa: ANN001
     return out
 
 
-def _forget_principals(request: Request) -> None:
-    request.app.state.token_cache.clear()  # memberships or tokens changed: cached principals are stale
-
-
 @router.get("/workspaces/{ref}/members")
 def list_members(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
@@ -52,12 +48,11 @@ def list_members(ref: str, caller: Caller = Depends(user_caller), state: AppStat
 
 
 @router.post("/workspaces/{ref}/members", status_code=201)
-def add_member(ref: str, body: MemberIn, request: Request, caller: Caller = Depends(user_caller),
+def add_member(ref: str, body: MemberIn, caller: Caller = Depends(user_caller),
                state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         ws = _mine(s, caller, ref)
         user, token = svc.add_member(s, ws.id, caller.user_id, name=body.name, email=body.email, role=body.role)
-    _forget_principals(request)
     out = {"user_id": user.id, "name": user.name, "email": user.email, "role": body.role, "token": token}
     if token is None:
         out["note"] = (f"{user.name} already has an account: they were added without a new token and "
@@ -66,22 +61,20 @@ def add_member(ref: str, body: MemberIn, request: Request, caller: Caller = Depe
 
 
 @router.patch("/workspaces/{ref}/members/{user_id}")
-def set_role(ref: str, user_id: str, body: RoleIn, request: Request, caller: Caller = Depends(user_caller),
+def set_role(ref: str, user_id: str, body: RoleIn, caller: Caller = Depends(user_caller),
              state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         ws = _mine(s, caller, ref)
         m = svc.set_role(s, ws.id, caller.user_id, user_id, body.role)
         out = {"user_id": m.user_id, "role": m.role}
-    _forget_principals(request)
     return out
 
 
 @router.delete("/workspaces/{ref}/members/{user_id}", status_code=204)
-def remove_member(ref: str, user_id: str, request: Request, caller: Caller = Depends(user_caller),
+def remove_member(ref: str, user_id: str, caller: Caller = Depends(user_caller),
                   state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
         svc.remove_member(s, _mine(s, caller, ref).id, caller.user_id, user_id)
-    _forget_principals(request)
     return Response(status_code=204)
 
 
@@ -104,9 +97,8 @@ def create_token(body: TokenIn, caller: Caller = Depends(user_caller), state: Ap
 
 
 @router.delete("/tokens/{token_id}", status_code=204)
-def revoke_token(token_id: str, request: Request, caller: Caller = Depends(user_caller),
+def revoke_token(token_id: str, caller: Caller = Depends(user_caller),
                  state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
         svc.revoke_token(s, caller.user_id, token_id)
-    _forget_principals(request)
     return Response(status_code=204)

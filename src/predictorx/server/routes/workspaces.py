@@ -28,12 +28,11 @@ def list_workspaces(caller: Caller = Depends(user_caller), state: AppState = Dep
 
 
 @router.post("/workspaces", status_code=201)
-def create_workspace(body: WorkspaceCreate, request: Request, caller: Caller = Depends(user_caller),
+def create_workspace(body: WorkspaceCreate, caller: Caller = Depends(user_caller),
                      state: AppState = Depends(get_state)) -> dict:
     slug = auth.slugify(body.slug or body.name)
     with state.write() as s:
         ws = ws_svc.create_workspace(s, caller.user_id, name=body.name, slug=slug, repos=body.repos)
-    request.app.state.token_cache.clear()  # memberships changed: cached principals are stale
     return serialize.workspace(ws)
 
 

@@ -1,0 +1,90 @@
+"""Cached principals never outlive a revocation (server/principals.py, R-SEC-1, R-SEC-5): the
+process that revokes refuses the token on the next request, another server process as soon as
+PostgreSQL delivers the notice — not when the cache entry would have expired."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from starlette.testclient import TestClient
+
+from predictorx.server.app import create_app
+from predictorx.server.principals import PrincipalCache
+from predictorx.service.auth import Principal
+from predictorx.store.db import Database
+
+
+def _me(api, token):  # noqa: ANN001, ANN202
+    return api.as_(token).get("/api/me").status_code
+
+
+def test_a_revoked_token_is_refused_by_the_next_request(api, app):  # noqa: ANN001
+    app.state.px.principals.ttl = 3600  # only the revocation itself may make it forget
+    made = api.post("/api/tokens", json={"name": "laptop"}).json()
+    assert _me(api, made["token"]) == 200 and _me(api, made["token"]) == 200  # the second from the cache
+    assert len(app.state.px.principals) >= 1
+    assert api.delete(f"/api/tokens/{made['id']}").status_code == 204
+    assert _me(api, made["token"]) == 401
+
+
+def test_a_superseded_daemon_token_is_refused_at_once(api, app):  # noqa: ANN001
+    """Registering a daemon again with the owner's token revokes its previous daemon token."""
+    app.state.px.principals.ttl = 3600
+    did = str(uuid.uuid4())
+    body = {"daemon_id": did, "name": "box", "runtimes": [{"provider": "command", "version": "1"}]}
+    old = api.post("/api/daemon/register", json=body).json()["token"]
+    assert api.as_(old).post("/api/daemon/heartbeat", json={"task_ids": []}).status_code == 200  # cached now
+    new = api.post("/api/daemon/register", json=body).json()["token"]
+    assert api.as_(old).post("/api/daemon/heartbeat", json={"task_ids": []}).status_code == 401
+    assert api.as_(new).post("/api/daemon/heartbeat", json={"task_ids": []}).status_code == 200
+
+
+def test_a_removed_member_loses_the_workspace_at_once(api, app):  # noqa: ANN001
+    app.state.px.principals.ttl = 3600
+    added = api.post("/api/workspaces/default/members", json={"name": "Ann", "role": "admin"}).json()
+    ann = api.as_(added["token"])
+    assert ann.get("/api/workspaces/default/members").status_code == 200
+    assert api.delete(f"/api/workspaces/default/members/{added['user_id']}").status_code == 204
+    assert ann.get("/api/workspaces/default/members").status_code in (401, 403, 404)
+
+
+def test_a_lookup_that_raced_a_revocation_stores_nothing():
+    cache = PrincipalCache(ttl=60)
+    key = cache.key("pxu_raced")
+    generation = cache.generation  # the lookup reads the token ...
+    cache.forget()  # ... while a revocation commits
+    cache.put(key, Principal("user", "t1", user_id="u1"), generation)
+    assert cache.get(key) is None
+    cache.put(key, Principal("user", "t1", user_id="u1"), cache.generation)
+    assert cache.get(key) is not None
+    cache.put(cache.key("pxt_task"), Principal("task", "t2", task_id="x"), cache.generation)
+    assert cache.get(cache.key("pxt_task")) is None  # a task token dies with its task: never kept
+
+
+def test_another_server_process_forgets_when_postgres_tells_it(api, app, database_url):  # noqa: ANN001
+    """Two server processes on one PostgreSQL (here two apps, each with its own LISTEN): a token
+    revoked through one is refused by the other well before its cache entry would expire."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("one SQLite database is one server process")
+    other_db = Database(database_url)
+    other = create_app(other_db, migrate=False, web=False)
+    other.state.px.principals.ttl = 3600
+    made = api.post("/api/tokens", json={"name": "ci"}).json()
+    headers = {"Authorization": f"Bearer {made['token']}"}
+    try:
+        with TestClient(other) as replica:
+            deadline = time.monotonic() + 10
+            while other.state.px.hub._loop is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)  # its LISTEN connection is up
+            assert replica.get("/api/me", headers=headers).status_code == 200
+            assert len(other.state.px.principals) == 1
+            assert api.delete(f"/api/tokens/{made['id']}").status_code == 204
+            t0 = time.monotonic()
+            while replica.get("/api/me", headers=headers).status_code == 200:
+                assert time.monotonic() - t0 < 2.0, "the other process still honours a revoked token"
+                time.sleep(0.01)
+    finally:
+        other_db.dispose()

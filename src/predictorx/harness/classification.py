@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, object_session
 
+from ..service import issue_hooks
 from ..service.errors import Invalid, NotFound
 from ..store.harness_schema import Classification, WorkflowInstance
 from ..store.schema import Agent, Comment, Issue
@@ -105,6 +106,7 @@ def _library() -> Library | None:
         return None
 
 
+@issue_hooks.when_issue_created
 def on_issue_created(session: Session, issue: Issue) -> None:
     lib = _library()
     if lib is None:
@@ -113,6 +115,7 @@ def on_issue_created(session: Session, issue: Issue) -> None:
     classify_and_route(session, lib, issue, f"{issue.title}\n{issue.body}", agent_id=agent_id)
 
 
+@issue_hooks.when_commented
 def on_comment(session: Session, issue: Issue, comment: Comment) -> None:
     """A person's comment addressed to an agent (`@name`) is a request: classify and route it."""
     if comment.author_type != "member":

@@ -15,6 +15,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError, Statemen
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
+from ..harness import classification  # noqa: F401  registers the classifier on the issue hooks (R-HAR-2)
 from ..resources import ResourceError
 from ..service import tasks
 from ..service.daemons import daemon_timeout

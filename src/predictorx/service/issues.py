@@ -8,7 +8,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
-from . import mentions, tasks
+from . import issue_hooks, mentions, tasks
 from .agents import find_agent
 from .errors import Invalid, NotFound
 from .projects import PRIORITIES, get_project
@@ -56,8 +56,7 @@ def create_issue(session: Session, workspace_id: str, user_id: str | None, *, ti
     session.flush()
     if assignee:
         assign(session, issue, assignee)
-    from ..harness.classification import on_issue_created  # R-HAR-2 (a late import: harness uses this module)
-    on_issue_created(session, issue)
+    issue_hooks.issue_created(session, issue)  # R-HAR-2: the harness classifies it
     return issue
 
 
@@ -138,8 +137,7 @@ def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, 
     c = Comment(issue_id=issue.id, body=body, author_type=author_type, author_id=author_id)
     session.add(c)
     session.flush()
-    from ..harness.classification import on_comment  # R-HAR-2: a comment addressed to an agent is a request
-    on_comment(session, issue, c)
+    issue_hooks.commented(session, issue, c)  # R-HAR-2: a comment addressed to an agent is a request
     mentions.queue_followups(session, issue, c)  # R-EX-10: `@agent …` asks that agent for more
     return c
 

@@ -146,14 +146,14 @@ def _scroll(context, task_id: str) -> dict:  # noqa: ANN001
     initial = page.evaluate("window.__longTasks.slice()")
     batches = []
     while page.locator("li.earlier button").count():
-        first = page.locator("#messages > li[data-seq]").first.get_attribute("data-seq")
+        first = page.locator("#messages li[data-seq]").first.get_attribute("data-seq")
         t0 = time.monotonic()
         page.locator("li.earlier button").first.click()
-        page.wait_for_function("f => document.querySelector('#messages > li[data-seq]').dataset.seq !== f",
+        page.wait_for_function("f => document.querySelector('#messages li[data-seq]').dataset.seq !== f",
                                arg=first, timeout=60000)
         batches.append((time.monotonic() - t0) * 1000)
     loading = page.evaluate("window.__longTasks.slice()")[len(initial):]
-    shown = page.locator("#messages > li[data-seq]").count()
+    shown = page.locator("#messages li[data-seq]").count()
     scroll = page.evaluate(SCROLL_JS)
     page.close()
     frames = sorted(scroll["frames"])

@@ -129,7 +129,7 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
         if name in ("bean", "process", "op"):
             return {"op": "note"}.get(name, "no-such-" + name)
         return {"project_id": ids["project"], "project": ids["project"], "resource_id": ids["resource"], "agent_id": ids["agent"],
-                "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"]}[name]
+                "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"], "seq": "0"}[name]
     return _PARAM.sub(fill, template)
 
 

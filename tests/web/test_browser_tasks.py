@@ -131,3 +131,27 @@ def test_issue_page_comments_assign_and_runs(page, live):  # noqa: ANN001
     expect(page.locator("#issue-status")).to_have_value("in_review")
     page.wait_for_function(f"fetch('/api/issues/{issue['number']}').then(r => r.json())"
                            ".then(i => i.status === 'in_review')", polling=100)
+
+
+def test_a_folded_output_opens_whole_and_earlier_messages_load_in_batches(page, live):  # noqa: ANN001
+    task_id = _claimed_task(live)["task"]["id"]
+    long_output = "\n".join(f"output line {i}" for i in range(200))
+    items = [(i, "text", {"text": f"message {i}"}) for i in range(160)]
+    items.append((160, "tool_result", {"tool_use_id": "t", "output": long_output, "is_error": False}))
+    _messages(live, task_id, *items)
+    page.goto(f"/tasks/{task_id}")
+    result = page.locator("li.msg-tool_result details")
+    expect(result).not_to_have_attribute("open", "")
+    result.locator("summary").focus()
+    page.keyboard.press("Enter")  # opened by keyboard: the whole output arrives
+    expect(result.locator("pre")).to_contain_text("output line 199")
+    expect(result.locator("pre")).to_have_count(1)
+
+    messages = page.locator("#messages li[data-seq]")
+    expect(messages).to_have_count(50)
+    page.get_by_role("button", name="Show earlier messages").click()
+    expect(messages).to_have_count(150)
+    page.get_by_role("button", name="Show earlier messages").click()
+    expect(messages).to_have_count(161)
+    expect(page.get_by_role("button", name="Show earlier messages")).to_have_count(0)
+    assert messages.evaluate_all("els => els.map(e => Number(e.dataset.seq))") == list(range(161))

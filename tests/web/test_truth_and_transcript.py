@@ -90,10 +90,15 @@ def test_messages_read_like_a_conversation(client, token):  # noqa: ANN001
     assert "<script>alert(1)" not in page and 'href="javascript' not in page
     assert '<span class="prompt" aria-hidden="true">$ </span>pytest -q tests/' in page
     assert "&#34;file_path&#34;: &#34;a.py&#34;" in page or '"file_path": "a.py"' in page.replace("&#34;", '"')
-    # The 40-line output starts folded (no `open`), with its line count.
-    result = page.split('data-kind="tool_result"', 1)[1]
-    assert '<details class="result" >' in result or '<details class="result">' in result
-    assert "40 lines" in result
+    # The 40-line output starts folded (no `open`), with its line count and its first lines only;
+    # the whole comes when the fold is opened.
+    result = page.split('data-kind="tool_result"', 1)[1].split("</li>", 1)[0]
+    assert '<details class="result" data-full>' in result and "40 lines" in result
+    assert "line 11</pre>" in result and "line 12" not in result
+    whole = client.get(f"/tasks/{task_id}/messages/4/full")
+    assert whole.status_code == 200 and whole.text.count("line ") == 40 and "line 39</pre>" in whole.text
+    assert client.get(f"/tasks/{task_id}/messages/99/full").status_code == 404
+    assert client.get(f"/tasks/{task_id}/messages/-1/full").status_code in (400, 422)
 
 
 def test_a_local_folder_of_an_unknown_daemon_says_unknown_machine(client, token, web_db):  # noqa: ANN001
@@ -120,10 +125,10 @@ def test_long_runs_open_on_their_latest_messages_and_load_earlier_ones(client, t
     msgs = [{"seq": i, "kind": "text", "content": {"text": f"message {i}"}} for i in range(250)]
     client.post(f"/api/tasks/{task_id}/messages", json={"messages": msgs}, headers=dauth)
     page = client.get(f"/tasks/{task_id}").text
-    assert page.count('class="msg msg-text"') == 100 and "message 249" in page and "message 149<" not in page
-    assert f"/tasks/{task_id}/messages/earlier?before=150" in page
-    earlier = client.get(f"/tasks/{task_id}/messages/earlier?before=150").text
-    assert earlier.count('class="msg msg-text"') == 100 and "message 50<" in earlier
-    assert "before=50" in earlier  # and a button for the 50 before those
-    last = client.get(f"/tasks/{task_id}/messages/earlier?before=50").text
-    assert last.count('class="msg msg-text"') == 50 and "Show earlier" not in last
+    assert page.count('class="msg msg-text"') == 50 and "message 249" in page and "message 199<" not in page
+    assert f"/tasks/{task_id}/messages/earlier?before=200" in page
+    earlier = client.get(f"/tasks/{task_id}/messages/earlier?before=200").text
+    assert earlier.count('class="msg msg-text"') == 100 and "message 100<" in earlier and "message 99<" not in earlier
+    assert "before=100" in earlier  # and a button for the 100 before those
+    last = client.get(f"/tasks/{task_id}/messages/earlier?before=100").text
+    assert last.count('class="msg msg-text"') == 100 and "Show earlier" not in last

@@ -188,6 +188,7 @@ ACCESS: dict[str, Rule] = {
     "GET /tasks/{task_id}/header":                       MEMBER,
     "GET /tasks/{task_id}/messages":                     MEMBER,
     "GET /tasks/{task_id}/messages/earlier":             MEMBER,
+    "GET /tasks/{task_id}/messages/{seq}/full":          MEMBER,   # a folded message, whole
     "GET /tasks/{task_id}/review":                       MEMBER,
     "POST /tasks/{task_id}/rerun":                       MEMBER,
     "POST /tasks/{task_id}/cancel":                      MEMBER,

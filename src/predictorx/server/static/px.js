@@ -94,6 +94,22 @@
     htmx.ajax("POST", "/issues/move", { target: "#board", swap: "outerHTML", values: { m: number + " " + col.dataset.status } });
   });
 
+  // A folded message carries its first lines; opening it fetches the whole (toggle does not
+  // bubble: listen in the capture phase). One request per fold, the first time it opens.
+  document.addEventListener("toggle", function (ev) {
+    var fold = ev.target;
+    if (!fold.open || !fold.hasAttribute || !fold.hasAttribute("data-full")) return;
+    var li = fold.closest("li[data-seq]");
+    var list = fold.closest("[data-src]");
+    var part = fold.querySelector("[data-part]");
+    if (!li || !list || !part) return;
+    fold.removeAttribute("data-full");
+    fetch(list.dataset.src + "/" + li.dataset.seq + "/full", { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : ""; })
+      .then(function (html) { if (html) part.outerHTML = html; })
+      .catch(function () { fold.setAttribute("data-full", ""); });
+  }, true);
+
   // -- copy -------------------------------------------------------------------------------------
   function copyText(button) {
     var text = button.dataset.copy;

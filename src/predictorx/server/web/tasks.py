@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
@@ -18,6 +18,7 @@ from ...service import daemons as daemon_svc
 from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
+from ...service.errors import NotFound
 from ...store.schema import ACTIVE_STATUSES, Agent, Issue, Task
 from . import diffview
 from .forms import FORM_ERRORS, message_of, status_of
@@ -27,9 +28,10 @@ from .session import Viewer, viewer
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MESSAGES_PER_PAGE = 5000
-#: The task page opens on the latest messages; earlier ones load on request, so a run with
-#: thousands of messages still paints at once (bench/web.py measures it).
-FIRST_MESSAGES = 100
+#: The task page opens on the latest messages; earlier ones load on request, a batch at a time,
+#: so a run with thousands of messages still paints at once and the page stays small (bench/web.py).
+FIRST_MESSAGES = 50
+EARLIER_MESSAGES = 100
 
 
 def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
@@ -94,8 +96,17 @@ def messages_context(request: Request, who: Viewer, task_id: str, after: int) ->
 def latest_context(request: Request, who: Viewer, task_id: str, before: int | None) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         task = svc.get_task(s, who.workspace_id, task_id)
-        messages, more = svc.latest_messages(s, task, before, FIRST_MESSAGES)
+        messages, more = svc.latest_messages(s, task, before, FIRST_MESSAGES if before is None else EARLIER_MESSAGES)
     return {"messages": messages, "task": task, "earlier": more}
+
+
+def full_message_context(request: Request, who: Viewer, task_id: str, seq: int) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        task = svc.get_task(s, who.workspace_id, task_id)
+        found = svc.list_messages(s, task, seq - 1, 1)
+    if not found or found[0].seq != seq:
+        raise NotFound(f"this run has no message {seq}")
+    return {"message": found[0]}
 
 
 def review_context(request: Request, who: Viewer, task_id: str, view: str) -> dict[str, Any]:
@@ -128,7 +139,15 @@ async def task_review(request: Request, task_id: str, view: str = Query(default=
 @router.get("/tasks/{task_id}/messages/earlier")
 async def earlier_messages(request: Request, task_id: str, before: int = Query(ge=0, le=2_000_000_000),
                            who: Viewer = Depends(viewer)) -> Response:
-    return html("_messages.html", await run_in_threadpool(latest_context, request, who, task_id, before))
+    context = await run_in_threadpool(latest_context, request, who, task_id, before)
+    return html("_messages.html", {**context, "chunk": True})
+
+
+@router.get("/tasks/{task_id}/messages/{seq}/full")
+async def full_message(request: Request, task_id: str, seq: int = Path(ge=0, le=2_000_000_000),
+                       who: Viewer = Depends(viewer)) -> Response:
+    """All of a folded message (a long output or text), fetched when its fold is opened."""
+    return html("_message_full.html", await run_in_threadpool(full_message_context, request, who, task_id, seq))
 
 
 @router.get("/tasks/{task_id}/header")

@@ -1,6 +1,7 @@
 """The Agents page: the workspace's agents with what they run on, and creating, editing and
 deleting them from the browser (issue 13 §2) — provider, runtime, model, instructions, command,
-concurrency — through the same service calls as the API.
+concurrency, the sandbox — through the same service calls as the API. The edit form always sends
+the whole agent, so an unticked sandbox box turns the sandbox off.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
     def work() -> None:
         body = AgentCreate(name=form.get("name"), provider=form.get("provider"), model=form.optional("model"),
                            instructions=form.get("instructions"), command=_command(form),
-                           max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"))
+                           max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"),
+                           sandbox=form.get("sandbox") == "on")
         with request.app.state.px.write() as s:
             svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, **body.model_dump())
     try:
@@ -89,7 +91,8 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
     def work() -> None:
         body = AgentUpdate(name=form.get("name"), provider=form.get("provider"), model=form.optional("model"),
                            instructions=form.get("instructions"), command=_command(form),
-                           max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"))
+                           max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"),
+                           sandbox=form.get("sandbox") == "on")
         with request.app.state.px.write() as s:
             agent = svc.find_agent(s, who.workspace_id, agent_id)
             svc.update_agent(s, agent, actor_id=who.caller.user_id, **body.model_dump())

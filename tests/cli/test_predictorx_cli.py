@@ -217,3 +217,25 @@ def test_agent_update_by_its_owner(px):  # noqa: ANN001
     assert a["command"] == ["echo", "hi"] and a["instructions"] == "be brief" and a["max_concurrent_tasks"] == 2
     code, _, err = px("agent", "update", "upd")
     assert code == 2 and "nothing to change" in err
+
+
+def test_agent_delete_archive_and_restore(px, server):  # noqa: ANN001
+    """An agent with a run is refused deletion with a sentence offering the archive; archived, it
+    leaves `agent list` for `agent list --archived`; restored, it is back; one that never ran goes."""
+    _ok(px("agent", "create", "--name", "worked", "--provider", "command", "--command", "true"))
+    _ok(px("issue", "create", "--title", "keep my history", "--assignee", "worked"))
+    code, _, err = px("agent", "delete", "worked")
+    assert code != 0 and "worked has 1 run" in err and "predictorx agent archive worked" in err
+    code, _, err = px("agent", "archive", "worked")  # its run is still queued
+    assert code != 0 and "cancel them first" in err
+    for t in server.api("GET", "/api/tasks"):
+        if t["agent_name"] == "worked" and t["status"] == "queued":
+            server.api("POST", f"/api/tasks/{t['id']}/cancel")
+    assert "Archived agent worked" in _ok(px("agent", "archive", "worked"))
+    names = lambda *extra: {a["name"] for a in json.loads(_ok(px("agent", "list", *extra, "--output", "json")))}  # noqa: E731
+    assert "worked" not in names() and "worked" in names("--archived")
+    assert "Restored agent worked" in _ok(px("agent", "restore", "worked"))
+    assert "worked" in names()
+    _ok(px("agent", "create", "--name", "never-ran", "--provider", "claude"))
+    assert "Deleted agent never-ran" in _ok(px("agent", "delete", "never-ran"))
+    assert "never-ran" not in names()

@@ -34,3 +34,38 @@ def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):  
     edit.get_by_role("button", name="Save").click()
     expect(page.locator("#agents tr[data-agent=boxed]")).not_to_contain_text("sandboxed")
     assert _agent(live, "boxed")["sandbox"] is False
+
+
+def test_an_agent_with_runs_is_archived_and_its_runs_keep_their_history(page, live, axe):  # noqa: ANN001
+    live.register_local_daemon(providers=("command",))
+    live.post("/api/agents", {"name": "bot", "provider": "command", "command": ["true"]})
+    live.post("/api/agents", {"name": "spare", "provider": "claude"})
+    issue = live.post("/api/issues", {"title": "Fix the total", "assignee": "bot"})
+    task = live.daemon("/api/daemon/claim", {"limit": 1})["tasks"][0]["task"]
+    live.daemon(f"/api/tasks/{task['id']}/messages", {"messages": [
+        {"seq": 0, "kind": "text", "content": {"text": "Fixed the total."}}]})
+    live.daemon(f"/api/daemon/tasks/{task['id']}/finish", {"status": "completed"})
+
+    page.goto("/agents")
+    # One with runs offers Archive (never Delete); one that never ran offers Delete.
+    expect(page.get_by_role("button", name="Delete bot")).to_have_count(0)
+    expect(page.get_by_role("button", name="Archive spare")).to_have_count(0)
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Archive bot").click()
+    expect(page.locator("#agents tr[data-agent=bot]")).to_have_count(0)
+    archived = page.locator("#archived-agents")
+    archived.locator("summary").click()
+    expect(archived.locator("[data-archived-agent=bot]")).to_contain_text("1 run")
+    assert not axe(page)
+
+    # Its run keeps its messages and its name; it is no longer offered for assignment.
+    page.goto(f"/tasks/{task['id']}")
+    expect(page.locator("#messages")).to_contain_text("Fixed the total.")
+    expect(page.locator("#task-header")).to_contain_text("bot")
+    page.goto(f"/issues/{issue['number']}")
+    expect(page.locator("select[name=assignee] option", has_text="bot")).to_have_count(0)
+
+    page.goto("/agents")
+    page.locator("#archived-agents summary").click()
+    page.get_by_role("button", name="Restore bot").click()
+    expect(page.locator("#agents tr[data-agent=bot]")).to_have_count(1)

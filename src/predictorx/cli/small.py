@@ -101,9 +101,35 @@ def agent_update(
 
 
 @agent_app.command("list")
-def agent_list(output: Output = OutputOpt) -> None:
-    """List agents."""
+def agent_list(archived: bool = typer.Option(False, "--archived", help="The archived agents instead."),
+               output: Output = OutputOpt) -> None:
+    """List agents (archived ones with --archived)."""
+    if archived:
+        table(Client().get("/api/agents", params={"archived": "true"}), AGENT_COLS, output, "no archived agents")
+        return
     table(Client().get("/api/agents"), AGENT_COLS, output, "no agents yet: `predictorx agent create --name … --provider …`")
+
+
+@agent_app.command("archive")
+def agent_archive(ref: str = typer.Argument(..., help="Agent name or id.")) -> None:
+    """Archive an agent: it leaves the lists and cannot be given work; its runs keep their history."""
+    a = Client().post(f"/api/agents/{seg(ref)}/archive", {})
+    typer.echo(f"Archived agent {a['name']}: its runs stay, with their messages; `predictorx agent restore "
+               f"{a['name']}` brings it back.")
+
+
+@agent_app.command("restore")
+def agent_restore(ref: str = typer.Argument(..., help="Agent name or id.")) -> None:
+    """Bring an archived agent back."""
+    a = Client().post(f"/api/agents/{seg(ref)}/restore", {})
+    typer.echo(f"Restored agent {a['name']}.")
+
+
+@agent_app.command("delete")
+def agent_delete(ref: str = typer.Argument(..., help="Agent name or id.")) -> None:
+    """Delete an agent that never ran (one with runs is archived instead, to keep their history)."""
+    Client().delete(f"/api/agents/{seg(ref)}")
+    typer.echo(f"Deleted agent {ref}.")
 
 
 TASK_FIELDS = [("id", "task"), ("issue_number", "issue"), ("agent_name", "agent"), ("status", "status"),

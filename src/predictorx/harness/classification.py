@@ -123,7 +123,8 @@ def on_comment(session: Session, issue: Issue, comment: Comment) -> None:
     names = set(_MENTION.findall(comment.body))
     if not names:
         return
-    agent = session.scalar(select(Agent).where(Agent.workspace_id == issue.workspace_id, Agent.name.in_(names)))
+    agent = session.scalar(select(Agent).where(Agent.workspace_id == issue.workspace_id, Agent.name.in_(names),
+                                                Agent.archived_at.is_(None)).limit(1))
     if agent is None:
         return
     lib = _library()

@@ -128,6 +128,8 @@ ACCESS: dict[str, Rule] = {
     "GET /api/agents/{ref}":                             MEMBER,
     "PATCH /api/agents/{ref}":                           MEMBER,   # its owner only: service
     "DELETE /api/agents/{ref}":                          MEMBER,   # its owner, or an admin/owner: service
+    "POST /api/agents/{ref}/archive":                    MEMBER,   # its owner, or an admin/owner: service
+    "POST /api/agents/{ref}/restore":                    MEMBER,   # its owner, or an admin/owner: service
     # tasks
     "GET /api/tasks":                                    MEMBER,
     "GET /api/tasks/{task_id}":                          MEMBER_DAEMON_TASK,
@@ -196,6 +198,8 @@ ACCESS: dict[str, Rule] = {
     "POST /agents":                                      MEMBER,
     "POST /agents/{agent_id}":                           MEMBER,   # its owner only: service
     "POST /agents/{agent_id}/delete":                    MEMBER,   # its owner, or an admin/owner: service
+    "POST /agents/{agent_id}/archive":                   MEMBER,   # its owner, or an admin/owner: service
+    "POST /agents/{agent_id}/restore":                   MEMBER,   # its owner, or an admin/owner: service
     "GET /daemons":                                      MEMBER,
 }
 # fmt: on

@@ -8,7 +8,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task
+from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
 PROVIDERS = ("claude", "codex", "gemini", "opencode", "command")
@@ -62,6 +62,7 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
                  max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = False) -> Agent:
     """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6)."""
     _check(name, provider, command, max_concurrent_tasks)
+    _refuse_archived_name(session, workspace_id, name)
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model, owner_id=owner_id,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
                   sandbox=bool(sandbox),
@@ -70,8 +71,20 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
     try:
         session.flush()
     except IntegrityError:
-        raise Conflict(f"an agent named {name!r} already exists in this workspace") from None
+        raise _name_taken(session, workspace_id, name) from None
     return agent
+
+
+def _name_taken(session: Session, workspace_id: str, name: str) -> Conflict:
+    return Conflict(f"an agent named {name!r} already exists in this workspace")
+
+
+def _refuse_archived_name(session: Session, workspace_id: str, name: str, agent_id: str | None = None) -> None:
+    """An archived agent keeps its name (its runs show it): say so rather than "already exists"."""
+    other = session.scalar(select(Agent).where(Agent.workspace_id == workspace_id, Agent.name == name))
+    if other is not None and other.id != agent_id and other.archived_at is not None:
+        raise Conflict(f"an archived agent is named {name!r}: restore it (`predictorx agent restore {name}`, or "
+                       "Restore on the Agents page) or choose another name")
 
 
 def find_agent(session: Session, workspace_id: str, ref: str) -> Agent:
@@ -83,8 +96,11 @@ def find_agent(session: Session, workspace_id: str, ref: str) -> Agent:
     return agent
 
 
-def list_agents(session: Session, workspace_id: str) -> list[Agent]:
-    return list(session.scalars(select(Agent).where(Agent.workspace_id == workspace_id).order_by(Agent.name)))
+def list_agents(session: Session, workspace_id: str, *, archived: bool = False) -> list[Agent]:
+    """The workspace's agents to assign work to; `archived=True`: the archived ones instead."""
+    q = select(Agent).where(Agent.workspace_id == workspace_id,
+                            Agent.archived_at.is_not(None) if archived else Agent.archived_at.is_(None))
+    return list(session.scalars(q.order_by(Agent.name)))
 
 
 _UNSET = object()
@@ -104,6 +120,8 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         new_command = None if provider is not None else agent.command
     new_limit = max_concurrent_tasks if max_concurrent_tasks is not None else agent.max_concurrent_tasks
     _check(new_name, new_provider, new_command, new_limit)
+    if new_name != agent.name:
+        _refuse_archived_name(session, agent.workspace_id, new_name, agent.id)
     if runtime is not _UNSET or new_provider != agent.provider:
         agent.runtime_id = _runtime_for(session, agent.workspace_id, new_provider,
                                         None if runtime is _UNSET else runtime, actor_id)
@@ -117,23 +135,59 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
     try:
         session.flush()
     except IntegrityError:
-        raise Conflict(f"an agent named {new_name!r} already exists in this workspace") from None
+        raise _name_taken(session, agent.workspace_id, new_name) from None
     return agent
 
 
-def delete_agent(session: Session, agent: Agent, *, actor_id: str | None, actor_role: str | None) -> None:
-    """Refused while it has runs queued or going; issues assigned to it become unassigned. Its
-    finished runs go with it. Its owner may delete it, and so may an owner or admin of the workspace
-    (deleting runs nothing anywhere)."""
+def _may_remove(agent: Agent, actor_id: str | None, actor_role: str | None, what: str) -> None:
     if actor_role not in ("owner", "admin") and (agent.owner_id is None or agent.owner_id != actor_id):
-        raise Forbidden(f"agent {agent.name} is another member's: only its owner or a workspace admin deletes it")
-    active = session.scalar(select(Task.id).where(Task.agent_id == agent.id, Task.status.in_(ACTIVE_STATUSES)).limit(1))
-    if active is not None:
-        raise Conflict(f"{agent.name} has runs queued or going; cancel them first, then delete it")
+        raise Forbidden(f"agent {agent.name} is another member's: only its owner or a workspace admin {what} it")
+
+
+def _unassign_issues(session: Session, agent: Agent) -> None:
     session.execute(update(Issue).where(Issue.assignee_type == "agent", Issue.assignee_id == agent.id)
                     .values(assignee_type=None, assignee_id=None).execution_options(synchronize_session=False))
+
+
+def _refuse_while_active(session: Session, agent: Agent, what: str) -> None:
+    active = session.scalar(select(Task.id).where(Task.agent_id == agent.id, Task.status.in_(ACTIVE_STATUSES)).limit(1))
+    if active is not None:
+        raise Conflict(f"{agent.name} has runs queued or going; cancel them first, then {what} it")
+
+
+def delete_agent(session: Session, agent: Agent, *, actor_id: str | None, actor_role: str | None) -> None:
+    """Only an agent that never ran: deleting one with runs would delete their history (messages,
+    branches, reviews) with it, so that is refused with a sentence offering the archive instead.
+    Its owner may delete it, and so may an owner or admin of the workspace."""
+    _may_remove(agent, actor_id, actor_role, "deletes")
+    runs = session.scalar(select(func.count()).select_from(Task).where(Task.agent_id == agent.id)) or 0
+    if runs:
+        raise Conflict(f"{agent.name} has {runs} run{'s' if runs != 1 else ''}: deleting it would delete "
+                       f"{'their' if runs != 1 else 'its'} history. Archive it instead (`predictorx agent archive "
+                       f"{agent.name}`, or Archive on the Agents page): it leaves the lists and cannot be given "
+                       "work, and its runs keep their messages and its name")
+    _unassign_issues(session, agent)
     session.delete(agent)
     session.flush()
+
+
+def archive_agent(session: Session, agent: Agent, *, actor_id: str | None, actor_role: str | None) -> Agent:
+    """Out of lists and assignment, its runs kept (and shown with its name); issues assigned to it
+    become unassigned. Refused while it has runs queued or going. Who may delete it may archive it."""
+    _may_remove(agent, actor_id, actor_role, "archives")
+    if agent.archived_at is None:
+        _refuse_while_active(session, agent, "archive")
+        _unassign_issues(session, agent)
+        agent.archived_at = utcnow()
+        session.flush()
+    return agent
+
+
+def restore_agent(session: Session, agent: Agent, *, actor_id: str | None, actor_role: str | None) -> Agent:
+    _may_remove(agent, actor_id, actor_role, "restores")
+    agent.archived_at = None
+    session.flush()
+    return agent
 
 
 def runtimes_by_provider(session: Session, workspace_id: str) -> list[tuple[Runtime, Daemon]]:
@@ -147,4 +201,10 @@ def active_run_counts(session: Session, workspace_id: str) -> dict[str, int]:
     """agent id → how many of its runs are queued or going."""
     return dict(session.execute(select(Task.agent_id, func.count())
                                 .where(Task.workspace_id == workspace_id, Task.status.in_(ACTIVE_STATUSES))
+                                .group_by(Task.agent_id)).all())
+
+
+def run_counts(session: Session, workspace_id: str) -> dict[str, int]:
+    """agent id → how many runs it has had (an agent with none may be deleted; others archived)."""
+    return dict(session.execute(select(Task.agent_id, func.count()).where(Task.workspace_id == workspace_id)
                                 .group_by(Task.agent_id)).all())

@@ -39,7 +39,8 @@ def mentioned_agents(session: Session, workspace_id: str, text: str) -> list[Age
     if not order:
         return []
     found = {a.name: a for a in session.scalars(select(Agent).where(Agent.workspace_id == workspace_id,
-                                                                   Agent.name.in_(order)))}
+                                                                   Agent.name.in_(order),
+                                                                   Agent.archived_at.is_(None)))}
     seen: set[str] = set()
     out = []
     for name in order:

@@ -52,7 +52,11 @@ def _active_key(agent_id: str, issue_id: str) -> str:
 # -- queueing ---------------------------------------------------------------------------------
 
 def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
-    """At most one active task per (agent, issue): an existing one is returned, not duplicated."""
+    """At most one active task per (agent, issue): an existing one is returned, not duplicated.
+    An archived agent is given no work."""
+    if agent.archived_at is not None:
+        raise Conflict(f"agent {agent.name} is archived: restore it (`predictorx agent restore {agent.name}`, or "
+                       "Restore on the Agents page) to give it work")
     key = _active_key(agent.id, issue.id)
     existing = session.scalar(select(Task).where(Task.active_key == key))
     if existing is not None:

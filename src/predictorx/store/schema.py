@@ -181,6 +181,8 @@ class Agent(Base):
     # The person whose machines run it (R-SEC-6): it runs only on their daemons, only they edit it.
     owner_id: Mapped[str | None] = mapped_column(String(36), index=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    #: Archived: out of lists and assignment; its runs keep their history and its name (migration 0009).
+    archived_at: Mapped[datetime | None] = mapped_column(TS)
 
     __table_args__ = (UniqueConstraint("workspace_id", "name", name="uq_agent_name"),)
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
 from ...service import agents as svc
 from ...service import serialize
@@ -12,9 +12,10 @@ router = APIRouter(prefix="/api/agents", tags=["agents"])
 
 
 @router.get("")
-def list_agents(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+def list_agents(archived: bool = Query(default=False, description="the archived agents instead"),
+                caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
     with state.read() as s:
-        return [serialize.agent(a) for a in svc.list_agents(s, caller.workspace_id)]
+        return [serialize.agent(a) for a in svc.list_agents(s, caller.workspace_id, archived=archived)]
 
 
 @router.post("", status_code=201)
@@ -36,6 +37,24 @@ def update_agent(ref: str, body: AgentUpdate, caller: Caller = Depends(user_call
     with state.write() as s:
         agent = svc.find_agent(s, caller.workspace_id, ref)
         return serialize.agent(svc.update_agent(s, agent, actor_id=caller.user_id, **body.model_dump(exclude_unset=True)))
+
+
+@router.post("/{ref}/archive")
+def archive_agent(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    """Out of lists and assignment; its runs keep their history and its name. Deleting an agent
+    that has runs is refused: this is what keeps them."""
+    with state.write() as s:
+        agent = svc.find_agent(s, caller.workspace_id, ref)
+        return serialize.agent(svc.archive_agent(s, agent, actor_id=caller.user_id,
+                                                 actor_role=caller.principal.role_in(caller.workspace_id)))
+
+
+@router.post("/{ref}/restore")
+def restore_agent(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        agent = svc.find_agent(s, caller.workspace_id, ref)
+        return serialize.agent(svc.restore_agent(s, agent, actor_id=caller.user_id,
+                                                 actor_role=caller.principal.role_in(caller.workspace_id)))
 
 
 @router.delete("/{ref}", status_code=204)

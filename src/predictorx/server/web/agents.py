@@ -7,6 +7,7 @@ the whole agent, so an unticked sandbox box turns the sandbox off.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -26,18 +27,21 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 def agents_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         agents = svc.list_agents(s, who.workspace_id)
+        archived = svc.list_agents(s, who.workspace_id, archived=True)
         active = svc.active_run_counts(s, who.workspace_id)
+        runs = svc.run_counts(s, who.workspace_id)
         runtimes = svc.runtimes_by_provider(s, who.workspace_id)
     by_id = {rt.id: (rt, d) for rt, d in runtimes}
     rows = []
     for a in agents:
         rt, daemon = by_id.get(a.runtime_id or "", (None, None))
-        rows.append({"agent": a, "active": active.get(a.id, 0),
+        rows.append({"agent": a, "active": active.get(a.id, 0), "runs": runs.get(a.id, 0),
                      "command": shlex.join(a.command) if a.command else "",
                      "runs_on": f"{daemon.name} · {rt.provider}" if rt and daemon else "any daemon with " + a.provider})
     choices = [{"id": rt.id, "provider": rt.provider,
                 "label": f"{d.name} · {rt.provider}{' ' + rt.version if rt.version else ''}"} for rt, d in runtimes]
     return {"viewer": who, "section": "agents", "rows": rows, "providers": svc.PROVIDERS, "runtimes": choices,
+            "archived": [{"agent": a, "runs": runs.get(a.id, 0)} for a in archived],
             "error": None, "error_for": None, "values": {}, **extra}
 
 
@@ -104,14 +108,31 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
     return await _answer(request, who)
 
 
-@router.post("/agents/{agent_id}/delete")
-async def delete(request: Request, agent_id: str, who: Viewer = Depends(viewer)) -> Response:
-    def work() -> None:
-        with request.app.state.px.write() as s:
-            svc.delete_agent(s, svc.find_agent(s, who.workspace_id, agent_id), actor_id=who.caller.user_id,
-                             actor_role=who.caller.principal.role_in(who.workspace_id))
+def _remove(request: Request, who: Viewer, agent_id: str, action: Callable[..., Any]) -> None:
+    with request.app.state.px.write() as s:
+        action(s, svc.find_agent(s, who.workspace_id, agent_id), actor_id=who.caller.user_id,
+               actor_role=who.caller.principal.role_in(who.workspace_id))
+
+
+async def _removal(request: Request, who: Viewer, agent_id: str, action: Callable[..., Any]) -> Response:
+    """Delete (only an agent that never ran), archive or restore; a refusal is shown atop the table."""
     try:
-        await run_in_threadpool(work)
+        await run_in_threadpool(_remove, request, who, agent_id, action)
     except FORM_ERRORS as e:
         return await _answer(request, who, status=status_of(e), error=message_of(e), error_for="delete")
     return await _answer(request, who)
+
+
+@router.post("/agents/{agent_id}/delete")
+async def delete(request: Request, agent_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return await _removal(request, who, agent_id, svc.delete_agent)
+
+
+@router.post("/agents/{agent_id}/archive")
+async def archive(request: Request, agent_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return await _removal(request, who, agent_id, svc.archive_agent)
+
+
+@router.post("/agents/{agent_id}/restore")
+async def restore(request: Request, agent_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return await _removal(request, who, agent_id, svc.restore_agent)

@@ -1,6 +1,7 @@
-"""The issue board at scale (issue 13 §2, §7), over HTTP: a column opens with a few compact cards
-and "Show more" brings the next ones without repeating any; a move by a card's button or a drop
-puts the card on top of its column; a board of 1,000 issues stays under the page budget."""
+"""The issue board and lists at scale (issue 13 §2, §7), over HTTP: a column opens with a few
+compact cards and "Show more" brings the next ones without repeating any; a move by a card's button
+or a drop puts the card on top of its column; the board, the issue list and a project page of 1,000
+issues stay under the page budget."""
 
 from __future__ import annotations
 
@@ -109,3 +110,33 @@ def test_show_more_in_the_browser_and_a_dragged_card_moves(page, web_db, axe):  
     page.locator(f"#c{COLUMN_CARDS + 4}").drag_to(page.locator("section.column[data-status=done]"))
     expect(page.locator(f"section.column[data-status=done] #c{COLUMN_CARDS + 4}")).to_be_visible()
     expect(todo).to_have_count(COLUMN_CARDS)  # the board came back: its columns opened again
+
+
+def _weight(client, html: str) -> int:  # noqa: ANN001
+    total = len(html.encode())
+    for asset in re.findall(r'(?:src|href)="(/static/[^"]+\.(?:js|css))"', html):
+        total += len(client.get(asset).content)
+    return total
+
+
+def test_the_list_and_a_project_page_of_a_thousand_issues_stay_small_and_show_more(client, web_db):  # noqa: ANN001
+    from predictorx.server.web.issues import LIST_ROWS, PROJECT_ROWS
+
+    r = client.post("/projects", data={"title": "Big"})
+    project_id = r.headers["location"].rsplit("/", 1)[-1]
+    with web_db.write() as s:
+        ws = s.query(Workspace).one()
+        for i in range(1000):
+            issue_svc.create_issue(s, ws.id, None, title=f"Issue number {i} with a title of some length",
+                                   project_id=project_id)
+    listing = client.get("/issues").text
+    assert listing.count('<tr><td class="num') == LIST_ROWS and _weight(client, listing) < PAGE_BUDGET
+    more = client.get(f"/issues?offset={LIST_ROWS}", headers=HX).text
+    assert more.count('<tr><td class="num') == LIST_ROWS and f"offset={2 * LIST_ROWS}" in more
+    assert f'<a class="strong" href="/issues/{1000 - LIST_ROWS}">' in more  # the next ones, none twice
+
+    page = client.get(f"/projects/{project_id}").text
+    assert page.count('class="issue-row"') == PROJECT_ROWS and _weight(client, page) < PAGE_BUDGET
+    assert ">1000</span>" in page  # the count is of all of them
+    more = client.get(f"/projects/{project_id}/issues?offset={PROJECT_ROWS}", headers=HX).text
+    assert more.count('class="issue-row"') == 2 * PROJECT_ROWS and "Show more issues" in more

@@ -108,13 +108,20 @@ def author_name(session: Session, kind: str, author_id: str | None) -> str:
 
 
 def list_issues(session: Session, workspace_id: str, *, project_id: str | None = None,
-                status: str | None = None, limit: int = 200) -> list[Issue]:
+                status: str | None = None, limit: int = 200, offset: int = 0) -> list[Issue]:
     q = select(Issue).where(Issue.workspace_id == workspace_id)
     if project_id:
         q = q.where(Issue.project_id == project_id)
     if status:
         q = q.where(Issue.status == status)
-    return list(session.scalars(q.order_by(Issue.number.desc()).limit(limit)))
+    return list(session.scalars(q.order_by(Issue.number.desc()).offset(offset).limit(limit)))
+
+
+def count_issues(session: Session, workspace_id: str, *, project_id: str | None = None) -> int:
+    q = select(func.count()).select_from(Issue).where(Issue.workspace_id == workspace_id)
+    if project_id:
+        q = q.where(Issue.project_id == project_id)
+    return session.scalar(q) or 0
 
 
 def status_counts(session: Session, workspace_id: str) -> dict[str, int]:

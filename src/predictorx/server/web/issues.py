@@ -62,14 +62,19 @@ def _assign(request: Request, who: Viewer, ref: str, form: Form) -> None:
 
 # -- the workspace's issues -----------------------------------------------------------------
 
-def list_context(request: Request, who: Viewer, limit: int = 500, **extra: Any) -> dict[str, Any]:
+#: Rows the list opens with, and how many more each "Show more" brings (the page stays small).
+LIST_ROWS = 30
+
+
+def list_context(request: Request, who: Viewer, offset: int = 0, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
-        rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, limit=limit))
+        found = svc.list_issues(s, who.workspace_id, limit=LIST_ROWS + 1, offset=offset)
+        rows = _issue_rows(s, found[:LIST_ROWS])
         projects = project_svc.list_projects(s, who.workspace_id, by_title=True)
         agents = _agents(s, who.workspace_id)
     return {"viewer": who, "section": "issues", "rows": rows, "projects": projects, "agents": agents,
             "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False, "view": "list",
-            **extra}
+            "next_offset": offset + LIST_ROWS if len(found) > LIST_ROWS else None, **extra}
 
 
 #: Cards a column opens with, and how many more each "Show more" brings: a board of 1,000
@@ -118,7 +123,9 @@ async def issues_page(request: Request, view: str = Query(default="list", max_le
         return html("_cards.html", await run_in_threadpool(more_cards_context, request, who, column, offset))
     if view == "board":
         return html("issues.html", await run_in_threadpool(board_context, request, who))
-    return html("issues.html", await run_in_threadpool(list_context, request, who))
+    if offset and is_htmx(request):  # "Show more" of the list: its next rows
+        return html("_issue_rows.html", await run_in_threadpool(list_context, request, who, offset))
+    return html("issues.html", await run_in_threadpool(list_context, request, who, offset))
 
 
 def _move_target(form: Form) -> tuple[str, str]:
@@ -230,13 +237,21 @@ async def update(request: Request, ref: str, form: Form = Depends(read_form), wh
 
 # -- the Issues panel of a project page ------------------------------------------------------
 
-def project_issues_context(request: Request, who: Viewer, project_id: str, **extra: Any) -> dict[str, Any]:
+#: Issue rows a project page opens with, and how many more each "Show more" brings.
+PROJECT_ROWS = 10
+
+
+def project_issues_context(request: Request, who: Viewer, project_id: str, offset: int = 0,
+                           **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         project = project_svc.get_project(s, who.workspace_id, project_id)
-        rows = _issue_rows(s, svc.list_issues(s, who.workspace_id, project_id=project.id, limit=500))
+        limit = PROJECT_ROWS if offset == 0 else 2 * PROJECT_ROWS
+        found = svc.list_issues(s, who.workspace_id, project_id=project.id, limit=limit + 1, offset=offset)
+        rows = _issue_rows(s, found[:limit])
+        total = svc.count_issues(s, who.workspace_id, project_id=project.id)
         agents = _agents(s, who.workspace_id)
-    return {"viewer": who, "project": project, "rows": rows, "agents": agents, "error": None,
-            "error_for": None, "values": {}, **extra}
+    return {"viewer": who, "project": project, "rows": rows, "agents": agents, "error": None, "total": total,
+            "next_offset": offset + limit if len(found) > limit else None, "error_for": None, "values": {}, **extra}
 
 
 async def _project_issues(request: Request, who: Viewer, project_id: str, *, status: int = 200,
@@ -247,7 +262,11 @@ async def _project_issues(request: Request, who: Viewer, project_id: str, *, sta
 
 
 @router.get("/projects/{project_id}/issues")
-async def project_issues(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
+async def project_issues(request: Request, project_id: str, offset: int = Query(default=0, ge=0, le=1_000_000),
+                         who: Viewer = Depends(viewer)) -> Response:
+    if offset:  # "Show more": the next rows
+        context = await run_in_threadpool(project_issues_context, request, who, project_id, offset)
+        return html("_project_issue_rows.html", context)
     return await _project_issues(request, who, project_id)
 
 

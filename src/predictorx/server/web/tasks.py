@@ -31,6 +31,8 @@ MESSAGES_PER_PAGE = 5000
 #: The task page opens on the latest messages; earlier ones load on request, a batch at a time,
 #: so a run with thousands of messages still paints at once and the page stays small (bench/web.py).
 FIRST_MESSAGES = 50
+#: A project page lists its latest runs (each issue's page lists all of its own).
+PROJECT_RUNS = 10
 EARLIER_MESSAGES = 100
 
 
@@ -50,7 +52,7 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
 def project_tasks_context(request: Request, who: Viewer, project_id: str) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         project = project_svc.get_project(s, who.workspace_id, project_id)
-        rows = task_rows(s, svc.list_tasks(s, who.workspace_id, project_id=project.id, limit=100))
+        rows = task_rows(s, svc.list_tasks(s, who.workspace_id, project_id=project.id, limit=PROJECT_RUNS))
     return {"rows": rows, "live_url": f"/projects/{project_id}/tasks", "show_issue": True,
             "empty": "No runs yet. Assign an issue to an agent to start one."}
 

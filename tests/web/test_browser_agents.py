@@ -62,6 +62,8 @@ def test_an_agent_with_runs_is_archived_and_its_runs_keep_their_history(page, li
     page.goto(f"/tasks/{task['id']}")
     expect(page.locator("#messages")).to_contain_text("Fixed the total.")
     expect(page.locator("#task-header")).to_contain_text("bot")
+    expect(page.locator("#agent-archived")).to_contain_text("bot is archived")
+    expect(page.locator("#rerun-task")).to_have_count(0)
     page.goto(f"/issues/{issue['number']}")
     expect(page.locator("select[name=assignee] option", has_text="bot")).to_have_count(0)
 

@@ -45,7 +45,8 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
             agents[t.agent_id], issues[t.issue_id] = svc.agent_and_issue(s, t)
         agent, issue = agents[t.agent_id], issues[t.issue_id]
         rows.append({"task": t, "agent": agent.name if agent else "(deleted agent)", "issue": issue,
-                     "active": t.status in ACTIVE_STATUSES})
+                     "active": t.status in ACTIVE_STATUSES,
+                     "agent_archived": agent is not None and agent.archived_at is not None})
     return rows
 
 

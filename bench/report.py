@@ -1,13 +1,20 @@
 """Run every bench and write one Markdown table: each figure beside its target and its lower bound.
 
-The lower bound is what the figure cannot beat on this machine, measured in the same run where
-the bench measures one (same-replica wake for cross-replica wake, the agent program's own start-up
-for dispatch, the fastest request for latencies), or the ideal (0 errors). The load average at
-each bench's end is in its row: on a shared machine the figures move with it.
+The benches: api, claim, daemon_rss, dispatch, harness, load, realcli, room, sandbox, wake, web,
+worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
+cannot beat on this machine, measured in the same run where the bench measures one (same-replica
+wake for cross-replica wake, the agent program's own start-up for dispatch, a bare `claude -p` for
+the real CLI, a bare Python start for the room's hooks, `git worktree add` for a worktree's
+preparation, the fastest request for latencies), or the ideal (0 errors). The load average at each
+bench's end is in its row: on a shared machine the figures move with it.
+
+A bench that cannot run here (no PostgreSQL, nginx, locust, Chromium, bubblewrap or real CLI)
+fails with its reason on stderr; its rows say "not measured" and the others still run.
 
 Usage:
-  .venv/bin/python bench/report.py                  # run all (several minutes), print the table
+  .venv/bin/python bench/report.py                  # run all (tens of minutes), print the table
   .venv/bin/python bench/report.py --only claim wake --out report.md
+  .venv/bin/python bench/report.py --smoke          # each bench with small sizes: checks they run, not figures
   .venv/bin/python bench/report.py --from DIR       # build the table from saved <bench>.json files
 Each bench's JSON is kept in --keep DIR (default: a temp dir, printed on stderr).
 """
@@ -25,10 +32,27 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-#: bench → extra arguments for a full run
+#: bench → extra arguments for a full run (its defaults are the measured sizes)
 BENCHES: dict[str, list[str]] = {
-    "claim": [], "wake": [], "dispatch": [], "load": [], "api": [], "daemon_rss": [],
+    "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "harness": [], "load": [], "realcli": [],
+    "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
 }
+#: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
+SMOKE: dict[str, list[str]] = {
+    "api": ["--projects", "20", "--list-seconds", "1"],
+    "claim": ["--tasks", "100"],
+    "daemon_rss": ["--idle", "1"],
+    "dispatch": ["--tasks", "10", "--rate", "10", "--daemons", "2"],
+    "harness": ["--loop", "100", "--db-loop", "100", "--chain", "10", "--qaqc", "200"],
+    "load": ["--users", "10", "--seconds", "5"],
+    "realcli": ["--tasks", "2", "--sequential", "1", "--daemons", "1", "--bare", "1"],
+    "room": ["--scale", "0.01"],
+    "sandbox": ["--runs", "3"],
+    "wake": ["--samples", "10", "--rate", "10"],
+    "web": ["--messages", "200", "--issues", "50", "--repeat", "1"],
+    "worktree": ["--scale", "0.02"],
+}
+TIMEOUT_S = 3600
 
 
 def _get(d: Any, *path: Any) -> Any:
@@ -48,7 +72,7 @@ def _fmt(v: Any, unit: str = "") -> str:
     if v is None:
         return "—"
     if isinstance(v, float):
-        v = round(v, 1)
+        v = round(v, 1) if abs(v) >= 10 else round(v, 2) if abs(v) >= 1 else round(v, 3)
     return f"{v}{unit}"
 
 
@@ -61,17 +85,18 @@ def _ok(value: Any, check: Callable[[Any], bool]) -> str:
         return "—"
 
 
-def rows(results: dict[str, dict]) -> list[tuple[str, str, str, str, str, str]]:
-    """(figure, value, target, meets, lower bound, load average)."""
+def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple[str, str, str, str, str, str]]:
+    """(figure, value, target, meets, lower bound, load average); only the `wanted` benches' rows."""
     out = []
 
     def add(bench: str, figure: str, value: Any, unit: str, target: str, check: Callable[[Any], bool],
             lower: Any = None, lower_unit: str = "") -> None:
-        r = results.get(bench)
-        load = _get(r, "machine", "loadavg_1_5_15") if r else None
+        if wanted is not None and bench not in wanted:
+            return
+        load = _load(results.get(bench))
         out.append((figure, _fmt(value, unit), target, _ok(value, check),
                     _fmt(lower, lower_unit) if not isinstance(lower, str) else lower,
-                    ", ".join(str(x) for x in load) if load else "—"))
+                    ", ".join(str(round(x, 2)) for x in load) if load else "—"))
 
     claim = results.get("claim")
     for backend in ("postgres", "sqlite"):
@@ -121,34 +146,155 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, str, str, str]]:
     rss = results.get("daemon_rss")
     add("daemon_rss", "idle daemon RSS incl. children", _get(rss, "rss_including_children_mb"), " MB", "≤ 80 MB",
         lambda v: v <= 80, _get(rss, "rss_daemon_only_mb"), " MB daemon alone")
+    _harness_rows(results.get("harness"), add)
+    _realcli_rows(results.get("realcli"), add)
+    _room_rows(results.get("room"), add)
+    _sandbox_rows(results.get("sandbox"), add)
+    _web_rows(results.get("web"), add)
+    _worktree_rows(results.get("worktree"), add)
     return out
 
 
-def markdown(results: dict[str, dict]) -> str:
-    lines = ["| figure | measured | target | meets | lower bound | load avg 1/5/15 |",
-             "|---|---|---|---|---|---|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows(results)]
+def _load(r: dict | None) -> list[float] | None:
+    """The load average a bench reported at its end (the benches name it differently)."""
+    if not r:
+        return None
+    for path in (("machine", "loadavg_1_5_15"), ("loadavg_1_5_15",), ("load_average",), ("loadavg_1m_at_end",)):
+        v = _get(r, *path)
+        if v is not None:
+            return v if isinstance(v, list) else [v]
+    return None
+
+
+_ANY = (lambda v: True)  # a figure that is reported, with no target to meet
+
+
+def _harness_rows(h: dict | None, add: Callable[..., None]) -> None:
+    loop, chain = _get(h, "engine_loop"), _get(h, "engine_chain", "complete_plus_next")
+    add("harness", f"harness: engine loop, {_get(loop, 'iterations')} iterations", _get(loop, "steps_per_s"),
+        " steps/s", "reported (completes)", lambda v: bool(_get(loop, "completed"))
+        if loop else False, "SpiffWorkflow alone: 650–4,200 steps/s")
+    add("harness", f"harness: engine step on a {_get(h, 'engine_chain', 'nodes')}-node process, p99",
+        _get(chain, "p99_ms"), " ms", "reported", _ANY, _get(chain, "p50_ms"), " ms p50")
+    add("harness", "harness: resume from the database, p50", _get(h, "resume_load_and_deserialise", "p50_ms"),
+        " ms", "reported", _ANY, _get(h, "resume_load_and_deserialise", "min_ms"), " ms fastest")
+    qaqc = _get(h, "qaqc")
+    add("harness", f"harness: `prov qaqc` over {_get(qaqc, 'steps')} steps", _get(qaqc, "seconds"), " s",
+        "≤ 2 s (10,000 steps)", lambda v: v <= 2, "—")
+    add("harness", "harness: classification p99", _get(h, "classify", "p99_ms"), " ms", "≤ 5 ms",
+        lambda v: v <= 5, _get(h, "classify", "p50_ms"), " ms p50")
+    add("harness", "harness: task-start sweep, 200 beans, p99", _get(h, "sweep_200_beans", "p99_ms"), " ms",
+        "≤ 1 s", lambda v: v <= 1000, _get(h, "sweep_200_beans", "min_ms"), " ms fastest")
+
+
+def _realcli_rows(r: dict | None, add: Callable[..., None]) -> None:
+    add("realcli", "real Claude Code: assignment → first model request, p50 ÷ bare start p50 (load phase)",
+        _get(r, "ratio_p50"), "×", "≤ 1.3×", lambda v: v <= 1.3,
+        _get(r, "bare_claude_start_to_first_model_request", "p50_ms"), " ms bare `claude -p` p50")
+    add("realcli", "real Claude Code: CLI result → task completed, p95",
+        _get(r, "cli_result_to_task_completed", "p95_ms"), " ms", "≤ 1 s", lambda v: v <= 1000,
+        _get(r, "cli_result_to_task_completed", "min_ms"), " ms fastest")
+
+
+def _room_rows(r: dict | None, add: Callable[..., None]) -> None:
+    single, multi = _get(r, "msg_send_store_single_process"), _get(r, "msg_send_16_writer_processes")
+    add("room", "room: message send, one process, p50", _get(single, "p50_ms"), " ms", "≤ 1 ms",
+        lambda v: v <= 1, "—")
+    add("room", "room: message send, one process", _get(single, "msg_per_s"), " msg/s", "≥ 1,000/s",
+        lambda v: v >= 1000, "—")
+    add("room", f"room: 16 writer processes ({_get(multi, 'lost')} lost)", _get(multi, "aggregate_msg_per_s"),
+        " msg/s", "≥ 300/s, 0 lost", lambda v: v >= 300 and _get(multi, "lost") == 0, 0, " lost")
+    for key, what in (("msg_send_mcp_stdio_round_trip", "send"), ("msg_recv_mcp_stdio_round_trip", "receive")):
+        add("room", f"room: MCP (stdio) {what}, p95", _get(r, key, "p95_ms"), " ms", "≤ 15 ms",
+            lambda v: v <= 15, _get(r, key, "p50_ms"), " ms p50")
+    add("room", "room: lease, 16 contending sessions, p95", _get(r, "lease_acquire_16_contending", "p95_ms"),
+        " ms", "≤ 20 ms", lambda v: v <= 20, _get(r, "lease_acquire_16_contending", "p50_ms"), " ms p50")
+    hooks = _get(r, "hook_process_time_100k") or {}
+    worst = max((v["p95_ms"] for k, v in hooks.items() if isinstance(v, dict) and k != "bare_python"), default=None)
+    size = _get(r, "big_store", "messages")
+    add("room", f"room: hook process, slowest event p95 ({size} messages stored)", worst, " ms", "≤ 150 ms",
+        lambda v: v <= 150, _get(hooks, "bare_python", "p50_ms"), " ms bare Python start")
+    add("room", f"room: search over {size} messages, p95", _get(r, "search_100k", "p95_ms"), " ms", "≤ 50 ms",
+        lambda v: v <= 50, "—")
+    dp = _get(r, "doctor_prune_100k")
+    add("room", "room: doctor / prune", None if dp is None else f"{dp['doctor_s']} / {dp['prune_s']}", " s",
+        "≤ 1 s / ≤ 2 s", lambda v: dp["doctor_s"] <= 1 and dp["prune_s"] <= 2, "—")
+    guard = _get(r, "commit_guard_10k_files")
+    add("room", f"room: pre-commit guard, {_get(guard, 'files')} files, p50", _get(guard, "p50_ms"), " ms",
+        "≤ 100 ms", lambda v: v <= 100, _get(guard, "python_startup_p50_ms"), " ms Python start")
+
+
+def _sandbox_rows(r: dict | None, add: Callable[..., None]) -> None:
+    add("sandbox", "sandbox: start of `true` in the sandbox, p50", _get(r, "start_ms_sandboxed", "p50"), " ms",
+        "≤ 100 ms", lambda v: v <= 100, _get(r, "start_ms_plain", "p50"), " ms plain")
+    add("sandbox", "sandbox: end-of-run sweep, nothing left, p50", _get(r, "sweep_ms_nothing_left", "p50"), " ms",
+        "≤ 25 ms", lambda v: v <= 25, "—")
+    add("sandbox", "sandbox: end-of-run sweep, a setsid child ignoring SIGTERM, p50",
+        _get(r, "sweep_ms_setsid_child_left", "p50"), " ms", "reported", _ANY, "—")
+
+
+def _web_rows(r: dict | None, add: Callable[..., None]) -> None:
+    for key, what in (("task_page", f"task page, {_get(r, 'messages')} messages"),
+                      ("board", f"board, {_get(r, 'issues')} issues")):
+        page = _get(r, key)
+        add("web", f"web: {what}: first contentful paint", _get(page, "first_contentful_paint_ms_median"), " ms",
+            "≤ 1 s", lambda v: v <= 1000, _get(page, "dom_content_loaded_ms_median"), " ms DOMContentLoaded")
+        add("web", f"web: {what}: page weight", _get(page, "weight", "total_bytes"), " bytes", "< 100 KB",
+            lambda v: v < 100_000, "—")
+    add("web", "web: task page scrolled: frames over 50 ms", _get(r, "task_page", "scroll", "frames_over_50ms"),
+        "", "0", lambda v: v == 0, 0)
+
+
+def _worktree_rows(r: dict | None, add: Callable[..., None]) -> None:
+    wt, files = _get(r, "worktree"), _get(r, "repo", "tracked")
+    add("worktree", f"worktree: prepare ÷ lower bound ({files} files)", _get(wt, "prepare_vs_lower_bound"), "×",
+        "≤ 1.5×", lambda v: v <= 1.5, _get(wt, "lower_bound_s"), " s `git worktree add` + copy")
+    add("worktree", "worktree: prepare ÷ `git clone --local`", _get(wt, "prepare_vs_clone"), "×", "≤ 0.5×",
+        lambda v: v <= 0.5, _get(wt, "clone_local_s"), " s clone + copy")
+    for key, what in (("in_process", "within one process"), ("across_processes", "across two processes")):
+        add("worktree", f"worktree: in-place lock handoff {what}, p50", _get(r, "handoff", key, "p50_ms"), " ms",
+            "≤ 100 ms", lambda v: v <= 100, "—")
+
+
+def markdown(results: dict[str, dict], smoke: bool = False, wanted: set[str] | None = None) -> str:
+    lines = ["*Smoke run (--smoke): small sizes, to check that every bench runs — not figures to size from.*", ""] \
+        if smoke else []
+    lines += ["| figure | measured | target | meets | lower bound | load avg 1/5/15 |",
+              "|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows(results, wanted)]
     return "\n".join(lines) + "\n"
 
 
-def run_all(names: list[str], keep: Path) -> dict[str, dict]:
+def run_all(names: list[str], keep: Path, smoke: bool = False) -> dict[str, dict]:
     results = {}
     for name in names:
-        print(f"== bench/{name}.py", file=sys.stderr, flush=True)
-        p = subprocess.run([sys.executable, str(HERE / f"{name}.py"), *BENCHES[name]], capture_output=True,
-                           text=True, timeout=3600)
-        sys.stderr.write(p.stderr[-3000:])
-        if p.returncode != 0 or not p.stdout.strip():
-            print(f"bench/{name}.py failed (exit {p.returncode}); its row says not measured", file=sys.stderr)
+        argv = [sys.executable, str(HERE / f"{name}.py"), *(SMOKE if smoke else BENCHES)[name]]
+        print(f"== {' '.join(argv[1:])}", file=sys.stderr, flush=True)
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=HERE.parent)
+        except subprocess.TimeoutExpired:
+            print(f"bench/{name}.py ran over {TIMEOUT_S} s; its rows say not measured", file=sys.stderr)
             continue
-        results[name] = json.loads(p.stdout)
+        sys.stderr.write(p.stderr[-3000:])
+        try:
+            result = json.loads(p.stdout) if p.stdout.strip() else None
+        except ValueError:
+            result = None
+        if p.returncode != 0 or not isinstance(result, dict) or "error" in result:
+            why = result.get("error") if isinstance(result, dict) else None
+            print(f"bench/{name}.py failed (exit {p.returncode}{': ' + why if why else ''}); its rows say not measured",
+                  file=sys.stderr)
+            continue
+        results[name] = result
         (keep / f"{name}.json").write_text(p.stdout)
     return results
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", nargs="+", choices=list(BENCHES))
+    ap.add_argument("--only", nargs="+", choices=list(BENCHES), help="these benches only")
+    ap.add_argument("--smoke", action="store_true",
+                    help="each bench with small sizes (SMOKE): checks that it runs; its figures mean little")
     ap.add_argument("--from", dest="from_dir", type=Path, help="read <bench>.json files instead of running")
     ap.add_argument("--keep", type=Path, help="where each bench's JSON is written")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
@@ -161,8 +307,8 @@ def main() -> None:
         keep = args.keep or Path(tempfile.mkdtemp(prefix="pxbench-report-"))
         keep.mkdir(parents=True, exist_ok=True)
         print(f"bench JSON goes to {keep}", file=sys.stderr)
-        results = run_all(names, keep)
-    table = markdown(results)
+        results = run_all(names, keep, smoke=args.smoke)
+    table = markdown(results, smoke=args.smoke, wanted=set(args.only) if args.only else None)
     if args.out:
         args.out.write_text(table)
     print(table, end="")

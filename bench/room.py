@@ -1,6 +1,6 @@
 """agents-room benchmark: prints one JSON object with every figure issues 5 and 11 ask for.
 
-    .venv/bin/python bench/room.py
+    .venv/bin/python bench/room.py [--scale 1.0]
 
 Everything runs against a temporary store (AGENTS_ROOM_DB in a temp dir) that is
 removed at the end; ~/.agents-room is never touched.
@@ -351,24 +351,34 @@ def bench_guard(tmp: Path, files: int = 10_000, n: int = 20) -> dict:
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply every count (messages, rounds, files; a quick check: 0.01)")
+    args = ap.parse_args()
+
+    def n(count: int, least: int = 3) -> int:
+        return max(least, int(count * args.scale))
+
     t0 = time.time()
     tmp = Path(tempfile.mkdtemp(prefix="agents-room-bench-"))
     os.environ["AGENTS_ROOM_DB"] = str(tmp / "unused.db")
     try:
         repo = make_repo(tmp, "api")
-        result: dict = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+        result: dict = {"scale": args.scale, "cpus": os.cpu_count(), "python": sys.version.split()[0],
                         "loadavg_1m_at_start": os.getloadavg()[0]}
-        result["msg_send_store_single_process"] = bench_send_single(tmp, repo)
-        result["msg_send_16_writer_processes"] = bench_send_multi(tmp, repo)
-        result["msg_send_mcp_stdio_round_trip"] = bench_mcp(tmp, repo)
-        result["msg_recv_mcp_stdio_round_trip"] = bench_mcp_recv(tmp, repo)
-        result["lease_acquire_16_contending"] = bench_leases(tmp, repo)
+        result["msg_send_store_single_process"] = bench_send_single(tmp, repo, n(3000))
+        result["msg_send_16_writer_processes"] = bench_send_multi(tmp, repo, n(150))
+        result["msg_send_mcp_stdio_round_trip"] = bench_mcp(tmp, repo, n(300))
+        result["msg_recv_mcp_stdio_round_trip"] = bench_mcp_recv(tmp, repo, n(300))
+        result["lease_acquire_16_contending"] = bench_leases(tmp, repo, n(60))
         big = tmp / "big.db"
-        result["big_store"] = build_big_store(big, repo)
-        result["hook_process_time_100k"] = bench_hooks(big, repo)
-        result["search_100k"] = bench_search(big)
+        result["big_store"] = build_big_store(big, repo, n(100_000, 200))
+        result["hook_process_time_100k"] = bench_hooks(big, repo, n(40))
+        result["search_100k"] = bench_search(big, n(200, 8))
         result["doctor_prune_100k"] = bench_doctor_prune(big)
-        result["commit_guard_10k_files"] = bench_guard(tmp)
+        result["commit_guard_10k_files"] = bench_guard(tmp, n(10_000, 20), n(20))
         result["loadavg_1m_at_end"] = os.getloadavg()[0]
         result["wall_s"] = round(time.time() - t0, 1)
     finally:

@@ -220,6 +220,16 @@ async def handoff_across_processes(root: Path) -> dict:
 
 
 def main() -> None:
+    global TRACKED, MODIFIED, UNTRACKED, ROUNDS, HANDOFFS
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply the repository's size, rounds and handoffs (a quick check: 0.02)")
+    args = ap.parse_args()
+    if args.scale != 1.0:
+        TRACKED, MODIFIED, UNTRACKED = (max(10, int(n * args.scale)) for n in (TRACKED, MODIFIED, UNTRACKED))
+        ROUNDS, HANDOFFS = max(1, int(ROUNDS * args.scale)), max(3, int(HANDOFFS * args.scale))
     t0 = time.perf_counter()
     where = os.environ.get("PX_BENCH_DIR") or ("/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
     with tempfile.TemporaryDirectory(prefix="px-bench-wt-", dir=where) as tmp:
@@ -231,6 +241,7 @@ def main() -> None:
         cross = asyncio.run(handoff_across_processes(root))
     result = {
         "bench": "worktree",
+        "scale": args.scale,
         "repo": {"tracked": TRACKED, "modified": MODIFIED, "untracked": UNTRACKED, "generate_s": round(generated, 2)},
         "worktree": wt,
         "handoff": {"in_process": in_proc, "across_processes": cross},
@@ -244,6 +255,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip(),
         "total_s": round(time.perf_counter() - t0, 1),
+        "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(result))
 

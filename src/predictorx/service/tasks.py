@@ -11,7 +11,7 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -309,11 +309,18 @@ def _put_issue_back(session: Session, task: Task) -> None:
         _move_issue(session, task, ("in_progress",), task.issue_status_before)
 
 
+_issue = Issue.__table__
+_MOVE_ISSUE = (update(_issue)
+               .where(_issue.c.id == bindparam("m_issue"), _issue.c.status.in_(bindparam("m_from", expanding=True)))
+               .values(status=bindparam("m_to"), updated_at=bindparam("m_now")))
+
+
 def _move_issue(session: Session, task: Task, from_statuses: tuple[str, ...], to: str) -> None:
     """Move the issue along with its agent's work, never back and never past a person's choice.
-    One conditional UPDATE: no read, and no race with a person changing the status meanwhile."""
-    session.execute(update(Issue).where(Issue.id == task.issue_id, Issue.status.in_(from_statuses))
-                    .values(status=to, updated_at=utcnow()).execution_options(synchronize_session=False))
+    One conditional UPDATE (Core, built once): no read, and no race with a person changing the
+    status meanwhile."""
+    session.execute(_MOVE_ISSUE, {"m_issue": task.issue_id, "m_from": list(from_statuses), "m_to": to,
+                                  "m_now": utcnow()})
 
 
 def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]) -> int:

@@ -30,13 +30,14 @@ TARGET_LIST_RPS = 500
 TARGET_LIST_P99_MS = 20.0
 
 
-def project_body(i: int) -> dict:
+def project_body(i: int, daemon_id: str) -> dict:
+    """`daemon_id`: a daemon registered by the owner (a folder must name one of the caller's own)."""
     return {"title": f"Bench project {i}", "description": "A project made by bench/api.py.", "resources": [
         {"resource_type": "github_repo", "resource_ref": {"url": f"https://github.com/bench/repo-{i}.git", "ref": "main"},
          "label": "api"},
         {"resource_type": "github_repo", "resource_ref": {"url": f"https://github.com/bench/web-{i}",
                                                           "default_branch_hint": "main"}},
-        {"resource_type": "local_directory", "resource_ref": {"daemon_id": str(uuid.uuid4()),
+        {"resource_type": "local_directory", "resource_ref": {"daemon_id": daemon_id,
                                                               "local_path": f"/home/dev/src/project-{i}",
                                                               "execution_mode": "in_place"}, "label": "checkout"},
     ]}
@@ -95,9 +96,12 @@ def run_backend(name: str, base: str | None, args: argparse.Namespace) -> dict:
             headers = server.headers()
             # -- create ------------------------------------------------------------------------
             created: list[str] = []
+            daemon_id = str(uuid.uuid4())  # registered, not running: the folder is checked at its tasks
+            server.api("POST", "/api/daemon/register", {"daemon_id": daemon_id, "name": "bench-machine",
+                                                        "runtimes": [{"provider": "command", "version": "1"}]})
 
             def create_req(i: int):
-                return "POST", "/api/projects", project_body(i)
+                return "POST", "/api/projects", project_body(i, daemon_id)
             log(f"{name}: creating {args.projects} projects × 3 resources with {args.create_workers} workers")
             cpu0, scpu0 = time.process_time(), server.cpu_seconds()
             lat, wall, errs = asyncio.run(_closed_loop(server.url, headers, args.create_workers, create_req,

@@ -179,6 +179,7 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
 
 
 def bench_db(tmp: Path) -> dict:
+    from predictorx.harness import classification  # noqa: F401 — registers the classifier on new issues, as the server does
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database

@@ -105,7 +105,7 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
             run = _get(b, "runs", lambda x, n=limit: x.get("limit") == n)
             add("claim", f"claims/s, {backend}, 8 claimers, claim limit {limit}", _get(run, "claims_per_s"), "/s",
                 "≥ 200/s", lambda v: v >= 200, "—")
-            add("claim", f"double claims, {backend}, limit {limit} ({_get(run, 'tasks_claimed')} claimed)",
+            add("claim", f"double claims, {backend}, limit {limit} ({_fmt(_get(run, 'tasks_claimed'))} claimed)",
                 _get(run, "double_claims"), "", "0", lambda v: v == 0, 0)
             add("claim", f"server CPU per claim + finish, {backend}, limit {limit}",
                 _get(run, "server_cpu_ms_per_claimed_task"), " ms", "≤ 3 ms", lambda v: v <= 3,
@@ -132,9 +132,9 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
     for key, label in (("replicas", "2 replicas behind nginx, PostgreSQL"), ("up_sqlite", "1 `up`, SQLite")):
         part = _get(load, key)
         users = _get(part, "users")
-        add("load", f"load, {users} users × {_get(part, 'seconds')} s, {label}: errors", _get(part, "failures"), "",
+        add("load", f"load, {_fmt(users)} users × {_fmt(_get(part, 'seconds'))} s, {label}: errors", _get(part, "failures"), "",
             "0", lambda v: v == 0, 0, "")
-        add("load", f"load, {label}: p99 ({_get(part, 'requests_per_s')} req/s)", _get(part, "p99_ms"), " ms",
+        add("load", f"load, {label}: p99 ({_fmt(_get(part, 'requests_per_s'))} req/s)", _get(part, "p99_ms"), " ms",
             "reported", lambda v: True, _get(part, "p50_ms"), " ms p50")
     api = results.get("api")
     sqlite_list = _get(api, "backends", lambda x: x.get("backend") == "sqlite", "operations",
@@ -171,15 +171,15 @@ _ANY = (lambda v: True)  # a figure that is reported, with no target to meet
 
 def _harness_rows(h: dict | None, add: Callable[..., None]) -> None:
     loop, chain = _get(h, "engine_loop"), _get(h, "engine_chain", "complete_plus_next")
-    add("harness", f"harness: engine loop, {_get(loop, 'iterations')} iterations", _get(loop, "steps_per_s"),
+    add("harness", f"harness: engine loop, {_fmt(_get(loop, 'iterations'))} iterations", _get(loop, "steps_per_s"),
         " steps/s", "reported (completes)", lambda v: bool(_get(loop, "completed"))
         if loop else False, "SpiffWorkflow alone: 650–4,200 steps/s")
-    add("harness", f"harness: engine step on a {_get(h, 'engine_chain', 'nodes')}-node process, p99",
+    add("harness", f"harness: engine step on a {_fmt(_get(h, 'engine_chain', 'nodes'))}-node process, p99",
         _get(chain, "p99_ms"), " ms", "reported", _ANY, _get(chain, "p50_ms"), " ms p50")
     add("harness", "harness: resume from the database, p50", _get(h, "resume_load_and_deserialise", "p50_ms"),
         " ms", "reported", _ANY, _get(h, "resume_load_and_deserialise", "min_ms"), " ms fastest")
     qaqc = _get(h, "qaqc")
-    add("harness", f"harness: `prov qaqc` over {_get(qaqc, 'steps')} steps", _get(qaqc, "seconds"), " s",
+    add("harness", f"harness: `prov qaqc` over {_fmt(_get(qaqc, 'steps'))} steps", _get(qaqc, "seconds"), " s",
         "≤ 2 s (10,000 steps)", lambda v: v <= 2, "—")
     add("harness", "harness: classification p99", _get(h, "classify", "p99_ms"), " ms", "≤ 5 ms",
         lambda v: v <= 5, _get(h, "classify", "p50_ms"), " ms p50")
@@ -202,7 +202,7 @@ def _room_rows(r: dict | None, add: Callable[..., None]) -> None:
         lambda v: v <= 1, "—")
     add("room", "room: message send, one process", _get(single, "msg_per_s"), " msg/s", "≥ 1,000/s",
         lambda v: v >= 1000, "—")
-    add("room", f"room: 16 writer processes ({_get(multi, 'lost')} lost)", _get(multi, "aggregate_msg_per_s"),
+    add("room", f"room: 16 writer processes ({_fmt(_get(multi, 'lost'))} lost)", _get(multi, "aggregate_msg_per_s"),
         " msg/s", "≥ 300/s, 0 lost", lambda v: v >= 300 and _get(multi, "lost") == 0, 0, " lost")
     for key, what in (("msg_send_mcp_stdio_round_trip", "send"), ("msg_recv_mcp_stdio_round_trip", "receive")):
         add("room", f"room: MCP (stdio) {what}, p95", _get(r, key, "p95_ms"), " ms", "≤ 15 ms",
@@ -220,7 +220,7 @@ def _room_rows(r: dict | None, add: Callable[..., None]) -> None:
     add("room", "room: doctor / prune", None if dp is None else f"{dp['doctor_s']} / {dp['prune_s']}", " s",
         "≤ 1 s / ≤ 2 s", lambda v: dp["doctor_s"] <= 1 and dp["prune_s"] <= 2, "—")
     guard = _get(r, "commit_guard_10k_files")
-    add("room", f"room: pre-commit guard, {_get(guard, 'files')} files, p50", _get(guard, "p50_ms"), " ms",
+    add("room", f"room: pre-commit guard, {_fmt(_get(guard, 'files'))} files, p50", _get(guard, "p50_ms"), " ms",
         "≤ 100 ms", lambda v: v <= 100, _get(guard, "python_startup_p50_ms"), " ms Python start")
 
 
@@ -234,8 +234,8 @@ def _sandbox_rows(r: dict | None, add: Callable[..., None]) -> None:
 
 
 def _web_rows(r: dict | None, add: Callable[..., None]) -> None:
-    for key, what in (("task_page", f"task page, {_get(r, 'messages')} messages"),
-                      ("board", f"board, {_get(r, 'issues')} issues")):
+    for key, what in (("task_page", f"task page, {_fmt(_get(r, 'messages'))} messages"),
+                      ("board", f"board, {_fmt(_get(r, 'issues'))} issues")):
         page = _get(r, key)
         add("web", f"web: {what}: first contentful paint", _get(page, "first_contentful_paint_ms_median"), " ms",
             "≤ 1 s", lambda v: v <= 1000, _get(page, "dom_content_loaded_ms_median"), " ms DOMContentLoaded")

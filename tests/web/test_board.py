@@ -106,7 +106,7 @@ def test_show_more_in_the_browser_and_a_dragged_card_moves(page, web_db, axe):  
     page.get_by_role("button", name="Show 4 more").click()
     expect(todo).to_have_count(COLUMN_CARDS + 4)
     expect(page.get_by_role("button", name="Show 4 more")).to_have_count(0)
-    assert page.evaluate("document.querySelector('#c1').draggable")  # loaded cards drag like the first ones
+    page.wait_for_function("document.querySelector('#c1').draggable")  # loaded cards drag like the first ones
     page.locator(f"#c{COLUMN_CARDS + 4}").drag_to(page.locator("section.column[data-status=done]"))
     expect(page.locator(f"section.column[data-status=done] #c{COLUMN_CARDS + 4}")).to_be_visible()
     expect(todo).to_have_count(COLUMN_CARDS)  # the board came back: its columns opened again

@@ -140,3 +140,22 @@ def test_the_list_and_a_project_page_of_a_thousand_issues_stay_small_and_show_mo
     assert ">1000</span>" in page  # the count is of all of them
     more = client.get(f"/projects/{project_id}/issues?offset={PROJECT_ROWS}", headers=HX).text
     assert more.count('class="issue-row"') == 2 * PROJECT_ROWS and "Show more issues" in more
+
+
+@pytest.mark.browser
+def test_a_long_discussion_opens_on_its_latest_comments_and_shows_the_rest(page, live):  # noqa: ANN001
+    from predictorx.server.web.issues import COMMENTS_SHOWN
+
+    issue = live.post("/api/issues", {"title": "Talky"})
+    for i in range(COMMENTS_SHOWN + 10):
+        live.post(f"/api/issues/{issue['number']}/comments", {"body": f"Comment number {i}, **bold**."})
+    html = live.api.get(f"/issues/{issue['number']}", cookies={"px_token": live.token}).text
+    assert html.count('class="comment ') == COMMENTS_SHOWN and "Comment number 9," not in html
+    assert f"Comment number {COMMENTS_SHOWN + 9}," in html and "Show 10 earlier comments" in html
+    page.goto(f"/issues/{issue['number']}")
+    comments = page.locator("#comments li.comment")
+    expect(comments).to_have_count(COMMENTS_SHOWN)
+    page.get_by_role("link", name="Show 10 earlier comments").click()
+    expect(comments).to_have_count(COMMENTS_SHOWN + 10)
+    expect(comments.first).to_contain_text("Comment number 0,")
+    expect(page.get_by_role("link", name="Show 10 earlier comments")).to_have_count(0)

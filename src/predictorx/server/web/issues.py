@@ -168,17 +168,23 @@ async def create_issue(request: Request, form: Form = Depends(read_form), who: V
 
 # -- one issue -------------------------------------------------------------------------------
 
-def issue_context(request: Request, who: Viewer, ref: str, **extra: Any) -> dict[str, Any]:
+#: Comments an issue page opens with (the latest); "Show N earlier comments" shows them all.
+COMMENTS_SHOWN = 30
+
+
+def issue_context(request: Request, who: Viewer, ref: str, all_comments: bool = False, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         issue = svc.get_issue(s, who.workspace_id, ref)
         project = project_svc.find_project(s, who.workspace_id, issue.project_id)
         comments = svc.list_comments(s, issue)
+        earlier = 0 if all_comments else max(0, len(comments) - COMMENTS_SHOWN)
+        comments = comments[earlier:]
         authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in comments}
         return {"viewer": who, "section": "issues", "issue": issue, "project": project,
                 "statuses": svc.ISSUE_STATUSES, "priorities": project_svc.PRIORITIES,
                 "assignee": svc.assignee_name(s, issue), "agents": _agents(s, who.workspace_id),
-                "comments": comments, "authors": authors, "error": None, "error_for": None, "values": {},
-                **extra}
+                "comments": comments, "earlier_comments": earlier, "authors": authors, "error": None,
+                "error_for": None, "values": {}, **extra}
 
 
 def _author(s: Session, kind: str, author_id: str | None) -> str:
@@ -186,8 +192,9 @@ def _author(s: Session, kind: str, author_id: str | None) -> str:
 
 
 @router.get("/issues/{ref}")
-async def issue_page(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
-    context = await run_in_threadpool(issue_context, request, who, ref)
+async def issue_page(request: Request, ref: str, comments: str | None = Query(default=None, max_length=10),
+                     who: Viewer = Depends(viewer)) -> Response:
+    context = await run_in_threadpool(issue_context, request, who, ref, comments == "all")
     context["runs"] = await run_in_threadpool(issue_runs_context, request, who, ref)
     return html("issue.html", context)
 

@@ -1,18 +1,18 @@
 """The claim path in SQLAlchemy Core (R-SC-2, issue 14): statements built once at import, so the
 engine compiles each once per dialect and reuses it (the ORM's bulk UPDATE … RETURNING and its
 per-row object loading were most of a claim's server CPU); the answer is built from the rows the
-statements return, never from loaded ORM objects. What the answer needs is in the marking
-statement's RETURNING: the earlier session to resume and the project's title (subqueries), and on
-PostgreSQL the issue and the workspace too (`UPDATE … FROM issue, workspace`; SQLite's RETURNING
-cannot name another table, so there they are one SELECT each, in-process). The daemon's owner is
-a subquery of the pick, so no daemon row is loaded either; its capabilities are read only when a
-task has resources to check them against.
+statements return, never from loaded ORM objects. What the answer needs besides the task (its
+issue, the workspace, the project's title and description, the earlier session to resume) is in
+the marking statement's RETURNING on PostgreSQL (`UPDATE … FROM issue, workspace`, subqueries for
+the rest); SQLite's RETURNING names columns without their table and cannot name another table,
+so there it is one SELECT after the mark (in-process). The daemon's owner is a subquery of the
+pick, so no daemon row is loaded either; its capabilities are read only when a task has resources
+to check them against.
 
-Semantics are those of `tasks.claim` (its docstring): one statement selects, locks (PostgreSQL:
+Semantics are those of `tasks.claim_as` (its docstring): one statement selects, locks (PostgreSQL:
 FOR UPDATE SKIP LOCKED) and marks; agents already at their limit are left out inside it; then a
 count under the claimed agents' row locks hands back whatever went past a limit.
 """
-
 from __future__ import annotations
 
 import secrets

@@ -158,11 +158,11 @@ def claim(session: Session, daemon: Daemon, *, limit: int = 1, task_id: str | No
 def claim_as(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1,
              task_id: str | None = None) -> list[dict[str, Any]]:
     """Hand this daemon up to `limit` queued tasks it can run. Each is returned with its context,
-    its agent and a task-scoped token (R-EX-4); task, agent and issue are the rows the statements
+    its agent and a task-scoped token (R-EX-4); task, agent and issue are what the statements
     returned (attribute access, as serialize reads them), not ORM objects.
 
     One statement selects, locks and marks (R-SC-2): `UPDATE task … WHERE id IN (SELECT … FOR
-    UPDATE SKIP LOCKED) RETURNING task`, with the agents already at their limit left out inside
+    UPDATE SKIP LOCKED) RETURNING …`, with the agents already at their limit left out inside
     it, so concurrent claimers never wait on each other's rows. Then one count of the claimed
     agents' held tasks hands back what went past an agent's limit (several of its tasks in one
     claim, or — on PostgreSQL — a concurrent claim: there the count runs under the agents' row

@@ -43,19 +43,51 @@ def test_claude_run_joins_project_and_repo_rooms(tmp_path, repos):
     entry = json.loads(mcp_file.read_text())["mcpServers"]["agents-room"]
     assert entry["env"]["AGENTS_ROOM_DB"] == str(db)
     hooks = json.loads(settings_file.read_text())["hooks"]
-    start = hooks["SessionStart"][0]["hooks"][0]["command"]
-    res = _run_hook(start, cfg, {"session_id": "run-42", "cwd": str(repos["api"]), "hook_event_name": "SessionStart",
-                                 "source": "startup"})
-    ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "repo:api, shared:project-storefront" in ctx
+    # Joined before the CLI starts (Claude Code runs SessionStart hooks before its first model
+    # request): no SessionStart hook; the session goes to the hooks in the environment, and what
+    # that hook would have told the model comes back for the prompt.
+    assert "SessionStart" not in hooks and cfg.env["AGENTS_ROOM_SESSION"] == cfg.session
+    assert f"you are session {cfg.session} (storefront/api #42) in rooms repo:api, shared:project-storefront" in cfg.intro
     r = Room.open(db)
     s = r.who()["sessions"][0]
-    assert s["label"] == "storefront/api #42" and s["rooms"] == ["repo:api", "shared:project-storefront"]
+    assert s["session"] == cfg.session and s["label"] == "storefront/api #42"
+    assert s["rooms"] == ["repo:api", "shared:project-storefront"]
     assert s["autonomy"] == "hold"  # a headless run is never at wake (issue 9)
+    assert r.session_row(cfg.session)["tags"] == '["headless"]'
     stops = [h for g in hooks["Stop"] for h in g["hooks"]]
     assert len(stops) == 1 and "--wake" not in stops[0]["command"] and "async" not in stops[0]
     # the user's own config was not touched
     assert sorted(p.name for p in (tmp_path / "home").iterdir()) == home_before
+
+
+def test_claude_run_hooks_use_the_session_joined_ahead(tmp_path, repos):
+    """The hooks of a headless Claude Code run act as the session run-config joined: the first one
+    binds it to the chat (its key, the harness's pid); SessionEnd ends it; another chat that
+    inherited the environment (a nested claude) is not given it."""
+    db = tmp_path / "platform.db"
+    cfg = prepare_agent_run("claude", config_dir=tmp_path / "run", rooms=["shared:p"], label="x", db_path=db,
+                            cwd=repos["api"])
+    hooks = json.loads(cfg.files[1].read_text())["hooks"]
+    post = hooks["PostToolUse"][0]["hooks"][0]["command"]
+    r = Room.open(db)
+    person = r.join(cwd=str(repos["api"]), rooms=["shared:p"], label="person")["session"]
+    r.send(person, "*", "hello")
+    call = {"session_id": "chat-1", "cwd": str(repos["api"]), "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}}
+    res = _run_hook(post, cfg, call)
+    ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"1 unread message for {cfg.session}" in ctx and "you are session" not in ctx  # the intro was in the prompt
+    row = r.session_row(cfg.session)
+    assert row["harness_key"] == "chat-1" and row["pid"] == os.getpid()
+    assert len(r.who()["sessions"]) == 2
+    # a nested chat with the same environment joins as itself
+    nested = _run_hook(post, cfg, {**call, "session_id": "chat-2"})
+    assert "you are session" in json.loads(nested.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert cfg.session not in json.loads(nested.stdout)["hookSpecificOutput"]["additionalContext"].split(" in rooms")[0]
+    assert len(r.who()["sessions"]) == 3
+    end = hooks["SessionEnd"][0]["hooks"][0]["command"]
+    _run_hook(end, cfg, {"session_id": "chat-1", "hook_event_name": "SessionEnd"})
+    assert r.session_row(cfg.session)["ended_at"] is not None
 
 
 async def test_claude_run_mcp_registration_reaches_the_same_store(tmp_path, repos):
@@ -95,10 +127,9 @@ def test_two_repos_one_project_can_talk(tmp_path, repos):
         name: prepare_agent_run(h, config_dir=tmp_path / name, rooms=["project-shop"], label=name, db_path=db, cwd=repos[name])
         for name, h in (("api", "claude"), ("web", "codex"))
     }
-    for name, cfg in runs.items():
-        cmd = (json.loads(cfg.files[1].read_text())["hooks"] if cfg.harness == "claude" else
-               {"SessionStart": _overrides(cfg.args[1:])["hooks.SessionStart"]})["SessionStart"][0]["hooks"][0]["command"]
-        _run_hook(cmd, cfg, {"session_id": f"chat-{name}", "cwd": str(repos[name]), "hook_event_name": "SessionStart"})
+    assert runs["api"].session  # Claude Code: joined by prepare_agent_run; Codex: by its SessionStart hook
+    cmd = _overrides(runs["web"].args[1:])["hooks.SessionStart"][0]["hooks"][0]["command"]
+    _run_hook(cmd, runs["web"], {"session_id": "chat-web", "cwd": str(repos["web"]), "hook_event_name": "SessionStart"})
     r = Room.open(db)
     ids = {s["label"]: s["session"] for s in r.who()["sessions"]}
     assert r.send(ids["api"], "*", "the /orders API now pages")["recipient_ids"] == [ids["web"]]

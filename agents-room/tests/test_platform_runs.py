@@ -66,11 +66,12 @@ def test_issue9_a_headless_run_is_never_held_by_a_stop_hook(tmp_path, repos, db)
     stops = [h for g in settings["hooks"]["Stop"] for h in g["hooks"]]
     assert [("--wake" in h["command"], h.get("async", False)) for h in stops] == [(False, False)]
     env = {**os.environ, **cfg["env"], "AGENTS_ROOM_DB": str(db)}
-    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    chat = {"session_id": "run-1", "cwd": str(repos["api"]), "hook_event_name": "SessionStart"}
-    subprocess.run(shlex.split(start), input=json.dumps(chat), env=env, capture_output=True, text=True, timeout=30, check=True)
+    # joined by run-config itself (no SessionStart hook runs before Claude Code's first request)
+    assert "SessionStart" not in settings["hooks"] and cfg["env"]["AGENTS_ROOM_SESSION"] == cfg["session"]
+    chat = {"session_id": "run-1", "cwd": str(repos["api"])}
     r = Room.open(db)
     me = r.who()["sessions"][0]["session"]
+    assert me == cfg["session"] and f"you are session {me} (agent)" in cfg["intro"]
     other = r.join(cwd=str(repos["web"]), rooms=["project-shop"])["session"]
     for with_mail in (False, True):
         if with_mail:

@@ -1,7 +1,9 @@
 """agents-room inside real Claude Code and Codex runs (R-ROOM-15, R-EX-9), in worktree mode:
 
-- the SessionStart hook joins the project's room and the repository's room, named as the person's
-  own session in that repository is (`repo:myrepo`, not the worktree's folder);
+- the agent joins the project's room and the repository's room, named as the person's own session
+  in that repository is (`repo:myrepo`, not the worktree's folder), and its first request tells the
+  model its session (Claude Code: joined by `run-config` before the CLI starts, the intro in the
+  prompt — no SessionStart hook delays its first request; Codex: its SessionStart hook);
 - a message the person sends to the project room while the agent works reaches the model as
   hook context (agents-room's nudge: how many, where, from whom, how to read them) in its very
   next request (asserted at the model server);
@@ -58,6 +60,9 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
                        30, what="the agent's session to join")[0]
     assert room in agent["rooms"] and agent["repo"] == _room("who", "--session", person_id)["sessions"][0]["repo"]
     assert agent["repo"] == "repo:myrepo" and "repo:myrepo" in agent["rooms"]
+    # The model is told its session and rooms in its first request (Claude Code: in the prompt, the
+    # session joined by run-config before the CLI started; Codex: its SessionStart hook's context).
+    assert f"you are session {agent['session']}" in first.text and room in first.text
     # Its MCP tools are offered to the model (Codex: in the tool_search output its search brought).
     offered = [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
 

@@ -30,24 +30,30 @@ def _repo(tmp_path: Path) -> Path:
 
 def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, monkeypatch):
     monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
-    args, env = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), _repo(tmp_path))
+    args, env, intro = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), _repo(tmp_path))
     settings = json.loads(Path(args[args.index("--settings") + 1]).read_text())
     assert env["AGENTS_ROOM_ROOMS"] == "shared:project-shop-01234567" and env["AGENTS_ROOM_LABEL"].startswith("claude-1")
-    start = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-    assert "--autonomy=hold" in start  # headless: never wake (issue 9)
+    post = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    assert "--autonomy=hold" in post  # headless: never wake (issue 9)
     assert not any("--wake" in h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"])
-    cx_args, _ = rooms.room_setup(_run("codex"), SimpleNamespace(path=tmp_path / "cx"), _repo(tmp_path / "c"))
-    assert "features.hooks=true" in cx_args
-    assert rooms.room_setup(_run("gemini"), SimpleNamespace(path=tmp_path / "g"), tmp_path) == ([], {})
+    # Claude Code: the session is joined before the CLI starts (no SessionStart hook before its first
+    # request) and the model learns it from the prompt.
+    assert "SessionStart" not in settings["hooks"]
+    sid = env["AGENTS_ROOM_SESSION"]
+    assert f"you are session {sid}" in intro and "repo:shop" in intro and "shared:project-shop-01234567" in intro
+    cx_args, _, cx_intro = rooms.room_setup(_run("codex"), SimpleNamespace(path=tmp_path / "cx"), _repo(tmp_path / "c"))
+    assert "features.hooks=true" in cx_args and any(a.startswith("hooks.SessionStart=") for a in cx_args)
+    assert cx_intro == ""
+    assert rooms.room_setup(_run("gemini"), SimpleNamespace(path=tmp_path / "g"), tmp_path) == ([], {}, "")
 
 
 def test_a_missing_or_failing_agents_room_never_stops_a_task(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", str(tmp_path / "no-such-program"))
     with caplog.at_level(logging.WARNING, logger="predictorx.daemon"):
-        assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {})
+        assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {}, "")
     assert "runs without agents-room" in caplog.text
     monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", "false")
-    assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {})
+    assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {}, "")
 
 
 def test_predictorx_imports_nothing_of_agents_room():

@@ -44,8 +44,12 @@ def _is_wake(autonomy: str | int | None) -> bool:
 
 
 def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list[str] | None = None,
-               label: str | None = None, db_path: Path | None = None) -> dict:
-    """The ``hooks`` mapping in the harness's own layout (event -> matcher groups -> handlers)."""
+               label: str | None = None, db_path: Path | None = None, session_start: bool = True) -> dict:
+    """The ``hooks`` mapping in the harness's own layout (event -> matcher groups -> handlers).
+
+    ``session_start=False``: no SessionStart hook — the run's session was joined before the harness
+    started (``run-config`` of a headless Claude Code run), so nothing runs before its first request.
+    """
 
     def cmd(event: str, **kw) -> dict:
         handler = {"type": "command", "command": hook_command(event, harness, db_path=db_path, **kw), "timeout": 10}
@@ -69,6 +73,8 @@ def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list
             spec["Stop"][0]["hooks"].append(wake)
     else:
         spec = {k: v for k, v in spec.items() if k in CODEX_EVENTS}
+    if not session_start:
+        del spec["SessionStart"]
     return spec
 
 

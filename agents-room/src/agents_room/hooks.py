@@ -61,10 +61,36 @@ def _paths(payload: dict) -> tuple[list[str], bool]:
     return [], False
 
 
+def _handed_over(room, key: str, harness: str):
+    """The session ``run-config`` joined for this run before the harness started (a headless
+    Claude Code run: no SessionStart hook), named in ``AGENTS_ROOM_SESSION``.
+
+    The first hook call binds it to the chat (its key and the harness's pid, for liveness); a chat
+    that inherited the variable but is another chat (a nested harness) is not given it.
+    """
+    sid = os.environ.get("AGENTS_ROOM_SESSION")
+    if not sid:
+        return None
+    row = room.conn.execute("SELECT * FROM sessions WHERE id=?", (sid,)).fetchone()
+    if row is None or row["ended_at"] is not None:
+        return None
+    if row["harness_key"] is not None and row["harness_key"] != key:
+        return None
+    if row["harness_key"] is None or row["pid"] is None:
+        from . import liveness
+
+        room.join(session=sid, harness=harness, harness_key=key, pid=liveness.harness_pid(), raise_only=True)
+        row = room.session_row(sid)
+    return row
+
+
 def _session_for(room, payload: dict, harness: str, opts: dict, create: bool):
     key = payload.get("session_id")
     if not isinstance(key, str) or not key:
         return None, None
+    handed = _handed_over(room, key, harness)
+    if handed is not None:
+        return handed, None
     row = room.session_for_chat(key, harness)
     if row is not None and row["ended_at"] is None:
         return row, None
@@ -86,7 +112,8 @@ def _session_for(room, payload: dict, harness: str, opts: dict, create: bool):
     return room.session_row(joined["session"]), joined
 
 
-def _intro(joined: dict) -> str:
+def intro(joined: dict) -> str:
+    """What the model is told of its session: id, rooms, autonomy, who else is there."""
     sid = joined["session"]
     me = f"{sid}" + (f" ({joined['label']})" if joined.get("label") else "")
     text = (
@@ -141,7 +168,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
             room.reset_stop_guard(joined["session"])  # a hold of a turn before this start no longer counts
             if opts.get("warning"):
                 joined = {**joined, "warnings": [*joined.get("warnings", []), opts["warning"]]}
-            text = _intro(joined)
+            text = intro(joined)
             try:
                 room.maybe_prune()  # at most once a day, so no timer is needed
             except Exception:
@@ -199,7 +226,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
             offer = room.pending(sid, "tool")
             parts = []
             if joined is not None:
-                parts.append(_intro(joined))
+                parts.append(intro(joined))
             if offer:
                 parts.append(offer.nudge)
             if not parts:

@@ -63,6 +63,11 @@ class AgentRunConfig:
     marker: str = field(default="")
     #: the autonomy the SessionStart hook asks for
     autonomy: str = field(default="hold")
+    #: the session joined for this run before it starts (headless Claude Code), else None
+    session: str | None = field(default=None)
+    #: what the SessionStart hook would have told the model (its session, rooms, who is there):
+    #: for the platform to put in the run's prompt; "" when the hook tells it
+    intro: str = field(default="")
 
     def to_json(self) -> dict:
         """The shape ``agents-room run-config`` prints."""
@@ -70,6 +75,7 @@ class AgentRunConfig:
             "harness": self.harness, "args": list(self.args), "env": dict(self.env),
             "files": [str(f) for f in self.files], "rooms": list(self.rooms), "repo_room": self.repo_room,
             "label": self.label, "marker": self.marker, "autonomy": self.autonomy,
+            "session": self.session, "intro": self.intro,
         }
 
 
@@ -124,7 +130,14 @@ def prepare_agent_run(
     if not interactive:
         env["AGENTS_ROOM_HEADLESS"] = "1"  # its session is tagged headless: doctor does not ask to wake it
     repo_room, _ = repo_of(str(Path(cwd).resolve()))
-    hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db)
+    session, intro = None, ""
+    if harness == "claude" and not interactive:
+        # Claude Code runs SessionStart hooks before its first model request: join here instead,
+        # while the platform prepares the run, and hand the session to the other hooks.
+        session, intro = _join_ahead(db, cwd=Path(cwd).resolve(), rooms=norm, label=label, autonomy=level)
+        if session:
+            env["AGENTS_ROOM_SESSION"] = session
+    hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db, session_start=session is None)
     entry = mcp_entry(harness, db)
     files: list[Path] = []
     if harness == "claude":
@@ -149,4 +162,25 @@ def prepare_agent_run(
         record.write_text("\n".join(overrides) + "\n")
         files = [record]
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
-                          label=label, marker=marker, autonomy=level)
+                          label=label, marker=marker, autonomy=level, session=session, intro=intro)
+
+
+def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, autonomy: str) -> tuple[str | None, str]:
+    """Join a headless run's session (tagged headless, no pid yet: its first hook call binds the
+    harness's). (None, "") when the store cannot be used: the SessionStart hook then joins."""
+    from .hooks import intro
+    from .queries import HEADLESS_TAG
+    from .room import Room
+
+    try:
+        room = Room.open(db)
+    except Exception:  # noqa: BLE001 — the hook path still works
+        return None, ""
+    try:
+        joined = room.join(harness="claude", cwd=str(cwd), rooms=rooms, label=label, autonomy=autonomy,
+                           tags=[HEADLESS_TAG], raise_only=True)
+        return joined["session"], intro(joined)
+    except Exception:  # noqa: BLE001
+        return None, ""
+    finally:
+        room.close()

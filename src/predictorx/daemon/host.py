@@ -39,5 +39,5 @@ class RunHost(Protocol):
     def executable_for(self, provider: str) -> list[str] | None:
         """The agent CLI's command this daemon found, if not the adapter's default."""
 
-    def room_setup(self, run: Any, env: Any, cwd: Path) -> tuple[list[str], dict[str, str]]:
-        """The agent's extra arguments and environment for its project's agents-room room."""
+    def room_setup(self, run: Any, env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:
+        """The agent's extra arguments, environment and prompt text for its project's agents-room room."""

@@ -135,7 +135,7 @@ class Daemon:
                 return [rt["path"]]
         return None
 
-    def room_setup(self, run: TaskRun, env, cwd: Path) -> tuple[list[str], dict[str, str]]:  # noqa: ANN001
+    def room_setup(self, run: TaskRun, env, cwd: Path) -> tuple[list[str], dict[str, str], str]:  # noqa: ANN001
         """Join the agent to its project's room (R-ROOM-15); see rooms.py."""
         from .rooms import room_setup
 

@@ -9,8 +9,11 @@ talk to its project's other agents without setup.
 agents-room is its own program (GPL-3.0-or-later, its own distribution): the daemon runs the
 `agents-room run-config` command, which prints the run's arguments, environment and files as JSON,
 and imports nothing of it. A platform run is headless, so it is configured without the wake hook
-(issue 9: that hook held every Claude task open ~30 s after its result). Best effort: a failure
-here never stops a task.
+(issue 9: that hook held every Claude task open ~30 s after its result). For Claude Code,
+`run-config` also joins the run's session before the CLI starts and returns what its SessionStart
+hook would have said (`intro`), which goes into the prompt: Claude Code runs SessionStart hooks
+before its first model request, and that hook (a Python process) was most of the start-up cost
+agents-room added (issue 9's Measure). Best effort: a failure here never stops a task.
 """
 
 from __future__ import annotations
@@ -49,12 +52,13 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
     return cfg
 
 
-def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str, str]]:
+def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:
+    """(extra CLI arguments, extra environment, text for the prompt: the agent's session and rooms)."""
     if os.environ.get("PREDICTORX_ROOMS", "1") == "0":
-        return [], {}
+        return [], {}, ""
     provider = run.agent["provider"]
     if provider not in SUPPORTED:
-        return [], {}
+        return [], {}, ""
     ctx = run.context_data
     rooms = [project_room(ctx["project_id"], ctx.get("project_title"))] if ctx.get("project_id") else []
     label = f"{run.agent['name']} · issue #{run.issue['number']}"
@@ -64,5 +68,6 @@ def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str
         cfg = run_config(provider, config_dir=Path(env.path) / "agents-room", cwd=cwd, rooms=rooms, label=label)
     except Exception as e:  # noqa: BLE001 — coordination is a help, never a reason to fail
         log.warning("task %s runs without agents-room: %s", run.id, e)
-        return [], {}
-    return [str(a) for a in cfg["args"]], {str(k): str(v) for k, v in cfg["env"].items()}
+        return [], {}, ""
+    intro = cfg.get("intro") if isinstance(cfg.get("intro"), str) else ""
+    return [str(a) for a in cfg["args"]], {str(k): str(v) for k, v in cfg["env"].items()}, intro

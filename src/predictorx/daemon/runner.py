@@ -328,12 +328,13 @@ class TaskRun:
                                                      "runs in another one: a new session was started"})
         base_env = self._env(env, cwd)
         # Side by side, as the agent waits for both: `agents-room run-config` (a process) and the sweep (HTTP).
-        (extra_args, extra_env), (sweep, harness_args) = await asyncio.gather(
+        (extra_args, extra_env, room_intro), (sweep, harness_args) = await asyncio.gather(
             asyncio.to_thread(self.daemon.room_setup, self, env, cwd),  # runs agents-room
             harness.task_start(self, env.path, cwd, base_env))  # R-HAR-7
         agent_env = {**base_env, **extra_env}
+        tail = sweep + (f"\n\n{room_intro}" if room_intro else "")  # the agent's agents-room session, rooms
         spec = RunSpec(
-            prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n" + sweep,
+            prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n" + tail,
             cwd=cwd, logs_dir=env.logs,
             env=agent_env, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
@@ -342,7 +343,7 @@ class TaskRun:
             resume_session_id=resume,
         )
         try:
-            fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n" + sweep
+            fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n" + tail
             result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event, fresh)
         finally:
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)

@@ -315,6 +315,9 @@ class TaskRun:
             raise asyncio.CancelledError
         adapter = agents.get(self.agent["provider"])
         self.phase = "running"
+        # `agents-room run-config` (a process, 0.1–0.2 s) from the start, beside the status report, the
+        # context and the sweep request: the agent waits for all of them (issue 9's Measure).
+        rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self, env, cwd))
         await self.daemon.api.status(self.id, "running", branch_name=self.branch)
         uploader = self._uploader
         prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
@@ -327,10 +330,9 @@ class TaskRun:
                                           "message": f"{adapter.provider} keeps its sessions per folder and this task "
                                                      "runs in another one: a new session was started"})
         base_env = self._env(env, cwd)
-        # Side by side, as the agent waits for both: `agents-room run-config` (a process) and the sweep (HTTP).
+        # Side by side, as the agent waits for both: `agents-room run-config` (started above) and the sweep (HTTP).
         (extra_args, extra_env, room_intro), (sweep, harness_args) = await asyncio.gather(
-            asyncio.to_thread(self.daemon.room_setup, self, env, cwd),  # runs agents-room
-            harness.task_start(self, env.path, cwd, base_env))  # R-HAR-7
+            rooms_ready, harness.task_start(self, env.path, cwd, base_env))  # R-HAR-7
         agent_env = {**base_env, **extra_env}
         tail = sweep + (f"\n\n{room_intro}" if room_intro else "")  # the agent's agents-room session, rooms
         spec = RunSpec(

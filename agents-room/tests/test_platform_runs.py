@@ -103,3 +103,21 @@ def test_run_config_interactive_registers_the_wake_hook_and_codex_reads_features
     assert codex["rooms"] == ["shared:p"] and codex["repo_room"] == "repo:web"
     bad = run_cli("run-config", "--harness=claude", f"--config-dir={tmp_path}", f"--cwd={repos['web']}", "--room=bad name")
     assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1 and "invalid room name" in bad.stderr
+
+
+def test_run_config_stdin_answers_one_run_given_later(tmp_path, repos, db):
+    """`run-config --stdin`: a platform starts it ahead of its next run; the run's arguments come
+    later as one JSON array line, the answer is run-config's; end of input exits quietly."""
+    args = ["--harness=claude", f"--config-dir={tmp_path / 'r'}", f"--cwd={repos['web']}", "--room=project-shop",
+            "--label=agent"]
+    res = run_cli("run-config", "--stdin", input=json.dumps(args) + "\n")
+    assert res.returncode == 0, res.stderr
+    cfg = json.loads(res.stdout)
+    assert cfg["rooms"] == ["shared:project-shop"] and cfg["repo_room"] == "repo:web" and cfg["session"]
+    assert Room.open(db).session_row(cfg["session"])["label"] == "agent"
+    quiet = run_cli("run-config", "--stdin", input="")
+    assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == ""
+    bad = run_cli("run-config", "--stdin", input='{"harness": "claude"}\n')
+    assert bad.returncode == 2 and "one JSON array" in bad.stderr
+    wrong = run_cli("run-config", "--stdin", input=json.dumps(["--harness=claude", "--room=bad name"]) + "\n")
+    assert wrong.returncode != 0 and wrong.stdout == ""

@@ -65,3 +65,19 @@ def test_predictorx_imports_nothing_of_agents_room():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.relative_to(SRC)}: {n}" for n in names if n.split(".")[0] == "agents_room"]
     assert offenders == []
+
+
+def test_the_next_runs_agents_room_waits_ready_and_ends_with_the_daemon(tmp_path, monkeypatch):
+    """`agents-room run-config --stdin` is started ahead of the next run (a run then does not wait
+    for a Python start); it answers that run's arguments and exits at end of input."""
+    monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
+    rooms.SPARE.stop()
+    rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e1"), _repo(tmp_path / "a"))
+    spare = rooms.SPARE._proc
+    assert spare is not None and spare.poll() is None  # started for the next run, waiting
+    args, env, intro = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e2"), _repo(tmp_path / "b"))
+    assert spare.returncode == 0  # that process made this run's configuration
+    assert args[1].startswith(str(tmp_path / "e2")) and f"you are session {env['AGENTS_ROOM_SESSION']}" in intro
+    following = rooms.SPARE._proc
+    rooms.SPARE.stop()
+    assert following.wait(timeout=10) == 0 and rooms.SPARE._proc is None

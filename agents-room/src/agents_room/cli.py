@@ -239,6 +239,26 @@ def _parse_people(parser, argv: list[str]):
         raise
 
 
+def _run_config_from_stdin() -> int:
+    """``run-config --stdin``: a platform keeps one such process started ahead of its next run.
+    It loads what run-config needs, then waits for that run's arguments — one JSON array of the
+    usual run-config arguments on one line — and answers as ``run-config`` with them would.
+    End of input (the platform stopped) exits 0 without output."""
+    from . import integration, room  # noqa: F401 — the imports are the work done ahead
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    try:
+        extra = json.loads(line)
+        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra) or "--stdin" in extra:
+            raise ValueError
+    except ValueError:
+        print("agents-room run-config --stdin: expected one JSON array of run-config arguments", file=sys.stderr)
+        return 2
+    return main(["run-config", *extra])
+
+
 def main(argv: list[str] | None = None) -> int:
     as_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -246,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import guard
 
         return guard.main(argv[2:])
+    if argv == ["run-config", "--stdin"]:
+        return _run_config_from_stdin()
     fast = _fast_hook_args(argv) if "hook" in argv else None
     if fast is not None:
         from . import hooks

@@ -168,7 +168,9 @@ def test_agents_of_one_project_meet_in_its_room(server, start_daemon, tmp_path):
         assert server.wait_task(tid)["status"] == "completed"
     seen = [json.loads((records / f"{tid}.json").read_text()) for tid in ids]
     assert all("--mcp-config" in s["argv"] and "--settings" in s["argv"] for s in seen)
-    assert all(s["hook_outputs"] and "shared:project-storefront-" in s["hook_outputs"][0] for s in seen[:2])
+    # joined by `agents-room run-config` before the agent started (no SessionStart hook): the prompt says so
+    assert all("you are session s-" in s["prompt"] and "shared:project-storefront-" in s["prompt"] for s in seen[:2])
+    assert not any(s["hook_outputs"] for s in seen)
     who = subprocess.run([sys.executable, "-m", "agents_room", "who", "--json"], capture_output=True, text=True,
                          timeout=30, env={**os.environ})
     sessions = json.loads(who.stdout)["sessions"]

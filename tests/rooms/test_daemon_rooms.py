@@ -81,3 +81,16 @@ def test_the_next_runs_agents_room_waits_ready_and_ends_with_the_daemon(tmp_path
     following = rooms.SPARE._proc
     rooms.SPARE.stop()
     assert following.wait(timeout=10) == 0 and rooms.SPARE._proc is None
+
+
+def test_a_run_that_did_not_end_well_has_its_session_ended(tmp_path, monkeypatch):
+    """A run killed before any of its hooks ran leaves the session joined ahead with no process;
+    the daemon ends it (a run that ended well ended it with its SessionEnd hook)."""
+    monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
+    _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e"), _repo(tmp_path))
+    sid = env["AGENTS_ROOM_SESSION"]
+    who = [rooms.agents_room_command()[0], "who", "--json"]
+    assert sid in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}
+    rooms.end_session(env)
+    assert sid not in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}
+    rooms.SPARE.stop()

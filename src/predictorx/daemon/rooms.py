@@ -130,3 +130,18 @@ def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str
         return [], {}, ""
     intro = cfg.get("intro") if isinstance(cfg.get("intro"), str) else ""
     return [str(a) for a in cfg["args"]], {str(k): str(v) for k, v in cfg["env"].items()}, intro
+
+
+def end_session(extra_env: dict[str, str]) -> None:
+    """End the session `run-config` joined ahead for a run (`AGENTS_ROOM_SESSION`) that did not end
+    well: killed before any hook of it ran, it would stay in its rooms with no process to judge it
+    gone by. A run that ended well ended it with its SessionEnd hook. Best effort."""
+    sid, cmd = extra_env.get("AGENTS_ROOM_SESSION"), agents_room_command()
+    if not sid or cmd is None:
+        return
+    env = {**os.environ, **{k: v for k, v in extra_env.items() if k == "AGENTS_ROOM_DB"}}
+    try:
+        subprocess.run([*cmd, "leave", "--session", sid], env=env, capture_output=True, timeout=RUN_CONFIG_TIMEOUT_S,
+                       stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("agents-room session %s was not ended: %s", sid, e)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import contextrecord, envroot, harness, review, sandbox, sessions, worktree
+from . import contextrecord, envroot, harness, review, rooms, sandbox, sessions, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .. import resources
@@ -344,11 +344,15 @@ class TaskRun:
             sandbox=await asyncio.to_thread(self._sandbox_plan, env, cwd, local) if self.sandboxed else None,
             resume_session_id=resume,
         )
+        ended_well = False
         try:
             fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n" + tail
             result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event, fresh)
+            ended_well = result.status == "completed"
         finally:
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
+            if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
+                await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
         await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
         if result.session_id:
             try:

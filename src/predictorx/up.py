@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from types import FrameType
 
 import uvicorn
 
@@ -45,7 +46,7 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
     except ValueError as e:
         fail(str(e))
     app = create_app(db, migrate=False)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+    server = _UpServer(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     # SIGTERM ends `up` like Ctrl-C does, through the code that stops the daemon: uvicorn re-raises
     # the signal it caught once it has shut down, and the default action would end this process
     # before that code ran, leaving the daemon looping "server unreachable" (finding 13).
@@ -54,6 +55,29 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
         asyncio.run(_serve(server, url, with_daemon=with_daemon, demo=demo and fresh, sandbox=sandbox))
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled; _serve already said so
         pass
+
+
+class _UpServer(uvicorn.Server):
+    """uvicorn's server, stopping the local daemon first on Ctrl-C or SIGTERM: a stopping daemon hands
+    its work back over HTTP and closes its push connection, so it needs the server still up."""
+
+    daemon: subprocess.Popen | None = None
+    _stopping_daemon = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        daemon = self.daemon
+        if daemon is None or daemon.poll() is not None or self._stopping_daemon or self.should_exit:
+            super().handle_exit(sig, frame)  # a second Ctrl-C still forces uvicorn's exit
+            return
+        self._stopping_daemon = True
+        loop = asyncio.get_event_loop()
+        loop.call_soon_threadsafe(lambda: setattr(self, "_stop_job", loop.create_task(self._daemon_then_server(sig))))
+
+    async def _daemon_then_server(self, sig: int) -> None:
+        try:
+            await asyncio.to_thread(_stop_daemon, self.daemon)
+        finally:
+            super().handle_exit(sig, None)
 
 
 async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool, sandbox: bool = False) -> None:
@@ -76,8 +100,10 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
         daemon = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
                                    *(["--sandbox"] if sandbox else [])],
                                   env=os.environ.copy(), preexec_fn=_daemon_dies_with_up)
+        if isinstance(server, _UpServer):
+            server.daemon = daemon
     demo_job = asyncio.create_task(asyncio.to_thread(_demo)) if demo and with_daemon else None
-    watch = asyncio.create_task(_watch_daemon(daemon)) if daemon is not None else None
+    watch = asyncio.create_task(_watch_daemon(daemon, server)) if daemon is not None else None
     try:
         await serving
     finally:
@@ -105,9 +131,11 @@ def _stop_daemon(daemon: subprocess.Popen) -> None:
         daemon.wait(5)
 
 
-async def _watch_daemon(daemon: subprocess.Popen) -> None:
+async def _watch_daemon(daemon: subprocess.Popen, server: uvicorn.Server) -> None:
     """Say so when the local daemon dies: the server keeps serving, but nothing runs here."""
     code = await asyncio.to_thread(daemon.wait)
+    if server.should_exit or getattr(server, "_stopping_daemon", False):
+        return  # stopped on purpose, as `up` ends
     print(f"\npredictorx up: the local daemon exited (code {code}); tasks will not run on this machine. "
           f"Its log is above; restart with `{config.cli_command()} daemon start --foreground`.", file=sys.stderr, flush=True)
 

@@ -98,9 +98,14 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
         assert "review:" in text and "/tasks/" in text
         wait_until(lambda: ": completed · branch agent/demo-bot/" in log.read_text(), timeout=20,
                    what="the daemon's outcome line")
+        before_stop = len(log.read_text())
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(30)
         assert "Predictor X stopped" in log.read_text()
+        # the daemon stops before the server and every event stream ends cleanly: no error lines
+        stopping = log.read_text()[before_stop:]
+        for noise in ("ERROR", "Traceback", "push connection failed", "the local daemon exited"):
+            assert noise not in stopping, stopping
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 15)

@@ -60,9 +60,17 @@ def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
             peek = subprocess.run([*WITHOUT_CAPABILITIES, "cat", f"/proc/{pid_}/environ"], capture_output=True,
                                   timeout=30)
             assert peek.returncode != 0 and b"PREDICTORX" not in peek.stdout
+        before_stop = len((tmp_path / "up.log").read_bytes())
         up.send_signal(signal.SIGTERM)  # to `up` alone, not to its group
         up.wait(30)
         wait_until(lambda: _gone(pid), 20, 0.1, "the daemon to stop with `up`")
+        # `up` stops its daemon before the server, and the event streams end cleanly: the stop is quiet
+        # (it used to log uvicorn's "ASGI callable returned without completing response" and the
+        # daemon's "push connection failed … incomplete chunk")
+        stopping = (tmp_path / "up.log").read_text()[before_stop:]
+        assert "Predictor X stopped" in stopping
+        for noise in ("ERROR", "Traceback", "push connection failed", "the local daemon exited"):
+            assert noise not in stopping, stopping
         p = subprocess.run([sys.executable, "-m", "predictorx", "daemon", "status", "--output", "json"], env=env,
                            capture_output=True, text=True, timeout=60)
         assert json.loads(p.stdout)["running"] is False, p.stdout

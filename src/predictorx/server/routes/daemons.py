@@ -7,13 +7,13 @@ import asyncio
 import json
 
 from fastapi import APIRouter, Depends, Request, Response
-from sse_starlette.sse import EventSourceResponse
 
 from ...service import daemons as svc
 from ...service import serialize, tasks
 from ...service.errors import Forbidden
 from ...store.schema import Daemon
 from ..deps import Caller, daemon_caller, get_caller, get_state, user_caller
+from ..eventstream import EventStream
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
 from ..safejson import SafeJSONResponse
 from ..state import AppState
@@ -123,18 +123,18 @@ def answer(request_id: str, body: RpcAnswer, caller: Caller = Depends(daemon_cal
 
 @router.get("/daemon/events")
 async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller),
-                        state: AppState = Depends(get_state)) -> EventSourceResponse:
+                        state: AppState = Depends(get_state)) -> EventStream:
     """The long-lived push connection. The first event tells the daemon to claim what is queued."""
     sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id)
-    return EventSourceResponse(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+    return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
 
 
 @router.get("/events")
 async def events(request: Request, caller: Caller = Depends(user_caller),
-                 state: AppState = Depends(get_state)) -> EventSourceResponse:
+                 state: AppState = Depends(get_state)) -> EventStream:
     """Live updates for browsers and `predictorx … --watch`."""
     sub = state.hub.subscribe(caller.workspace_id)
-    return EventSourceResponse(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+    return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
 
 
 async def _stream(request: Request, state: AppState, sub, hello: dict):  # noqa: ANN001, ANN202

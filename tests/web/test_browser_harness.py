@@ -69,6 +69,11 @@ def test_a_person_takes_people_lane_steps_from_the_workflows_panel(page, live, a
     gate = page.locator('#workflows li.enabled-step[data-node="approved"]')
     gate.get_by_label("Outcome").select_option("approved")
     gate.get_by_label("Reason (a judgement needs one)").fill("scope agreed; comma as delimiter")
+    # a live event while the person types (any task's status change refreshes the panel) leaves
+    # what they typed in place
+    page.evaluate("htmx.trigger(document.querySelector('#runs'), 'px-refresh')")
+    page.wait_for_timeout(900)
+    assert gate.get_by_label("Reason (a judgement needs one)").input_value() == "scope agreed; comma as delimiter"
     gate.get_by_role("button", name="Pass gate approved").click()
     nxt = page.locator('#workflows li.enabled-step[data-node="plan-beans"]')
     nxt.wait_for()

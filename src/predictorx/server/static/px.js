@@ -186,6 +186,19 @@
 
   document.body.addEventListener("px-tasks-changed", function () { live("tasks").forEach(refresh); });
 
+  // A live refresh never replaces a form a person is filling in (the workflows panel refreshes on
+  // every task event): it is skipped while a field inside has the focus or was edited, and the
+  // person's own submit swaps the panel as usual.
+  document.body.addEventListener("input", function (ev) {
+    if (ev.target.form) ev.target.form.classList.add("px-edited");
+  });
+  document.body.addEventListener("htmx:confirm", function (ev) {
+    var trigger = ev.detail.triggeringEvent, panel = ev.detail.elt, focused = document.activeElement;
+    if (!trigger || trigger.type !== "px-refresh") return;
+    var typing = focused && focused !== panel && panel.contains(focused) && /^(INPUT|TEXTAREA|SELECT)$/.test(focused.tagName);
+    if (typing || panel.querySelector("form.px-edited")) ev.preventDefault();
+  });
+
   if (!document.querySelector("[data-live]") || !window.EventSource) return;
   var stream = new EventSource("/api/events");
   var opened = false;

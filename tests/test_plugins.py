@@ -42,3 +42,18 @@ def test_a_handler_needs_its_name() -> None:
         resources.register(type("Nameless", (resources.ResourceType,), {}))
     with pytest.raises(ValueError, match="needs a provider"):
         agents.register(type("Nameless", (agents.AgentAdapter,), {}))
+
+
+def test_a_folder_picker_type_must_say_what_a_picked_folder_becomes() -> None:
+    """The web's picker asks `folder_picker` types for `folder_ref`: a type that declares the one
+    without the other is refused when it is declared, not when a person picks a folder."""
+    with pytest.raises(TypeError, match="declares folder_picker but not folder_ref"):
+        class Drive(resources.ResourceType):  # noqa: F841
+            name = "drive"
+            folder_picker = True
+
+    class Sheet(resources.ResourceType):
+        name = "sheet"
+
+    with pytest.raises(TypeError, match="makes no rows from the folder picker"):
+        Sheet().folder_ref("/srv", "d", None)

@@ -145,8 +145,15 @@ class ResourceType:
 
     # -- people: CLI and web ----------------------------------------------------------------------
     def folder_ref(self, path: str, daemon_id: str, mode: str | None) -> dict[str, Any]:
-        """The payload for a folder chosen in the web's picker (only when `folder_picker`)."""
-        raise NotImplementedError
+        """The payload for a folder chosen in the web's picker. Only a type that declares
+        `folder_picker` is asked, and such a type must define it (checked when it is declared)."""
+        raise TypeError(f"resource type {self.name!r} makes no rows from the folder picker")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.folder_picker and cls.folder_ref is ResourceType.folder_ref:
+            raise TypeError(f"resource type {cls.name or cls.__name__!r} declares folder_picker "
+                            "but not folder_ref, the row a picked folder becomes")
 
     def form_field(self, key: str) -> Field | None:
         return next((f for f in self.form_fields if f.key == key), None)

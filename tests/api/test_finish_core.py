@@ -9,14 +9,7 @@ import uuid
 
 from predictorx.service import tasks as task_service
 from predictorx.service.events import take
-
-
-def _daemon(api):  # noqa: ANN001, ANN202
-    did = str(uuid.uuid4())
-    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"h-{did[:4]}",
-                                                "runtimes": [{"provider": "command", "version": "1"}]})
-    assert r.status_code == 200, r.text
-    return did, api.as_(r.json()["token"])
+from tests.api.test_claim_scale import _daemon  # a registered command daemon and its client
 
 
 def _agent(api, name="w", limit=1):  # noqa: ANN001, ANN202

@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
-from ..store.schema import HOLDING_STATUSES as HOLDING, Daemon, Task, utcnow
+from ..store.schema import HOLDING_STATUSES as HOLDING, Daemon, Task, one_of, utcnow
 
 _task = Task.__table__
 _daemon = Daemon.__table__
@@ -52,7 +52,7 @@ def _statement(key: tuple[bool, ...]):  # noqa: ANN202
                 values[name] = bindparam(f"f_{name}", type_=_task.c[name].type)
         stmt = (update(_task)
                 .where(_task.c.id == bindparam("f_id"), _task.c.daemon_id == bindparam("f_daemon"),
-                       _task.c.status.in_(HOLDING), _task.c.pending_prompt.is_(None), _daemon_here)
+                       one_of(_task.c.status, HOLDING), _task.c.pending_prompt.is_(None), _daemon_here)
                 .values(**values)
                 .returning(*_task.c, *([_queued_left] if postgres else [])))
         _statements[key] = stmt
@@ -70,9 +70,10 @@ def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
     for name, present in zip(FIELDS, given):
         if present:
             params[f"f_{name}"] = fields[name]
-    row = session.execute(_statement((postgres, status == "completed", *given)), params).first()
+    conn = session.connection()  # a Core statement: the ORM's execution layer adds nothing
+    row = conn.execute(_statement((postgres, status == "completed", *given)), params).first()
     if row is None:
         return None
     if postgres:
         return row, bool(row.agent_has_queued)
-    return row, session.scalar(_QUEUED, {"agent": row.agent_id}) is not None
+    return row, conn.scalar(_QUEUED, {"agent": row.agent_id}) is not None

@@ -27,6 +27,7 @@ from ..store.schema import (
     Runtime,
     Task,
     TaskMessage,
+    one_of,
     utcnow,
 )
 from . import claiming
@@ -310,17 +311,24 @@ def _put_issue_back(session: Session, task: Task) -> None:
 
 
 _issue = Issue.__table__
-_MOVE_ISSUE = (update(_issue)
-               .where(_issue.c.id == bindparam("m_issue"), _issue.c.status.in_(bindparam("m_from", expanding=True)))
-               .values(status=bindparam("m_to"), updated_at=bindparam("m_now")))
+_MOVES: dict[tuple[str, ...], Any] = {}  # per list of statuses it moves from (a handful, fixed)
+
+
+def _move_statement(from_statuses: tuple[str, ...]) -> Any:
+    stmt = _MOVES.get(from_statuses)
+    if stmt is None:
+        stmt = _MOVES[from_statuses] = (update(_issue)
+                                        .where(_issue.c.id == bindparam("m_issue"), one_of(_issue.c.status, from_statuses))
+                                        .values(status=bindparam("m_to"), updated_at=bindparam("m_now")))
+    return stmt
 
 
 def _move_issue(session: Session, task: Task, from_statuses: tuple[str, ...], to: str) -> None:
     """Move the issue along with its agent's work, never back and never past a person's choice.
     One conditional UPDATE (Core, built once): no read, and no race with a person changing the
     status meanwhile."""
-    session.execute(_MOVE_ISSUE, {"m_issue": task.issue_id, "m_from": list(from_statuses), "m_to": to,
-                                  "m_now": utcnow()})
+    session.connection().execute(_move_statement(from_statuses),
+                                 {"m_issue": task.issue_id, "m_to": to, "m_now": utcnow()})
 
 
 def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]) -> int:

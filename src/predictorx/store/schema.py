@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    literal_column,
 )
 from sqlalchemy.types import TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -59,6 +61,15 @@ ACTIVE_STATUSES = ("queued", "dispatched", "waiting_local_directory", "running")
 # A task in one of these holds one of its agent's concurrency slots (max_concurrent_tasks).
 HOLDING_STATUSES = ("dispatched", "waiting_local_directory", "running")
 TERMINAL_STATUSES = ("completed", "failed", "cancelled")
+
+
+def one_of(column: Any, values: tuple[str, ...]) -> Any:
+    """`column IN ('a', 'b')` with the values written into the SQL: a fixed list needs no
+    expanding parameter, which SQLAlchemy would rewrite into the statement's text on every
+    execution (the claim and finish paths run thousands a second). Only for this module's own
+    constants, never for input."""
+    assert all(v.replace("_", "").isalnum() for v in values), values
+    return column.in_([literal_column(f"'{v}'") for v in values])
 
 
 class Workspace(Base):
@@ -257,6 +268,8 @@ class Task(Base):
 
     __table_args__ = (
         Index("ix_task_status_created", "status", "created_at"),
+        # A claim's order within a workspace: it walks this and stops at the first task it can take.
+        Index("ix_task_queue_order", "workspace_id", "status", "created_at", "id"),
         # Claims count each agent's held tasks per candidate: without this it is a scan per row.
         Index("ix_task_agent_status", "agent_id", "status"),
     )

@@ -70,3 +70,19 @@ def test_agent_limit_holds_with_concurrent_claimers(api, db):  # noqa: ANN001
     with db.read() as s:
         held = s.scalar(select(func.count()).select_from(Task).where(Task.status == "dispatched"))
     assert len(got) == len(set(got)) == held == 3
+
+
+def test_a_claim_stores_the_context_it_answers_and_a_working_token(api, db):  # noqa: ANN001
+    """One task without resources (on PostgreSQL its context and token are written by one
+    statement): the task keeps the context the daemon was given, and the token acts as the task."""
+    _, d = _daemon(api)
+    api.post("/api/agents", json={"name": "w", "provider": "command", "command": ["true"], "max_concurrent_tasks": 1})
+    api.post("/api/issues", json={"title": "one", "assignee": "w"})
+    [claimed] = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+    tid = claimed["task"]["id"]
+    assert claimed["context"]["workspace"]["slug"] == "default" and claimed["context"]["resources"] == []
+    with db.read() as s:
+        row = s.get(Task, tid)
+        assert row.context == claimed["context"] and row.updated_at >= row.dispatched_at
+    agent = api.as_(claimed["token"])
+    assert agent.get(f"/api/tasks/{tid}").json()["context"] == claimed["context"]

@@ -9,6 +9,7 @@ import uuid
 
 from predictorx.service import tasks as task_service
 from predictorx.service.events import take
+from predictorx.store.schema import Task
 from tests.api.test_claim_scale import _daemon  # a registered command daemon and its client
 
 
@@ -46,7 +47,12 @@ def test_a_held_task_finishes_with_every_field_and_announces_the_freed_slot(api,
         ("completed", "done", "sess-1", "px/one-final")
     assert got["started_at"] is not None and got["finished_at"] is not None
     assert api.get(f"/api/tasks/{tid}/review").json() == review
-    assert api.get(f"/api/issues/{first['number']}").json()["status"] == "in_review"
+    issue = api.get(f"/api/issues/{first['number']}").json()
+    assert issue["status"] == "in_review"  # moved in the same statement on PostgreSQL
+    with db.read() as s:
+        row = s.get(Task, tid)
+        assert row.updated_at >= row.finished_at  # the row's own update time moved too
+    assert issue["updated_at"] >= got["finished_at"]
 
 
 def test_absent_fields_are_kept_and_an_empty_branch_clears_it(api, db):  # noqa: ANN001

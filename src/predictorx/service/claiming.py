@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from .. import resources as registry
 from ..store.schema import (
     HOLDING_STATUSES, TERMINAL_STATUSES, Agent, Daemon, Issue, Project, ProjectResource, Runtime, Task, Token,
-    Workspace, one_of, utcnow,
+    Workspace, new_id, one_of, utcnow,
 )
 from . import auth
 from .events import emit
@@ -152,6 +152,16 @@ _RESOURCES = (select(_pr.c.id, _pr.c.resource_type, _pr.c.resource_ref, _pr.c.la
 _DAEMON_CAPS = select(_daemon.c.capabilities).where(_daemon.c.id == bindparam("p_daemon"))
 _RUNTIME_CAPS = select(_runtime.c.capabilities).where(_runtime.c.daemon_id == bindparam("p_daemon"))
 _MINT = insert(_token)
+# PostgreSQL, the usual claim (one task, no resources): the context and the token in one statement.
+# Its parameters are named apart from both tables' columns: an UPDATE would take a parameter named
+# like one of its columns as a value to set.
+# Column defaults are not filled in for such a statement, so every column is given.
+_TOKEN_FIELDS = ("id", "token_hash", "kind", "name", "workspace_id", "daemon_id", "task_id", "created_at",
+                 "expires_at", "revoked")
+_MINT_WITH_CONTEXT = (insert(_token).values(**{f: bindparam(f"tok_{f}") for f in _TOKEN_FIELDS})
+                      .add_cte(update(_task).where(_task.c.id == bindparam("ctx_task"))
+                               .values(context=bindparam("ctx_context"), updated_at=bindparam("ctx_now"))
+                               .cte("with_context")))
 
 
 def _context(session: Session, ws: Any, project_id: str | None, details: Any, daemon_id: str) -> dict[str, Any]:
@@ -228,9 +238,12 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
     for task in picked:
         if task.project_id not in contexts:
             contexts[task.project_id] = _context(session, ws, task.project_id, details[task.id], daemon_id)
+    # One write per project, unless it can go with the token below (one round trip fewer).
+    joined = postgres and len(picked) == 1 and not contexts[picked[0].project_id]["resources"]
     for project_id, context in contexts.items():
-        conn.execute(_SET_CONTEXT[postgres], {"ids": [t.id for t in picked if t.project_id == project_id],
-                                       "context": context})
+        if not joined:
+            conn.execute(_SET_CONTEXT[postgres], {"ids": [t.id for t in picked if t.project_id == project_id],
+                                                  "context": context})
     declared: set[str] | None = None
     claimed = []
     tokens = []
@@ -252,7 +265,11 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
                         "issue": SimpleNamespace(**{n: d[f"i_{n}"] for n in _ISSUE_COLUMNS}),
                         "context": context, "token": raw, "resume_session_id": d["resume_session_id"]})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
-    if tokens:
+    if joined:  # (a task without resources is never refused: its token is there)
+        token = {**tokens[0], "id": new_id(), "created_at": now, "revoked": False}
+        conn.execute(_MINT_WITH_CONTEXT, {**{f"tok_{f}": token[f] for f in _TOKEN_FIELDS}, "ctx_task": picked[0].id,
+                                          "ctx_context": contexts[picked[0].project_id], "ctx_now": now})
+    elif tokens:
         conn.execute(_MINT, tokens if len(tokens) > 1 else tokens[0])
     return claimed
 

@@ -19,9 +19,10 @@ from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
-from ..store.schema import HOLDING_STATUSES as HOLDING, Daemon, Task, one_of, utcnow
+from ..store.schema import HOLDING_STATUSES as HOLDING, Daemon, Issue, Task, one_of, utcnow
 
 _task = Task.__table__
+_issue = Issue.__table__
 _daemon = Daemon.__table__
 _other = _task.alias("other")
 
@@ -55,15 +56,28 @@ def _statement(key: tuple[bool, ...]):  # noqa: ANN202
                        one_of(_task.c.status, HOLDING), _task.c.pending_prompt.is_(None), _daemon_here)
                 .values(**values)
                 .returning(*_task.c, *([_queued_left] if postgres else [])))
+        if postgres and completed:
+            stmt = _with_issue_moved(stmt)
         _statements[key] = stmt
     return stmt
 
 
+def _with_issue_moved(finish):  # noqa: ANN001, ANN202
+    """PostgreSQL: the finish and the issue's move to in_review in one statement (a data-modifying
+    WITH), one round trip fewer on every completed task. The move is the one `tasks._move_issue`
+    makes: only from in_progress, so never past a person's choice."""
+    done = finish.cte("done")
+    move = (update(_issue).where(_issue.c.id == done.c.issue_id, one_of(_issue.c.status, ("in_progress",)))
+            .values(status="in_review", updated_at=bindparam("f_now")).cte("moved"))
+    return select(done).add_cte(move)
+
+
 def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
-                fields: dict[str, Any]) -> tuple[Row, bool] | None:
+                fields: dict[str, Any]) -> tuple[Row, bool, bool] | None:
     """End the task if this daemon simply holds it: (the row as it is now, whether its agent has
-    queued tasks), or None (see the module doc). `fields`: the report's optional fields to set,
-    already normalised (a field absent is left as it is)."""
+    queued tasks, whether the issue's move to in_review was made too), or None (see the module
+    doc). `fields`: the report's optional fields to set, already normalised (a field absent is
+    left as it is)."""
     postgres = session.bind.dialect.name == "postgresql"
     given = tuple(name in fields for name in FIELDS)
     params = {"f_id": task_id, "f_daemon": daemon_id, "f_status": status, "f_now": utcnow()}
@@ -75,5 +89,5 @@ def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
     if row is None:
         return None
     if postgres:
-        return row, bool(row.agent_has_queued)
-    return row, conn.scalar(_QUEUED, {"agent": row.agent_id}) is not None
+        return row, bool(row.agent_has_queued), status == "completed"
+    return row, conn.scalar(_QUEUED, {"agent": row.agent_id}) is not None, False

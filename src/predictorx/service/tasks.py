@@ -252,11 +252,11 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
         fields["branch_name"] = branch_name or None
     held = finish_held(session, daemon_id, task_id, status, fields)
     if held is not None:
-        row, agent_has_queued = held
+        row, agent_has_queued, issue_moved = held
         emit(session, row.workspace_id, "task_changed", task_id=row.id, status=status)
         if status in ("cancelled", "failed"):
             _put_issue_back(session, row)
-        elif status == "completed":
+        elif status == "completed" and not issue_moved:
             _move_issue(session, row, ("in_progress",), "in_review")  # a person closes it, never the agent
         if agent_has_queued:  # its slot is free: the agent's limit may have held these back
             emit(session, row.workspace_id, "task_queued")

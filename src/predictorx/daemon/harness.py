@@ -33,20 +33,47 @@ def _git(cwd: Path, *args: str) -> str | None:
         return None
 
 
+_DEFAULT_CANDIDATES = ("refs/remotes/origin/main", "refs/remotes/origin/master", "refs/heads/main", "refs/heads/master")
+
+
+def in_repository(cwd: Path) -> bool:
+    """Whether git finds a repository from `cwd` (a `.git` there or above, or a bare repository),
+    looked up without starting git: outside one, the sweep's git questions are skipped (a task in
+    its own empty directory started six git processes that all failed, beside its agent's start)."""
+    for d in (cwd, *cwd.parents):
+        if (d / ".git").exists() or ((d / "HEAD").is_file() and (d / "objects").is_dir() and (d / "refs").is_dir()):
+            return True
+    return False
+
+
 def default_branch(cwd: Path) -> tuple[str | None, str | None]:
-    """(name, head) of the repository's default branch as this checkout sees it."""
-    ref = _git(cwd, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD")
-    candidates = [ref] if ref else []
-    candidates += ["refs/remotes/origin/main", "refs/remotes/origin/master", "refs/heads/main", "refs/heads/master"]
-    for c in candidates:
-        head = _git(cwd, "rev-parse", "--verify", "--quiet", c + "^{commit}")
+    """(name, head) of the repository's default branch as this checkout sees it: where
+    origin/HEAD points, else origin's main or master, else the local main or master. One git
+    process (for-each-ref) for all of them."""
+    fmt = "%(refname)%00%(symref)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)"
+    out = _git(cwd, "for-each-ref", f"--format={fmt}", "refs/remotes/origin/HEAD", *_DEFAULT_CANDIDATES)
+    commits: dict[str, str] = {}
+    origin_head = None
+    for line in (out or "").splitlines():
+        ref, symref, kind, obj, peeled_kind, peeled = (line.split("\0") + [""] * 6)[:6]
+        if ref == "refs/remotes/origin/HEAD" and symref:
+            origin_head = symref
+        commit = obj if kind == "commit" else peeled if peeled_kind == "commit" else None
+        if commit:
+            commits[ref] = commit
+    if origin_head and origin_head not in commits:  # it points outside the candidates: ask for it
+        head = _git(cwd, "rev-parse", "--verify", "--quiet", origin_head + "^{commit}")
         if head:
-            return c.rsplit("/", 1)[-1], head
+            return origin_head.rsplit("/", 1)[-1], head
+    for c in ([origin_head] if origin_head else []) + list(_DEFAULT_CANDIDATES):
+        if c in commits:
+            return c.rsplit("/", 1)[-1], commits[c]
     return None, None
 
 
-def drift(cwd: Path, last: dict[str, Any] | None) -> str | None:
-    name, head = default_branch(cwd)
+def drift(cwd: Path, last: dict[str, Any] | None, branch: tuple[str | None, str | None] | None = None) -> str | None:
+    """How the default branch moved since the last task; `branch`: default_branch(cwd), if known."""
+    name, head = branch or default_branch(cwd)
     if not head:
         return None
     old = (last or {}).get("default_head")
@@ -90,17 +117,34 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[
             "-c", f"mcp_servers.predictorx.args={inline(args)}"]
 
 
+def _start_facts(cwd: Path) -> tuple[str | None, tuple[str | None, str | None]]:
+    """(HEAD's commit, (default branch, its head)) as the task starts."""
+    return _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD"), default_branch(cwd)
+
+
+def _unavailable(run: "TaskRun", e: Exception) -> str:
+    log.warning("task %s: no harness sweep (%s)", run.id, e)
+    return f"## Session start\n\nThe harness sweep is unavailable ({e}); run `predictorx workflow list " \
+           f"{run.issue['number']}` before you act.\n"
+
+
 async def task_start(run: "TaskRun", env_root: Path, cwd: Path, agent_env: dict[str, str]) -> tuple[str, list[str]]:
     """(prompt section, extra CLI args). Records the start head for the handoff's commit list."""
-    run.harness_start_head = await asyncio.to_thread(_git, cwd, "rev-parse", "--verify", "--quiet", "HEAD")
-    section = ""
+    # git (what HEAD and the default branch are) beside the sweep request, and none outside a repository.
+    facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd)) if in_repository(cwd) else None
+    section, sweep = "", None
     try:
-        s = await run.daemon.api.call("GET", f"/api/tasks/{run.id}/harness/sweep", retries=1)
-        section = render(s, await asyncio.to_thread(drift, cwd, s.get("last_handoff")))
+        sweep = await run.daemon.api.call("GET", f"/api/tasks/{run.id}/harness/sweep", retries=1)
     except Exception as e:  # noqa: BLE001 — the agent still runs, and is told why it has no sweep
-        log.warning("task %s: no harness sweep (%s)", run.id, e)
-        section = f"## Session start\n\nThe harness sweep is unavailable ({e}); run `predictorx workflow list " \
-                  f"{run.issue['number']}` before you act.\n"
+        section = _unavailable(run, e)
+    head, branch = await facts if facts is not None else (None, (None, None))
+    run.harness_start_head = head
+    if sweep is not None:
+        try:
+            moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch) if branch[1] else None
+            section = render(sweep, moved)
+        except Exception as e:  # noqa: BLE001
+            section = _unavailable(run, e)
     try:
         args = mcp_setup(run.agent["provider"], env_root, agent_env)
     except OSError as e:

@@ -315,13 +315,25 @@ class TaskRun:
             raise asyncio.CancelledError
         adapter = agents.get(self.agent["provider"])
         self.phase = "running"
-        # `agents-room run-config` (a process, 0.1–0.2 s) from the start, beside the status report, the
-        # context and the sweep request: the agent waits for all of them (issue 9's Measure).
+        base_env = self._env(env, cwd)
+        # Side by side, as the agent waits for all of them (issue 9): the running report, `agents-room
+        # run-config` (a process, rooms.py), the sweep (HTTP and git, R-HAR-7) and the context (files).
+        # The report is awaited before the agent starts, so it reaches the server before the task can end.
+        running = asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch))
         rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self, env, cwd))
-        await self.daemon.api.status(self.id, "running", branch_name=self.branch)
+        sweep_ready = asyncio.ensure_future(harness.task_start(self, env.path, cwd, base_env))
         uploader = self._uploader
-        prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
-                                         record=env.path / contextrecord.RECORD_NAME)
+        prepared = None
+        try:
+            prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
+                                             record=env.path / contextrecord.RECORD_NAME)
+            await running
+            (extra_args, extra_env, room_intro), (sweep, harness_args) = await asyncio.gather(rooms_ready, sweep_ready)
+        except BaseException:
+            if prepared is not None:
+                prepared.cleanup()
+            self._abandon_start(running, rooms_ready, sweep_ready)
+            raise
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
         resume = self._resumable(adapter, cwd)
@@ -329,10 +341,6 @@ class TaskRun:
             await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
                                           "message": f"{adapter.provider} keeps its sessions per folder and this task "
                                                      "runs in another one: a new session was started"})
-        base_env = self._env(env, cwd)
-        # Side by side, as the agent waits for both: `agents-room run-config` (started above) and the sweep (HTTP).
-        (extra_args, extra_env, room_intro), (sweep, harness_args) = await asyncio.gather(
-            rooms_ready, harness.task_start(self, env.path, cwd, base_env))  # R-HAR-7
         agent_env = {**base_env, **extra_env}
         tail = sweep + (f"\n\n{room_intro}" if room_intro else "")  # the agent's agents-room session, rooms
         spec = RunSpec(
@@ -361,6 +369,24 @@ class TaskRun:
                 log.warning("task %s: could not note where session %s ran: %s", self.id, result.session_id, e)
         return {"status": result.status, "result": result.result, "session_id": result.session_id,
                 "failure_reason": result.failure_reason}
+
+    def _abandon_start(self, *pending: asyncio.Future) -> None:
+        """The run stops before its agent starts (its running report refused, a cancel): what was
+        started beside the report is dropped, and a session `agents-room run-config` joined for it
+        (a thread: it cannot be cancelled) is ended once it is there."""
+        rooms_ready = pending[1]
+        for fut in pending:
+            if fut is not rooms_ready:
+                fut.cancel()
+
+        async def leave() -> None:
+            try:
+                _, extra_env, _ = await rooms_ready
+            except BaseException:  # noqa: BLE001 — nothing joined
+                return
+            if extra_env.get("AGENTS_ROOM_SESSION"):
+                await asyncio.to_thread(rooms.end_session, extra_env)
+        self._leaving = asyncio.ensure_future(leave())
 
     @property
     def sandboxed(self) -> bool:

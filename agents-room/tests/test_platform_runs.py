@@ -121,3 +121,21 @@ def test_run_config_stdin_answers_one_run_given_later(tmp_path, repos, db):
     assert bad.returncode == 2 and "one JSON array" in bad.stderr
     wrong = run_cli("run-config", "--stdin", input=json.dumps(["--harness=claude", "--room=bad name"]) + "\n")
     assert wrong.returncode != 0 and wrong.stdout == ""
+
+
+def test_run_config_serve_answers_many_runs_one_line_each(tmp_path, repos, db):
+    """`run-config --serve`: one process configures run after run (a JSON array line in, a JSON
+    line out with run-config's exit code and output); a bad run does not end it; end of input exits 0."""
+    runs = [["--harness=claude", f"--config-dir={tmp_path / f'r{i}'}", f"--cwd={repos['web']}", "--room=project-shop",
+             f"--label=agent {i}"] for i in range(2)]
+    lines = [json.dumps(runs[0]), '{"harness": "claude"}', json.dumps([*runs[0][:3], "--room=bad name"]),
+             json.dumps(["--no-such-flag"]), json.dumps(runs[1])]
+    res = run_cli("run-config", "--serve", input="\n".join(lines) + "\n")
+    assert res.returncode == 0, res.stderr
+    answers = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [a["code"] for a in answers] == [0, 2, 1, 2, 0]
+    first, last = json.loads(answers[0]["out"]), json.loads(answers[4]["out"])
+    assert first["session"] != last["session"] and Room.open(db).session_row(last["session"])["label"] == "agent 1"
+    assert "one JSON array" in answers[1]["err"] and "invalid room name" in answers[2]["err"]
+    assert answers[2]["out"] == "" and run_cli("run-config", "--serve", input="").stdout == ""
+

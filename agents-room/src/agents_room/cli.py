@@ -6,6 +6,7 @@ the MCP SDK nor anything heavy is imported unless its subcommand runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -17,7 +18,10 @@ commands for people: join, leave, send, recv, unread, sent, history, thread, ack
 store: $AGENTS_ROOM_DB or ~/.agents-room/room.db"""
 
 
+@functools.lru_cache(maxsize=1)
 def _parser():
+    """One parser per process: `run-config --serve` answers many runs, and building it is most of
+    a warm run-config's time (argparse translates every help string)."""
     import argparse
 
     p = argparse.ArgumentParser(
@@ -259,6 +263,48 @@ def _run_config_from_stdin() -> int:
     return main(["run-config", *extra])
 
 
+def _run_config_serve() -> int:
+    """``run-config --serve``: one process for all of a platform's runs. Each input line is one
+    run's run-config arguments as a JSON array; each answer is one JSON line ``{"code": exit code,
+    "out": what run-config printed, "err": its error output}``, in order. End of input exits 0.
+    A run then waits only for its own configuration (a few ms), never for a Python start."""
+    import contextlib
+    import io
+
+    from . import integration, room  # noqa: F401 — the imports are the work done ahead
+
+    _parser()  # built once (cached), ahead of the first run
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            extra = json.loads(line)
+            if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra) \
+                    or any(a in ("--stdin", "--serve") for a in extra):
+                raise ValueError
+        except ValueError:
+            code = 2
+            err.write("agents-room run-config --serve: expected one JSON array of run-config arguments a line\n")
+        else:
+            db = os.environ.get("AGENTS_ROOM_DB")
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = main(["run-config", *extra])
+                except SystemExit as e:  # argparse's usage errors
+                    code = e.code if isinstance(e.code, int) else 2
+                except Exception as e:  # noqa: BLE001 — one bad run never ends the others' server
+                    code = 1
+                    print(f"agents-room run-config: {type(e).__name__}: {e}", file=sys.stderr)
+            if db is None:  # `--db` for one run is not the next one's store
+                os.environ.pop("AGENTS_ROOM_DB", None)
+            else:
+                os.environ["AGENTS_ROOM_DB"] = db
+        sys.stdout.write(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue()}) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     as_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -268,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         return guard.main(argv[2:])
     if argv == ["run-config", "--stdin"]:
         return _run_config_from_stdin()
+    if argv == ["run-config", "--serve"]:
+        return _run_config_serve()
     fast = _fast_hook_args(argv) if "hook" in argv else None
     if fast is not None:
         from . import hooks

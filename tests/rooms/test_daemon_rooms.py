@@ -6,6 +6,7 @@ import ast
 import json
 import logging
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -67,20 +68,48 @@ def test_predictorx_imports_nothing_of_agents_room():
     assert offenders == []
 
 
-def test_the_next_runs_agents_room_waits_ready_and_ends_with_the_daemon(tmp_path, monkeypatch):
-    """`agents-room run-config --stdin` is started ahead of the next run (a run then does not wait
-    for a Python start); it answers that run's arguments and exits at end of input."""
+def _serving(timeout: float = 20.0) -> subprocess.Popen:
+    deadline = time.monotonic() + timeout
+    while rooms.SERVER._proc is None:
+        assert time.monotonic() < deadline, "no agents-room run-config --serve was started"
+        time.sleep(0.02)
+    return rooms.SERVER._proc
+
+
+def test_one_agents_room_process_configures_the_runs_and_ends_with_the_daemon(tmp_path, monkeypatch):
+    """`agents-room run-config --serve` is started a little after the first run that needed it (not
+    beside that run's own start) and then answers every run's configuration without a process
+    start (issue 9); it exits when the daemon stops."""
     monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
-    rooms.SPARE.stop()
-    rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e1"), _repo(tmp_path / "a"))
-    spare = rooms.SPARE._proc
-    assert spare is not None and spare.poll() is None  # started for the next run, waiting
-    args, env, intro = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e2"), _repo(tmp_path / "b"))
-    assert spare.returncode == 0  # that process made this run's configuration
-    assert args[1].startswith(str(tmp_path / "e2")) and f"you are session {env['AGENTS_ROOM_SESSION']}" in intro
-    following = rooms.SPARE._proc
-    rooms.SPARE.stop()
-    assert following.wait(timeout=10) == 0 and rooms.SPARE._proc is None
+    monkeypatch.setattr(rooms, "START_DELAY_S", 0.05)
+    rooms.SERVER.stop()
+    rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e1"), _repo(tmp_path / "a"))  # the plain command
+    server = _serving()
+    sessions = set()
+    for i in range(2):
+        args, env, intro = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / f"e{i + 2}"), _repo(tmp_path / f"b{i}"))
+        assert args[1].startswith(str(tmp_path / f"e{i + 2}")) and f"you are session {env['AGENTS_ROOM_SESSION']}" in intro
+        sessions.add(env["AGENTS_ROOM_SESSION"])
+    assert len(sessions) == 2 and rooms.SERVER._proc is server and server.poll() is None  # the same process, still there
+    rooms.SERVER.stop()
+    assert server.wait(timeout=10) == 0 and rooms.SERVER._proc is None
+
+
+def test_an_agents_room_without_serve_gets_the_plain_command(tmp_path, monkeypatch):
+    real = rooms.agents_room_command()
+    old = tmp_path / "old-agents-room"
+    old.write_text(f'#!/bin/sh\nif [ "$2" = "--serve" ]; then echo "unrecognized arguments: --serve" >&2; exit 2; fi\n'
+                   f'exec {real[0]} "$@"\n')
+    old.chmod(0o755)
+    monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", str(old))
+    monkeypatch.setattr(rooms, "START_DELAY_S", 0.05)
+    rooms.SERVER.stop()
+    for i in range(3):
+        _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / f"e{i}"), _repo(tmp_path / f"r{i}"))
+        assert env["AGENTS_ROOM_SESSION"]
+        time.sleep(0.3)
+    assert rooms.SERVER._proc is None and (str(old),) in rooms.SERVER._unsupported
+    rooms.SERVER.stop()
 
 
 def test_a_run_that_did_not_end_well_has_its_session_ended(tmp_path, monkeypatch):
@@ -93,4 +122,4 @@ def test_a_run_that_did_not_end_well_has_its_session_ended(tmp_path, monkeypatch
     assert sid in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}
     rooms.end_session(env)
     assert sid not in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}
-    rooms.SPARE.stop()
+    rooms.SERVER.stop()

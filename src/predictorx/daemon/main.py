@@ -211,9 +211,9 @@ class Daemon:
                     job.cancel()
                 await asyncio.wait(jobs, timeout=1)
             await asyncio.gather(*jobs, return_exceptions=True)
-            from .rooms import SPARE
+            from .rooms import SERVER
 
-            await asyncio.to_thread(SPARE.stop)  # the agents-room process waiting for a next run
+            await asyncio.to_thread(SERVER.stop)  # the agents-room process configuring its runs
             await self.api.close()
 
     def stop(self) -> None:

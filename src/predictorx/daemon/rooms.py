@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,41 +37,113 @@ log = logging.getLogger("predictorx.daemon")
 #: harnesses agents-room has hooks for; others run without a room
 SUPPORTED = ("claude", "codex")
 RUN_CONFIG_TIMEOUT_S = 20.0
+#: how long after a run that found no `run-config --serve` one is started
+START_DELAY_S = 1.0
+#: a `run-config --serve` older than this is replaced after its next answer
+SERVER_MAX_AGE_S = 600.0
 
 
-class _Spare:
-    """One `agents-room run-config --stdin` started ahead of the next run: it has loaded itself
-    and waits for that run's arguments, so a run waits ~20 ms for its configuration instead of a
-    Python start (0.1–0.2 s, more on a busy machine). Started after a run used one, so an idle
-    daemon that never ran such an agent has none; it exits when the daemon does (end of input)."""
+class _Server:
+    """One `agents-room run-config --serve` for the daemon's runs: it has loaded itself once and
+    answers each run's configuration in a few ms (issue 9: a run waited ~20–60 ms for a process
+    started ahead — more, as the next one started beside the run — and an agents-room process
+    start is ~0.1 s of CPU). It is started START_DELAY_S after the first run that needed it (that
+    run uses the plain command), so an idle daemon that never ran such an agent has none, and it
+    is replaced after SERVER_MAX_AGE_S (an upgraded agents-room is picked up). It exits when the
+    daemon stops (end of input). An agents-room without `--serve` gets the plain command per run."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()     # one request at a time on the pipe
         self._proc: subprocess.Popen[str] | None = None
+        self._started = 0.0
         self._cmd: list[str] | None = None
+        self._timer: threading.Timer | None = None
+        self._unsupported: set[tuple[str, ...]] = set()
 
-    def _start(self, cmd: list[str]) -> subprocess.Popen[str] | None:
-        try:
-            return subprocess.Popen([*cmd, "run-config", "--stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-        except OSError:
-            return None
-
-    def take(self, cmd: list[str]) -> subprocess.Popen[str] | None:
-        """The waiting process (None: none ready for this command); a new one is started for the next run."""
+    def ask(self, cmd: list[str], args: list[str]) -> subprocess.CompletedProcess[str] | None:
+        """run-config's answer for `args` (as if run as a command), or None: use the plain command."""
         with self._lock:
-            proc, self._proc = self._proc, None
-            if proc is not None and (self._cmd != cmd or proc.poll() is not None):
-                _discard(proc)
-                proc = None
-            self._cmd, self._proc = cmd, self._start(cmd)
-        return proc
+            if self._cmd != cmd:
+                self._drop()
+                self._cmd = cmd
+            proc = self._proc
+            if proc is None:
+                if os.name != "nt":  # (select() on a pipe is POSIX)
+                    self._later()
+                return None
+            try:
+                answer = self._exchange(proc, args)
+            except (OSError, ValueError, TimeoutError) as e:
+                if _exit_code(proc) == 2 and not getattr(proc, "answered", False):
+                    self._unsupported.add(tuple(cmd))  # an agents-room without --serve: plain commands
+                else:
+                    log.warning("agents-room run-config --serve failed (%s); starting another", e)
+                self._drop()
+                self._later()
+                return None
+            if time.monotonic() - self._started > SERVER_MAX_AGE_S:
+                self._drop()
+                self._later()
+        return subprocess.CompletedProcess(proc.args, answer["code"], answer["out"], answer["err"])
+
+    def _exchange(self, proc: subprocess.Popen[str], args: list[str]) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(args) + "\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], RUN_CONFIG_TIMEOUT_S)
+        if not ready:
+            raise TimeoutError(f"no answer in {RUN_CONFIG_TIMEOUT_S:.0f} s")
+        line = proc.stdout.readline()
+        if not line:
+            raise ValueError("it exited")
+        proc.answered = True  # type: ignore[attr-defined]
+        answer = json.loads(line)
+        if not isinstance(answer, dict) or not isinstance(answer.get("code"), int):
+            raise ValueError("an answer of an unexpected shape")
+        return answer
+
+    def _later(self) -> None:
+        """Start the server START_DELAY_S from now: not beside the run that needs it now."""
+        if self._timer is not None or self._cmd is None or tuple(self._cmd) in self._unsupported:
+            return
+        timer = self._timer = threading.Timer(START_DELAY_S, lambda: self._start(timer))
+        timer.daemon = True
+        timer.start()
+
+    def _start(self, timer: threading.Timer) -> None:
+        with self._lock:
+            if self._timer is not timer:
+                return
+            self._timer = None
+            if self._proc is not None or self._cmd is None:
+                return
+            try:
+                self._proc = subprocess.Popen([*self._cmd, "run-config", "--serve"], stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                self._started = time.monotonic()
+            except OSError as e:
+                log.warning("agents-room run-config --serve did not start: %s", e)
+
+    def _drop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            threading.Thread(target=_discard, args=(proc,), daemon=True).start()
 
     def stop(self) -> None:
         with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             proc, self._proc = self._proc, None
         if proc is not None:
             _discard(proc)
+
+
+def _exit_code(proc: subprocess.Popen[str]) -> int | None:
+    try:
+        return proc.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _discard(proc: subprocess.Popen[str]) -> None:
@@ -80,7 +154,7 @@ def _discard(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-SPARE = _Spare()
+SERVER = _Server()
 
 
 def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str) -> dict[str, Any]:
@@ -90,16 +164,7 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
         raise RuntimeError("the agents-room command is not installed (pip install agents-room)")
     args = [f"--harness={harness}", f"--config-dir={config_dir}", f"--cwd={cwd}", f"--label={label}"]
     args += [f"--room={r}" for r in rooms]
-    res = None
-    spare = SPARE.take(cmd)
-    if spare is not None:
-        try:
-            out, err = spare.communicate(json.dumps(args) + "\n", timeout=RUN_CONFIG_TIMEOUT_S)
-            res = subprocess.CompletedProcess(spare.args, spare.returncode, out, err)
-        except (OSError, subprocess.TimeoutExpired):
-            _discard(spare)
-        if res is not None and res.returncode == 2:
-            res = None  # an agents-room without `--stdin`: the plain command below
+    res = SERVER.ask(cmd, args)
     if res is None:
         res = subprocess.run([*cmd, "run-config", *args], capture_output=True, text=True, timeout=RUN_CONFIG_TIMEOUT_S,
                              stdin=subprocess.DEVNULL)

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from predictorx.daemon.harness import mcp_setup
 from predictorx.harness.mcp_server import build_server
@@ -16,7 +17,7 @@ from predictorx.harness.mcp_stdio import TOOLS_FILE, listing_of
 
 
 def test_mcp_tools_json_is_the_sdk_servers_listing():
-    assert json.loads(TOOLS_FILE.read_text()) == listing_of(build_server()), \
+    assert json.loads(Path(TOOLS_FILE).read_text()) == listing_of(build_server()), \
         "mcp_tools.json is stale: run python -m predictorx.harness.mcp_stdio --write"
 
 
@@ -47,3 +48,16 @@ def test_a_bad_env_file_is_a_sentence(tmp_path):  # noqa: ANN001
     p = subprocess.run([sys.executable, "-m", "predictorx.harness.mcp_stdio", "--env-file", str(bad)],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode != 0 and "is not a readable JSON file" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):  # noqa: ANN001
+    """Claude Code waits for the front's handshake before its first model request (issue 9): the
+    daemon starts it as a file, so no package, runpy, pathlib or typing import comes first."""
+    mcp_setup("claude", tmp_path, {"PREDICTORX_TOKEN": "t"})
+    server = json.loads((tmp_path / "predictorx.mcp.json").read_text())["mcpServers"]["predictorx"]
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    p = subprocess.run([server["command"], "-X", "importtime", *server["args"]], input=json.dumps(hello) + "\n",
+                       capture_output=True, text=True, timeout=60)
+    assert json.loads(p.stdout)["id"] == 0, p.stderr
+    imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert not imported & {"runpy", "pathlib", "typing", "predictorx", "predictorx.harness"}, imported

@@ -6,12 +6,14 @@ import shlex
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from agents_room.integration import AgentRunConfig, prepare_agent_run
 from agents_room.room import Room
+from agents_room import mcp_stdio
 
 
 def _run_hook(command: str, cfg: AgentRunConfig, data: dict) -> subprocess.CompletedProcess:
@@ -108,7 +110,7 @@ def test_codex_run_overrides(tmp_path, repos):
     # Codex 0.169 runs no untrusted hook; a headless run has nobody to trust ours (issue 9)
     assert cfg.args[0] == "--dangerously-bypass-hook-trust"
     ov = _overrides(cfg.args[1:])
-    assert ov["mcp_servers.agents-room.args"][-1] == "mcp"
+    assert ov["mcp_servers.agents-room.args"][-2:] == [str(Path(mcp_stdio.__file__)), "--serve"]  # issue 9: started as a file
     assert ov["mcp_servers.agents-room.env"]["AGENTS_ROOM_DB"] == str(db)
     assert ov["features.hooks"] is True and "features.codex_hooks" not in ov  # issue 9: Codex 0.169 reads [features].hooks
     assert set(k for k in ov if k.startswith("hooks.")) == {"hooks.SessionStart", "hooks.PreToolUse", "hooks.PostToolUse", "hooks.Stop"}

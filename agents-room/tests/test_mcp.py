@@ -138,7 +138,7 @@ def test_the_fast_front_lists_what_the_sdk_server_lists():
     server's own listing. After changing a tool: python -m agents_room.mcp_stdio --write"""
     from agents_room.mcp_stdio import TOOLS_FILE, listing_of
 
-    assert json.loads(TOOLS_FILE.read_text()) == listing_of(build_server()), \
+    assert json.loads(open(TOOLS_FILE).read()) == listing_of(build_server()), \
         "mcp_tools.json is stale: run python -m agents_room.mcp_stdio --write"
 
 

@@ -139,3 +139,16 @@ def test_run_config_serve_answers_many_runs_one_line_each(tmp_path, repos, db):
     assert "one JSON array" in answers[1]["err"] and "invalid room name" in answers[2]["err"]
     assert answers[2]["out"] == "" and run_cli("run-config", "--serve", input="").stdout == ""
 
+
+def test_a_runs_mcp_server_starts_as_a_file_and_answers_before_loading_more(tmp_path, repos, db):
+    """A harness waits for its MCP servers before its first model request (issue 9): a run's entry
+    starts the stdio front as a file — no package, CLI, argparse or runpy import before it answers."""
+    cfg = _run_config("--harness=claude", f"--config-dir={tmp_path / 'r'}", f"--cwd={repos['web']}", cwd=repos["web"])
+    entry = json.loads(open(cfg["files"][0]).read())["mcpServers"]["agents-room"]
+    assert entry["args"][-1] == "--serve" and entry["args"][0].endswith("mcp_stdio.py")
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    p = subprocess.run([entry["command"], "-X", "importtime", *entry["args"]], input=json.dumps(hello) + "\n",
+                       capture_output=True, text=True, timeout=60, env={**os.environ, **entry["env"]})
+    assert json.loads(p.stdout)["result"]["serverInfo"]["name"] == "agents-room", p.stderr
+    imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
+    assert not imported & {"runpy", "argparse", "pathlib", "typing", "agents_room", "agents_room.cli"}, imported

@@ -78,12 +78,19 @@ def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list
     return spec
 
 
-def mcp_entry(harness: str, db_path: Path | None = None) -> dict:
+def mcp_entry(harness: str, db_path: Path | None = None, *, fast: bool = False) -> dict:
+    """The MCP server entry. `fast`: the stdio front started as a file (mcp_stdio.py --serve: no
+    package, CLI or argparse import before its first answer, which the harness waits for) — for
+    one run's configuration, written again for every run; an installed configuration keeps
+    `-m agents_room mcp`, which survives the package moving."""
     cmd = base_command()
     env = {"AGENTS_ROOM_HARNESS": harness}
     if db_path is not None:
         env["AGENTS_ROOM_DB"] = str(db_path)
-    entry = {"command": cmd[0], "args": cmd[1:] + ["mcp"], "env": env}
+    args = cmd[1:] + ["mcp"]
+    if fast:
+        args = [str(Path(__file__).with_name("mcp_stdio.py")), "--serve"]
+    entry = {"command": cmd[0], "args": args, "env": env}
     if harness == "claude":
         entry = {"type": "stdio", **entry}
     return entry

@@ -138,7 +138,7 @@ def prepare_agent_run(
         if session:
             env["AGENTS_ROOM_SESSION"] = session
     hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db, session_start=session is None)
-    entry = mcp_entry(harness, db)
+    entry = mcp_entry(harness, db, fast=True)
     files: list[Path] = []
     if harness == "claude":
         mcp_file = config_dir / "agents-room.mcp.json"

@@ -13,11 +13,17 @@ Newline-delimited JSON-RPC 2.0 over stdin/stdout, the MCP stdio transport, one r
 from __future__ import annotations
 
 import json
+import os
 import sys
-from pathlib import Path
-from typing import Any, Callable
 
-TOOLS_FILE = Path(__file__).with_name("mcp_tools.json")
+if __name__ == "__main__" and not __package__:  # started as a file: its package's root, not its folder, on the path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TYPE_CHECKING = False  # (typing, like pathlib, costs start-up time this front exists to save)
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+TOOLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_tools.json")
 #: Revisions reached through the `initialize` handshake; a client offering another gets the newest.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, PARSE_ERROR = -32601, -32602, -32603, -32700
@@ -119,6 +125,11 @@ def serve(front: Front, stdin: Any = None, stdout: Any = None) -> None:
             stdout.flush()
 
 
+def _read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def listing_of(app: Any) -> dict[str, Any]:
     """The SDK server's name, instructions and tools/list, as this front serves them."""
     import asyncio
@@ -128,18 +139,24 @@ def listing_of(app: Any) -> dict[str, Any]:
             "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]}
 
 
-def run(db_path: str | Path | None = None) -> None:
+def run(db_path: str | None = None) -> None:
     def build() -> Any:
-        from .mcp_server import build_server
+        from agents_room.mcp_server import build_server
 
         return build_server(db_path)
 
-    serve(Front(json.loads(TOOLS_FILE.read_text(encoding="utf-8")), build))
+    serve(Front(_read_json(TOOLS_FILE), build))
 
 
-if __name__ == "__main__":  # python -m agents_room.mcp_stdio --write: refresh mcp_tools.json
+if __name__ == "__main__":
+    # --serve: serve (as `agents-room mcp`, started as this file: harness_config.mcp_entry(fast=True));
+    # --write: refresh mcp_tools.json
+    if sys.argv[1:] == ["--serve"]:
+        run()
+        sys.exit(0)
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python -m agents_room.mcp_stdio --write")
-    from .mcp_server import build_server
+        sys.exit("usage: python -m agents_room.mcp_stdio --serve | --write")
+    from agents_room.mcp_server import build_server
 
-    TOOLS_FILE.write_text(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with open(TOOLS_FILE, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n")

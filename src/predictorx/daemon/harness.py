@@ -89,9 +89,12 @@ def drift(cwd: Path, last: dict[str, Any] | None, branch: tuple[str | None, str 
 
 def _mcp_command() -> list[str]:
     """`predictorx mcp` without the CLI around it: this interpreter runs its fast stdio front, which
-    answers the handshake and tools/list in ~30 ms (Claude Code waits for it before its first
-    model request) and imports the MCP SDK only when the agent calls a tool."""
-    return [sys.executable, "-m", "predictorx.harness.mcp_stdio"]
+    answers the handshake and tools/list in ~20 ms (Claude Code waits for it before its first
+    model request) and imports the MCP SDK only when the agent calls a tool. Started as a file,
+    not with -m: no package import and no runpy before its first answer (issue 9)."""
+    from ..harness import mcp_stdio
+
+    return [sys.executable, mcp_stdio.__file__]
 
 
 def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[str]:

@@ -8,18 +8,25 @@ tests/test_harness_mcp_front.py — and the SDK is imported only when a tool is 
 runs exactly as the SDK server runs it (`MCPServer.call_tool`). agents-room's `agents-room mcp`
 does the same (its own copy: it is a separate distribution that shares no code with this one).
 
-The daemon starts it as `python -m predictorx.harness.mcp_stdio --env-file F` (no CLI import).
+The daemon starts it as `python <this file> --env-file F`: no package `__init__`, no runpy, no CLI
+import, and only json, os and sys before the first answer (issue 9: Claude Code waits for it).
 Newline-delimited JSON-RPC 2.0 over stdin/stdout, the MCP stdio transport, one request at a time.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from pathlib import Path
-from typing import Any, Callable
 
-TOOLS_FILE = Path(__file__).with_name("mcp_tools.json")
+if __name__ == "__main__" and not __package__:  # started as a file: its package's root, not its folder, on the path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TYPE_CHECKING = False  # (typing, like pathlib, costs start-up time this front exists to save)
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+TOOLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_tools.json")
 #: Revisions reached through the `initialize` handshake; a client offering another gets the newest.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, PARSE_ERROR = -32601, -32602, -32603, -32700
@@ -121,6 +128,11 @@ def serve(front: Front, stdin: Any = None, stdout: Any = None) -> None:
             stdout.flush()
 
 
+def _read_json(path: str | os.PathLike[str]) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
 def listing_of(app: Any) -> dict[str, Any]:
     """The SDK server's name, instructions and tools/list, as this front serves them."""
     import asyncio
@@ -130,12 +142,10 @@ def listing_of(app: Any) -> dict[str, Any]:
             "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]}
 
 
-def load_env_file(path: str | Path) -> None:
+def load_env_file(path: str | os.PathLike[str]) -> None:
     """PREDICTORX_* values from the daemon's 0600 file into this process's environment."""
-    import os
-
     try:
-        values = json.loads(Path(path).read_text(encoding="utf-8"))
+        values = _read_json(path)
     except (OSError, ValueError):
         raise SystemExit(f"{path} is not a readable JSON file of PREDICTORX_* values") from None
     os.environ.update({k: str(v) for k, v in values.items() if k.startswith("PREDICTORX_")})
@@ -143,20 +153,20 @@ def load_env_file(path: str | Path) -> None:
 
 def run() -> None:
     def build() -> Any:
-        from .mcp_server import build_server
+        from predictorx.harness.mcp_server import build_server
 
         return build_server()
 
-    serve(Front(json.loads(TOOLS_FILE.read_text(encoding="utf-8")), build))
+    serve(Front(_read_json(TOOLS_FILE), build))
 
 
 if __name__ == "__main__":
     # --write: refresh mcp_tools.json; --env-file F: serve, as the daemon starts it
     if sys.argv[1:] == ["--write"]:
-        from .mcp_server import build_server
+        from predictorx.harness.mcp_server import build_server
 
-        TOOLS_FILE.write_text(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n",
-                              encoding="utf-8")
+        with open(TOOLS_FILE, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n")
     elif len(sys.argv) == 3 and sys.argv[1] == "--env-file":
         load_env_file(sys.argv[2])
         run()

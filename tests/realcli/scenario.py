@@ -87,8 +87,16 @@ class Scenario:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under `folder` (git's own files included) with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file under `folder` (git's own files included) with its bytes. A file or directory
+    removed while it is read (the daemon taking the context out at a task's end) means: read again."""
+    for attempt in range(20):
+        try:
+            return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+        except FileNotFoundError:
+            if attempt == 19:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
 
 
 def processes_with(marker: str) -> list[int]:

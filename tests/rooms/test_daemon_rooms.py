@@ -95,6 +95,26 @@ def test_one_agents_room_process_configures_the_runs_and_ends_with_the_daemon(tm
     assert server.wait(timeout=10) == 0 and rooms.SERVER._proc is None
 
 
+def test_a_daemon_that_runs_claude_or_codex_starts_it_with_itself(tmp_path, monkeypatch):
+    """Its first run does not wait for a Python start either; a daemon without such agents, or with
+    rooms off, starts none."""
+    monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
+    rooms.SERVER.stop()
+    rooms.start_ahead([{"provider": "gemini"}, {"provider": "command"}])
+    assert rooms.SERVER._proc is None
+    monkeypatch.setenv("PREDICTORX_ROOMS", "0")
+    rooms.start_ahead([{"provider": "claude"}])
+    assert rooms.SERVER._proc is None
+    monkeypatch.delenv("PREDICTORX_ROOMS")
+    rooms.start_ahead([{"provider": "claude"}])
+    server = rooms.SERVER._proc
+    assert server is not None and server.poll() is None
+    _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e"), _repo(tmp_path))
+    assert env["AGENTS_ROOM_SESSION"] and rooms.SERVER._proc is server and server.answered  # it answered the first run
+    rooms.SERVER.stop()
+    assert server.wait(timeout=10) == 0
+
+
 def test_an_agents_room_without_serve_gets_the_plain_command(tmp_path, monkeypatch):
     real = rooms.agents_room_command()
     old = tmp_path / "old-agents-room"

@@ -188,6 +188,9 @@ class Daemon:
     async def run(self) -> None:
         self.recover()
         await self.register()
+        from .rooms import start_ahead
+
+        await asyncio.to_thread(start_ahead, self.runtimes)  # agents-room's configuration process
         jobs = [asyncio.create_task(self._push_loop(), name="push"),
                 asyncio.create_task(self._claim_loop(), name="claim"),
                 asyncio.create_task(self._heartbeat_loop(), name="heartbeat")]

@@ -47,9 +47,10 @@ class _Server:
     """One `agents-room run-config --serve` for the daemon's runs: it has loaded itself once and
     answers each run's configuration in a few ms (issue 9: a run waited ~20–60 ms for a process
     started ahead — more, as the next one started beside the run — and an agents-room process
-    start is ~0.1 s of CPU). It is started START_DELAY_S after the first run that needed it (that
-    run uses the plain command), so an idle daemon that never ran such an agent has none, and it
-    is replaced after SERVER_MAX_AGE_S (an upgraded agents-room is picked up). It exits when the
+    start is ~0.1 s of CPU). A daemon that can run Claude Code or Codex starts it with itself
+    (`start_ahead`); otherwise, or after a failure, it is started START_DELAY_S after a run that
+    found none (that run uses the plain command), not beside that run's start. It is replaced
+    after SERVER_MAX_AGE_S (an upgraded agents-room is picked up). It exits when the
     daemon stops (end of input). An agents-room without `--serve` gets the plain command per run."""
 
     def __init__(self) -> None:
@@ -102,6 +103,14 @@ class _Server:
             raise ValueError("an answer of an unexpected shape")
         return answer
 
+    def start_now(self, cmd: list[str]) -> None:
+        """Start the server for `cmd` at once (a daemon that can run such agents starts it with itself)."""
+        with self._lock:
+            if self._proc is not None or os.name == "nt" or tuple(cmd) in self._unsupported:
+                return
+            self._cmd = cmd
+            self._spawn()
+
     def _later(self) -> None:
         """Start the server START_DELAY_S from now: not beside the run that needs it now."""
         if self._timer is not None or self._cmd is None or tuple(self._cmd) in self._unsupported:
@@ -117,12 +126,16 @@ class _Server:
             self._timer = None
             if self._proc is not None or self._cmd is None:
                 return
-            try:
-                self._proc = subprocess.Popen([*self._cmd, "run-config", "--serve"], stdin=subprocess.PIPE,
-                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-                self._started = time.monotonic()
-            except OSError as e:
-                log.warning("agents-room run-config --serve did not start: %s", e)
+            self._spawn()
+
+    def _spawn(self) -> None:
+        assert self._cmd is not None
+        try:
+            self._proc = subprocess.Popen([*self._cmd, "run-config", "--serve"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            self._started = time.monotonic()
+        except OSError as e:
+            log.warning("agents-room run-config --serve did not start: %s", e)
 
     def _drop(self) -> None:
         proc, self._proc = self._proc, None
@@ -174,6 +187,16 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
     if not isinstance(cfg.get("args"), list) or not isinstance(cfg.get("env"), dict):
         raise RuntimeError("agents-room run-config printed an unexpected shape")
     return cfg
+
+
+def start_ahead(runtimes: list[dict[str, Any]]) -> None:
+    """At the daemon's start: the `run-config --serve` process, if this daemon can run an agent
+    that joins rooms (so its first such run does not wait for a Python start either)."""
+    if os.environ.get("PREDICTORX_ROOMS", "1") == "0" or not any(r.get("provider") in SUPPORTED for r in runtimes):
+        return
+    cmd = agents_room_command()
+    if cmd is not None:
+        SERVER.start_now(cmd)
 
 
 def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:

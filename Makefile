@@ -40,10 +40,17 @@ $(CLI_STAMP): $(CLIS)/package-lock.json
 	  rm -f node_modules/.installed-* && touch $(notdir $(CLI_STAMP)) && mv $(notdir $(CLI_STAMP)) node_modules/; \
 	else echo "npm not found: the real-CLI tests will be skipped (install nodejs and npm)" >&2; fi
 
+# Our own modules compiled ahead (0.2 s when nothing changed): the daemon, agents-room's hooks
+# and MCP servers start many short Python processes, and where PYTHONDONTWRITEBYTECODE is set
+# (as on CI machines) each would otherwise compile what it imports from source on every start.
+COMPILE = $(VENV)/bin/python -m compileall -q -j 0 src agents-room/src >/dev/null
+
 run: $(STAMP)
+	@$(COMPILE)
 	$(VENV)/bin/predictorx up $(ARGS)
 
 test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
+	@$(COMPILE)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # Re-record the golden transcripts (tests/fixtures/transcripts/) from the pinned real CLIs,
@@ -53,6 +60,7 @@ record-transcripts: $(STAMP) $(CLI_STAMP)
 
 bench: $(STAMP)
 	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e './agents-room[dev]' -c requirements.lock -e '.[dev,postgres,bench]'
+	@$(COMPILE)
 	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:

@@ -17,7 +17,10 @@ Two phases, so the figures compare like with like and the machine is not simply 
    agents + server; the bare run's CPU beside it);
 2. `load`: `--tasks` (default 50) assignments at `--rate` per second — by default the rate the
    machine can serve: half of its cores' CPU seconds per second over the CPU one task took in
-   phase 1 (reported as `rate_per_s`, with how it was chosen).
+   phase 1 (reported as `rate_per_s`, with how it was chosen). Its lower bound is measured the
+   same way: `--bare-load` (default 25) bare runs started at that rate, overlapping as the tasks
+   did (`bare_at_load_rate`); the phase's `ratio_p50` is against it, and `ratio_p50_vs_idle_bare`
+   against the bare runs made one at a time on an otherwise idle machine.
 
 The load average is reported after each phase (`loadavg_1_5_15`): on a shared machine every
 figure moves with it. Targets: ratio of p50s ≤ 1.3 (load phase); result → completed p95 ≤ 1 s.
@@ -76,6 +79,38 @@ def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs
         first = next(r for r in model.requests[seen:] if r.turn in ("tool", "answer"))
         out.append(first.at - started)
     return out, (_children_cpu() - cpu0) / max(1, runs)
+
+
+def bare_at_rate(env: dict[str, str], model: AnthropicServer, workdir: Path, runs: int, rate: float) -> list[float]:
+    """Spawn → first model request of bare `claude -p` runs started `rate` per second, overlapping
+    as the load phase's tasks do: the lower bound under the same concurrency (an idle machine's
+    bare start is not one for a task that shares the CPU with other agents)."""
+    import threading
+
+    started: dict[int, float] = {}
+
+    def one(i: int) -> None:
+        started[i] = time.time()
+        proc = subprocess.Popen([str(CLAUDE.path()), "-p", "--output-format", "stream-json", "--verbose",
+                                 "--permission-mode", "bypassPermissions"], cwd=workdir, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc.communicate(f"bare run {i}: say hello".encode(), timeout=120)
+
+    seen = len(model.requests)
+    threads = []
+    t0 = time.monotonic()
+    for i in range(runs):
+        time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+        threads.append(threading.Thread(target=one, args=(i,)))
+        threads[-1].start()
+    for t in threads:
+        t.join(180)
+    first: dict[int, float] = {}
+    for r in model.requests[seen:]:
+        m = re.search(r"bare run (\d+):", r.text) if r.turn in ("tool", "answer") else None
+        if m:
+            first.setdefault(int(m.group(1)), r.at)
+    return [first[i] - started[i] for i in sorted(first) if i in started]
 
 
 def _children_cpu() -> float:
@@ -176,6 +211,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=None,
                     help="assignments per second in the load phase (default: what half the cores serve)")
     ap.add_argument("--bare", type=int, default=10, help="bare `claude -p` runs for the lower bound")
+    ap.add_argument("--bare-load", type=int, default=25,
+                    help="bare `claude -p` runs at the load phase's rate, its lower bound")
     args = ap.parse_args()
     if CLAUDE.path() is None:
         sys.exit("the pinned Claude Code is not installed: run `make test` once (npm ci in tests/realcli)")
@@ -207,6 +244,9 @@ def main() -> None:
                 f"0.5 × {cores} cores / {seq['cpu_s_per_task']} CPU s per task (sequential phase)"
             load = platform.phase(model, "load", args.tasks, rate)
             load["rate_chosen"] = rate_how
+            log(f"bare claude -p runs at {rate:.2f}/s, overlapping as the load phase's tasks did")
+            bare_load = bare_at_rate(env, model, root / "bare", args.bare_load, rate)
+            bare_load_avg = _loadavg()
         finally:
             platform.stop()
 
@@ -217,7 +257,10 @@ def main() -> None:
         return round(percentile(sorted(xs), 50) / percentile(sorted(lower), 50), 2) if xs and lower else None
 
     # sequential: against the bare runs made right before each of its tasks
-    seq["ratio_p50"], load["ratio_p50"] = ratio(seq, paired or bare), ratio(load, bare)
+    to_first = list(load["_to_first"])
+    seq["ratio_p50"], load["ratio_p50_vs_idle_bare"] = ratio(seq, paired or bare), ratio(load, bare)
+    load["_to_first"] = to_first
+    load["ratio_p50"] = ratio(load, bare_load)  # against bare runs at the same rate (its lower bound)
     emit({
         "bench": "realcli",
         "cli": f"claude {subprocess.run([str(CLAUDE.path()), '--version'], capture_output=True, text=True, timeout=30).stdout.strip()}",
@@ -225,6 +268,7 @@ def main() -> None:
         "bare_claude_start_to_first_model_request": {**_ms(bare), "cpu_s_per_run": round(bare_cpu, 3),
                                                       "loadavg_1_5_15": load_bare},
         "bare_paired_with_sequential": _ms(paired),
+        "bare_at_load_rate": {**_ms(bare_load), "rate_per_s": rate, "loadavg_1_5_15": bare_load_avg},
         "sequential": seq, "load": load,
         # the headline figures: the load phase at a rate this machine serves
         "assignment_to_first_model_request": load["assignment_to_first_model_request"],

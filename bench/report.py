@@ -45,7 +45,7 @@ SMOKE: dict[str, list[str]] = {
     "dispatch": ["--tasks", "10", "--rate", "10", "--daemons", "2"],
     "harness": ["--loop", "100", "--db-loop", "100", "--chain", "10", "--qaqc", "200"],
     "load": ["--users", "10", "--seconds", "5"],
-    "realcli": ["--tasks", "2", "--sequential", "1", "--daemons", "1", "--bare", "1"],
+    "realcli": ["--tasks", "2", "--sequential", "1", "--daemons", "1", "--bare", "1", "--bare-load", "1"],
     "room": ["--scale", "0.01"],
     "sandbox": ["--runs", "3"],
     "wake": ["--samples", "10", "--rate", "10"],
@@ -188,9 +188,12 @@ def _harness_rows(h: dict | None, add: Callable[..., None]) -> None:
 
 
 def _realcli_rows(r: dict | None, add: Callable[..., None]) -> None:
-    add("realcli", "real Claude Code: assignment → first model request, p50 ÷ bare start p50 (load phase)",
-        _get(r, "ratio_p50"), "×", "≤ 1.3×", lambda v: v <= 1.3,
-        _get(r, "bare_claude_start_to_first_model_request", "p50_ms"), " ms bare `claude -p` p50")
+    add("realcli", "real Claude Code: assignment → first model request, p50 ÷ bare start p50 at the same rate "
+        "(load phase)", _get(r, "ratio_p50"), "×", "≤ 1.3×", lambda v: v <= 1.3,
+        _get(r, "bare_at_load_rate", "p50_ms"), " ms bare `claude -p` p50")
+    add("realcli", "real Claude Code: the same, one task at a time, ÷ a bare start just before each",
+        _get(r, "sequential", "ratio_p50"), "×", "≤ 1.3×", lambda v: v <= 1.3,
+        _get(r, "bare_paired_with_sequential", "p50_ms"), " ms bare `claude -p` p50")
     add("realcli", "real Claude Code: CLI result → task completed, p95",
         _get(r, "cli_result_to_task_completed", "p95_ms"), " ms", "≤ 1 s", lambda v: v <= 1000,
         _get(r, "cli_result_to_task_completed", "min_ms"), " ms fastest")

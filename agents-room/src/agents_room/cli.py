@@ -243,6 +243,15 @@ def _parse_people(parser, argv: list[str]):
         raise
 
 
+def _run_config_args(line: str) -> list[str]:
+    """One run's run-config arguments from a JSON array line (--stdin, --serve); ValueError if not."""
+    extra = json.loads(line)
+    if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra) \
+            or any(a in ("--stdin", "--serve") for a in extra):
+        raise ValueError("expected one JSON array of run-config arguments")
+    return extra
+
+
 def _run_config_from_stdin() -> int:
     """``run-config --stdin``: a platform keeps one such process started ahead of its next run.
     It loads what run-config needs, then waits for that run's arguments — one JSON array of the
@@ -254,9 +263,7 @@ def _run_config_from_stdin() -> int:
     if not line.strip():
         return 0
     try:
-        extra = json.loads(line)
-        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra) or "--stdin" in extra:
-            raise ValueError
+        extra = _run_config_args(line)
     except ValueError:
         print("agents-room run-config --stdin: expected one JSON array of run-config arguments", file=sys.stderr)
         return 2
@@ -279,10 +286,7 @@ def _run_config_serve() -> int:
             continue
         out, err = io.StringIO(), io.StringIO()
         try:
-            extra = json.loads(line)
-            if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra) \
-                    or any(a in ("--stdin", "--serve") for a in extra):
-                raise ValueError
+            extra = _run_config_args(line)
         except ValueError:
             code = 2
             err.write("agents-room run-config --serve: expected one JSON array of run-config arguments a line\n")

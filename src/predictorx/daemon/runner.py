@@ -370,14 +370,13 @@ class TaskRun:
         return {"status": result.status, "result": result.result, "session_id": result.session_id,
                 "failure_reason": result.failure_reason}
 
-    def _abandon_start(self, *pending: asyncio.Future) -> None:
+    def _abandon_start(self, running: asyncio.Future, rooms_ready: asyncio.Future,
+                       sweep_ready: asyncio.Future) -> None:
         """The run stops before its agent starts (its running report refused, a cancel): what was
         started beside the report is dropped, and a session `agents-room run-config` joined for it
         (a thread: it cannot be cancelled) is ended once it is there."""
-        rooms_ready = pending[1]
-        for fut in pending:
-            if fut is not rooms_ready:
-                fut.cancel()
+        running.cancel()
+        sweep_ready.cancel()
 
         async def leave() -> None:
             try:

@@ -155,7 +155,7 @@ _MINT = insert(_token)
 # PostgreSQL, the usual claim (one task, no resources): the context and the token in one statement.
 # Its parameters are named apart from both tables' columns: an UPDATE would take a parameter named
 # like one of its columns as a value to set.
-# Column defaults are not filled in for such a statement, so every column is given.
+# Column defaults are not filled in for such a statement: `_token_row` gives every column.
 _TOKEN_FIELDS = ("id", "token_hash", "kind", "name", "workspace_id", "daemon_id", "task_id", "created_at",
                  "expires_at", "revoked")
 _MINT_WITH_CONTEXT = (insert(_token).values(**{f: bindparam(f"tok_{f}") for f in _TOKEN_FIELDS})
@@ -194,9 +194,9 @@ def _context(session: Session, ws: Any, project_id: str | None, details: Any, da
 def _token_row(daemon_id: str, task: Any, expires_at: Any) -> tuple[str, dict[str, Any]]:
     """auth.mint for a task token, as a row for one Core INSERT (no ORM object to flush)."""
     raw = auth.PREFIX["task"] + secrets.token_urlsafe(32)
-    return raw, {"token_hash": auth.hash_token(raw), "kind": "task", "name": f"task {task.id}",
+    return raw, {"id": new_id(), "token_hash": auth.hash_token(raw), "kind": "task", "name": f"task {task.id}",
                  "workspace_id": task.workspace_id, "daemon_id": daemon_id, "task_id": task.id,
-                 "expires_at": expires_at}
+                 "created_at": utcnow(), "expires_at": expires_at, "revoked": False}
 
 
 def _declared(session: Session, daemon_id: str) -> set[str]:
@@ -266,8 +266,7 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
                         "context": context, "token": raw, "resume_session_id": d["resume_session_id"]})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
     if joined:  # (a task without resources is never refused: its token is there)
-        token = {**tokens[0], "id": new_id(), "created_at": now, "revoked": False}
-        conn.execute(_MINT_WITH_CONTEXT, {**{f"tok_{f}": token[f] for f in _TOKEN_FIELDS}, "ctx_task": picked[0].id,
+        conn.execute(_MINT_WITH_CONTEXT, {**{f"tok_{f}": tokens[0][f] for f in _TOKEN_FIELDS}, "ctx_task": picked[0].id,
                                           "ctx_context": contexts[picked[0].project_id], "ctx_now": now})
     elif tokens:
         conn.execute(_MINT, tokens if len(tokens) > 1 else tokens[0])

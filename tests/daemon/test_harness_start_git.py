@@ -43,8 +43,8 @@ async def test_outside_a_repository_the_start_runs_no_git(tmp_path: Path, counte
         return {}
     run = SimpleNamespace(id="t-1", issue={"number": 1}, agent={"provider": "command"},
                           daemon=SimpleNamespace(api=SimpleNamespace(call=call)))
-    section, args = await harness.task_start(run, tmp_path, tmp_path, {})  # type: ignore[arg-type]
-    assert counted == [] and run.harness_start_head is None and args == []
+    await harness.task_start(run, tmp_path)  # type: ignore[arg-type]
+    assert counted == [] and run.harness_start_head is None and harness.mcp_args(run, tmp_path, {}) == []
     assert not harness.in_repository(tmp_path) and harness.in_repository(_clone(tmp_path, "main"))
 
 

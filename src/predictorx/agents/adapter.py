@@ -112,6 +112,15 @@ class AgentAdapter:
         """What is written to the agent's stdin before it is closed; None: stdin is /dev/null."""
         return spec.prompt.encode("utf-8")
 
+    #: The prompt goes on stdin only, never into argv: the CLI can be started before the prompt's
+    #: end is known (`RunSpec.prompt_tail`), which then overlaps the CLI's own start-up.
+    prompt_on_stdin_only = False
+
+    async def _late_stdin(self, spec: RunSpec) -> bytes:
+        assert spec.prompt_tail is not None
+        whole = replace(spec, prompt=spec.prompt + await spec.prompt_tail, prompt_tail=None)
+        return self.stdin_payload(whole) or b""
+
     def build_env(self, spec: RunSpec) -> dict[str, str]:
         """The daemon's environment minus its own secrets, plus the run's variables.
 
@@ -155,6 +164,8 @@ class AgentAdapter:
     # -- running --------------------------------------------------------------------------------
     async def run(self, spec: RunSpec, on_message: MessageHandler, cancel: asyncio.Event) -> RunResult:
         state = StreamState()
+        if spec.prompt_tail is not None and not self.prompt_on_stdin_only:
+            spec = replace(spec, prompt=spec.prompt + await spec.prompt_tail, prompt_tail=None)
 
         async def on_line(line: str) -> None:
             for msg in self.parse_line_safely(line, state):
@@ -173,7 +184,7 @@ class AgentAdapter:
             argv=argv,
             cwd=spec.cwd,
             env=env,
-            stdin_data=self.stdin_payload(spec),
+            stdin_data=self.stdin_payload(spec) if spec.prompt_tail is None else self._late_stdin(spec),
             stream_log=spec.logs_dir / f"{self.provider}.stream.jsonl",
             stderr_log=spec.logs_dir / f"{self.provider}.stderr.log",
             timeout_s=spec.timeout_s,

@@ -63,6 +63,7 @@ class ClaudeAdapter(AgentAdapter):
     instruction_file = "CLAUDE.md"
     capabilities = ("resume", "model", "usage", "thinking", "tool-events")
     unattended_args = ("--permission-mode", "bypassPermissions")
+    prompt_on_stdin_only = True  # it reads stdin ~0.2 s after it starts (2.1.328)
     # Set inside a Claude Code session; a daemon started from one would make every agent refuse
     # to start ("cannot be launched inside another Claude Code session").
     scrubbed_env = ("CLAUDECODE",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,10 @@ class RunSpec:
     resume_session_id: str | None = None
     #: The whole run; when it passes, the process group is stopped and the run fails.
     timeout_s: float | None = None
+    #: The prompt's end, known a little later (the daemon's sweep, its running report's answer):
+    #: an adapter whose CLI reads the prompt from stdin starts the CLI first and writes it once
+    #: this is done; the others wait for it before starting. A failure here stops the run.
+    prompt_tail: asyncio.Future[str] | None = None
     #: Turns the finished argv (and the agent's env) into the sandboxed command line, e.g.
     #: `bwrap … -- argv` (daemon/sandbox.py); None: the agent runs unconfined.
     sandbox: Callable[[list[str], dict[str, str]], list[str]] | None = None

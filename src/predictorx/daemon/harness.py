@@ -131,8 +131,17 @@ def _unavailable(run: "TaskRun", e: Exception) -> str:
            f"{run.issue['number']}` before you act.\n"
 
 
-async def task_start(run: "TaskRun", env_root: Path, cwd: Path, agent_env: dict[str, str]) -> tuple[str, list[str]]:
-    """(prompt section, extra CLI args). Records the start head for the handoff's commit list."""
+def mcp_args(run: "TaskRun", env_root: Path, agent_env: dict[str, str]) -> list[str]:
+    """The extra CLI arguments that add `predictorx mcp` to the run (none if that cannot be set up)."""
+    try:
+        return mcp_setup(run.agent["provider"], env_root, agent_env)
+    except OSError as e:
+        log.warning("task %s runs without the predictorx MCP server: %s", run.id, e)
+        return []
+
+
+async def task_start(run: "TaskRun", cwd: Path) -> str:
+    """The prompt's section: the sweep. Records the start head for the handoff's commit list."""
     # git (what HEAD and the default branch are) beside the sweep request, and none outside a repository.
     facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd)) if in_repository(cwd) else None
     section, sweep = "", None
@@ -148,12 +157,7 @@ async def task_start(run: "TaskRun", env_root: Path, cwd: Path, agent_env: dict[
             section = render(sweep, moved)
         except Exception as e:  # noqa: BLE001
             section = _unavailable(run, e)
-    try:
-        args = mcp_setup(run.agent["provider"], env_root, agent_env)
-    except OSError as e:
-        log.warning("task %s runs without the predictorx MCP server: %s", run.id, e)
-        args = []
-    return section, args
+    return section
 
 
 def _git_facts(run: "TaskRun", cwd: Path) -> dict[str, Any]:

@@ -94,6 +94,8 @@ class TaskRun:
         self.resume_session_id: str | None = claim.get("resume_session_id")
         self.id: str = self.task["id"]
         self.cancel_event = asyncio.Event()
+        #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
+        self.agent_stop = asyncio.Event()
         self.phase = "preparing"       # preparing | waiting | running | finishing
         self.holds_slot = True
         self.stopping = False
@@ -108,6 +110,7 @@ class TaskRun:
         if self.cancel_event.is_set():
             return
         self.cancel_event.set()
+        self.agent_stop.set()
         if self.phase in ("preparing", "waiting") and self.main is not None:
             self.main.cancel()
 
@@ -316,19 +319,20 @@ class TaskRun:
         adapter = agents.get(self.agent["provider"])
         self.phase = "running"
         base_env = self._env(env, cwd)
-        # Side by side, as the agent waits for all of them (issue 9): the running report, `agents-room
-        # run-config` (a process, rooms.py), the sweep (HTTP and git, R-HAR-7) and the context (files).
-        # The report is awaited before the agent starts, so it reaches the server before the task can end.
+        # Side by side (issue 9): the running report, `agents-room run-config` (a process, rooms.py),
+        # the sweep (HTTP and git, R-HAR-7) and the context (files). The CLI waits only for what its
+        # command line and folder need (run-config, the context); the report and the sweep come
+        # while it starts (see _prompt_tail).
         running = asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch))
         rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self, env, cwd))
-        sweep_ready = asyncio.ensure_future(harness.task_start(self, env.path, cwd, base_env))
+        sweep_ready = asyncio.ensure_future(harness.task_start(self, cwd))
         uploader = self._uploader
         prepared = None
         try:
+            harness_args = harness.mcp_args(self, env.path, base_env)
             prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
                                              record=env.path / contextrecord.RECORD_NAME)
-            await running
-            (extra_args, extra_env, room_intro), (sweep, harness_args) = await asyncio.gather(rooms_ready, sweep_ready)
+            extra_args, extra_env, room_intro = await rooms_ready
         except BaseException:
             if prepared is not None:
                 prepared.cleanup()
@@ -341,12 +345,11 @@ class TaskRun:
             await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
                                           "message": f"{adapter.provider} keeps its sessions per folder and this task "
                                                      "runs in another one: a new session was started"})
-        agent_env = {**base_env, **extra_env}
-        tail = sweep + (f"\n\n{room_intro}" if room_intro else "")  # the agent's agents-room session, rooms
+        tail = asyncio.ensure_future(self._prompt_tail(running, sweep_ready, room_intro))
         spec = RunSpec(
-            prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n" + tail,
-            cwd=cwd, logs_dir=env.logs,
-            env=agent_env, model=self.agent.get("model"),
+            prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
+            prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
+            env={**base_env, **extra_env}, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=await asyncio.to_thread(self._sandbox_plan, env, cwd, local) if self.sandboxed else None,
@@ -354,10 +357,14 @@ class TaskRun:
         )
         ended_well = False
         try:
-            fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n" + tail
-            result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.cancel_event, fresh)
+            fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n"
+            result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.agent_stop, fresh)
+            await tail  # the running report is in before the end is reported (and raises if it was refused)
             ended_well = result.status == "completed"
         finally:
+            if not tail.done():  # the run itself was cancelled (the daemon stops)
+                for pending in (tail, running, sweep_ready):
+                    pending.cancel()
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
@@ -370,9 +377,22 @@ class TaskRun:
         return {"status": result.status, "result": result.result, "session_id": result.session_id,
                 "failure_reason": result.failure_reason}
 
+    async def _prompt_tail(self, running: asyncio.Future, sweep_ready: asyncio.Future, room_intro: str) -> str:
+        """The prompt's end: the sweep, and the agent's agents-room session and rooms. Done only once
+        the running report is in, so an agent reads its prompt only after that (the report reaches
+        the server before the task can end); a refused report stops the agent before it read any."""
+        try:
+            await running
+        except BaseException:
+            sweep_ready.cancel()
+            self.agent_stop.set()
+            raise
+        sweep = await sweep_ready
+        return sweep + (f"\n\n{room_intro}" if room_intro else "")
+
     def _abandon_start(self, running: asyncio.Future, rooms_ready: asyncio.Future,
                        sweep_ready: asyncio.Future) -> None:
-        """The run stops before its agent starts (its running report refused, a cancel): what was
+        """The run stops before its agent starts (a cancel, a failure while preparing): what was
         started beside the report is dropped, and a session `agents-room run-config` joined for it
         (a thread: it cannot be cancelled) is ended once it is there."""
         running.cancel()

@@ -6,6 +6,9 @@
   request (the prompt names the issue), both this machine's wall clock;
 - lower bound: a bare `claude -p` (same environment, same server, no daemon, no agents-room)
   from spawn to its first model request, run one at a time;
+- beside it, the same bare run with the two MCP servers a task's run has (agents-room's and
+  predictorx's, configured as the daemon configures them, no daemon): what Claude Code's own MCP
+  start-up costs, which no platform run can avoid (`bare_with_mcp_servers`, `mcp_floor_ms`);
 - the CLI's result → task completed: the stream log's last write (the daemon wrote the CLI's
   result line) to the task's `finished_at` (server clock, same machine).
 
@@ -31,6 +34,7 @@ Usage: .venv/bin/python bench/realcli.py [--tasks 50] [--sequential 10] [--daemo
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -65,7 +69,21 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs: int) -> tuple[list[float], float]:
+def mcp_servers_args(env: dict[str, str], workdir: Path) -> list[str]:
+    """The --mcp-config arguments of a task's run, without the daemon: agents-room's front and
+    predictorx's, each as the daemon's run configuration starts it."""
+    from agents_room.harness_config import mcp_entry
+    from predictorx.daemon.harness import mcp_setup
+
+    config = workdir.parent / "bare-mcp"
+    config.mkdir(exist_ok=True)
+    room = config / "agents-room.mcp.json"
+    room.write_text(json.dumps({"mcpServers": {"agents-room": mcp_entry("claude", config / "room.db", fast=True)}}))
+    return ["--mcp-config", str(room), *mcp_setup("claude", config, {"PREDICTORX_SERVER_URL": "http://127.0.0.1:9"})]
+
+
+def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs: int,
+                extra: tuple[str, ...] = ()) -> tuple[list[float], float]:
     """Spawn → first model request of a bare `claude -p`, one at a time; and its CPU seconds per run."""
     out = []
     cpu0 = _children_cpu()
@@ -73,7 +91,7 @@ def bare_starts(env: dict[str, str], model: AnthropicServer, workdir: Path, runs
         seen = len(model.requests)
         started = time.time()
         proc = subprocess.Popen([str(CLAUDE.path()), "-p", "--output-format", "stream-json", "--verbose",
-                                 "--permission-mode", "bypassPermissions"], cwd=workdir, env=env,
+                                 "--permission-mode", "bypassPermissions", *extra], cwd=workdir, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         proc.communicate(b"bare run: say hello", timeout=120)
         first = next(r for r in model.requests[seen:] if r.turn in ("tool", "answer"))
@@ -223,6 +241,8 @@ def main() -> None:
         log("bare claude -p runs, one at a time")
         load_before = _loadavg()
         bare, bare_cpu = bare_starts(env, model, root / "bare", args.bare)
+        log("bare claude -p runs with the two MCP servers of a task's run, one at a time")
+        bare_mcp, _ = bare_starts(env, model, root / "bare", args.bare, tuple(mcp_servers_args(env, root / "bare")))
         platform = Platform(root, env, args.daemons, args.max_tasks)
         try:
             # Each platform task right after a bare run, so both see the same load (a shared
@@ -268,6 +288,8 @@ def main() -> None:
         "bare_claude_start_to_first_model_request": {**_ms(bare), "cpu_s_per_run": round(bare_cpu, 3),
                                                       "loadavg_1_5_15": load_bare},
         "bare_paired_with_sequential": _ms(paired),
+        "bare_with_mcp_servers": _ms(bare_mcp),
+        "mcp_floor_ms": round((percentile(sorted(bare_mcp), 50) - bare_p50) * 1000, 1) if bare_mcp and bare else None,
         "bare_at_load_rate": {**_ms(bare_load), "rate_per_s": rate, "loadavg_1_5_15": bare_load_avg},
         "sequential": seq, "load": load,
         # the headline figures: the load phase at a rate this machine serves

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from ..service.events import take
@@ -16,7 +16,9 @@ from .hub import CHANNEL, PRINCIPALS_CHANGED, Hub
 from .principals import PrincipalCache, changes_principals
 
 
-_NOTIFY = text("SELECT pg_notify(:c, :p)")
+# A Core statement, run on the connection: a text() statement's result columns were worked out
+# again on every execution (a text clause's result metadata is not cached), on every write.
+_NOTIFY = select(func.pg_notify(bindparam("c"), bindparam("p")))
 NOTIFY_LIMIT = 7900  # PostgreSQL refuses NOTIFY payloads of 8000 bytes or more
 
 
@@ -56,8 +58,11 @@ class AppState:
             principals_changed = changes_principals(session.info.get(WRITTEN, set()))
             if self.postgres:  # NOTIFY is delivered on commit, to every server process
                 notices = [{"type": PRINCIPALS_CHANGED}] if principals_changed else []
-                for payload in _notify_payloads(events + notices):
-                    session.execute(_NOTIFY, {"c": CHANNEL, "p": payload})
+                payloads = _notify_payloads(events + notices)
+                if payloads:
+                    conn = session.connection()
+                    for payload in payloads:
+                        conn.execute(_NOTIFY, {"c": CHANNEL, "p": payload})
         if principals_changed:  # this process at once, before the request is answered
             self.principals.forget()
         if events and not self.postgres:

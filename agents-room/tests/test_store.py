@@ -1,6 +1,7 @@
 """R-ROOM-1: store settings, migrations from every earlier version, the DB override."""
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,31 @@ def test_agents_room_imports_nothing_from_predictorx():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "predictorx"]
     assert offenders == []
+
+
+@pytest.mark.parametrize("path", ["/a/b/room.db", "/a//b/room.db", "/a/./b/room.db", "/a/b/", "//a/room.db", "///a/room.db",
+                                  "/a/../b.db", "rel/room.db", "./room.db", "", ".", ":memory:", "~/x.db", "/"])
+def test_the_store_path_is_spelled_as_pathlib_spells_it(path, monkeypatch):
+    """connect() reads the usual (absolute, normalised) path without importing pathlib, as pathlib reads it."""
+    assert store._path_str(path) == str(Path(path))
+    assert store._path_str(Path(path)) == str(Path(path))
+    monkeypatch.setenv("AGENTS_ROOM_DB", path)
+    assert store._path_str(None) == str(store.default_db_path())
+
+
+def test_immediate_commits_and_a_nested_one_joins_the_outer(db):
+    conn = store.connect(db)
+    count = "SELECT count(*) FROM rooms"
+    with store.immediate(conn) as c:
+        assert c is conn and conn.in_transaction
+        with store.immediate(conn) as inner:
+            assert inner is conn
+            conn.execute("INSERT INTO rooms(name, created_at) VALUES ('shared:a', 1)")
+        assert conn.in_transaction  # the inner one neither committed nor ended the transaction
+    assert not conn.in_transaction and conn.execute(count).fetchone()[0] == 1
+    with pytest.raises(KeyError):
+        with store.immediate(conn):
+            conn.execute("INSERT INTO rooms(name, created_at) VALUES ('shared:b', 1)")
+            with store.immediate(conn):
+                raise KeyError("x")  # goes through the inner one untouched, and the outer one rolls back
+    assert not conn.in_transaction and conn.execute(count).fetchone()[0] == 1

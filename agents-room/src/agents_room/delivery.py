@@ -4,11 +4,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 
-
+from .jsonload import loads
 from .store import immediate
 from .queries import CODEX_HOLD_CAP, CODEX_HOLD_WINDOW, HOLD, RETRY_WINDOW, RoomBase, STOP_GUARD_TTL
 
@@ -124,7 +123,7 @@ class Delivery(RoomBase):
                     return None
             if me["autonomy"] < HOLD or stop_hook_active:
                 return None
-            blocks = [t for t in json.loads(me["stop_blocks"] or "[]") if now - t < CODEX_HOLD_WINDOW]
+            blocks = [t for t in loads(me["stop_blocks"] or "[]") if now - t < CODEX_HOLD_WINDOW]
             if harness == "codex":
                 if turn_id and me["stop_block_turn"] == turn_id:
                     return None
@@ -134,6 +133,8 @@ class Delivery(RoomBase):
             if offer is None:
                 return None
             blocks.append(now)
+            import json  # only to hold a Stop; the json package stays off the hooks' usual path
+
             self.conn.execute(
                 "UPDATE sessions SET stop_block_pending=1, stop_block_turn=?, stop_blocks=? WHERE id=?",
                 (turn_id, json.dumps(blocks[-10:]), sid),
@@ -150,7 +151,7 @@ class Delivery(RoomBase):
         """
         if turn_id and me["stop_block_turn"] and turn_id != me["stop_block_turn"]:
             return False
-        blocks = json.loads(me["stop_blocks"] or "[]")
+        blocks = loads(me["stop_blocks"] or "[]")
         return bool(blocks) and now - blocks[-1] < STOP_GUARD_TTL
 
     def reset_stop_guard(self, session: str) -> None:

@@ -13,16 +13,17 @@ the model:
 * SessionEnd: releases leases, keeps mail for a resume; no output.
 
 Any internal error fails open: exit 0, no output. The module imports only the
-standard library and the store, so it stays cheap on every tool call.
+standard library and the store, so it stays cheap on every tool call: what only some calls
+need (json's encoder for an answer, re for a Codex patch) is imported where it is used.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sys
 import time
+
+from .jsonload import loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,11 +33,14 @@ EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
 HARNESSES = ("claude", "codex")
 READ_TOOLS = {"Read", "read_file", "view"}
 WRITE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "write_file", "edit_file"}
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
+_PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"  # re.M
 
 
-def _context(event: str, text: str) -> dict:
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+def _context(event: str, text: str) -> str:
+    """The answer that puts `text` in the model's context, as JSON."""
+    import json
+
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 
 
 def _paths(payload: dict) -> tuple[list[str], bool]:
@@ -57,7 +61,9 @@ def _paths(payload: dict) -> tuple[list[str], bool]:
         if isinstance(v, str):
             blob += v + "\n"
     if "*** Begin Patch" in blob or tool == "apply_patch":
-        return [m.strip() for m in _PATCH_FILE.findall(blob)], True
+        import re
+
+        return [m.strip() for m in re.findall(_PATCH_FILE, blob, re.M)], True
     return [], False
 
 
@@ -176,7 +182,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
             offer = room.pending(joined["session"], "tool")
             if offer:
                 text += " " + offer.nudge
-            return json.dumps(_context(event, text)), 0, ""
+            return _context(event, text), 0, ""
 
         if event == "SessionEnd":
             row, _ = _session_for(room, payload, harness, opts, create=False)
@@ -208,7 +214,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                 pass
             if not notes:
                 return "", 0, ""
-            return json.dumps(_context(event, "agents-room: " + "; ".join(notes) + ".")), 0, ""
+            return _context(event, "agents-room: " + "; ".join(notes) + "."), 0, ""
 
         if event == "PostToolUse":
             row, joined = _session_for(room, payload, harness, opts, create=True)
@@ -231,7 +237,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                 parts.append(offer.nudge)
             if not parts:
                 return "", 0, ""
-            return json.dumps(_context(event, " ".join(parts))), 0, ""
+            return _context(event, " ".join(parts)), 0, ""
 
         if event == "Stop":
             row, _ = _session_for(room, payload, harness, opts, create=False)
@@ -247,6 +253,8 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
             )
             if offer is None:
                 return "", 0, ""
+            import json
+
             reason = offer.nudge + " Read them before you stop; answer if they need it, then you may stop."
             return json.dumps({"decision": "block", "reason": reason}), 0, ""
     finally:
@@ -287,7 +295,7 @@ def main(argv_opts: dict) -> int:
     """Entry from the CLI; never raises, never blocks the harness on our own failure."""
     try:
         raw = sys.stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
+        payload = loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             return 0
         event = argv_opts["event"]

@@ -4,7 +4,6 @@ sessions below wake; expired messages, long-gone sessions and old events.
 
 from __future__ import annotations
 
-import json
 
 
 
@@ -18,6 +17,8 @@ from .queries import HEADLESS_TAG, MAX_MESSAGE_TTL, AUTONOMY_NAMES, AUTO_PRUNE_E
 class Maintenance(RoomBase):
     # ----------------------------------------------------------------- doctor
     def doctor(self, fix: bool = False) -> dict:
+        import json  # here, not at the top: json imports re and enum, which the hooks' path does without
+
         now = self.clock()
         report: dict = {"ok": True, "problems": [], "fixed": []}
         ic = self.conn.execute("PRAGMA quick_check").fetchall()

@@ -4,7 +4,6 @@ replies join a thread and bodies and receives are bounded (R-ROOM-16).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 
@@ -88,6 +87,8 @@ class Messaging(RoomBase):
                 f"SELECT s.id, s.tags FROM sessions s WHERE s.id IN ({scope_sql}) AND s.id<>? AND s.ended_at IS NULL",
                 (*scope_params, sid),
             ).fetchall()
+            import json  # here, not at the top: json imports re and enum, which the hooks' path does without
+
             got = {r[0] for r in rows if tag in json.loads(r[1] or "[]")}
             if not got:
                 notes.append(f"no other session in your rooms has tag {tag!r}")

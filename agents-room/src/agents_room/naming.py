@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
-import re
-from pathlib import Path
+
+# pathlib (with urllib.parse and ipaddress), re and fnmatch are imported where they are used:
+# the Room every hook opens imports this module, and the hooks' usual path needs none of them
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SHARED = "shared:"
 REPO = "repo:"
 _PREFIXES = (SHARED, REPO)
-_BAD = re.compile(r"[\s,]")
+_BAD = r"[\s,]"
 
 
 class NameError_(ValueError):
@@ -31,7 +34,9 @@ def normalize_room(name: str) -> str:
             break
     else:
         prefix, body = SHARED, name
-    if not body or _BAD.search(body):
+    import re
+
+    if not body or re.search(_BAD, body):
         raise NameError_(f"invalid room name {name!r}: needs a non-empty name without spaces or commas")
     return prefix + body
 
@@ -60,6 +65,8 @@ def find_git_dir(cwd: Path) -> tuple[Path, Path] | None:
             except OSError:
                 return None
             if text.startswith("gitdir:"):
+                from pathlib import Path
+
                 gitdir = Path(text[7:].strip())
                 if not gitdir.is_absolute():
                     gitdir = (d / gitdir).resolve()
@@ -73,6 +80,7 @@ def find_git_dir(cwd: Path) -> tuple[Path, Path] | None:
 
 def _remote_name(common: Path) -> str | None:
     import configparser
+    import re
 
     cfg = configparser.RawConfigParser(strict=False)
     try:
@@ -112,6 +120,9 @@ def _main_checkout_name(common: Path, top: Path) -> str:
 @functools.lru_cache(maxsize=64)
 def repo_of(cwd: str) -> tuple[str | None, str | None]:
     """(``repo:<name>`` or None, repo root or None). Name from the origin remote, else the top level."""
+    import re
+    from pathlib import Path
+
     found = find_git_dir(Path(cwd))
     if not found:
         return None, None
@@ -201,6 +212,8 @@ _ALPHABET = [chr(c) for c in range(32, 127)]
 
 
 def _char_compat(a, b) -> bool:
+    import fnmatch
+
     if a == "?" or b == "?":
         return True
     if a[0] == "lit" and b[0] == "lit":
@@ -257,4 +270,6 @@ def glob_matches(glob: str, path: str) -> bool:
 
 
 def _escape(path: str) -> str:
+    import re
+
     return re.sub(r"([*?\[])", r"[\1]", path)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 
@@ -141,6 +140,8 @@ class RoomBase:
 
     # ------------------------------------------------------------------ helpers
     def _event(self, kind: str, session: str | None, **data: Any) -> None:
+        import json  # here, not at the top: json imports re and enum, which the hooks' path does without
+
         self.conn.execute(
             "INSERT INTO events(at, kind, session_id, data) VALUES (?,?,?,?)",
             (self.clock(), kind, session, json.dumps(data, sort_keys=True) if data else None),

@@ -8,28 +8,28 @@ counts), streamed from the index so the scan stops at the limit.
 
 from __future__ import annotations
 
-import re
-
 from .queries import RoomBase, RoomError
 from .threads import VISIBLE_SQL
 
-_TOKEN = re.compile(r'"([^"]+)"|(\S+)')
-_WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = r'"([^"]+)"|(\S+)'
+_WORD = r"\w+"  # re.UNICODE
 
 
 def fts_query(text: str) -> str:
     """A user's words as an FTS5 query of quoted terms (AND); ``foo*`` stays a prefix query."""
+    import re  # here, not at the top: the Room the hooks open imports this module, and they need no re
+
     terms = []
-    for phrase, word in _TOKEN.findall(text or ""):
+    for phrase, word in re.findall(_TOKEN, text or ""):
         if phrase:
-            words = _WORD.findall(phrase)
+            words = re.findall(_WORD, phrase, re.UNICODE)
             if words:
                 terms.append('"' + " ".join(words) + '"')
             continue
         prefix = word.endswith("*")
-        for w in _WORD.findall(word):
+        for w in re.findall(_WORD, word, re.UNICODE):
             terms.append(f'"{w}"')
-        if prefix and terms and _WORD.findall(word):
+        if prefix and terms and re.findall(_WORD, word, re.UNICODE):
             terms[-1] += "*"
     return " ".join(terms)
 

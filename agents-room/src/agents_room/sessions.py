@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import os
 
@@ -44,6 +43,8 @@ class Sessions(RoomBase):
         given level below the stored one lowers it, with a warning; with
         ``raise_only`` (hooks re-running on resume) a lower level is ignored.
         """
+        import json  # here, not at the top: json imports re and enum, which the hooks' path does without
+
         level = parse_autonomy(autonomy)
         try:
             wanted = [normalize_room(r) for r in (rooms or []) if r and r.strip()]
@@ -218,6 +219,8 @@ class Sessions(RoomBase):
 
     # --------------------------------------------------------------------- who
     def who(self, session: str | None = None, room: str | None = None, include_ended: bool = False) -> dict:
+        import json
+
         params: list[Any] = []
         where = []
         if session is not None:

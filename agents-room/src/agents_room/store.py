@@ -8,15 +8,14 @@ and retries on ``SQLITE_BUSY`` instead of surfacing it.
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 import sqlite3
 import time
-from pathlib import Path
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # pathlib and contextlib stay off the hooks' path (one hook process per tool call)
 if TYPE_CHECKING:
-    from typing import Iterator
+    from pathlib import Path
 
 BUSY_TIMEOUT_MS = 5000
 #: total time :func:`immediate` keeps retrying a busy database before giving up
@@ -25,10 +24,27 @@ BUSY_GIVE_UP_S = 60.0
 
 def default_db_path() -> Path:
     """``AGENTS_ROOM_DB`` if set, else ``~/.agents-room/room.db``."""
+    from pathlib import Path
+
     env = os.environ.get("AGENTS_ROOM_DB")
     if env:
         return Path(env).expanduser()
     return Path.home() / ".agents-room" / "room.db"
+
+
+def _path_str(path: Path | str | None) -> str:
+    """``str(Path(path))``, or of :func:`default_db_path` for None, without importing pathlib when
+    the path is already absolute and normalised (the usual case: pathlib would leave it as it is)."""
+    if path is not None:
+        s = os.fspath(path)
+    else:
+        env = os.environ.get("AGENTS_ROOM_DB")
+        s = os.path.expanduser(env) if env else os.path.join(os.path.expanduser("~"), ".agents-room", "room.db")
+    if isinstance(s, str) and s.startswith("/") and os.path.normpath(s) == s:
+        return s
+    from pathlib import Path
+
+    return str(Path(path) if path is not None else default_db_path())
 
 
 # Each entry upgrades the schema from version i to i+1. Never edit a released
@@ -191,6 +207,8 @@ def diagnose(path: Path | str | None = None) -> str | None:
     Checked without writing: the file's presence, permissions, SQLite header, integrity and schema
     version. ``connect`` raises a :class:`StoreError` with this sentence; ``doctor`` prints it.
     """
+    from pathlib import Path
+
     p = Path(path) if path is not None else default_db_path()
     if str(p) == ":memory:":
         return None
@@ -243,7 +261,7 @@ def connect(path: Path | str | None = None, *, migrate: bool = True) -> sqlite3.
     A store that cannot be used raises :class:`StoreError` with one sentence (what is wrong,
     what to do), never a raw SQLite error.
     """
-    p = Path(path) if path is not None else default_db_path()
+    p = _path_str(path)
     try:
         return _connect(p, migrate)
     except StoreError as exc:
@@ -252,14 +270,15 @@ def connect(path: Path | str | None = None, *, migrate: bool = True) -> sqlite3.
         raise StoreError(diagnose(p) or f"the store {p} cannot be opened ({exc}); run `agents-room doctor`") from None
 
 
-def _connect(p: Path, migrate: bool) -> sqlite3.Connection:
-    if str(p) != ":memory:":
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if p.exists():
+def _connect(p: str, migrate: bool) -> sqlite3.Connection:
+    """`p` as pathlib spells it (:func:`_path_str`); the checks as Path.mkdir and Path.exists make them."""
+    if p != ":memory:":
+        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+        if _exists(p):
             why = _quick_refusal(p)
             if why:
                 raise StoreError(why)
-    conn = sqlite3.connect(str(p), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -274,7 +293,18 @@ def _connect(p: Path, migrate: bool) -> sqlite3.Connection:
     return conn
 
 
-def _quick_refusal(p: Path) -> str | None:
+def _exists(p: str) -> bool:
+    """Path.exists: False when the path is missing, other errors (a folder this user may not enter) raise."""
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+    return True
+
+
+def _quick_refusal(p: str) -> str | None:
     """The cheap checks of :func:`diagnose` (header, permissions), run on every open: the hook opens
     the store on every tool call, so the integrity check is left to ``doctor``."""
     try:
@@ -350,21 +380,32 @@ def _retry(fn):
             delay = min(delay * 2, 0.05)
 
 
-@contextlib.contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+class immediate:  # noqa: N801 -- used as a function: `with immediate(conn):`
     """``BEGIN IMMEDIATE`` … ``COMMIT``; busy errors on BEGIN are retried, never surfaced.
 
     The write lock is taken before the first read, so the read-check-write
-    inside is atomic with respect to every other process.
+    inside is atomic with respect to every other process. Nested use joins the outer
+    transaction. (A class, not contextlib.contextmanager: contextlib stays off the hooks' path.)
     """
-    if conn.in_transaction:  # nested use joins the outer transaction
-        yield conn
-        return
-    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    else:
-        _retry(lambda: conn.execute("COMMIT"))
+
+    __slots__ = ("conn", "outer")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.outer = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        conn = self.conn
+        if conn.in_transaction:
+            self.outer = True
+            return conn
+        _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+        return conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.outer:
+            return
+        if exc_type is not None:
+            self.conn.execute("ROLLBACK")
+            return  # the exception goes on
+        _retry(lambda: self.conn.execute("COMMIT"))

@@ -164,9 +164,10 @@ def test_install_cli(tmp_path):
     ["--db=/tmp/x.db", "hook", "--event=Stop", "--wake", "--wake-timeout=5", "--wake-interval", "0.1"],
 ])
 def test_fast_hook_args_match_argparse(argv):
-    from agents_room.cli import _fast_hook_args, _parser
+    from agents_room.cli import _parser
+    from agents_room.hooks import parse_args
 
-    fast = _fast_hook_args(argv)
+    fast = parse_args(argv)
     ns = _parser().parse_args(argv)
     assert fast == {"event": ns.event, "harness": ns.harness, "autonomy": ns.autonomy, "rooms": ns.room,
                     "label": ns.label, "wake": ns.wake, "wake_timeout": ns.wake_timeout,
@@ -178,9 +179,9 @@ def test_fast_hook_args_match_argparse(argv):
     ["hook", "--event=Stop", "--db=/x"], ["hook", "--event"],
 ])
 def test_fast_hook_args_defer_unusual_input_to_argparse(argv):
-    from agents_room.cli import _fast_hook_args
+    from agents_room.hooks import parse_args
 
-    assert _fast_hook_args(argv) is None
+    assert parse_args(argv) is None
 
 
 def test_the_two_commands_doctor_names_mend_the_split(db, repos):

@@ -177,51 +177,6 @@ def _parser():
     return p
 
 
-_HOOK_FLAGS = {"--event", "--harness", "--autonomy", "--room", "--label", "--wake", "--wake-timeout", "--wake-interval", "--db"}
-
-
-def _fast_hook_args(argv: list[str]) -> dict | None:
-    """Parse ``[--db=X] hook --event=E …`` without argparse (the hook runs on every tool call).
-
-    Returns None for anything unusual; argparse then handles it.
-    """
-    opts: dict = {"harness": "claude", "autonomy": None, "rooms": [], "label": None, "wake": False,
-                  "wake_timeout": 3600.0, "wake_interval": 1.0, "db": None, "event": None}
-    seen_hook = False
-    it = iter(argv)
-    for arg in it:
-        if arg == "hook" and not seen_hook:
-            seen_hook = True
-            continue
-        name, eq, value = arg.partition("=")
-        if name not in _HOOK_FLAGS or (name == "--db") == seen_hook:
-            return None
-        if name == "--wake":
-            if eq:
-                return None
-            opts["wake"] = True
-            continue
-        if not eq:
-            value = next(it, None)
-            if value is None:
-                return None
-        key = name[2:].replace("-", "_")
-        if key == "room":
-            opts["rooms"].append(value)
-        elif key in ("wake_timeout", "wake_interval"):
-            try:
-                opts[key] = float(value)
-            except ValueError:
-                return None
-        else:
-            opts[key] = value
-    if not seen_hook or opts["event"] not in ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"):
-        return None
-    if opts["harness"] not in ("claude", "codex"):
-        return None
-    return opts
-
-
 def _parse_people(parser, argv: list[str]):
     """argparse, with one hint for the commonest slip: an unquoted --to * that the shell expanded."""
     import contextlib
@@ -320,21 +275,17 @@ def main(argv: list[str] | None = None) -> int:
         return _run_config_from_stdin()
     if argv == ["run-config", "--serve"]:
         return _run_config_serve()
-    fast = _fast_hook_args(argv) if "hook" in argv else None
-    if fast is not None:
+    fast = None
+    if "hook" in argv:
         from . import hooks
 
-        if fast["db"]:
-            os.environ["AGENTS_ROOM_DB"] = fast["db"]
+        fast = hooks.parse_args(argv)
+    if fast is not None:
         if not as_process:
+            if fast["db"]:
+                os.environ["AGENTS_ROOM_DB"] = fast["db"]
             return hooks.main(fast)
-        # A hook process is often the last connection to the store, and closing the last
-        # connection checkpoints the WAL with an fsync (~30 ms). Everything is committed;
-        # the next writer's automatic checkpoint does that work, so exit without closing.
-        code = hooks.main({**fast, "keep_open": True})
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        hooks.run_process(fast)
     parser = _parser()
     if not argv:
         parser.print_usage(sys.stderr)

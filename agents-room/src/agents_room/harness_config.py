@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 MCP_NAME = "agents-room"
-HOOK_MARK = "agents_room"  # every command we register runs `-m agents_room … hook`, so a reinstall finds ours
+#: every command we register runs `-m agents_room … hook` or `…/agents_room/hook_entry.py … hook`, so a reinstall finds ours
+HOOK_MARK = "agents_room"
 CLAUDE_EDIT_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
 CODEX_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")  # Codex has no SessionEnd
 WAKE_TIMEOUT = 3600
@@ -24,10 +25,14 @@ def base_command() -> list[str]:
 
 
 def hook_command(event: str, harness: str, *, autonomy: str | int | None = None, rooms: list[str] | None = None,
-                 label: str | None = None, db_path: Path | None = None, wake: bool = False) -> str:
-    argv = base_command() + ["hook", f"--event={event}", f"--harness={harness}"]
+                 label: str | None = None, db_path: Path | None = None, wake: bool = False, fast: bool = False) -> str:
+    """The hook's command line. `fast`: started as the file hook_entry.py (no runpy, CLI or argparse
+    before the hook runs, which the harness waits for on every tool call) — for one run's
+    configuration, as mcp_entry(fast=True); an installed one keeps `-m agents_room`."""
+    base = [sys.executable, str(Path(__file__).with_name("hook_entry.py"))] if fast else base_command()
+    argv = base + ["hook", f"--event={event}", f"--harness={harness}"]
     if db_path is not None:
-        argv.insert(len(base_command()), f"--db={db_path}")
+        argv.insert(len(base), f"--db={db_path}")
     if autonomy is not None:
         argv.append(f"--autonomy={autonomy}")
     for r in rooms or []:
@@ -44,15 +49,18 @@ def _is_wake(autonomy: str | int | None) -> bool:
 
 
 def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list[str] | None = None,
-               label: str | None = None, db_path: Path | None = None, session_start: bool = True) -> dict:
+               label: str | None = None, db_path: Path | None = None, session_start: bool = True,
+               fast: bool = False) -> dict:
     """The ``hooks`` mapping in the harness's own layout (event -> matcher groups -> handlers).
 
     ``session_start=False``: no SessionStart hook — the run's session was joined before the harness
     started (``run-config`` of a headless Claude Code run), so nothing runs before its first request.
+    ``fast``: hooks started as the file hook_entry.py (see :func:`hook_command`).
     """
 
     def cmd(event: str, **kw) -> dict:
-        handler = {"type": "command", "command": hook_command(event, harness, db_path=db_path, **kw), "timeout": 10}
+        handler = {"type": "command", "command": hook_command(event, harness, db_path=db_path, fast=fast, **kw),
+                   "timeout": 10}
         return handler
 
     start = cmd("SessionStart", autonomy=autonomy, rooms=rooms, label=label)

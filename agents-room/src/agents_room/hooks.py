@@ -333,3 +333,62 @@ def main(argv_opts: dict) -> int:
     if err:
         sys.stderr.write(err + "\n")
     return code
+
+
+_FLAGS = {"--event", "--harness", "--autonomy", "--room", "--label", "--wake", "--wake-timeout", "--wake-interval", "--db"}
+
+
+def parse_args(argv: list[str]) -> dict | None:
+    """Parse ``[--db=X] hook --event=E …`` without argparse, as the CLI's parser reads it (the hook
+    runs on every tool call: both entries, hook_entry.py and the CLI, read its arguments here).
+
+    Returns None for anything unusual; argparse then handles it.
+    """
+    opts: dict = {"harness": "claude", "autonomy": None, "rooms": [], "label": None, "wake": False,
+                  "wake_timeout": 3600.0, "wake_interval": 1.0, "db": None, "event": None}
+    seen_hook = False
+    it = iter(argv)
+    for arg in it:
+        if arg == "hook" and not seen_hook:
+            seen_hook = True
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in _FLAGS or (name == "--db") == seen_hook:
+            return None
+        if name == "--wake":
+            if eq:
+                return None
+            opts["wake"] = True
+            continue
+        if not eq:
+            value = next(it, None)
+            if value is None:
+                return None
+        key = name[2:].replace("-", "_")
+        if key == "room":
+            opts["rooms"].append(value)
+        elif key in ("wake_timeout", "wake_interval"):
+            try:
+                opts[key] = float(value)
+            except ValueError:
+                return None
+        else:
+            opts[key] = value
+    if not seen_hook or opts["event"] not in EVENTS:
+        return None
+    if opts["harness"] not in HARNESSES:
+        return None
+    return opts
+
+
+def run_process(opts: dict) -> None:
+    """Run one hook as the whole process, and end it (never returns)."""
+    if opts["db"]:
+        os.environ["AGENTS_ROOM_DB"] = opts["db"]
+    # A hook process is often the last connection to the store, and closing the last
+    # connection checkpoints the WAL with an fsync (~30 ms). Everything is committed;
+    # the next writer's automatic checkpoint does that work, so exit without closing.
+    code = main({**opts, "keep_open": True})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

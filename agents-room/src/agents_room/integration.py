@@ -137,7 +137,8 @@ def prepare_agent_run(
         session, intro = _join_ahead(db, cwd=Path(cwd).resolve(), rooms=norm, label=label, autonomy=level)
         if session:
             env["AGENTS_ROOM_SESSION"] = session
-    hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db, session_start=session is None)
+    hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db, session_start=session is None,
+                       fast=True)
     entry = mcp_entry(harness, db, fast=True)
     files: list[Path] = []
     if harness == "claude":

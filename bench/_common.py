@@ -149,8 +149,8 @@ def sqlite_url(root: Path) -> str:
 def postgres_base_url() -> str | None:
     """PREDICTORX_BENCH_POSTGRES_URL, else PREDICTORX_TEST_POSTGRES_URL, else the local default if it answers."""
     for var in ("PREDICTORX_BENCH_POSTGRES_URL", "PREDICTORX_TEST_POSTGRES_URL"):
-        if os.environ.get(var):
-            return os.environ[var]
+        if os.environ.get(var):  # the server takes SQLAlchemy's spelling too; libpq does not
+            return os.environ[var].replace("postgresql+psycopg://", "postgresql://", 1)
     import psycopg
 
     try:

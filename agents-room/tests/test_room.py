@@ -523,3 +523,25 @@ def test_stop_guard_flag_cleared_by_a_tool_event_of_another_turn(room, repos, cl
     assert flag() == 1
     room.tool_seen(me, turn_id="t2")
     assert flag() == 0
+
+
+def test_who_answers_in_a_fixed_number_of_statements_whatever_the_room_holds(room, repos):
+    """`who` is on every platform run's start (run-config's intro) and a project room holds a
+    team's agents: two statements for all members' leases and rooms, not two per member."""
+    members = [room.join(cwd=str(repos["api" if i % 2 else "web"]), label=f"agent {i}", rooms=["team", f"own-{i}"])
+               for i in range(12)]
+    room.lease_acquire(members[3]["session"], ["src/a.py", "src/b.py"])
+    room.lease_acquire(members[8]["session"], "docs/*.md", mode="shared")
+    statements: list[str] = []
+    room.conn.set_trace_callback(statements.append)
+    try:
+        seen = room.who(session=members[0]["session"])["sessions"]
+    finally:
+        room.conn.set_trace_callback(None)
+    assert len(statements) <= 4, statements
+    by_label = {s["label"]: s for s in seen}
+    assert set(by_label) == {f"agent {i}" for i in range(12)}
+    assert by_label["agent 3"]["rooms"] == sorted(by_label["agent 3"]["rooms"]) and "shared:team" in by_label["agent 3"]["rooms"]
+    assert [x["pattern"] for x in by_label["agent 3"]["leases"]] == ["src/a.py", "src/b.py"]
+    assert by_label["agent 8"]["leases"][0]["mode"] == "shared" and by_label["agent 5"]["leases"] == []
+    assert all(isinstance(x["expires_at"], str) for x in by_label["agent 3"]["leases"])

@@ -218,6 +218,30 @@ class Sessions(RoomBase):
         ).fetchone()
 
     # --------------------------------------------------------------------- who
+    #: ids per statement (SQLite allows 32766 parameters since 3.32; older builds 999)
+    _IDS_PER_QUERY = 500
+
+    def _leases_and_rooms(self, ids: list[str], now: float) -> tuple[dict[str, list], dict[str, list[str]]]:
+        """Each session's live leases and its rooms (by name): two statements for all of `ids`, not
+        two per session (`who` answers every run's start, and a room may hold a team's agents)."""
+        leases: dict[str, list] = {}
+        rooms: dict[str, list[str]] = {}
+        for i in range(0, len(ids), self._IDS_PER_QUERY):
+            chunk = ids[i:i + self._IDS_PER_QUERY]
+            marks = ",".join("?" * len(chunk))
+            for x in self.conn.execute(
+                f"SELECT session_id, pattern, mode, repo, expires_at FROM leases "
+                f"WHERE session_id IN ({marks}) AND expires_at>? ORDER BY session_id, rowid", (*chunk, now)
+            ):
+                leases.setdefault(x["session_id"], []).append(
+                    {"pattern": x["pattern"], "mode": x["mode"], "repo": x["repo"], "expires_at": x["expires_at"]})
+            for x in self.conn.execute(
+                f"SELECT m.session_id, r.name FROM memberships m JOIN rooms r ON r.id=m.room_id "
+                f"WHERE m.session_id IN ({marks}) ORDER BY r.name", chunk
+            ):
+                rooms.setdefault(x[0], []).append(x[1])
+        return leases, rooms
+
     def who(self, session: str | None = None, room: str | None = None, include_ended: bool = False) -> dict:
         import json
 
@@ -246,10 +270,10 @@ class Sessions(RoomBase):
         sql = "SELECT s.* FROM sessions s" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY s.last_seen DESC"
         out = []
         now = self.clock()
-        for r in self.conn.execute(sql, params).fetchall():
-            leases = self.conn.execute(
-                "SELECT pattern, mode, repo, expires_at FROM leases WHERE session_id=? AND expires_at>?", (r["id"], now)
-            ).fetchall()
+        rows = self.conn.execute(sql, params).fetchall()
+        leases_of, rooms_of = self._leases_and_rooms([r["id"] for r in rows], now)
+        for r in rows:
+            leases = leases_of.get(r["id"], [])
             out.append(
                 {
                     "session": r["id"],
@@ -257,13 +281,13 @@ class Sessions(RoomBase):
                     "harness": r["harness"],
                     "repo": r["repo"],
                     "cwd": r["cwd"],
-                    "rooms": self._rooms_of(r["id"]),
+                    "rooms": rooms_of.get(r["id"], []),
                     "state": self.session_state(r),
                     "pid": r["pid"],
                     "autonomy": AUTONOMY_NAMES.get(r["autonomy"], str(r["autonomy"])),
                     "tags": json.loads(r["tags"] or "[]"),
                     "last_seen": _fmt_ts(r["last_seen"]),
-                    "leases": [dict(x) | {"expires_at": _fmt_ts(x["expires_at"])} for x in leases],
+                    "leases": [x | {"expires_at": _fmt_ts(x["expires_at"])} for x in leases],
                 }
             )
         return {"sessions": out}

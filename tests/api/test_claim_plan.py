@@ -1,7 +1,9 @@
-"""A claim's cost must not grow with the queue (issue 14): on PostgreSQL the claiming statement
-walks the workspace's queued tasks in claim order (ix_task_queue_order) and stops at the first it
-may take. Its first form joined every queued task to its agent and sorted them all before taking
-one, 18 ms of PostgreSQL CPU per claim at 600 queued tasks."""
+"""A claim's cost must not grow with the queue or with the team's running work (issue 14): on
+PostgreSQL the claiming statement walks the workspace's queued tasks in claim order
+(ix_task_queue_order) and stops at the first it may take. Its first form joined every queued task
+to its agent and sorted them all before taking one, 18 ms of PostgreSQL CPU per claim at 600
+queued tasks; until 2026-12-02 it also counted every held task of the workspace to find the agents
+at their limit."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from predictorx.service import claiming
 from predictorx.store.schema import Issue, Task, utcnow
 
 QUEUED = 400
+ELSEWHERE_AGENTS, HELD_EACH = 5, 60
 
 
 def _plan_nodes(node: dict):  # noqa: ANN202
@@ -34,6 +37,11 @@ def test_claim_walks_the_queue_in_order_and_stops_early(api, db):  # noqa: ANN00
     for name in ("a", "b", "c"):
         api.post("/api/agents", json={"name": name, "provider": "command", "command": ["true"],
                                       "max_concurrent_tasks": 2})
+    # Other agents of the workspace, which this daemon cannot run, busy with many tasks: what they
+    # hold is no concern of this claim and must not be read (the team's running work).
+    for i in range(ELSEWHERE_AGENTS):
+        r = api.post("/api/agents", json={"name": f"elsewhere-{i}", "provider": "claude", "max_concurrent_tasks": 64})
+        assert r.status_code in (200, 201), r.text
     agents = {a["name"]: a for a in api.get("/api/agents").json()}
     api.post("/api/issues", json={"title": "seed", "assignee": "a"})
     seed = api.get("/api/tasks").json()[0]
@@ -49,8 +57,18 @@ def test_claim_walks_the_queue_in_order_and_stops_early(api, db):  # noqa: ANN00
         tasks.append({"id": str(uuid.uuid4()), "workspace_id": ws_id, "issue_id": issue_id, "agent_id": agent["id"],
                       "status": "queued", "attempt": 0, "message_seq": 0,
                       "created_at": now + timedelta(milliseconds=i), "updated_at": now})
+    busy = []
+    for i in range(ELSEWHERE_AGENTS * HELD_EACH):
+        issue_id, holder = str(uuid.uuid4()), agents[f"elsewhere-{i % ELSEWHERE_AGENTS}"]
+        issues.append({"id": issue_id, "workspace_id": ws_id, "number": 5000 + i, "title": f"r{i}",
+                       "body": "", "status": "in_progress", "priority": "none", "assignee_type": "agent",
+                       "assignee_id": holder["id"], "created_at": now, "updated_at": now})
+        busy.append({"id": str(uuid.uuid4()), "workspace_id": ws_id, "issue_id": issue_id,
+                     "agent_id": holder["id"], "status": "running", "attempt": 1, "message_seq": 0,
+                     "created_at": now - timedelta(minutes=1), "updated_at": now})
     with db.write() as s:
         s.execute(insert(Issue.__table__), issues)
+        s.execute(insert(Task.__table__), busy)
         s.execute(insert(Task.__table__), tasks)
         s.execute(Task.__table__.update().where(Task.__table__.c.id.in_([t["id"] for t in tasks[:2]]))
                   .values(status="running", daemon_id=did))
@@ -77,3 +95,8 @@ def test_claim_walks_the_queue_in_order_and_stops_early(api, db):  # noqa: ANN00
     # 48 queued tasks are passed over, but not the hundreds behind the first task of "b" or "c".
     assert scans[0]["Actual Rows"] * scans[0]["Actual Loops"] <= 5, scans[0]
     assert plan[0]["Plan"]["Actual Rows"] == 1
+    # Which agents may take more is counted per agent: the other agents' 300 running tasks
+    # are never read (a GROUP BY over the workspace's held tasks read every one of them).
+    read = sum(n["Actual Rows"] * n["Actual Loops"] for n in nodes if n.get("Relation Name") == "task")
+    assert read <= 20, [(n["Node Type"], n.get("Index Name"), n["Actual Rows"], n["Actual Loops"])
+                        for n in nodes if n.get("Relation Name") == "task"]

@@ -49,10 +49,14 @@ HOLDING = HOLDING_STATUSES
 _daemon_runtimes = select(_runtime.c.id).where(_runtime.c.daemon_id == bindparam("p_daemon"))
 _daemon_providers = select(_runtime.c.provider).where(_runtime.c.daemon_id == bindparam("p_daemon"))
 _daemon_owner = select(_daemon.c.owner_id).where(_daemon.c.id == bindparam("p_daemon")).scalar_subquery()
-_full = (select(_task.c.agent_id).join(_agent, _agent.c.id == _task.c.agent_id)
-         .where(_task.c.workspace_id == bindparam("p_ws"), one_of(_task.c.status, HOLDING))
-         .group_by(_task.c.agent_id, _agent.c.max_concurrent_tasks)
-         .having(func.count() >= _agent.c.max_concurrent_tasks))
+# How many tasks the agent holds now, counted on ix_task_agent_status for that agent alone: the
+# cost is the agent's, not the workspace's (a GROUP BY over every held task of the workspace read
+# one row per running task of the whole team on every claim, and before the table's first ANALYZE
+# it read every task of the workspace).
+_holder = _task.alias("holder")
+_held_now = (select(func.count()).select_from(_holder)
+             .where(_holder.c.agent_id == _agent.c.id, one_of(_holder.c.status, HOLDING))
+             .correlate(_agent).scalar_subquery())
 
 
 # The agents whose queued tasks this daemon may take: its owner's (R-SEC-6), on one of its runtimes
@@ -62,7 +66,7 @@ _eligible = (select(_agent.c.id)
              .where(_agent.c.workspace_id == bindparam("p_ws"), _agent.c.owner_id == _daemon_owner,
                     or_(_agent.c.runtime_id.in_(_daemon_runtimes),
                         and_(_agent.c.runtime_id.is_(None), _agent.c.provider.in_(_daemon_providers))),
-                    _agent.c.id.notin_(_full)))
+                    _held_now < _agent.c.max_concurrent_tasks))
 
 
 def _pick(*, one: bool, postgres: bool):  # noqa: ANN202

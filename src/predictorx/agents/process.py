@@ -82,28 +82,12 @@ class ProcessOutcome:
 LineHandler = Callable[[str], Awaitable[None]]
 
 
-def _load_prctl():  # noqa: ANN202
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl()
-_PR_SET_PDEATHSIG = 1
-
-
 def _die_with_parent() -> None:
     """In the child, before exec: if the daemon dies, the kernel kills the agent too (Linux).
 
     Otherwise a crashed daemon would leave an agent working in a folder whose lock died with the
     daemon, and a restarted daemon would start the next task beside it."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    hardening.die_with_parent(signal.SIGKILL)
     os.umask(_AGENT_UMASK)  # the daemon's own files are 0600; the agent's are the person's kind
 
 
@@ -111,7 +95,7 @@ _AGENT_UMASK = 0o022
 #: util-linux's setpriv sets the same parent-death signal and then execs the agent, so the daemon
 #: needs no preexec_fn, which would make Python fork the whole daemon (~10 ms at 70 MB, on every
 #: task's start) instead of using vfork. Without it (not Linux) the preexec_fn does it.
-_SETPRIV = shutil.which("setpriv") if _PRCTL is not None else None
+_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
 
 
 def _launch(request: ProcessRequest) -> tuple[list[str], dict]:

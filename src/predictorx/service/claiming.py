@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 
 from .. import resources as registry
 from ..store.schema import (
-    HOLDING_STATUSES, TERMINAL_STATUSES, Agent, Daemon, Issue, Project, ProjectResource, Runtime, Task, Token,
-    Workspace, new_id, one_of, utcnow,
+    HOLDING_STATUSES, TASK_ROW_COLUMNS, TERMINAL_STATUSES, Agent, Daemon, Issue, Project, ProjectResource, Runtime,
+    Task, Token, Workspace, new_id, one_of, utcnow,
 )
 from . import auth
 from .events import emit
@@ -111,11 +111,6 @@ _DETAILS = [_resume, _project_title, _project_description,
             *(_issue.c[n].label(f"i_{n}") for n in _ISSUE_COLUMNS), *(_ws.c[n].label(f"ws_{n}") for n in _WS_COLUMNS)]
 
 
-#: The claimed task's columns the answer and the checks read: not its JSON documents (the context
-#: from an earlier attempt is replaced below; a review is an earlier run's).
-_MARKED = [c for c in _task.c if c.name not in ("context", "review")]
-
-
 def _mark(pick, *, postgres: bool):  # noqa: ANN001, ANN202
     stmt = (update(_task).where(_task.c.id.in_(pick.scalar_subquery()))
             .values(status="dispatched", daemon_id=bindparam("p_daemon"), wait_reason=None,
@@ -124,10 +119,10 @@ def _mark(pick, *, postgres: bool):  # noqa: ANN001, ANN202
                     updated_at=bindparam("p_now")))
     if postgres:  # UPDATE … FROM: the details come back with the task
         return (stmt.where(_issue.c.id == _task.c.issue_id, _ws.c.id == _task.c.workspace_id)
-                .returning(*_MARKED, *_DETAILS))
+                .returning(*TASK_ROW_COLUMNS, *_DETAILS))
     # SQLite's RETURNING names columns without their table (so no correlated subquery there) and
     # cannot name another table: the details are one SELECT after it (in-process).
-    return stmt.returning(*_MARKED)
+    return stmt.returning(*TASK_ROW_COLUMNS)
 
 
 _DETAILS_OF = (select(_task.c.id, *_DETAILS)

@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
-from ..store.schema import HOLDING_STATUSES as HOLDING, Daemon, Issue, Task, one_of, utcnow
+from ..store.schema import HOLDING_STATUSES as HOLDING, TASK_ROW_COLUMNS, Daemon, Issue, Task, one_of, utcnow
 
 _task = Task.__table__
 _issue = Issue.__table__
@@ -34,11 +34,6 @@ _daemon_here = exists(select(_daemon.c.id).where(_daemon.c.id == bindparam("f_da
 _queued_left = exists(select(_other.c.id).where(_other.c.agent_id == _task.c.agent_id, _other.c.status == "queued")
                       .correlate(_task)).label("agent_has_queued")
 _QUEUED = select(_task.c.id).where(_task.c.agent_id == bindparam("agent"), _task.c.status == "queued").limit(1)
-
-#: What the finished row answers with: every column but the two JSON documents, which no caller
-#: reads from it (the route answers `serialize.task`), and which PostgreSQL would send back and
-#: the driver parse on every finish — a review may be 1.5 MB.
-RETURNED = [c for c in _task.c if c.name not in ("context", "review")]
 
 #: The optional fields a report may carry, in the order of a statement's key.
 FIELDS = ("result", "session_id", "failure_reason", "branch_name", "review")
@@ -60,7 +55,7 @@ def _statement(key: tuple[bool, ...]):  # noqa: ANN202
                 .where(_task.c.id == bindparam("f_id"), _task.c.daemon_id == bindparam("f_daemon"),
                        one_of(_task.c.status, HOLDING), _task.c.pending_prompt.is_(None), _daemon_here)
                 .values(**values)
-                .returning(*RETURNED, *([_queued_left] if postgres else [])))
+                .returning(*TASK_ROW_COLUMNS, *([_queued_left] if postgres else [])))
         if postgres and completed:
             stmt = _with_issue_moved(stmt)
         _statements[key] = stmt

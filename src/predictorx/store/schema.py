@@ -275,6 +275,12 @@ class Task(Base):
     )
 
 
+#: A task row as the claim and the finish statements return it: every column but the two JSON
+#: documents, which their callers never read from it and which PostgreSQL would send back and the
+#: driver parse on every claim and finish (a review may be 1.5 MB).
+TASK_ROW_COLUMNS = tuple(c for c in Task.__table__.c if c.name not in ("context", "review"))
+
+
 class TaskMessage(Base):
     __tablename__ = "task_message"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 import importlib.util
 import os
 from pathlib import Path
+import select
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from .. import config
@@ -63,7 +64,23 @@ def make_engine(url: str | None = None) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    engine = create_engine(url, pool_size=10, max_overflow=20)
+    event.listen(engine, "checkout", _drop_if_cut)
+    return engine
+
+
+def _drop_if_cut(dbapi_conn, _record, _proxy) -> None:  # noqa: ANN001
+    """Pessimistic disconnect handling without a round trip: an idle pooled connection has nothing
+    to read, so one whose socket is readable (PostgreSQL restarted or ended the session: its last
+    words and EOF are waiting) or that psycopg knows is broken is dropped, with every connection
+    pooled before it, and the checkout gets a new one. SQLAlchemy's `pool_pre_ping` sent a
+    `SELECT 1` on every checkout instead: one round trip more on every request."""
+    if dbapi_conn.closed or dbapi_conn.broken:
+        raise exc.InvalidatePoolError("the pooled connection is closed")
+    poller = select.poll()
+    poller.register(dbapi_conn.fileno(), select.POLLIN | select.POLLPRI)
+    if poller.poll(0):
+        raise exc.InvalidatePoolError("the server ended the pooled connection")
 
 
 def _configure_sqlite(engine: Engine) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from ..service.events import take
+from ..store import direct
 from ..store.db import WRITTEN, Database
 from .hub import CHANNEL, PRINCIPALS_CHANGED, Hub
 from .principals import PrincipalCache, changes_principals
@@ -62,7 +63,7 @@ class AppState:
                 if payloads:
                     conn = session.connection()
                     for payload in payloads:
-                        conn.execute(_NOTIFY, {"c": CHANNEL, "p": payload})
+                        direct.rows(conn, _NOTIFY, {"c": CHANNEL, "p": payload})
         if principals_changed:  # this process at once, before the request is answered
             self.principals.forget()
         if events and not self.postgres:

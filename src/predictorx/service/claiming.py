@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import resources as registry
+from ..store import direct
 from ..store.schema import (
     HOLDING_STATUSES, TASK_ROW_COLUMNS, TERMINAL_STATUSES, Agent, Daemon, Issue, Project, ProjectResource, Runtime,
     Task, Token, Workspace, new_id, one_of, utcnow,
@@ -223,11 +224,11 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
         params["p_task"] = task_id
     # Core statements on the session's connection: the ORM's execution layer adds nothing here.
     conn = session.connection()
-    picked = conn.execute(_MARK[(bool(task_id), postgres)], params).all()
+    picked = direct.rows(conn, _MARK[(bool(task_id), postgres)], params)
     if not picked:
         return []
     agent_ids = sorted({t.agent_id for t in picked})
-    agents = {a.id: a for a in conn.execute(_AGENTS_LOCKED if postgres else _AGENTS[False], {"ids": agent_ids})}
+    agents = {a.id: a for a in direct.rows(conn, _AGENTS_LOCKED if postgres else _AGENTS[False], {"ids": agent_ids})}
     picked = sorted(_within_limits(session, conn, picked, agents, postgres), key=lambda t: (t.created_at, t.id))
     if not picked:
         return []
@@ -246,8 +247,8 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
     joined = postgres and len(picked) == 1 and not contexts[picked[0].project_id]["resources"]
     for project_id, context in contexts.items():
         if not joined:
-            conn.execute(_SET_CONTEXT[postgres], {"ids": [t.id for t in picked if t.project_id == project_id],
-                                                  "context": context})
+            direct.rows(conn, _SET_CONTEXT[postgres], {"ids": [t.id for t in picked if t.project_id == project_id],
+                                                       "context": context})
     declared: set[str] | None = None
     claimed = []
     tokens = []
@@ -270,9 +271,10 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
                         "context": context, "token": raw, "resume_session_id": d["resume_session_id"]})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
     if joined:  # (a task without resources is never refused: its token is there)
-        conn.execute(_MINT_WITH_CONTEXT, {**{f"tok_{f}": tokens[0][f] for f in _TOKEN_FIELDS}, "ctx_task": picked[0].id,
-                                          "ctx_context": contexts[picked[0].project_id], "ctx_now": now})
-    elif tokens:
+        direct.rows(conn, _MINT_WITH_CONTEXT, {**{f"tok_{f}": tokens[0][f] for f in _TOKEN_FIELDS},
+                                               "ctx_task": picked[0].id, "ctx_context": contexts[picked[0].project_id],
+                                               "ctx_now": now})
+    elif tokens:  # (its columns are those of the rows given: SQLAlchemy's path)
         conn.execute(_MINT, tokens if len(tokens) > 1 else tokens[0])
     return claimed
 
@@ -291,7 +293,7 @@ def _within_limits(session: Session, conn: Connection, picked: list[Any], agents
     """Whatever went past an agent's limit goes back to the queue (and daemons are told to look
     again). On PostgreSQL the agents' rows are locked by now, so the count sees every committed
     claim as well as ours."""
-    held = dict(conn.execute(_HELD[postgres], {"ids": list(agents)}).all())
+    held = dict(direct.rows(conn, _HELD[postgres], {"ids": list(agents)}))
     kept: list[Any] = []
     over: list[Any] = []
     for task in sorted(picked, key=lambda t: (t.created_at, t.id), reverse=True):  # newest go back first

@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
+from ..store import direct
 from ..store.schema import HOLDING_STATUSES as HOLDING, TASK_ROW_COLUMNS, Daemon, Issue, Task, one_of, utcnow
 
 _task = Task.__table__
@@ -45,7 +46,8 @@ def _statement(key: tuple[bool, ...]):  # noqa: ANN202
     if stmt is None:
         postgres, completed, *given = key
         values: dict[str, Any] = {"status": bindparam("f_status"), "active_key": None, "lease_expires_at": None,
-                                  "finished_at": bindparam("f_now"), "wait_reason": None}
+                                  "finished_at": bindparam("f_now"), "wait_reason": None,
+                                  "updated_at": bindparam("f_now")}  # (else an onupdate computed per execution)
         if completed:  # a run reported done without a "running" report still started
             values["started_at"] = func.coalesce(_task.c.started_at, _task.c.dispatched_at)
         for name, present in zip(FIELDS, given):
@@ -85,7 +87,7 @@ def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
         if present:
             params[f"f_{name}"] = fields[name]
     conn = session.connection()  # a Core statement: the ORM's execution layer adds nothing
-    row = conn.execute(_statement((postgres, status == "completed", *given)), params).first()
+    row = direct.first(conn, _statement((postgres, status == "completed", *given)), params)
     if row is None:
         return None
     if postgres:

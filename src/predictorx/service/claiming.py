@@ -274,7 +274,7 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
         direct.rows(conn, _MINT_WITH_CONTEXT, {**{f"tok_{f}": tokens[0][f] for f in _TOKEN_FIELDS},
                                                "ctx_task": picked[0].id, "ctx_context": contexts[picked[0].project_id],
                                                "ctx_now": now})
-    elif tokens:  # (its columns are those of the rows given: SQLAlchemy's path)
+    elif tokens:  # (a claim with resources or of several tasks: not the hot path)
         conn.execute(_MINT, tokens if len(tokens) > 1 else tokens[0])
     return claimed
 

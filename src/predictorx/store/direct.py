@@ -75,10 +75,8 @@ def _prepared(conn: Connection, statement: Any, params: dict[str, Any]) -> _Comp
 def rows(conn: Connection, statement: Any, params: dict[str, Any]) -> list[Any]:
     """Execute `statement` with one set of parameters; its rows (none for a statement without
     RETURNING), as SQLAlchemy's `conn.execute(statement, params).all()` would give them."""
-    if conn.dialect.name != "postgresql" or conn._has_events or conn.engine._has_events:
-        result = conn.execute(statement, params)
-        return result.all() if result.returns_rows else []
-    prepared = _prepared(conn, statement, params)
+    direct = conn.dialect.name == "postgresql" and not (conn._has_events or conn.engine._has_events)
+    prepared = _prepared(conn, statement, params) if direct else None
     if prepared is None:
         result = conn.execute(statement, params)
         return result.all() if result.returns_rows else []

@@ -130,9 +130,10 @@ def test_finding_15_a_broken_store_is_one_sentence_and_exit_1_from_every_command
         assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), (event, res.stderr)
 
 
-def _as_other_user(args: list[str], db: Path, cwd: Path) -> subprocess.CompletedProcess:
-    """Run agents-room as an unprivileged user (root ignores file modes), with the system python."""
-    env = {"AGENTS_ROOM_DB": str(db), "HOME": str(db.parent), "PYTHONPATH": SRC, "PATH": os.environ["PATH"]}
+def _as_other_user(args: list[str], db: Path, cwd: Path, src: Path) -> subprocess.CompletedProcess:
+    """Run agents-room as an unprivileged user (root ignores file modes), with the system python,
+    from `src`: a copy of the package that user can read (a checkout may sit in a 0700 folder)."""
+    env = {"AGENTS_ROOM_DB": str(db), "HOME": str(db.parent), "PYTHONPATH": str(src), "PATH": os.environ["PATH"]}
     if os.geteuid() == 0:
         prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         py = shutil.which("python3", path="/usr/bin:/usr/local/bin") or sys.executable
@@ -157,16 +158,18 @@ def test_finding_15_a_read_only_or_unreadable_store_is_one_sentence_and_exit_1(r
         p.chmod(0o444 if kind == "read-only" else 0o000)
     folder.chmod(0o555)
     tmp_path.chmod(0o755)
+    src = tmp_path / "src"
+    shutil.copytree(Path(SRC) / "agents_room", src / "agents_room", ignore=shutil.ignore_patterns("__pycache__"))
     try:
         for cmd in COMMANDS:
-            res = _as_other_user(cmd, db, tmp_path)
+            res = _as_other_user(cmd, db, tmp_path, src)
             _one_sentence(res, "read-only" if kind == "read-only" else "cannot be read", str(db))
         hook = subprocess.run(
             [*(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []),
              shutil.which("python3", path="/usr/bin:/usr/local/bin") if os.geteuid() == 0 else sys.executable,
              "-m", "agents_room", "hook", "--event=SessionStart"],
             input=json.dumps({"session_id": "c", "cwd": str(tmp_path)}), capture_output=True, text=True, timeout=30,
-            env={"AGENTS_ROOM_DB": str(db), "HOME": str(folder), "PYTHONPATH": SRC, "PATH": os.environ["PATH"]},
+            env={"AGENTS_ROOM_DB": str(db), "HOME": str(folder), "PYTHONPATH": str(src), "PATH": os.environ["PATH"]},
         )
         assert (hook.returncode, hook.stdout, hook.stderr) == (0, "", "")
     finally:

@@ -21,6 +21,9 @@ CHANNEL = "predictorx_events"
 #: Events for one daemon's ears only: requests carry paths on that person's machine, and a
 #: revocation ends that daemon's stream. Browsers and other daemons never see them.
 PRIVATE_TYPES = ("request", "daemon_revoked")
+#: What a daemon acts on; everything else on a workspace's stream (task_changed, task_messages …)
+#: is for people's pages, and with fifty daemons connected it was written fifty times over.
+DAEMON_TYPES = ("task_queued", "task_cancelled", *PRIVATE_TYPES)
 #: A notice between server processes, never delivered to a subscriber: tokens or memberships
 #: changed, so cached principals must be forgotten (server/principals.py).
 PRINCIPALS_CHANGED = "principals_changed"
@@ -30,15 +33,24 @@ PRINCIPALS_CHANGED = "principals_changed"
 class Subscriber:
     workspace_id: str
     daemon_id: str | None = None
+    #: a daemon's owner: only agents of the same owner are its to run (R-SEC-6)
+    owner_id: str | None = None
     queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=10_000))
 
     def wants(self, event: dict[str, Any]) -> bool:
         if event.get("workspace_id") != self.workspace_id:
             return False
-        target = event.get("daemon_id")
-        if event.get("type") in PRIVATE_TYPES:  # only the target daemon's own stream (R-SEC-5)
+        type_, target = event.get("type"), event.get("daemon_id")
+        if type_ in PRIVATE_TYPES:  # only the target daemon's own stream (R-SEC-5)
             return self.daemon_id is not None and target == self.daemon_id
-        return self.daemon_id is None or target is None or target == self.daemon_id
+        if self.daemon_id is None:  # a person's page sees the whole workspace
+            return True
+        if type_ not in DAEMON_TYPES or (target is not None and target != self.daemon_id):
+            return False
+        # A task queued for another person's agent is one this daemon may not claim: no wake-up
+        # (and no empty claim) for it. An event that does not say whose it is wakes every daemon.
+        owner = event.get("owner_id")
+        return owner is None or self.owner_id is None or owner == self.owner_id
 
 
 class Hub:
@@ -63,8 +75,8 @@ class Hub:
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def subscribe(self, workspace_id: str, daemon_id: str | None = None) -> Subscriber:
-        sub = Subscriber(workspace_id, daemon_id)
+    def subscribe(self, workspace_id: str, daemon_id: str | None = None, owner_id: str | None = None) -> Subscriber:
+        sub = Subscriber(workspace_id, daemon_id, owner_id)
         self._subs.add(sub)
         return sub
 

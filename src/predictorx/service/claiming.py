@@ -305,5 +305,6 @@ def _within_limits(session: Session, conn: Connection, picked: list[Any], agents
             kept.append(task)
     if over:
         conn.execute(_BACK, [{"b_id": t.id} for t in over])
-        emit(session, over[0].workspace_id, "task_queued")
+        # (every agent a daemon claims for is its owner's: their daemons may take these)
+        emit(session, over[0].workspace_id, "task_queued", owner_id=agents[over[0].agent_id].owner_id)
     return kept

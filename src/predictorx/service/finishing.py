@@ -20,11 +20,12 @@ from sqlalchemy.engine import Row
 from sqlalchemy.orm import Session
 
 from ..store import direct
-from ..store.schema import HOLDING_STATUSES as HOLDING, TASK_ROW_COLUMNS, Daemon, Issue, Task, one_of, utcnow
+from ..store.schema import HOLDING_STATUSES as HOLDING, TASK_ROW_COLUMNS, Agent, Daemon, Issue, Task, one_of, utcnow
 
 _task = Task.__table__
 _issue = Issue.__table__
 _daemon = Daemon.__table__
+_agent = Agent.__table__
 _other = _task.alias("other")
 
 _daemon_here = exists(select(_daemon.c.id).where(_daemon.c.id == bindparam("f_daemon"),
@@ -34,7 +35,12 @@ _daemon_here = exists(select(_daemon.c.id).where(_daemon.c.id == bindparam("f_da
 # correlated subquery there cannot tell apart, so it is one more (in-process) SELECT there.
 _queued_left = exists(select(_other.c.id).where(_other.c.agent_id == _task.c.agent_id, _other.c.status == "queued")
                       .correlate(_task)).label("agent_has_queued")
-_QUEUED = select(_task.c.id).where(_task.c.agent_id == bindparam("agent"), _task.c.status == "queued").limit(1)
+# Whose agent it is: a task queued for it wakes only its owner's daemons (server/hub.py).
+_owner_of_agent = (select(_agent.c.owner_id).where(_agent.c.id == _task.c.agent_id)
+                   .correlate(_task).scalar_subquery().label("agent_owner_id"))
+# SQLite: the agent's owner if it has queued tasks (no row: it has none).
+_QUEUED = select(_agent.c.owner_id).where(_agent.c.id == bindparam("agent"), exists(
+    select(_task.c.id).where(_task.c.agent_id == bindparam("agent"), _task.c.status == "queued")))
 
 #: The optional fields a report may carry, in the order of a statement's key.
 FIELDS = ("result", "session_id", "failure_reason", "branch_name", "review")
@@ -57,7 +63,7 @@ def _statement(key: tuple[bool, ...]):  # noqa: ANN202
                 .where(_task.c.id == bindparam("f_id"), _task.c.daemon_id == bindparam("f_daemon"),
                        one_of(_task.c.status, HOLDING), _task.c.pending_prompt.is_(None), _daemon_here)
                 .values(**values)
-                .returning(*TASK_ROW_COLUMNS, *([_queued_left] if postgres else [])))
+                .returning(*TASK_ROW_COLUMNS, *([_queued_left, _owner_of_agent] if postgres else [])))
         if postgres and completed:
             stmt = _with_issue_moved(stmt)
         _statements[key] = stmt
@@ -75,11 +81,11 @@ def _with_issue_moved(finish):  # noqa: ANN001, ANN202
 
 
 def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
-                fields: dict[str, Any]) -> tuple[Row, bool, bool] | None:
+                fields: dict[str, Any]) -> tuple[Row, bool, str | None, bool] | None:
     """End the task if this daemon simply holds it: (the row as it is now, whether its agent has
-    queued tasks, whether the issue's move to in_review was made too), or None (see the module
-    doc). `fields`: the report's optional fields to set, already normalised (a field absent is
-    left as it is)."""
+    queued tasks, the agent's owner, whether the issue's move to in_review was made too), or None
+    (see the module doc). `fields`: the report's optional fields to set, already normalised (a
+    field absent is left as it is)."""
     postgres = session.bind.dialect.name == "postgresql"
     given = tuple(name in fields for name in FIELDS)
     params = {"f_id": task_id, "f_daemon": daemon_id, "f_status": status, "f_now": utcnow()}
@@ -91,5 +97,6 @@ def finish_held(session: Session, daemon_id: str, task_id: str, status: str,
     if row is None:
         return None
     if postgres:
-        return row, bool(row.agent_has_queued), status == "completed"
-    return row, conn.scalar(_QUEUED, {"agent": row.agent_id}) is not None, False
+        return row, bool(row.agent_has_queued), row.agent_owner_id, status == "completed"
+    queued = conn.execute(_QUEUED, {"agent": row.agent_id}).first()
+    return row, queued is not None, queued[0] if queued is not None else None, False

@@ -67,7 +67,7 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
                 wait_reason=_nobody_can_run(session, agent))
     session.add(task)
     session.flush()
-    emit(session, issue.workspace_id, "task_queued", task_id=task.id)
+    emit(session, issue.workspace_id, "task_queued", task_id=task.id, owner_id=agent.owner_id)
     return task
 
 
@@ -101,6 +101,13 @@ def _queue_pending(session: Session, task: Task) -> None:
         return
     session.flush()  # the finished task's active_key is gone before the next one claims it
     follow_up(session, issue, agent, request)
+
+
+def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> None:
+    """Tell the daemons that may take `task` (its agent's owner's, server/hub.py) to look."""
+    agent = session.get(Agent, task.agent_id)
+    emit(session, task.workspace_id, "task_queued", **({"task_id": task.id} if with_id else {}),
+         owner_id=agent.owner_id if agent is not None else None)
 
 
 def _lock(session: Session) -> bool:
@@ -211,7 +218,7 @@ def _finish(session: Session, task: Task, status: str, *, failure_reason: str | 
     if was_holding_a_slot and session.scalar(
             select(Task.id).where(Task.agent_id == task.agent_id, Task.status == "queued").limit(1)):
         # The agent's concurrency limit may have held these back; daemons should look again.
-        emit(session, task.workspace_id, "task_queued")
+        _announce_queued(session, task, with_id=False)
 
 
 def report_status(session: Session, daemon_id: str, task_id: str, *, status: str,
@@ -252,14 +259,14 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
         fields["branch_name"] = branch_name or None
     held = finish_held(session, daemon_id, task_id, status, fields)
     if held is not None:
-        row, agent_has_queued, issue_moved = held
+        row, agent_has_queued, owner_id, issue_moved = held
         emit(session, row.workspace_id, "task_changed", task_id=row.id, status=status)
         if status in ("cancelled", "failed"):
             _put_issue_back(session, row)
         elif status == "completed" and not issue_moved:
             _move_issue(session, row, ("in_progress",), "in_review")  # a person closes it, never the agent
         if agent_has_queued:  # its slot is free: the agent's limit may have held these back
-            emit(session, row.workspace_id, "task_queued")
+            emit(session, row.workspace_id, "task_queued", owner_id=owner_id)
         return row
     task = _owned(session, daemon_id, task_id)
     task.result = result if result is not None else task.result
@@ -424,7 +431,7 @@ def release(session: Session, daemon_id: str, task_id: str) -> Task:
     task = _owned(session, daemon_id, task_id)
     if task.status in ("dispatched", "waiting_local_directory") and task.started_at is None:
         task.status, task.daemon_id, task.lease_expires_at, task.wait_reason = "queued", None, None, None
-        emit(session, task.workspace_id, "task_queued", task_id=task.id)
+        _announce_queued(session, task)
     return task
 
 
@@ -436,7 +443,7 @@ def requeue_held(session: Session, daemon_id: str, why: str) -> list[Task]:
         task.status, task.daemon_id, task.runtime_id = "queued", None, None
         task.lease_expires_at, task.dispatched_at, task.started_at = None, None, None
         task.wait_reason = f"back in the queue: {why}"
-        emit(session, task.workspace_id, "task_queued", task_id=task.id)
+        _announce_queued(session, task)
         out.append(task)
     return out
 
@@ -455,7 +462,7 @@ def _lost(session: Session, task: Task, why: str) -> None:
     """Re-queue a task that never started; fail one whose run was under way."""
     if task.status == "dispatched" and task.attempt < MAX_ATTEMPTS:
         task.status, task.daemon_id, task.lease_expires_at, task.wait_reason = "queued", None, None, None
-        emit(session, task.workspace_id, "task_queued", task_id=task.id)
+        _announce_queued(session, task)
     else:
         _finish(session, task, "failed", failure_reason=(
             f"{why} while the task was {task.status}; the run was lost (messages already received "

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
 from ...service import serialize, tasks
@@ -124,9 +125,17 @@ def answer(request_id: str, body: RpcAnswer, caller: Caller = Depends(daemon_cal
 @router.get("/daemon/events")
 async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller),
                         state: AppState = Depends(get_state)) -> EventStream:
-    """The long-lived push connection. The first event tells the daemon to claim what is queued."""
-    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id)
+    """The long-lived push connection. The first event tells the daemon to claim what is queued;
+    then it hears of work it may take (its owner's agents) and of its own tasks' cancels."""
+    owner_id = await run_in_threadpool(_owner_of, state, caller)
+    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id)
     return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+
+
+def _owner_of(state: AppState, caller: Caller) -> str | None:
+    with state.read() as s:
+        d = svc.find_daemon(s, caller.workspace_id, caller.principal.daemon_id)
+        return d.owner_id if d is not None else None  # (None: it hears every task queued)
 
 
 @router.get("/events")

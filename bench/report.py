@@ -1,7 +1,7 @@
 """Run every bench and write one Markdown table: each figure beside its target and its lower bound.
 
-The benches: api, claim, daemon_rss, dispatch, harness, load, realcli, room, sandbox, wake, web,
-worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
+The benches: api, claim, daemon_rss, dispatch, fanout, harness, load, realcli, room, sandbox, wake,
+web, worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
 cannot beat on this machine, measured in the same run where the bench measures one (same-replica
 wake for cross-replica wake, the agent program's own start-up for dispatch, a bare `claude -p` for
 the real CLI, a bare Python start for the room's hooks, `git worktree add` for a worktree's
@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 
 #: bench → extra arguments for a full run (its defaults are the measured sizes)
 BENCHES: dict[str, list[str]] = {
-    "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "harness": [], "load": [], "realcli": [],
+    "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [], "realcli": [],
     "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
@@ -43,6 +43,7 @@ SMOKE: dict[str, list[str]] = {
     "claim": ["--tasks", "100"],
     "daemon_rss": ["--idle", "1"],
     "dispatch": ["--tasks", "10", "--rate", "10", "--daemons", "2"],
+    "fanout": ["--people", "3", "--tasks", "10", "--rate", "10"],
     "harness": ["--loop", "100", "--db-loop", "100", "--chain", "10", "--qaqc", "200"],
     "load": ["--users", "10", "--seconds", "5"],
     "realcli": ["--tasks", "2", "--sequential", "1", "--daemons", "1", "--bare", "1", "--bare-load", "1"],
@@ -128,6 +129,17 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
                             ("assign_returned_to_claimed (task.dispatched_at)", "assign → claimed")):
         add("dispatch", f"  of which {phase_name}, p99", _get(steady, "breakdown", key, "p99_ms"), " ms",
             "part of the 500 ms", lambda v: True, _get(steady, "breakdown", key, "p50_ms"), " ms p50")
+    fan = results.get("fanout")
+    people = _fmt(_get(fan, "people_with_a_daemon"))
+    add("fanout", f"claim requests per queued task, {people} people's daemons connected",
+        _get(fan, "claim_requests_per_task"), "", "≤ 2 (the owner's daemon: its claim, its last look)",
+        lambda v: v <= 2, _get(fan, "empty_claims_per_task"), " of them empty")
+    add("fanout", f"events written to daemon streams per queued task, {people} daemons",
+        _get(fan, "daemon_stream_events_per_task"), "", "reported", lambda v: True, 1, " (its owner's daemon)")
+    add("fanout", f"server CPU per queued task (assign, claim, running, finish), {people} daemons",
+        _get(fan, "server_cpu_ms_per_task"), " ms", "reported", lambda v: True, "—")
+    add("fanout", "assign → held by its owner's daemon, p99", _get(fan, "assign_returned_to_held_by_owners_daemon", "p99_ms"),
+        " ms", "reported", lambda v: True, _get(fan, "assign_returned_to_held_by_owners_daemon", "p50_ms"), " ms p50")
     load = results.get("load")
     for key, label in (("replicas", "2 replicas behind nginx, PostgreSQL"), ("up_sqlite", "1 `up`, SQLite")):
         part = _get(load, key)

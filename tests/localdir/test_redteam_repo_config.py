@@ -38,3 +38,75 @@ def test_redteam_agent_written_repo_config_runs_nothing_in_the_daemon(tmp_path: 
     out = review.branch_review(repo, base, "agent/bot/t1", mode="checkout", repo_label="r")
     assert {f["path"] for f in out["files"]} == {".gitattributes", "a.txt"} and "+hello" in out["patch"]
     assert not marker.exists(), marker.read_text()
+
+
+def _evil(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "ran.txt"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\nexit 1\n')
+    evil.chmod(0o755)
+    return marker, evil
+
+
+def test_redteam_agent_written_filter_driver_runs_nothing_in_the_daemon(tmp_path: Path):
+    """A `filter.<driver>.clean|process` the agent adds to its repository's config, with a
+    `.gitattributes` line, ran as the daemon when it committed the leftovers and when GC asked
+    `git status` (docs/security-sandbox.md listed it as not covered yet)."""
+    from predictorx.daemon import gc
+
+    marker, evil = _evil(tmp_path)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "kept.txt").write_text("before\n")
+    _git(repo, "add", "kept.txt")
+    _git(repo, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "-m", "base")
+    base = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "agent/bot/t1")
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    (repo / "a.txt").write_text("hello\n")
+    _git(repo, "config", "filter.evil.clean", str(evil))
+    _git(repo, "config", "filter.Other.process", str(evil))  # a long-running filter, by another name
+    _git(repo, "config", "filter.Other.required", "true")
+    (repo / "b.txt").write_text("more\n")
+    (repo / ".gitattributes").write_text("a.txt filter=evil\nb.txt filter=Other\nkept.txt filter=evil\n")
+
+    assert review.commit_checkout_leftovers(repo, "agent/bot/t1", "bot", "t1") is None  # committed as they are
+    out = review.branch_review(repo, base, "agent/bot/t1", mode="checkout", repo_label="r")
+    assert {f["path"] for f in out["files"]} == {".gitattributes", "a.txt", "b.txt"} and "+hello" in out["patch"]
+    (repo / "kept.txt").write_text("changed later\n")
+    assert gc._uncommitted(repo) is not None  # GC sees the change, and runs nothing to see it
+    assert not marker.exists(), marker.read_text()
+
+
+def test_redteam_agent_written_repo_cache_config_runs_nothing_on_fetch(tmp_path: Path):
+    """A sandboxed agent may write the daemon's repo cache (`predictorx repo checkout` fetches into
+    it). Its config then named what the daemon's next fetch of that repository — for any task —
+    ran as the daemon: `remote.origin.uploadpack` (through the shell for a file:// URL), an
+    `ext::` transport by `url.<x>.insteadOf` with `protocol.ext.allow`, a smudge filter."""
+    from predictorx.daemon.repocache import RepoCache
+
+    marker, evil = _evil(tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    _git(src, "init", "-q", "-b", "main")
+    (src / "a.txt").write_text("hello\n")
+    _git(src, "add", "a.txt")
+    _git(src, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "-m", "base")
+    url = f"file://{src}"
+    cache = RepoCache(tmp_path / "root")
+    first = cache.checkout(url, None, tmp_path / "wt1", "agent/bot/t1")
+    # What the agent leaves in the cache's config.
+    _git(first.cache, "config", "remote.origin.uploadpack", f"{evil} upload; git-upload-pack")
+    _git(first.cache, "config", "filter.evil.smudge", f"{evil} smudge")
+    (first.cache / "info").mkdir(exist_ok=True)
+    (first.cache / "info" / "attributes").write_text("* filter=evil\n")
+    second = cache.checkout(url, None, tmp_path / "wt2", "agent/bot/t2")
+    assert second.fetch_error is None and (tmp_path / "wt2" / "a.txt").read_text() == "hello\n"
+    assert not marker.exists(), marker.read_text()
+
+    _git(first.cache, "config", "protocol.ext.allow", "always")
+    _git(first.cache, "config", f"url.ext::{evil} %S .insteadOf", url)
+    third = cache.checkout(url, None, tmp_path / "wt3", "agent/bot/t3")
+    assert third.fetch_error and "not allowed" in third.fetch_error  # the cached copy is used
+    assert not marker.exists(), marker.read_text()

@@ -42,7 +42,7 @@ import filelock
 from predictorx import config
 
 from .envroot import META_NAME, parse_time, read_meta, utcnow
-from .gitcmd import KEPT_REFS, anchor_unbranched_head
+from .gitcmd import KEPT_REFS, anchor_unbranched_head, filters_off
 from .repocache import CACHE_DIR_NAME, GitError, RepoCache, last_used, run_git
 from .worktree import MARKER as WORKTREE_MARKER
 
@@ -298,9 +298,9 @@ def _git_trees(top: Path, depth: int = _TREE_SEARCH_DEPTH) -> Iterable[Path]:
 def _uncommitted(tree: Path) -> str | None:
     """A short description of uncommitted work in `tree`, or None if it is clean."""
     try:
-        # fsmonitor off: a repository's config must not make GC run a program of its choosing.
-        out = run_git(["-c", "core.fsmonitor=false", "status", "--porcelain", "--untracked-files=normal"],
-                      cwd=tree, timeout=GIT_TIMEOUT)
+        # fsmonitor and filters off: a repository's config must not make GC run a program of its choosing.
+        out = run_git(["-c", "core.fsmonitor=false", *filters_off(tree, timeout=GIT_TIMEOUT), "status",
+                       "--porcelain", "--untracked-files=normal"], cwd=tree, timeout=GIT_TIMEOUT)
     except GitError as exc:
         return f"cannot tell: {exc}"
     changed = [line for line in out.stdout.splitlines() if line.strip()]

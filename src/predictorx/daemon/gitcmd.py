@@ -31,8 +31,15 @@ _REDIRECTING = (
 # even in the sandbox), so settings that make git run a program are turned off for our commands:
 # otherwise `core.fsmonitor` (any status/add/diff) or `gpg.program` with `commit.gpgSign` (our
 # commits) ran what the agent named, outside its sandbox, as the daemon (docs/security-sandbox.md).
+# Filter drivers have no such switch: commands that touch a work tree after an agent add
+# `filters_off`; fetches into the repo cache add repocache's own options.
 _ALWAYS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false",
            "-c", "tag.gpgSign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
+
+
+#: Config scopes an agent can write: its repository's own files and what they include. Global and
+#: system config are the person's (read-only in the sandbox) and stay in force (git-lfs, say).
+_REPOSITORY_SCOPES = (b"local", b"worktree")
 
 
 class GitError(RuntimeError):
@@ -114,6 +121,31 @@ def git(
     if check and proc.returncode != 0:
         raise GitError(args, proc.returncode, stderr, out)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def filters_off(cwd: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """`-c` options that switch off every filter driver the repository's own config defines, for a
+    command that reads or writes a work tree (add, commit, status, worktree add) in a repository an
+    agent could write: a `filter.<driver>.clean|smudge|process` it added there with a
+    `.gitattributes` line ran its program as the daemon, outside the sandbox. Raises GitError when
+    git cannot say which drivers there are (then the command must not run)."""
+    args = ["config", "-z", "--show-scope", "--get-regexp", r"^filter\."]
+    out = git(args, cwd=cwd, timeout=timeout, check=False)
+    if out.returncode not in (0, 1):  # 1: no filter at all
+        raise GitError(args, out.returncode, out.stderr.decode("utf-8", "replace"), out.stdout)
+    fields = out.stdout.split(b"\0")
+    names = set()
+    for scope, entry in zip(fields[0::2], fields[1::2]):
+        if scope in _REPOSITORY_SCOPES:
+            key = entry.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+            names.add(key[len("filter."):].rsplit(".", 1)[0])
+    off: list[str] = []
+    for name in sorted(names):
+        if "=" in name:  # `-c` would split the key there
+            raise GitError(args, 1, f"the repository's config names a filter driver {name!r} that cannot be switched off")
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+            off += ["-c", f"filter.{name}.{key}={value}"]
+    return off
 
 
 def git_text(args: Sequence[str], **kwargs) -> str:

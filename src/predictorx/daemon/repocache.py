@@ -98,9 +98,21 @@ def check_local_source(url: str) -> None:
 
 # -- git ------------------------------------------------------------------------------------------
 
+#: Transports a repository URL may use. A cache's config is writable by sandboxed agents (`repo
+#: checkout` fetches into it), and `url.<x>.insteadOf` with `protocol.ext.allow` there made the
+#: daemon's next fetch run `ext::<any command>`; this list overrides any `protocol.*` config.
+ALLOWED_PROTOCOLS = "https:http:ssh:git:file"
+#: For every command that talks to the remote: a cache's `core.askPass` is the agent's choice, and so
+#: is its `remote.origin.uploadpack` (run through the shell for a file:// URL; the first value
+#: wins, so only the command's own --upload-pack overrides it).
+_REMOTE_PROGRAMS_OFF = ("-c", "core.askPass=")
+UPLOAD_PACK = "--upload-pack=git-upload-pack"
+
+
 def git_env() -> dict[str, str]:
-    """What the cache adds to `gitcmd`'s environment: no credential dialogs, no ssh questions."""
-    extra = {"GCM_INTERACTIVE": "never"}
+    """What the cache adds to `gitcmd`'s environment: no credential dialogs, no ssh questions,
+    no transport but the usual ones."""
+    extra = {"GCM_INTERACTIVE": "never", "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS}
     if "GIT_SSH_COMMAND" not in os.environ:
         extra["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
     return gitcmd.git_env(extra)
@@ -298,10 +310,23 @@ class RepoCache:
     def _fetch(self, url: str, cache: Path) -> None:
         # The URL is set on every fetch so that the spelling used last (e.g. a fresh token) wins.
         self._git(cache, "config", "remote.origin.url", url)
-        self._git(cache, "fetch", "--quiet", "--prune", "--tags", "--force", "origin", timeout=self.fetch_timeout)
+        self._git(cache, *_REMOTE_PROGRAMS_OFF, "fetch", UPLOAD_PACK, "--quiet", "--prune", "--tags", "--force",
+                  "origin", timeout=self.fetch_timeout)
         if not self._rev(cache, "refs/remotes/origin/HEAD"):
             # New cache, or the remote's default branch moved: ask the remote (a network call).
-            self._git(cache, "remote", "set-head", "origin", "--auto", timeout=self.fetch_timeout, check=False)
+            self._set_head(cache)
+
+    def _set_head(self, cache: Path) -> None:
+        """`git remote set-head origin --auto`, which has no --upload-pack of its own."""
+        out = self._git(cache, *_REMOTE_PROGRAMS_OFF, "ls-remote", "--symref", UPLOAD_PACK, "origin", "HEAD",
+                        timeout=self.fetch_timeout, check=False)
+        for line in out.stdout.splitlines():
+            target, _, name = line.partition("\t")
+            if name == "HEAD" and target.startswith("ref: refs/heads/"):
+                tracking = "refs/remotes/origin/" + target[len("ref: refs/heads/"):]
+                if self._rev(cache, tracking):
+                    self._git(cache, "symbolic-ref", "refs/remotes/origin/HEAD", tracking, check=False)
+                return
 
     # -- checkout ---------------------------------------------------------------------------------
     def checkout(self, url: str, ref: str | None, dest_dir: Path, branch: str, *, refresh: bool = True) -> Checkout:
@@ -327,7 +352,9 @@ class RepoCache:
                 raise
             name = self._create_branch(cache, branch, commit)
             try:
-                self._git(cache, "worktree", "add", "--quiet", str(dest_dir), name)
+                # No smudge filter an agent wrote into the cache's config (or info/attributes) runs here.
+                self._git(cache, *gitcmd.filters_off(cache, timeout=self.git_timeout), "worktree", "add", "--quiet",
+                          str(dest_dir), name)
             except BaseException:
                 self._git(cache, "update-ref", "-d", f"refs/heads/{name}", commit, check=False)
                 raise

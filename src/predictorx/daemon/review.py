@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .branches import ref_component
-from .gitcmd import GitError, git
+from .gitcmd import GitError, filters_off, git
 
 log = logging.getLogger("predictorx.daemon")
 TIMEOUT = 60.0
@@ -39,13 +39,14 @@ def commit_checkout_leftovers(checkout: Path, branch: str, agent_name: str, task
         head = git(["symbolic-ref", "-q", "HEAD"], cwd=checkout, timeout=TIMEOUT, check=False)
         if head.stdout.decode("utf-8", "replace").strip() != f"refs/heads/{branch}":
             return f"the agent left {checkout} on another branch than {branch}; its changes there were not committed"
-        git(["add", "--all"], cwd=checkout, timeout=TIMEOUT)
+        off = filters_off(checkout, timeout=TIMEOUT)  # the agent could write this repository's config
+        git([*off, "add", "--all"], cwd=checkout, timeout=TIMEOUT)
         if git(["diff", "--cached", "--quiet"], cwd=checkout, timeout=TIMEOUT, check=False).returncode == 0:
             return None
         env = {**_identity_env(checkout),
                "GIT_AUTHOR_NAME": f"{agent_name or 'agent'} (Predictor X agent)",
                "GIT_AUTHOR_EMAIL": f"{ref_component(agent_name, 'agent')}@agents.predictorx.invalid"}
-        git(["commit", "--quiet", "--no-verify", "-m",
+        git([*off, "commit", "--quiet", "--no-verify", "-m",
              f"Uncommitted changes left by agent {agent_name} in task {task_id}\n\n"
              "Committed by Predictor X when the task ended, so nothing is lost.\n"],
             cwd=checkout, env=env, timeout=TIMEOUT)

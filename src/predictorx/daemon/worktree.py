@@ -50,7 +50,7 @@ from pathlib import Path
 import psutil
 
 from .branches import NoFreeBranch, create_free_branch, ref_component, task_branch
-from .gitcmd import GitError, anchor_unbranched_head, git, git_text
+from .gitcmd import GitError, anchor_unbranched_head, filters_off, git, git_text
 
 MAX_UNTRACKED_FILES = 2000
 MAX_UNTRACKED_BYTES = 200 * 1024 * 1024
@@ -387,7 +387,8 @@ def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
     by then the task's branch or a detached HEAD, never another branch (_leave_other_branch)."""
     wt = p.worktree_dir
     try:
-        git(["add", "--all"], cwd=wt, timeout=timeout)
+        off = filters_off(wt, timeout=timeout)  # the agent could write the repository's config
+        git([*off, "add", "--all"], cwd=wt, timeout=timeout)
         staged = git(["diff", "--cached", "--quiet"], cwd=wt, timeout=timeout, check=False)
         if staged.returncode == 0:
             return None
@@ -398,7 +399,7 @@ def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
                    "Committed by Predictor X when the task ended, so nothing is lost.\n")
         # Porcelain on purpose: the repository's own settings apply — but never signing, nor any
         # other setting that runs a program (gitcmd._ALWAYS): the agent could have written them.
-        git(["commit", "--quiet", "--no-verify", "-m", message], cwd=wt, env=env, timeout=timeout)
+        git([*off, "commit", "--quiet", "--no-verify", "-m", message], cwd=wt, env=env, timeout=timeout)
         return None
     except GitError as e:
         return (f"Could not commit the changes the agent left in {wt} (git: {e.stderr or e}). "

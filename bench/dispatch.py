@@ -119,8 +119,17 @@ async def assign_all(server: Server, numbers: list[int], rate: float | None, in_
     return results
 
 
-def run_phase(name: str, server: Server, numbers: list[int], rate: float | None, stamp_log: Path) -> dict:
+def _own_cpu(pid: int) -> float:
+    import psutil
+
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
+def run_phase(name: str, server: Server, numbers: list[int], rate: float | None, stamp_log: Path,
+              daemons: list[Daemon]) -> dict:
     log(f"{name}: assigning {len(numbers)} issues " + (f"at {rate}/s" if rate else "at once"))
+    cpu0 = server.cpu_seconds(), sum(_own_cpu(d.proc.pid) for d in daemons)
     t0 = time.time()
     assigned = asyncio.run(assign_all(server, numbers, rate))
     ids = {a["task_id"] for a in assigned.values()}
@@ -138,6 +147,7 @@ def run_phase(name: str, server: Server, numbers: list[int], rate: float | None,
     wait_until(lambda: all(t["status"] in ("completed", "failed", "cancelled") for t in
                            server.api("GET", "/api/tasks", params={"limit": 1000}) if t["id"] in ids),
                120, 0.3, "the tasks to finish")
+    cpu = server.cpu_seconds() - cpu0[0], sum(_own_cpu(d.proc.pid) for d in daemons) - cpu0[1]
     tasks = {t["id"]: t for t in server.api("GET", "/api/tasks", params={"limit": 1000}) if t["id"] in ids}
     statuses: dict[str, int] = {}
     for t in tasks.values():
@@ -169,6 +179,8 @@ def run_phase(name: str, server: Server, numbers: list[int], rate: float | None,
             "running_reported_to_agent_start": summary_ms(running_to_agent),
         },
         "final_statuses": statuses,
+        # (the server's includes the bench's own assign and wait requests; the daemons' excludes their agents)
+        "cpu_ms_per_task": {"server": round(cpu[0] * 1000 / len(ids), 2), "daemons": round(cpu[1] * 1000 / len(ids), 2)},
         "meets_target": {"p50_le_100ms": headline["p50_ms"] <= TARGET_P50_MS,
                          "p99_le_500ms": headline["p99_ms"] <= TARGET_P99_MS},
     }
@@ -206,10 +218,11 @@ def main() -> None:
             numbers = [server.api("POST", "/api/issues", {"title": f"dispatch {i}"})["number"] for i in range(total)]
             # warm-up: one task through every daemon's code path before timing
             warm = [server.api("POST", "/api/issues", {"title": f"warm-up {i}"})["number"] for i in range(args.daemons * 2)]
-            run_phase("warm-up", server, warm, 10, stamp_log)
+            run_phase("warm-up", server, warm, 10, stamp_log, daemons)
             results = []
             for k, (name, rate) in enumerate(phases):
-                results.append(run_phase(name, server, numbers[k * args.tasks:(k + 1) * args.tasks], rate, stamp_log))
+                results.append(run_phase(name, server, numbers[k * args.tasks:(k + 1) * args.tasks], rate, stamp_log,
+                                         daemons))
                 time.sleep(1)
         finally:
             for d in daemons:

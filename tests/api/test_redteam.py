@@ -84,3 +84,86 @@ def test_redteam_agents_mentioning_each_other_stop_without_a_person(api):  # noq
     # A person's comment starts a new chain.
     api.post(f"/api/issues/{n}/comments", json={"body": "@ping once more"})
     assert [t["status"] for t in _runs(api, n)][-1] == "queued"
+
+
+def _bobs_issue_with_owners_agent_on_it(api):  # noqa: ANN001, ANN202
+    """An issue assigned to Bob's agent (its run is over) on which a person asked the owner's agent
+    for help: the owner's agent holds a task token on an issue whose assignee is Bob's agent."""
+    owner_daemon = _daemon(api)
+    _agent(api, "owners-agent")
+    bob = _member(api, "bob")
+    bob_daemon = _daemon(bob)
+    _agent(bob, "bobs-agent")
+    issue = api.post("/api/issues", json={"title": "Add a CSV export command to the CLI",
+                                          "assignee": "bobs-agent"}).json()
+    bobs_run = _claim(bob_daemon)
+    bob_daemon.post(f"/api/daemon/tasks/{bobs_run['task']['id']}/finish", json={"status": "completed"})
+    api.post(f"/api/issues/{issue['number']}/comments", json={"body": "@owners-agent have a look"})
+    held = _claim(owner_daemon)
+    assert held["agent"]["name"] == "owners-agent"
+    return issue["number"], api.as_(held["token"]), bob_daemon
+
+
+def test_redteam_agent_starting_a_workflow_never_runs_another_persons_agent(api):  # noqa: ANN001
+    """A prompt-injected agent's task token started a workflow (or resumed one) on its issue, and the
+    harness dispatched the workflow's agent step to the issue's assignee — Bob's agent, on Bob's
+    machine: the same-owner rule of mentions (R-SEC-6) was bypassed through the harness."""
+    n, agent, bob_daemon = _bobs_issue_with_owners_agent_on_it(api)
+    r = agent.post(f"/api/issues/{n}/workflows", json={"process": "bug-triage"})
+    assert r.status_code == 200 and r.json()["created"], r.text
+    r = agent.post(f"/api/issues/{n}/workflow-state/suspend", json={})
+    assert r.status_code == 200, r.text
+    r = agent.post(f"/api/issues/{n}/workflow-state/resume", json={})
+    assert r.status_code == 200, r.text
+    assert [t["agent_name"] for t in _runs(api, n) if t["status"] == "queued"] == []
+    assert bob_daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []
+    # A person starting a workflow still dispatches its agent step to the assignee.
+    r = api.post(f"/api/issues/{n}/workflows", json={"process": "information-request"})
+    assert r.status_code == 200 and r.json()["created"], r.text
+    assert [t["agent_name"] for t in _runs(api, n) if t["status"] == "queued"] == ["bobs-agent"]
+
+
+def _repo_urls(daemon) -> list[str]:  # noqa: ANN001
+    """Every repository URL the daemon's next claim hands it (what it fetches and its agent may
+    check out); the task is then finished."""
+    from predictorx.daemon.context import TaskContext, allowed_repo_urls
+
+    held = _claim(daemon)
+    daemon.post(f"/api/daemon/tasks/{held['task']['id']}/finish", json={"status": "completed"})
+    return allowed_repo_urls(TaskContext.from_dict(held["context"]))
+
+
+def test_redteam_file_url_added_by_a_member_is_never_fetched_by_another_persons_daemon(api):  # noqa: ANN001
+    """Bob added a repository `file:///home/<owner>/private-repo` — a folder on the owner's machine —
+    to a project; the owner's daemon fetched it into its repo cache for the owner's agent's next task
+    of the project (a copy in the agent's hands, sandbox or not). A local folder is the machine's
+    owner's to hand out (R-LD-*, R-SEC-6); a file:// URL now is too."""
+    owner_daemon = _daemon(api)
+    _agent(api, "owners-agent")
+    bob = _member(api, "bob")
+    bob_daemon = _daemon(bob)
+    _agent(bob, "bobs-agent")
+    private = "file:///home/owner/private-repo"
+    project = bob.post("/api/projects", json={"title": "p", "resources": [
+        {"resource_type": "github_repo", "resource_ref": {"url": private}}]})
+    assert project.status_code == 201, project.text
+    pid = project.json()["id"]
+    bob.post("/api/issues", json={"title": "t", "assignee": "owners-agent", "project_id": pid})
+    assert private not in _repo_urls(owner_daemon)
+    # Bob's own machine still fetches what Bob added (the feature stands) …
+    bob.post("/api/issues", json={"title": "u", "assignee": "bobs-agent", "project_id": pid})
+    assert private in _repo_urls(bob_daemon)
+    # … and Bob cannot point the owner's repository at a folder instead.
+    mine = api.post(f"/api/projects/{pid}/resources", json={
+        "resource_type": "github_repo", "resource_ref": {"url": "https://example.com/o/r"}}).json()
+    r = bob.patch(f"/api/projects/{pid}/resources/{mine['id']}", json={"resource_ref": {"url": private}})
+    assert r.status_code == 403 and "file://" in r.json()["detail"], r.text
+    # The workspace's list: an admin adds no folder of a machine; an owner's reaches only owners' daemons.
+    admin = api.post(f"/api/workspaces/{_ws(api)}/members", json={"name": "ada", "role": "admin"})
+    r = api.as_(admin.json()["token"]).patch(f"/api/workspaces/{_ws(api)}", json={"repos": [private]})
+    assert r.status_code == 403 and "file://" in r.json()["detail"], r.text
+    assert api.patch(f"/api/workspaces/{_ws(api)}", json={"repos": [private]}).status_code == 200
+    bob.post("/api/issues", json={"title": "v", "assignee": "bobs-agent"})
+    assert private not in _repo_urls(bob_daemon)
+    api.post("/api/issues", json={"title": "w", "assignee": "owners-agent"})
+    assert private in _repo_urls(owner_daemon)

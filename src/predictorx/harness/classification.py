@@ -44,7 +44,7 @@ def as_dict(c: Classification) -> dict[str, Any]:
 
 
 def _route(session: Session, lib: Library, issue: Issue, c: Classification, agent_id: str | None,
-           process: str | None) -> None:
+           process: str | None, by_agent: Agent | None = None) -> None:
     from .instances import start
 
     if not process or process not in lib.processes:
@@ -53,7 +53,7 @@ def _route(session: Session, lib: Library, issue: Issue, c: Classification, agen
     c.instance_id = inst.id
     if agent_id:
         interaction.enter(session, issue, agent_id, inst, lib)
-    after_change(session, lib, issue, inst)
+    after_change(session, lib, issue, inst, by_agent=by_agent)
 
 
 def classify_and_route(session: Session, lib: Library, issue: Issue, text: str, *, comment_id: str | None = None,
@@ -69,9 +69,10 @@ def classify_and_route(session: Session, lib: Library, issue: Issue, text: str, 
 
 
 def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason: str, by: str,
-          agent_id: str | None, folio: str | None = None) -> Classification:
+          agent_id: str | None, folio: str | None = None, by_agent: Agent | None = None) -> Classification:
     """Decide the latest pending classification of the issue by judgement (reason mandatory); content
-    authoring's judgement also names the folio (paper or document), which selects its workflow."""
+    authoring's judgement also names the folio (paper or document), which selects its workflow.
+    `by_agent`: the agent whose task token passes the judgement (dispatch.after_change)."""
     if category not in CATEGORIES:
         raise Invalid(f"category must be one of {', '.join(CATEGORIES)}")
     if not (reason or "").strip():
@@ -89,7 +90,7 @@ def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason
         raise NotFound(f"issue #{issue.number} has no classification waiting for a judgement")
     c.category, c.method, c.reason, c.decided_by = category, "judgement", reason.strip(), by
     session.flush()
-    _route(session, lib, issue, c, agent_id, workflow_of(category, folio))
+    _route(session, lib, issue, c, agent_id, workflow_of(category, folio), by_agent)
     return c
 
 

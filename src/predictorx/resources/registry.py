@@ -108,6 +108,16 @@ class ResourceType:
         """The 409's sentence when a row with the same `unique_key` exists."""
         return f"this project already has a {self.name} resource with the same key"
 
+    def adders_machines_only(self, ref: dict[str, Any]) -> bool:
+        """Whether only the daemons of the person who added this row may carry it (R-SEC-6): by
+        default, a row whose repository URL is a folder on the fetching machine (`file://…`),
+        which on anyone else's daemon would read *their* folder. The server keeps such a row from
+        other people's claims and refuses its changes by anyone but that person."""
+        from .local_urls import local_git_url
+
+        url = self.repository_url(ref)
+        return url is not None and local_git_url(url)
+
     def visible_to_daemon(self, ref: dict[str, Any], daemon_id: str | None) -> bool:
         """Whether a claim by `daemon_id` may carry this row (R-RES-8)."""
         owner = self.owner_daemon_id(ref)

@@ -26,10 +26,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import resources as registry
+from ..resources.local_urls import local_git_url
 from ..store import direct
 from ..store.schema import (
-    HOLDING_STATUSES, TASK_ROW_COLUMNS, TERMINAL_STATUSES, Agent, Daemon, Issue, Project, ProjectResource, Runtime,
-    Task, Token, Workspace, new_id, one_of, utcnow,
+    HOLDING_STATUSES, TASK_ROW_COLUMNS, TERMINAL_STATUSES, Agent, Daemon, Issue, Member, Project, ProjectResource,
+    Runtime, Task, Token, Workspace, new_id, one_of, utcnow,
 )
 from . import auth
 from .events import emit
@@ -152,8 +153,14 @@ _BACK = (update(_task).where(_task.c.id == bindparam("b_id"))
 _SET_CONTEXT = {pg: update(_task).where(_ids(_task.c.id, pg)).values(context=bindparam("context"))
                 for pg in (False, True)}
 _pr = ProjectResource.__table__
-_RESOURCES = (select(_pr.c.id, _pr.c.resource_type, _pr.c.resource_ref, _pr.c.label)
+_RESOURCES = (select(_pr.c.id, _pr.c.resource_type, _pr.c.resource_ref, _pr.c.label, _pr.c.created_by)
               .where(_pr.c.project_id == bindparam("id")).order_by(_pr.c.position, _pr.c.created_at))
+_member = Member.__table__
+# Read only for a row (or workspace repository) that is a folder on the fetching machine (R-SEC-6).
+_OWNER_AND_ROLE = (select(_daemon.c.owner_id, _member.c.role)
+                   .outerjoin(_member, and_(_member.c.user_id == _daemon.c.owner_id,
+                                            _member.c.workspace_id == _daemon.c.workspace_id))
+                   .where(_daemon.c.id == bindparam("p_daemon")))
 _DAEMON_CAPS = select(_daemon.c.capabilities).where(_daemon.c.id == bindparam("p_daemon"))
 _RUNTIME_CAPS = select(_runtime.c.capabilities).where(_runtime.c.daemon_id == bindparam("p_daemon"))
 _MINT = insert(_token)
@@ -171,7 +178,19 @@ _MINT_WITH_CONTEXT = (insert(_token).values(**{f: bindparam(f"tok_{f}") for f in
 
 def _context(session: Session, ws: Any, project_id: str | None, details: Any, daemon_id: str) -> dict[str, Any]:
     """What the daemon needs to run the task, and only what concerns it (R-RES-8). `details`: the
-    task's project title and description (None: no project, or it is gone)."""
+    task's project title and description (None: no project, or it is gone).
+
+    A repository that is a folder on the fetching machine (`file://…`) reads whichever machine's
+    daemon fetches it, so it goes only to the daemons of the person who added it: a resource to
+    its creator's, the workspace's list (which only owners give such URLs) to owners' (R-SEC-6)."""
+    asked: list[Any] = []
+
+    def daemon_owner() -> Any:  # (owner id, their role here), read once and only when a row asks
+        if not asked:
+            asked.append(session.execute(_OWNER_AND_ROLE, {"p_daemon": daemon_id}).first()
+                         or SimpleNamespace(owner_id=None, role=None))
+        return asked[0]
+
     title = details["project_title"]
     if title is None:
         project_id = None
@@ -182,18 +201,30 @@ def _context(session: Session, ws: Any, project_id: str | None, details: Any, da
                 handler = registry.get(r.resource_type)
             except registry.ResourceError:
                 continue  # a type this server no longer knows: nothing safe to send
+            if handler.adders_machines_only(r.resource_ref) and (
+                    r.created_by is None or r.created_by != daemon_owner().owner_id):
+                continue  # a folder on the machine of whoever added it, and not this daemon's owner
             if handler.visible_to_daemon(r.resource_ref, daemon_id):
                 resources.append({"id": r.id, "resource_type": r.resource_type,
                                   "resource_ref": r.resource_ref, "label": r.label})
+    repos = list(ws.repos or [])
+    if any(_local_repo(r) for r in repos) and daemon_owner().role != "owner":
+        repos = [r for r in repos if not _local_repo(r)]
     # Flat, in the shape the daemon's TaskContext reads (and resources.json shows).
     return {
         "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name},
-        "workspace_repos": list(ws.repos or []),
+        "workspace_repos": repos,
         "project_id": project_id,
         "project_title": title,
         "project_description": details["project_description"] if project_id else None,
         "resources": resources,
     }
+
+
+def _local_repo(entry: Any) -> bool:
+    """A workspace repository (a URL, or {url, description}) that is a folder on the fetching machine."""
+    url = entry.get("url") if isinstance(entry, dict) else entry
+    return not isinstance(url, str) or local_git_url(url)
 
 
 def _token_row(daemon_id: str, task: Any, expires_at: Any) -> tuple[str, dict[str, Any]]:

@@ -56,11 +56,17 @@ def queue_followups(session: Session, issue: Issue, comment: Comment) -> list[Ta
     agents = mentioned_agents(session, issue.workspace_id, comment.body)
     if comment.author_type == "agent" and agents:
         author = session.get(Agent, comment.author_id)
-        agents = [a for a in agents if author is not None and a.id != author.id
-                  and a.owner_id is not None and a.owner_id == author.owner_id]
+        agents = [a for a in agents if may_ask(author, a) and a.id != author.id]
         if agents and _agent_chain(session, issue) > AGENT_CHAIN_LIMIT:
             return []
     return [tasks.follow_up(session, issue, agent, comment.body) for agent in agents]
+
+
+def may_ask(author: Agent | None, agent: Agent) -> bool:
+    """Whether what an agent does with its task token (possibly prompt-injected) may give `agent`
+    work: only an agent of the same owner (R-SEC-6). Its mentions here, and the workflow steps the
+    harness dispatches after a change it made (harness/dispatch.py)."""
+    return author is not None and agent.owner_id is not None and agent.owner_id == author.owner_id
 
 
 def _agent_chain(session: Session, issue: Issue) -> int:

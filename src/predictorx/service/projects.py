@@ -218,6 +218,10 @@ def update_resource(session: Session, project: Project, resource_id: str, patch:
         raise Invalid("label must be a string or null")
     handler, ref, _ = _validate(session, project.workspace_id, actor_id, row.resource_type,
                                 registry.merge_patch(row.resource_ref, ref_patch), None, validate_path)
+    if actor_id is not None and actor_id != row.created_by and handler.adders_machines_only(ref):
+        raise Forbidden(f"{handler.name} {ref.get('url') or ''} is a file:// repository, a folder on the machine that "
+                        "fetches it: only the member who added this resource changes it (only their daemons "
+                        "fetch it); add a resource of your own instead")
     row.resource_ref = ref
     row.label = label or None
     row.unique_key = handler.unique_key(ref)

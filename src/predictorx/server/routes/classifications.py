@@ -13,7 +13,7 @@ from ...harness.classify import classify
 from ...service import auth
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
-from .workflows import _agent_id, issue_for, library
+from .workflows import _agent_id, acting_agent, issue_for, library
 
 router = APIRouter(tags=["classification"])
 
@@ -52,4 +52,4 @@ def judge(ref: str, body: JudgementIn, caller: Caller = Depends(get_caller), sta
         agent_id = auth.task_of(s, p).agent_id if p.kind == "task" else (
             _agent_id(s, caller, issue, body.agent) if (body.agent or issue.assignee_type == "agent") else None)
         return svc.as_dict(svc.judge(s, lib, issue, category=body.category, reason=body.reason, by=by,
-                                     agent_id=agent_id, folio=body.folio))
+                                     agent_id=agent_id, folio=body.folio, by_agent=acting_agent(s, caller)))

@@ -21,7 +21,7 @@ from ...harness.loader import DiagramError
 from ...service import auth
 from ...service import issues as issue_svc
 from ...service.errors import Forbidden, Invalid
-from ...store.schema import Issue
+from ...store.schema import Agent, Issue
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 
@@ -78,6 +78,17 @@ def actor_for(s, caller: Caller, issue: Issue, lib: Library) -> tuple[Actor, str
     raise Forbidden("workflow steps are taken by people or by agents in their task, not by daemons")
 
 
+def acting_agent(s, caller: Caller) -> Agent | None:  # noqa: ANN001
+    """The agent a task token acts for (None for a person): what it changes dispatches workflow
+    steps only to agents of that agent's owner (harness/dispatch.py, R-SEC-6)."""
+    if caller.principal.kind != "task":
+        return None
+    agent = auth.agent_of(s, caller.principal)
+    if agent is None:
+        raise Forbidden("this task token's task or agent is gone")
+    return agent
+
+
 def _agent_id(s, caller: Caller, issue: Issue, ref: str | None) -> str:  # noqa: ANN001
     """Whose interaction state: the task's agent, a named agent, or the issue's assigned agent."""
     p = caller.principal
@@ -123,7 +134,7 @@ def start(ref: str, body: StartIn, caller: Caller = Depends(get_caller), state: 
                                                            issue.assignee_type == "agent") else None
             if agent_id:
                 interaction.enter(s, issue, agent_id, inst, lib)
-            after_change(s, lib, issue, inst)
+            after_change(s, lib, issue, inst, by_agent=acting_agent(s, caller))
         out = _view(s, lib, issue, inst)
         out["created"] = created
         return out
@@ -153,7 +164,7 @@ def complete(ref: str, process: str, body: StepIn, caller: Caller = Depends(get_
                 body.step, dict(body.facts), body.outcome, body.reason, dict(body.produced), body.if_version, task_id))
             if inst.status == "completed":
                 interaction.finished(s, issue, inst)
-            after_change(s, lib, issue, inst)
+            after_change(s, lib, issue, inst, by_agent=acting_agent(s, caller))
             return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue),
                     "enabled": enabled}
     except inst_svc.StepForbidden as e:
@@ -216,5 +227,5 @@ def resume(ref: str, body: AgentRef, caller: Caller = Depends(get_caller), state
         issue = issue_for(s, caller, ref)
         aid = _agent_id(s, caller, issue, body.agent)
         inst = interaction.resume(s, issue, aid)
-        after_change(s, lib, issue, inst)
+        after_change(s, lib, issue, inst, by_agent=acting_agent(s, caller))
         return interaction.view(s, issue, aid)

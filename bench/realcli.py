@@ -5,7 +5,10 @@
   assignee) returned, to the moment the model server received the task's first conversation
   request (the prompt names the issue), both this machine's wall clock;
 - lower bound: a bare `claude -p` (same environment, same server, no daemon, no agents-room)
-  from spawn to its first model request, run one at a time;
+  from spawn to its first model request, run one at a time. Same environment means the one a
+  task's agent inherits: this shell's, with the CLI's configuration on top (the daemons are
+  started with it too) — a person's own `claude -p` here pays what this environment costs (e.g.
+  `NODE_EXTRA_CA_CERTS`, ~15 ms of Claude Code's network set-up on this machine);
 - beside it, the same bare run with the two MCP servers a task's run has (agents-room's and
   predictorx's, configured as the daemon configures them, no daemon): what Claude Code's own MCP
   start-up costs, which no platform run can avoid (`bare_with_mcp_servers`, `mcp_floor_ms`);
@@ -237,12 +240,17 @@ def main() -> None:
 
     with tempdir("pxbench-realcli-") as root, AnthropicServer(command="true", answer="ok") as model:
         env = CLAUDE.environment(root / "cli-home", model)
+        # What a task's agent has (the daemons are started with this shell's environment; the
+        # adapter leaves out what it scrubs): see the module doc.
+        bare_env = {**{k: v for k, v in os.environ.items() if k != "CLAUDECODE" and not k.startswith("PREDICTORX_")
+                       and not k.endswith("DATABASE_URL")}, **env}
         (root / "bare").mkdir()
         log("bare claude -p runs, one at a time")
         load_before = _loadavg()
-        bare, bare_cpu = bare_starts(env, model, root / "bare", args.bare)
+        bare, bare_cpu = bare_starts(bare_env, model, root / "bare", args.bare)
         log("bare claude -p runs with the two MCP servers of a task's run, one at a time")
-        bare_mcp, _ = bare_starts(env, model, root / "bare", args.bare, tuple(mcp_servers_args(env, root / "bare")))
+        bare_mcp, _ = bare_starts(bare_env, model, root / "bare", args.bare,
+                                  tuple(mcp_servers_args(bare_env, root / "bare")))
         platform = Platform(root, env, args.daemons, args.max_tasks)
         try:
             # Each platform task right after a bare run, so both see the same load (a shared
@@ -251,7 +259,7 @@ def main() -> None:
             paired_cpu: list[float] = []
 
             def bare_run() -> None:
-                xs, cpu = bare_starts(env, model, root / "bare", 1)
+                xs, cpu = bare_starts(bare_env, model, root / "bare", 1)
                 paired.extend(xs)
                 paired_cpu.append(cpu)
             seq = platform.phase(model, "sequential", args.sequential, None, before_each=bare_run)
@@ -265,7 +273,7 @@ def main() -> None:
             load = platform.phase(model, "load", args.tasks, rate)
             load["rate_chosen"] = rate_how
             log(f"bare claude -p runs at {rate:.2f}/s, overlapping as the load phase's tasks did")
-            bare_load = bare_at_rate(env, model, root / "bare", args.bare_load, rate)
+            bare_load = bare_at_rate(bare_env, model, root / "bare", args.bare_load, rate)
             bare_load_avg = _loadavg()
         finally:
             platform.stop()

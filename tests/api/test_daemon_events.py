@@ -6,19 +6,11 @@ every daemon of the workspace. People's pages still see everything."""
 from __future__ import annotations
 
 import json
-import uuid
 
 from predictorx.server.hub import Subscriber
 
+from tests.api.test_claim_scale import _daemon
 from tests.api.test_security_authz import _add
-
-
-def _daemon(api):  # noqa: ANN001, ANN202
-    did = str(uuid.uuid4())
-    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"h-{did[:4]}",
-                                                "runtimes": [{"provider": "command", "version": "1"}]})
-    assert r.status_code == 200, r.text
-    return did, api.as_(r.json()["token"])
 
 
 def _events(lines):  # noqa: ANN001, ANN202

@@ -48,6 +48,16 @@ def _evil(tmp_path: Path) -> tuple[Path, Path]:
     return marker, evil
 
 
+def _repo(path: Path, name: str, text: str) -> Path:
+    """A repository on `main` with one commit holding `name`."""
+    path.mkdir()
+    _git(path, "init", "-q", "-b", "main")
+    (path / name).write_text(text)
+    _git(path, "add", name)
+    _git(path, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "-m", "base")
+    return path
+
+
 def test_redteam_agent_written_filter_driver_runs_nothing_in_the_daemon(tmp_path: Path):
     """A `filter.<driver>.clean|process` the agent adds to its repository's config, with a
     `.gitattributes` line, ran as the daemon when it committed the leftovers and when GC asked
@@ -55,12 +65,7 @@ def test_redteam_agent_written_filter_driver_runs_nothing_in_the_daemon(tmp_path
     from predictorx.daemon import gc
 
     marker, evil = _evil(tmp_path)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / "kept.txt").write_text("before\n")
-    _git(repo, "add", "kept.txt")
-    _git(repo, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "-m", "base")
+    repo = _repo(tmp_path / "repo", "kept.txt", "before\n")
     base = _git(repo, "rev-parse", "HEAD")
     _git(repo, "checkout", "-q", "-b", "agent/bot/t1")
     (repo / ".gitattributes").write_text("* filter=evil\n")
@@ -87,12 +92,7 @@ def test_redteam_agent_written_repo_cache_config_runs_nothing_on_fetch(tmp_path:
     from predictorx.daemon.repocache import RepoCache
 
     marker, evil = _evil(tmp_path)
-    src = tmp_path / "src"
-    src.mkdir()
-    _git(src, "init", "-q", "-b", "main")
-    (src / "a.txt").write_text("hello\n")
-    _git(src, "add", "a.txt")
-    _git(src, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "-m", "base")
+    src = _repo(tmp_path / "src", "a.txt", "hello\n")
     url = f"file://{src}"
     cache = RepoCache(tmp_path / "root")
     first = cache.checkout(url, None, tmp_path / "wt1", "agent/bot/t1")

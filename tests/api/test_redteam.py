@@ -86,7 +86,7 @@ def test_redteam_agents_mentioning_each_other_stop_without_a_person(api):  # noq
     assert [t["status"] for t in _runs(api, n)][-1] == "queued"
 
 
-def _bobs_issue_with_owners_agent_on_it(api):  # noqa: ANN001, ANN202
+def _bobs_issue_with_owners_agent_on_it(api, title: str = "Add a CSV export command to the CLI"):  # noqa: ANN001, ANN202
     """An issue assigned to Bob's agent (its run is over) on which a person asked the owner's agent
     for help: the owner's agent holds a task token on an issue whose assignee is Bob's agent."""
     owner_daemon = _daemon(api)
@@ -94,8 +94,7 @@ def _bobs_issue_with_owners_agent_on_it(api):  # noqa: ANN001, ANN202
     bob = _member(api, "bob")
     bob_daemon = _daemon(bob)
     _agent(bob, "bobs-agent")
-    issue = api.post("/api/issues", json={"title": "Add a CSV export command to the CLI",
-                                          "assignee": "bobs-agent"}).json()
+    issue = api.post("/api/issues", json={"title": title, "assignee": "bobs-agent"}).json()
     bobs_run = _claim(bob_daemon)
     bob_daemon.post(f"/api/daemon/tasks/{bobs_run['task']['id']}/finish", json={"status": "completed"})
     api.post(f"/api/issues/{issue['number']}/comments", json={"body": "@owners-agent have a look"})
@@ -121,6 +120,19 @@ def test_redteam_agent_starting_a_workflow_never_runs_another_persons_agent(api)
     r = api.post(f"/api/issues/{n}/workflows", json={"process": "information-request"})
     assert r.status_code == 200 and r.json()["created"], r.text
     assert [t["agent_name"] for t in _runs(api, n) if t["status"] == "queued"] == ["bobs-agent"]
+
+
+def test_redteam_agent_judging_a_classification_never_runs_another_persons_agent(api):  # noqa: ANN001
+    """The same through a judgement: the issue's classification waits for one (the table cannot
+    decide "Penguins"); the owner's agent passes it with its task token, which starts the category's
+    workflow — whose agent step must not go to Bob's agent, the assignee."""
+    n, agent, bob_daemon = _bobs_issue_with_owners_agent_on_it(api, title="Penguins")
+    r = agent.post(f"/api/issues/{n}/classifications",
+                   json={"category": "bug_report", "reason": "the reporter says the penguin page crashes"})
+    assert r.status_code == 200 and r.json()["workflow"] == "bug-triage", r.text
+    assert [i["process_id"] for i in api.get(f"/api/issues/{n}/workflows").json()] == ["bug-triage"]
+    assert [t["agent_name"] for t in _runs(api, n) if t["status"] == "queued"] == []
+    assert bob_daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []
 
 
 def _repo_urls(daemon) -> list[str]:  # noqa: ANN001

@@ -20,7 +20,6 @@ import hashlib
 import logging
 import os
 import posixpath
-import re
 import shutil
 import subprocess
 import time
@@ -29,12 +28,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import filelock
 
 from predictorx import config
 
+from ..resources.local_urls import SCP_LIKE, is_scp_like, local_source
 from . import gitcmd
 from .gitcmd import GitError  # noqa: F401  (the one git error; callers catch it from here too)
 from .branches import NoFreeBranch, create_free_branch, ref_component, sanitize_branch, task_branch  # noqa: F401
@@ -69,17 +69,6 @@ class RepoCacheBusy(RepoCacheError):
 
 class LocalPathRefused(RepoCacheError):
     """A `file://` URL (or a plain path) names a place the local-directory path rules refuse."""
-
-
-def local_source(url: str) -> str | None:
-    """The local path a repository URL reads from (`file://…` or a plain path), else None."""
-    url = url.strip()
-    if "://" in url:
-        parts = urlsplit(url)
-        return unquote(parts.path) if parts.scheme.lower() == "file" else None
-    if _SCP_LIKE.match(url) and not os.path.isabs(url) and not _WINDOWS_PATH.match(url):
-        return None
-    return os.path.abspath(url)
 
 
 def check_local_source(url: str) -> None:
@@ -129,10 +118,6 @@ def run_git(args: list[str], *, cwd: Path | str, timeout: float = DEFAULT_GIT_TI
 
 # -- URLs and names -------------------------------------------------------------------------------
 
-_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]")
-_SCP_LIKE = re.compile(r"^(?:(?P<user>[A-Za-z0-9._-]+)@)?(?P<host>[A-Za-z0-9.-]+):(?!//)(?P<path>.+)$")
-
-
 def normalize_url(url: str) -> str:
     """A comparison key for a git URL.
 
@@ -144,8 +129,8 @@ def normalize_url(url: str) -> str:
     if not url:
         raise ValueError("empty repository URL")
     if "://" not in url:
-        scp = _SCP_LIKE.match(url)
-        if scp and not os.path.isabs(url) and not _WINDOWS_PATH.match(url):
+        if is_scp_like(url):
+            scp = SCP_LIKE.match(url)
             url = f"ssh://{scp['host']}/{scp['path'].lstrip('/')}"
         else:
             url = "file://" + Path(os.path.abspath(url)).as_posix()

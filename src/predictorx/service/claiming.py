@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import resources as registry
-from ..resources.local_urls import local_git_url
+from ..resources.local_urls import entry_url, local_git_url
 from ..store import direct
 from ..store.schema import (
     HOLDING_STATUSES, TASK_ROW_COLUMNS, TERMINAL_STATUSES, Agent, Daemon, Issue, Member, Project, ProjectResource,
@@ -222,9 +222,9 @@ def _context(session: Session, ws: Any, project_id: str | None, details: Any, da
 
 
 def _local_repo(entry: Any) -> bool:
-    """A workspace repository (a URL, or {url, description}) that is a folder on the fetching machine."""
-    url = entry.get("url") if isinstance(entry, dict) else entry
-    return not isinstance(url, str) or local_git_url(url)
+    """A workspace repository that is a folder on the fetching machine (or has no URL to judge)."""
+    url = entry_url(entry)
+    return url is None or local_git_url(url)
 
 
 def _token_row(daemon_id: str, task: Any, expires_at: Any) -> tuple[str, dict[str, Any]]:

@@ -7,8 +7,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from ..resources.local_urls import entry_url, local_git_url
 from ..store.schema import Member, Workspace
-from .errors import Conflict, NotFound
+from .errors import Conflict, Forbidden, NotFound
+from .members import role_of
 
 
 def list_for_user(session: Session, user_id: str) -> list[Workspace]:
@@ -20,6 +22,19 @@ def repos_of(session: Session, workspace_id: str) -> list:
     """The workspace's repositories (R-CTX-3), as stored."""
     ws = session.get(Workspace, workspace_id)
     return list(ws.repos or []) if ws is not None else []
+
+
+def set_repos(session: Session, ws: Workspace, user_id: str | None, repos: list[str]) -> None:
+    """The workspace's repositories, in order, each once. A file:// repository is a folder on the
+    machine that fetches it and the list goes to every owner's daemon, so only an owner adds one
+    (R-SEC-6; service/claiming.py gives such entries to owners' daemons only)."""
+    before = {entry_url(r) for r in ws.repos or []}
+    added = [u for u in repos if u not in before and local_git_url(u)]
+    if added and role_of(session, ws.id, user_id) != "owner":
+        raise Forbidden(f"{added[0]} is a file:// repository, a folder on the machine that fetches it: only a "
+                        "workspace owner adds one to the workspace's list (only owners' daemons fetch it); "
+                        "add it as a repository resource of a project instead, which only your daemons fetch")
+    ws.repos = list(dict.fromkeys(repos))
 
 
 def create_workspace(session: Session, user_id: str, *, name: str, slug: str, repos: list) -> Workspace:

@@ -4,9 +4,6 @@ from fastapi import APIRouter, Depends, Request
 
 from ...service import auth, serialize
 from ...service import workspaces as ws_svc
-from ...resources.local_urls import local_git_url
-from ...service.errors import Forbidden
-from ...service.members import role_of
 from ...store.schema import Workspace
 from ..deps import Caller, get_principal, get_state, user_caller
 from ..models import WorkspaceCreate, WorkspaceUpdate
@@ -57,20 +54,8 @@ def update_workspace(ref: str, body: WorkspaceUpdate, caller: Caller = Depends(u
         if body.name is not None:
             ws.name = body.name
         if body.repos is not None:
-            _local_repos_by_owners_only(s, caller, ws, body.repos)
-            ws.repos = list(dict.fromkeys(body.repos))
+            ws_svc.set_repos(s, ws, caller.user_id, body.repos)
     return serialize.workspace(ws)
-
-
-def _local_repos_by_owners_only(s, caller: Caller, ws: Workspace, repos: list[str]) -> None:  # noqa: ANN001
-    """A file:// repository is a folder on the machine that fetches it; the workspace's list goes to
-    every owner's daemon, so only an owner adds one (R-SEC-6; service/claiming.py)."""
-    before = {r.get("url") if isinstance(r, dict) else r for r in ws.repos or []}
-    added = [u for u in repos if u not in before and local_git_url(u)]
-    if added and role_of(s, ws.id, caller.user_id) != "owner":
-        raise Forbidden(f"{added[0]} is a file:// repository, a folder on the machine that fetches it: only a "
-                        "workspace owner adds one to the workspace's list (only owners' daemons fetch it); "
-                        "add it as a repository resource of a project instead, which only your daemons fetch")
 
 
 @router.post("/login-link", status_code=201)

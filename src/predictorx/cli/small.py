@@ -44,7 +44,16 @@ def workspace_repos(workspace: str, repo: list[str] = typer.Option(..., "--repo"
 
 
 AGENT_COLS = [("name", "NAME"), ("provider", "PROVIDER"), ("model", "MODEL"), ("runtime_id", "RUNTIME"),
-              ("max_concurrent_tasks", "MAX TASKS"), ("sandbox", "SANDBOX"), ("id", "ID")]
+              ("max_concurrent_tasks", "MAX TASKS"), ("sandbox", "SANDBOX"), ("network", "NETWORK"), ("id", "ID")]
+NETWORK_HELP = ("open: the machine's network; allowlist: its own network namespace reaching only the --allow-host "
+                "hosts (and the server) through the daemon's proxy — needs the sandbox.")
+ALLOW_HOST_HELP = "With --network allowlist: a host it may reach, HOST[:PORT] (443 if no port); repeat for each."
+
+
+def _network_mode(value: str) -> str:
+    if value not in ("open", "allowlist"):
+        fail(f"--network is open or allowlist, not {value!r}", code=2)
+    return value
 
 
 @agent_app.command("create")
@@ -58,13 +67,16 @@ def agent_create(
     max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
     sandbox: bool = typer.Option(False, "--sandbox", help="Run it in the bubblewrap sandbox: its workdir writable, "
                                  "the state dir, ~/.ssh and ~/.config invisible."),
+    network: str = typer.Option("open", "--network", help=NETWORK_HELP),
+    allow_host: list[str] = typer.Option([], "--allow-host", help=ALLOW_HOST_HELP),
     output: Output = OutputOpt,
 ) -> None:
     """Create an agent."""
     argv = shlex.split(command) if command else None
     a = Client().post("/api/agents", {"name": name, "provider": provider, "runtime": runtime, "model": model,
                                        "command": argv, "instructions": instructions,
-                                       "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox})
+                                       "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox,
+                                       "network": _network_mode(network), "allow_hosts": allow_host})
     if output == Output.json:
         record(a, [], output)
     else:
@@ -81,18 +93,21 @@ def agent_update(
     instructions: Optional[str] = typer.Option(None, "--instructions"),
     max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
     sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, or not."),
+    network: Optional[str] = typer.Option(None, "--network", help=NETWORK_HELP),
+    allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help=ALLOW_HOST_HELP + " Replaces the list."),
     output: Output = OutputOpt,
 ) -> None:
     """Change an agent you own (only the owner of the machine it runs on may)."""
     body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
             "command": shlex.split(command) if command else None, "max_concurrent_tasks": max_concurrent_tasks,
-            "sandbox": sandbox}
+            "sandbox": sandbox, "network": _network_mode(network) if network is not None else None,
+            "allow_hosts": allow_host or None}
     body = {k: v for k, v in body.items() if v is not None}
     if body.get("runtime") == "":
         body["runtime"] = None  # any of your daemons with its provider may run it
     if not body:
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
-             "--max-concurrent-tasks, --sandbox/--no-sandbox", code=2)
+             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host", code=2)
     a = Client().patch(f"/api/agents/{seg(ref)}", body)
     if output == Output.json:
         record(a, [], output)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import contextrecord, envroot, harness, review, rooms, sandbox, sessions, worktree
+from . import contextrecord, envroot, harness, netpolicy, review, rooms, sandbox, sessions, worktree
 from .branches import task_branch
 from .context import TaskContext, prepare_context
 from .. import resources
@@ -346,13 +346,19 @@ class TaskRun:
                                           "message": f"{adapter.provider} keeps its sessions per folder and this task "
                                                      "runs in another one: a new session was started"})
         tail = asyncio.ensure_future(self._prompt_tail(running, sweep_ready, room_intro))
+        network = await self._open_network()
+        try:
+            plan = await asyncio.to_thread(self._sandbox_plan, env, cwd, local, network) if self.sandboxed else None
+        except BaseException:
+            await netpolicy.close(network)
+            raise
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
             env={**base_env, **extra_env}, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
-            sandbox=await asyncio.to_thread(self._sandbox_plan, env, cwd, local) if self.sandboxed else None,
+            sandbox=plan,
             resume_session_id=resume,
         )
         ended_well = False
@@ -366,6 +372,7 @@ class TaskRun:
                 for pending in (tail, running, sweep_ready):
                     pending.cancel()
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
+            await netpolicy.close(network)
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
         await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
@@ -412,7 +419,10 @@ class TaskRun:
         return bool(self.daemon.sandbox or self.agent.get("sandbox"))
 
     def _check_sandbox(self) -> None:
-        """A run that asks for the sandbox never runs without it (R-SEC-6)."""
+        """A run that asks for the sandbox never runs without it (R-SEC-6), nor an allowlist without it."""
+        refusal = netpolicy.unsandboxed_refusal(self.agent, self.sandboxed)
+        if refusal:
+            raise TaskFailed(refusal)
         if not self.sandboxed:
             return
         problem = sandbox.bwrap_problem()
@@ -422,7 +432,16 @@ class TaskRun:
             raise TaskFailed(f"{who}, but on daemon {self.daemon.name} {problem}; install the package "
                              "`bubblewrap` there, or turn the sandbox off")
 
-    def _sandbox_plan(self, env: envroot.EnvRoot, cwd: Path, local: Path | None) -> sandbox.SandboxPlan:
+    async def _open_network(self) -> netpolicy.NetworkJail | None:
+        """The proxy of a run whose agent allows only some hosts; None for the open network."""
+        if not (self.sandboxed and netpolicy.wants_allowlist(self.agent)):
+            return None
+        return await netpolicy.open_jail(self.agent, self.daemon.api.urls,
+                                         lambda sentence: self._note("system", {"event": "network_refused",
+                                                                                "message": sentence}))
+
+    def _sandbox_plan(self, env: envroot.EnvRoot, cwd: Path, local: Path | None,
+                      network: netpolicy.NetworkJail | None = None) -> sandbox.SandboxPlan:
         bwrap = sandbox.bwrap_executable()
         if bwrap is None:  # checked when the task started; gone since
             raise TaskFailed(f"bubblewrap (`bwrap`) disappeared from daemon {self.daemon.name}; not run unconfined")
@@ -441,7 +460,7 @@ class TaskRun:
         writable += sandbox.agents_room_paths(home)
         return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
                                    readable=[env.path, *sandbox.python_paths()],
-                                   hidden=sandbox.secret_paths(home), home=home, chdir=cwd)
+                                   hidden=sandbox.secret_paths(home), home=home, chdir=cwd, network=network)
 
     def _resumable(self, adapter: agents.AgentAdapter, cwd: Path) -> str | None:
         """The earlier session to continue (R-EX-10), unless the CLI can only find it in another folder."""

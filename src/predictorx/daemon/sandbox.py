@@ -18,7 +18,8 @@ and sees a filesystem made of:
 Everything else — the state dir (database, tokens), ~/.ssh, ~/.config, ~/.gnupg, other users'
 homes, other tasks' env roots — does not exist inside. A secret path that lies under something
 mounted (the state dir inside a person's folder, say) is covered with an empty tmpfs. The
-network is the host's: agents talk to their model APIs.
+network is the host's, unless the agent's network policy is an allowlist: then its own
+namespace reaching only the allowed hosts through the daemon's proxy (netpolicy.py).
 
 What it does not cover is in docs/security-sandbox.md.
 """
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import config
+from .netpolicy import NetworkJail
 
 #: Overrides the bubblewrap executable (a path or a name on PATH).
 BWRAP_ENV = "PREDICTORX_BWRAP"
@@ -86,8 +88,12 @@ class SandboxPlan:
     hidden: list[Path] = field(default_factory=list)
     home: Path = field(default_factory=Path.home)
     chdir: Path | None = None
+    #: The run's own network namespace and its way out (daemon/netpolicy.py); None: the host's network.
+    network: NetworkJail | None = None
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        if self.network is not None:
+            return [self.bwrap, *self.arguments(argv, env), *self.network.bwrap_args(), "--", *self.network.wrap(argv)]
         return [self.bwrap, *self.arguments(argv, env), "--", *argv]
 
     def arguments(self, argv: list[str], env: dict[str, str]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -17,6 +17,8 @@ def _no_nul(value: str) -> str:
 
 Name = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_no_nul)]
 ShortName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_nul)]
+#: One `--allow-host` entry; its grammar is checked by the service (allowhosts.parse_entry).
+AllowedHost = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_no_nul)]
 Body = Annotated[str, Field(max_length=100_000), AfterValidator(_no_nul)]
 Ident = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
 Position = Annotated[int, Field(ge=0, le=1_000_000)]
@@ -116,6 +118,8 @@ class AgentCreate(Strict):
     max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] = 1
     runtime: Ident | None = None
     sandbox: bool = False
+    network: Literal["open", "allowlist"] = "open"
+    allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
 
 
 class AgentUpdate(Strict):
@@ -127,6 +131,8 @@ class AgentUpdate(Strict):
     max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] | None = None
     runtime: Ident | None = None
     sandbox: bool | None = None
+    network: Literal["open", "allowlist"] | None = None
+    allow_hosts: list[AllowedHost] | None = Field(default=None, max_length=64)
 
 
 class RuntimeIn(Strict):

@@ -8,6 +8,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from .. import allowhosts
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
@@ -57,15 +58,35 @@ def _check(name: str, provider: str, command: list[str] | None, max_concurrent_t
         raise Invalid("max_concurrent_tasks must be between 1 and 64")
 
 
+def _network(network: str, allow_hosts: list[str], sandbox: bool, name: str) -> list[str]:
+    """The allowlist as stored (normalised `host:port` entries); refuses a policy the daemon could
+    not apply: an allowlist is a network namespace of the sandbox, so it needs the sandbox."""
+    if network not in allowhosts.MODES:
+        raise Invalid(f"network must be one of {', '.join(allowhosts.MODES)}, not {network!r}")
+    try:
+        entries = allowhosts.parse_list(list(allow_hosts))
+    except allowhosts.BadEntry as e:
+        raise Invalid(str(e)) from None
+    if network == "allowlist" and not sandbox:
+        raise Invalid(f"agent {name}'s network allowlist needs the sandbox (the allowlist is the sandbox's own "
+                      "network namespace): turn the sandbox on (--sandbox), or use --network open")
+    if network == "open" and entries:
+        raise Invalid("allowed hosts apply only with --network allowlist; with --network open the agent reaches "
+                      "everything the machine can")
+    return [str(e) for e in entries]
+
+
 def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, name: str, provider: str,
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
-                 max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = False) -> Agent:
+                 max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = False,
+                 network: str = "open", allow_hosts: list[str] | None = None) -> Agent:
     """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6)."""
     _check(name, provider, command, max_concurrent_tasks)
+    hosts = _network(network, allow_hosts or [], bool(sandbox), name)
     _refuse_archived_name(session, workspace_id, name)
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model, owner_id=owner_id,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
-                  sandbox=bool(sandbox),
+                  sandbox=bool(sandbox), network=network, allow_hosts=hosts,
                   runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
     session.add(agent)
     try:
@@ -109,7 +130,8 @@ _UNSET = object()
 def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: str | None = None,
                  provider: str | None = None, model: str | None | object = _UNSET, instructions: str | None = None,
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
-                 runtime: str | None | object = _UNSET, sandbox: bool | None = None) -> Agent:
+                 runtime: str | None | object = _UNSET, sandbox: bool | None = None, network: str | None = None,
+                 allow_hosts: list[str] | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with.
     Only the agent's owner — the person whose machines run it — may (R-SEC-6)."""
     _require_owner(agent, actor_id)
@@ -120,6 +142,10 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         new_command = None if provider is not None else agent.command
     new_limit = max_concurrent_tasks if max_concurrent_tasks is not None else agent.max_concurrent_tasks
     _check(new_name, new_provider, new_command, new_limit)
+    new_network = network if network is not None else agent.network or "open"
+    if allow_hosts is None:  # leaving --network open drops the list; an unchanged mode keeps it
+        allow_hosts = [] if new_network == "open" else list(agent.allow_hosts or [])
+    hosts = _network(new_network, allow_hosts, agent.sandbox if sandbox is None else sandbox, new_name)
     if new_name != agent.name:
         _refuse_archived_name(session, agent.workspace_id, new_name, agent.id)
     if runtime is not _UNSET or new_provider != agent.provider:
@@ -132,6 +158,7 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         agent.instructions = instructions
     if sandbox is not None:
         agent.sandbox = sandbox
+    agent.network, agent.allow_hosts = new_network, hosts
     try:
         session.flush()
     except IntegrityError:

@@ -188,6 +188,10 @@ class Agent(Base):
     max_concurrent_tasks: Mapped[int] = mapped_column(Integer, default=1)
     #: Every run of this agent in the bubblewrap sandbox (R-SEC-6; daemon/sandbox.py).
     sandbox: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: "open" (the host's network) or "allowlist": its own network namespace, reaching only
+    #: `allow_hosts` through the daemon's proxy (daemon/netpolicy.py; migration 0013).
+    network: Mapped[str] = mapped_column(String(16), default="open", server_default="open")
+    allow_hosts: Mapped[list | None] = mapped_column(JSON, default=list)
     runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
     # The person whose machines run it (R-SEC-6): it runs only on their daemons, only they edit it.
     owner_id: Mapped[str | None] = mapped_column(String(36), index=True)

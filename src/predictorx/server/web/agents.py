@@ -62,6 +62,11 @@ def _limit(form: Form) -> int:
         raise FormError("max parallel runs must be a whole number from 1 to 64") from None
 
 
+def _hosts(form: Form) -> list[str]:
+    """The allowed hosts' box: one per line (or separated by spaces or commas)."""
+    return [h for h in form.get("allow_hosts").replace(",", " ").split() if h]
+
+
 async def _answer(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
     context = await run_in_threadpool(agents_context, request, who, **extra)
     return panel(request, "_agents.html", context, page_url="/agents", status=status)
@@ -78,7 +83,8 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
         body = AgentCreate(name=form.get("name"), provider=form.get("provider"), model=form.optional("model"),
                            instructions=form.get("instructions"), command=_command(form),
                            max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"),
-                           sandbox=form.get("sandbox") == "on")
+                           sandbox=form.get("sandbox") == "on", network=form.get("network") or "open",
+                           allow_hosts=_hosts(form))
         with request.app.state.px.write() as s:
             svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, **body.model_dump())
     try:
@@ -96,7 +102,8 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
         body = AgentUpdate(name=form.get("name"), provider=form.get("provider"), model=form.optional("model"),
                            instructions=form.get("instructions"), command=_command(form),
                            max_concurrent_tasks=_limit(form), runtime=form.optional("runtime"),
-                           sandbox=form.get("sandbox") == "on")
+                           sandbox=form.get("sandbox") == "on", network=form.get("network") or "open",
+                           allow_hosts=_hosts(form))
         with request.app.state.px.write() as s:
             agent = svc.find_agent(s, who.workspace_id, agent_id)
             svc.update_agent(s, agent, actor_id=who.caller.user_id, **body.model_dump())

@@ -36,6 +36,33 @@ def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):  
     assert _agent(live, "boxed")["sandbox"] is False
 
 
+def test_the_network_policy_is_set_from_the_form_and_an_allowlist_without_the_sandbox_is_refused(page, live, axe):  # noqa: ANN001
+    page.goto("/agents")
+    page.locator("#new-agent-button").click()
+    form = page.locator("#new-agent")
+    form.get_by_label("Name").fill("fenced")
+    form.get_by_label("Network").select_option("allowlist")
+    form.get_by_label("Allowed hosts").fill("api.anthropic.com\n127.0.0.1:8080")
+    form.get_by_role("button", name="Create agent").click()
+    expect(page.locator("#new-agent")).to_contain_text("needs the sandbox")
+    assert not any(a["name"] == "fenced" for a in live.get("/api/agents"))
+    form = page.locator("#new-agent")
+    form.get_by_label("Run in the sandbox").check()
+    form.get_by_role("button", name="Create agent").click()
+    expect(page.locator("#agents tr[data-agent=fenced]")).to_contain_text("allowlist")
+    agent = _agent(live, "fenced")
+    assert agent["network"] == "allowlist" and agent["allow_hosts"] == ["api.anthropic.com:443", "127.0.0.1:8080"]
+    assert not axe(page)
+    page.get_by_role("button", name="Edit fenced").click()
+    edit = page.get_by_role("form", name="Edit fenced")
+    expect(edit.get_by_label("Allowed hosts")).to_have_value("api.anthropic.com:443\n127.0.0.1:8080")
+    edit.get_by_label("Network").select_option("open")
+    edit.get_by_label("Allowed hosts").fill("")
+    edit.get_by_role("button", name="Save").click()
+    expect(page.locator("#agents tr[data-agent=fenced]")).not_to_contain_text("allowlist")
+    assert _agent(live, "fenced")["network"] == "open"
+
+
 def test_an_agent_with_runs_is_archived_and_its_runs_keep_their_history(page, live, axe):  # noqa: ANN001
     live.register_local_daemon(providers=("command",))
     live.post("/api/agents", {"name": "bot", "provider": "command", "command": ["true"]})

@@ -93,6 +93,7 @@ def _copy(src: socket.socket, dst: socket.socket) -> None:
 
 def _handle(client: socket.socket, path: str, target: str | None) -> None:
     try:
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a relay must not add Nagle's delays
         up = _to_proxy(path)
     except OSError:
         client.close()

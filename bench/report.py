@@ -1,6 +1,6 @@
 """Run every bench and write one Markdown table: each figure beside its target and its lower bound.
 
-The benches: api, claim, daemon_rss, dispatch, fanout, harness, load, realcli, room, sandbox, wake,
+The benches: api, claim, daemon_rss, dispatch, fanout, harness, load, netproxy, realcli, room, sandbox, wake,
 web, worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
 cannot beat on this machine, measured in the same run where the bench measures one (same-replica
 wake for cross-replica wake, the agent program's own start-up for dispatch, a bare `claude -p` for
@@ -34,8 +34,8 @@ HERE = Path(__file__).resolve().parent
 
 #: bench → extra arguments for a full run (its defaults are the measured sizes)
 BENCHES: dict[str, list[str]] = {
-    "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [], "realcli": [],
-    "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
+    "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [], "netproxy": [],
+    "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
 SMOKE: dict[str, list[str]] = {
@@ -46,6 +46,7 @@ SMOKE: dict[str, list[str]] = {
     "fanout": ["--people", "3", "--tasks", "10", "--rate", "10"],
     "harness": ["--loop", "100", "--db-loop", "100", "--chain", "10", "--qaqc", "200"],
     "load": ["--users", "10", "--seconds", "5"],
+    "netproxy": ["--requests", "20"],
     "realcli": ["--tasks", "2", "--sequential", "1", "--daemons", "1", "--bare", "1", "--bare-load", "1"],
     "room": ["--scale", "0.01"],
     "sandbox": ["--runs", "3"],
@@ -162,6 +163,7 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
     _realcli_rows(results.get("realcli"), add)
     _room_rows(results.get("room"), add)
     _sandbox_rows(results.get("sandbox"), add)
+    _netproxy_rows(results.get("netproxy"), add)
     _web_rows(results.get("web"), add)
     _worktree_rows(results.get("worktree"), add)
     return out
@@ -249,6 +251,12 @@ def _sandbox_rows(r: dict | None, add: Callable[..., None]) -> None:
         "≤ 25 ms", lambda v: v <= 25, "—")
     add("sandbox", "sandbox: end-of-run sweep, a setsid child ignoring SIGTERM, p50",
         _get(r, "sweep_ms_setsid_child_left", "p50"), " ms", "reported", _ANY, "—")
+
+
+def _netproxy_rows(r: dict | None, add: Callable[..., None]) -> None:
+    for kind, what in (("fresh_connection_ms", "new connection"), ("kept_connection_ms", "kept-alive connection")):
+        add("netproxy", f"network allowlist: added per model request, {what}, p50", _get(r, kind, "added", "p50"),
+            " ms", "≤ 2 ms", lambda v: v <= 2, _get(r, kind, "open", "p50"), " ms request with the open network")
 
 
 def _web_rows(r: dict | None, add: Callable[..., None]) -> None:

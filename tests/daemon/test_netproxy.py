@@ -95,14 +95,14 @@ async def test_connections_are_bounded_per_run_and_a_silent_one_is_closed(tmp_pa
         up.close()
 
 
-async def test_an_idle_tunnel_is_closed(tmp_path):  # noqa: ANN001
+async def test_a_tunnel_to_an_allowed_name_is_closed_when_idle(tmp_path):  # noqa: ANN001
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()
     up = await asyncio.start_server(silent, "127.0.0.1", 0)
     port = up.sockets[0].getsockname()[1]
-    proxy, _, path = await _proxy(tmp_path, [f"127.0.0.1:{port}"], idle_timeout=0.5)
-    try:
-        reader, _, answer = await _ask(path, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
+    proxy, _, path = await _proxy(tmp_path, [f"localhost:{port}"], idle_timeout=0.5)
+    try:  # (an allowed name: resolved on the daemon's side, each address tried in turn)
+        reader, _, answer = await _ask(path, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
         assert answer.startswith(b"HTTP/1.1 200")
         assert await asyncio.wait_for(reader.read(), 10) == b""
     finally:

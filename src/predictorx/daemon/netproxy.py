@@ -17,8 +17,11 @@ request head, the connect, silence in both directions) and a run holds at most
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -31,6 +34,8 @@ HEAD_LIMIT = 16 * 1024
 CHUNK = 64 * 1024
 #: Refusals told in the run's messages, each host once; an agent looping on one is not a flood.
 MAX_NOTES = 20
+#: Name lookups of every run's proxy: a few threads of their own.
+_RESOLVER = ThreadPoolExecutor(max_workers=4, thread_name_prefix="netproxy-resolve")
 _DROPPED_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
 
 Notify = Callable[[str], Awaitable[None]]
@@ -143,7 +148,7 @@ class RunProxy:
 
     async def _connect(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
-            return await asyncio.wait_for(asyncio.open_connection(host, port, limit=CHUNK), self.connect_timeout)
+            return await asyncio.wait_for(_open(host, port), self.connect_timeout)
         except asyncio.TimeoutError:
             why = f"no answer in {self.connect_timeout:g} s"
         except OSError as e:
@@ -162,6 +167,21 @@ class RunProxy:
             self._noted.add(refused.sentence)
             log.info("agent %s: %s", self.agent, refused.sentence)
             await self.notify(refused.sentence)
+
+
+async def _open(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Resolve on the proxy's own few threads (a run asking for slow names cannot take the
+    daemon's shared executor), then connect to each address in turn."""
+    loop = asyncio.get_running_loop()
+    addresses = await loop.run_in_executor(_RESOLVER, functools.partial(
+        socket.getaddrinfo, host, port, type=socket.SOCK_STREAM))
+    error: OSError = OSError(f"{host} has no address")
+    for family, _, _, _, address in addresses:
+        try:
+            return await asyncio.open_connection(address[0], address[1], family=family, limit=CHUNK)
+        except OSError as e:
+            error = e
+    raise error
 
 
 async def _pipe(client_reader: asyncio.StreamReader, client: asyncio.StreamWriter,

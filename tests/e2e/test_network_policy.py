@@ -5,6 +5,7 @@ loopback fixtures of this test and stays inside the run's own network namespace 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -143,3 +144,38 @@ def test_an_allowlist_needs_the_sandbox_and_valid_hosts(server):  # noqa: ANN001
     p = server.cli("agent", "update", "a4", "--no-sandbox", "--network", "open")
     agent = server.api("GET", "/api/agents/a4")
     assert agent["network"] == "open" and agent["allow_hosts"] == [] and agent["sandbox"] is False
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _words(pid: int) -> set[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return {os.path.basename(w.decode(errors="replace")) for w in f.read().split(b"\0")}
+    except OSError:
+        return set()
+
+
+def test_a_cancelled_allowlist_run_leaves_no_relay_behind(server, start_daemon):  # noqa: ANN001
+    start_daemon()
+    server.api("POST", "/api/agents", {"name": "sleeper", "provider": "command", "sandbox": True,
+                                       "network": "allowlist", "command": ["sleep", "120"]})
+    issue = server.api("POST", "/api/issues", {"title": "Wait", "assignee": "sleeper"})
+    run = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]
+    marker = f"PREDICTORX_TASK_ID={run['id']}"
+    # The agent and the relay beside it (both carry the task's environment) are running.
+    wait_until(lambda: {"netrelay.py", "sleep"} <= {word for pid in _processes_with(marker) for word in _words(pid)},
+               60, what="the agent and its relay")
+    server.api("POST", f"/api/tasks/{run['id']}/cancel")
+    server.wait_task(run["id"], ("cancelled",), timeout=30)
+    wait_until(lambda: not _processes_with(marker), 10, what="every process of the cancelled run to end")

@@ -141,7 +141,9 @@ def test_an_allowlist_needs_the_sandbox_and_valid_hosts(server):  # noqa: ANN001
                                                                   "*.githubusercontent.com:443"]
     status, body = _ask(server, "PATCH", "/api/agents/a4", {"sandbox": False})
     assert status == 422 and "needs the sandbox" in body["detail"], body
-    p = server.cli("agent", "update", "a4", "--no-sandbox", "--network", "open")
+    p = server.cli("agent", "update", "a4", "--network", "closed", check=False)
+    assert p.returncode == 2 and "--network is open or allowlist" in p.stderr and "Traceback" not in p.stderr
+    server.cli("agent", "update", "a4", "--no-sandbox", "--network", "open")
     agent = server.api("GET", "/api/agents/a4")
     assert agent["network"] == "open" and agent["allow_hosts"] == [] and agent["sandbox"] is False
 

@@ -120,7 +120,8 @@ def _serve(sock: socket.socket, path: str, target: str | None) -> None:
     while True:
         try:
             client, _ = sock.accept()
-        except OSError:
+        except OSError:  # out of descriptors, say: wait a little rather than spin
+            select.select([], [], [], 0.05)
             continue
         threading.Thread(target=_handle, args=(client, path, target), daemon=True).start()
 

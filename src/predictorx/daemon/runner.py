@@ -372,7 +372,7 @@ class TaskRun:
                 for pending in (tail, running, sweep_ready):
                     pending.cancel()
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
-            await netpolicy.close(network)
+            await asyncio.shield(netpolicy.close(network))
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
         await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)

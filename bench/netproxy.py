@@ -7,7 +7,9 @@ fixture) and with `network: allowlist` naming only the fixture (its own network 
 inside → the daemon's proxy on its Unix socket → the fixture). Each way both on a new connection per
 request (what a CLI pays when it opens one) and on one kept-alive connection (what it pays after).
 
-`added_ms` = allowlist − open, per percentile. Target: p50 ≤ 2 ms per model request.
+`added` = allowlist − open, per percentile. Target: p50 ≤ 2 ms per model request. Also
+`sandbox_start_ms`: spawn to exit of `true` in the sandbox, open and allowlist (the namespace and
+the relay's Python start).
 
 Run: .venv/bin/python bench/netproxy.py [--requests N] [--chunks N]
 """
@@ -21,6 +23,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -91,6 +94,17 @@ async def _client(plan: sandbox.SandboxPlan, port: int, requests: int) -> dict[s
     return json.loads(out)
 
 
+async def _starts(plan: sandbox.SandboxPlan, runs: int) -> dict[str, float]:
+    """Spawn to exit of `true` in the sandbox: what the namespace and the relay add to a start."""
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(*plan(["true"], dict(os.environ)))
+        await asyncio.wait_for(proc.wait(), 60)
+        times.append((time.perf_counter() - t) * 1000)
+    return _summary(times)
+
+
 async def run(requests: int, chunks: int) -> dict:
     fixture = _fixture(chunks)
     port = fixture.server_address[1]
@@ -106,8 +120,12 @@ async def run(requests: int, chunks: int) -> dict:
         jail = await netpolicy.open_jail({"name": "bench", "allow_hosts": [f"127.0.0.1:{port}"]}, [], note)
         try:
             timings["allowlist"] = await _client(sandbox.SandboxPlan(**common, network=jail), port, requests)
+            starts = {name: await _starts(sandbox.SandboxPlan(**common, network=network), max(5, requests // 10))
+                      for name, network in (("open", None), ("allowlist", jail))}
         finally:
             await jail.close()
+        result["sandbox_start_ms"] = {**starts, "added": {k: round(starts["allowlist"][k] - starts["open"][k], 3)
+                                                          for k in starts["open"]}}
     fixture.shutdown()
     for kind in ("fresh", "kept"):
         plain, fenced = _summary(timings["open"][kind]), _summary(timings["allowlist"][kind])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import logging
 import socket
 import time
@@ -172,6 +173,11 @@ class RunProxy:
 async def _open(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Resolve on the proxy's own few threads (a run asking for slow names cannot take the
     daemon's shared executor), then connect to each address in turn."""
+    try:  # an address needs no lookup (nor a thread)
+        address = ipaddress.ip_address(host)
+        return await asyncio.open_connection(str(address), port, limit=CHUNK)
+    except ValueError:
+        pass
     loop = asyncio.get_running_loop()
     addresses = await loop.run_in_executor(_RESOLVER, functools.partial(
         socket.getaddrinfo, host, port, type=socket.SOCK_STREAM))

@@ -66,9 +66,8 @@ def _to_proxy(path: str) -> socket.socket:
     return up
 
 
-def _tunnel(up: socket.socket, target: str) -> bytes | None:
-    """Ask the proxy for `target`; the bytes after its answer, or None when it refused."""
-    up.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+def _tunnel_answer(up: socket.socket) -> bytes | None:
+    """The proxy's answer to a CONNECT: the bytes after it, or None when it refused."""
     head = b""
     while b"\r\n\r\n" not in head:
         data = up.recv(4096)
@@ -99,14 +98,16 @@ def _handle(client: socket.socket, path: str, target: str | None) -> None:
         client.close()
         return
     try:
+        if target is not None:  # the client's bytes may follow the CONNECT at once: no round trip
+            up.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        other = threading.Thread(target=_copy, args=(client, up), daemon=True)
+        other.start()
         if target is not None:
-            rest = _tunnel(up, target)
+            rest = _tunnel_answer(up)
             if rest is None:  # refused: the proxy put the reason in the run's messages
                 return
             if rest:
                 client.sendall(rest)
-        other = threading.Thread(target=_copy, args=(client, up), daemon=True)
-        other.start()
         _copy(up, client)
         other.join()
     except OSError:

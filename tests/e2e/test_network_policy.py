@@ -1,4 +1,4 @@
-"""An agent's network policy (issue 29): `open`, or an allowlist of hosts its sandboxed runs reach
+"""An agent's network policy (R-SEC-9, issue 29): `open`, or an allowlist of hosts its sandboxed runs reach
 through the daemon's proxy — real server, real daemon, real bubblewrap. Traffic goes only to
 loopback fixtures of this test and stays inside the run's own network namespace otherwise."""
 

@@ -1,4 +1,4 @@
-"""An agent's network policy applied to one run (issue 29; docs/security-sandbox.md).
+"""An agent's network policy applied to one run (R-SEC-9, issue 29; docs/security-sandbox.md).
 
 `network: open` changes nothing: the sandbox shares the machine's network. `network: allowlist`
 gives the run a network namespace of its own (bwrap `--unshare-net`: loopback only, no route out,

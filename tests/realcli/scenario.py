@@ -22,11 +22,13 @@ def work_command(cli: RealCli, extra: str = "") -> str:
 class Scenario:
     def __init__(self, cli: RealCli, root: Path, *, daemon_env: dict[str, str] | None = None,
                  command: Any = None, answer: str = "All done: README.md has its new line.",
-                 model: str | None = None) -> None:
+                 model: str | None = None, model_host: str | None = None) -> None:
         self.cli = cli
         self.root = root
         root.mkdir(parents=True)
         self.model: ModelServer = cli.server_class(command or work_command(cli), answer)
+        if model_host:  # the CLI is pointed at this name instead of 127.0.0.1 (the daemon pins it)
+            self.model.url = f"http://{model_host}:{self.model.port}"
         self.model.start()
         self.server = Server(root / "server-home", f"sqlite:///{root / 'px.db'}")
         # The daemon is started from a decoy folder: a CLI that works where it was started (the

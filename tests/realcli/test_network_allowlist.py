@@ -105,3 +105,23 @@ def test_real_cli_completes_under_an_allowlist_of_only_its_model_server(scenario
     assert all(f"not on agent {s.agent_name}'s allowlist" in line for line in refused), refused
     if provider == "codex":  # its own calls home, refused with a line each
         assert any("github.com" in line or "chatgpt.com" in line for line in refused), refused
+
+
+#: A name that resolves nowhere — not inside the run, not on this machine — but which the daemon's
+#: proxy is told to connect to 127.0.0.1 for (PREDICTORX_NET_RESOLVE): a CLI reaches its model
+#: server by that name only by honouring the proxy variables, as it must for a real model API.
+MODEL_NAME = "model.predictorx.test"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_real_cli_reaches_a_named_model_host_through_the_proxy(scenario, provider):  # noqa: ANN001
+    s = scenario(provider, model_host=MODEL_NAME, daemon_env={"PREDICTORX_NET_RESOLVE": f"{MODEL_NAME}=127.0.0.1"})
+    allowed = f"{MODEL_NAME}:{s.model.port}"
+    s.server.api("PATCH", f"/api/agents/{s.agent_name}", {"sandbox": True, "network": "allowlist",
+                                                          "allow_hosts": [allowed]})
+    repo = s.person_repo()
+    _issue, run = s.assign(s.project(repo, "worktree"))
+    task = s.wait(run["id"], timeout=180)
+    assert f"edited by {provider} in " in git(repo, "show", f"{task['branch_name']}:README.md")
+    assert s.model.conversation()
+    assert s.tripwire.requests == [], s.tripwire.requests

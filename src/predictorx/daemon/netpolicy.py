@@ -13,6 +13,7 @@ refused, never run on the open network.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..allowhosts import BadEntry, Entry, parse_entry, parse_list
+from ..allowhosts import BadEntry, Entry, normalise_host, parse_entry, parse_list
 from .netproxy import Notify, RunProxy
 
 RELAY = Path(__file__).with_name("netrelay.py")
@@ -84,6 +85,20 @@ class NetworkJail:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+#: `name=address,…` in the daemon's environment: where its proxies connect for an allowed name,
+#: instead of asking the resolver (as curl's --resolve; a forge on a private address, a test's name).
+RESOLVE_ENV = "PREDICTORX_NET_RESOLVE"
+
+
+def pins_from(value: str) -> dict[str, str]:
+    pins = {}
+    for pair in value.replace(" ", ",").split(","):
+        name, sep, address = pair.partition("=")
+        if sep and name.strip() and address.strip():
+            pins[normalise_host(name)] = address.strip().strip("[]")
+    return pins
+
+
 async def open_jail(agent: dict[str, Any], server_urls: list[str], notify: Notify, **limits: float) -> NetworkJail:
     """Start the proxy of one allowlist run. The socket lives in a fresh 0700 folder under the
     temporary directory: a Unix socket's path must be short, and the env root's may not be."""
@@ -91,7 +106,8 @@ async def open_jail(agent: dict[str, Any], server_urls: list[str], notify: Notif
     folder = Path(tempfile.mkdtemp(prefix="px-net-"))
     try:
         (folder / "hosts").write_text(HOSTS)
-        proxy = RunProxy(entries, agent=agent["name"], notify=notify, **limits)  # type: ignore[arg-type]
+        proxy = RunProxy(entries, agent=agent["name"], notify=notify,  # type: ignore[arg-type]
+                         pins=pins_from(os.environ.get(RESOLVE_ENV, "")), **limits)
         await proxy.start(folder / "proxy.sock")
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

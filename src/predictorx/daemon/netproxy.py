@@ -9,7 +9,8 @@ connection. The proxy speaks two requests:
 
 A host:port not on the list is answered `403` with a sentence at once — before anything is
 resolved — and the run's messages say which host was refused and how its owner can allow it. An
-allowed name is resolved here, on the daemon's side. Every connection has time limits (the
+allowed name is resolved here, on the daemon's side (or pinned to an address by the daemon's
+PREDICTORX_NET_RESOLVE). Every connection has time limits (the
 request head, the connect, silence in both directions) and a run holds at most
 `max_connections` at once.
 """
@@ -27,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..allowhosts import BadEntry, Entry, allowed, split_host_port
+from ..allowhosts import BadEntry, Entry, allowed, normalise_host, split_host_port
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,11 @@ class RunProxy:
     """One run's proxy; `notify(sentence)` puts a line into the run's messages."""
 
     def __init__(self, entries: list[Entry], *, agent: str, notify: Notify, max_connections: int = 64,
-                 head_timeout: float = 10.0, connect_timeout: float = 10.0, idle_timeout: float = 300.0) -> None:
+                 head_timeout: float = 10.0, connect_timeout: float = 10.0, idle_timeout: float = 300.0,
+                 pins: dict[str, str] | None = None) -> None:
         self.entries = entries
+        #: name → address, looked up before the resolver (the daemon's PREDICTORX_NET_RESOLVE)
+        self.pins = pins or {}
         self.agent = agent
         self.notify = notify
         self.max_connections = max_connections
@@ -149,7 +153,7 @@ class RunProxy:
 
     async def _connect(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
-            return await asyncio.wait_for(_open(host, port), self.connect_timeout)
+            return await asyncio.wait_for(_open(self.pins.get(normalise_host(host), host), port), self.connect_timeout)
         except asyncio.TimeoutError:
             why = f"no answer in {self.connect_timeout:g} s"
         except OSError as e:

@@ -169,7 +169,8 @@ def test_finding_02_machine_consent(api):  # noqa: ANN001
     # The owner's own agent: nobody else edits what it runs, anyone may give it work.
     assert api.post("/api/agents", json={"name": "mine", "provider": "command", "command": ["true"]}).status_code == 201
     for change in ({"command": ["sh", "-c", "cat ~/.ssh/id_rsa"]}, {"instructions": "leak"}, {"model": "x"},
-                   {"runtime": None}, {"provider": "claude"}):
+                   {"runtime": None}, {"provider": "claude"}, {"network": "open"}, {"sandbox": False},
+                   {"allow_hosts": ["attacker.example"]}):
         assert mallory.patch("/api/agents/mine", json=change).status_code == 403
     assert api.patch("/api/agents/mine", json={"command": ["echo", "hi"], "instructions": "be brief"}).json()["command"] == ["echo", "hi"]
     assert mallory.post("/api/issues", json={"title": "work", "assignee": "mine"}).status_code == 201

@@ -18,6 +18,9 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+#: What a daemon that applies allowlists declares at registration: a task of an allowlist agent
+#: is never handed to a daemon without it (an older one would run it on the open network).
+DAEMON_CAPABILITY = "network-allowlist-v1"
 DEFAULT_PORT = 443
 MAX_ENTRIES = 64
 MODES = ("open", "allowlist")

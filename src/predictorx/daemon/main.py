@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, agents, config, hardening, resources
+from .. import __version__, agents, allowhosts, config, hardening, resources
 from ..apiclient import CliError, fail
 from . import contextrecovery, identity, worktree
 from .dirlock import DirLocks
@@ -33,7 +33,8 @@ from .uploader import bounded_finish
 
 log = logging.getLogger("predictorx.daemon")
 
-DAEMON_CAPABILITIES = resources.daemon_capabilities()  # what its resource types can do here
+#: what its resource types can do here, and that it applies agents' network allowlists (netpolicy.py)
+DAEMON_CAPABILITIES = [*resources.daemon_capabilities(), allowhosts.DAEMON_CAPABILITY]
 
 
 def _env_float(name: str, default: float) -> float:

@@ -25,6 +25,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from .. import allowhosts
 from .. import resources as registry
 from ..resources.local_urls import entry_url, local_git_url
 from ..store import direct
@@ -275,7 +276,9 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
         if task.project_id not in contexts:
             contexts[task.project_id] = _context(session, ws, task.project_id, details[task.id], daemon_id)
     # One write per project, unless it can go with the token below (one round trip fewer).
-    joined = postgres and len(picked) == 1 and not contexts[picked[0].project_id]["resources"]
+    # (Only a task that cannot be refused: no resources, no allowlist to check the daemon for.)
+    joined = (postgres and len(picked) == 1 and not contexts[picked[0].project_id]["resources"]
+              and agents[picked[0].agent_id].network != "allowlist")
     for project_id, context in contexts.items():
         if not joined:
             direct.rows(conn, _SET_CONTEXT[postgres], {"ids": [t.id for t in picked if t.project_id == project_id],
@@ -286,11 +289,13 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
     expires_at = now + timedelta(days=2)
     for task in picked:
         context = contexts[task.project_id]
-        if context["resources"]:
+        fenced = agents[task.agent_id].network == "allowlist"
+        if context["resources"] or fenced:
             if declared is None:
                 declared = _declared(session, daemon_id)
-            reason = _missing_capability(context, declared)
-            if reason:  # R-RES-9: never silently run in place
+            reason = _missing_capability(context, declared) or (_unfenced(agents[task.agent_id], declared)
+                                                                 if fenced else None)
+            if reason:  # R-RES-9: never silently run in place; R-SEC-9: nor on the open network
                 orm_task = session.get(Task, task.id, populate_existing=True)
                 refuse(session, orm_task, reason)
                 continue
@@ -301,7 +306,7 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
                         "issue": SimpleNamespace(**{n: d[f"i_{n}"] for n in _ISSUE_COLUMNS}),
                         "context": context, "token": raw, "resume_session_id": d["resume_session_id"]})
         emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
-    if joined:  # (a task without resources is never refused: its token is there)
+    if joined:  # (such a task is never refused: its token is there)
         direct.rows(conn, _MINT_WITH_CONTEXT, {**{f"tok_{f}": tokens[0][f] for f in _TOKEN_FIELDS},
                                                "ctx_task": picked[0].id, "ctx_context": contexts[picked[0].project_id],
                                                "ctx_now": now})
@@ -318,6 +323,14 @@ def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | No
                     f"{r['resource_type']} resource {r['label'] or r['id']}; update Predictor X on this "
                     "machine and restart its daemon (the task was not run in place instead)")
     return None
+
+
+def _unfenced(agent: Any, declared: set[str]) -> str | None:
+    if allowhosts.DAEMON_CAPABILITY in declared:
+        return None
+    return (f"agent {agent.name} has a network allowlist and this daemon does not declare "
+            f"{allowhosts.DAEMON_CAPABILITY} (it would run the agent on the open network); update Predictor X on "
+            "this machine and restart its daemon")
 
 
 def _within_limits(session: Session, conn: Connection, picked: list[Any], agents: dict[str, Any], postgres: bool) -> list[Any]:

@@ -70,6 +70,10 @@ async def test_an_allowed_host_is_tunnelled_and_forwarded_and_others_are_refused
         assert notes == [f"network: refused {h} — not on agent fenced's allowlist; its owner can add it: predictorx "
                          f"agent update fenced --network allowlist --allow-host {h} (with the others)"
                          for h in (f"127.0.0.1:{port + 1}", f"localhost:{port}", "unlisted.invalid:443")]
+        # A host the agent made up to say something in the run's messages is shown short and plain.
+        _, _, answer = await _ask(path, b"CONNECT **<b>hi</b>**" + b"x" * 500 + b":443 HTTP/1.1\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 403") and notes[-1].startswith("network: refused **?b?hi??b?**xxx")
+        assert len(notes[-1]) < 400 and "<" not in notes[-1]
         _, _, answer = await _ask(path, b"GET https://127.0.0.1/ HTTP/1.1\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 400")
     finally:

@@ -21,6 +21,7 @@ import asyncio
 import functools
 import ipaddress
 import logging
+import re
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -110,7 +111,7 @@ class RunProxy:
         try:
             method, host, port, forward = self._target(head)
             if not allowed(self.entries, host, port):
-                shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+                shown = _shown(host, port)
                 raise _Refused("403 Forbidden", f"network: refused {shown} — not on agent {self.agent}'s allowlist; "
                                                 f"its owner can add it: predictorx agent update {self.agent} "
                                                 f"--network allowlist --allow-host {shown} (with the others)")
@@ -172,6 +173,12 @@ class RunProxy:
             self._noted.add(refused.sentence)
             log.info("agent %s: %s", self.agent, refused.sentence)
             await self.notify(refused.sentence)
+
+
+def _shown(host: str, port: int) -> str:
+    """The host as the run's messages show it: the agent chose it, so short and plain."""
+    plain = re.sub(r"[^A-Za-z0-9.:_*\[\]-]", "?", host)[:100]
+    return f"[{plain}]:{port}" if ":" in plain else f"{plain}:{port}"
 
 
 async def _open(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -52,6 +52,9 @@ def _listeners(directs: list[str]) -> list[tuple[socket.socket, str]]:
             try:
                 made.append((_bind(address, port), target))
                 bound.add((address, port))
+            except PermissionError:  # a port below 1024 without the capability: the proxy still has it
+                print(f"predictorx network allowlist: {address}:{port} cannot be listened on inside the sandbox "
+                      "(a privileged port); it is reachable through the proxy variables only", file=sys.stderr)
             except OSError as e:
                 if bare != "localhost" or address == "127.0.0.1":
                     raise OSError(f"cannot listen on {address}:{port} inside the sandbox ({e.strerror})") from None

@@ -54,7 +54,7 @@ def _listeners(directs: list[str]) -> list[tuple[socket.socket, str]]:
                 bound.add((address, port))
             except PermissionError:  # a port below 1024 without the capability: the proxy still has it
                 print(f"predictorx network allowlist: {address}:{port} cannot be listened on inside the sandbox "
-                      "(a privileged port); it is reachable through the proxy variables only", file=sys.stderr)
+                      "(a privileged port); only a client that sends loopback through HTTP_PROXY reaches it", file=sys.stderr)
             except OSError as e:
                 if bare != "localhost" or address == "127.0.0.1":
                     raise OSError(f"cannot listen on {address}:{port} inside the sandbox ({e.strerror})") from None

@@ -56,10 +56,9 @@ def test_gc_keeps_a_worktree_finalize_kept_and_its_commit_survives(tmp_path: Pat
     report = collect(root, NOW)
     assert report.removed_env_roots == []
     reason = report.reason_kept(env.path)
-    assert reason and "kept" in reason and "git worktree list" in reason
+    assert reason and "kept" in reason and str(p.worktree_dir) in reason
     assert p.worktree_dir.exists() and rev(p.worktree_dir, "HEAD") == sha
     assert git(repo, "show", f"{sha}:f.txt") == "precious\n"
-    assert str(p.worktree_dir) in git(repo, "worktree", "list")
     assert f"kept {env.path}" in report.summary()
 
 
@@ -116,44 +115,31 @@ def test_gc_does_not_anchor_what_a_branch_holds(tmp_path: Path) -> None:
     assert git(repo, "for-each-ref", "refs/predictorx/") == ""
 
 
-def test_finalize_anchors_an_unbranched_head_before_removing_a_worktree(tmp_path: Path) -> None:
-    """Defence in depth: finalize's removal itself never strands the HEAD commit."""
+def test_work_kept_off_the_branch_never_overwrites_earlier_kept_work(tmp_path: Path) -> None:
+    """Work that does not build on the task's branch is kept in the person's repository under
+    refs/predictorx/kept/<task>; a second such run of the same task gets `-2`."""
     repo = make_repo(tmp_path / "repo")
-    wt = tmp_path / "env" / "workdir"
-    git(repo, "worktree", "add", "-q", "--detach", str(wt))
-    git(wt, "commit", "-q", "--allow-empty", "-m", "on no branch")
-    sha = rev(wt, "HEAD")
-    said = worktree._remove_worktree(repo, wt, 60.0, "task-9")
-    assert not wt.exists()
-    assert rev(repo, "refs/predictorx/kept/task-9") == sha
-    assert said and "refs/predictorx/kept/task-9" in said
-
-
-def test_anchors_never_overwrite_each_other(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
     shas = []
     for i in range(2):
-        wt = tmp_path / f"wt{i}"
-        git(repo, "worktree", "add", "-q", "--detach", str(wt), "main")
-        git(wt, "commit", "-q", "--allow-empty", "-m", f"stray {i}")
-        shas.append(rev(wt, "HEAD"))
-        worktree._remove_worktree(repo, wt, 60.0, "same-task")
+        p = prepare(repo, tmp_path / f"env{i}", "claude", "same-task")
+        git(p.worktree_dir, "checkout", "-q", "--detach", "HEAD~1")
+        git(p.worktree_dir, "commit", "-q", "--allow-empty", "-m", f"stray {i}")
+        shas.append(rev(p.worktree_dir, "HEAD"))
+        assert finalize(p).kept_worktree
     assert rev(repo, "refs/predictorx/kept/same-task") == shas[0]
     assert rev(repo, "refs/predictorx/kept/same-task-2") == shas[1]
 
 
-def test_recover_anchors_an_unbranched_head_of_a_half_made_worktree(tmp_path: Path) -> None:
+def test_recover_removes_a_half_made_checkout(tmp_path: Path) -> None:
+    """The agent never ran in a checkout still being prepared: recover takes it and its branch back."""
     repo = make_repo(tmp_path / "repo")
     p = prepare(repo, tmp_path / "envs" / "t3", "claude", "t3")
-    git(p.worktree_dir, "checkout", "-q", "--detach")
-    git(p.worktree_dir, "commit", "-q", "--allow-empty", "-m", "somehow made while preparing")
-    sha = rev(p.worktree_dir, "HEAD")
     marker = p.env_root / MARKER
     record = json.loads(marker.read_text())
     record["state"] = "preparing"
     record["pid"] = -1  # its maker is gone
     marker.write_text(json.dumps(record))
     said = recover([tmp_path / "envs"])
-    assert not p.worktree_dir.exists()
-    assert rev(repo, "refs/predictorx/kept/t3") == sha
-    assert "refs/predictorx/kept/t3" in said[0]
+    assert not p.worktree_dir.exists() and not marker.exists()
+    assert rev(repo, p.branch) == "" and "half-made" in said[0]

@@ -49,7 +49,8 @@ def test_the_worktree_starts_from_what_the_person_sees(dirty_repo: Path, tmp_pat
     assert p.branch == "agent/claude/task-1"
     assert git(dirty_repo, "rev-parse", p.branch).strip() == p.baseline_commit
     assert git(p.worktree_dir, "status", "--porcelain") == ""
-    assert str(p.worktree_dir) in git(dirty_repo, "worktree", "list")
+    assert (p.worktree_dir / ".git").is_dir()  # a repository of its own, not a linked worktree
+    assert str(p.worktree_dir) not in git(dirty_repo, "worktree", "list")
     assert p.worktree_dir == (tmp_path / "env" / "workdir").resolve()
     result = finalize(p)
     assert snapshot(dirty_repo) == before
@@ -258,14 +259,13 @@ def test_a_commit_that_cannot_be_made_keeps_the_worktree(tmp_path: Path) -> None
     repo = make_repo(tmp_path / "repo")
     p = prepare(repo, tmp_path / "env", "claude", "t")
     (p.worktree_dir / "work.txt").write_text("precious\n")
-    # A stale index lock makes the commit fail. (Signing cannot: the daemon's own commits never
-    # sign, since the agent could name the signing program in the repository's config.)
-    (Path(git(p.worktree_dir, "rev-parse", "--path-format=absolute", "--git-dir").strip()) / "index.lock").write_text("")
+    # The person checked the task's branch out in their folder: git refuses to move it there.
+    # (Signing cannot make it fail: the daemon's own commits never sign.)
+    git(repo, "checkout", "-q", p.branch)
     result = finalize(p)
     assert result.kept_worktree and result.error
-    assert str(p.worktree_dir) in result.error and "git worktree list" in result.error
+    assert str(p.worktree_dir) in result.error and f"git -C {p.worktree_dir} status" in result.error
     assert (p.worktree_dir / "work.txt").read_text() == "precious\n"
-    assert str(p.worktree_dir) in git(repo, "worktree", "list")
     assert p.branch in branches(repo)
     assert (p.env_root / MARKER).exists()  # a restarted daemon tries again
 
@@ -365,8 +365,9 @@ def test_work_left_off_the_branch_keeps_the_worktree(tmp_path: Path) -> None:
     result = finalize(p)
     assert result.kept_worktree and result.error and str(p.worktree_dir) in result.error
     assert p.worktree_dir.exists()
-    head = git(p.worktree_dir, "rev-parse", "HEAD").strip()
-    assert git(p.worktree_dir, "show", f"{head}:f.txt") == "x\n"  # committed, not lost
+    kept = git(repo, "rev-parse", "refs/predictorx/kept/t").strip()
+    assert kept in result.error or "refs/predictorx/kept/t" in result.error
+    assert git(repo, "show", f"{kept}:f.txt") == "x\n"  # committed, not lost
 
 
 def test_a_repository_with_submodules_fails_with_advice(tmp_path: Path) -> None:

@@ -2,7 +2,10 @@
 
 The task is found from the environment the daemon gave the agent; the allowed list is the task's
 own snapshot (its project's repos plus the workspace's repos when it was claimed), so refreshing
-the workspace list never revokes a running task's URL.
+the workspace list never revokes a running task's URL. The daemon's repo cache is only read (in
+the sandbox it is read-only, and only the allowed repositories' caches are there at all); the
+checkout is a repository of the run's own, and the daemon brings its branch into the cache when
+the run ends (`runcheckouts`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import os
 from pathlib import Path
 
 from ..apiclient import Client, fail
-from . import envroot
+from . import runcheckouts
 from .context import TaskContext, allowed_repo_urls
 from .gitcmd import GitError
 from .repocache import RepoCache, RepoCacheError, URLNotAllowed, check_allowed, repo_name, task_branch
@@ -36,13 +39,14 @@ def checkout_for_task(url: str, ref: str | None) -> Path:
         n += 1
     root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
     try:
-        co = RepoCache(Path(root) if root else None).checkout(url, ref, dest, task_branch(task["agent_name"] or "agent", task_id))
+        co = RepoCache(Path(root) if root else None).checkout_in_run(
+            url, ref, dest, task_branch(task["agent_name"] or "agent", task_id))
     except (RepoCacheError, GitError) as e:
         fail(f"could not check out {url}: {e}")
     env_root = os.environ.get("PREDICTORX_ENV_ROOT")
     if env_root:
         try:
-            envroot.record_repo_urls(Path(env_root), [url])
+            runcheckouts.record(Path(env_root), url, co.path, co.branch, co.commit)
         except OSError:
             pass
     return co.path

@@ -230,7 +230,8 @@ def _worktree_record_reason(record: Path) -> str:
         return (f"its worktree record {record.name} is unreadable; kept so nothing is lost "
                 f"(the daemon's next start reports it; delete {record} once you have looked)")
     state = rec.get("state") or "unknown"
-    where = f"`git worktree list` in {rec.get('repo_dir')} shows the worktree {rec.get('worktree_dir')}"
+    where = (f"the task's checkout of {rec.get('repo_dir')} is {rec.get('worktree_dir')} "
+             f"(`git -C {rec.get('worktree_dir')} status`)")
     if state == "kept":
         why = f" ({rec['error']})" if rec.get("error") else ""
         return (f"its worktree was kept on purpose when the task ended{why}; {WORKTREE_MARKER} says "

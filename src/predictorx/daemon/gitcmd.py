@@ -85,6 +85,17 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def sealed_env(git_dir: str | os.PathLike[str] | None = None, **more: str) -> dict[str, str]:
+    """Environment entries for a git command that must read no configuration but the repository's
+    own file, and none of the person's (system, global) either: for repositories the daemon made
+    itself (a run's new repository, the delivery's quarantine). `git_dir` pins GIT_DIR."""
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_COUNT": "0"}
+    if git_dir is not None:
+        env["GIT_DIR"] = str(git_dir)
+    env.update(more)
+    return env
+
+
 def git(
     args: Sequence[str],
     *,

@@ -9,8 +9,10 @@ Layout under the workspaces root::
                                  epoch seconds of the last fetch/checkout, read by GC
 
 The remote's branches are fetched to ``refs/remotes/origin/*`` and its tags to ``refs/tags/*``;
-``refs/heads/*`` holds only the task branches (``agent/<agent>/<task>``) of the worktrees made
-from the cache, so a fetch can never rewrite or prune a task's work. Every git call goes through
+``refs/heads/*`` holds only the task branches (``agent/<agent>/<task>``) of the checkouts made
+from the cache, so a fetch can never rewrite or prune a task's work. A checkout is a repository of
+its own that borrows the cache's objects (`runrepo`); no run ever writes the cache — the daemon
+brings a run's branch in (`delivery`) — so every config, hook and alternate here is the daemon's. Every git call goes through
 the git CLI (`gitcmd`) with a timeout and no terminal prompts (a prompt would hang a daemon).
 """
 
@@ -35,7 +37,7 @@ import filelock
 from predictorx import config
 
 from ..resources.local_urls import SCP_LIKE, is_scp_like, local_source
-from . import gitcmd
+from . import gitcmd, runrepo
 from .gitcmd import GitError  # noqa: F401  (the one git error; callers catch it from here too)
 from .branches import NoFreeBranch, create_free_branch, ref_component, sanitize_branch, task_branch  # noqa: F401
 
@@ -315,7 +317,7 @@ class RepoCache:
 
     # -- checkout ---------------------------------------------------------------------------------
     def checkout(self, url: str, ref: str | None, dest_dir: Path, branch: str, *, refresh: bool = True) -> Checkout:
-        """Make `dest_dir` a worktree of the cached `url` on a new branch `branch` started at `ref`.
+        """Make `dest_dir` a checkout of the cached `url` on a new branch `branch` started at `ref`.
 
         `ref` is a branch or tag of the remote or a commit; None means the remote's default branch.
         If `branch` already exists in the cache (a retried task, a second checkout), the one
@@ -335,17 +337,53 @@ class RepoCache:
                 if fetch_error:
                     raise RefNotFound(f"{exc} (the refresh failed too: {fetch_error})") from None
                 raise
-            name = self._create_branch(cache, branch, commit)
+            name = self.create_branch(cache, branch, commit)
             try:
-                # No smudge filter an agent wrote into the cache's config (or info/attributes) runs here.
-                self._git(cache, *gitcmd.filters_off(cache, timeout=self.git_timeout), "worktree", "add", "--quiet",
-                          str(dest_dir), name)
+                # A repository of its own, borrowing the cache's objects: nothing the run writes
+                # there is ever the cache's (or its config), and the cache can stay read-only to it.
+                runrepo.create(cache, dest_dir, branch=name, commit=commit, remote_url=url, timeout=self.git_timeout)
             except BaseException:
                 self._git(cache, "update-ref", "-d", f"refs/heads/{name}", commit, check=False)
+                shutil.rmtree(dest_dir, ignore_errors=True)
                 raise
             touch_last_used(cache)
         return Checkout(url=url, path=dest_dir, branch=name, commit=commit, ref=described,
                         cache=cache, fetch_error=fetch_error)
+
+    def checkout_in_run(self, url: str, ref: str | None, dest_dir: Path, branch: str) -> Checkout:
+        """`checkout` for an agent inside its run (`predictorx repo checkout`): the cache is only
+        read (a sandbox shows it read-only, and only the repositories the task allows). `dest_dir`
+        becomes a repository of its own borrowing the cache's objects if there is a cache, fetched
+        from `url` to be current (the cached copy is used if that fails); the daemon brings its
+        branch into the cache when the run ends (`delivery`)."""
+        _refuse_option_like(url, "repository URL")
+        if ref is not None:
+            _refuse_option_like(ref, "ref")
+        check_local_source(url)
+        dest_dir = Path(dest_dir).absolute()
+        if dest_dir.exists() and (not dest_dir.is_dir() or any(dest_dir.iterdir())):
+            raise RepoCacheError(f"cannot check {url} out into {dest_dir}: it exists and is not an empty directory")
+        cache = self.cache_path(url)
+        source = cache if (cache / "objects").is_dir() else None
+        try:
+            git_dir = runrepo.init(dest_dir, source, remote_url=url, timeout=self.git_timeout)
+            fetch_error = None
+            try:
+                self._git(git_dir, *_REMOTE_PROGRAMS_OFF, "fetch", UPLOAD_PACK, "--quiet", "--prune", "--tags",
+                          "--force", "origin", timeout=self.fetch_timeout)
+                if not self._rev(git_dir, "refs/remotes/origin/HEAD"):
+                    self._set_head(git_dir)
+            except GitError as exc:
+                if source is None:
+                    raise
+                fetch_error = str(exc)
+            commit, described = self._resolve(git_dir, ref)
+            runrepo.start_branch(dest_dir, branch, commit, timeout=self.git_timeout)
+        except BaseException:
+            shutil.rmtree(dest_dir, ignore_errors=True)
+            raise
+        return Checkout(url=url, path=dest_dir, branch=branch, commit=commit, ref=described, cache=cache,
+                        fetch_error=fetch_error)
 
     def _resolve(self, cache: Path, ref: str | None) -> tuple[str, str]:
         if ref is None:
@@ -367,7 +405,10 @@ class RepoCache:
         known = ", ".join(b for b in branches if b != "HEAD") or "none"
         raise RefNotFound(f"ref {ref!r} is neither a branch, a tag nor a commit of the repository; branches: {known}")
 
-    def _create_branch(self, cache: Path, branch: str, commit: str) -> str:
+    def delete_ref(self, cache: Path, ref: str) -> None:
+        self._git(cache, "update-ref", "-d", ref, check=False)
+
+    def create_branch(self, cache: Path, branch: str, commit: str) -> str:
         """The task's branch at `commit`, by the one collision rule (`branches`)."""
         def create(name: str) -> None:
             self._git(cache, "update-ref", "-m", "predictorx: task branch", f"refs/heads/{name}", commit, "")
@@ -384,7 +425,7 @@ class RepoCache:
 
     def _git(self, cache: Path, *args: str, timeout: float | None = None,
              check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run_git(["--git-dir", str(cache), *args], cwd=self.dir, timeout=timeout or self.git_timeout,
+        return run_git(["--git-dir", str(cache), *args], cwd=cache, timeout=timeout or self.git_timeout,
                        check=check)
 
 

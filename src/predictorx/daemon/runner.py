@@ -20,9 +20,10 @@ from typing import Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import contextrecord, envroot, harness, netpolicy, review, rooms, sandbox, sessions, worktree
+from . import (contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox, sessions,
+               worktree)
 from .branches import task_branch
-from .context import TaskContext, prepare_context
+from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
 from ..resources import placement as where
 from .gitcmd import GitError
@@ -32,6 +33,8 @@ from .serverapi import ServerError
 from .uploader import MessageUploader
 
 log = logging.getLogger("predictorx.daemon")
+#: In the env root, outside everything a run can write: where the daemon's quarantine repositories go.
+DELIVERY_SCRATCH = ".delivery"
 
 
 def disk_full_reason(exc: BaseException, workspaces_root: Path) -> str | None:
@@ -103,6 +106,7 @@ class TaskRun:
         self.review: dict[str, Any] | None = None  # the agent's work, for the task page
         self.main: asyncio.Task | None = None
         self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
+        self._ctx: TaskContext | None = None
 
     # -- control --------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -133,6 +137,7 @@ class TaskRun:
         self._uploader.start()
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
+            self._ctx = ctx
             await asyncio.to_thread(self._check_sandbox)  # runs bwrap once: not on the event loop
             placement = _placement(ctx, self.daemon.daemon_id)
             ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
@@ -280,14 +285,19 @@ class TaskRun:
             try:
                 return await self._execute(ctx, env, cwd, None)
             finally:
-                await asyncio.shield(self._deliver_checkout(co, repo.url))
+                await asyncio.shield(self._deliver_checkout(co, repo.url, env))
         return await self._execute(ctx, env, cwd, None)
 
-    async def _deliver_checkout(self, co: Any, url: str) -> None:
-        """Commit what the agent left in its checkout to its branch (as worktree mode does) and
-        say plainly where the work is: the branch in the daemon's repo cache, the files here."""
-        problem = await asyncio.to_thread(review.commit_checkout_leftovers, co.path, co.branch,
-                                          self.agent["name"], self.id)
+    async def _deliver_checkout(self, co: Any, url: str, env: envroot.EnvRoot) -> None:
+        """Bring the agent's commits and what it left uncommitted onto its branch in the cache (as
+        worktree mode does), its checkout's git dir read only as data (`delivery`), and say plainly
+        where the work is: the branch in the daemon's repo cache, the files here."""
+        problem = None
+        try:
+            done = await asyncio.to_thread(self._deliver_locked, co, url, env)
+            problem = done.problem
+        except delivery.DeliveryError as e:
+            problem = str(e)
         branch: str | None = co.branch
         if problem is None and await asyncio.to_thread(review.delete_branch_if_unchanged, co.cache, co.branch, co.commit):
             branch, note = None, "The task changed nothing, so its branch was deleted."
@@ -299,6 +309,25 @@ class TaskRun:
         await self._note("system", {"event": "checkout", "message": note, "branch": branch})
         self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=url,
                                          worktree_path=str(co.path), note=note, head=co.commit)
+
+    def _deliver_locked(self, co: Any, url: str, env: envroot.EnvRoot) -> delivery.Delivered:
+        with self.daemon.repo_cache.lock(url):
+            return delivery.deliver(co.path, co.cache, co.branch, co.commit, agent_name=self.agent["name"],
+                                    task_id=self.id, scratch=env.path / DELIVERY_SCRATCH)
+
+    async def _deliver_run_checkouts(self, ctx: TaskContext, env: envroot.EnvRoot) -> None:
+        """What the agent checked out itself (`predictorx repo checkout`) reaches the cache too."""
+        workdir = env.workdir
+        found = runcheckouts.recorded(env.path, workdir, allowed_repo_urls(ctx),
+                                      task_branch(self.agent["name"], self.id))
+        said = []
+        for co in found:
+            said.append(await asyncio.to_thread(runcheckouts.deliver, self.daemon.repo_cache, co,
+                                                env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"],
+                                                task_id=self.id))
+        if said:
+            await self._note("system", {"event": "checkouts", "message": "Repositories the agent checked out: "
+                                        + "; ".join(said) + "."})
 
     async def _review(self, repo: Path, base: str, branch: str | None, *, head: str, **kw: Any) -> dict[str, Any] | None:
         try:
@@ -373,6 +402,10 @@ class TaskRun:
                     pending.cancel()
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
             await asyncio.shield(netpolicy.close(network))
+            try:
+                await asyncio.shield(self._deliver_run_checkouts(ctx, env))
+            except Exception:  # noqa: BLE001 — the run's end must still be reported
+                log.exception("task %s: could not deliver the repositories its agent checked out", self.id)
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
         await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
@@ -446,21 +479,24 @@ class TaskRun:
         if bwrap is None:  # checked when the task started; gone since
             raise TaskFailed(f"bubblewrap (`bwrap`) disappeared from daemon {self.daemon.name}; not run unconfined")
         home = Path.home()
-        scratch = [env.path / "home", env.path / "agents-room", env.output]
+        scratch = [env.path / "home", env.path / "agents-room", env.output, env.path / runcheckouts.CHECKOUTS_DIR]
         for d in scratch:
             d.mkdir(parents=True, exist_ok=True)
-        writable = [cwd, *scratch, *sandbox.git_dirs(cwd)]
+        writable = [cwd, *scratch]
         if env.workdir_kind != "in_place":
             writable.append(env.path / "workdir")
         if local is not None and env.workdir_kind == "in_place":
-            writable.append(local)
-        cache = self.daemon.workspaces_root / ".repos"
-        if cache.is_dir():
-            writable.append(cache)  # `predictorx repo checkout` fetches into it
+            # The person's folder as it is, its git dirs included: in place means theirs to change.
+            writable += [local, *sandbox.git_dirs(cwd)]
+        # The repo cache is never writable: checkouts are repositories of the run's own, which
+        # borrow objects from the caches of the repositories this task allows, read-only (and
+        # no other workspace's cache is there at all).
+        readable = [env.path, *sandbox.python_paths(),
+                    *sandbox.repo_cache_paths(self.daemon.repo_cache, allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
         return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
-                                   readable=[env.path, *sandbox.python_paths()],
-                                   hidden=sandbox.secret_paths(home), home=home, chdir=cwd, network=network)
+                                   readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,
+                                   network=network)
 
     def _resumable(self, adapter: agents.AgentAdapter, cwd: Path) -> str | None:
         """The earlier session to continue (R-EX-10), unless the CLI can only find it in another folder."""

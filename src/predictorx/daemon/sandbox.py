@@ -8,10 +8,12 @@ and sees a filesystem made of:
 - its own install, read-only: the directories on its PATH, the resolved executable (and the
   `node_modules` tree it lives in), absolute paths named on its command line, this Python
   environment (so `predictorx issue comment` works);
-- writable: the task's workdir and env root scratch (`output/`, `home/`, `agents-room/`), the
-  person's folder for `in_place`, the git dirs its repository needs (the person's `.git` for a
-  worktree, the daemon's bare cache for its own checkout), the repo cache (`repo checkout`), the
-  agents-room store, and the CLI's own config directory in $HOME (its login and sessions);
+- read-only too: the repo caches of the repositories the task allows (its checkouts borrow their
+  objects; no other repository's cache is there, and no cache is ever writable);
+- writable: the task's workdir (its checkouts are repositories of their own there) and env root
+  scratch (`output/`, `home/`, `agents-room/`, `checkouts/`), the person's folder and its git dirs
+  for `in_place`, the agents-room store, and the CLI's own config directory in $HOME (its login
+  and sessions);
 - an empty $HOME, an empty private /tmp, a /proc of its own pid namespace (so no
   `/proc/$PPID/environ` of the daemon to read) and a minimal /dev.
 
@@ -32,6 +34,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable
 
 from .. import config
 from .netpolicy import NetworkJail
@@ -193,7 +196,8 @@ def secret_paths(home: Path) -> list[Path]:
 
 
 def git_dirs(cwd: Path) -> list[Path]:
-    """The git dirs a checkout at `cwd` writes to when it commits (a worktree's are elsewhere)."""
+    """The git dirs a person's folder at `cwd` writes to when it commits (for `in_place` only: a
+    linked worktree's are elsewhere)."""
     try:
         out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
                              cwd=cwd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
@@ -202,6 +206,21 @@ def git_dirs(cwd: Path) -> list[Path]:
     if out.returncode != 0:
         return []
     return [Path(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def repo_cache_paths(cache: Any, urls: Iterable[str]) -> list[Path]:
+    """The repo caches of `urls` that exist (`RepoCache`): mounted read-only, so a run's checkouts
+    can borrow their objects and nothing else of the cache — another repository's, another
+    workspace's — is there at all."""
+    paths = []
+    for url in urls:
+        try:
+            path = cache.cache_path(url)
+        except ValueError:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            paths.append(path)
+    return paths
 
 
 def agents_room_paths(home: Path) -> list[Path]:

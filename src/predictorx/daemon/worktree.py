@@ -1,4 +1,4 @@
-"""Worktree mode (R-WT-1 … R-WT-7): each task in its own git worktree of the person's repository.
+"""Worktree mode (R-WT-1 … R-WT-7): each task in its own checkout of the person's repository.
 
 The daemon calls, per task:
 
@@ -16,18 +16,22 @@ so git's racy-entry check still works) to a file in the env root; `git add --upd
 `git update-index --add` (for the untracked files, checked first) run against that copy and their
 working tree — cheap, because the copied stat data tells git which files changed — then
 `write-tree` and `commit-tree -p HEAD` give a *baseline* commit of exactly what they see. The
-worktree is made from a new branch at that baseline, so the branch's own commits are the agent's
-work and nothing else. Their working copy, index and stash list are only read.
+task's checkout starts on a new branch at that baseline, so the branch's own commits are the
+agent's work and nothing else. Their working copy, index and stash list are only read.
 
-Nothing is lost silently: `finalize` commits what the agent left, keeps the worktree (and says
-where) if that commit fails or the agent's work is not on the task's branch, and deletes the
-branch only when it holds nothing beyond the baseline. A person's branch is never moved: if the
-agent switched the worktree to another branch, HEAD is detached from it before the leftovers are
-committed, and the task's branch follows only by fast-forward. Before any worktree is removed
-(finalize, recover) — and when one is kept — a HEAD commit that no branch holds is anchored as
-`refs/predictorx/kept/<task>`. A JSON marker in the env root lets a restarted daemon find and
-finish what a crash left behind; while it exists (also in state `kept`), GC leaves the env root
-alone.
+The task's checkout (still called its worktree) is a repository of its own (`runrepo`) that
+borrows the person's objects: the person's `.git` — its config, hooks, refs — is never the run's
+to write (read-only in the sandbox), and the agent's git dir is never read as configuration by
+the daemon: its commits and leftovers reach the person's branch through `delivery`.
+
+Nothing is lost silently: `finalize` brings the agent's commits and what it left uncommitted onto
+the task's branch, keeps the checkout (and says where) if that fails or the agent's work does not
+build on the task's branch — the work is then also kept in the person's repository as
+`refs/predictorx/kept/<task>` — and deletes the branch only when it holds nothing beyond the
+baseline. Only the task's branch is ever written in the person's repository: whatever branch the
+agent switched to in its checkout is its own copy. A JSON marker in the env root lets a restarted
+daemon find and finish what a crash left behind; while it exists (also in state `kept`), GC leaves
+the env root alone.
 
 Not reproduced, so refused (never run in place instead): submodules (gitlinks in the index), and
 untracked state that a commit cannot hold faithfully (symlinks, nested repositories, over limits).
@@ -35,22 +39,24 @@ untracked state that a commit cannot hold faithfully (symlinks, nested repositor
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
 import stat
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from . import delivery, runrepo
 from .branches import NoFreeBranch, create_free_branch, ref_component, task_branch
-from .gitcmd import GitError, anchor_unbranched_head, filters_off, git, git_text
+from .gitcmd import KEPT_REFS, GitError, git, git_text
+
+#: The person's refs a task's repository starts with (its own branch aside).
+PERSONS_REFS = ("refs/heads/", "refs/remotes/", "refs/tags/")
 
 MAX_UNTRACKED_FILES = 2000
 MAX_UNTRACKED_BYTES = 200 * 1024 * 1024
@@ -79,6 +85,7 @@ class Prepared:
     env_root: Path
     agent_name: str = ""
     task_id: str = ""
+    git_dir: Path | None = None  # the person's repository's (common) git dir; found again if None
 
 
 @dataclass(frozen=True)
@@ -143,9 +150,10 @@ def prepare(
         branch = _create_branch(top, agent_name, task_id, baseline, timeout)
         record["branch"] = branch
         _write_marker(marker, record)
-        with _admin_lock(top, timeout, common):  # registration only; the checkout below runs in parallel
-            git(["worktree", "add", "--quiet", "--no-checkout", str(wt_dir), branch], cwd=top, timeout=timeout)
-        git(["reset", "--quiet", "--hard"], cwd=wt_dir, timeout=timeout)
+        # A repository of its own, borrowing the person's objects: their `.git` (config, hooks,
+        # refs) is never the run's to write, and is mounted read-only in the sandbox.
+        runrepo.create(Path(common), wt_dir, branch=branch, commit=baseline, remote_url=_origin_url(top, timeout),
+                       refs=PERSONS_REFS, timeout=timeout)
         start = wt_dir / prefix
         start.mkdir(parents=True, exist_ok=True)  # a sub-folder holding only ignored files
         record["state"] = "ready"
@@ -160,7 +168,12 @@ def prepare(
         if isinstance(e, GitError):
             raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
         raise
-    return Prepared(wt_dir, start, branch, baseline, base, top, env, agent_name, task_id)
+    return Prepared(wt_dir, start, branch, baseline, base, top, env, agent_name, task_id, Path(common))
+
+
+def _origin_url(top: Path, timeout: float) -> str | None:
+    url = git(["config", "--get", "remote.origin.url"], cwd=top, timeout=timeout, check=False).stdout
+    return url.decode("utf-8", "surrogateescape").strip() or None
 
 
 def _repo_info(local: Path, timeout: float) -> tuple[Path, str, Path, str, str, str]:
@@ -290,17 +303,13 @@ def _create_branch(top: Path, agent_name: str, task_id: str, commit: str, timeou
 
 def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, timeout: float,
                   name: str = "") -> str | None:
-    """Take back a half-made worktree; the agent never ran in it, so there is nothing of its own
-    — and should a commit be there anyway, it is anchored first (the returned sentence says where)."""
-    kept = _anchor(wt_dir, name, timeout)
-    with _admin_lock(top, timeout):
-        if wt_dir.exists() or _registered(top, wt_dir, timeout):
-            git(["worktree", "remove", "--force", str(wt_dir)], cwd=top, timeout=timeout, check=False)
-            shutil.rmtree(wt_dir, ignore_errors=True)
-            git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+    """Take back a half-made task checkout; the agent never ran in it, so there is nothing of its own."""
+    if wt_dir.is_dir() and not wt_dir.is_symlink():
+        shutil.rmtree(wt_dir, ignore_errors=True)
+    git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)  # an older daemon's linked worktree
     if branch:  # only if it still points at the baseline: never drop a commit
         git(["update-ref", "-d", f"refs/heads/{branch}", baseline], cwd=top, timeout=timeout, check=False)
-    return kept
+    return None
 
 
 # --- finalize -----------------------------------------------------------------------------------
@@ -323,28 +332,28 @@ def finalize(prepared: Prepared, *, timeout: float = TIMEOUT) -> Finalized:
 def _finalize(p: Prepared, timeout: float) -> Finalized:
     top, wt, ref = p.repo_dir, p.worktree_dir, f"refs/heads/{p.branch}"
     marker = p.env_root / MARKER
-    present = wt.is_dir() and (wt / ".git").exists()
-
-    if present:
-        switched = _leave_other_branch(p, timeout)
-        problem = _commit_leftovers(p, timeout)
-        if problem is None:
-            problem = _bring_branch_to_head(p, timeout, switched)
+    note = None
+    if wt.is_dir() and not wt.is_symlink():
+        git_dir = p.git_dir or Path(git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top,
+                                             timeout=timeout))
+        try:  # the run's git dir is read as data only: nothing the agent wrote there runs (`delivery`)
+            done = delivery.deliver(wt, git_dir, p.branch, p.baseline_commit, agent_name=p.agent_name,
+                                    task_id=p.task_id, scratch=p.env_root / ".delivery",
+                                    keep_ref=f"{KEPT_REFS}/{ref_component(p.task_id or p.env_root.name, 'worktree')}",
+                                    timeout=timeout)
+            problem, note = done.problem, done.note
+        except delivery.DeliveryError as e:
+            problem = str(e)
         if problem is not None:
-            try:  # kept, not removed — but should someone remove it by hand, the commit stays
-                anchored = _anchor(wt, p.task_id or p.env_root.name, timeout)
-            except GitError:
-                anchored = None
-            if anchored:
-                problem = f"{problem} {anchored}"
+            problem = (f"{problem[0].upper()}{problem[1:]}. The task's folder {wt} was kept so nothing is lost: "
+                       f"it is a git repository of its own (borrowing {top}'s objects); look at it with "
+                       f"`git -C {wt} status`, then delete the folder.")
             _update_marker(marker, state="kept", error=problem)
             return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
-    else:
-        with _admin_lock(top, timeout):
-            git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
+        shutil.rmtree(wt)
+    git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)  # an older daemon's linked worktree
 
     commits = _commits(p, timeout)
-    anchored = _remove_worktree(top, wt, timeout, p.task_id or p.env_root.name) if present else None
     if commits:
         message = (f"The task's work is on branch {p.branch} ({len(commits)} commit"
                    f"{'s' if len(commits) != 1 else ''}); review it with git log / git diff — "
@@ -359,106 +368,16 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
         else:  # the agent moved the branch back behind the baseline: leave it as it is
             message = f"The task made no commits of its own; its branch {p.branch} was left where the agent put it."
             branch = p.branch
-    if anchored:
-        message = f"{message} {anchored}"
+    if note:
+        message = f"{message} Note: {note}."
     marker.unlink(missing_ok=True)
     return Finalized(branch, commits, False, message)
-
-
-def _leave_other_branch(p: Prepared, timeout: float) -> str | None:
-    """If the agent switched the worktree to a branch other than the task's (possibly one of the
-    person's own), detach HEAD from it, so the leftover commit can never move that branch.
-    Returns the branch it switched to, or None."""
-    wt = p.worktree_dir
-    r = git(["symbolic-ref", "-q", "HEAD"], cwd=wt, timeout=timeout, check=False)
-    ref = r.stdout.decode("utf-8", "surrogateescape").strip()
-    if r.returncode != 0 or not ref or ref == f"refs/heads/{p.branch}":
-        return None  # already detached, or on the task's branch
-    other = ref.removeprefix("refs/heads/")
-    head = git(["rev-parse", "--verify", "-q", "HEAD^{commit}"], cwd=wt, timeout=timeout, check=False)
-    if head.returncode == 0:  # an unborn branch is no one's yet: a commit there moves nothing existing
-        git(["update-ref", "--no-deref", "-m", f"predictorx: detach from {other} before committing leftovers",
-             "HEAD", head.stdout.decode().strip()], cwd=wt, timeout=timeout)
-    return other
-
-
-def _commit_leftovers(p: Prepared, timeout: float) -> str | None:
-    """Commit everything the agent left (untracked too, ignored files not) where its HEAD is —
-    by then the task's branch or a detached HEAD, never another branch (_leave_other_branch)."""
-    wt = p.worktree_dir
-    try:
-        off = filters_off(wt, timeout=timeout)  # the agent could write the repository's config
-        git([*off, "add", "--all"], cwd=wt, timeout=timeout)
-        staged = git(["diff", "--cached", "--quiet"], cwd=wt, timeout=timeout, check=False)
-        if staged.returncode == 0:
-            return None
-        env = {**_identity_env(wt, timeout),
-               "GIT_AUTHOR_NAME": f"{p.agent_name or 'agent'} (Predictor X agent)",
-               "GIT_AUTHOR_EMAIL": f"{ref_component(p.agent_name, 'agent')}@agents.predictorx.invalid"}
-        message = (f"Uncommitted changes left by agent {p.agent_name} in task {p.task_id}\n\n"
-                   "Committed by Predictor X when the task ended, so nothing is lost.\n")
-        # Porcelain on purpose: the repository's own settings apply — but never signing, nor any
-        # other setting that runs a program (gitcmd._ALWAYS): the agent could have written them.
-        git([*off, "commit", "--quiet", "--no-verify", "-m", message], cwd=wt, env=env, timeout=timeout)
-        return None
-    except GitError as e:
-        return (f"Could not commit the changes the agent left in {wt} (git: {e.stderr or e}). "
-                f"The worktree was kept so nothing is lost; `git worktree list` in {p.repo_dir} shows it. "
-                "Commit or copy the changes yourself, then remove it with `git worktree remove`.")
-
-
-def _bring_branch_to_head(p: Prepared, timeout: float, switched: str | None = None) -> str | None:
-    """If the agent committed on another branch or a detached HEAD, move our branch there when
-    that only adds commits; otherwise keep the worktree rather than strand its commits.
-    `switched` is the branch the agent had switched to (HEAD is detached from it by now); that
-    branch is never moved here."""
-    wt, ref = p.worktree_dir, f"refs/heads/{p.branch}"
-    head = git_text(["rev-parse", "HEAD"], cwd=wt, timeout=timeout)
-    tip = git(["rev-parse", "--verify", "-q", ref], cwd=wt, timeout=timeout, check=False).stdout.decode().strip()
-    if head == tip:
-        return None
-    if not tip:  # the agent renamed or deleted our branch: recreate it where its work is
-        git(["update-ref", ref, head, ""], cwd=wt, timeout=timeout)
-        return None
-    if git(["merge-base", "--is-ancestor", tip, head], cwd=wt, timeout=timeout, check=False).returncode == 0:
-        git(["update-ref", ref, head, tip], cwd=wt, timeout=timeout)
-        return None
-    if switched:
-        return (f"The agent switched its worktree {wt} to branch {switched}; its work there (commit "
-                f"{head[:12]}) does not build on branch {p.branch}, so it was not put on it, and Predictor X "
-                f"did not move {switched} either. The worktree was kept, detached at that commit, so nothing "
-                f"is lost (`git worktree list` in {p.repo_dir} shows it).")
-    return (f"The agent left its worktree {wt} on commit {head[:12]}, which is not on branch {p.branch}; "
-            f"the worktree was kept so nothing is lost (`git worktree list` in {p.repo_dir} shows it).")
 
 
 def _commits(p: Prepared, timeout: float) -> tuple[str, ...]:
     out = git(["rev-list", "--reverse", f"{p.baseline_commit}..refs/heads/{p.branch}"],
               cwd=p.repo_dir, timeout=timeout, check=False)
     return tuple(out.stdout.decode().split()) if out.returncode == 0 else ()
-
-
-def _remove_worktree(top: Path, wt: Path, timeout: float, name: str) -> str | None:
-    """Remove the worktree; first anchor its HEAD commit if no branch holds it (then say where)."""
-    kept = _anchor(wt, name, timeout)
-    # --force: what is left are ignored files (build output); everything else is committed.
-    with _admin_lock(top, timeout):
-        r = git(["worktree", "remove", "--force", str(wt)], cwd=top, timeout=timeout, check=False)
-        if r.returncode != 0:
-            shutil.rmtree(wt, ignore_errors=True)
-            git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
-    return kept
-
-
-def _anchor(wt: Path, name: str, timeout: float) -> str | None:
-    """Keep the worktree's HEAD commit under refs/predictorx/kept/ if no branch holds it; a
-    sentence saying so, or None. Raises GitError when git cannot tell (then nothing is removed)."""
-    held = anchor_unbranched_head(wt, name or wt.parent.name, timeout=timeout)
-    if held is None:
-        return None
-    ref, sha = held
-    return (f"Its worktree's last commit {sha[:12]} was on no branch, so it is kept as {ref} "
-            f"(`git log {ref}`; delete it with `git update-ref -d {ref}` once you no longer need it).")
 
 
 # --- recover ------------------------------------------------------------------------------------
@@ -526,30 +445,6 @@ def _identity_env(cwd: Path, timeout: float) -> dict[str, str]:
             env[f"GIT_{who}_NAME"] = _FALLBACK_NAME
             env[f"GIT_{who}_EMAIL"] = _FALLBACK_EMAIL
     return env
-
-
-@contextmanager
-def _admin_lock(top: Path, timeout: float, common: str | None = None) -> Iterator[None]:
-    """Serialise `git worktree add/remove/prune` per repository, across threads and processes.
-
-    git is not safe here: while one `worktree add` has made .git/worktrees/<id> but not yet
-    written its files, another one reading all entries fails ("failed to read …/commondir").
-    The lock is a flock on the repository's git directory itself: shared by every daemon on the
-    machine, gone with its holder, and no file of ours in the person's .git.
-    """
-    if common is None:
-        common = git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top, timeout=timeout)
-    fd = os.open(common, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # blocking: the holders run short git commands
-        yield
-    finally:
-        os.close(fd)
-
-
-def _registered(top: Path, wt: Path, timeout: float) -> bool:
-    out = git(["worktree", "list", "--porcelain", "-z"], cwd=top, timeout=timeout, check=False).stdout
-    return f"worktree {wt}".encode() in out.split(b"\0")
 
 
 def _is_inside(path: Path, top: Path) -> bool:

@@ -20,6 +20,7 @@ from predictorx.daemon.envroot import (
     read_meta,
     record_repo_urls,
 )
+from predictorx.daemon import runcheckouts
 from predictorx.daemon.gc import GcTimer, collect
 from predictorx.daemon.repocache import RepoCache, task_branch, touch_last_used
 
@@ -206,7 +207,7 @@ def test_missing_root_is_an_empty_report(tmp_path: Path) -> None:
 
 # -- worktrees ------------------------------------------------------------------------------------
 
-def test_clean_cache_worktree_is_removed_and_unregistered(tmp_path: Path, remote: Remote) -> None:
+def test_a_delivered_cache_checkout_is_removed(tmp_path: Path, remote: Remote) -> None:
     root = tmp_path / "ws"
     env = create_env_root(root, "acme", "t1", now=LONG_AGO)
     cache = RepoCache(root)
@@ -214,23 +215,29 @@ def test_clean_cache_worktree_is_removed_and_unregistered(tmp_path: Path, remote
     mark_finished(env, now=LONG_AGO)
     report = collect(root, NOW)
     assert report.removed_env_roots == [env.path]
-    listing = git("--git-dir", str(checkout.cache), "worktree", "list", "--porcelain")
-    assert str(checkout.path) not in listing
     assert git("--git-dir", str(checkout.cache), "rev-parse", "--verify", checkout.branch)  # the branch stays
 
 
-def test_dirty_worktree_keeps_its_env_root(tmp_path: Path, remote: Remote) -> None:
+def test_an_undelivered_checkout_keeps_its_env_root_and_gc_runs_nothing_there(tmp_path: Path, remote: Remote) -> None:
+    """Until the daemon delivered a run's checkouts (its record goes), GC keeps the env root; and it
+    never runs git in a checkout, whose config is the agent's (core.fsmonitor ran as the daemon)."""
     root = tmp_path / "ws"
     env = create_env_root(root, "acme", "t1", now=LONG_AGO)
     checkout = RepoCache(root).checkout(remote.url, None, env.workdir / "remote", "agent/bot/t1")
+    marker, evil = tmp_path / "ran.txt", tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    evil.chmod(0o755)
+    git("config", "core.fsmonitor", str(evil), cwd=checkout.path)
     (checkout.path / "README.md").write_text("unsaved agent work\n")
+    runcheckouts.mark_pending(env.path, task_id="t1", agent_name="bot", allowed=[remote.url])
     mark_finished(env, now=LONG_AGO)
     report = collect(root, NOW)
     assert report.removed_env_roots == []
-    reason = report.reason_kept(env.path)
-    assert "uncommitted changes" in reason and "README.md" in reason
+    assert "never delivered" in report.reason_kept(env.path)
     assert (checkout.path / "README.md").read_text() == "unsaved agent work\n"
-    assert "uncommitted" in report.summary()
+    runcheckouts.clear_pending(env.path)
+    assert collect(root, NOW).removed_env_roots == [env.path]
+    assert not marker.exists()
 
 
 def test_worktree_of_a_persons_repository(tmp_path: Path) -> None:
@@ -250,13 +257,19 @@ def test_worktree_of_a_persons_repository(tmp_path: Path) -> None:
     assert git("branch", "--list", "agent/bot/t1", cwd=folder)
 
 
-def test_untracked_file_counts_as_uncommitted(tmp_path: Path) -> None:
+def test_a_repository_the_agent_made_is_data_to_gc(tmp_path: Path) -> None:
+    """A repository an agent made in its workdir is removed with the env root; GC asks its git nothing."""
     env = create_env_root(tmp_path / "ws", "acme", "t1", now=LONG_AGO)
     clone = env.workdir / "scratch"
     git("init", "-q", str(clone))
+    marker, evil = tmp_path / "ran.txt", tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    evil.chmod(0o755)
+    git("config", "core.fsmonitor", str(evil), cwd=clone)
     (clone / "new.txt").write_text("not committed")
     mark_finished(env, now=LONG_AGO)
-    assert "new.txt" in collect(tmp_path / "ws", NOW).reason_kept(env.path)
+    assert collect(tmp_path / "ws", NOW).removed_env_roots == [env.path]
+    assert not marker.exists()
 
 
 # -- repo caches ----------------------------------------------------------------------------------
@@ -278,7 +291,13 @@ def test_cache_with_a_live_worktree_is_kept(tmp_path: Path, remote: Remote) -> N
     checkout = RepoCache(root).checkout(remote.url, None, env.workdir / "r", "agent/bot/t1")
     touch_last_used(checkout.cache, LONG_AGO.timestamp() - 86400 * 30)
     report = collect(root, NOW, is_task_active=lambda t: True)
-    assert "still used by 1 worktree" in report.reason_kept(checkout.cache)
+    assert "still used by a checkout" in report.reason_kept(checkout.cache)
+
+
+def _deliver(root: Path, checkout, task: str = "t1"):  # noqa: ANN001
+    placed = {"url": checkout.url, "path": str(checkout.path), "branch": checkout.branch, "start": checkout.commit,
+              "cache": str(checkout.cache)}
+    return runcheckouts.deliver_placement(RepoCache(root), placed, root / "scratch", agent_name="bot", task_id=task)
 
 
 def test_cache_with_unpushed_task_commits_is_kept(tmp_path: Path, remote: Remote) -> None:
@@ -288,6 +307,7 @@ def test_cache_with_unpushed_task_commits_is_kept(tmp_path: Path, remote: Remote
     (checkout.path / "x.txt").write_text("x")
     git("add", "x.txt", cwd=checkout.path)
     git("commit", "-qm", "never pushed", cwd=checkout.path)
+    _deliver(root, checkout)
     mark_finished(env, now=LONG_AGO)
     touch_last_used(checkout.cache, LONG_AGO.timestamp() - 86400 * 30)
     report = collect(root, NOW)
@@ -295,22 +315,23 @@ def test_cache_with_unpushed_task_commits_is_kept(tmp_path: Path, remote: Remote
     assert "1 commit(s) the remote does not have" in report.reason_kept(checkout.cache)
 
 
-def test_a_cache_worktrees_unbranched_commit_is_anchored_and_keeps_the_cache(tmp_path: Path, remote: Remote) -> None:
-    """The agent detached HEAD and committed: removing the clean worktree must not strand that commit,
-    and the cache that now holds it under refs/predictorx/kept/ must not be deleted later."""
+def test_work_off_the_task_branch_is_kept_in_the_cache_and_keeps_it(tmp_path: Path, remote: Remote) -> None:
+    """The agent committed on an unrelated line of history: delivery keeps it under
+    refs/predictorx/kept/ in the cache, and GC must not delete the cache that holds it."""
     root = tmp_path / "ws"
     env = create_env_root(root, "acme", "t1", now=LONG_AGO)
     checkout = RepoCache(root).checkout(remote.url, None, env.workdir / "r", "agent/bot/t1")
-    git("checkout", "-q", "--detach", cwd=checkout.path)
+    git("checkout", "-q", "--orphan", "elsewhere", cwd=checkout.path)
     (checkout.path / "x.txt").write_text("x")
     git("add", "x.txt", cwd=checkout.path)
-    git("-c", "user.name=A", "-c", "user.email=a@b", "commit", "-qm", "detached, on no branch", cwd=checkout.path)
+    git("-c", "user.name=A", "-c", "user.email=a@b", "commit", "-qm", "on no branch of ours", cwd=checkout.path)
     sha = git("rev-parse", "HEAD", cwd=checkout.path)
+    done = _deliver(root, checkout)
+    assert done.problem and "refs/predictorx/kept/t1" in done.problem
+    assert git("--git-dir", str(checkout.cache), "rev-parse", "refs/predictorx/kept/t1") == sha
     mark_finished(env, now=LONG_AGO)
     report = collect(root, NOW)
     assert report.removed_env_roots == [env.path]
-    assert git("--git-dir", str(checkout.cache), "rev-parse", "refs/predictorx/kept/t1") == sha
-    assert report.anchored and "refs/predictorx/kept/t1" in report.summary()
     touch_last_used(checkout.cache, LONG_AGO.timestamp() - 86400 * 30)
     report = collect(root, NOW)
     assert report.removed_repo_caches == [] and checkout.cache.exists()

@@ -25,18 +25,17 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .branches import ref_component
 from .gitcmd import DEFAULT_TIMEOUT, GitError, git, git_text, sealed_env
+from .gitdata import SHA as _SHA, open_regular, read_small, ref_value
 from .runrepo import is_own_repository
 
 #: The most bytes of object files taken from a run's repository (a hostile agent could write more).
 MAX_IMPORT_BYTES = 8 * 2**30
 MAX_INDEX_BYTES = 256 * 2**20
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
 _LOOSE = re.compile(r"^[0-9a-f]{38}$")
 _PACK = re.compile(r"^(pack-[0-9a-f]{40})\.(pack|idx)$")
@@ -149,14 +148,14 @@ def _import(run_tree: Path, quarantine: Path, branch: str, timeout: float) -> _R
                                     "were taken over")
     git_dir = run_tree / ".git"
     _copy_objects(git_dir / "objects", quarantine / "objects")
-    head_text = _read_small(git_dir, "HEAD") or ""
+    head_text = read_small(git_dir, "HEAD") or ""
     head_branch = None
     if head_text.startswith("ref: "):
-        head = _ref_value(git_dir, head_text[5:].strip())
+        head = ref_value(git_dir, head_text[5:].strip())
         head_branch = head_text[5:].strip().removeprefix("refs/heads/")
     else:
         head = head_text.strip() or None
-    tip = _ref_value(git_dir, f"refs/heads/{branch}")
+    tip = ref_value(git_dir, f"refs/heads/{branch}")
     head, tip = _present(quarantine, head, timeout), _present(quarantine, tip, timeout)
     note = None if head else "the agent's HEAD could not be read as a commit; its files were committed on the branch"
     return _RunRefs(head, tip, note, head_branch)
@@ -190,20 +189,8 @@ def _entries(path: Path) -> list[os.DirEntry]:
         return []
 
 
-def _open_regular(path: Path) -> int | None:
-    """An fd for `path` if it is a regular file (never through a symlink, never blocking on a FIFO)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
-
-
 def _copy_file(src: Path, dst: Path, copied: int) -> int:
-    fd = _open_regular(src)
+    fd = open_regular(src)
     if fd is None:
         return 0
     with os.fdopen(fd, "rb") as fin:
@@ -215,41 +202,6 @@ def _copy_file(src: Path, dst: Path, copied: int) -> int:
         with open(dst, "xb") as fout:
             shutil.copyfileobj(fin, fout, 1 << 20)
     return size
-
-
-def _read_small(git_dir: Path, rel: str, limit: int = 4096) -> str | None:
-    """A file under `git_dir` as text, if every component is a real directory and it is a regular file."""
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        return None
-    here = git_dir
-    for part in parts[:-1]:
-        here = here / part
-        try:
-            if not stat.S_ISDIR(os.lstat(here).st_mode):
-                return None
-        except OSError:
-            return None
-    fd = _open_regular(here / parts[-1])
-    if fd is None:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        return f.read(limit).decode("ascii", "replace")
-
-
-def _ref_value(git_dir: Path, ref: str) -> str | None:
-    """A ref's commit id from its loose file or `packed-refs`; symbolic refs are not followed."""
-    if not ref.startswith("refs/heads/"):
-        return None
-    loose = _read_small(git_dir, ref)
-    if loose is not None:
-        return loose.strip() if _SHA.match(loose.strip()) else None
-    packed = _read_small(git_dir, "packed-refs", limit=64 * 2**20) or ""
-    for line in packed.splitlines():
-        sha, _, name = line.partition(" ")
-        if name == ref and _SHA.match(sha):
-            return sha
-    return None
 
 
 def _present(quarantine: Path, sha: str | None, timeout: float) -> str | None:
@@ -291,7 +243,7 @@ def _index_from_run(run_tree: Path, index: Path, env: dict[str, str], settings: 
     """Start from a copy of the run's own index (its stat data spares hashing every file again),
     if git reads it as a plain index; else the caller starts from HEAD's tree. What the index says
     only decides which files are looked at again, and `add --all` makes it match the files."""
-    fd = _open_regular(run_tree / ".git" / "index")
+    fd = open_regular(run_tree / ".git" / "index")
     if fd is None:
         return False
     with os.fdopen(fd, "rb") as f:

@@ -7,20 +7,24 @@ TTLs (defaults; the daemon may pass its own):
   died) counts from its last activity (newest mtime of its meta, logs/ and output/) and is only
   removed when `is_task_active` says the task is not running.
 - a repo cache is removed `DEFAULT_REPO_CACHE_TTL` (30 days) after its last fetch or checkout, once
-  `git worktree prune` left it without worktrees, and only if no task branch in it holds commits
-  the remote does not have.
+  no checkout in a remaining env root borrows its objects (and `git worktree prune` left it without
+  an older daemon's linked worktrees), and only if no task branch in it holds commits the remote
+  does not have.
 - `GcTimer` runs `collect` every `DEFAULT_INTERVAL` (60 minutes), first right after start.
 
 What GC never does: delete or enter a person's folder. A path recorded as ``local_path`` in any
 env root's meta (plus whatever the caller passes in `protect`) is never deleted and nothing that
 contains it is; an ``in_place`` env root only loses its own artefacts (output/, logs/, the meta);
-symlinks are never followed; an env root holding a git working tree with uncommitted changes is
-kept (and the report says which).
+symlinks are never followed; an env root holding a linked git worktree (an older daemon's) with
+uncommitted changes is kept (and the report says which). GC runs no git in a repository of a run's
+own (its config is the agent's): whether its work was delivered is the daemon's record's to say.
 
 What GC never loses: a commit. An env root with a worktree-mode record
 (`worktree.MARKER`, `.predictorx-worktree.json`) in any state is kept — `finalize` leaves the
 record only when it kept the worktree on purpose (or has not finished), and the daemon's
-`worktree.recover` is what finishes it. Before any worktree is removed, a HEAD commit that no
+`worktree.recover` is what finishes it; so is one with a checkout-delivery record
+(`runcheckouts.PENDING`), which goes only once the run's checkouts reached the repo cache. Before
+any linked worktree is removed, a HEAD commit that no
 branch holds is anchored as `refs/predictorx/kept/<task>` in its repository (the report's
 `anchored` says where), and a repo cache holding such refs with commits its remote lacks is kept.
 """
@@ -44,6 +48,7 @@ from predictorx import config
 from .envroot import META_NAME, parse_time, read_meta, utcnow
 from .gitcmd import KEPT_REFS, anchor_unbranched_head, filters_off
 from .repocache import CACHE_DIR_NAME, GitError, RepoCache, last_used, run_git
+from .runcheckouts import PENDING as PENDING_DELIVERY, read_pending
 from .worktree import MARKER as WORKTREE_MARKER
 
 log = logging.getLogger(__name__)
@@ -112,9 +117,10 @@ def collect(
         except (OSError, GitError) as exc:
             report.errors.append((env, str(exc)))
             log.warning("gc: %s: %s", env, exc)
+    borrowed = _borrowed_object_stores(env_roots)
     for cache in RepoCache(root).list_caches():
         try:
-            _collect_repo_cache(cache, now, repo_cache_ttl, report)
+            _collect_repo_cache(cache, now, repo_cache_ttl, report, borrowed)
         except (OSError, GitError) as exc:
             report.errors.append((cache, str(exc)))
             log.warning("gc: %s: %s", cache, exc)
@@ -176,6 +182,9 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
     if os.path.lexists(record):
         report.keep(env, _worktree_record_reason(record))
         return
+    if os.path.lexists(env / PENDING_DELIVERY):
+        report.keep(env, _delivery_record_reason(env))
+        return
 
     real = Path(os.path.realpath(env))
     real_root = Path(os.path.realpath(root))
@@ -187,7 +196,10 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
             report.keep(env, f"contains the local folder {folder}; never deleted")
             return
 
-    trees = list(_git_trees(env))
+    # A repository of its own in an env root (a run's checkout, or one the agent made) is the
+    # agent's: GC runs no git there (its config would be read), and its work was delivered or the
+    # env root is kept by its record. Linked worktrees are an older daemon's.
+    trees = [t for t in _git_trees(env) if (t / ".git").is_file() and not (t / ".git").is_symlink()]
     for tree in trees:
         dirty = _uncommitted(tree)
         if dirty:
@@ -196,8 +208,6 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
     task_name = task_id or env.name
     held: list[tuple[Path, tuple[str, str]]] = []
     for tree in trees:
-        if not (tree / ".git").is_file():
-            continue  # a plain clone goes with its own objects; only linked worktrees leave a repository behind
         try:
             anchor = anchor_unbranched_head(tree, task_name, timeout=GIT_TIMEOUT)
         except GitError as exc:
@@ -239,6 +249,15 @@ def _worktree_record_reason(record: Path) -> str:
                 "next start finishes it.")
     return (f"its worktree record {WORKTREE_MARKER} says '{state}' (the task's worktree was never "
             f"finished); kept so nothing is lost — the daemon's next start finishes it. {where}.")
+
+
+def _delivery_record_reason(env: Path) -> str:
+    data = read_pending(env) or {}
+    if data.get("state") == "kept":
+        return (f"its checkouts hold work that could not be delivered ({data.get('why') or 'see the task'}); "
+                f"kept so nothing is lost — delete {env / PENDING_DELIVERY} once you have looked")
+    return (f"its checkouts were never delivered ({PENDING_DELIVERY}); kept so nothing is lost — the daemon's "
+            "next start delivers them")
 
 
 def _last_activity(env: Path) -> datetime:
@@ -324,7 +343,29 @@ def _remove_worktree(tree: Path) -> None:
 
 # -- repo caches ----------------------------------------------------------------------------------
 
-def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcReport) -> None:
+def _borrowed_object_stores(env_roots: list[Path]) -> dict[Path, Path]:
+    """Object stores that checkouts in the env roots still standing borrow from (their
+    `objects/info/alternates`, read as text) → one such checkout. A cache they name stays."""
+    found: dict[Path, Path] = {}
+    for env in env_roots:
+        if not env.is_dir():
+            continue
+        for tree in _git_trees(env):
+            alternates = tree / ".git" / "objects" / "info" / "alternates"
+            if alternates.is_symlink() or not alternates.is_file():
+                continue
+            try:
+                lines = alternates.read_text(errors="replace").splitlines()[:20]
+            except OSError:
+                continue
+            for line in lines:
+                if line.strip():
+                    found.setdefault(Path(os.path.normpath(line.strip())), tree)
+    return found
+
+
+def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcReport,
+                        borrowed: dict[Path, Path] | None = None) -> None:
     lock = filelock.FileLock(cache.with_suffix(".lock"), timeout=0, thread_local=False)
     try:
         lock.acquire()
@@ -343,6 +384,10 @@ def _collect_repo_cache(cache: Path, now: datetime, ttl: timedelta, report: GcRe
         worktrees = [line[len("worktree "):] for line in listing.splitlines() if line.startswith("worktree ")][1:]
         if worktrees:
             report.keep(cache, f"still used by {len(worktrees)} worktree(s), e.g. {worktrees[0]}")
+            return
+        user = (borrowed or {}).get(Path(os.path.normpath(cache / "objects")))
+        if user is not None:
+            report.keep(cache, f"still used by a checkout that borrows its objects, e.g. {user}")
             return
         unpushed = git("rev-list", "--count", "--branches", f"--glob={KEPT_REFS}/*", "--not", "--remotes").strip()
         if unpushed not in ("", "0"):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..harness.sweep_text import render
+from . import gitview
 from .gitcmd import GitError, git_text
 
 if TYPE_CHECKING:
@@ -26,9 +27,14 @@ GIT_TIMEOUT_S = 10.0
 MCP_HARNESSES = ("claude", "codex")
 
 
-def _git(cwd: Path, *args: str) -> str | None:
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
+    """A read-only question about the repository at `cwd`, asked of its sealed view (`gitview`):
+    an agent may have written its git dir, and nothing there may be read as configuration."""
+    if env is None:
+        with gitview.sealed_view(cwd) as view:
+            return _git(cwd, *args, env=view) if view is not None else None
     try:
-        return git_text(list(args), cwd=cwd, timeout=GIT_TIMEOUT_S)
+        return git_text(list(args), cwd=cwd, env=env, timeout=GIT_TIMEOUT_S)
     except (GitError, OSError):
         return None
 
@@ -46,12 +52,12 @@ def in_repository(cwd: Path) -> bool:
     return False
 
 
-def default_branch(cwd: Path) -> tuple[str | None, str | None]:
+def default_branch(cwd: Path, env: dict[str, str] | None = None) -> tuple[str | None, str | None]:
     """(name, head) of the repository's default branch as this checkout sees it: where
     origin/HEAD points, else origin's main or master, else the local main or master. One git
     process (for-each-ref) for all of them."""
     fmt = "%(refname)%00%(symref)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)"
-    out = _git(cwd, "for-each-ref", f"--format={fmt}", "refs/remotes/origin/HEAD", *_DEFAULT_CANDIDATES)
+    out = _git(cwd, "for-each-ref", f"--format={fmt}", "refs/remotes/origin/HEAD", *_DEFAULT_CANDIDATES, env=env)
     commits: dict[str, str] = {}
     origin_head = None
     for line in (out or "").splitlines():
@@ -62,7 +68,7 @@ def default_branch(cwd: Path) -> tuple[str | None, str | None]:
         if commit:
             commits[ref] = commit
     if origin_head and origin_head not in commits:  # it points outside the candidates: ask for it
-        head = _git(cwd, "rev-parse", "--verify", "--quiet", origin_head + "^{commit}")
+        head = _git(cwd, "rev-parse", "--verify", "--quiet", origin_head + "^{commit}", env=env)
         if head:
             return origin_head.rsplit("/", 1)[-1], head
     for c in ([origin_head] if origin_head else []) + list(_DEFAULT_CANDIDATES):
@@ -122,7 +128,10 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[
 
 def _start_facts(cwd: Path) -> tuple[str | None, tuple[str | None, str | None]]:
     """(HEAD's commit, (default branch, its head)) as the task starts."""
-    return _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD"), default_branch(cwd)
+    with gitview.sealed_view(cwd) as env:
+        if env is None:
+            return None, (None, None)
+        return _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD", env=env), default_branch(cwd, env)
 
 
 def _unavailable(run: "TaskRun", e: Exception) -> str:
@@ -161,16 +170,21 @@ async def task_start(run: "TaskRun", cwd: Path) -> str:
 
 
 def _git_facts(run: "TaskRun", cwd: Path) -> dict[str, Any]:
+    with gitview.sealed_view(cwd) as env:
+        return _facts_in(run, cwd, env) if env is not None else {"branch": run.branch} if run.branch else {}
+
+
+def _facts_in(run: "TaskRun", cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     start = getattr(run, "harness_start_head", None)
-    head = _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD")
+    head = _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD", env=env)
     if start and head and start != head:
-        log_ = _git(cwd, "log", "--format=%h %s", "-n", "50", f"{start}..{head}")
+        log_ = _git(cwd, "log", "--no-show-signature", "--format=%h %s", "-n", "50", f"{start}..{head}", env=env)
         facts["commits"] = [line for line in (log_ or "").splitlines() if line]
-    branch = run.branch or _git(cwd, "rev-parse", "--abbrev-ref", "HEAD")
+    branch = run.branch or _git(cwd, "rev-parse", "--abbrev-ref", "HEAD", env=env)
     if branch and branch != "HEAD":
         facts["branch"] = branch
-    name, dhead = default_branch(cwd)
+    name, dhead = default_branch(cwd, env)
     if dhead:
         facts["default_branch"], facts["default_head"] = name, dhead
     return facts

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import __version__, agents, allowhosts, config, hardening, resources
 from ..apiclient import CliError, fail
-from . import contextrecovery, identity, worktree
+from . import contextrecovery, identity, runcheckouts, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer
 from .repocache import RepoCache
@@ -184,6 +184,8 @@ class Daemon:
         for sentence in contextrecovery.recover([self.workspaces_root]):
             log.info("recovery: %s", sentence)
         for sentence in worktree.recover([self.workspaces_root]):
+            log.info("recovery: %s", sentence)
+        for sentence in runcheckouts.recover([self.workspaces_root], self.repo_cache):
             log.info("recovery: %s", sentence)
 
     async def run(self) -> None:

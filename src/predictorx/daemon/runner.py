@@ -107,6 +107,7 @@ class TaskRun:
         self.main: asyncio.Task | None = None
         self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
         self._ctx: TaskContext | None = None
+        self._undelivered: list[str] = []  # why some checkout's work could not be delivered
 
     # -- control --------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -270,6 +271,10 @@ class TaskRun:
     async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot,
                               placement: Placement | None = None) -> dict[str, Any]:
         cwd = env.workdir
+        pending = {"task_id": self.id, "agent_name": self.agent["name"], "allowed": allowed_repo_urls(ctx)}
+        # Until its checkouts are delivered, GC keeps the env root and a daemon start delivers them.
+        await asyncio.to_thread(lambda: runcheckouts.mark_pending(env.path, **pending))
+        co = None
         if placement is not None and placement.kind == where.CHECKOUT:
             repo = placement
             try:
@@ -277,54 +282,63 @@ class TaskRun:
                                              env.workdir / repo_name(repo.url),
                                              task_branch(self.agent["name"], self.id))
             except (RepoCacheError, GitError) as e:
+                runcheckouts.clear_pending(env.path)
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch
             cwd = co.path
             self._checkouts = {repo.url: "."}
-            try:
-                return await self._execute(ctx, env, cwd, None)
-            finally:
-                await asyncio.shield(self._deliver_checkout(co, repo.url, env))
-        return await self._execute(ctx, env, cwd, None)
+            placed = {"url": co.url, "path": str(co.path), "branch": co.branch, "start": co.commit, "cache": str(co.cache)}
+            pending["placement"] = placed
+            await asyncio.to_thread(lambda: runcheckouts.mark_pending(env.path, **pending))
+        try:
+            return await self._execute(ctx, env, cwd, None)
+        finally:
+            if co is not None:
+                await asyncio.shield(self._deliver_checkout(co, env, pending["placement"]))
+            if self._undelivered:
+                runcheckouts.mark_pending(env.path, **pending, state="kept", why="; ".join(self._undelivered))
+            else:
+                runcheckouts.clear_pending(env.path)
 
-    async def _deliver_checkout(self, co: Any, url: str, env: envroot.EnvRoot) -> None:
+    async def _deliver_checkout(self, co: Any, env: envroot.EnvRoot, placed: dict[str, str]) -> None:
         """Bring the agent's commits and what it left uncommitted onto its branch in the cache (as
         worktree mode does), its checkout's git dir read only as data (`delivery`), and say plainly
         where the work is: the branch in the daemon's repo cache, the files here."""
-        problem = None
+        problem = note = None
         try:
-            done = await asyncio.to_thread(self._deliver_locked, co, url, env)
-            problem = done.problem
-        except delivery.DeliveryError as e:
+            done = await asyncio.to_thread(runcheckouts.deliver_placement, self.daemon.repo_cache, placed,
+                                           env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"], task_id=self.id)
+            problem, note = done.problem, done.note
+        except (delivery.DeliveryError, RepoCacheError, GitError) as e:
             problem = str(e)
+        if problem:
+            self._undelivered.append(problem)
         branch: str | None = co.branch
         if problem is None and await asyncio.to_thread(review.delete_branch_if_unchanged, co.cache, co.branch, co.commit):
-            branch, note = None, "The task changed nothing, so its branch was deleted."
+            branch, said = None, "The task changed nothing, so its branch was deleted."
         else:
-            note = (f"The work is on branch {co.branch} in this daemon's cache of {url} ({co.cache}); "
+            said = (f"The work is on branch {co.branch} in this daemon's cache of {co.url} ({co.cache}); "
                     f"its files are checked out in {co.path}."
-                    + (f" Note: {problem}." if problem else ""))
+                    + (f" Note: {problem}." if problem else "") + (f" Note: {note}." if note else ""))
         self.branch = branch
-        await self._note("system", {"event": "checkout", "message": note, "branch": branch})
-        self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=url,
-                                         worktree_path=str(co.path), note=note, head=co.commit)
-
-    def _deliver_locked(self, co: Any, url: str, env: envroot.EnvRoot) -> delivery.Delivered:
-        with self.daemon.repo_cache.lock(url):
-            return delivery.deliver(co.path, co.cache, co.branch, co.commit, agent_name=self.agent["name"],
-                                    task_id=self.id, scratch=env.path / DELIVERY_SCRATCH)
+        await self._note("system", {"event": "checkout", "message": said, "branch": branch})
+        self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=co.url,
+                                         worktree_path=str(co.path), note=said, head=co.commit)
 
     async def _deliver_run_checkouts(self, ctx: TaskContext, env: envroot.EnvRoot) -> None:
         """What the agent checked out itself (`predictorx repo checkout`) reaches the cache too."""
-        workdir = env.workdir
+        workdir = Path(self._env(env, env.workdir)["PREDICTORX_WORKDIR"])
         found = runcheckouts.recorded(env.path, workdir, allowed_repo_urls(ctx),
                                       task_branch(self.agent["name"], self.id))
         said = []
         for co in found:
-            said.append(await asyncio.to_thread(runcheckouts.deliver, self.daemon.repo_cache, co,
-                                                env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"],
-                                                task_id=self.id))
+            sentence, ok = await asyncio.to_thread(runcheckouts.deliver, self.daemon.repo_cache, co,
+                                                   env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"],
+                                                   task_id=self.id)
+            said.append(sentence)
+            if not ok:
+                self._undelivered.append(sentence)
         if said:
             await self._note("system", {"event": "checkouts", "message": "Repositories the agent checked out: "
                                         + "; ".join(said) + "."})

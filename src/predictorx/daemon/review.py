@@ -2,9 +2,11 @@
 baseline — files changed, lines added and removed, the unified diff (capped) — and where the
 branch lives, sent to the server with the task's finish so the page needs no daemon to show it.
 
-For a repository checkout (a worktree of the daemon's bare cache, no local folder) the agent's
-uncommitted changes are first committed to its branch, as worktree mode does (R-WT-4), so the work
-is on the branch and not only in a directory; a branch that holds nothing is deleted (R-WT-5).
+For a repository checkout the agent's commits and uncommitted changes are first brought onto its
+branch in the daemon's cache (`delivery`, as worktree mode does, R-WT-4), so the work is on the
+branch and not only in a directory; a branch that holds nothing is deleted (R-WT-5). Every diff
+here runs in a repository the daemon owns (the cache, the person's repository), never in one a
+run could write, and without external diff or textconv drivers.
 """
 
 from __future__ import annotations
@@ -13,46 +15,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .branches import ref_component
-from .gitcmd import GitError, filters_off, git
+from .gitcmd import GitError, git
 
 log = logging.getLogger("predictorx.daemon")
 TIMEOUT = 60.0
 #: The diff shown on the page stops at this size, at a file boundary; the file list is complete.
 PATCH_MAX_BYTES = 400_000
 MAX_FILES = 2000
-
-
-def _identity_env(cwd: Path) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for who in ("AUTHOR", "COMMITTER"):
-        if git(["var", f"GIT_{who}_IDENT"], cwd=cwd, timeout=TIMEOUT, check=False).returncode != 0:
-            env[f"GIT_{who}_NAME"] = "Predictor X"
-            env[f"GIT_{who}_EMAIL"] = "predictorx@localhost"
-    return env
-
-
-def commit_checkout_leftovers(checkout: Path, branch: str, agent_name: str, task_id: str) -> str | None:
-    """Commit what the agent left uncommitted in a repo-cache checkout, on its own branch only.
-    Returns a sentence when that was not possible (the work then stays in the directory)."""
-    try:
-        head = git(["symbolic-ref", "-q", "HEAD"], cwd=checkout, timeout=TIMEOUT, check=False)
-        if head.stdout.decode("utf-8", "replace").strip() != f"refs/heads/{branch}":
-            return f"the agent left {checkout} on another branch than {branch}; its changes there were not committed"
-        off = filters_off(checkout, timeout=TIMEOUT)  # the agent could write this repository's config
-        git([*off, "add", "--all"], cwd=checkout, timeout=TIMEOUT)
-        if git(["diff", "--cached", "--quiet"], cwd=checkout, timeout=TIMEOUT, check=False).returncode == 0:
-            return None
-        env = {**_identity_env(checkout),
-               "GIT_AUTHOR_NAME": f"{agent_name or 'agent'} (Predictor X agent)",
-               "GIT_AUTHOR_EMAIL": f"{ref_component(agent_name, 'agent')}@agents.predictorx.invalid"}
-        git([*off, "commit", "--quiet", "--no-verify", "-m",
-             f"Uncommitted changes left by agent {agent_name} in task {task_id}\n\n"
-             "Committed by Predictor X when the task ended, so nothing is lost.\n"],
-            cwd=checkout, env=env, timeout=TIMEOUT)
-        return None
-    except GitError as e:
-        return f"could not commit the changes the agent left in {checkout} ({e})"
 
 
 def delete_branch_if_unchanged(repo: Path, branch: str, base: str) -> bool:

@@ -505,7 +505,11 @@ class TaskRun:
         # The repo cache is never writable: checkouts are repositories of the run's own, which
         # borrow objects from the caches of the repositories this task allows, read-only (and
         # no other workspace's cache is there at all).
-        readable = [env.path, *sandbox.python_paths(),
+        # A checkout the daemon just made (never an in-place folder, whose git dir is the agent's
+        # to write) borrows objects, read-only: the repo cache's or the person's `.git/objects`.
+        made = [] if env.workdir_kind == "in_place" else [*sandbox.borrowed_objects(cwd),
+                                                          *sandbox.borrowed_objects(env.path / "workdir")]
+        readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self.daemon.repo_cache, allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
         return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,

@@ -1,0 +1,53 @@
+"""Issue 29 finding 11: the harness's git questions after a run (HEAD, the commits since the start,
+the default branch) about a folder the agent could write — a person's folder in place, a run's
+checkout — read nothing there as configuration: `include.path`, `log.showSignature` with
+`gpg.program`, `core.fsmonitor`, `config.worktree` made the daemon's `git log` run the agent's
+program, outside the sandbox."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+from predictorx.daemon import harness
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          timeout=30).stdout.strip()
+
+
+def test_the_handoff_facts_run_nothing_the_agent_configured(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\necho \"$0 $*\" >> {marker}\nexit 1\n")
+    evil.chmod(0o755)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    _git(folder, "init", "-q", "-b", "main")
+    _git(folder, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "--allow-empty", "-m", "start")
+    start = _git(folder, "rev-parse", "HEAD")
+    # The agent's run: a signed-looking commit, and config that makes a reader run its program.
+    _git(folder, "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "--allow-empty", "-m", "agent work")
+    included = tmp_path / "inc.gitconfig"
+    included.write_text(f"[gpg]\n\tprogram = {evil}\n[log]\n\tshowSignature = true\n"
+                        f"[core]\n\tfsmonitor = {evil}\n")
+    _git(folder, "config", "include.path", str(included))
+    _git(folder, "config", "gpg.ssh.program", str(evil))
+    _git(folder, "config", "core.repositoryformatversion", "1")
+    _git(folder, "config", "extensions.worktreeConfig", "true")
+    (folder / ".git" / "config.worktree").write_text(f"[log]\n\tshowSignature = true\n[gpg]\n\tprogram = {evil}\n")
+    # A commit carrying a signature header, so a reader that verifies calls the program.
+    body = _git(folder, "cat-file", "commit", "HEAD")
+    head, _, message = body.partition("\n\n")
+    sig = "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----"
+    signed = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=folder,
+                            input=f"{head}\n{sig}\n\n{message}\n", capture_output=True, text=True, check=True,
+                            timeout=30).stdout.strip()
+    _git(folder, "update-ref", "refs/heads/main", signed)
+    run = SimpleNamespace(harness_start_head=start, branch=None)
+    facts = harness._git_facts(run, folder)  # type: ignore[arg-type]
+    assert facts["commits"] and facts["commits"][0].endswith("agent work")
+    assert facts.get("branch") == "main"
+    assert not marker.exists(), marker.read_text()

@@ -27,18 +27,17 @@ _REDIRECTING = (
 # Options for every command. Hooks are the person's, for their own work: our plumbing commits
 # (baselines, leftovers) must neither be blocked by a lint hook nor run a post-checkout script.
 # Automatic gc would make timings unpredictable and is the person's business.
-# A repository's own config is writable by the agent that worked in it (its git dirs are writable
-# even in the sandbox), so settings that make git run a program are turned off for our commands:
-# otherwise `core.fsmonitor` (any status/add/diff) or `gpg.program` with `commit.gpgSign` (our
-# commits) ran what the agent named, outside its sandbox, as the daemon (docs/security-sandbox.md).
-# Filter drivers have no such switch: commands that touch a work tree after an agent add
-# `filters_off`; fetches into the repo cache add repocache's own options.
+# The daemon's git never runs in a git dir a run could write (a run's checkout is a repository of
+# its own, read back only as data: `delivery`, `gitview`); these switches are defence in depth for
+# the repositories it does run in, and for an in-place folder's `.git` an older daemon's
+# worktree shared: `core.fsmonitor` (any status/add/diff) or `gpg.program` with `commit.gpgSign`
+# would run a program (docs/security-sandbox.md, "Git").
 _ALWAYS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false",
            "-c", "tag.gpgSign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
 
 
-#: Config scopes an agent can write: its repository's own files and what they include. Global and
-#: system config are the person's (read-only in the sandbox) and stay in force (git-lfs, say).
+#: Config scopes an agent could write in an older daemon's linked worktree (GC still meets those):
+#: the repository's own files and what they include. Global and system config are the person's.
 _REPOSITORY_SCOPES = (b"local", b"worktree")
 
 

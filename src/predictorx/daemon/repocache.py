@@ -89,13 +89,14 @@ def check_local_source(url: str) -> None:
 
 # -- git ------------------------------------------------------------------------------------------
 
-#: Transports a repository URL may use. A cache's config is writable by sandboxed agents (`repo
-#: checkout` fetches into it), and `url.<x>.insteadOf` with `protocol.ext.allow` there made the
-#: daemon's next fetch run `ext::<any command>`; this list overrides any `protocol.*` config.
+#: Transports a repository URL may use. No run writes a cache's config any more (checkouts are
+#: repositories of their own); before, `url.<x>.insteadOf` with `protocol.ext.allow` there made the
+#: daemon's next fetch run `ext::<any command>`. Kept as defence in depth: it overrides any
+#: `protocol.*` config.
 ALLOWED_PROTOCOLS = "https:http:ssh:git:file"
-#: For every command that talks to the remote: a cache's `core.askPass` is the agent's choice, and so
-#: is its `remote.origin.uploadpack` (run through the shell for a file:// URL; the first value
-#: wins, so only the command's own --upload-pack overrides it).
+#: For every command that talks to the remote, in depth too: `core.askPass` and
+#: `remote.origin.uploadpack` (run through the shell for a file:// URL; the first value wins, so
+#: only the command's own --upload-pack overrides it) were what an agent wrote into a cache.
 _REMOTE_PROGRAMS_OFF = ("-c", "core.askPass=")
 UPLOAD_PACK = "--upload-pack=git-upload-pack"
 

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from .gitcmd import DEFAULT_TIMEOUT, GitError, git, git_text, sealed_env
+from .gitcmd import DEFAULT_TIMEOUT, GitError, git, sealed_env
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 #: Refs of the source the run's repository gets, under the same names: the remote's branches and tags.
@@ -76,15 +76,6 @@ def start_branch(dest: Path, branch: str, commit: str, *, timeout: float = DEFAU
     git(["symbolic-ref", "HEAD", f"refs/heads/{branch}"], cwd=dest, env=own, timeout=timeout)
     # The files, by the person's own global settings (git-lfs, say): the repository is brand new.
     git(["reset", "--quiet", "--hard"], cwd=dest, timeout=timeout)
-
-
-def head_commit(source: Path, spec: str, *, timeout: float = DEFAULT_TIMEOUT) -> str | None:
-    """The commit `spec` names in the git dir `source`, or None."""
-    try:
-        return git_text(["rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"], cwd=source,
-                        env=sealed_env(Path(source)), timeout=timeout) or None
-    except GitError:
-        return None
 
 
 def is_own_repository(path: Path) -> bool:

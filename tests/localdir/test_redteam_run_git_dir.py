@@ -243,3 +243,28 @@ def test_alternates_pointing_elsewhere_bring_nothing_of_there_into_the_cache(tmp
     out = review.branch_review(co.cache, co.commit, co.branch, mode="checkout", repo_label=url)
     assert "secret" not in out["patch"]
     assert not (co.cache / "objects" / "info" / "alternates").exists()
+
+
+def test_a_checkout_replaced_by_a_link_is_not_delivered(tmp_path: Path) -> None:
+    """The agent swaps its checkout's folder for a link to somewhere it cannot read from inside (the
+    daemon's state dir, `/`): the daemon must not commit what is there into the cache for it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    git(src, "init", "-q", "-b", "main")
+    (src / "README.md").write_text("hello\n")
+    git(src, "add", "README.md")
+    git(src, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "base")
+    secrets = tmp_path / "state"
+    secrets.mkdir()
+    (secrets / "config.json").write_text('{"token": "pxu_owner"}\n')
+    url = f"file://{src}"
+    cache = RepoCache(tmp_path / "root")
+    co = cache.checkout(url, None, tmp_path / "task1" / "workdir" / "src", "agent/bot/t1")
+    import shutil
+    shutil.rmtree(co.path)
+    co.path.symlink_to(secrets)
+    placed = {"url": url, "path": str(co.path), "branch": co.branch, "start": co.commit, "cache": str(co.cache)}
+    with pytest.raises(Exception, match="no longer a folder"):
+        runcheckouts.deliver_placement(cache, placed, tmp_path / "task1" / ".delivery", agent_name="bot", task_id="t1")
+    assert subprocess.run(["git", "--git-dir", str(co.cache), "log", "-p", co.branch], capture_output=True,
+                          text=True, timeout=30).stdout.count("pxu_owner") == 0

@@ -73,6 +73,9 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     it is kept in the target under that name (or `-2`, `-3`, …) and the problem says so.
     Raises DeliveryError."""
     ref = ref or f"refs/heads/{branch}"
+    if os.path.islink(run_tree) or not run_tree.is_dir():
+        # The agent replaced its checkout's folder with a link (to `/`, say): its files are not taken.
+        raise DeliveryError(f"{run_tree} is no longer a folder; nothing there was taken over")
     quarantine = scratch / "quarantine.git"
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)

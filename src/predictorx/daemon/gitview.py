@@ -60,7 +60,7 @@ def _ref_line(line: str) -> bool:
 
 def _locate(tree: Path) -> tuple[Path, Path] | None:
     dot = tree / ".git"
-    if dot.is_symlink():
+    if tree.is_symlink() or dot.is_symlink():  # a link the agent made to a repository it cannot see
         return None
     if dot.is_dir():
         git_dir = dot

@@ -502,6 +502,11 @@ class TaskRun:
         if local is not None and env.workdir_kind == "in_place":
             # The person's folder as it is, its git dirs included: in place means theirs to change.
             writable += [local, *sandbox.git_dirs(cwd)]
+            root = Path(os.path.realpath(self.daemon.workspaces_root))
+            if root == local or local in root.parents:
+                raise TaskFailed(f"the in-place folder {local} contains this daemon's workspaces root {root} "
+                                 "(other tasks' files and every repository cache), which a sandboxed run must not "
+                                 "reach; set PREDICTORX_WORKSPACES_ROOT to a folder outside it and restart the daemon")
         # The repo cache is never writable: checkouts are repositories of the run's own, which
         # borrow objects from the caches of the repositories this task allows, read-only (and
         # no other workspace's cache is there at all).

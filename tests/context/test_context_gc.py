@@ -383,3 +383,21 @@ async def test_timer_survives_a_failing_pass(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.02)
     assert len(calls) >= 2 and timer.runs >= 1
+
+
+def test_a_daemon_start_delivers_what_a_stopped_run_left_in_its_checkouts(tmp_path: Path, remote: Remote) -> None:
+    root = tmp_path / "ws"
+    env = create_env_root(root, "acme", "t9")
+    cache = RepoCache(root)
+    checkout = cache.checkout(remote.url, None, env.workdir / "r", "agent/bot/t9")
+    placed = {"url": checkout.url, "path": str(checkout.path), "branch": checkout.branch,
+              "start": checkout.commit, "cache": str(checkout.cache)}
+    runcheckouts.mark_pending(env.path, task_id="t9", agent_name="bot", allowed=[remote.url], placement=placed)
+    (checkout.path / "x.txt").write_text("work of a run whose daemon was killed\n")
+    data = json.loads((env.path / runcheckouts.PENDING).read_text())
+    data["pid"] = -1  # its daemon is gone
+    (env.path / runcheckouts.PENDING).write_text(json.dumps(data))
+    said = runcheckouts.recover([root], cache)
+    assert len(said) == 1 and "t9" in said[0] and not (env.path / runcheckouts.PENDING).exists()
+    assert git("--git-dir", str(checkout.cache), "show", f"{checkout.branch}:x.txt") == \
+        "work of a run whose daemon was killed"

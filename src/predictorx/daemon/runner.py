@@ -271,9 +271,8 @@ class TaskRun:
     async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot,
                               placement: Placement | None = None) -> dict[str, Any]:
         cwd = env.workdir
-        pending = {"task_id": self.id, "agent_name": self.agent["name"], "allowed": allowed_repo_urls(ctx)}
-        # Until its checkouts are delivered, GC keeps the env root and a daemon start delivers them.
-        await asyncio.to_thread(lambda: runcheckouts.mark_pending(env.path, **pending))
+        pending: dict[str, Any] = {"task_id": self.id, "agent_name": self.agent["name"],
+                                   "allowed": allowed_repo_urls(ctx)}
         co = None
         if placement is not None and placement.kind == where.CHECKOUT:
             repo = placement
@@ -282,15 +281,15 @@ class TaskRun:
                                              env.workdir / repo_name(repo.url),
                                              task_branch(self.agent["name"], self.id))
             except (RepoCacheError, GitError) as e:
-                runcheckouts.clear_pending(env.path)
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch
             cwd = co.path
             self._checkouts = {repo.url: "."}
-            placed = {"url": co.url, "path": str(co.path), "branch": co.branch, "start": co.commit, "cache": str(co.cache)}
-            pending["placement"] = placed
-            await asyncio.to_thread(lambda: runcheckouts.mark_pending(env.path, **pending))
+            pending["placement"] = {"url": co.url, "path": str(co.path), "branch": co.branch, "start": co.commit,
+                                    "cache": str(co.cache)}
+        # Until its checkouts are delivered, GC keeps the env root and a daemon start delivers them.
+        await asyncio.to_thread(lambda: runcheckouts.mark_pending(env.path, **pending))
         try:
             return await self._execute(ctx, env, cwd, None)
         finally:

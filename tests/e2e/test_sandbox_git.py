@@ -75,3 +75,42 @@ def test_a_sandboxed_run_sees_only_its_allowed_caches_read_only_and_its_checkout
     assert git(tmp_path, "--git-dir", str(ours_cache), "show", f"{branch}:lib.py") == "VALUE = 2\n"
     assert git(tmp_path, "--git-dir", str(ours_cache), "show", f"{branch}:notes.txt") == "left over\n"
     assert "agent commit" in git(tmp_path, "--git-dir", str(ours_cache), "log", "--format=%s", branch)
+
+
+def test_a_sandboxed_worktree_run_cannot_write_the_persons_git_dir_yet_its_work_arrives(
+        server, start_daemon, tmp_path):  # noqa: ANN001
+    """Worktree mode: the run's checkout borrows the person's objects read-only; their `.git` —
+    config, hooks, refs, which their own next git command (and the daemon's next baseline) read —
+    is out of its reach, and its commits and leftovers still reach the task's branch."""
+    daemon = start_daemon(PREDICTORX_WORKSPACES_ROOT=str(tmp_path / "ws"))
+    folder = make_repo(tmp_path / "mine", {"README.md": "# mine\n"})
+    dot = folder / ".git"
+    probes = {
+        "config writable": f"git config --file {dot}/config core.fsmonitor /bin/false",
+        "hooks writable": f"mkdir -p {dot}/hooks && echo 'exit 0' > {dot}/hooks/pre-commit",
+        "refs writable": f"echo 0000000000000000000000000000000000000000 > {dot}/refs/heads/main",
+        "objects writable": f"touch {dot}/objects/planted",
+    }
+    lines = []
+    for name, cmd in probes.items():
+        lines.append(f"if ( {cmd} ) >/dev/null 2>&1; then echo '{name}: yes'; else echo '{name}: no'; fi")
+    lines += ["echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@x commit -qm 'boxed work'",
+              "echo left > left.txt"]
+    script = tmp_path / "agent.sh"
+    script.write_text("\n".join(lines) + "\n")
+    server.api("POST", "/api/agents", {"name": "boxed", "provider": "command", "sandbox": True,
+                                       "command": ["sh", str(script)]})
+    project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
+        "resource_type": "local_directory", "label": "my checkout",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "worktree"}}]})
+    issue = server.api("POST", "/api/issues", {"title": "Try", "project_id": project["id"], "assignee": "boxed"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    assert task["status"] == "completed", task
+    text = json.dumps(server.api("GET", f"/api/tasks/{task['id']}/messages"))
+    assert "objects writable: no" in text, text  # mounted, read-only
+    # The rest is not there at all: what the agent wrote landed in its sandbox's own empty root.
+    assert "fsmonitor" not in (dot / "config").read_text() and not (dot / "objects" / "planted").exists()
+    assert not (dot / "hooks" / "pre-commit").exists() and git(folder, "rev-parse", "main").strip() != "0" * 40
+    assert git(folder, "show", f"{task['branch_name']}:work.txt") == "work\n"
+    assert git(folder, "show", f"{task['branch_name']}:left.txt") == "left\n"
+    assert "boxed work" in git(folder, "log", "--format=%s", task["branch_name"])

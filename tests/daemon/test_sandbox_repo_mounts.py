@@ -1,0 +1,54 @@
+"""Which repositories a sandboxed run's plan mounts (issue 29 finding 4): the caches its task
+allows, read-only, and no other; never `.repos/` writable. And an in-place folder that holds the
+daemon's workspaces root (every cache, other tasks' files) is refused for a sandboxed run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from predictorx.daemon import envroot, runner
+from predictorx.daemon.context import TaskContext
+from predictorx.daemon.repocache import RepoCache
+
+
+def _run(root: Path, allowed: list[str]) -> runner.TaskRun:
+    host = SimpleNamespace(workspaces_root=root, repo_cache=RepoCache(root), name="d1", sandbox=True)
+    claim = {"task": {"id": "t1", "workspace_id": "w"}, "agent": {"name": "bot", "provider": "command"},
+             "issue": {"number": 1}, "context": {}, "token": "x"}
+    run = runner.TaskRun(host, claim)  # type: ignore[arg-type]
+    run._ctx = TaskContext.from_dict({"workspace_repos": [{"url": u} for u in allowed]})
+    return run
+
+
+def _bind_targets(args: list[str], flag: str) -> set[str]:
+    return {args[i + 2] for i, a in enumerate(args) if a == flag}
+
+
+def test_only_the_allowed_caches_are_mounted_and_read_only(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    run = _run(root, ["file:///srv/ours"])
+    cache = run.daemon.repo_cache
+    ours = cache.cache_path("file:///srv/ours")
+    theirs = cache.cache_path("file:///srv/theirs")
+    (ours / "objects").mkdir(parents=True)
+    (theirs / "objects").mkdir(parents=True)
+    env = envroot.create_env_root(root, "w", "t1")
+    plan = run._sandbox_plan(env, env.workdir, None)
+    args = plan.arguments(["true"], {"PATH": "/usr/bin"})
+    mounted = _bind_targets(args, "--ro-bind") | _bind_targets(args, "--bind")
+    assert str(theirs) not in mounted and str(root / ".repos") not in mounted
+    assert not any(p.startswith(str(root / ".repos")) for p in _bind_targets(args, "--bind"))
+    assert str(ours) in _bind_targets(args, "--ro-bind")
+
+
+def test_an_in_place_folder_holding_the_workspaces_root_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    root = folder / "px-workspaces"
+    root.mkdir(parents=True)
+    run = _run(root, [])
+    env = envroot.create_env_root(root, "w", "t1", workdir_kind="in_place", local_path=folder)
+    with pytest.raises(runner.TaskFailed, match="PREDICTORX_WORKSPACES_ROOT"):
+        run._sandbox_plan(env, folder, folder)

@@ -9,8 +9,8 @@ Every task gets ``<workspaces_root>/<workspace>/<task_id>/`` with
     .gc_meta.json   what garbage collection (`predictorx.daemon.gc`) needs to decide safely
 
 `.gc_meta.json` records the task, its workspace, when it was created and finished, the kind of
-working directory (`own`: a plain directory of ours; `worktree`: a git worktree, of the repo
-cache or of a person's repository; `in_place`: the person's folder itself), that folder's path so
+working directory (`own`: a plain directory of ours, where checkouts of the repo cache go;
+`worktree`: a checkout of a person's repository; `in_place`: the person's folder itself), that folder's path so
 GC knows never to touch it, and the repository URLs the task used.
 """
 
@@ -143,7 +143,7 @@ def create_env_root(
 
     `root` defaults to `config.workspaces_root()`. `local_path` is required for `in_place` and
     `worktree`-of-a-local-folder tasks; it is recorded so GC can protect it. For `worktree`,
-    `workdir/` is made empty so `git worktree add` can populate it.
+    `workdir/` is made empty so the task's checkout can be made there.
     """
     if workdir_kind not in WORKDIR_KINDS:
         raise ValueError(f"workdir_kind must be one of {', '.join(WORKDIR_KINDS)}, got {workdir_kind!r}")

@@ -3,8 +3,9 @@ run it, stream what it says, deliver its work, report how it ended.
 
 Where the agent runs (R-LD-3, R-CTX-4) is what the project's resource types choose
 (`resources.choose_placement`): `in_place` (a person's folder, under the per-folder lock), `worktree` (a
-git worktree of exactly what the person sees), `checkout` (a worktree of the daemon's bare cache of
-a repository) or `own` (an empty working directory of the task's own). This module only does it.
+checkout of exactly what the person sees), `checkout` (a checkout from the daemon's bare cache of a
+repository) or `own` (an empty working directory of the task's own). This module only does it.
+A checkout is a repository of the run's own (`runrepo`); its work comes back through `delivery`.
 """
 
 from __future__ import annotations

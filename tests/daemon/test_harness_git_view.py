@@ -51,3 +51,23 @@ def test_the_handoff_facts_run_nothing_the_agent_configured(tmp_path: Path) -> N
     assert facts["commits"] and facts["commits"][0].endswith("agent work")
     assert facts.get("branch") == "main"
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_handoff_facts_follow_no_alternates_the_agent_wrote(tmp_path: Path) -> None:
+    """Alternates pointing at a repository the agent cannot read (another workspace's cache) and a
+    branch set to a commit there: the daemon's facts say nothing of that repository."""
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    _git(secret, "init", "-q", "-b", "main")
+    _git(secret, "-c", "user.name=s", "-c", "user.email=s@x", "commit", "-q", "--allow-empty", "-m", "PRIVATE PLAN")
+    hidden = _git(secret, "rev-parse", "HEAD")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    _git(folder, "init", "-q", "-b", "main")
+    _git(folder, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "--allow-empty", "-m", "start")
+    start = _git(folder, "rev-parse", "HEAD")
+    (folder / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (folder / ".git" / "objects" / "info" / "alternates").write_text(f"{secret / '.git' / 'objects'}\n")
+    (folder / ".git" / "refs" / "heads" / "main").write_text(hidden + "\n")
+    facts = harness._git_facts(SimpleNamespace(harness_start_head=start, branch=None), folder)  # type: ignore[arg-type]
+    assert "PRIVATE PLAN" not in str(facts)

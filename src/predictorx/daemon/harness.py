@@ -27,11 +27,11 @@ GIT_TIMEOUT_S = 10.0
 MCP_HARNESSES = ("claude", "codex")
 
 
-def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None, borrowed: Any = ()) -> str | None:
     """A read-only question about the repository at `cwd`, asked of its sealed view (`gitview`):
     an agent may have written its git dir, and nothing there may be read as configuration."""
     if env is None:
-        with gitview.sealed_view(cwd) as view:
+        with gitview.sealed_view(cwd, borrowed) as view:
             return _git(cwd, *args, env=view) if view is not None else None
     try:
         return git_text(list(args), cwd=cwd, env=env, timeout=GIT_TIMEOUT_S)
@@ -77,7 +77,8 @@ def default_branch(cwd: Path, env: dict[str, str] | None = None) -> tuple[str | 
     return None, None
 
 
-def drift(cwd: Path, last: dict[str, Any] | None, branch: tuple[str | None, str | None] | None = None) -> str | None:
+def drift(cwd: Path, last: dict[str, Any] | None, branch: tuple[str | None, str | None] | None = None,
+          borrowed: Any = ()) -> str | None:
     """How the default branch moved since the last task; `branch`: default_branch(cwd), if known."""
     name, head = branch or default_branch(cwd)
     if not head:
@@ -87,7 +88,7 @@ def drift(cwd: Path, last: dict[str, Any] | None, branch: tuple[str | None, str 
         return f"{name} at {head[:10]} (no earlier task recorded where it was)"
     if old == head:
         return f"{name} has not moved since the last task ({head[:10]})"
-    count = _git(cwd, "rev-list", "--count", f"{old}..{head}")
+    count = _git(cwd, "rev-list", "--count", f"{old}..{head}", borrowed=borrowed)
     if count is None:
         return f"{name} moved from {old[:10]} to {head[:10]} (the old commit is not in this checkout)"
     return f"{name} moved {count} commits since the last task ({old[:10]} → {head[:10]})"
@@ -126,9 +127,15 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[
             "-c", f"mcp_servers.predictorx.args={inline(args)}"]
 
 
-def _start_facts(cwd: Path) -> tuple[str | None, tuple[str | None, str | None]]:
+def _borrowed(cwd: Path, run: "TaskRun | None" = None) -> list[Path]:
+    """The object stores the daemon made this checkout borrow from (the run knows; a plain path
+    borrows nothing, so a checkout's borrowed history is then not looked into)."""
+    return list(getattr(run, "borrowed_objects", ()) or ())
+
+
+def _start_facts(cwd: Path, borrowed: list[Path] | None = None) -> tuple[str | None, tuple[str | None, str | None]]:
     """(HEAD's commit, (default branch, its head)) as the task starts."""
-    with gitview.sealed_view(cwd) as env:
+    with gitview.sealed_view(cwd, borrowed or ()) as env:
         if env is None:
             return None, (None, None)
         return _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD", env=env), default_branch(cwd, env)
@@ -152,7 +159,8 @@ def mcp_args(run: "TaskRun", env_root: Path, agent_env: dict[str, str]) -> list[
 async def task_start(run: "TaskRun", cwd: Path) -> str:
     """The prompt's section: the sweep. Records the start head for the handoff's commit list."""
     # git (what HEAD and the default branch are) beside the sweep request, and none outside a repository.
-    facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd)) if in_repository(cwd) else None
+    facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd, _borrowed(cwd, run))) \
+        if in_repository(cwd) else None
     section, sweep = "", None
     try:
         sweep = await run.daemon.api.call("GET", f"/api/tasks/{run.id}/harness/sweep", retries=1)
@@ -162,7 +170,8 @@ async def task_start(run: "TaskRun", cwd: Path) -> str:
     run.harness_start_head = head
     if sweep is not None:
         try:
-            moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch) if branch[1] else None
+            moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch,
+                                            _borrowed(cwd, run)) if branch[1] else None
             section = render(sweep, moved)
         except Exception as e:  # noqa: BLE001
             section = _unavailable(run, e)
@@ -170,7 +179,7 @@ async def task_start(run: "TaskRun", cwd: Path) -> str:
 
 
 def _git_facts(run: "TaskRun", cwd: Path) -> dict[str, Any]:
-    with gitview.sealed_view(cwd) as env:
+    with gitview.sealed_view(cwd, _borrowed(cwd, run)) as env:
         return _facts_in(run, cwd, env) if env is not None else {"branch": run.branch} if run.branch else {}
 
 

@@ -109,6 +109,8 @@ class TaskRun:
         self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
         self._ctx: TaskContext | None = None
         self._undelivered: list[str] = []  # why some checkout's work could not be delivered
+        #: The object stores the daemon made the task's checkout borrow from (for `gitview`).
+        self.borrowed_objects: list[Path] = []
 
     # -- control --------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -254,6 +256,8 @@ class TaskRun:
         except worktree.WorktreeError as e:
             raise TaskFailed(str(e)) from None
         self.branch = prepared.branch
+        if prepared.git_dir is not None:
+            self.borrowed_objects = [prepared.git_dir / "objects"]
         outcome: dict[str, Any] = {"status": "failed", "failure_reason": "interrupted"}
         try:
             outcome = await self._execute(ctx, env, prepared.start_dir, real)
@@ -285,6 +289,7 @@ class TaskRun:
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch
+            self.borrowed_objects = [co.cache / "objects"]
             cwd = co.path
             self._checkouts = {repo.url: "."}
             pending["placement"] = {"url": co.url, "path": str(co.path), "branch": co.branch, "start": co.commit,

@@ -401,3 +401,15 @@ def test_a_daemon_start_delivers_what_a_stopped_run_left_in_its_checkouts(tmp_pa
     assert len(said) == 1 and "t9" in said[0] and not (env.path / runcheckouts.PENDING).exists()
     assert git("--git-dir", str(checkout.cache), "show", f"{checkout.branch}:x.txt") == \
         "work of a run whose daemon was killed"
+
+
+def test_each_workspace_has_its_own_caches_and_gc_sees_them_all(tmp_path: Path, remote: Remote) -> None:
+    root = tmp_path / "ws"
+    a = RepoCache(root).for_workspace("A").ensure(remote.url)
+    b = RepoCache(root).for_workspace("B").ensure(remote.url)
+    assert a != b and a.parent.name == "ws-A" and b.parent.name == "ws-B"
+    assert RepoCache(root).list_caches() == sorted([a, b])
+    touch_last_used(a, (NOW - timedelta(days=31)).timestamp())
+    touch_last_used(b, RECENT.timestamp())
+    report = collect(root, NOW)
+    assert report.removed_repo_caches == [a] and b.exists()

@@ -1,5 +1,6 @@
-"""Which repositories a sandboxed run's plan mounts (issue 29 finding 4): the caches its task
-allows, read-only, and no other; never `.repos/` writable. And an in-place folder that holds the
+"""Which repositories a sandboxed run's plan mounts (issue 29 finding 4): its workspace's caches of
+the repositories its task allows, read-only, and no other — not another workspace's cache, even
+of the same URL (its object store holds that workspace's delivered work); never `.repos/` writable. And an in-place folder that holds the
 daemon's workspaces root (every cache, other tasks' files) is refused for a sandboxed run."""
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ def _bind_targets(args: list[str], flag: str) -> set[str]:
 def test_only_the_allowed_caches_are_mounted_and_read_only(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     run = _run(root, ["file:///srv/ours"])
-    cache = run.daemon.repo_cache
+    cache = run.daemon.repo_cache.for_workspace("w")
     ours = cache.cache_path("file:///srv/ours")
     theirs = cache.cache_path("file:///srv/theirs")
+    same_url_elsewhere = run.daemon.repo_cache.for_workspace("other").cache_path("file:///srv/ours")
+    (same_url_elsewhere / "objects").mkdir(parents=True)
     (ours / "objects").mkdir(parents=True)
     (theirs / "objects").mkdir(parents=True)
     env = envroot.create_env_root(root, "w", "t1")
@@ -40,6 +43,7 @@ def test_only_the_allowed_caches_are_mounted_and_read_only(tmp_path: Path) -> No
     args = plan.arguments(["true"], {"PATH": "/usr/bin"})
     mounted = _bind_targets(args, "--ro-bind") | _bind_targets(args, "--bind")
     assert str(theirs) not in mounted and str(root / ".repos") not in mounted
+    assert str(same_url_elsewhere) not in mounted  # another workspace's cache of the same repository
     assert not any(p.startswith(str(root / ".repos")) for p in _bind_targets(args, "--bind"))
     assert str(ours) in _bind_targets(args, "--ro-bind")
 

@@ -34,14 +34,17 @@ def test_a_sandboxed_run_sees_only_its_allowed_caches_read_only_and_its_checkout
     ours = _bare(tmp_path, "ours", {"lib.py": "VALUE = 1\n"})
     theirs = _bare(tmp_path, "theirs", {"secret.txt": "workspace B's private plan\n"})
     root = tmp_path / "ws"
-    cache = RepoCache(root)
-    ours_cache, theirs_cache = cache.ensure(ours), cache.ensure(theirs)  # B's task ran here earlier
     ws = server.api("GET", "/api/workspaces")[0]
+    ours_cache = RepoCache(root).for_workspace(ws["id"]).ensure(ours)
+    workspace_b = RepoCache(root).for_workspace("workspace-b")
+    theirs_cache = workspace_b.ensure(theirs)  # workspace B's task ran on this machine earlier
+    ours_in_b = workspace_b.ensure(ours)  # …also on our repository: its cache holds B's work
     server.api("PATCH", f"/api/workspaces/{ws['id']}", {"repos": [ours]})
     start_daemon(PREDICTORX_WORKSPACES_ROOT=str(root))
     probes = {
         "their cache readable": f"ls {theirs_cache}/ || cat {theirs_cache}/HEAD",
         "their objects readable": f"ls {theirs_cache}/objects/",
+        "their cache of our repository readable": f"ls {ours_in_b}/objects/",
         "our cache writable": f"touch {ours_cache}/written",
         "our cache config writable": f"git config --file {ours_cache}/config core.gitProxy /bin/false",
         "our alternates writable": f"mkdir -p {ours_cache}/objects/info && echo /tmp > {ours_cache}/objects/info/alternates",

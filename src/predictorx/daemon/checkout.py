@@ -39,7 +39,8 @@ def checkout_for_task(url: str, ref: str | None) -> Path:
         n += 1
     root = os.environ.get("PREDICTORX_WORKSPACES_ROOT")
     try:
-        co = RepoCache(Path(root) if root else None).checkout_in_run(
+        workspace = os.environ.get("PREDICTORX_WORKSPACE") or str(task.get("workspace_id") or "")
+        co = RepoCache(Path(root) if root else None).for_workspace(workspace).checkout_in_run(
             url, ref, dest, task_branch(task["agent_name"] or "agent", task_id))
     except (RepoCacheError, GitError) as e:
         fail(f"could not check out {url}: {e}")

@@ -2,10 +2,12 @@
 
 Layout under the workspaces root::
 
-    .repos/<name>-<hash>.git     one bare repository per URL; <hash> = sha256 of the normalised
+    .repos/ws-<workspace>/       one folder per workspace (its id): no workspace's runs see another's
+    .repos/ws-<workspace>/<name>-<hash>.git
+                                 one bare repository per URL; <hash> = sha256 of the normalised
                                  URL (first 16 hex digits), <name> its last path part, for humans
-    .repos/<name>-<hash>.lock    the per-repository lock (filelock: works across processes)
-    .repos/<name>-<hash>.git/predictorx-last-used
+    .repos/ws-<workspace>/<name>-<hash>.lock    the per-repository lock (filelock: across processes)
+    .repos/ws-<workspace>/<name>-<hash>.git/predictorx-last-used
                                  epoch seconds of the last fetch/checkout, read by GC
 
 The remote's branches are fetched to ``refs/remotes/origin/*`` and its tags to ``refs/tags/*``;
@@ -44,6 +46,7 @@ from .branches import NoFreeBranch, create_free_branch, ref_component, sanitize_
 log = logging.getLogger(__name__)
 
 CACHE_DIR_NAME = ".repos"
+WORKSPACE_PREFIX = "ws-"
 LAST_USED_NAME = "predictorx-last-used"
 DEFAULT_FETCH_TIMEOUT = 600.0
 DEFAULT_GIT_TIMEOUT = 120.0
@@ -213,15 +216,26 @@ class RepoCache:
     """One bare cache per repository URL, fetched under a per-repository cross-process lock."""
 
     def __init__(self, root: Path | None = None, *, fetch_timeout: float = DEFAULT_FETCH_TIMEOUT,
-                 git_timeout: float = DEFAULT_GIT_TIMEOUT, lock_timeout: float | None = None):
+                 git_timeout: float = DEFAULT_GIT_TIMEOUT, lock_timeout: float | None = None,
+                 workspace: str | None = None):
         # Absolute: git runs with -C, so a relative path would be read from the wrong place.
         self.root = (Path(root) if root is not None else config.workspaces_root()).absolute()
+        self.workspace = workspace
+        # One cache per workspace: a repository's object store holds its tasks' delivered work, and
+        # another workspace's runs (even of the same URL) must not read it (issue 29 finding 4).
         self.dir = self.root / CACHE_DIR_NAME
+        if workspace is not None:
+            self.dir = self.dir / f"{WORKSPACE_PREFIX}{_component(workspace, fallback='workspace')}"
         self.fetch_timeout = fetch_timeout
         self.git_timeout = git_timeout
         # Waiting for another process's fetch of the same repo is normal; bound it by what that
         # fetch may take at most, plus slack.
         self.lock_timeout = lock_timeout if lock_timeout is not None else fetch_timeout + 60
+
+    def for_workspace(self, workspace: str) -> "RepoCache":
+        """The caches of one workspace's tasks."""
+        return RepoCache(self.root, fetch_timeout=self.fetch_timeout, git_timeout=self.git_timeout,
+                         lock_timeout=self.lock_timeout, workspace=workspace)
 
     def cache_path(self, url: str) -> Path:
         return self.dir / f"{cache_key(url)}.git"
@@ -247,9 +261,12 @@ class RepoCache:
             lock.release()
 
     def list_caches(self) -> list[Path]:
+        """This cache's repositories (and, for the root, every workspace's)."""
         if not self.dir.is_dir():
             return []
-        return sorted(p for p in self.dir.glob("*.git") if p.is_dir() and not p.is_symlink())
+        patterns = ["*.git"] + ([f"{WORKSPACE_PREFIX}*/*.git"] if self.workspace is None else [])
+        return sorted(p for pattern in patterns for p in self.dir.glob(pattern)
+                      if p.is_dir() and not p.is_symlink() and not p.parent.is_symlink())
 
     # -- fetching ---------------------------------------------------------------------------------
     def ensure(self, url: str, *, refresh: bool = True) -> Path:

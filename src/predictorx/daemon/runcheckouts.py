@@ -102,13 +102,15 @@ def deliver(cache: RepoCache, co: RunCheckout, scratch: Path, *, agent_name: str
 # -- the pending record ------------------------------------------------------------------------------
 
 def mark_pending(env_root: Path, *, task_id: str, agent_name: str, allowed: list[str],
-                 placement: dict | None = None, state: str = "pending", why: str | None = None) -> None:
+                 placement: dict | None = None, state: str = "pending", why: str | None = None,
+                 workspace_id: str | None = None) -> None:
     """Write (or rewrite) the record: until it goes, GC keeps the env root and a daemon start
     delivers what it names. `placement`: the task's own checkout (url, path, branch, start, cache)."""
     import psutil
 
     me = psutil.Process()
     data = {"version": 1, "state": state, "task_id": task_id, "agent_name": agent_name, "allowed": allowed,
+            "workspace_id": workspace_id,
             "placement": placement, "why": why, "pid": me.pid, "pid_started": me.create_time(),
             "written_at": time.time()}
     target = Path(env_root) / PENDING
@@ -160,7 +162,9 @@ def recover(roots: Iterable[Path], cache: RepoCache) -> list[str]:
             data = read_pending(env_root)
             if data is None or data.get("state") != "pending" or _owner_alive(data):
                 continue
-            said.append(_recover_one(env_root, data, cache))
+            workspace = data.get("workspace_id")
+            said.append(_recover_one(env_root, data, cache.for_workspace(workspace) if isinstance(workspace, str)
+                                     else cache))
     return said
 
 
@@ -185,7 +189,8 @@ def _recover_one(env_root: Path, data: dict, cache: RepoCache) -> str:
         (notes if ok else problems).append(sentence)
     if problems:
         mark_pending(env_root, task_id=task_id, agent_name=agent, allowed=list(data.get("allowed") or []),
-                     placement=placement, state="kept", why="; ".join(problems))
+                     placement=placement, state="kept", why="; ".join(problems),
+                     workspace_id=data.get("workspace_id"))
         return f"Kept the checkouts of task {task_id} in {env_root}: " + "; ".join(problems)
     clear_pending(env_root)
     return f"Delivered the checkouts task {task_id} left when a previous run stopped: " + "; ".join(notes or ["nothing"])

@@ -277,12 +277,12 @@ class TaskRun:
                               placement: Placement | None = None) -> dict[str, Any]:
         cwd = env.workdir
         pending: dict[str, Any] = {"task_id": self.id, "agent_name": self.agent["name"],
-                                   "allowed": allowed_repo_urls(ctx)}
+                                   "allowed": allowed_repo_urls(ctx), "workspace_id": self.task["workspace_id"]}
         co = None
         if placement is not None and placement.kind == where.CHECKOUT:
             repo = placement
             try:
-                co = await asyncio.to_thread(self.daemon.repo_cache.checkout, repo.url, repo.ref,
+                co = await asyncio.to_thread(self._repo_cache().checkout, repo.url, repo.ref,
                                              env.workdir / repo_name(repo.url),
                                              task_branch(self.agent["name"], self.id))
             except (RepoCacheError, GitError) as e:
@@ -306,13 +306,17 @@ class TaskRun:
             else:
                 runcheckouts.clear_pending(env.path)
 
+    def _repo_cache(self) -> Any:
+        """This task's workspace's repo caches (no other workspace's runs see them)."""
+        return self.daemon.repo_cache.for_workspace(self.task["workspace_id"])
+
     async def _deliver_checkout(self, co: Any, env: envroot.EnvRoot, placed: dict[str, str]) -> None:
         """Bring the agent's commits and what it left uncommitted onto its branch in the cache (as
         worktree mode does), its checkout's git dir read only as data (`delivery`), and say plainly
         where the work is: the branch in the daemon's repo cache, the files here."""
         problem = note = None
         try:
-            done = await asyncio.to_thread(runcheckouts.deliver_placement, self.daemon.repo_cache, placed,
+            done = await asyncio.to_thread(runcheckouts.deliver_placement, self._repo_cache(), placed,
                                            env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"], task_id=self.id)
             problem, note = done.problem, done.note
         except (delivery.DeliveryError, RepoCacheError, GitError) as e:
@@ -338,7 +342,7 @@ class TaskRun:
                                       task_branch(self.agent["name"], self.id))
         said = []
         for co in found:
-            sentence, ok = await asyncio.to_thread(runcheckouts.deliver, self.daemon.repo_cache, co,
+            sentence, ok = await asyncio.to_thread(runcheckouts.deliver, self._repo_cache(), co,
                                                    env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"],
                                                    task_id=self.id)
             said.append(sentence)
@@ -520,7 +524,7 @@ class TaskRun:
         made = [] if env.workdir_kind == "in_place" else [*sandbox.borrowed_objects(cwd),
                                                           *sandbox.borrowed_objects(env.path / "workdir")]
         readable = [env.path, *sandbox.python_paths(), *made,
-                    *sandbox.repo_cache_paths(self.daemon.repo_cache, allowed_repo_urls(self._ctx))]
+                    *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
         return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
                                    readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,

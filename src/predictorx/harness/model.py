@@ -21,7 +21,7 @@ class Node:
     skills: list[str] = field(default_factory=list)
     enforcement: str | None = None  # strict | advisory (task level overrides the process)
     policies: list[str] = field(default_factory=list)
-    bean_op: str | None = None      # claim | note | resolve
+    bean_op: str | None = None      # claim | note | resolve | scrap
     capture: list[str] = field(default_factory=list)  # what the step must produce into the record
     called: str | None = None       # callActivity's calledElement
     gate: str | None = None         # decision | judgement | None (undeclared) for deciding gateways

@@ -188,6 +188,11 @@ MIGRATIONS: list[str] = [
         INSERT INTO messages_fts(messages_fts, rowid, body) VALUES ('delete', old.id, old.body);
     END;
     """,
+    # v8: a session's unread deliveries in message order, so a receive reads the oldest N and
+    # stops, and the count it gives stops at a cap: its cost follows what it returns, not the backlog
+    """
+    CREATE INDEX deliveries_unread ON deliveries(recipient, message_id) WHERE state IN ('stored','offered');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

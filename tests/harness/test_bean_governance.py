@@ -150,3 +150,18 @@ def test_qaqc_reports_a_bean_settled_around_the_steps_in_older_data(api, db):  #
     assert f["node"] == "bean Introduction" and f["issue"] == n
     assert "is resolved, but no step of this workflow and no person with its role did the resolve" in f["detail"]
     assert "outside-steps" in qaqc.to_markdown(rep)
+
+
+def test_migration_0015_gives_older_beans_their_workflow(api, db):  # noqa: ANN001
+    """A bean a step named before the column existed belongs to that step's instance after the upgrade."""
+    from predictorx.store.migrate import downgrade, upgrade
+
+    n, agent = _paper_at_plan(api)
+    with db.read() as s:
+        before = {b.title: b.instance_id for b in s.query(Bean)}
+    assert before["Introduction"]
+    downgrade(db.engine, "0011")
+    upgrade(db.engine)
+    with db.read() as s:
+        assert {b.title: b.instance_id for b in s.query(Bean)} == before
+    assert agent.post(f"/api/issues/{n}/beans/Introduction/resolve", json={}).status_code == 403

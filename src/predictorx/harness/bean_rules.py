@@ -18,13 +18,12 @@ from sqlalchemy.orm import Session
 
 from ..store.harness_schema import Bean, WorkflowInstance
 from ..store.schema import utcnow
-from .engine import Actor
+from .engine import Actor, Run
 from .library import Library
 from .model import ProcessModel
 from .refusals import StepForbidden
 
 STATUS_OPS = ("claim", "resolve", "scrap")
-AGENT_ROLE = "agent"
 
 
 def attribution(actor: Actor, task_id: str | None) -> str:
@@ -47,13 +46,8 @@ def _steps_doing(model: ProcessModel | None, op: str) -> list[tuple[str, str | N
 
 
 def people_roles(model: ProcessModel | None, op: str) -> set[str]:
-    """The roles a person needs to `op` a bean of this process outside its steps: the people lane
-    of the step that does it, else every people lane of the process (none known: any person)."""
-    if model is None:
-        return set()
-    lanes = {r for r in model.lanes.values() if r != AGENT_ROLE}
-    doing = {role for _, role in _steps_doing(model, op) if role and role != AGENT_ROLE}
-    return doing or lanes
+    """None known (the process left the library): any person."""
+    return model.people_roles(op) if model is not None else set()
 
 
 def check_step_op(session: Session, bean: Bean, inst: WorkflowInstance, op: str, step_label: str) -> None:
@@ -69,10 +63,9 @@ def check_step_op(session: Session, bean: Bean, inst: WorkflowInstance, op: str,
 
 
 def _where(lib: Library, inst: WorkflowInstance) -> str:
-    from .instances import enabled_steps  # instances imports this module's caller, not this module
-
     try:
-        enabled = [s["node"] for s in enabled_steps(lib, inst)] if inst.process_id in lib.processes else []
+        enabled = ([s.node_id for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+                   if inst.status == "running" and inst.process_id in lib.processes else [])
     except Exception:  # noqa: BLE001 — a state the library can no longer read: say nothing of it
         enabled = []
     return f" (now at {', '.join(enabled)})" if enabled else f" ({inst.status})"

@@ -67,8 +67,6 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
 
 def _check_bean_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], add) -> None:  # noqa: ANN001
     """A bean status change outside the steps (or the refused attempt at one)."""
-    from .bean_rules import people_roles
-
     op = st["node_id"].removeprefix("bean:")
     who = f"{st.get('actor_type') or 'someone'} {st.get('actor_name') or ''}".strip()
     if st.get("status") == "refused":
@@ -77,7 +75,7 @@ def _check_bean_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], 
                        + (f", {again} attempts" if again > 1 else ""))
         return
     model = lib.model_of(st.get("process_id") or instance["process_id"])
-    roles = people_roles(model, op)
+    roles = model.people_roles(op) if model else set()
     held = set(st.get("actor_roles") or [])
     if st.get("actor_type") != "person" or (roles and (st.get("role") not in roles or st.get("role") not in held)):
         add("outside-steps", f"{who} changed a bean ({op}) outside the workflow's steps without a people role "

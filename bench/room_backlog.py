@@ -5,8 +5,9 @@
 For each backlog size a store holds that many unread messages for one session (written in bulk,
 as `send` leaves them), and the bench times, interleaved with the near-empty store (just the 20
 that are read): `Room.recv(limit=20)` (what `msg_recv` runs; each call reads 20 and marks them
-read), a peek of 20, and `Room.unread` (`msg_unread`: the count and 200 previews, against a store
-holding just those 200). Medians and p90 in ms, and each backlog's median over the near-empty one's. Temporary stores only;
+read), a peek of 20, `Room.unread` (`msg_unread`: the count and 200 previews, against a store
+holding just those 200) and `Room.pending(event="tool")` (what the hooks run on every tool call: it
+offers the oldest 100, against a store holding just those 100). Medians and p90 in ms, and each backlog's median over the near-empty one's. Temporary stores only;
 ~/.agents-room is never touched. Target: every ratio ≤ 2 (before: ~5 ms at 4,000 unread against
 ~1.7 ms near empty, 175 ms at 100,000).
 """
@@ -22,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents_room import messaging
+from agents_room import delivery, messaging
 from agents_room.room import Room
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,6 +31,7 @@ from _common import emit, log, machine, percentile  # noqa: E402
 
 BATCH = 20
 UNREAD_PREVIEWS = getattr(messaging, "UNREAD_PREVIEWS", 200)  # an older agents-room (before/after) has no name for it
+OFFER_CAP = getattr(delivery, "OFFER_CAP", 100)
 
 
 def _store(root: Path, name: str) -> tuple[Room, str, str]:
@@ -59,18 +61,21 @@ def _ms(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(xs) * 1000, 3), "p90_ms": round(percentile(sorted(xs), 90) * 1000, 3)}
 
 
-def _measure(near: tuple[Room, str, str], previews: tuple[Room, str, str], big: tuple[Room, str, str],
-             samples: int) -> dict[str, dict]:
-    """The three calls on both stores, interleaved sample by sample. Near empty is the store
-    holding just what the call returns: 20 for a receive, 200 (its previews) for unread."""
-    (small, sa, sb), (room, _, rb) = near, big
-    times: dict[str, dict[str, list[float]]] = {k: {"near_empty": [], "backlog": []} for k in ("recv", "peek", "unread")}
+def _measure(near: dict[str, tuple[Room, str, str]], big: tuple[Room, str, str], samples: int) -> dict[str, dict]:
+    """The four calls on both stores, interleaved sample by sample. Near empty is the store
+    holding just what the call returns: 20 for a receive, 200 (its previews) for unread, 100 (what
+    it offers) for the hooks' pending check."""
+    (small, sa, sb), (room, _, rb) = near["recv"], big
+    times: dict[str, dict[str, list[float]]] = {k: {"near_empty": [], "backlog": []}
+                                                for k in ("recv", "peek", "unread", "pending")}
     for _ in range(samples):
         _unread(small, sa, sb, BATCH)
         for key, call in (("peek", lambda r, s: r.recv(s, limit=BATCH, peek=True)),
                           ("unread", lambda r, s: r.unread(s)),
+                          ("pending", lambda r, s: r.pending(s, "tool")),
                           ("recv", lambda r, s: r.recv(s, limit=BATCH))):
-            base = (previews[0], previews[2]) if key == "unread" else (small, sb)
+            store = near.get(key, near["recv"])
+            base = (store[0], store[2])
             for which, (r, s) in (("near_empty", base), ("backlog", (room, rb))):
                 t0 = time.perf_counter()
                 call(r, s)
@@ -92,14 +97,15 @@ def main() -> None:
                     "target": "every ratio_p50 ≤ 2 (a receive costs what it returns, not the backlog)", "backlogs": {}}
     tmp = Path(tempfile.mkdtemp(prefix="room-backlog-"))
     try:
-        near, previews = _store(tmp, "near"), _store(tmp, "previews")
-        _unread(*previews, UNREAD_PREVIEWS)
+        near = {"recv": _store(tmp, "near"), "unread": _store(tmp, "previews"), "pending": _store(tmp, "offers")}
+        _unread(*near["unread"], UNREAD_PREVIEWS)
+        _unread(*near["pending"], OFFER_CAP)
         for n in backlogs:
             log(f"backlog {n}: writing")
             big = _store(tmp, f"b{n}")
             _unread(big[0], big[1], big[2], n + args.samples * BATCH)  # still n unread at the last sample
             log(f"backlog {n}: measuring")
-            result["backlogs"][str(n)] = _measure(near, previews, big, args.samples)
+            result["backlogs"][str(n)] = _measure(near, big, args.samples)
             big[0].conn.close()
         result["loadavg_1_5_15_at_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:

@@ -17,7 +17,7 @@ from agents_room.room import Room
 UNREAD_COUNT_CAP = 500  # the documented cap (docs/protocol.md: "more than 500")
 BACKLOG = 100_000
 BATCH = 20
-SAMPLES = 15
+SAMPLES = 21
 
 
 def _pair(tmp_path, name: str, repo) -> tuple[Room, str, str]:  # noqa: ANN001
@@ -102,3 +102,27 @@ def test_counts_are_exact_below_the_cap_and_a_peek_counts_past_what_it_shows(tmp
     assert got["remaining"] == UNREAD_COUNT_CAP - 20 and "remaining_more" not in got
     assert room.unread(b)["unread"] == UNREAD_COUNT_CAP - 20
     assert room.join(session=b, cwd=str(repos["api"]), rooms=["x"])["unread"] == UNREAD_COUNT_CAP - 20
+
+
+def test_the_hooks_pending_check_offers_the_oldest_and_still_names_urgent_mail(stores, tmp_path, repos):  # noqa: ANN001
+    """A hook runs the pending check on every tool call: with 100,000 unread it took ~4 s a call
+    (every delivery offered at once); now the oldest 100, as long as with just those 100."""
+    from agents_room import delivery
+
+    OFFER_CAP = getattr(delivery, "OFFER_CAP", 100)  # noqa: N806 (100: the documented figure)
+    (_, _, _), (big, ba, bb) = stores
+    few, fa, fb = _pair(tmp_path, "few", repos["api"])
+    _unread(few, fa, fb, OFFER_CAP)
+    big.send(ba, "*", "the build is on fire", room="shared:x", importance="urgent")  # the newest of 100,001
+    near_empty, backlog = [], []
+    for _ in range(SAMPLES):
+        dt, offer = _timed(lambda: few.pending(fb, "tool"))
+        assert len(offer.messages) == OFFER_CAP and f"{OFFER_CAP} unread messages" in offer.nudge
+        near_empty.append(dt)
+        dt, offer = _timed(lambda: big.pending(bb, "tool"))
+        backlog.append(dt)
+    ratio = statistics.median(backlog) / statistics.median(near_empty)
+    assert ratio <= 2.0, f"the pending check with {BACKLOG} unread took {ratio:.1f}× the one with {OFFER_CAP}"
+    assert len(offer.messages) == OFFER_CAP
+    assert offer.nudge.startswith("agents-room: URGENT #") and "the build is on fire" in offer.nudge
+    assert f"more than {UNREAD_COUNT_CAP} unread messages for {bb}" in offer.nudge

@@ -189,9 +189,11 @@ MIGRATIONS: list[str] = [
     END;
     """,
     # v8: a session's unread deliveries in message order, so a receive reads the oldest N and
-    # stops, and the count it gives stops at a cap: its cost follows what it returns, not the backlog
+    # stops, and the count it gives stops at a cap: its cost follows what it returns, not the backlog;
+    # high and urgent messages by id, so a nudge names them past that cap
     """
     CREATE INDEX deliveries_unread ON deliveries(recipient, message_id) WHERE state IN ('stored','offered');
+    CREATE INDEX messages_important ON messages(id) WHERE importance IN ('high','urgent');
     """,
 ]
 

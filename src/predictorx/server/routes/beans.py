@@ -39,7 +39,7 @@ class ImportIn(BaseModel):
 
 def _by(s, caller: Caller, issue) -> str:  # noqa: ANN001
     """A person, or an agent and its task: who the bean's journal names."""
-    return bean_rules.attribution(*actor_for(s, caller, issue, library()))
+    return bean_rules.attribution(*actor_for(s, caller, issue, None))
 
 
 def _etag(if_match: str | None, body_version: int | None) -> int | None:
@@ -111,14 +111,15 @@ def show(ref: str, bean: str, caller: Caller = Depends(get_caller), state: AppSt
 def operate(ref: str, bean: str, op: Literal["claim", "note", "resolve", "scrap"], body: BeanOp,
             if_match: Optional[str] = Header(default=None, max_length=40), caller: Caller = Depends(get_caller),
             state: AppState = Depends(get_state)) -> dict:
-    lib = library()
     try:
         with state.write() as s:
             issue = issue_for(s, caller, ref)
             b = svc.get(s, issue, bean)
             version = _etag(if_match, body.if_version)
+            # the workflow library (and the actor's roles) matter only for a bean a workflow holds
+            lib = library() if op in bean_rules.STATUS_OPS and bean_rules.governing(s, b) else None
             actor, task_id = actor_for(s, caller, issue, lib)
-            outside = bean_rules.outside_steps(s, lib, b, op, actor, task_id)  # refused: nothing changes
+            outside = bean_rules.outside_steps(s, lib, b, op, actor, task_id) if lib else None
             by = bean_rules.attribution(actor, task_id)
             if outside:
                 by += f" (role {outside[1] or 'none'}, outside the steps of workflow {outside[0].process_id})"

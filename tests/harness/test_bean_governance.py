@@ -69,6 +69,11 @@ def test_an_agent_cannot_resolve_or_scrap_its_workflows_bean_before_the_step(api
     assert bean["notes"][-1]["op"] == "resolve" and bean["notes"][-1]["by"].startswith("agent a1 (task ")
     assert "at workflow step resolve" in bean["notes"][-1]["by"]
     assert "outside-steps" not in _qaqc(api, n)["counts"]
+    doc = api.get(f"/api/issues/{n}/workflows/{P}/prov").json()
+    [resolve] = [g for g in doc["@graph"] if g.get("rdfs:label", "").startswith("Resolve the bean")
+                 and g.get("@type") == "prov:Activity"]
+    assert resolve["px:task"]["@id"].startswith("urn:predictorx:task:")  # who: the agent and its task
+    assert {"@id": f"urn:predictorx:bean:{bean['id']}"} in resolve["prov:generated"]
 
 
 def test_a_person_with_the_role_may_and_the_record_says_who(api):  # noqa: ANN001

@@ -1,7 +1,7 @@
 """The execution record as W3C PROV-O JSON-LD, one document per workflow instance (R-HAR-5).
 
 Every allowed step is a `prov:Activity` qualified by an association naming the agent or person,
-the role (`prov:hadRole`) and the plan (`prov:hadPlan`, `<diagram>#<node>`); it used the issue and
+the role (`prov:hadRole`), an agent's task (`px:task`) and the plan (`prov:hadPlan`, `<diagram>#<node>`); it used the issue and
 generated what it produced (the bean, the branch, the commit). A person's change of a bean outside
 the steps (bean_rules.py) is an activity too, with `px:beanOp` and `px:outsideSteps` and no plan. Everything is an IRI, never a
 literal standing for a thing. Output is deterministic: same history, same bytes.
@@ -73,6 +73,8 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str,
             nodes.setdefault(who, {"@id": who, "@type": ["prov:Agent", kind], "rdfs:label": st.get("actor_name") or ""})
             activity["prov:wasAssociatedWith"] = {"@id": who}
             association["prov:agent"] = {"@id": who}
+        if st.get("task_id"):  # an agent acts in a task: which run of it took the step
+            activity["px:task"] = {"@id": iri("task", st["task_id"])}
         if st.get("role"):
             role = iri("role", st["role"])
             nodes.setdefault(role, {"@id": role, "@type": "prov:Role", "rdfs:label": st["role"]})

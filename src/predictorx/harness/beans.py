@@ -150,7 +150,8 @@ def engine_op(session: Session, issue: Issue, inst, op: str, passage, by: str) -
         raise StepForbidden(e.message) from None
     check_step_op(session, bean, inst, op, f"step {step.node.id!r}")
     passage.produced["bean"] = bean.id
-    bean.instance_id = inst.id
+    if bean.status in ("created", "in-progress"):  # a settled bean stays with the workflow that settled it
+        bean.instance_id = inst.id
     by = f"{by} at workflow step {step.node.id}"
     if op == "claim":
         if bean.status == "created":

@@ -170,3 +170,14 @@ def test_migration_0015_gives_older_beans_their_workflow(api, db):  # noqa: ANN0
     with db.read() as s:
         assert {b.title: b.instance_id for b in s.query(Bean)} == before
     assert agent.post(f"/api/issues/{n}/beans/Introduction/resolve", json={}).status_code == 403
+
+
+def test_the_task_start_sweep_says_which_workflow_holds_a_bean(api):  # noqa: ANN001
+    from predictorx.harness.sweep_text import render
+
+    n, agent = _paper_at_plan(api)
+    agent.post(f"/api/issues/{n}/beans", json={"title": "Related work"})
+    task_id = api.get(f"/api/issues/{n}/runs").json()[0]["id"]
+    sw = agent.get(f"/api/tasks/{task_id}/harness/sweep").json()
+    assert {b["title"]: b["workflow"] for b in sw["beans"]["open"]} == {"Introduction": P, "Related work": None}
+    assert "Introduction (etag 2; workflow authoring-a-paper holds it: its steps change its status)" in render(sw)

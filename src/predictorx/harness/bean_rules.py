@@ -95,10 +95,10 @@ def outside_steps(session: Session, lib: Library, bean: Bean, op: str, actor: Ac
     raise StepForbidden(
         f"bean {bean.title!r} belongs to workflow {inst.process_id!r}{_where(lib, inst)}: its status "
         f"changes through the workflow's steps{via}; outside them only {people} may {op} it, and "
-        f"{who}", refused_row(inst, lib, bean, op, actor, task_id, None))
+        f"{who}", history_row(inst, lib, bean, op, actor, task_id, None))
 
 
-def refused_row(inst: WorkflowInstance, lib: Library, bean: Bean, op: str, actor: Actor, task_id: str | None,
+def history_row(inst: WorkflowInstance, lib: Library, bean: Bean, op: str, actor: Actor, task_id: str | None,
                 role: str | None, status: str = "refused") -> dict[str, Any]:
     model = lib.model_of(inst.process_id)
     return dict(instance_id=inst.id, status=status, process_id=inst.process_id, diagram=inst.diagram,
@@ -114,7 +114,7 @@ def record_outside(session: Session, lib: Library, inst: WorkflowInstance, bean:
     """The person's change outside the steps, as a row of the instance's history."""
     from ..store.harness_schema import WorkflowStep
 
-    row = refused_row(inst, lib, bean, op, actor, None, role, status="done")
+    row = history_row(inst, lib, bean, op, actor, None, role, status="done")
     row["reason"] = reason
     inst.step_count += 1
     inst.updated_at = utcnow()

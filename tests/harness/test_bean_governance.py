@@ -165,7 +165,7 @@ def test_migration_0015_gives_older_beans_their_workflow(api, db):  # noqa: ANN0
     with db.read() as s:
         before = {b.title: b.instance_id for b in s.query(Bean)}
     assert before["Introduction"]
-    downgrade(db.engine, "0011")
+    downgrade(db.engine, "0013")
     upgrade(db.engine)
     with db.read() as s:
         assert {b.title: b.instance_id for b in s.query(Bean)} == before

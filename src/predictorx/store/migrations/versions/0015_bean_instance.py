@@ -3,13 +3,13 @@ status changes only through its steps (issue 29 finding 6). Filled from the reco
 named a bean, so beans of instances that predate it are governed (and checked by `prov qaqc`) too.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0013
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -116,7 +116,8 @@ def run(args, room) -> int:
         if args.json:
             _print(res, True)
         else:
-            print(f"{res['unread']} unread" + (f": {res['empty_because']}" if not res["unread"] else ""))
+            print(("more than " if res.get("unread_more") else "") + f"{res['unread']} unread"
+                  + (f": {res['empty_because']}" if not res["unread"] else ""))
             for m in res["messages"]:
                 print(f"  #{m['id']} {m['sent_at']} {m['from_label'] or m['from']}: {m['preview']}")
         return 0

@@ -9,7 +9,10 @@ import sqlite3
 
 from .jsonload import loads
 from .store import immediate
-from .queries import CODEX_HOLD_CAP, CODEX_HOLD_WINDOW, HOLD, RETRY_WINDOW, RoomBase, STOP_GUARD_TTL
+from .queries import CODEX_HOLD_CAP, CODEX_HOLD_WINDOW, HOLD, RETRY_WINDOW, STOP_GUARD_TTL, UNREAD_COUNT_CAP, RoomBase
+
+#: a pending check offers at most the oldest this many; its nudge counts on to UNREAD_COUNT_CAP
+OFFER_CAP = 100
 
 
 class Offer:
@@ -47,7 +50,10 @@ class Delivery(RoomBase):
             me = self.session_row(session)
             sid = me["id"]
             self._lease_notices(sid, now)
-            rows = self.conn.execute(self._PENDING_SQL + _DUE + " ORDER BY m.id", (sid, now, now - window, now)).fetchall()
+            # the oldest OFFER_CAP due: a hook runs on every tool call, and a backlog of 100,000 cost
+            # seconds a call when all of it was offered at once (issue 30); the rest comes next time
+            rows = self.conn.execute(self._PENDING_SQL + _DUE + " ORDER BY d.message_id LIMIT ?",
+                                     (sid, now, now - window, now, OFFER_CAP)).fetchall()
             if not rows:
                 return None
             self.conn.executemany(
@@ -59,11 +65,26 @@ class Delivery(RoomBase):
             msgs = self._msgs(rows, my_rooms)
             # the nudge counts every unread message, not only those due now: at Stop a message offered
             # minutes ago is not re-offered, but "1 unread" with 2 unread would mislead (issue 11)
-            unread = msgs if window == 0 else self._msgs(
-                self.conn.execute(self._PENDING_SQL + " ORDER BY m.id", (sid, now)).fetchall(), my_rooms)
-        return Offer(sid, msgs, *self._nudge(sid, unread, my_rooms))
+            unread = msgs if window == 0 else self._msgs(self.conn.execute(
+                self._PENDING_SQL + " ORDER BY d.message_id LIMIT ?", (sid, now, OFFER_CAP)).fetchall(), my_rooms)
+            count, more = (len(unread), False) if len(unread) < OFFER_CAP else self._unread_count(sid, now)
+            # (a Stop's unread list is the oldest OFFER_CAP too; the count above goes on to the cap)
+            if more:  # urgent and high mail past the oldest OFFER_CAP is still named (R-ROOM-16)
+                seen = {m["id"] for m in unread}
+                unread = unread + [m for m in self._msgs(self.conn.execute(
+                    self._IMPORTANT_SQL, (sid, now, UNREAD_COUNT_CAP)).fetchall(), my_rooms) if m["id"] not in seen]
+        return Offer(sid, msgs, *self._nudge(sid, unread, my_rooms, count, more))
 
-    def _nudge(self, sid: str, msgs: list[dict], my_rooms: set[str]) -> tuple[list[str], str]:
+    _IMPORTANT_SQL = (
+        # CROSS JOIN keeps the few important messages the outer loop (SQLite does not reorder it)
+        "SELECT m.*, s.label, d.state AS dstate FROM messages m INDEXED BY messages_important "
+        "CROSS JOIN deliveries d ON d.message_id=m.id AND d.recipient=? LEFT JOIN sessions s ON s.id=m.sender "
+        "WHERE m.importance IN ('high','urgent') AND d.state IN ('stored','offered') "
+        "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY m.id LIMIT ?"
+    )
+
+    def _nudge(self, sid: str, msgs: list[dict], my_rooms: set[str], count: int | None = None,
+               more: bool = False) -> tuple[list[str], str]:
         via: list[str] = []
         direct = False
         for m in msgs:
@@ -86,10 +107,11 @@ class Delivery(RoomBase):
             where += f" +{len(via) - 2} more"
         if direct:
             where = (where + ", " if where else "") + "direct"
-        n = len(msgs)
+        n = len(msgs) if count is None else count
         who = ", ".join(senders[:2]) + (f" +{len(senders) - 2} more" if len(senders) > 2 else "")
         text = (
-            f"agents-room: {n} unread message{'s' if n != 1 else ''} for {sid} via {where} from {who}. "
+            f"agents-room: {'more than ' if more else ''}{n} unread message{'s' if n != 1 or more else ''} "
+            f"for {sid} via {where} from {who}. "
             f'Read with msg_recv(session="{sid}").'
         )
         # urgent mail is named first, so it cannot drown in a count (R-ROOM-16)

@@ -119,12 +119,13 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
     @app.tool()
     async def msg_recv(session: S, limit: Annotated[int, Field(description="at most this many messages (1-500); bodies are capped at 256 KiB per call")] = 50) -> dict[str, Any]:
         """Fetch and mark read your unread messages, oldest first. When there are none, `empty_because` says why;
-        when more remain, `remaining` counts them."""
+        when more remain, `remaining` counts them up to 500 (`remaining_more: true`: more than that)."""
         return call("recv", session, limit)
 
     @app.tool()
     async def msg_unread(session: S) -> dict[str, Any]:
-        """Count and preview unread messages without marking them read."""
+        """Count (up to 500; `unread_more: true`: more than that) and preview (the oldest 200) unread messages
+        without marking them read."""
         return call("unread", session)
 
     @app.tool()

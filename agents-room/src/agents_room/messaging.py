@@ -17,7 +17,11 @@ from .naming import (
     rel_path,
 )
 from .store import immediate
-from .queries import IMPORTANCE, MAX_BODY_BYTES, MAX_MESSAGE_TTL, MAX_RECV_BYTES, RoomBase, RoomError, _fmt_ts, check_ttl
+from .queries import (IMPORTANCE, MAX_BODY_BYTES, MAX_MESSAGE_TTL, MAX_RECV_BYTES, UNREAD_COUNT_CAP, RoomBase, RoomError,
+                      _fmt_ts, check_ttl)
+
+#: msg_unread previews the oldest this many (the count beside them goes on to UNREAD_COUNT_CAP)
+UNREAD_PREVIEWS = 200
 
 
 def _bad_glob(glob: str) -> str | None:
@@ -239,7 +243,7 @@ class Messaging(RoomBase):
             me = self.session_row(session)
             sid = me["id"]
             self._lease_notices(sid, now)  # an MCP-only client learns of expiry here too (R-ROOM-5)
-            rows = self.conn.execute(self._PENDING_SQL + " ORDER BY m.id LIMIT ?", (sid, now, limit)).fetchall()
+            rows = self.conn.execute(self._PENDING_SQL + " ORDER BY d.message_id LIMIT ?", (sid, now, limit)).fetchall()
             # bounded in bytes too (R-ROOM-16): one huge backlog must not flood a model's context
             budget, kept = MAX_RECV_BYTES, []
             for r in rows:
@@ -257,16 +261,20 @@ class Messaging(RoomBase):
                     "UPDATE deliveries SET state='read', read_at=? WHERE message_id=? AND recipient=?",
                     [(now, r["id"], sid) for r in rows],
                 )
-            more = self.conn.execute(
-                "SELECT count(*) FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? "
-                "AND d.state IN ('stored','offered') AND (m.expires_at IS NULL OR m.expires_at > ?)",
-                (sid, now),
-            ).fetchone()[0] - (len(rows) if peek else 0)  # rows just read are no longer counted
+            # rows just read are no longer counted; a peek's rows still are, so it counts past them
+            seen = len(rows) if peek else 0
+            more, over = self._unread_count(sid, now, UNREAD_COUNT_CAP + seen)
+            more = max(0, more - seen)
             self._touch(sid)
-            out: dict = {"session": sid, "messages": msgs, "remaining": max(0, more)}
+            out: dict = {"session": sid, "messages": msgs, "remaining": more}
+            if over:
+                out["remaining_more"] = True  # `remaining` is the cap: more than that are unread
+            left = f"more than {more}" if over else str(more)
             if cut:
-                out["hint"] = (f"{max(0, more)} more unread left unread: this answer is capped at {MAX_RECV_BYTES} bytes "
+                out["hint"] = (f"{left} more unread left unread: this answer is capped at {MAX_RECV_BYTES} bytes "
                                "(AGENTS_ROOM_MAX_RECV); call msg_recv again for the rest")
+            elif over:
+                out["hint"] = f"more than {more} unread remain; call msg_recv again for the next ones"
             if not msgs:
                 out["empty_because"] = self._why_empty(me, now)
         return out
@@ -315,13 +323,17 @@ class Messaging(RoomBase):
         with immediate(self.conn):
             me = self.session_row(session)
             self._lease_notices(me["id"], now)
-        rows = self.conn.execute(self._PENDING_SQL + " ORDER BY m.id LIMIT 200", (me["id"], now)).fetchall()
+        rows = self.conn.execute(self._PENDING_SQL + " ORDER BY d.message_id LIMIT ?",
+                                 (me["id"], now, UNREAD_PREVIEWS)).fetchall()
         heads = [
             {"id": r["id"], "from": r["sender"], "from_label": r["label"], "state": r["dstate"],
              "preview": r["body"][:80], "sent_at": _fmt_ts(r["created_at"])}
             for r in rows
         ]
-        out = {"session": me["id"], "unread": len(heads), "messages": heads}
+        count, over = (len(heads), False) if len(heads) < UNREAD_PREVIEWS else self._unread_count(me["id"], now)
+        out = {"session": me["id"], "unread": count, "messages": heads}
+        if over:
+            out["unread_more"] = True  # `unread` is the cap: more than that are unread
         if not heads:
             out["empty_because"] = self._why_empty(me, now)
         return out

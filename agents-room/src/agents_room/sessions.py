@@ -142,11 +142,7 @@ class Sessions(RoomBase):
                 )
             self._event("join", sid, rooms=targets, new=new, autonomy=current_level)
             my_rooms = self._rooms_of(sid)
-            pending = self.conn.execute(
-                "SELECT count(*) FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? "
-                "AND d.state IN ('stored','offered') AND (m.expires_at IS NULL OR m.expires_at > ?)",
-                (sid, now),
-            ).fetchone()[0]
+            pending, pending_more = self._unread_count(sid, now)
         if not repo and repo_room:
             warnings.append(f"{cwd} is not inside a git repository, so no repo: room was joined")
         others = self.who(session=sid)["sessions"]
@@ -159,6 +155,7 @@ class Sessions(RoomBase):
             "rooms": my_rooms,
             "autonomy": AUTONOMY_NAMES[current_level],
             "unread": pending,
+            **({"unread_more": True} if pending_more else {}),
             "others": [
                 {k: o[k] for k in ("session", "label", "repo", "state", "rooms")} for o in others
             ],

@@ -188,6 +188,13 @@ MIGRATIONS: list[str] = [
         INSERT INTO messages_fts(messages_fts, rowid, body) VALUES ('delete', old.id, old.body);
     END;
     """,
+    # v8: a session's unread deliveries in message order, so a receive reads the oldest N and
+    # stops, and the count it gives stops at a cap: its cost follows what it returns, not the backlog;
+    # high and urgent messages by id, so a nudge names them past that cap
+    """
+    CREATE INDEX deliveries_unread ON deliveries(recipient, message_id) WHERE state IN ('stored','offered');
+    CREATE INDEX messages_important ON messages(id) WHERE importance IN ('high','urgent');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -273,11 +280,14 @@ def connect(path: Path | str | None = None, *, migrate: bool = True) -> sqlite3.
 def _connect(p: str, migrate: bool) -> sqlite3.Connection:
     """`p` as pathlib spells it (:func:`_path_str`); the checks as Path.mkdir and Path.exists make them."""
     if p != ":memory:":
-        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+        _private_folder(os.path.dirname(p) or ".")
         if _exists(p):
             why = _quick_refusal(p)
             if why:
                 raise StoreError(why)
+            _tighten(p)
+        else:
+            _create_private(p)
     conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row
@@ -291,6 +301,61 @@ def _connect(p: str, migrate: bool) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+# The store holds every message of every room: only its owner reads it, whatever the umask
+# (issue 29 finding 9: with umask 022 room.db was 0644 in a 0755 folder). The file is made 0600
+# before SQLite opens it; SQLite gives the -wal and -shm files the database file's mode. A store
+# that predates this is tightened on open: its files always, its folder when it is agents-room's
+# own (the default ~/.agents-room, or one agents-room made) — a folder AGENTS_ROOM_DB names that
+# the user made is theirs to set.
+STORE_FILE_MODE = 0o600
+STORE_FOLDER_MODE = 0o700
+_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def _private_folder(folder: str) -> None:
+    try:
+        os.mkdir(folder, STORE_FOLDER_MODE)
+    except FileExistsError:
+        if folder == os.path.join(os.path.expanduser("~"), ".agents-room"):
+            _chmod_if_loose(folder, STORE_FOLDER_MODE)
+        return
+    except FileNotFoundError:  # its parents first, as the user's own folders (their usual mode)
+        os.makedirs(os.path.dirname(folder) or ".", exist_ok=True)
+        try:
+            os.mkdir(folder, STORE_FOLDER_MODE)
+        except FileExistsError:
+            return
+    os.chmod(folder, STORE_FOLDER_MODE)  # exactly 0700: a umask may also have taken the owner's bits
+
+
+def _create_private(p: str) -> None:
+    """An empty 0600 file: SQLite takes an empty file for a new database and keeps its mode."""
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), STORE_FILE_MODE)
+    except FileExistsError:  # another process made it first: it tightens its own, we check ours
+        _tighten(p)
+        return
+    try:
+        os.fchmod(fd, STORE_FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def _tighten(p: str) -> None:
+    for path in (p, *(p + suffix for suffix in _COMPANIONS)):
+        _chmod_if_loose(path, STORE_FILE_MODE)
+
+
+def _chmod_if_loose(path: str, mode: int) -> None:
+    """Take group's and others' bits away from a file or folder of this user (one stat when tight)."""
+    try:
+        st = os.stat(path)
+        if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+            os.chmod(path, mode)
+    except OSError:  # gone meanwhile, or not ours to change: nothing to tighten
+        pass
 
 
 def _exists(p: str) -> bool:

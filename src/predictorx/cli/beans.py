@@ -55,7 +55,7 @@ IfMatch = typer.Option(None, "--if-match", help="The etag you read; refused if t
 
 @app.command("claim")
 def claim(issue: str, bean: str, if_match: Optional[str] = IfMatch, output: Output = OutputOpt) -> None:
-    """created → in-progress."""
+    """created → in-progress (a bean a running workflow holds: through its steps, or a person with its role)."""
     _op(issue, bean, "claim", None, if_match, output)
 
 
@@ -67,14 +67,14 @@ def note(issue: str, bean: str, text: str, if_match: Optional[str] = IfMatch, ou
 
 @app.command("resolve")
 def resolve(issue: str, bean: str, if_match: Optional[str] = IfMatch, output: Output = OutputOpt) -> None:
-    """→ resolved."""
+    """→ resolved (a bean a running workflow holds: through its steps, or a person with its role)."""
     _op(issue, bean, "resolve", None, if_match, output)
 
 
 @app.command("scrap")
 def scrap(issue: str, bean: str, reason: str = typer.Option(..., "--reason"), if_match: Optional[str] = IfMatch,
           output: Output = OutputOpt) -> None:
-    """→ scrapped, with a reason."""
+    """→ scrapped, with a reason (a bean a running workflow holds: through its steps, or a person with its role)."""
     _op(issue, bean, "scrap", reason, if_match, output)
 
 

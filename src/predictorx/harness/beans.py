@@ -2,9 +2,12 @@
 
 created → in-progress → resolved, or scrapped with a reason. Create is idempotent (same title
 under the same issue is the same bean); every change takes the bean's etag (`version`) when the
-caller has one, so two writers never silently overwrite each other. The engine performs only
-claim, note and resolve — resolve only when its instance completes (otherwise it notes). Nothing
-here touches the issue's status: an agent never closes an issue.
+caller has one, so two writers never silently overwrite each other. Every status change is a
+journal entry in the notes (`op`, who: a person, or an agent and its task). The engine performs
+claim, note, resolve — only when its instance completes (otherwise it notes) — and scrap; a step
+that names a bean makes it its instance's, and while that instance runs its status changes only
+through its steps (bean_rules.py). Nothing here touches the issue's status: an agent never closes
+an issue.
 """
 
 from __future__ import annotations
@@ -76,13 +79,15 @@ def _touch(bean: Bean) -> None:
     bean.updated_at = utcnow()
 
 
-def _note(bean: Bean, text: str, by: str | None) -> None:
-    bean.notes = [*bean.notes, {"at": utcnow().isoformat(), "by": by, "text": text}]
+def _note(bean: Bean, text: str, by: str | None, op: str | None = None) -> None:
+    entry = {"at": utcnow().isoformat(), "by": by, "text": text}
+    bean.notes = [*bean.notes, entry | {"op": op} if op else entry]
 
 
 def claim(session: Session, bean: Bean, by: str, if_version: int | None = None) -> Bean:
     _check(bean, "claim", if_version)
     bean.status, bean.claimed_by = "in-progress", by
+    _note(bean, "claimed", by, "claim")
     _touch(bean)
     return bean
 
@@ -99,6 +104,7 @@ def note(session: Session, bean: Bean, text: str, by: str | None, if_version: in
 def resolve(session: Session, bean: Bean, by: str | None, if_version: int | None = None) -> Bean:
     _check(bean, "resolve", if_version)
     bean.status = "resolved"
+    _note(bean, "resolved", by, "resolve")
     _touch(bean)
     return bean
 
@@ -108,7 +114,7 @@ def scrap(session: Session, bean: Bean, reason: str, by: str | None, if_version:
         raise Invalid("scrapping a bean needs a reason")
     _check(bean, "scrap", if_version)
     bean.status, bean.scrap_reason = "scrapped", reason.strip()
-    _note(bean, f"scrapped: {reason.strip()}", by)
+    _note(bean, f"scrapped: {reason.strip()}", by, "scrap")
     _touch(bean)
     return bean
 
@@ -129,8 +135,11 @@ class EngineBeanOp:
     by: str
 
 
-def engine_op(session: Session, issue: Issue, op: str, passage, instance_completes=None):  # noqa: ANN001, ANN201
-    """Before the engine moves: the step names its bean in `produced["bean"]` (id or title)."""
+def engine_op(session: Session, issue: Issue, inst, op: str, passage, by: str) -> EngineBeanOp:  # noqa: ANN001
+    """Before the engine moves: the step names its bean in `produced["bean"]` (id or title); the
+    bean becomes the instance's. `by`: who takes the step (bean_rules.attribution)."""
+    from .bean_rules import check_step_op
+
     step = passage.step
     ref = passage.produced.get("bean") or passage.facts.get("bean")
     if not ref:
@@ -139,13 +148,19 @@ def engine_op(session: Session, issue: Issue, op: str, passage, instance_complet
         bean = get(session, issue, str(ref))
     except NotFound as e:
         raise StepForbidden(e.message) from None
+    check_step_op(session, bean, inst, op, f"step {step.node.id!r}")
     passage.produced["bean"] = bean.id
-    by = f"workflow step {step.node.id}"
+    if bean.status in ("created", "in-progress"):  # a settled bean stays with the workflow that settled it
+        bean.instance_id = inst.id
+    by = f"{by} at workflow step {step.node.id}"
     if op == "claim":
         if bean.status == "created":
             claim(session, bean, by)
     elif op == "note":
         note(session, bean, passage.reason or passage.facts.get("note") or f"step {step.node.name} done", by)
+    elif op == "scrap" and bean.status in ("created", "in-progress"):
+        scrap(session, bean, passage.reason or str(passage.facts.get("reason") or "")
+              or f"scrapped at workflow step {step.node.id}", by)
     return EngineBeanOp(bean, op, by)
 
 

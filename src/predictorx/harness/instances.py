@@ -131,9 +131,11 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
             raise StepForbidden(f"{step.describe()} is under strict policy and {v.sentence()}; "
                                 f"{actor.label} may not take it", record)
     from . import beans as bean_svc  # the bean service records through the same session
+    from .bean_rules import attribution
     bean_result = None
     if node.bean_op:
-        bean_result = bean_svc.engine_op(session, issue, node.bean_op, passage, instance_completes=None)
+        bean_result = bean_svc.engine_op(session, issue, inst, node.bean_op, passage,
+                                         attribution(actor, req.task_id))
     run.apply(passage)
     if node.bean_op == "resolve" and bean_result is not None:
         bean_svc.finish_resolve(session, bean_result, instance_completed=run.completed, step=node.id)

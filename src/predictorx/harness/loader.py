@@ -143,8 +143,8 @@ def _read_node(el: etree._Element, process_id: str, fname: str) -> Node:
                 raise DiagramError(f"{fname}: gateway {node.id!r} declares a judgement without reason=\"…\"")
         elif name == "bean":
             node.bean_op = _value(e, "op")
-            if node.bean_op not in ("claim", "note", "resolve"):
-                raise DiagramError(f"{fname}: {node.id!r} bean op must be claim, note or resolve")
+            if node.bean_op not in ("claim", "note", "resolve", "scrap"):
+                raise DiagramError(f"{fname}: {node.id!r} bean op must be claim, note, resolve or scrap")
         elif name == "log":
             node.capture += [c for c in re.split(r"[\s,]+", _value(e, "capture")) if c]
         elif name == "role":

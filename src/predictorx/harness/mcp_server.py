@@ -126,7 +126,9 @@ def build_server() -> MCPServer:
 
     @app.tool()
     def bean_update(bean: str, op: str, text: str | None = None, etag: int | None = None) -> dict:
-        """op: claim | note | resolve | scrap (note and scrap take text). Pass the etag you read."""
+        """op: claim | note | resolve | scrap (note and scrap take text). Pass the etag you read.
+        A bean your workflow's step named changes status only through that workflow's steps
+        (workflow_complete) while it runs; a note is always open."""
         if op not in ("claim", "note", "resolve", "scrap"):
             raise ToolError("op must be claim, note, resolve or scrap")
         return api.call("POST", api.issue_path(f"/beans/{q(bean)}/{op}"), {"text": text, "if_version": etag})

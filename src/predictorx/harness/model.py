@@ -21,7 +21,7 @@ class Node:
     skills: list[str] = field(default_factory=list)
     enforcement: str | None = None  # strict | advisory (task level overrides the process)
     policies: list[str] = field(default_factory=list)
-    bean_op: str | None = None      # claim | note | resolve
+    bean_op: str | None = None      # claim | note | resolve | scrap
     capture: list[str] = field(default_factory=list)  # what the step must produce into the record
     called: str | None = None       # callActivity's calledElement
     gate: str | None = None         # decision | judgement | None (undeclared) for deciding gateways
@@ -57,3 +57,10 @@ class ProcessModel:
 
     def policies_of(self, node: Node) -> list[str]:
         return node.policies or self.policies
+
+    def people_roles(self, bean_op: str) -> set[str]:
+        """The roles a person needs to `bean_op` a bean of this process outside its steps
+        (harness/bean_rules.py): the people lane of the step that does it, else every people lane."""
+        lanes = {r for r in self.lanes.values() if r != "agent"}
+        doing = {n.role for n in self.nodes.values() if n.bean_op == bean_op and n.role and n.role != "agent"}
+        return doing or lanes

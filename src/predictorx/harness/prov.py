@@ -1,8 +1,9 @@
 """The execution record as W3C PROV-O JSON-LD, one document per workflow instance (R-HAR-5).
 
 Every allowed step is a `prov:Activity` qualified by an association naming the agent or person,
-the role (`prov:hadRole`) and the plan (`prov:hadPlan`, `<diagram>#<node>`); it used the issue and
-generated what it produced (the bean, the branch, the commit). Everything is an IRI, never a
+the role (`prov:hadRole`), an agent's task (`px:task`) and the plan (`prov:hadPlan`, `<diagram>#<node>`); it used the issue and
+generated what it produced (the bean, the branch, the commit). A person's change of a bean outside
+the steps (bean_rules.py) is an activity too, with `px:beanOp` and `px:outsideSteps` and no plan. Everything is an IRI, never a
 literal standing for a thing. Output is deterministic: same history, same bytes.
 """
 
@@ -49,9 +50,6 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str,
         if st.get("status", "done") != "done":
             continue
         act = iri("step", instance["id"], str(st["seq"]))
-        plan = plan_iri(st["diagram"], st["node_id"])
-        nodes.setdefault(plan, {"@id": plan, "@type": "prov:Plan", "rdfs:label": st.get("node_name") or st["node_id"],
-                                "px:diagram": st["diagram"], "px:node": st["node_id"]})
         activity: dict[str, Any] = {
             "@id": act, "@type": "prov:Activity", "rdfs:label": st.get("node_name") or st["node_id"],
             "prov:startedAtTime": {"@value": st["created_at"], "@type": "xsd:dateTime"},
@@ -60,13 +58,23 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str,
             "px:seq": st["seq"], "px:kind": st["kind"], "px:verdict": st.get("verdict") or "none",
             "px:enforcement": st.get("enforcement") or "advisory", "px:instance": {"@id": inst},
         }
-        association: dict[str, Any] = {"@type": "prov:Association", "prov:hadPlan": {"@id": plan}}
+        association: dict[str, Any] = {"@type": "prov:Association"}
+        if st.get("kind") == "bean":  # a person changed a bean outside the steps: no plan was followed
+            activity["px:beanOp"] = st["node_id"].removeprefix("bean:")
+            activity["px:outsideSteps"] = True
+        else:
+            plan = plan_iri(st["diagram"], st["node_id"])
+            nodes.setdefault(plan, {"@id": plan, "@type": "prov:Plan", "px:diagram": st["diagram"],
+                                    "rdfs:label": st.get("node_name") or st["node_id"], "px:node": st["node_id"]})
+            association["prov:hadPlan"] = {"@id": plan}
         if st.get("actor_id"):
             who = iri("person" if st["actor_type"] == "person" else "agent", st["actor_id"])
             kind = "prov:Person" if st["actor_type"] == "person" else "prov:SoftwareAgent"
             nodes.setdefault(who, {"@id": who, "@type": ["prov:Agent", kind], "rdfs:label": st.get("actor_name") or ""})
             activity["prov:wasAssociatedWith"] = {"@id": who}
             association["prov:agent"] = {"@id": who}
+        if st.get("task_id"):  # an agent acts in a task: which run of it took the step
+            activity["px:task"] = {"@id": iri("task", st["task_id"])}
         if st.get("role"):
             role = iri("role", st["role"])
             nodes.setdefault(role, {"@id": role, "@type": "prov:Role", "rdfs:label": st["role"]})

@@ -4,19 +4,26 @@ diagrams, after the fact — the agentic pole's check (R-HAR-3, R-HAR-5).
 Findings per step: `deny` / `unknown` (the policies today), `refused` (a strict policy stopped it
 when it ran), `not-eligible` (the step's lane is another role now, or the actor did not hold it),
 `no-actor`, `node-not-in-model` (the process or node is gone), `source-moved` (the diagram's bytes
-changed since the step ran). The report is deterministic: identical input, identical bytes.
+changed since the step ran). Beans (bean_rules.py): `override` (a person with the role changed a
+bean outside the workflow's steps: recorded, reported), `outside-steps` (a bean the instance
+governs was resolved or scrapped while it ran by no step and no recorded person — data from
+before the rule, or a path around it; a change after the instance completed is not one). The
+report is deterministic: identical input, identical bytes.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from .library import Library
 from .odrl import PERMIT, Request, evaluate
 
-FINDINGS = ("deny", "refused", "unknown", "not-eligible", "no-actor", "node-not-in-model", "source-moved")
+FINDINGS = ("deny", "refused", "unknown", "not-eligible", "no-actor", "node-not-in-model", "source-moved",
+            "outside-steps", "override")
+_SETTLED = {"resolved": "resolve", "scrapped": "scrap"}
 
 
 def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> list[dict[str, str]]:
@@ -25,6 +32,10 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
 
     def add(kind: str, detail: str) -> None:
         out.append({"finding": kind, "detail": detail})
+
+    if st.get("kind") == "bean":
+        _check_bean_row(lib, instance, st, add)
+        return out
 
     if st.get("status") == "refused":
         again = int(st.get("attempts") or 1)
@@ -54,19 +65,80 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
     return out
 
 
+def _check_bean_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], add) -> None:  # noqa: ANN001
+    """A bean status change outside the steps (or the refused attempt at one)."""
+    op = st["node_id"].removeprefix("bean:")
+    who = f"{st.get('actor_type') or 'someone'} {st.get('actor_name') or ''}".strip()
+    if st.get("status") == "refused":
+        again = int(st.get("attempts") or 1)
+        add("refused", f"{who} tried to {op} a bean outside the workflow's steps"
+                       + (f", {again} attempts" if again > 1 else ""))
+        return
+    model = lib.model_of(st.get("process_id") or instance["process_id"])
+    roles = model.people_roles(op) if model else set()
+    held = set(st.get("actor_roles") or [])
+    if st.get("actor_type") != "person" or (roles and (st.get("role") not in roles or st.get("role") not in held)):
+        add("outside-steps", f"{who} changed a bean ({op}) outside the workflow's steps without a people role "
+                             f"of it ({' or '.join(sorted(roles)) or 'any person'})")
+    else:
+        add("override", f"{who} (role {st.get('role') or 'none'}) did the bean's {op} outside the workflow's steps")
+
+
+def _when(value: str | None) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+def check_beans(lib: Library, rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each settled bean of the instance against its steps: which step, or which recorded person
+    with the role, resolved or scrapped it? Neither, while the instance ran: `outside-steps`."""
+    inst, out = rec["instance"], []
+    model = lib.model_of(inst["process_id"])
+    done = [st for st in rec["steps"] if st.get("status", "done") == "done"]
+    ended = _when(inst.get("updated_at")) if inst.get("status") == "completed" else None
+    for bean in rec.get("beans") or []:
+        op = _SETTLED.get(bean["status"])
+        if op is None:
+            continue
+        changed = _when(bean.get("updated_at"))
+        if ended and changed and changed > ended:
+            continue  # settled after its workflow completed: the bean was free again
+        if any((st.get("produced") or {}).get("bean") == bean["id"] and _does(model, st, op) for st in done):
+            continue
+        by = [c.get("by") for c in bean.get("changes") or [] if c.get("op") == op]
+        out.append({"seq": None, "node": f"bean {bean['title']}", "actor": by[-1] if by else None,
+                    "finding": "outside-steps",
+                    "detail": f"bean {bean['title']!r} is {bean['status']}, but no step of this workflow and no "
+                              f"person with its role did the {op}" + (f" (done by {by[-1]})" if by else
+                                                                       " (the record does not say who)")})
+    return out
+
+
+def _does(model, st: dict[str, Any], op: str) -> bool:  # noqa: ANN001
+    if st.get("kind") == "bean":
+        return st["node_id"] == f"bean:{op}"
+    node = model.node(st["node_id"]) if model else None
+    return node is not None and node.bean_op == op
+
+
 def report(lib: Library, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """`records`: [{"instance": {...}, "steps": [...]}]."""
+    """`records`: [{"instance": {...}, "steps": [...], "beans": [...]}] (beans: optional)."""
     rows = []
     counts: Counter[str] = Counter()
     total = 0
     for rec in sorted(records, key=lambda r: r["instance"]["id"]):
         inst = rec["instance"]
+        where = {"instance": inst["id"], "issue": inst.get("issue_number"), "process": inst["process_id"]}
         for st in sorted(rec["steps"], key=lambda s: s["seq"]):
             total += 1
             for f in check_step(lib, inst, st):
                 counts[f["finding"]] += 1
-                rows.append({"instance": inst["id"], "issue": inst.get("issue_number"), "process": inst["process_id"],
-                             "seq": st["seq"], "node": st["node_id"], "actor": st.get("actor_name"), **f})
+                rows.append({**where, "seq": st["seq"], "node": st["node_id"], "actor": st.get("actor_name"), **f})
+        for f in check_beans(lib, rec):
+            counts[f["finding"]] += 1
+            rows.append({**where, **f})
     return {"steps": total, "instances": len(records), "findings": rows,
             "counts": {k: counts[k] for k in FINDINGS if counts[k]}}
 

@@ -1,7 +1,8 @@
 """The workflow record of a workspace (or one issue), a page at a time: every instance with its
 history, what `prov qaqc` checks (R-HAR-5). A long-running instance has tens of thousands of
 steps, so a page holds at most `limit` steps and `limit` instances (besides the rest of the one
-the cursor stopped in), in (instance id, seq) order.
+the cursor stopped in), in (instance id, seq) order. Each instance comes with the beans it governs
+(their status and status-change journal): `prov qaqc` checks each settled one against the steps.
 An instance whose history does not fit is cut; the next page carries on with its next steps, so
 a reader joins records by instance id. The cursor is `<instance id>:<seq>` — the last step given
 (seq 0 when none was) — opaque to clients."""
@@ -15,7 +16,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from ..service.errors import Invalid
-from ..store.harness_schema import WorkflowInstance, WorkflowStep
+from ..store.harness_schema import Bean, WorkflowInstance, WorkflowStep
 from ..store.schema import Issue
 from .instances import instance_dict, step_dict
 
@@ -69,9 +70,24 @@ def page(session: Session, workspace_id: str, issue_id: str | None = None, curso
         given = steps.get(last_id)
         nxt = f"{last_id}:{given[-1].seq if given else (after[1] if after and after[0] == last_id else 0)}"
     records = []
+    beans = beans_of(session, [inst.id for inst, _ in pairs])
     for inst, iss in pairs:
         mine = steps.get(inst.id, [])
         if after and inst.id == after[0] and not mine:
             continue  # the cursor's own instance, already given in full
-        records.append({"instance": instance_dict(inst, iss), "steps": [step_dict(r) for r in mine]})
+        records.append({"instance": instance_dict(inst, iss), "steps": [step_dict(r) for r in mine],
+                        "beans": beans.get(inst.id, [])})
     return {"records": records, "next": nxt}
+
+
+STATUS_OPS = ("claim", "resolve", "scrap")
+
+
+def beans_of(session: Session, instance_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The beans each instance governs: status, last change, and who changed their status."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for b in session.scalars(select(Bean).where(Bean.instance_id.in_(instance_ids)).order_by(Bean.id)):
+        out.setdefault(b.instance_id, []).append(
+            {"id": b.id, "title": b.title, "status": b.status, "updated_at": b.updated_at.isoformat(),
+             "changes": [n for n in b.notes if n.get("op") in STATUS_OPS]})
+    return out

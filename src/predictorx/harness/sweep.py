@@ -27,10 +27,12 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
     for b in beans:
         counts[b.status] = counts.get(b.status, 0) + 1
     open_beans = [b for b in beans if b.status in ("created", "in-progress")]
-    instances = []
+    instances, running = [], {}
     for inst in session.scalars(select(WorkflowInstance).where(WorkflowInstance.issue_id == issue.id)
                                 .order_by(WorkflowInstance.created_at)):
         item = {"process": inst.process_id, "status": inst.status, "version": inst.version, "enabled": []}
+        if inst.status != "completed":
+            running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:
             item["enabled"] = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
         instances.append(item)
@@ -48,7 +50,9 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         siblings.append({"task": t.id, "agent": name, "branch": t.branch_name, "status": t.status})
     return {
         "issue": {"number": issue.number, "title": issue.title, "status": issue.status},
-        "beans": {"counts": counts, "open": [{"id": b.id, "title": b.title, "status": b.status, "etag": b.version}
+        # `workflow`: the running workflow holding the bean — its steps change its status (bean_rules)
+        "beans": {"counts": counts, "open": [{"id": b.id, "title": b.title, "status": b.status, "etag": b.version,
+                                              "workflow": running.get(b.instance_id)}
                                              for b in open_beans[:MAX_BEANS_SHOWN]],
                   "open_total": len(open_beans)},
         "instances": instances,

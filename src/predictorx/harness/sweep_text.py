@@ -33,7 +33,9 @@ def render(s: dict[str, Any], drift: str | None = None) -> str:
     b = s["beans"]
     out.append(f"\nBeans: {', '.join(f'{k} {v}' for k, v in sorted(b['counts'].items())) or 'none'}")
     for bean in b["open"]:
-        out.append(f"- [{bean['status']}] {bean['title']} (etag {bean['etag']})")
+        held = (f"; workflow {bean['workflow']} holds it: its steps change its status"
+                if bean.get("workflow") else "")
+        out.append(f"- [{bean['status']}] {bean['title']} (etag {bean['etag']}{held})")
     if b["open_total"] > len(b["open"]):
         out.append(f"- … {b['open_total'] - len(b['open'])} more (`predictorx bean list {s['issue']['number']}`)")
     if drift:

@@ -97,6 +97,9 @@ class Bean(Base):
     notes: Mapped[list] = mapped_column(JSON, default=list)
     scrap_reason: Mapped[str | None] = mapped_column(Text)
     claimed_by: Mapped[str | None] = mapped_column(String(200))
+    # the workflow instance whose step last named it (harness/bean_rules.py): while that instance
+    # is not completed, the bean's status changes only through its steps; migration 0015
+    instance_id: Mapped[str | None] = mapped_column(String(36), index=True)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)

@@ -1,5 +1,7 @@
 """Beans under an issue: create (idempotent), list, show, claim, note, resolve, scrap, export and
-import in hmans/beans' Markdown format (R-HAR-6). Agents act on their task's issue only."""
+import in hmans/beans' Markdown format (R-HAR-6). Agents act on their task's issue only; a bean
+that belongs to a running workflow changes status only through its steps, or by a person with
+its role — recorded in the instance's history; a refused attempt is recorded too (bean_rules)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from typing import Literal, Optional
 from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import beanfile, beans as svc
+from ...harness import bean_rules, beanfile, beans as svc
+from ...harness import instances as inst_svc
 from ...service.errors import Invalid
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
-from .workflows import issue_for
+from .workflows import actor_for, issue_for, library
 
 router = APIRouter(tags=["beans"])
 
@@ -34,9 +37,9 @@ class ImportIn(BaseModel):
     files: dict[str, str] = Field(max_length=1000, description="File name → Markdown text.")
 
 
-def _by(caller: Caller) -> str:
-    p = caller.principal
-    return f"task {p.task_id}" if p.kind == "task" else f"user {p.user_id}"
+def _by(s, caller: Caller, issue) -> str:  # noqa: ANN001
+    """A person, or an agent and its task: who the bean's journal names."""
+    return bean_rules.attribution(*actor_for(s, caller, issue, None))
 
 
 def _etag(if_match: str | None, body_version: int | None) -> int | None:
@@ -57,7 +60,8 @@ def list_beans(ref: str, caller: Caller = Depends(get_caller), state: AppState =
 @router.post("/api/issues/{ref}/beans")
 def create(ref: str, body: BeanIn, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
-        bean, created = svc.create(s, issue_for(s, caller, ref), body.title, body.body, _by(caller))
+        issue = issue_for(s, caller, ref)
+        bean, created = svc.create(s, issue, body.title, body.body, _by(s, caller, issue))
         return {**svc.as_dict(bean), "created": created}
 
 
@@ -82,16 +86,17 @@ def import_(ref: str, body: ImportIn, caller: Caller = Depends(get_caller), stat
             raise Invalid(f"{name}: {e}") from None
     with state.write() as s:  # all files or none
         issue = issue_for(s, caller, ref)
+        by = _by(s, caller, issue)
         out = []
-        for name, data in parsed.items():
-            bean, created = svc.create(s, issue, data["title"], data["body"], _by(caller))
+        for name, data in parsed.items():  # only a new bean takes the file's status: it has no workflow
+            bean, created = svc.create(s, issue, data["title"], data["body"], by)
             if created and data["status"] != "created":
                 if data["status"] == "in-progress":
-                    svc.claim(s, bean, _by(caller))
+                    svc.claim(s, bean, by)
                 elif data["status"] == "resolved":
-                    svc.resolve(s, bean, _by(caller))
+                    svc.resolve(s, bean, by)
                 else:
-                    svc.scrap(s, bean, f"scrapped in the imported file {name}", _by(caller))
+                    svc.scrap(s, bean, f"scrapped in the imported file {name}", by)
             out.append({**svc.as_dict(bean), "created": created, "file": name})
         return {"beans": out}
 
@@ -106,15 +111,37 @@ def show(ref: str, bean: str, caller: Caller = Depends(get_caller), state: AppSt
 def operate(ref: str, bean: str, op: Literal["claim", "note", "resolve", "scrap"], body: BeanOp,
             if_match: Optional[str] = Header(default=None, max_length=40), caller: Caller = Depends(get_caller),
             state: AppState = Depends(get_state)) -> dict:
-    with state.write() as s:
-        b = svc.get(s, issue_for(s, caller, ref), bean)
-        version = _etag(if_match, body.if_version)
-        if op == "claim":
-            svc.claim(s, b, _by(caller), version)
-        elif op == "note":
-            svc.note(s, b, body.text or "", _by(caller), version)
-        elif op == "resolve":
-            svc.resolve(s, b, _by(caller), version)
-        else:
-            svc.scrap(s, b, body.text or "", _by(caller), version)
-        return svc.as_dict(b)
+    try:
+        with state.write() as s:
+            issue = issue_for(s, caller, ref)
+            b = svc.get(s, issue, bean)
+            version = _etag(if_match, body.if_version)
+            # the workflow library (and the actor's roles) matter only for a bean a workflow holds
+            lib = library() if op in bean_rules.STATUS_OPS and bean_rules.governing(s, b) else None
+            actor, task_id = actor_for(s, caller, issue, lib)
+            outside = bean_rules.outside_steps(s, lib, b, op, actor, task_id) if lib else None
+            by = bean_rules.attribution(actor, task_id)
+            if outside:
+                by += f" (role {outside[1] or 'none'}, outside the steps of workflow {outside[0].process_id})"
+            _apply(s, b, op, body.text, by, version)
+            if outside:
+                bean_rules.record_outside(s, lib, outside[0], b, op, actor, outside[1], body.text)
+            return svc.as_dict(b)
+    except inst_svc.StepForbidden as e:
+        if e.record:  # the refused attempt is part of the instance's record, repeats counted
+            with state.write() as s:
+                counted = inst_svc.record_refusal(s, e.record)
+            if counted:
+                raise inst_svc.StepForbidden(f"{e}; {counted}") from None
+        raise
+
+
+def _apply(s, b, op: str, text: str | None, by: str, version: int | None) -> None:  # noqa: ANN001
+    if op == "claim":
+        svc.claim(s, b, by, version)
+    elif op == "note":
+        svc.note(s, b, text or "", by, version)
+    elif op == "resolve":
+        svc.resolve(s, b, by, version)
+    else:
+        svc.scrap(s, b, text or "", by, version)

@@ -64,16 +64,17 @@ def issue_for(s, caller: Caller, ref: str) -> Issue:  # noqa: ANN001
     raise Forbidden("this token may not act on that issue")
 
 
-def actor_for(s, caller: Caller, issue: Issue, lib: Library) -> tuple[Actor, str | None]:  # noqa: ANN001
-    """The acting agent (task token) or person (user token), with the roles it holds on the issue."""
+def actor_for(s, caller: Caller, issue: Issue, lib: Library | None) -> tuple[Actor, str | None]:  # noqa: ANN001
+    """The acting agent (task token) or person (user token), with the roles it holds on the issue
+    (none looked up without a library: who it is, for attribution)."""
     p = caller.principal
     if p.kind == "task":
         task, agent = auth.task_of(s, p), auth.agent_of(s, p)
-        roles = inst_svc.actor_roles(s, lib, issue, "agent", agent.id)
+        roles = inst_svc.actor_roles(s, lib, issue, "agent", agent.id) if lib else frozenset()
         return Actor("agent", agent.id, agent.name, roles), task.id
     if p.kind == "user":
         user = auth.user_of(s, p)
-        roles = inst_svc.actor_roles(s, lib, issue, "person", user.id)
+        roles = inst_svc.actor_roles(s, lib, issue, "person", user.id) if lib else frozenset()
         return Actor("person", user.id, user.name, roles), None
     raise Forbidden("workflow steps are taken by people or by agents in their task, not by daemons")
 

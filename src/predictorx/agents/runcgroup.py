@@ -56,6 +56,11 @@ def _base() -> tuple[str, Path] | None:
     return None
 
 
+def available() -> bool:
+    """Whether runs get a cgroup here."""
+    return os.environ.get(ENV_SWITCH) != "0" and _base() is not None
+
+
 class RunCgroup:
     def __init__(self, path: Path, name: str):
         self.path = path
@@ -64,12 +69,9 @@ class RunCgroup:
 
     @classmethod
     def make(cls, tag: str) -> RunCgroup | None:
-        if os.environ.get(ENV_SWITCH) == "0":
+        if not available():
             return None
-        found = _base()
-        if found is None:
-            return None
-        own, base = found
+        own, base = _base()  # type: ignore[misc]
         _remove_abandoned(base)
         try:
             (base / f"{PREFIX}{tag}").mkdir()

@@ -481,6 +481,8 @@ def main() -> None:
         "idle": idle, "by_concurrency": results,
         "daemon_cpu_s_per_run_minute_max": max((r["task"]["daemon_cpu_s_per_run_minute"] or 0
                                                 for r in results.values()), default=None),
+        "daemon_cpu_s_per_run_minute_while_streaming_max": max(
+            (r["task"]["daemon_cpu_s_per_run_minute_while_streaming"] or 0 for r in results.values()), default=None),
         "platform_over_cli_at_4": four.get("platform_over_cli"),
         "task_over_bare_max": max((r["task"]["task_over_bare"] or 0 for r in results.values()), default=None),
         "targets": {"daemon_cpu_s_per_run_minute": TARGET_DAEMON_CPU_PER_RUN_MINUTE_S,

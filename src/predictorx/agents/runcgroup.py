@@ -7,8 +7,9 @@ lasts: that the cgroup emptied is an event (`cgroup.events` changes; we wait on 
 
 The cgroup is made below this process's own one (`/proc/self/cgroup`, on the cgroup2 mount named
 in `/proc/self/mountinfo`), no controller is enabled (membership is all we use), and it is removed
-when the run ends (those of a killed daemon when the next run starts, once empty). The agent joins it before it runs anything: `launcher()` is a `sh` that writes
-itself into `cgroup.procs` and then execs the agent, keeping its pid. Where no cgroup can be made
+when the run ends (those of a killed daemon when the next run starts, once empty). The agent
+joins it before it runs anything: `launcher()` is a `sh` that writes itself into `cgroup.procs`
+and then execs the agent, keeping its pid. Where no cgroup can be made
 (no cgroup2, a hierarchy we may not write, not Linux, `PREDICTORX_RUN_CGROUPS=0`) `make` returns
 None and descendants.py falls back to the process group, the run's tag and the subreaper.
 """
@@ -51,7 +52,8 @@ def _base() -> tuple[str, Path] | None:
         if own != root and not own.startswith(root.rstrip("/") + "/"):
             continue  # a mount of another part of the hierarchy
         base = Path(point, own[len(root):].lstrip("/"))
-        if os.access(base, os.W_OK) and (base / "cgroup.procs").exists():
+        # mkdir here, and move a process out of here (the agent starts in our cgroup): both ours
+        if os.access(base, os.W_OK) and os.access(base / "cgroup.procs", os.W_OK):
             return own, base
     return None
 

@@ -49,6 +49,9 @@ def test_a_sleeping_agent_costs_the_daemon_no_more_than_being_idle(tmp_path):  #
         issue = server.api("POST", "/api/issues", {"title": "Think for a while", "assignee": "sleeper"})
         wait_until(started.exists, 60, 0.05, "the agent to start")
         task_id = server.runs(issue["number"])[0]["id"]
+        # The start's own work (the running report, the first messages) is done before the window.
+        wait_until(lambda: server.api("GET", f"/api/tasks/{task_id}")["status"] == "running", 30, 0.1,
+                   "the task to be reported running")
         busy = _cpu_over(pid, WINDOW_S)
         assert server.api("GET", f"/api/tasks/{task_id}")["status"] == "running"
 

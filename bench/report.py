@@ -1,7 +1,7 @@
 """Run every bench and write one Markdown table: each figure beside its target and its lower bound.
 
-The benches: api, claim, daemon_rss, dispatch, fanout, harness, load, netproxy, realcli, room, sandbox, wake,
-web, worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
+The benches: api, claim, daemon_rss, dispatch, fanout, harness, load, netproxy, overhead, realcli, room,
+sandbox, wake, web, worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
 cannot beat on this machine, measured in the same run where the bench measures one (same-replica
 wake for cross-replica wake, the agent program's own start-up for dispatch, a bare `claude -p` for
 the real CLI, a bare Python start for the room's hooks, `git worktree add` for a worktree's
@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 #: bench → extra arguments for a full run (its defaults are the measured sizes)
 BENCHES: dict[str, list[str]] = {
     "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [], "netproxy": [],
-    "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
+    "overhead": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
 SMOKE: dict[str, list[str]] = {
@@ -47,6 +47,7 @@ SMOKE: dict[str, list[str]] = {
     "harness": ["--loop", "100", "--db-loop", "100", "--chain", "10", "--qaqc", "200"],
     "load": ["--users", "10", "--seconds", "5"],
     "netproxy": ["--requests", "20"],
+    "overhead": ["--concurrency", "1", "--stream-seconds", "3", "--idle-seconds", "1"],
     "realcli": ["--tasks", "2", "--sequential", "1", "--daemons", "1", "--bare", "1", "--bare-load", "1"],
     "room": ["--scale", "0.01"],
     "sandbox": ["--runs", "3"],
@@ -161,6 +162,7 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
         lambda v: v <= 80, _get(rss, "rss_daemon_only_mb"), " MB daemon alone")
     _harness_rows(results.get("harness"), add)
     _realcli_rows(results.get("realcli"), add)
+    _overhead_rows(results.get("overhead"), add)
     _room_rows(results.get("room"), add)
     _sandbox_rows(results.get("sandbox"), add)
     _netproxy_rows(results.get("netproxy"), add)
@@ -214,6 +216,22 @@ def _realcli_rows(r: dict | None, add: Callable[..., None]) -> None:
     add("realcli", "real Claude Code: CLI result → task completed, p95",
         _get(r, "cli_result_to_task_completed", "p95_ms"), " ms", "≤ 1 s", lambda v: v <= 1000,
         _get(r, "cli_result_to_task_completed", "min_ms"), " ms fastest")
+
+
+def _overhead_rows(r: dict | None, add: Callable[..., None]) -> None:
+    stream = f"{_fmt(_get(r, 'stream_seconds'))} s stream"
+    add("overhead", f"real Claude Code, slow model ({stream}): daemon CPU per run-minute, worst N of "
+        "1/4/8 (whole task)", _get(r, "daemon_cpu_s_per_run_minute_max"), " s", "≤ 0.05 s", lambda v: v <= 0.05,
+        _get(r, "idle", "daemon_cpu_s_per_minute"), " s/min idle daemon")
+    add("overhead", "real Claude Code, slow model: daemon CPU per run-minute while the CLIs stream, worst N",
+        _get(r, "daemon_cpu_s_per_run_minute_while_streaming_max"), " s", "≤ 0.05 s", lambda v: v <= 0.05,
+        _get(r, "idle", "daemon_cpu_s_per_minute"), " s/min idle daemon")
+    add("overhead", "real Claude Code, slow model: what the platform adds (its per-run processes, daemon, "
+        "server) ÷ the CLI's own CPU, N=4", _get(r, "platform_over_cli_at_4"), "×", "≤ 0.2×", lambda v: v <= 0.2,
+        _get(r, "by_concurrency", "4", "bare", "per_run", "per_run_cpu_s"), " s the bare run's own children")
+    add("overhead", "real Claude Code, slow model: a task's CPU ÷ a bare `claude -p` run's, worst N",
+        _get(r, "task_over_bare_max"), "×", "≤ 1.3×", lambda v: v <= 1.3,
+        _get(r, "by_concurrency", "4", "bare", "per_run", "total_cpu_s"), " s bare run CPU (N=4)")
 
 
 def _room_rows(r: dict | None, add: Callable[..., None]) -> None:

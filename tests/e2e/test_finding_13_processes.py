@@ -174,3 +174,59 @@ def test_finding_13_kill_9_mid_in_place_task_next_start_cleans_the_folder(server
     assert git(folder, "status", "--porcelain") == status_before
     assert "Removed the project block in AGENTS.md" in again.output()
     server.wait_task(server.runs(issue["number"])[0]["id"], timeout=30)
+
+
+FORK_BOMB = r'''
+import os, subprocess, sys, time
+marker, escapee_file = sys.argv[1], sys.argv[2]
+# Short-lived orphans: each child forks a grandchild and exits at once, so the grandchild is
+# re-parented to the daemon (a subreaper) and exits there a moment later.
+for _ in range(300):
+    child = os.fork()
+    if child == 0:
+        if os.fork() == 0:
+            time.sleep(0.05)
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(child, 0)
+# And one that leaves everything behind: its own session, an empty environment (no run tag),
+# SIGTERM ignored, its parent gone.
+escapee = subprocess.Popen([sys.executable, "-c", "import os, signal, sys, time\n"
+    "if os.fork(): os._exit(0)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    f"open({escapee_file!r}, 'w').write(str(os.getpid()))\n"
+    "time.sleep(600)"], start_new_session=True, env={}, stdin=subprocess.DEVNULL,
+    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+escapee.wait()
+open(marker, "w").write("done")
+time.sleep(600)
+'''
+
+
+def _zombies(pid: int) -> list[int]:
+    return [c.pid for c in psutil.Process(pid).children() if c.status() == psutil.STATUS_ZOMBIE]
+
+
+def test_finding_13_a_fork_bomb_of_short_lived_orphans_is_reaped_while_the_run_lasts(server, start_daemon, tmp_path):  # noqa: ANN001
+    from predictorx.agents import runcgroup
+
+    daemon = start_daemon()
+    script, marker, escapee_file = tmp_path / "bomb.py", tmp_path / "forked", tmp_path / "escapee.pid"
+    script.write_text(FORK_BOMB)
+    server.api("POST", "/api/agents", {"name": "bomber", "provider": "command",
+                                       "command": [sys.executable, str(script), str(marker), str(escapee_file)]})
+    issue = server.api("POST", "/api/issues", {"title": "Fork a lot", "assignee": "bomber"})
+    task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
+    wait_until(marker.exists, 60, 0.1, "the agent to fork its children")
+    escapee = int(wait_until(lambda: escapee_file.exists() and escapee_file.read_text().strip(), 30,
+                             what="the escapee to start"))
+    # Reaped as they exit (SIGCHLD), not at the run's end: none stays a zombie of the daemon.
+    wait_until(lambda: not _zombies(daemon.proc.pid), 20, 0.1, "the daemon to reap the agent's orphans")
+    assert server.api("GET", f"/api/tasks/{task_id}")["status"] == "running"
+
+    server.cli("task", "cancel", task_id)
+    assert server.wait_task(task_id)["status"] == "cancelled"
+    if runcgroup.available():  # (the fallback cannot find a process without the tag whose parents left)
+        wait_until(lambda: _gone(escapee), 10, 0.1, "the untagged escapee to end with its run's cgroup")
+    assert not _zombies(daemon.proc.pid)
+    assert daemon.proc.poll() is None

@@ -8,9 +8,14 @@
   `<logs>/<provider>.stderr.log`; the tail of stderr is kept in memory for the failure reason.
 - Cancel or timeout: SIGTERM to the group, SIGKILL after a grace; all of it within
   `STOP_BUDGET_S`. On a normal exit, whatever the agent left running in its group is stopped too,
-  and so is every descendant that left the group (`descendants.py`).
-- The leader's exit is noticed from its return code, not from `Process.wait()`, which on some
-  Python versions also waits for the pipes — and a grandchild holding stdout would keep it waiting.
+  and so is every descendant that left the group (`descendants.py`; a cgroup per run where the
+  daemon can make one, `runcgroup.py`).
+- Nothing is polled while the agent runs: its end, its output, a cancel and the timeout are all
+  awaited on events (the child watcher's exit notice, the pipes, the cancel event, one timer for
+  the timeout). An agent waiting on its model costs the daemon nothing.
+- The leader's exit is noticed from the child watcher's `process_exited`, not from
+  `Process.wait()`, which on some Python versions also waits for the pipes — and a grandchild
+  holding stdout would keep it waiting.
 """
 
 from __future__ import annotations
@@ -28,10 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import psutil
-
 from .. import hardening
 from . import descendants
+from .runcgroup import RunCgroup
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +48,8 @@ KILL_WAIT_S = 1.5
 DRAIN_TIMEOUT_S = 1.0
 #: Output that keeps flowing after the group ended (from an escaped process) is read this long at most.
 DRAIN_MAX_S = 30.0
-#: Cancel reaches a stopped group within this (TERM grace + KILL wait + drain + polling).
+#: Cancel reaches a stopped group within this (TERM grace + KILL wait + drain).
 STOP_BUDGET_S = 5.0
-POLL_S = 0.02
 STDERR_TAIL_BYTES = 8 * 1024
 #: Lines read ahead of the handler; past this the reader waits (and so, in the end, the agent).
 LINE_QUEUE_SIZE = 1000
@@ -122,31 +125,69 @@ async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asy
     request.stream_log.parent.mkdir(parents=True, exist_ok=True)
     request.stderr_log.parent.mkdir(parents=True, exist_ok=True)
     with open(request.stream_log, "ab") as stream_log, open(request.stderr_log, "ab") as stderr_log:
+        tag = descendants.new_tag()
+        cgroup = None
         try:
-            tag = descendants.new_tag()
             argv, launch = _launch(request)
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=str(request.cwd),
-                env={**request.env, descendants.TAG_VAR: tag},
-                stdin=asyncio.subprocess.PIPE if request.stdin_data is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                **launch,
-            )
+            cgroup = RunCgroup.make(tag) if _SETPRIV is not None else None
+            proc, exited = await _spawn([*(cgroup.launcher() if cgroup else []), *argv], request, launch,
+                                {**request.env, descendants.TAG_VAR: tag})
         except FileNotFoundError:
             _never_fed(request)
+            _forget(cgroup)
             return ProcessOutcome(None, spawn_error=_not_found(request))
         except OSError as exc:
             _never_fed(request)
+            _forget(cgroup)
             return ProcessOutcome(None, spawn_error=f"could not start {request.argv[0]!r}: {exc}")
-        return await _supervise(proc, request, on_line, cancel, stream_log, stderr_log,
-                                descendants.Descendants(proc.pid, tag))
+        return await _supervise(proc, exited, request, on_line, cancel, stream_log, stderr_log,
+                                descendants.Descendants(proc.pid, tag, cgroup))
+
+
+class _ExitNotice(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stream protocol create_subprocess_exec uses, plus a future done when the child watcher
+    has the leader's exit status (whatever the pipes are doing)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop):
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+        super().process_exited()
+
+
+async def _spawn(
+    argv: list[str], request: ProcessRequest, launch: dict, env: dict[str, str]
+) -> tuple[asyncio.subprocess.Process, asyncio.Future[None]]:
+    """asyncio.create_subprocess_exec, with `_ExitNotice` as its protocol: (the process, its exit)."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitNotice(limit=2**16, loop=loop),
+        *argv,
+        cwd=str(request.cwd),
+        env=env,
+        stdin=asyncio.subprocess.PIPE if request.stdin_data is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        **launch,
+    )
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
+    if proc.returncode is not None and not protocol.exited.done():
+        protocol.exited.set_result(None)
+    return proc, protocol.exited
+
+
+def _forget(cgroup: RunCgroup | None) -> None:
+    if cgroup is not None:
+        cgroup.remove()
 
 
 async def _supervise(
     proc: asyncio.subprocess.Process,
+    exited: asyncio.Future[None],
     request: ProcessRequest,
     on_line: LineHandler,
     cancel: asyncio.Event,
@@ -154,7 +195,6 @@ async def _supervise(
     stderr_log: BinaryIO,
     family: descendants.Descendants,
 ) -> ProcessOutcome:
-    pgid = proc.pid  # start_new_session: the leader's pid is the group id
     tail = _Tail(STDERR_TAIL_BYTES)
     assert proc.stdout is not None and proc.stderr is not None
     # Reading and handling are apart so that a slow handler never makes us give up on the pipes.
@@ -166,25 +206,22 @@ async def _supervise(
     ]
     handler = asyncio.create_task(_handle_lines(lines, on_line))
     writer = asyncio.create_task(_feed(proc.stdin, request.stdin_data)) if proc.stdin else None
-    watcher = asyncio.create_task(_watch_family(family))
     cancelled = timed_out = False
     try:
-        ending = await _wait_for_end(proc, cancel, request.timeout_s)
+        ending = await _wait_for_end(exited, cancel, request.timeout_s)
         cancelled, timed_out = ending == "cancelled", ending == "timed_out"
-        if cancelled or timed_out:
-            await _stop_group(proc, pgid)
-        else:
-            await _stop_leftovers(pgid)
+        if cancelled or timed_out or family.group_alive():  # leftovers (servers, watchers) go too
+            await _stop_group(exited, family)
         await _end_family(family)  # also what left the group (setsid), before the pipes are drained
         await _drain(readers, activity)
         await _finish_handler(handler, lines)
     finally:
         # Also reached when the run itself is cancelled (daemon shutdown): nothing may survive it.
-        for task in [*readers, handler, watcher, *([writer] if writer else [])]:
+        for task in [*readers, handler, *([writer] if writer else [])]:
             task.cancel()
-        if proc.returncode is None or _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
-        await _reap(proc)
+        if proc.returncode is None or family.group_alive():
+            family.signal_group(signal.SIGKILL)
+        await _reap(proc, exited)
         await asyncio.shield(_end_family(family))
         _close_pipes(proc)
     return ProcessOutcome(
@@ -194,13 +231,6 @@ async def _supervise(
         stderr_tail=tail.text(),
         pid=proc.pid,
     )
-
-
-async def _watch_family(family: descendants.Descendants) -> None:
-    """Note the agent's process tree while it runs (see descendants.py)."""
-    while True:
-        await asyncio.sleep(descendants.SCAN_INTERVAL_S)
-        await asyncio.to_thread(family.scan)
 
 
 async def _end_family(family: descendants.Descendants) -> None:
@@ -213,44 +243,34 @@ async def _end_family(family: descendants.Descendants) -> None:
         log.info("stopped %d process(es) the agent left running outside its process group", stopped)
 
 
-async def _wait_for_end(proc: asyncio.subprocess.Process, cancel: asyncio.Event, timeout_s: float | None) -> str:
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    while proc.returncode is None:
-        if cancel.is_set():
-            return "cancelled"
-        if deadline is not None and time.monotonic() >= deadline:
-            return "timed_out"
-        await asyncio.sleep(POLL_S)
-    return "exited"
+async def _wait_for_end(exited: asyncio.Future[None], cancel: asyncio.Event, timeout_s: float | None) -> str:
+    """The first of: the leader exited, the cancel event, the timeout. One wait, no polling."""
+    cancelled = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait([exited, cancelled], timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+    if exited.done():
+        return "exited"
+    return "cancelled" if cancel.is_set() else "timed_out"
 
 
-async def _stop_group(proc: asyncio.subprocess.Process, pgid: int) -> None:
+async def _stop_group(exited: asyncio.Future[None], family: descendants.Descendants) -> None:
     """SIGTERM the whole group, SIGKILL it after `TERM_GRACE_S`, wait for the leader."""
-    _signal_group(pgid, signal.SIGTERM)
+    family.signal_group(signal.SIGTERM)
     deadline = time.monotonic() + TERM_GRACE_S
-    while time.monotonic() < deadline:
-        if proc.returncode is not None and not _group_alive(pgid):
-            return
-        await asyncio.sleep(POLL_S)
-    _signal_group(pgid, signal.SIGKILL)
-    await _reap(proc)
-
-
-async def _stop_leftovers(pgid: int) -> None:
-    """The leader exited; children it left in its group (servers, watchers) go with it."""
-    if not _group_alive(pgid):
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(exited), TERM_GRACE_S)
+    if exited.done() and await asyncio.to_thread(family.wait_group_gone, max(0.0, deadline - time.monotonic())):
         return
-    _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + TERM_GRACE_S
-    while time.monotonic() < deadline and _group_alive(pgid):
-        await asyncio.sleep(POLL_S)
-    _signal_group(pgid, signal.SIGKILL)
+    family.signal_group(signal.SIGKILL)
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(exited), KILL_WAIT_S)
 
 
-async def _reap(proc: asyncio.subprocess.Process) -> None:
-    deadline = time.monotonic() + KILL_WAIT_S
-    while proc.returncode is None and time.monotonic() < deadline:
-        await asyncio.sleep(POLL_S)
+async def _reap(proc: asyncio.subprocess.Process, exited: asyncio.Future[None]) -> None:
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(exited), KILL_WAIT_S)
     if proc.returncode is None:
         log.error("agent process %s did not exit after SIGKILL", proc.pid)
 
@@ -262,12 +282,14 @@ async def _drain(readers: list[asyncio.Task], activity: _Activity) -> None:
     large tail of output that is still flowing is never cut off.
     """
     pending = set(readers)
+    activity.touch()  # the silence counts from now: what the agent printed before is read
     give_up = time.monotonic() + DRAIN_MAX_S
     while pending:
-        _, pending = await asyncio.wait(pending, timeout=POLL_S * 5)
         now = time.monotonic()
-        if pending and (now - activity.last > DRAIN_TIMEOUT_S or now > give_up):
+        quiet_until = min(activity.last + DRAIN_TIMEOUT_S, give_up)
+        if now >= quiet_until:
             break
+        _, pending = await asyncio.wait(pending, timeout=quiet_until - now)
     if pending:
         log.warning("agent output pipes still open after the process group ended; stopped reading")
         for task in pending:
@@ -305,27 +327,6 @@ def _close_pipes(proc: asyncio.subprocess.Process) -> None:
     if transport is not None:
         with contextlib.suppress(Exception):
             transport.close()
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a live (non-zombie) process is left in the group."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    # killpg also succeeds for zombies no one has reaped yet; those are not "left running".
-    for proc in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                return True
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            continue
-    return False
 
 
 async def _read_lines(

@@ -13,12 +13,13 @@ waiter in any process can say who it waits for without ever naming the absolute 
 
 Within a process waiters queue in order of arrival. When a holder leaves and someone here is
 waiting, the flock is handed over directly (no unlock, no poll), so the next task starts at once and
-no other process can slip in between. Only the head of the queue polls the flock, and only while a
-holder in another process has it. Waiting has no time limit; cancelling a waiter removes it from
-the queue immediately.
+no other process can slip in between. While a holder in another process has it, a thread waits in a
+blocking flock for the head of the queue (no polling: a waiting task costs nothing) and hands the
+lock over when the kernel gives it. Waiting has no time limit; cancelling a waiter removes it from
+the queue immediately (a thread still blocked in flock lets go of the lock as soon as it gets it).
 
 Cross-process order is not FIFO: a process keeps the lock while it has waiters of its own, and
-another process's waiter gets it at its next poll after the lock is free.
+another process's waiter gets it when the kernel hands it over.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-POLL_INTERVAL = 0.02  # seconds between flock attempts while another process holds the lock
+#: Only when a blocking flock failed (an I/O error): the head tries again this often.
+POLL_INTERVAL = 1.0
 
 OnWait = Callable[[str], Awaitable[None] | None]
 
@@ -82,6 +84,8 @@ class _Slot:
     fd: int | None = None  # open while we hold the flock or try to get it
     holder: _Waiter | None = None
     queue: deque[_Waiter] = field(default_factory=deque)
+    waiting_thread: bool = False  # a thread is blocked in flock for this slot
+    thread_failed: bool = False  # its flock failed: the head tries again every poll_interval
 
 
 class DirLocks:
@@ -176,12 +180,15 @@ class DirLocks:
                     if inspect.isawaitable(result):
                         await result
                 continue  # the callback may have awaited: look again
-            if head and slot.holder is None:
+            if head and slot.holder is None and slot.thread_failed:
+                slot.thread_failed = False
                 try:
                     await asyncio.wait_for(me.wake.wait(), self.poll_interval)
                 except TimeoutError:
                     pass
             else:
+                if head and slot.holder is None:
+                    self._wait_in_thread(slot)
                 await me.wake.wait()
 
     def _reason(self, slot: _Slot, label: str) -> str:
@@ -207,6 +214,45 @@ class DirLocks:
             return True
         except BlockingIOError:
             return False
+
+    def _wait_in_thread(self, slot: _Slot) -> None:
+        """Block in flock on a thread of its own (a fd of its own: flocks belong to open files),
+        then hand the locked fd to the loop."""
+        if slot.waiting_thread:
+            return
+        slot.waiting_thread = True
+        loop = asyncio.get_running_loop()
+
+        def block() -> None:
+            fd: int | None = None
+            try:
+                fd = os.open(slot.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                if fd is not None:
+                    os.close(fd)
+                fd = None
+            try:
+                loop.call_soon_threadsafe(self._flock_came, slot, fd)
+            except RuntimeError:  # the loop is gone (the daemon stopped)
+                if fd is not None:
+                    os.close(fd)
+
+        threading.Thread(target=block, name="dirlock-wait", daemon=True).start()
+
+    def _flock_came(self, slot: _Slot, fd: int | None) -> None:
+        slot.waiting_thread = False
+        if fd is None:
+            slot.thread_failed = True
+        elif self._slots.get(slot.key) is not slot or not slot.queue or slot.holder is not None:
+            os.close(fd)  # no one here wants it any more (or we got it another way): let go
+            return
+        else:
+            if slot.fd is not None:
+                os.close(slot.fd)
+            slot.fd = fd  # locked: the head's next try succeeds on it
+        if slot.queue:
+            slot.queue[0].wake.set()
 
     def _grant(self, slot: _Slot, w: _Waiter) -> None:
         w.granted = True

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, agents, allowhosts, config, hardening, resources
+from ..agents import descendants
 from ..apiclient import CliError, fail
 from . import contextrecovery, identity, runcheckouts, worktree
 from .dirlock import DirLocks
@@ -422,6 +423,7 @@ async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int, sand
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, daemon.stop)
+    descendants.install_orphan_reaper(loop)  # the agents' orphans come to us (child_subreaper)
     try:
         await daemon.run()
     except ServerError as e:

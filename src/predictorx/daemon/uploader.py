@@ -81,7 +81,8 @@ class MessageUploader:
         self.interval = interval
         self._next_seq = 0
         self._pending: list[dict[str, Any]] = []
-        self._wake = asyncio.Event()
+        self._wake = asyncio.Event()  # send now: a full batch, or closing
+        self._arrived = asyncio.Event()  # a message is waiting
         self._closed = False
         self._task: asyncio.Task | None = None
         self._batch_bytes = MAX_BATCH_BYTES
@@ -100,6 +101,7 @@ class MessageUploader:
                 "message": f"this message could not be uploaded ({type(e).__name__}); see the task's raw log"}}
         message["_bytes"] = _size(message)
         self._pending.append(message)
+        self._arrived.set()
         if len(self._pending) >= self.max_batch:
             self._wake.set()
 
@@ -137,10 +139,16 @@ class MessageUploader:
 
     async def _loop(self) -> None:
         while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.interval)
-            except asyncio.TimeoutError:
-                pass
+            # Nothing to send: sleep until a message comes (an idle agent costs nothing). Then
+            # give the batch `interval` to fill, unless it is full or we are closing.
+            if not self._pending and not self._closed:
+                await self._arrived.wait()
+            self._arrived.clear()
+            if len(self._pending) < self.max_batch and not self._closed:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.interval)
+                except asyncio.TimeoutError:
+                    pass
             self._wake.clear()
             # Until it goes through (close() bounds the wait): a batch is never skipped or reordered.
             try:
@@ -161,6 +169,7 @@ class MessageUploader:
         """Flush everything (bounded), then stop."""
         self._closed = True
         self._wake.set()
+        self._arrived.set()
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._task, timeout)

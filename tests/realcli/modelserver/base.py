@@ -38,6 +38,8 @@ class Reply:
     #: Server-sent events as (event name or None, JSON payload or a raw string) pairs.
     events: list[tuple[str | None, Any]] | None = None
     json_body: Any = None
+    #: Seconds between events: streamed one by one (a slow model), not sent as one body.
+    pace_s: float = 0.0
 
 
 class ModelServer:
@@ -142,10 +144,25 @@ class ModelServer:
                     reply = Reply(500, json_body={"error": {"type": "fixture_error", "message": repr(exc)}})
                 with server._lock:
                     server.requests.append(req)
-                if reply.events is not None:
+                if reply.events is not None and reply.pace_s > 0:
+                    self._stream(reply.status, reply.events, reply.pace_s)
+                elif reply.events is not None:
                     self._send(reply.status, _sse(reply.events), "text/event-stream")
                 else:
                     self._send(reply.status, json.dumps(reply.json_body).encode(), "application/json")
+
+            def _stream(self, status: int, events: list[tuple[str | None, Any]], pace_s: float) -> None:
+                """One event every `pace_s` seconds; the body ends when the connection closes."""
+                self.send_response(status)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                for i, event in enumerate(events):
+                    if i:
+                        time.sleep(pace_s)
+                    self.wfile.write(_sse([event]))
+                    self.wfile.flush()
 
             def _send(self, status: int, payload: bytes, content_type: str) -> None:
                 self.send_response(status)

@@ -1,0 +1,65 @@
+"""The run cgroup (issue 30): the agent joins it before it runs anything, its emptying is awaited
+on an event, and it is removed — also one a killed daemon left behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from predictorx.agents import runcgroup
+from predictorx.agents.descendants import new_tag
+
+pytestmark = pytest.mark.skipif(not runcgroup.available(), reason="no cgroup v2 this process may write")
+
+
+def _cgroup_of(pid: int) -> str:
+    return next(line for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::"))
+
+
+def test_everything_the_agent_starts_is_in_its_cgroup_and_ends_with_it() -> None:
+    group = runcgroup.RunCgroup.make(new_tag())
+    assert group is not None
+    try:
+        # The agent leaves a grandchild in a session of its own that ignores SIGTERM, and exits.
+        agent = subprocess.Popen([*group.launcher(), "sh", "-c",
+                                  "setsid sh -c 'trap \"\" TERM; exec sleep 600' </dev/null >/dev/null 2>&1 & echo $!"],
+                                 stdout=subprocess.PIPE, text=True)
+        out, _ = agent.communicate(timeout=30)
+        escapee = int(out.strip())
+        assert _cgroup_of(escapee) == group.name
+        assert group.pids() == [escapee] and group.populated()
+        assert group.wait_empty(0.2) is False  # it is still there
+        started = time.monotonic()
+        group.signal(signal.SIGKILL)  # cgroup.kill
+        assert group.wait_empty(10) is True
+        assert time.monotonic() - started < 5
+    finally:
+        group.remove()
+    assert not group.path.exists()
+
+
+def test_an_empty_cgroup_a_killed_daemon_left_is_removed_at_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    left, busy = runcgroup.RunCgroup.make(new_tag()), runcgroup.RunCgroup.make(new_tag())
+    assert left is not None and busy is not None
+    holder = subprocess.Popen([*busy.launcher(), "sleep", "600"])
+    try:
+        deadline = time.monotonic() + 10
+        while not busy.populated():  # until the launcher has joined
+            assert time.monotonic() < deadline and holder.poll() is None
+            time.sleep(0.01)
+        monkeypatch.setattr(runcgroup, "ABANDONED_AFTER_S", -1.0)
+        fresh = runcgroup.RunCgroup.make(new_tag())
+        assert fresh is not None
+        fresh.remove()
+        assert not left.path.exists()  # empty: removed
+        assert busy.path.exists()  # a run in progress: kept
+    finally:
+        holder.kill()
+        holder.wait(10)
+        busy.wait_empty(10)
+        busy.remove()
+        left.remove()

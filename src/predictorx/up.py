@@ -89,7 +89,7 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
         await asyncio.sleep(0.05)
     px = config.cli_command()
     print(f"\nPredictor X is up at {url}", flush=True)
-    print(f"  web UI:    {await asyncio.to_thread(_login_link, url)}", flush=True)
+    print(f"  web UI:    {await asyncio.to_thread(_login_link, url)}  (open it, press Sign in)", flush=True)
     print(f"  state dir: {config.state_dir()}", flush=True)
     print(f"  CLI:       {px} issue list   (no login needed in this state dir)", flush=True)
     print("  stop:      Ctrl-C\n", flush=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.concurrency import run_in_threadpool
+from .pagework import in_page_thread
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth
@@ -57,7 +57,7 @@ async def viewer(request: Request, principal: auth.Principal = Depends(get_princ
             mine = auth.workspaces_of(s, principal) if len(principal.workspace_ids) > 1 else []
             return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name,
                           tuple((w.id, w.name) for w in mine))
-    seen = await run_in_threadpool(load)
+    seen = await in_page_thread(load)
     request.state.viewer = seen
     return seen
 

@@ -136,8 +136,9 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     app.state.px = state
     install_error_handlers(app)
 
+    # On the event loop itself (it reads nothing): no thread to wait for, however busy they are.
     @app.get("/api/health", tags=["meta"])
-    def health() -> dict:
+    async def health() -> dict:
         return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
 
     # The daemons' routes first: a request is matched against the routes in order, and theirs are

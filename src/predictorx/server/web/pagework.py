@@ -1,7 +1,7 @@
 """Where pages do their work: threads of their own, never the event loop, never the API's (issue 29 §5).
 
 A page's database reads, the API calls it makes and its template rendering run here, at most
-PAGE_THREADS at a time (`PREDICTORX_PAGE_THREADS`, default 4); the API's routes keep the default
+PAGE_THREADS at a time (`PREDICTORX_PAGE_THREADS`, default 2); the API's routes keep the default
 thread pool (40) to themselves. However many people hammer pages, a daemon's heartbeat, claim or
 finish finds a free thread and the event loop answers `/api/health` at once: pages queue behind
 each other, not in front of the daemons.
@@ -19,7 +19,12 @@ import anyio.to_thread
 
 T = TypeVar("T")
 ENV = "PREDICTORX_PAGE_THREADS"
-DEFAULT_THREADS = 4
+#: Two: pages are Python under one GIL, so more threads add no throughput on a page view but
+#: each one more makes the event loop wait longer for the GIL (bench/pagestall.py: health p99
+#: 48 ms with one page thread, ~150 ms with two, more with four, on a loaded 2-core machine);
+#: two, so that one page waiting on something slow (a room's `agents-room` read) does not hold
+#: up every other page.
+DEFAULT_THREADS = 2
 
 
 def page_threads() -> int:

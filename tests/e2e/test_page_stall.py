@@ -25,8 +25,10 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = bench  # its dataclasses look their module up
 _spec.loader.exec_module(bench)
 
-#: Generous bounds for a shared, loaded machine: a stall is tens of seconds.
-HEALTH_P99_MS = 1_000
+#: Generous bounds for a shared machine (load average 8–11 on 2 cores while this was written, when
+#: PostgreSQL with two workers saw an occasional 1.5 s health answer): a stall is tens of seconds
+#: (on the code before the fix: health p99 90 s, and the task failed).
+HEALTH_P99_MS = 2_500
 
 
 def test_hammering_an_issue_page_stalls_neither_health_nor_the_daemons(tmp_path, database_url):  # noqa: ANN001
@@ -40,6 +42,6 @@ def test_hammering_an_issue_page_stalls_neither_health_nor_the_daemons(tmp_path,
     health, beats, views = result["health"], result["heartbeat"], result["page_views"]
     assert result["task_status"] == "running", result  # the sweeper failed it: heartbeats were starved
     assert not beats["errors"] and beats["max_ms"] < bench.DAEMON_TIMEOUT_S * 1000 / 2, beats
-    assert not health["errors"] and health["p99_ms"] < HEALTH_P99_MS, health
+    assert not health["errors"] and health["p99_ms"] < HEALTH_P99_MS, result
     assert not views["errors"] and views["count"] >= 4, views
     assert views["max_bytes"] < 300_000, views  # the page is bounded (it was 11 MB)

@@ -176,7 +176,8 @@ COMMENTS_SHOWN = discussion.PAGE_COMMENTS
 
 def _comments(s: Session, issue: Issue, before: str | None) -> dict[str, Any]:
     page = discussion.comment_page(s, issue, before)
-    authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in page.comments}
+    authors = {author_id: _author(s, kind, author_id)  # each author once, however many comments
+               for kind, author_id in {(c.author_type, c.author_id) for c in page.comments}}
     return {"comments": page.comments, "earlier_comments": page.earlier, "comment_total": page.total,
             "authors": authors}
 

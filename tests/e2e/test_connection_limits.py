@@ -115,3 +115,18 @@ def test_a_slow_answer_is_not_cut_by_the_header_timeout(server):  # noqa: ANN001
             if time.monotonic() - started > HEADER_TIMEOUT + 1:
                 break
         assert time.monotonic() - started > HEADER_TIMEOUT + 1
+
+
+def test_the_server_and_the_daemon_raise_their_open_file_limit(server):  # noqa: ANN001
+    """Both start with hardening.harden_service, which raises the soft limit to the hard one."""
+    import subprocess
+    import sys
+
+    limits = open(f"/proc/{server.proc.pid}/limits").read()  # noqa: SIM115 — we are its parent's user
+    soft = next(line.split()[3] for line in limits.splitlines() if line.startswith("Max open files"))
+    assert soft == "4096", limits  # started with 256:4096
+    out = subprocess.run(["prlimit", "--nofile=256:4096", sys.executable, "-c",
+                          "import resource; from predictorx import hardening; hardening.harden_service(); "
+                          "print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "4096", out.stderr

@@ -20,6 +20,7 @@ from .server.app import create_app
 from .server.bodyguard import max_body_bytes
 from .server.connguard import uvicorn_options
 from .server.web.pagework import page_threads
+from .server.web.render import compile_templates
 from .server.run import bootstrap, port_free
 from .store.db import Database
 
@@ -50,6 +51,7 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
     except ValueError as e:
         fail(str(e))
     app = create_app(db, migrate=False)
+    compile_templates()
     server = _UpServer(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                                       **connections))
     # SIGTERM ends `up` like Ctrl-C does, through the code that stops the daemon: uvicorn re-raises

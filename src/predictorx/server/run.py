@@ -16,6 +16,7 @@ from .app import create_app
 from .bodyguard import max_body_bytes
 from .connguard import uvicorn_options
 from .web.pagework import page_threads
+from .web.render import compile_templates
 
 log = logging.getLogger("predictorx.server")
 
@@ -70,6 +71,7 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
                     log_level="warning", access_log=False, timeout_graceful_shutdown=10, **connections)
         return
     app = create_app(db, migrate=False)
+    compile_templates()
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
                 **connections)
 
@@ -79,4 +81,6 @@ def worker_app():  # noqa: ANN201 — uvicorn's factory for each worker process 
 
     harden_service()  # a spawned worker is a fresh exec: dumpable again, umask as inherited (R-SEC-6/7)
     logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "WARNING"))
-    return create_app(Database(), migrate=False)
+    app = create_app(Database(), migrate=False)
+    compile_templates()
+    return app

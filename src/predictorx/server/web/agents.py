@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 
 from ...service import agents as svc
 from ..models import AgentCreate, AgentUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, panel
 from .session import Viewer, viewer
 

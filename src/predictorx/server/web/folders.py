@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 
 from ... import resources as registry
@@ -26,6 +25,7 @@ from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .machine import is_local_request, local_daemon_id, local_folder_button
 from .pageroute import PageRoute, error_page
+from .pagework import in_page_thread
 from .render import html
 from .resources import render_resources
 from .session import Viewer, viewer

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from .pagework import in_page_thread
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -26,6 +25,7 @@ from ..routes import issues as api
 from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, is_htmx, panel, redirect
 from .session import Viewer, viewer
 from .tasks import issue_runs_context

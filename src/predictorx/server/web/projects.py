@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 
 from ...service import members as member_svc
@@ -23,6 +22,7 @@ from .api import call
 from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
 from .issues import project_issues_context
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, is_htmx, panel, redirect
 from .resources import resources_context
 from .session import Viewer, viewer

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 
 from ... import resources as registry
@@ -22,6 +21,7 @@ from .api import call
 from .forms import FORM_ERRORS, Form, json_object, message_of, read_form, status_of
 from .machine import local_folder_button
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import panel, pretty
 from .session import Viewer, viewer
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 
 from ...service import projects as project_svc
 from ...service import rooms as svc
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html
 from .session import Viewer, viewer
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 
 from ...service import daemons as daemon_svc
 from .machine import local_daemon_id
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html
 from .session import Viewer, viewer
 

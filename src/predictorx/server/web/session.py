@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Depends, Query, Request
-from .pagework import in_page_thread
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth
 from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, confirm_page, login_page
+from .pagework import in_page_thread
 
 COOKIE = "px_token"
 # The cookie dies with the token it carries (minted for WEB_SESSION_TTL when the code is spent).

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
@@ -23,6 +22,7 @@ from ...store.schema import ACTIVE_STATUSES, Agent, Issue, Task
 from . import diffview
 from .forms import FORM_ERRORS, message_of, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, panel, redirect
 from .session import Viewer, viewer
 

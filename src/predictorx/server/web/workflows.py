@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from .pagework import in_page_thread
 from fastapi.responses import Response
 from markupsafe import Markup
 from pydantic import ValidationError
@@ -23,6 +22,7 @@ from ..routes.workflows import StepIn
 from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, is_htmx, panel
 from .session import Viewer, viewer
 

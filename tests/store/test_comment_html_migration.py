@@ -23,7 +23,7 @@ def test_existing_comments_are_rendered_by_the_migration(database_url):  # noqa:
         long = "| a | b |\n|---|---|\n" + "| x | y |\n" * 5_000
         for body in (short, long):
             issues.add_comment(s, issue, body=body, author_type="member", author_id=user.id)
-    downgrade(db.engine, "0011")  # comments as they were before: no stored HTML
+    downgrade(db.engine, "0013")  # comments as they were before: no stored HTML
     upgrade(db.engine)
     with db.read() as s:
         stored = {c.body: c.body_html for c in s.scalars(select(Comment))}

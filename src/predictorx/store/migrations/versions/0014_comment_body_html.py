@@ -3,7 +3,7 @@ pastes stored HTML instead of rendering Markdown on every view (issue 29 §5). E
 are rendered here, in batches, with the same bounded renderer.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0013
 """
 import sqlalchemy as sa
 from alembic import op
@@ -11,7 +11,7 @@ from alembic import op
 from predictorx import richtext
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

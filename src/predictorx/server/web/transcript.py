@@ -82,11 +82,13 @@ def tool_summary(name: str, tool_input: Any) -> str:
 
 
 def fold(text: str) -> dict[str, Any]:
-    """{'text', 'long', 'head', 'lines'}: whether to fold and what to show while folded."""
+    """{'text', 'long', 'head', 'rest', 'lines'}: whether to fold, what to show while folded, and
+    what follows the head (the whole text when the head is not a plain prefix of it)."""
     lines = text.count("\n") + 1 if text else 0
     long = lines > FOLD_LINES or len(text) > FOLD_CHARS
     head = "\n".join(text.splitlines()[:FOLD_LINES])[:FOLD_CHARS] if long else text
-    return {"text": text, "long": long, "head": head, "lines": lines}
+    rest = text[len(head):] if text.startswith(head) else text
+    return {"text": text, "long": long, "head": head, "rest": rest, "lines": lines}
 
 
 _SYSTEM_SKIP = {"event", "session_id", "tools", "mcp_servers", "slash_commands", "apiKeySource",

@@ -92,8 +92,10 @@ class Server(ServerProcess):
     """A server for a bench: state dir `root/server-home`, workspaces under `root`."""
 
     def __init__(self, root: Path, database_url: str, **env: str):
+        # Every simulated client shares one loopback address: no per-address connection cap.
         super().__init__(root / "server-home", database_url, env={
-            "PREDICTORX_WORKSPACES_ROOT": str(root / "workspaces"), **env})
+            "PREDICTORX_WORKSPACES_ROOT": str(root / "workspaces"), "PREDICTORX_MAX_CONNECTIONS_PER_CLIENT": "0",
+            **env})
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system, all threads) the server process has used so far."""

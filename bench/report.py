@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 #: bench → extra arguments for a full run (its defaults are the measured sizes)
 BENCHES: dict[str, list[str]] = {
     "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [], "netproxy": [],
-    "overhead": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
+    "overhead": [], "pagestall": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
 SMOKE: dict[str, list[str]] = {
@@ -54,6 +54,7 @@ SMOKE: dict[str, list[str]] = {
     "wake": ["--samples", "10", "--rate", "10"],
     "web": ["--messages", "200", "--issues", "50", "--repeat", "1"],
     "worktree": ["--scale", "0.02"],
+    "pagestall": ["--seconds", "3", "--clients", "2"],
 }
 TIMEOUT_S = 3600
 
@@ -118,6 +119,15 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
         lambda v: v <= 100, _get(wake, "same_replica_lower_bound", "p50_ms"), " ms same replica")
     add("wake", "cross-replica wake p99", _get(wake, "cross_replica", "p99_ms"), " ms", "reported",
         lambda v: True, _get(wake, "same_replica_lower_bound", "p99_ms"), " ms same replica")
+    stall = results.get("pagestall")
+    for backend in ("sqlite", "postgres"):
+        run = _get(stall, "runs", backend)
+        add("pagestall", f"/api/health p99 while 6 clients hammer a heavy issue page, {backend}",
+            _get(run, "health", "p99_ms"), " ms", "≤ 100 ms", lambda v: v <= 100,
+            _get(run, "health", "p50_ms"), " ms p50")
+        add("pagestall", f"heartbeat p99 meanwhile (task {_get(run, 'task_status') or '—'}), {backend}",
+            _get(run, "heartbeat", "p99_ms"), " ms", f"< {_get(stall, 'daemon_timeout_s') or 10} s, task running",
+            lambda v, r=run: v < 1000 * ((_get(stall, "daemon_timeout_s") or 10)) and _get(r, "task_status") == "running")
     disp = results.get("dispatch")
     steady = _get(disp, "phases", lambda x: x.get("phase") == "steady")
     overhead = _get(disp, "agent_startup_overhead_from_python_spawn", "p50_ms")

@@ -193,6 +193,8 @@ def main() -> None:
                 page = context.new_page()
                 # Sign-in by single-use code only (R-SEC-7): the link `predictorx web` prints.
                 page.goto(server.api("POST", "/api/login-link")["url"])
+                page.get_by_role("button", name="Sign in").click()  # the link opens a page with it
+                page.wait_for_load_state()
                 if "/login" in page.url:
                     raise SystemExit(f"the bench could not sign in (still on {page.url})")
                 page.close()

@@ -10,6 +10,9 @@
   `setsid` double fork) is re-parented to the daemon instead of to init, so the daemon can still
   find it and end it with its task.
 - `die_with_parent(sig)`: for a child before exec — the kernel sends `sig` when its parent dies.
+- `raise_open_file_limit()`: the soft RLIMIT_NOFILE up to the hard one. Every connection (and,
+  in the daemon, every agent's pipes and logs) is a file descriptor; the usual soft limit of
+  1,024 was what 1,100 idle connections exhausted (issue 29 §7), while the hard limit allows more.
 
 All of it is Linux; elsewhere the calls do nothing and say so in their return value.
 """
@@ -104,7 +107,31 @@ def die_with_parent(sig: int = signal.SIGKILL) -> None:
         _PRCTL(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
+#: Above this a soft limit buys nothing here (select() is never used) and costs kernel memory.
+OPEN_FILES_CEILING = 1 << 20
+
+
+def raise_open_file_limit() -> int | None:
+    """Raise the soft open-file limit to the hard one (at most OPEN_FILES_CEILING); the new soft
+    limit, or None where there is no such limit to raise."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES_CEILING if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES_CEILING)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            return wanted
+        except (ValueError, OSError) as e:
+            log.warning("could not raise the open-file limit from %d to %d: %s", soft, wanted, e)
+    return soft
+
+
 def harden_service() -> None:
-    """What the server and the daemon do first: private files, nothing to read in /proc."""
+    """What the server and the daemon do first: private files, nothing to read in /proc, and as
+    many open files as the hard limit allows."""
     private_files()
     non_dumpable()
+    raise_open_file_limit()

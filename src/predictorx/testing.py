@@ -63,11 +63,12 @@ def stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
 
 class ServerProcess:
     """`python -m predictorx server start --port P [args]` with state dir `home`; `self.http` is a
-    client with the owner's token (from the config.json the first start writes)."""
+    client with the owner's token (from the config.json the first start writes). `wrapper` goes
+    before the command (e.g. prlimit)."""
 
     def __init__(self, home: Path, database_url: str, *, port: int | None = None, args: Sequence[str] = (),
                  log_path: Path | None = None, env: dict[str, str] | None = None, start_timeout: float = 60.0,
-                 http_timeout: float = 60.0):
+                 http_timeout: float = 60.0, wrapper: Sequence[str] = ()):
         self.home = home
         self.database_url = database_url
         self.port = port or free_port()  # a given port: the same server started again after a crash
@@ -76,8 +77,8 @@ class ServerProcess:
         home.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path or home.parent / f"server-{self.port}.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-m", "predictorx", "server", "start", "--port", str(self.port),
-                                      *args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "server", "start", "--port",
+                                      str(self.port), *args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         wait_until(self._healthy, start_timeout, 0.05, "the server to answer")
         self.config = json.loads((home / "config.json").read_text())

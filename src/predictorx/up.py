@@ -18,6 +18,9 @@ from . import config, hardening
 from .apiclient import fail
 from .server.app import create_app
 from .server.bodyguard import max_body_bytes
+from .server.connguard import uvicorn_options
+from .server.web.pagework import page_threads
+from .server.web.render import compile_templates
 from .server.run import bootstrap, port_free
 from .store.db import Database
 
@@ -43,10 +46,14 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
     fresh = bootstrap(db, url) is not None
     try:
         max_body_bytes()  # a wrong setting is one sentence, not a traceback
+        connections = uvicorn_options()
+        page_threads()
     except ValueError as e:
         fail(str(e))
     app = create_app(db, migrate=False)
-    server = _UpServer(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+    compile_templates()
+    server = _UpServer(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                      **connections))
     # SIGTERM ends `up` like Ctrl-C does, through the code that stops the daemon: uvicorn re-raises
     # the signal it caught once it has shut down, and the default action would end this process
     # before that code ran, leaving the daemon looping "server unreachable" (finding 13).
@@ -89,7 +96,7 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
         await asyncio.sleep(0.05)
     px = config.cli_command()
     print(f"\nPredictor X is up at {url}", flush=True)
-    print(f"  web UI:    {await asyncio.to_thread(_login_link, url)}", flush=True)
+    print(f"  web UI:    {await asyncio.to_thread(_login_link, url)}  (open it, press Sign in)", flush=True)
     print(f"  state dir: {config.state_dir()}", flush=True)
     print(f"  CLI:       {px} issue list   (no login needed in this state dir)", flush=True)
     print("  stop:      Ctrl-C\n", flush=True)

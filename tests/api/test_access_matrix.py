@@ -120,7 +120,7 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
         name = m.group(1)
         if name == "op":
             return "note"
-        if harmless or name in ("token_id", "request_id"):
+        if harmless or name in ("token_id", "request_id", "comment_id"):
             return "1999999" if name == "ref" and template.startswith(("/api/issues", "/issues")) else str(uuid.uuid4())
         if name == "ref":
             if template.startswith("/api/workspaces"):
@@ -162,7 +162,7 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):  # noqa: ANN001
     kw = {}
     if method in ("POST", "PATCH", "PUT"):
         kw["json"] = {"__not_a_field__": True}  # fails validation after the access check
-    if template.endswith("/earlier"):
+    if template.endswith(("/earlier", "/comments")) and method == "GET":
         kw["params"] = {"before": "5"}  # a required query value, so a refusal is about access
     headers = {"X-Workspace": ids["ws"]} if caller == "outsider" and template.startswith("/api/") else {}
     if "local-folders" in template:  # pages that exist only where the server's own daemon runs
@@ -198,7 +198,7 @@ def test_outsider_acting_in_their_own_workspace_never_reaches_this_ones_ids(worl
     if route in STREAMS or template.startswith("/api/workspaces/{ref}"):
         return  # the workspace in the path is checked by enforce itself (test above)
     kw = {"json": {"__not_a_field__": True}} if method in ("POST", "PATCH", "PUT") else {}
-    if template.endswith("/earlier"):
+    if template.endswith(("/earlier", "/comments")) and method == "GET":
         kw["params"] = {"before": "5"}
     if "local-folders" in template:
         (config.state_dir() / "daemon_id").write_text(ids["daemon"] + "\n")

@@ -75,9 +75,13 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
         assert owner_token not in text  # only a single-use sign-in code is printed
         import httpx2
 
-        signed_in = httpx2.get(link, follow_redirects=False, timeout=10)
+        opened = httpx2.get(link, follow_redirects=False, timeout=10)  # a page with a Sign in button
+        assert opened.status_code == 200 and "px_token" not in opened.headers.get("set-cookie", "")
+        code = link.split("code=", 1)[1]
+        login = f"http://127.0.0.1:{port}/login"
+        signed_in = httpx2.post(login, data={"code": code}, follow_redirects=False, timeout=10)
         assert signed_in.status_code == 303 and "px_token" in signed_in.headers.get("set-cookie", "")
-        again = httpx2.get(link, follow_redirects=False, timeout=10)
+        again = httpx2.post(login, data={"code": code}, follow_redirects=False, timeout=10)
         assert "px_token" not in again.headers.get("set-cookie", "")
         branch = next(line.split()[1] for line in text.splitlines() if line.strip().startswith("branch:"))
         repo = tmp_path / "fresh" / "demo-repo"

@@ -131,6 +131,12 @@ class LiveServer:
         """A single-use sign-in link, as `predictorx web` prints it (the only way in, R-SEC-7)."""
         return self.post("/api/login-link")["url"]
 
+    def sign_in(self, page) -> None:  # noqa: ANN001
+        """What a person does with the link: open it and press Sign in (issue 29 §10)."""
+        page.goto(self.login_link())
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(lambda url: "/login" not in url)
+
 
 @pytest.fixture
 def live(web_db: Database, token: str) -> Iterator[LiveServer]:
@@ -183,7 +189,7 @@ def page(browser, live: LiveServer, request):  # noqa: ANN001, ANN201
     context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
     context.set_default_timeout(5000)
     p = context.new_page()
-    p.goto(live.login_link())
+    live.sign_in(p)
     yield p
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:

@@ -94,7 +94,7 @@ def test_button_absent_on_a_remote_page(browser, live, home):  # noqa: ANN001
     context = browser.new_context(base_url=live.url, extra_http_headers={"X-Forwarded-For": "203.0.113.7"})
     try:
         page = context.new_page()
-        page.goto(live.login_link())
+        live.sign_in(page)
         page.goto(f"/projects/{project['id']}")
         expect(page.get_by_role("button", name="+ Git repository")).to_be_visible()
         expect(page.locator("#add-local-folder")).to_have_count(0)

@@ -51,14 +51,17 @@ def _code(client, token: str) -> str:  # noqa: ANN001
 
 def test_login_code_sets_a_strict_httponly_cookie_once(anon, token):  # noqa: ANN001
     code = _code(anon, token)
-    r = anon.get(f"/login?code={code}")
+    opened = anon.get(f"/login?code={code}")  # the link shows a button; nothing is spent yet
+    assert opened.status_code == 200 and "set-cookie" not in opened.headers
+    assert f'name="code" value="{code}"' in opened.text
+    r = anon.post("/login", data={"code": code})
     assert r.status_code == 303 and r.headers["location"] == "/"
     cookie = r.headers["set-cookie"].lower()
     assert "px_token=" in cookie and "httponly" in cookie and "samesite=strict" in cookie
     assert anon.get("/").status_code == 200
 
     anon.cookies.clear()
-    again = anon.get(f"/login?code={code}")
+    again = anon.post("/login", data={"code": code})
     assert again.status_code == 401 and "already used" in again.text and "set-cookie" not in again.headers
     assert anon.post("/login", data={"code": ""}).status_code == 400
     r = anon.post("/login", data={"code": f"http://testserver/login?code={_code(anon, token)}"})
@@ -77,11 +80,30 @@ def test_finding_12_a_token_never_signs_in(anon, token):  # noqa: ANN001
     assert anon.get("/").status_code == 401
 
 
+def test_issue29_10_a_cross_site_link_does_not_sign_in(anon, token):  # noqa: ANN001
+    """Login CSRF: `GET /login?code=<attacker's code>` from another site's link used to spend the
+    code and replace the victim's session with the attacker's. Only a same-origin POST signs in."""
+    code = _code(anon, token)
+    navigated = anon.get(f"/login?code={code}", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate",
+                                                         "Sec-Fetch-Dest": "document"})
+    assert navigated.status_code == 200 and "set-cookie" not in navigated.headers
+    assert "Another site sent you here" in navigated.text
+    assert anon.get(f"/login?code={code}").status_code == 200 and "px_token" not in anon.cookies
+    forged = anon.post("/login", data={"code": code}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert forged.status_code == 403 and "set-cookie" not in forged.headers
+    forged = anon.post("/login", data={"code": code}, headers={"Origin": "http://attacker.example"})
+    assert forged.status_code == 403 and "set-cookie" not in forged.headers
+    # The code is still unspent: the person's own click on the page signs in.
+    signed_in = anon.post("/login", data={"code": code}, headers={"Origin": "http://testserver",
+                                                                  "Sec-Fetch-Site": "same-origin"})
+    assert signed_in.status_code == 303 and "px_token=" in signed_in.headers["set-cookie"]
+
+
 def test_finding_12_cookie_lives_no_longer_than_its_token(anon, token, web_db):  # noqa: ANN001
     from predictorx.service import auth
     from predictorx.store.schema import Token, utcnow
 
-    r = anon.get(f"/login?code={_code(anon, token)}")
+    r = anon.post("/login", data={"code": _code(anon, token)})
     max_age = int(r.headers["set-cookie"].lower().split("max-age=")[1].split(";")[0])
     with web_db.read() as s:
         row = s.query(Token).filter_by(token_hash=auth.hash_token(anon.cookies.get("px_token"))).one()
@@ -361,12 +383,14 @@ def test_a_login_code_signs_in_once_and_the_owner_token_stays_secret(web_db, tok
     link = owner.post("/api/login-link").json()["url"]
     path = link[link.index("/login"):]
     anon = make_client(web_db, None)
-    first = anon.get(path, follow_redirects=False)
+    assert anon.get(path, follow_redirects=False).status_code == 200  # the page with its button
+    code = path.split("code=", 1)[1]
+    first = anon.post("/login", data={"code": code}, follow_redirects=False)
     assert first.status_code == 303
     cookie = first.cookies.get("px_token")
     assert cookie and cookie != token
     assert anon.get("/api/projects", headers={"Authorization": f"Bearer {cookie}"}).status_code == 200
-    second = make_client(web_db, None).get(path, follow_redirects=False)
+    second = make_client(web_db, None).post("/login", data={"code": code}, follow_redirects=False)
     assert second.status_code != 303 and "already used" in second.text
     code = path.split("code=")[1]
     assert anon.get("/api/projects", headers={"Authorization": f"Bearer {code}"}).status_code == 401

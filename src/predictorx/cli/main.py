@@ -107,9 +107,10 @@ def repo_checkout(url: str, ref: Optional[str] = typer.Option(None, "--ref", hel
 
 @app.command()
 def web() -> None:
-    """Print a single-use sign-in link for the web UI (valid 15 minutes)."""
+    """Print a single-use sign-in link for the web UI (valid 15 minutes): open it, press Sign in."""
     link = Client().post("/api/login-link")
     typer.echo(link["url"])
+    typer.echo("Open it in your browser and press Sign in (single use, valid 15 minutes).", err=True)
 
 
 @app.command()

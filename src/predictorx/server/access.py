@@ -182,6 +182,8 @@ ACCESS: dict[str, Rule] = {
     "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
     "POST /issues/{ref}/workflows/{process}/steps":      MEMBER,  # a person takes a step from the panel
     "POST /issues/{ref}/comments":                       MEMBER,
+    "GET /issues/{ref}/comments":                        MEMBER,  # "Show earlier comments" (a page of them)
+    "GET /issues/{ref}/comments/{comment_id}/raw":       MEMBER,  # a comment too long to show formatted
     "POST /issues/{ref}/assign":                         MEMBER,
     "POST /issues/{ref}/update":                         MEMBER,
     "POST /issues/move":                                 MEMBER,   # a board card to another column

@@ -32,6 +32,7 @@ from .routes import workflows as workflow_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
+from .streamwatch import StreamWatch
 
 log = logging.getLogger("predictorx.server")
 
@@ -109,11 +110,13 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
         db.migrate()
     hub = Hub()
     state = AppState(db, hub)
+    streams = StreamWatch(state)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
         hub.bind(asyncio.get_running_loop())
-        jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5"))))]
+        jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5")))),
+                asyncio.create_task(streams.every())]
         if state.postgres:
             url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
             jobs.append(asyncio.create_task(hub.listen_postgres(url)))
@@ -136,8 +139,9 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     app.state.px = state
     install_error_handlers(app)
 
+    # On the event loop itself (it reads nothing): no thread to wait for, however busy they are.
     @app.get("/api/health", tags=["meta"])
-    def health() -> dict:
+    async def health() -> dict:
         return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
 
     # The daemons' routes first: a request is matched against the routes in order, and theirs are

@@ -31,6 +31,12 @@ def _raw_token(request: Request) -> str | None:
     return request.cookies.get("px_token") or None
 
 
+def token_hash(request: Request) -> str | None:
+    """The hash of the token this request came with (an event stream is checked again by it)."""
+    raw = _raw_token(request)
+    return auth.hash_token(raw) if raw else None
+
+
 def _authenticate(state: AppState, raw: str | None) -> auth.Principal:
     with state.read() as session:
         return auth.authenticate(session, raw)

@@ -27,6 +27,8 @@ DAEMON_TYPES = ("task_queued", "task_cancelled", *PRIVATE_TYPES)
 #: A notice between server processes, never delivered to a subscriber: tokens or memberships
 #: changed, so cached principals must be forgotten (server/principals.py).
 PRINCIPALS_CHANGED = "principals_changed"
+#: Put on a subscriber's own queue when its stream must end (never published).
+STREAM_CLOSED = "stream_closed"
 
 
 @dataclass(eq=False)
@@ -35,7 +37,19 @@ class Subscriber:
     daemon_id: str | None = None
     #: a daemon's owner: only agents of the same owner are its to run (R-SEC-6)
     owner_id: str | None = None
+    #: the SHA-256 of the token that opened the stream: it is checked again whenever tokens or
+    #: memberships change (server/streamwatch.py), and the stream ends with it
+    token_hash: str | None = None
     queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=10_000))
+    closed: bool = False
+
+    def close(self) -> None:
+        """End the stream: its reader stops at the next event it takes (this one, or the next ping)."""
+        self.closed = True
+        try:
+            self.queue.put_nowait({"type": STREAM_CLOSED})
+        except asyncio.QueueFull:  # its reader sees `closed` after the event it takes next
+            pass
 
     def wants(self, event: dict[str, Any]) -> bool:
         if event.get("workspace_id") != self.workspace_id:
@@ -75,10 +89,14 @@ class Hub:
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def subscribe(self, workspace_id: str, daemon_id: str | None = None, owner_id: str | None = None) -> Subscriber:
-        sub = Subscriber(workspace_id, daemon_id, owner_id)
+    def subscribe(self, workspace_id: str, daemon_id: str | None = None, owner_id: str | None = None,
+                  token_hash: str | None = None) -> Subscriber:
+        sub = Subscriber(workspace_id, daemon_id, owner_id, token_hash)
         self._subs.add(sub)
         return sub
+
+    def subscribers(self) -> list[Subscriber]:
+        return list(self._subs)
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self._subs.discard(sub)

@@ -14,6 +14,12 @@ What matters in it:
 - keep-alive connections to the replicas (HTTP/1.1, empty Connection header);
 - `Host` is passed as the browser sent it, port included (`$http_host`, not `$host`): the server
   refuses a state change whose `Origin` is not the address the browser used (server/originguard.py).
+- slow and hoarding clients stop at the proxy (issue 29 §7): a request's headers must arrive within
+  `client_header_timeout`, an idle keep-alive connection closes after `keepalive_timeout`, and one
+  client address holds at most PER_CLIENT connections (`limit_conn`, 429 beyond). Every replica
+  sees all its connections come from the proxy, so its own per-address cap must be off
+  (`PREDICTORX_MAX_CONNECTIONS_PER_CLIENT=0`, server/connguard.py) — the proxy's is the one that
+  sees the clients.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ _STREAM_HEADERS = """            proxy_http_version 1.1;
             proxy_set_header X-Forwarded-Proto $scheme;"""
 
 
+#: Connections one client address may hold through the proxy: a browser opens about six plus one
+#: event stream per tab, a daemon two; an office behind one NAT address shares it.
+PER_CLIENT = 256
+
+
 def render(upstreams: list[str], *, listen: str = "8080", prefix: str | None = None,
            server_name: str = "_") -> str:
     """The nginx.conf text. `prefix`: a directory for pid, logs and temp files (a standalone nginx,
@@ -40,10 +51,20 @@ def render(upstreams: list[str], *, listen: str = "8080", prefix: str | None = N
         keepalive 64;
     }}
 
+    # Slow and hoarding clients end here (issue 29 §7); the replicas run with
+    # PREDICTORX_MAX_CONNECTIONS_PER_CLIENT=0, since every connection they see comes from here.
+    limit_conn_zone $binary_remote_addr zone=predictorx_clients:10m;
+
     server {{
         listen {listen};
         server_name {server_name};
         client_max_body_size 25m;
+        client_header_timeout 10s;
+        client_body_timeout 30s;
+        keepalive_timeout 15s;
+        send_timeout 60s;
+        limit_conn predictorx_clients {PER_CLIENT};
+        limit_conn_status 429;
 
         # Live updates and the daemons' push connections: unbuffered, long-lived.
         location ~ ^/api/(daemon/)?events$ {{

@@ -14,6 +14,9 @@ from ..store.db import Database
 from ..apiclient import fail
 from .app import create_app
 from .bodyguard import max_body_bytes
+from .connguard import uvicorn_options
+from .web.pagework import page_threads
+from .web.render import compile_templates
 
 log = logging.getLogger("predictorx.server")
 
@@ -48,6 +51,8 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
     supervisor restarts one that dies); they share nothing but the database, so PostgreSQL only."""
     try:
         max_body_bytes()  # a wrong setting is one sentence here, not a crash loop of every worker
+        connections = uvicorn_options()
+        page_threads()
     except ValueError as e:
         fail(str(e))
     db = Database(db_url)
@@ -63,10 +68,12 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
         db.dispose()
         os.environ["PREDICTORX_DATABASE_URL"] = db_url or config.database_url()  # for the workers
         uvicorn.run("predictorx.server.run:worker_app", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+                    log_level="warning", access_log=False, timeout_graceful_shutdown=10, **connections)
         return
     app = create_app(db, migrate=False)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10)
+    compile_templates()
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
+                **connections)
 
 
 def worker_app():  # noqa: ANN201 — uvicorn's factory for each worker process (migrated by the parent)
@@ -74,4 +81,6 @@ def worker_app():  # noqa: ANN201 — uvicorn's factory for each worker process 
 
     harden_service()  # a spawned worker is a fresh exec: dumpable again, umask as inherited (R-SEC-6/7)
     logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "WARNING"))
-    return create_app(Database(), migrate=False)
+    app = create_app(Database(), migrate=False)
+    compile_templates()
+    return app

@@ -66,5 +66,7 @@ class AppState:
                         direct.rows(conn, _NOTIFY, {"c": CHANNEL, "p": payload})
         if principals_changed:  # this process at once, before the request is answered
             self.principals.forget()
+            if not self.postgres:  # (PostgreSQL's NOTIFY above reaches this process's listener too)
+                self.hub.publish([{"type": PRINCIPALS_CHANGED}])  # open streams are checked again
         if events and not self.postgres:
             self.hub.publish(events)

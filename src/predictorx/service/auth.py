@@ -66,7 +66,12 @@ class Principal:
 def authenticate(session: Session, raw: str | None) -> Principal:
     if not raw:
         raise Unauthorized("missing token: run `predictorx login` or set PREDICTORX_TOKEN")
-    tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)))
+    return authenticate_hash(session, hash_token(raw))
+
+
+def authenticate_hash(session: Session, token_hash: str) -> Principal:
+    """What the token with this hash stands for now (an open event stream is checked again so)."""
+    tok = session.scalar(select(Token).where(Token.token_hash == token_hash))
     now = utcnow()
     if tok is None or tok.revoked or (tok.expires_at is not None and tok.expires_at < now) or tok.kind == "login":
         raise Unauthorized("invalid or expired token: run `predictorx login` again")

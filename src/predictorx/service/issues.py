@@ -7,6 +7,7 @@ import re
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from .. import richtext
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
 from . import issue_hooks, mentions, tasks
 from .agents import find_agent
@@ -141,7 +142,11 @@ def board_column(session: Session, workspace_id: str, status: str, *, offset: in
 def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, author_id: str | None) -> Comment:
     if not body.strip():
         raise Invalid("a comment needs a body")
-    c = Comment(issue_id=issue.id, body=body, author_type=author_type, author_id=author_id)
+    # Rendered here, once (issue 29 §5): pages paste it, and never render Markdown on a view.
+    names = list(session.scalars(select(Agent.name).where(Agent.workspace_id == issue.workspace_id,
+                                                          Agent.archived_at.is_(None))))
+    c = Comment(issue_id=issue.id, body=body, author_type=author_type, author_id=author_id,
+                body_html=richtext.comment_html(body, names))
     session.add(c)
     session.flush()
     issue_hooks.commented(session, issue, c)  # R-HAR-2: a comment addressed to an agent is a request

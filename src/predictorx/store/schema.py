@@ -173,6 +173,8 @@ class Comment(Base):
     author_type: Mapped[str] = mapped_column(String(10))  # member | agent
     author_id: Mapped[str | None] = mapped_column(String(36))
     body: Mapped[str] = mapped_column(Text)
+    #: What its page shows, rendered once when written (predictorx/richtext.py; issue 29 §5).
+    body_html: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
 

@@ -13,7 +13,7 @@ from ...service import daemons as svc
 from ...service import serialize, tasks
 from ...service.errors import Forbidden
 from ...store.schema import Daemon
-from ..deps import Caller, daemon_caller, get_caller, get_state, user_caller
+from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
 from ..safejson import SafeJSONResponse
@@ -128,7 +128,7 @@ async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller
     """The long-lived push connection. The first event tells the daemon to claim what is queued;
     then it hears of work it may take (its owner's agents) and of its own tasks' cancels."""
     owner_id = await run_in_threadpool(_owner_of, state, caller)
-    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id)
+    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request))
     return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
 
 
@@ -142,7 +142,7 @@ def _owner_of(state: AppState, caller: Caller) -> str | None:
 async def events(request: Request, caller: Caller = Depends(user_caller),
                  state: AppState = Depends(get_state)) -> EventStream:
     """Live updates for browsers and `predictorx … --watch`."""
-    sub = state.hub.subscribe(caller.workspace_id)
+    sub = state.hub.subscribe(caller.workspace_id, token_hash=token_hash(request))
     return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
 
 
@@ -153,11 +153,11 @@ async def _stream(request: Request, state: AppState, sub, hello: dict):  # noqa:
             try:
                 event = await asyncio.wait_for(sub.queue.get(), timeout=5)
             except asyncio.TimeoutError:
-                if await request.is_disconnected():
+                if sub.closed or await request.is_disconnected():
                     return
                 continue
-            if event.get("type") == "daemon_revoked":
-                return  # its tokens were revoked: end the stream; reconnecting answers 401
+            if sub.closed or event.get("type") == "daemon_revoked":
+                return  # its token or membership ended (server/streamwatch.py): reconnecting answers 401
             yield {"data": json.dumps(event)}
     finally:
         state.hub.unsubscribe(sub)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
+from fastapi.encoders import jsonable_encoder
 
 from ...service import issues as svc
 from ...service import auth, serialize, tasks
@@ -8,6 +9,7 @@ from ...service.errors import Forbidden, Invalid
 from ...store.schema import Issue
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
+from ..safejson import SafeJSONResponse
 from ..state import AppState
 
 router = APIRouter(prefix="/api/issues", tags=["issues"])
@@ -41,14 +43,16 @@ def create_issue(body: IssueCreate, caller: Caller = Depends(user_caller), state
         return _out(s, issue)
 
 
-@router.get("/{ref}")
-def get_issue(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
+# The two answers that carry every comment (up to megabytes) are encoded here, in the route's
+# thread: FastAPI would encode a returned dict on the event loop (issue 29 §5).
+@router.get("/{ref}", response_model=None)
+def get_issue(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> Response:
     with state.read() as s:
         issue = svc.get_issue(s, caller.workspace_id, ref)
         _task_may_touch(caller, s, issue)
         out = _out(s, issue)
         out["comments"] = [serialize.comment(c) for c in svc.list_comments(s, issue)]
-        return out
+        return SafeJSONResponse(jsonable_encoder(out))
 
 
 @router.patch("/{ref}")
@@ -82,12 +86,12 @@ def assign(ref: str, body: Assign, caller: Caller = Depends(user_caller), state:
         return out
 
 
-@router.get("/{ref}/comments")
-def list_comments(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> list[dict]:
+@router.get("/{ref}/comments", response_model=None)
+def list_comments(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> Response:
     with state.read() as s:
         issue = svc.get_issue(s, caller.workspace_id, ref)
         _task_may_touch(caller, s, issue)
-        return [serialize.comment(c) for c in svc.list_comments(s, issue)]
+        return SafeJSONResponse(jsonable_encoder([serialize.comment(c) for c in svc.list_comments(s, issue)]))
 
 
 @router.post("/{ref}/comments", status_code=201)

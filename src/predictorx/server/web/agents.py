@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ...service import agents as svc
 from ..models import AgentCreate, AgentUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, panel
 from .session import Viewer, viewer
 
@@ -68,13 +68,13 @@ def _hosts(form: Form) -> list[str]:
 
 
 async def _answer(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
-    context = await run_in_threadpool(agents_context, request, who, **extra)
+    context = await in_page_thread(agents_context, request, who, **extra)
     return panel(request, "_agents.html", context, page_url="/agents", status=status)
 
 
 @router.get("/agents")
 async def agents_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
-    return html("agents.html", await run_in_threadpool(agents_context, request, who))
+    return html("agents.html", await in_page_thread(agents_context, request, who))
 
 
 @router.post("/agents")
@@ -88,7 +88,7 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
         with request.app.state.px.write() as s:
             svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, **body.model_dump())
     try:
-        await run_in_threadpool(work)
+        await in_page_thread(work)
     except FORM_ERRORS as e:
         return await _answer(request, who, status=status_of(e), error=message_of(e), error_for="new",
                              values=form.values())
@@ -108,7 +108,7 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
             agent = svc.find_agent(s, who.workspace_id, agent_id)
             svc.update_agent(s, agent, actor_id=who.caller.user_id, **body.model_dump())
     try:
-        await run_in_threadpool(work)
+        await in_page_thread(work)
     except FORM_ERRORS as e:
         return await _answer(request, who, status=status_of(e), error=message_of(e), error_for=agent_id,
                              values=form.values())
@@ -124,7 +124,7 @@ def _remove(request: Request, who: Viewer, agent_id: str, action: Callable[..., 
 async def _removal(request: Request, who: Viewer, agent_id: str, action: Callable[..., Any]) -> Response:
     """Delete (only an agent that never ran), archive or restore; a refusal is shown atop the table."""
     try:
-        await run_in_threadpool(_remove, request, who, agent_id, action)
+        await in_page_thread(_remove, request, who, agent_id, action)
     except FORM_ERRORS as e:
         return await _answer(request, who, status=status_of(e), error=message_of(e), error_for="delete")
     return await _answer(request, who)

@@ -11,10 +11,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from fastapi.concurrency import run_in_threadpool
+from .pagework import in_page_thread
 
 
 async def call(route: Callable[..., Any], *args: Any) -> Any:
     if inspect.iscoroutinefunction(route):
         return await route(*args)
-    return await run_in_threadpool(route, *args)
+    return await in_page_thread(route, *args)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ... import resources as registry
@@ -26,6 +25,7 @@ from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .machine import is_local_request, local_daemon_id, local_folder_button
 from .pageroute import PageRoute, error_page
+from .pagework import in_page_thread
 from .render import html
 from .resources import render_resources
 from .session import Viewer, viewer
@@ -119,7 +119,7 @@ async def browse(request: Request, project_id: str, path: str | None = Query(def
     if (refused := _refuse_remote(request)) is not None:
         return refused
     try:
-        context = await run_in_threadpool(browser_context, request, who, project_id, path)
+        context = await in_page_thread(browser_context, request, who, project_id, path)
     except FormError as e:
         return error_page(request, 403, str(e))
     return html("_folders.html", context)
@@ -135,7 +135,7 @@ async def save(request: Request, project_id: str, form: Form = Depends(read_form
         if not path or not os.path.isabs(path):
             raise FormError("choose a folder first")
         try:
-            await run_in_threadpool(_picker().check_folder, path)
+            await in_page_thread(_picker().check_folder, path)
         except registry.PathRuleError as e:
             raise FormError(str(e)) from None
         picker = _picker()
@@ -144,7 +144,7 @@ async def save(request: Request, project_id: str, form: Form = Depends(read_form
                                                          form.get("execution_mode") or IN_PLACE))
         await call(api.add_resource, project_id, body, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(browser_context, request, who, project_id, path or None,
+        context = await in_page_thread(browser_context, request, who, project_id, path or None,
                                           error=message_of(e), label=form.get("label"),
                                           mode=form.get("execution_mode") or "in_place")
         return html("_folders.html", context, status=status_of(e))

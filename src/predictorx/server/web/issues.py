@@ -11,12 +11,12 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import Response
+from fastapi.responses import PlainTextResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from ...service import agents as agent_svc
+from ...service import discussion
 from ...service import issues as svc
 from ...service import projects as project_svc
 from ...store.schema import Issue, Project
@@ -25,6 +25,7 @@ from ..routes import issues as api
 from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, is_htmx, panel, redirect
 from .session import Viewer, viewer
 from .tasks import issue_runs_context
@@ -120,12 +121,12 @@ async def issues_page(request: Request, view: str = Query(default="list", max_le
                       offset: int = Query(default=0, ge=0, le=1_000_000),
                       who: Viewer = Depends(viewer)) -> Response:
     if column is not None:  # "Show more" of one board column: its next cards
-        return html("_cards.html", await run_in_threadpool(more_cards_context, request, who, column, offset))
+        return html("_cards.html", await in_page_thread(more_cards_context, request, who, column, offset))
     if view == "board":
-        return html("issues.html", await run_in_threadpool(board_context, request, who))
+        return html("issues.html", await in_page_thread(board_context, request, who))
     if offset and is_htmx(request):  # "Show more" of the list: its next rows
-        return html("_issue_rows.html", await run_in_threadpool(list_context, request, who, offset))
-    return html("issues.html", await run_in_threadpool(list_context, request, who, offset))
+        return html("_issue_rows.html", await in_page_thread(list_context, request, who, offset))
+    return html("issues.html", await in_page_thread(list_context, request, who, offset))
 
 
 def _move_target(form: Form) -> tuple[str, str]:
@@ -145,11 +146,11 @@ async def move(request: Request, form: Form = Depends(read_form), who: Viewer = 
     def before() -> str:
         with request.app.state.px.read() as s:
             return svc.get_issue(s, who.workspace_id, number).status
-    old = await run_in_threadpool(before)
+    old = await in_page_thread(before)
     await call(api.update_issue, number, IssueUpdate(status=status), who.caller, request.app.state.px)
     if not is_htmx(request):
         return redirect(request, f"/issues?view=board#c{number}")
-    context = await run_in_threadpool(board_context, request, who)
+    context = await in_page_thread(board_context, request, who)
     ahead = svc.ISSUE_STATUSES.index(status) >= svc.ISSUE_STATUSES.index(old)
     focus = {"card": f"c{number}", "button": "next" if ahead else "prev"}
     return html("_board.html", context, headers={"HX-Trigger-After-Settle": json.dumps({"px-focus": focus})})
@@ -158,9 +159,9 @@ async def move(request: Request, form: Form = Depends(read_form), who: Viewer = 
 @router.post("/issues")
 async def create_issue(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     try:
-        issue = await run_in_threadpool(_create, request, who, form, None)
+        issue = await in_page_thread(_create, request, who, form, None)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(list_context, request, who, error=message_of(e),
+        context = await in_page_thread(list_context, request, who, error=message_of(e),
                                           values=form.values(), open=True)
         return html("_issue_form.html" if is_htmx(request) else "issues.html", context, status_of(e))
     return redirect(request, f"/issues/{issue.number}")
@@ -168,23 +169,38 @@ async def create_issue(request: Request, form: Form = Depends(read_form), who: V
 
 # -- one issue -------------------------------------------------------------------------------
 
-#: Comments an issue page opens with (the latest); "Show N earlier comments" shows them all.
-COMMENTS_SHOWN = 30
+#: Comments an issue page opens with at most (the latest; fewer when they are long: the page is
+#: bounded in bytes, service/discussion.py); "Show earlier comments" brings the page before.
+COMMENTS_SHOWN = discussion.PAGE_COMMENTS
 
 
-def issue_context(request: Request, who: Viewer, ref: str, all_comments: bool = False, **extra: Any) -> dict[str, Any]:
+def _comments(s: Session, issue: Issue, before: str | None) -> dict[str, Any]:
+    page = discussion.comment_page(s, issue, before)
+    authors = {author_id: _author(s, kind, author_id)  # each author once, however many comments
+               for kind, author_id in {(c.author_type, c.author_id) for c in page.comments}}
+    return {"comments": page.comments, "earlier_comments": page.earlier, "comment_total": page.total,
+            "authors": authors}
+
+
+def issue_context(request: Request, who: Viewer, ref: str, before: str | None = None, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         issue = svc.get_issue(s, who.workspace_id, ref)
         project = project_svc.find_project(s, who.workspace_id, issue.project_id)
-        comments = svc.list_comments(s, issue)
-        earlier = 0 if all_comments else max(0, len(comments) - COMMENTS_SHOWN)
-        comments = comments[earlier:]
-        authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in comments}
         return {"viewer": who, "section": "issues", "issue": issue, "project": project,
                 "statuses": svc.ISSUE_STATUSES, "priorities": project_svc.PRIORITIES,
                 "assignee": svc.assignee_name(s, issue), "agents": _agents(s, who.workspace_id),
-                "comments": comments, "earlier_comments": earlier, "authors": authors, "error": None,
-                "error_for": None, "values": {}, **extra}
+                **_comments(s, issue, before), "error": None, "error_for": None, "values": {}, **extra}
+
+
+def earlier_comments_context(request: Request, who: Viewer, ref: str, before: str) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        issue = svc.get_issue(s, who.workspace_id, ref)
+        return {"issue": issue, **_comments(s, issue, before)}
+
+
+def raw_comment(request: Request, who: Viewer, ref: str, comment_id: str) -> str:
+    with request.app.state.px.read() as s:
+        return discussion.raw_body(s, svc.get_issue(s, who.workspace_id, ref), comment_id)
 
 
 def _author(s: Session, kind: str, author_id: str | None) -> str:
@@ -192,11 +208,25 @@ def _author(s: Session, kind: str, author_id: str | None) -> str:
 
 
 @router.get("/issues/{ref}")
-async def issue_page(request: Request, ref: str, comments: str | None = Query(default=None, max_length=10),
+async def issue_page(request: Request, ref: str, before: str | None = Query(default=None, max_length=36),
                      who: Viewer = Depends(viewer)) -> Response:
-    context = await run_in_threadpool(issue_context, request, who, ref, comments == "all")
-    context["runs"] = await run_in_threadpool(issue_runs_context, request, who, ref)
+    context = await in_page_thread(issue_context, request, who, ref, before)
+    context["runs"] = await in_page_thread(issue_runs_context, request, who, ref)
     return html("issue.html", context)
+
+
+@router.get("/issues/{ref}/comments")
+async def earlier_comments(request: Request, ref: str, before: str = Query(max_length=36),
+                           who: Viewer = Depends(viewer)) -> Response:
+    """"Show earlier comments": the page of comments before `before`, as list items."""
+    return html("_comment_items.html", await in_page_thread(earlier_comments_context, request, who, ref, before))
+
+
+@router.get("/issues/{ref}/comments/{comment_id}/raw")
+async def comment_raw(request: Request, ref: str, comment_id: str, who: Viewer = Depends(viewer)) -> Response:
+    """A comment too long to show formatted, as the plain text it was written as."""
+    body = await in_page_thread(raw_comment, request, who, ref, comment_id)
+    return PlainTextResponse(body, headers={"Content-Disposition": "inline"})
 
 
 @router.post("/issues/{ref}/comments")
@@ -208,12 +238,12 @@ async def add_comment(request: Request, ref: str, form: Form = Depends(read_form
             issue = svc.get_issue(s, who.workspace_id, ref)
             svc.add_comment(s, issue, body=body.body, author_type="member", author_id=who.caller.user_id)
     try:
-        await run_in_threadpool(work)
+        await in_page_thread(work)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(issue_context, request, who, ref, error=message_of(e),
+        context = await in_page_thread(issue_context, request, who, ref, error=message_of(e),
                                           error_for="comment", values=form.values())
         return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", status=status_of(e))
-    context = await run_in_threadpool(issue_context, request, who, ref)
+    context = await in_page_thread(issue_context, request, who, ref)
     # A comment that @mentions an agent may have queued a run: the runs list looks again.
     return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
 
@@ -221,11 +251,11 @@ async def add_comment(request: Request, ref: str, form: Form = Depends(read_form
 @router.post("/issues/{ref}/assign")
 async def assign(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     try:
-        await run_in_threadpool(_assign, request, who, ref, form)
+        await in_page_thread(_assign, request, who, ref, form)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(issue_context, request, who, ref, error=message_of(e), error_for="assign")
+        context = await in_page_thread(issue_context, request, who, ref, error=message_of(e), error_for="assign")
         return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
-    context = await run_in_threadpool(issue_context, request, who, ref)
+    context = await in_page_thread(issue_context, request, who, ref)
     return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
 
 
@@ -236,9 +266,9 @@ async def update(request: Request, ref: str, form: Form = Depends(read_form), wh
     try:
         await call(api.update_issue, ref, IssueUpdate(**changes), who.caller, request.app.state.px)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(issue_context, request, who, ref, error=message_of(e), error_for="update")
+        context = await in_page_thread(issue_context, request, who, ref, error=message_of(e), error_for="update")
         return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
-    context = await run_in_threadpool(issue_context, request, who, ref)
+    context = await in_page_thread(issue_context, request, who, ref)
     return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}")
 
 
@@ -263,7 +293,7 @@ def project_issues_context(request: Request, who: Viewer, project_id: str, offse
 
 async def _project_issues(request: Request, who: Viewer, project_id: str, *, status: int = 200,
                           headers: dict[str, str] | None = None, **extra: Any) -> Response:
-    context = await run_in_threadpool(project_issues_context, request, who, project_id, **extra)
+    context = await in_page_thread(project_issues_context, request, who, project_id, **extra)
     return panel(request, "_project_issues.html", context, page_url=f"/projects/{project_id}",
                  status=status, headers=headers)
 
@@ -272,7 +302,7 @@ async def _project_issues(request: Request, who: Viewer, project_id: str, *, sta
 async def project_issues(request: Request, project_id: str, offset: int = Query(default=0, ge=0, le=1_000_000),
                          who: Viewer = Depends(viewer)) -> Response:
     if offset:  # "Show more": the next rows
-        context = await run_in_threadpool(project_issues_context, request, who, project_id, offset)
+        context = await in_page_thread(project_issues_context, request, who, project_id, offset)
         return html("_project_issue_rows.html", context)
     return await _project_issues(request, who, project_id)
 
@@ -281,7 +311,7 @@ async def project_issues(request: Request, project_id: str, offset: int = Query(
 async def create_project_issue(request: Request, project_id: str, form: Form = Depends(read_form),
                                who: Viewer = Depends(viewer)) -> Response:
     try:
-        issue = await run_in_threadpool(_create, request, who, form, project_id)
+        issue = await in_page_thread(_create, request, who, form, project_id)
     except FORM_ERRORS as e:
         return await _project_issues(request, who, project_id, status=status_of(e), error=message_of(e),
                                      error_for="create", values=form.values())
@@ -293,7 +323,7 @@ async def create_project_issue(request: Request, project_id: str, form: Form = D
 async def assign_in_project(request: Request, project_id: str, ref: str, form: Form = Depends(read_form),
                             who: Viewer = Depends(viewer)) -> Response:
     try:
-        await run_in_threadpool(_assign, request, who, ref, form)
+        await in_page_thread(_assign, request, who, ref, form)
     except FORM_ERRORS as e:
         return await _project_issues(request, who, project_id, status=status_of(e), error=message_of(e),
                                      error_for=ref)

@@ -42,6 +42,11 @@ def login_page(request: Request, message: str | None = None, status: int = 401) 
     return html("login.html", {"message": message, "viewer": None}, status)
 
 
+def confirm_page(request: Request, code: str, *, from_elsewhere: bool) -> Response:
+    """A sign-in link opened: the code in a form whose button signs in (nothing spent yet)."""
+    return html("login.html", {"message": None, "viewer": None, "code": code, "from_elsewhere": from_elsewhere})
+
+
 class PageRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ...service import members as member_svc
@@ -23,6 +22,7 @@ from .api import call
 from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
 from .issues import project_issues_context
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, is_htmx, panel, redirect
 from .resources import resources_context
 from .session import Viewer, viewer
@@ -49,7 +49,7 @@ def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
 
 @router.get("/")
 async def projects_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
-    return html("projects.html", await run_in_threadpool(list_context, request, who))
+    return html("projects.html", await in_page_thread(list_context, request, who))
 
 
 def picked_repos(form: Form) -> list[str]:
@@ -69,7 +69,7 @@ async def create_project(request: Request, form: Form = Depends(read_form), who:
                        for url in picked_repos(form)])
         made = await call(api.create_project, body, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(list_context, request, who, error=message_of(e), values=form.values(),
+        context = await in_page_thread(list_context, request, who, error=message_of(e), values=form.values(),
                                           picked=form.getlist("repo"), pasted=form.get("repo_urls"), open=True)
         return html("_project_form.html" if is_htmx(request) else "projects.html", context, status_of(e))
     return redirect(request, f"/projects/{made['id']}")
@@ -93,7 +93,7 @@ async def project_page(request: Request, project_id: str, who: Viewer = Depends(
                        issues=project_issues_context(request, who, project_id),
                        runs=project_tasks_context(request, who, project_id))
         return context
-    return html("project.html", await run_in_threadpool(build))
+    return html("project.html", await in_page_thread(build))
 
 
 @router.post("/projects/{project_id}/update")
@@ -111,5 +111,5 @@ async def update_project(request: Request, project_id: str, form: Form = Depends
     except FORM_ERRORS as e:
         extra, status = {"head_error": message_of(e), "editing": form.get("form") == "edit",
                          "values": form.values()}, status_of(e)
-    context = await run_in_threadpool(head_context, request, who, project_id, **extra)
+    context = await in_page_thread(head_context, request, who, project_id, **extra)
     return panel(request, "_project_head.html", context, page_url=f"/projects/{project_id}", status=status)

@@ -16,9 +16,12 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
+from starlette.types import Receive, Scope, Send
 
 from ... import resources as registry
+from ... import richtext
 from . import transcript
+from .pagework import in_page_thread
 
 SERVER_DIR = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = SERVER_DIR / "templates"
@@ -82,21 +85,51 @@ def _environment() -> Environment:
     env.globals.update(resource_html=resource_html, resource_title=resource_title, fold=transcript.fold,
                        shell_command=transcript.shell_command, tool_summary=transcript.tool_summary,
                        system_line=transcript.system_line, shell_join=shlex.join,
-                       with_mentions=transcript.with_mentions)
+                       stored_html=richtext.as_markup)
     return env
 
 
 ENV = _environment()
 
 
+def compile_templates() -> int:
+    """Compile every template now, before the server answers: the first view of each page would
+    otherwise compile it, holding the interpreter for a few hundred milliseconds in which the
+    event loop answers nothing (bench/pagestall.py saw a 1 s health answer so). How many."""
+    names = [p.name for p in TEMPLATES_DIR.glob("*.html")]
+    for name in names:
+        ENV.get_template(name)
+    return len(names)
+
+
 def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
 
 
+class PageResponse(HTMLResponse):
+    """A template, rendered as the answer is sent, in a page thread (pagework.py): rendering never
+    runs on the event loop, whichever handler (async or not) made the answer (issue 29 §5)."""
+
+    def __init__(self, name: str, context: dict[str, Any], status_code: int = 200,
+                 headers: dict[str, str] | None = None):
+        self.template_name = name
+        self.context = context
+        super().__init__(b"", status_code=status_code, headers=headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.body = (await in_page_thread(render_template, self.template_name, self.context)).encode()
+        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        self.raw_headers.append((b"content-length", str(len(self.body)).encode()))
+        await super().__call__(scope, receive, send)
+
+
+def render_template(name: str, context: dict[str, Any]) -> str:
+    return ENV.get_template(name).render(**context)
+
+
 def html(name: str, context: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
-    """Render a template (a whole page or one panel) into a response."""
-    body = ENV.get_template(name).render(**context)
-    return HTMLResponse(body, status_code=status, headers=headers)
+    """A template (a whole page or one panel) as the answer; rendered when sent, off the loop."""
+    return PageResponse(name, context, status, headers)
 
 
 def redirect(request: Request, url: str) -> Response:

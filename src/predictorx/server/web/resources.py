@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ... import resources as registry
@@ -22,6 +21,7 @@ from .api import call
 from .forms import FORM_ERRORS, Form, json_object, message_of, read_form, status_of
 from .machine import local_folder_button
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import panel, pretty
 from .session import Viewer, viewer
 
@@ -56,7 +56,7 @@ def _choices(rows: list[Any]) -> dict[str, list[registry.Field]]:
 
 async def render_resources(request: Request, viewer: Viewer, project_id: str, *, status: int = 200,
                            headers: dict[str, str] | None = None, **extra: Any) -> Response:
-    context = await run_in_threadpool(resources_context, request, viewer, project_id, **extra)
+    context = await in_page_thread(resources_context, request, viewer, project_id, **extra)
     return panel(request, TEMPLATE, context, page_url=f"/projects/{project_id}", status=status, headers=headers)
 
 

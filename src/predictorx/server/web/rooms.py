@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ...service import projects as project_svc
 from ...service import rooms as svc
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html
 from .session import Viewer, viewer
 
@@ -28,9 +28,9 @@ def room_context(request: Request, who: Viewer, project_id: str) -> dict[str, An
 
 @router.get("/projects/{project_id}/room")
 async def room_page(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
-    return html("room.html", await run_in_threadpool(room_context, request, who, project_id))
+    return html("room.html", await in_page_thread(room_context, request, who, project_id))
 
 
 @router.get("/projects/{project_id}/room/live")
 async def room_live(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
-    return html("_room.html", await run_in_threadpool(room_context, request, who, project_id))
+    return html("_room.html", await in_page_thread(room_context, request, who, project_id))

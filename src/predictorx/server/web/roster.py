@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from ...service import daemons as daemon_svc
 from .machine import local_daemon_id
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html
 from .session import Viewer, viewer
 
@@ -28,4 +28,4 @@ def daemons_context(request: Request, who: Viewer) -> dict[str, Any]:
 
 @router.get("/daemons")
 async def daemons_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
-    return html("daemons.html", await run_in_threadpool(daemons_context, request, who))
+    return html("daemons.html", await in_page_thread(daemons_context, request, who))

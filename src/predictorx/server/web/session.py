@@ -1,8 +1,10 @@
 """Who is looking at a page: the `px_token` cookie, `/login` and `/logout`.
 
 Sign-in is by single-use code only (R-SEC-7): `predictorx up` and `predictorx web` print
-`/login?code=…`, and the sign-in page takes the same code (or the whole link) pasted. The code is
-spent for a fresh web-session token kept in an HttpOnly, SameSite=Strict cookie that lives no
+`/login?code=…`, and the sign-in page takes the same code (or the whole link) pasted. Opening the
+link spends nothing: it shows a page whose "Sign in" button posts the code back (a same-origin POST,
+which OriginGuard checks), so a link planted on another site cannot sign the victim's browser in as
+the attacker (login CSRF, issue 29 §10). The code is spent for a fresh web-session token kept in an HttpOnly, SameSite=Strict cookie that lives no
 longer than that token. A token itself is never accepted in a URL or a form: a link carrying one
 would sign the victim in as whoever made it, and would sit in history and logs. The browser is
 then sent on to `/`, which drops the code from the address bar.
@@ -13,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth
 from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
-from .pageroute import PageRoute, login_page
+from .pageroute import PageRoute, confirm_page, login_page
+from .pagework import in_page_thread
 
 COOKIE = "px_token"
 # The cookie dies with the token it carries (minted for WEB_SESSION_TTL when the code is spent).
@@ -55,7 +57,7 @@ async def viewer(request: Request, principal: auth.Principal = Depends(get_princ
             mine = auth.workspaces_of(s, principal) if len(principal.workspace_ids) > 1 else []
             return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name,
                           tuple((w.id, w.name) for w in mine))
-    seen = await run_in_threadpool(load)
+    seen = await in_page_thread(load)
     request.state.viewer = seen
     return seen
 
@@ -83,11 +85,23 @@ def login(request: Request, code: str | None = Query(default=None, max_length=50
                                    "and open the link it prints.")
     if code is None:
         return login_page(request, status=200)
-    return _sign_in(request, code)
+    # Never redeemed on a GET: a page with a button that posts it (issue 29 §10).
+    return confirm_page(request, code.strip(), from_elsewhere=_cross_site(request))
+
+
+def _cross_site(request: Request) -> bool:
+    return request.headers.get("sec-fetch-site", "").lower() in CROSS_SITE
+
+
+#: What a browser says of a request another site started (Fetch Metadata).
+CROSS_SITE = ("cross-site", "same-site")
 
 
 @router.post("/login")
 def login_with_form(request: Request, form: Form = Depends(read_form)) -> Response:
+    if _cross_site(request):  # OriginGuard refuses these too; a sign-in is never one of them
+        return login_page(request, "Sign in from this server's own sign-in page: another site cannot sign "
+                                   "you in.", status=403)
     code = form.get("code")
     if not code:
         return login_page(request, "Paste the sign-in code (or the whole link) that `predictorx web` printed.",

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
@@ -23,6 +22,7 @@ from ...store.schema import ACTIVE_STATUSES, Agent, Issue, Task
 from . import diffview
 from .forms import FORM_ERRORS, message_of, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, panel, redirect
 from .session import Viewer, viewer
 
@@ -68,12 +68,12 @@ def issue_runs_context(request: Request, who: Viewer, ref: str) -> dict[str, Any
 
 @router.get("/projects/{project_id}/tasks")
 async def project_tasks(request: Request, project_id: str, who: Viewer = Depends(viewer)) -> Response:
-    return html("_tasks.html", {"runs": await run_in_threadpool(project_tasks_context, request, who, project_id)})
+    return html("_tasks.html", {"runs": await in_page_thread(project_tasks_context, request, who, project_id)})
 
 
 @router.get("/issues/{ref}/runs")
 async def issue_runs(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
-    return html("_tasks.html", {"runs": await run_in_threadpool(issue_runs_context, request, who, ref)})
+    return html("_tasks.html", {"runs": await in_page_thread(issue_runs_context, request, who, ref)})
 
 
 # -- one run ---------------------------------------------------------------------------------
@@ -127,22 +127,22 @@ def review_context(request: Request, who: Viewer, task_id: str, view: str) -> di
 @router.get("/tasks/{task_id}")
 async def task_page(request: Request, task_id: str, view: str = Query(default="unified", max_length=20),
                     who: Viewer = Depends(viewer)) -> Response:
-    context = await run_in_threadpool(header_context, request, who, task_id)
-    context.update(await run_in_threadpool(latest_context, request, who, task_id, None))
-    context["review_view"] = await run_in_threadpool(review_context, request, who, task_id, view)
+    context = await in_page_thread(header_context, request, who, task_id)
+    context.update(await in_page_thread(latest_context, request, who, task_id, None))
+    context["review_view"] = await in_page_thread(review_context, request, who, task_id, view)
     return html("task.html", context)
 
 
 @router.get("/tasks/{task_id}/review")
 async def task_review(request: Request, task_id: str, view: str = Query(default="unified", max_length=20),
                       who: Viewer = Depends(viewer)) -> Response:
-    return html("_review.html", {"review_view": await run_in_threadpool(review_context, request, who, task_id, view)})
+    return html("_review.html", {"review_view": await in_page_thread(review_context, request, who, task_id, view)})
 
 
 @router.get("/tasks/{task_id}/messages/earlier")
 async def earlier_messages(request: Request, task_id: str, before: int = Query(ge=0, le=2_000_000_000),
                            who: Viewer = Depends(viewer)) -> Response:
-    context = await run_in_threadpool(latest_context, request, who, task_id, before)
+    context = await in_page_thread(latest_context, request, who, task_id, before)
     return html("_messages.html", {**context, "chunk": True})
 
 
@@ -150,18 +150,18 @@ async def earlier_messages(request: Request, task_id: str, before: int = Query(g
 async def full_message(request: Request, task_id: str, seq: int = Path(ge=0, le=2_000_000_000),
                        who: Viewer = Depends(viewer)) -> Response:
     """All of a folded message (a long output or text), fetched when its fold is opened."""
-    return html("_message_full.html", await run_in_threadpool(full_message_context, request, who, task_id, seq))
+    return html("_message_full.html", await in_page_thread(full_message_context, request, who, task_id, seq))
 
 
 @router.get("/tasks/{task_id}/header")
 async def task_header(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
-    return html("_task_header.html", await run_in_threadpool(header_context, request, who, task_id))
+    return html("_task_header.html", await in_page_thread(header_context, request, who, task_id))
 
 
 @router.get("/tasks/{task_id}/messages")
 async def task_messages(request: Request, task_id: str, after: int = Query(default=-1, ge=-1, le=2_000_000_000),
                         who: Viewer = Depends(viewer)) -> Response:
-    return html("_messages.html", await run_in_threadpool(messages_context, request, who, task_id, after))
+    return html("_messages.html", await in_page_thread(messages_context, request, who, task_id, after))
 
 
 def _cancel(request: Request, who: Viewer, task_id: str) -> None:
@@ -174,10 +174,10 @@ async def cancel(request: Request, task_id: str, who: Viewer = Depends(viewer)) 
     extra: dict[str, Any] = {}
     status = 200
     try:
-        await run_in_threadpool(_cancel, request, who, task_id)
+        await in_page_thread(_cancel, request, who, task_id)
     except FORM_ERRORS as e:
         extra, status = {"error": message_of(e)}, status_of(e)
-    context = await run_in_threadpool(header_context, request, who, task_id, **extra)
+    context = await in_page_thread(header_context, request, who, task_id, **extra)
     return panel(request, "_task_header.html", context, page_url=f"/tasks/{task_id}", status=status)
 
 
@@ -186,4 +186,4 @@ async def rerun(request: Request, task_id: str, who: Viewer = Depends(viewer)) -
     def work() -> str:
         with request.app.state.px.write() as s:
             return svc.rerun(s, svc.get_task(s, who.workspace_id, task_id)).id
-    return redirect(request, f"/tasks/{await run_in_threadpool(work)}")
+    return redirect(request, f"/tasks/{await in_page_thread(work)}")

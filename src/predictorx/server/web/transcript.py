@@ -2,23 +2,24 @@
 its shell command or formatted JSON, long outputs folded, the CLI's init as one short line.
 
 Markdown is rendered by markdown-it-py with raw HTML off, then cleaned by nh3 (ammonia), so an
-agent — or a prompt-injected one — cannot put script, styles or event handlers on the page.
+agent — or a prompt-injected one — cannot put script, styles or event handlers on the page
+(predictorx/richtext.py). A page renders at most a fold's head of each message (FOLD_CHARS); the
+whole of one message is rendered only when asked for, and above richtext.RENDER_MAX_CHARS it is
+shown as plain text.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any
 
-import nh3
-from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(["table", "strikethrough"])
-#: Bigger texts are shown as plain text: Markdown over megabytes costs more than it gives.
-MARKDOWN_MAX = 200_000
+from ... import richtext
+
+#: Bigger texts are shown as plain text: rendering them costs more than it gives (issue 29 §5).
+MARKDOWN_MAX = richtext.RENDER_MAX_CHARS
 #: Outputs with more lines or characters than this start folded, with their first lines shown.
 FOLD_LINES = 12
 FOLD_CHARS = 1500
@@ -38,7 +39,7 @@ CACHE_MAX = 4000
 
 
 def _render(value: str) -> str:
-    return nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow", url_schemes={"http", "https", "mailto"})
+    return richtext.render(value)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -81,11 +82,13 @@ def tool_summary(name: str, tool_input: Any) -> str:
 
 
 def fold(text: str) -> dict[str, Any]:
-    """{'text', 'long', 'head', 'lines'}: whether to fold and what to show while folded."""
+    """{'text', 'long', 'head', 'rest', 'lines'}: whether to fold, what to show while folded, and
+    what follows the head (the whole text when the head is not a plain prefix of it)."""
     lines = text.count("\n") + 1 if text else 0
     long = lines > FOLD_LINES or len(text) > FOLD_CHARS
     head = "\n".join(text.splitlines()[:FOLD_LINES])[:FOLD_CHARS] if long else text
-    return {"text": text, "long": long, "head": head, "lines": lines}
+    rest = text[len(head):] if text.startswith(head) else text
+    return {"text": text, "long": long, "head": head, "rest": rest, "lines": lines}
 
 
 _SYSTEM_SKIP = {"event", "session_id", "tools", "mcp_servers", "slash_commands", "apiKeySource",
@@ -113,30 +116,3 @@ def system_line(content: dict[str, Any]) -> str:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         extras.append(f"{key.replace('_', ' ')}: {text[:200]}")
     return " · ".join([event.replace("_", " "), *extras])
-
-
-_TAG = re.compile(r"(<[^>]+>)")
-
-
-def with_mentions(body: str, names: list[str]) -> Markup:
-    """A comment as sanitised Markdown with each `@agent` of the workspace marked — outside
-    tags, code and links only, so an address or a URL is never rewritten."""
-    rendered = str(markdown(body))
-    if not names:
-        return Markup(rendered)
-    pattern = re.compile(r"(?<![\w@/.])@(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-                         + r")(?![\w-])")
-    out, skip = [], 0
-    for part in _TAG.split(rendered):
-        if part.startswith("<"):
-            name = part[1:].split(">")[0].split()[0].lower() if len(part) > 2 else ""
-            if name in ("code", "pre", "a"):
-                skip += 1
-            elif name in ("/code", "/pre", "/a"):
-                skip = max(0, skip - 1)
-            out.append(part)
-        elif skip:
-            out.append(part)
-        else:
-            out.append(pattern.sub(r'<span class="mention">@\1</span>', part))
-    return Markup("".join(out))

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from markupsafe import Markup
 from pydantic import ValidationError
@@ -23,6 +22,7 @@ from ..routes.workflows import StepIn
 from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
+from .pagework import in_page_thread
 from .render import html, is_htmx, panel
 from .session import Viewer, viewer
 
@@ -62,7 +62,7 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
 
 @router.get("/issues/{ref}/workflows")
 async def workflows_panel(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
-    context = await run_in_threadpool(workflows_context, request, who, ref)
+    context = await in_page_thread(workflows_context, request, who, ref)
     if is_htmx(request):
         return html("_workflows.html", context)
     return html("standalone.html", {**context, "viewer": who, "section": "issues",
@@ -114,8 +114,8 @@ async def take_step(request: Request, ref: str, process: str, form: Form = Depen
         body = _step_in(form)
         await call(api.complete, ref, process, body, who.caller, request.app.state.px)
     except FORM_ERRORS as e:
-        context = await run_in_threadpool(workflows_context, request, who, ref, error=message_of(e),
+        context = await in_page_thread(workflows_context, request, who, ref, error=message_of(e),
                                           error_for=f"{process}#{form.get('step')}", values=form.values())
         return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
-    context = await run_in_threadpool(workflows_context, request, who, ref)
+    context = await in_page_thread(workflows_context, request, who, ref)
     return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)

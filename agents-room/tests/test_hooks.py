@@ -4,13 +4,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from agents_room.room import HOLD, NOTIFY, WAKE, Room
+from agents_room.room import WAKE, Room
 
 from room_helpers import PY, run_cli
 
@@ -260,8 +259,11 @@ def test_wake_waits_idle_and_wakes_on_message(db, repos):
     )
     p.stdin.write(json.dumps(payload("claude", "Stop", repos["api"])))
     p.stdin.close()
-    time.sleep(0.8)
-    assert p.poll() is None  # idle: waiting
+    deadline = time.monotonic() + 20
+    while r.session_row(me)["wake_waiter"] is None:  # idle: the waiter has registered and waits
+        assert time.monotonic() < deadline and p.poll() is None, "the wake waiter never registered"
+        time.sleep(0.02)
+    assert p.poll() is None
     r.send(peer, me, "wake up")
     p.wait(timeout=20)
     err = p.stderr.read()

@@ -4,6 +4,7 @@ PostgreSQL delivers the notice — not when the cache entry would have expired."
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -73,12 +74,11 @@ def test_another_server_process_forgets_when_postgres_tells_it(api, app, databas
     other.state.px.principals.ttl = 3600
     made = api.post("/api/tokens", json={"name": "ci"}).json()
     headers = {"Authorization": f"Bearer {made['token']}"}
+    listening = threading.Event()  # LISTEN (re)starting calls every notice handler
+    other.state.px.hub.on_notice("test-listening", listening.set)
     try:
         with TestClient(other) as replica:
-            deadline = time.monotonic() + 10
-            while other.state.px.hub._loop is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-            time.sleep(0.3)  # its LISTEN connection is up
+            assert listening.wait(30), "the other process never started to LISTEN"
             assert replica.get("/api/me", headers=headers).status_code == 200
             assert len(other.state.px.principals) == 1
             assert api.delete(f"/api/tokens/{made['id']}").status_code == 204

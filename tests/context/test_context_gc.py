@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -357,9 +358,8 @@ async def test_timer_runs_collect_repeatedly_and_stops(tmp_path: Path) -> None:
     reports = []
     async with GcTimer(root, interval=timedelta(seconds=0.05), is_task_active=lambda t: False,
                        on_report=reports.append) as timer:
-        for _ in range(100):
-            if timer.runs >= 2:
-                break
+        deadline = time.monotonic() + 30  # generous: a loaded machine
+        while timer.runs < 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
     assert timer.runs >= 2 and reports[0].removed_env_roots == [env.path]
     runs = timer.runs
@@ -378,9 +378,8 @@ async def test_timer_survives_a_failing_pass(tmp_path: Path) -> None:
 
     async with GcTimer(tmp_path, interval=timedelta(seconds=0.02), is_task_active=lambda t: False,
                        protect=protect) as timer:
-        for _ in range(100):
-            if timer.runs >= 1:
-                break
+        deadline = time.monotonic() + 30
+        while timer.runs < 1 and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
     assert len(calls) >= 2 and timer.runs >= 1
 

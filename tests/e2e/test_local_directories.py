@@ -3,9 +3,11 @@ mode in parallel, and recovery after a crash (R-LD-*, R-WT-*, R-RES-9)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
-import time
+import signal
 from pathlib import Path
 
 from .harness import Daemon, Server, git, make_repo, wait_until
@@ -160,17 +162,19 @@ def test_a_restarted_daemon_recovers_a_worktree_its_crash_left(database_url, tmp
 
 def _recover_after_crash(server, daemon, tmp_path):  # noqa: ANN001, ANN202
     folder = make_repo(tmp_path / "repo")
-    _agent(server, "crashy", 'echo work > leftover.txt; sleep 600')
+    agent_pid = tmp_path / "crashy.pid"  # the agent says who it is: the test kills only its own process
+    _agent(server, "crashy", f'echo work > leftover.txt; echo $$ > {agent_pid}; exec sleep 600')
     project = _local_project(server, daemon, folder, mode="worktree")
     tid = _assign(server, project, "crashy", 1)[0]
     wait_until(lambda: server.api("GET", f"/api/tasks/{tid}")["status"] == "running", what="running")
     branch = server.api("GET", f"/api/tasks/{tid}")["branch_name"]
     wait_until(lambda: list(tmp_path.glob("**/leftover.txt")) or list(Path(daemon.env["PREDICTORX_WORKSPACES_ROOT"]).glob("**/leftover.txt")),
                what="the agent's leftover")
+    wait_until(lambda: agent_pid.exists() and agent_pid.read_text().strip(), what="the agent's pid")
     daemon.kill()
-    for proc in __import__("psutil").process_iter(["cmdline"]):
-        if proc.info["cmdline"] and "sleep 600" in " ".join(proc.info["cmdline"]):
-            proc.kill()
+    # The agent's process group outlives a SIGKILLed daemon; end it (ours alone) as a reboot would.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(os.getpgid(int(agent_pid.read_text())), signal.SIGKILL)
     again = Daemon(server, daemon.home)  # same state dir: same daemon id, same locks
     try:
         task = server.wait_task(tid, timeout=30)
@@ -198,7 +202,6 @@ def test_status_and_runs_show_waiting_everywhere(server, start_daemon, tmp_path)
     assert "waiting_local_directory" in table and "work tree" in table
     gate.write_text("go")
     server.wait_task(second)
-    time.sleep(0)
 
 
 def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, tmp_path):  # noqa: ANN001

@@ -40,6 +40,19 @@ def locks(tmp_path: Path) -> DirLocks:
     return DirLocks(tmp_path / "state" / "locks")
 
 
+async def until(condition, timeout: float = 30.0) -> None:  # noqa: ANN001
+    """Wait, a loop turn at a time, until `condition()` holds; a loaded machine may take a while."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.001)
+
+
+def queued(locks: DirLocks, folder: Path) -> list[str]:
+    slot = locks._slots.get(lock_key(folder))
+    return [w.task_id for w in slot.queue] if slot else []
+
+
 def start_holder(lock_dir: Path, folder: Path, task: str) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", HOLDER_SCRIPT, str(lock_dir), str(folder), task],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -105,8 +118,8 @@ async def test_twenty_waiters_run_one_at_a_time_in_order_of_arrival(locks: DirLo
     for i in range(20):
         tasks.append(asyncio.create_task(task(i)))
         await asyncio.sleep(0)  # arrival order is creation order
-    await asyncio.sleep(0.01)
-    assert [w.task_id for w in locks._slots[lock_key(folder)].queue] == [f"task-{i}" for i in range(1, 20)]
+    await until(lambda: len(queued(locks, folder)) == 19)
+    assert queued(locks, folder) == [f"task-{i}" for i in range(1, 20)]
     everyone_queued.set()
     await asyncio.gather(*tasks)
     assert order == list(range(20))
@@ -126,16 +139,16 @@ async def test_cancelling_a_waiter_removes_it_at_once(locks: DirLocks, folder: P
                 await hold.wait()
 
     holder = asyncio.create_task(task("holder", release))
-    await asyncio.sleep(0.01)
+    await until(lambda: order == ["holder"])
     doomed = asyncio.create_task(task("doomed"))
     last = asyncio.create_task(task("last"))
-    await asyncio.sleep(0.01)
+    await until(lambda: queued(locks, folder) == ["doomed", "last"])
     t0 = time.monotonic()
     doomed.cancel()
     with pytest.raises(asyncio.CancelledError):
         await doomed
     assert time.monotonic() - t0 < 0.5  # one turn of the loop; generous for a loaded machine
-    assert [w.task_id for w in locks._slots[lock_key(folder)].queue] == ["last"]
+    assert queued(locks, folder) == ["last"]
     release.set()
     await asyncio.gather(holder, last)
     assert order == ["holder", "last"]
@@ -152,7 +165,7 @@ async def test_cancelling_the_holder_lets_the_next_start(locks: DirLocks, folder
     running = asyncio.create_task(hold_forever())
     await started.wait()
     nxt = asyncio.create_task(_enter(locks, folder, "next"))
-    await asyncio.sleep(0.01)
+    await until(lambda: queued(locks, folder) == ["next"])
     running.cancel()
     assert await asyncio.wait_for(nxt, 1) == "next"
 
@@ -167,7 +180,7 @@ async def test_the_lock_works_across_processes_and_dies_with_its_holder(locks: D
     try:
         reasons: list[str] = []
         waiter = asyncio.create_task(_enter_with(locks, folder, "task-here", reasons))
-        await asyncio.sleep(0.2)
+        await until(lambda: bool(reasons))  # it found the lock taken and said by whom
         assert not waiter.done()
         assert reasons == [wait_reason("main checkout", "task-other-daemon")]
         assert locks.holder(folder).pid == proc.pid
@@ -193,9 +206,9 @@ async def test_cancelling_the_polling_head_passes_polling_on(locks: DirLocks, fo
     try:
         head = asyncio.create_task(_enter(locks, folder, "head"))
         second = asyncio.create_task(_enter(locks, folder, "second"))
-        await asyncio.sleep(0.1)
+        await until(lambda: queued(locks, folder) == ["head", "second"])
         head.cancel()
-        await asyncio.sleep(0.05)
+        await until(lambda: queued(locks, folder) == ["second"])
         proc.stdin.write("release\n")
         proc.stdin.flush()
         assert await asyncio.wait_for(second, 5) == "second"

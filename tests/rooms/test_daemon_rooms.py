@@ -127,7 +127,10 @@ def test_an_agents_room_without_serve_gets_the_plain_command(tmp_path, monkeypat
     for i in range(3):
         _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / f"e{i}"), _repo(tmp_path / f"r{i}"))
         assert env["AGENTS_ROOM_SESSION"]
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20
+        while rooms.SERVER._timer is not None:  # the delayed start it scheduled, if any, has happened
+            assert time.monotonic() < deadline, "the delayed agents-room start never happened"
+            time.sleep(0.02)
     assert rooms.SERVER._proc is None and (str(old),) in rooms.SERVER._unsupported
     rooms.SERVER.stop()
 

@@ -21,12 +21,21 @@ from pathlib import Path
 import httpx2
 import pytest
 import uvicorn
+from playwright.sync_api import expect
 from starlette.testclient import TestClient
 
 from predictorx import config
 from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
+
+# Sized for a loaded 2-core machine (seven test runs at once): Playwright's 5 s `expect` default
+# and a 5 s page load have timed out there. A wait ends as soon as its condition holds, so a
+# generous bound costs nothing when things are quick; only a real failure waits it out.
+ACTION_TIMEOUT_MS = 30_000     # clicks, fills, locator waits
+NAVIGATION_TIMEOUT_MS = 60_000  # page.goto, reload: a page and its htmx panels under load
+EXPECT_TIMEOUT_MS = 30_000     # expect(...).to_... assertions
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -168,6 +177,14 @@ def browser():
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        new_context = b.new_context
+
+        def sized_context(**kw):  # noqa: ANN003, ANN202 — every context a test opens gets the timeouts
+            context = new_context(**kw)
+            context.set_default_timeout(ACTION_TIMEOUT_MS)
+            context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+            return context
+        b.new_context = sized_context
         yield b
         b.close()
 
@@ -187,7 +204,6 @@ def page(browser, live: LiveServer, request):  # noqa: ANN001, ANN201
     """A fresh browser context, signed in through the login link `predictorx up` prints.
     A test that fails leaves a full-page screenshot in $PREDICTORX_SCREENSHOTS (a temp dir)."""
     context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
-    context.set_default_timeout(5000)
     p = context.new_page()
     live.sign_in(p)
     yield p

@@ -71,8 +71,16 @@ def test_a_person_takes_people_lane_steps_from_the_workflows_panel(page, live, a
     gate.get_by_label("Reason (a judgement needs one)").fill("scope agreed; comma as delimiter")
     # a live event while the person types (any task's status change refreshes the panel) leaves
     # what they typed in place
-    page.evaluate("htmx.trigger(document.querySelector('#runs'), 'px-refresh')")
-    page.wait_for_timeout(900)
+    skipped = page.evaluate("""() => new Promise(resolve => {
+      document.body.addEventListener('htmx:confirm', function seen(ev) {
+        const trigger = ev.detail.triggeringEvent;
+        if (ev.detail.elt.id !== 'workflows' || !trigger || trigger.type !== 'px-refresh') return;
+        document.body.removeEventListener('htmx:confirm', seen);
+        resolve(ev.defaultPrevented);  // px.js has decided by now: it listens first
+      });
+      htmx.trigger(document.querySelector('#runs'), 'px-refresh');
+    })""")
+    assert skipped, "the live refresh replaced the panel the person is filling in"
     assert gate.get_by_label("Reason (a judgement needs one)").input_value() == "scope agreed; comma as delimiter"
     gate.get_by_role("button", name="Pass gate approved").click()
     nxt = page.locator('#workflows li.enabled-step[data-node="plan-beans"]')

@@ -75,9 +75,12 @@ def test_browse_pick_and_save_a_local_folder(page, live, home):  # noqa: ANN001
 
 def test_button_disabled_while_the_daemon_is_offline(page, live, home, monkeypatch):  # noqa: ANN001
     monkeypatch.setenv("PREDICTORX_DAEMON_TIMEOUT", "1")
-    live.register_local_daemon()
+    daemon_id = live.register_local_daemon()
     project = _project(live)
-    time.sleep(1.1)
+    deadline = time.monotonic() + 30
+    while live.get(f"/api/daemons/{daemon_id}")["online"]:  # a second without a heartbeat
+        assert time.monotonic() < deadline, "the daemon never went offline"
+        time.sleep(0.05)
     page.goto(f"/projects/{project['id']}")
     expect(page.locator("#add-local-folder")).to_be_disabled()
     expect(page.locator("#local-folder-hint")).to_contain_text("offline")

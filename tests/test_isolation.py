@@ -1,0 +1,68 @@
+"""The suite never touches the person's own state (issue 23, item 8): the root conftest.py points
+HOME, the XDG dirs and every Predictor X / agents-room location at a temporary dir before any
+fixture exists, and fails the run if the real state dir, workspaces root or store changed."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from predictorx import config
+
+ROOT = Path(__file__).resolve().parents[1]
+PERSON_HOME = Path(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+@pytest.fixture(scope="module")
+def seen_by_a_module_fixture() -> dict[str, Path]:
+    """A fixture wider than a test runs before the autouse per-test isolation: it once wrote the
+    app's config.json into ~/.local/share/predictorx."""
+    return {"home": Path.home(), "state dir": config.state_dir(), "workspaces root": config.workspaces_root(),
+            "lock dir": config.lock_dir(), "agents-room store": Path(os.environ["AGENTS_ROOM_DB"])}
+
+
+def test_a_module_fixture_already_sees_temporary_dirs_only(seen_by_a_module_fixture: dict[str, Path]) -> None:
+    for name, path in seen_by_a_module_fixture.items():
+        assert not path.resolve().is_relative_to(PERSON_HOME), f"the {name} of a module fixture is {path}"
+
+
+def _inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+    """A pytest session with this repository's root conftest, for a person whose home is tmp_path/person."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(body))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("XDG_", "PREDICTORX_", "AGENTS_ROOM_", "PYTEST_"))}
+    env.update(HOME=str(tmp_path / "person"), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
+                           "test_inner.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_session_that_writes_the_real_state_dir_fails(tmp_path: Path) -> None:
+    leak = tmp_path / "person" / ".local" / "share" / "predictorx"
+    leak.mkdir(parents=True)
+    done = _inner_run(tmp_path, f"""
+        from pathlib import Path
+
+        def test_leaks():
+            Path({str(leak)!r}, "config.json").write_text('{{"server_url": "http://testserver"}}')
+    """)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 passed" in done.stdout and "person's state changed" in done.stdout
+    assert f"state dir: created {leak / 'config.json'}" in done.stdout
+
+
+def test_a_session_that_stays_in_its_dirs_passes(tmp_path: Path) -> None:
+    done = _inner_run(tmp_path, """
+        from predictorx import config
+
+        def test_writes_where_it_may():
+            config.write_config(server_url="http://testserver", token="t")  # into the session's temp dir
+    """)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "person's state changed" not in done.stdout

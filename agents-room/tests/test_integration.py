@@ -4,7 +4,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 

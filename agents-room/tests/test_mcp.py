@@ -4,7 +4,6 @@ import json
 import os
 import sys
 
-import pytest
 from mcp import Client, StdioServerParameters
 
 from agents_room.mcp_server import build_server

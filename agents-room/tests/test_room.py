@@ -1,13 +1,11 @@
 """Room semantics through the in-process API (the MCP tools are thin wrappers over it)."""
 
-import json
 import os
-import time
 
 import pytest
 
 from agents_room import liveness
-from agents_room.room import HOLD, NOTIFY, WAKE, Room, RoomError
+from agents_room.room import HOLD, NOTIFY, WAKE, RoomError
 
 
 def join(room, repo, **kw):
@@ -339,8 +337,8 @@ def test_who_states_and_prune_never_prunes_no_pid(room, repos, clock):
     import subprocess, sys
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait(timeout=10)
-    live = room.join(cwd=str(repos["api"]), pid=os.getpid(), label="live")
-    nopid = room.join(cwd=str(repos["api"]), label="nopid")
+    room.join(cwd=str(repos["api"]), pid=os.getpid(), label="live")
+    room.join(cwd=str(repos["api"]), label="nopid")
     gone = room.join(cwd=str(repos["api"]), pid=p.pid, label="gone")  # its process has exited
     states = {s["label"]: s["state"] for s in room.who()["sessions"]}
     assert states == {"live": "live", "nopid": "no-pid", "gone": "gone"}
@@ -386,7 +384,6 @@ def test_doctor_fix_collapses_duplicate_chat_rows(room, repos, clock):
     sender = join(room, repos["web"], rooms=["s"])
     room.send(sender["session"], a["session"], "to the old row")
     clock.advance(1)
-    dup = room.conn.execute("SELECT * FROM sessions WHERE id=?", (a["session"],)).fetchone()
     room.conn.execute(
         "INSERT INTO sessions(id, harness, harness_key, cwd, created_at, last_seen, autonomy, tags) VALUES ('s-dup00001','claude','chat-1','/x',?,?,0,'[]')",
         (clock(), clock()),

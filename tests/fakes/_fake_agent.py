@@ -63,7 +63,7 @@ class FakeAgent:
     def session_id(self, resumed: str | None = None) -> str:
         if resumed and resumed in os.environ.get("FAKE_AGENT_UNKNOWN_SESSIONS", "").split(","):
             # As Gemini CLI does for a session kept under another folder: fail before any output.
-            self.die(f"Error resuming session: No previous sessions found for this project.", 42)
+            self.die("Error resuming session: No previous sessions found for this project.", 42)
         return os.environ.get("FAKE_AGENT_SESSION_ID") or resumed or str(uuid.uuid4())
 
     # -- recording ------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def test_a_repeated_refusal_is_one_row_with_a_count(api):  # noqa: ANN001
     for i in range(30):
         r = _step(agent, n, "feature-request", "signoff", reason=f"attempt {i} " + "x" * 5000)
         assert r.status_code == 403 and "under strict policy and denied" in r.json()["detail"]
-    assert f"refused 30 times since" in r.json()["detail"] and "recorded once" in r.json()["detail"]
+    assert "refused 30 times since" in r.json()["detail"] and "recorded once" in r.json()["detail"]
     [row] = _refused(api, n)
     assert row["attempts"] == 30 and row["node_id"] == "signoff" and row["reason"].startswith("attempt 0 ")
     assert row["last_attempt_at"] >= row["created_at"]

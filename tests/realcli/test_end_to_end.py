@@ -61,7 +61,7 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
     output = json.dumps(result["content"])
     workdir = f"{task['id']}/workdir"
     # The shell ran in the task's worktree, saw the instruction block and resources.json.
-    assert "## Project Context" in output and project["id"] in output and f"cwd=" in output
+    assert "## Project Context" in output and project["id"] in output and "cwd=" in output
     cwd = re.search(r"cwd=([^\s\"\\]+)", output).group(1)
     assert cwd.endswith(workdir), cwd
     assert task["result"] and "All done" in task["result"]

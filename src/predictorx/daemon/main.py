@@ -8,7 +8,6 @@ and tell it about cancellations it might have missed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import platform
@@ -20,7 +19,7 @@ from typing import Any
 
 from .. import __version__, agents, allowhosts, config, hardening, resources
 from ..agents import descendants
-from ..apiclient import CliError, fail
+from ..apiclient import fail
 from . import contextrecovery, identity, runcheckouts, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import stat
 import time

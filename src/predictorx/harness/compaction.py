@@ -35,7 +35,6 @@ def compact(top: BpmnWorkflow) -> int:
 
 
 def _compact_one(top: BpmnWorkflow, wf) -> int:  # noqa: ANN001 — BpmnWorkflow or BpmnSubWorkflow
-    root = wf.task_tree
     tasks = wf.tasks
     open_ = [t for t in tasks.values() if t._state & TaskState.NOT_FINISHED_MASK]
     if not open_:

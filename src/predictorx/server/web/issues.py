@@ -12,7 +12,6 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
-from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from ...service import agents as agent_svc

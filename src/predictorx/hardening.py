@@ -27,7 +27,6 @@ import sys
 log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1
-PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
@@ -80,10 +79,6 @@ def non_dumpable() -> bool:
     if not ok and _PRCTL is not None:
         log.warning("could not make this process non-dumpable; same-user processes may read its environment")
     return ok
-
-
-def is_dumpable() -> bool:
-    return _prctl(PR_GET_DUMPABLE) != 0
 
 
 def child_subreaper() -> bool:

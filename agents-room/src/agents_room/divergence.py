@@ -16,7 +16,7 @@ from .queries import RoomBase, RoomError, _fmt_ts, file_hash
 
 class Divergence(RoomBase):
     # -------------------------------------------------------------- divergence
-    def file_read(self, session: str, path: str, content_hash: str | None = None, wrote: bool = False) -> dict:
+    def file_read(self, session: str, path: str, content_hash: str | None = None) -> dict:
         """Record the hash of what this session read (or wrote) at ``path``."""
         now = self.clock()
         me = self.session_row(session)

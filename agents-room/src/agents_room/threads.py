@@ -101,10 +101,3 @@ class Threads(RoomBase):
         if refused:
             out["refused"] = refused
         return out
-
-    def acks_pending(self, session: str) -> list[int]:
-        """Messages addressed to this session that ask for an acknowledgement it has not given."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT m.id FROM deliveries d JOIN messages m ON m.id=d.message_id WHERE d.recipient=? AND m.ack_required=1 "
-            "AND NOT EXISTS (SELECT 1 FROM acks a WHERE a.message_id=m.id AND a.session_id=d.recipient) ORDER BY m.id",
-            (session,))]

@@ -235,7 +235,3 @@ class Run:
         task.run()
         self.wf.do_engine_steps()
         compact(self.wf)  # the history is our rows; the tree keeps only what is still to do
-
-    def current_activity(self) -> str | None:
-        steps = self.enabled()
-        return steps[0].node_id if steps else None

@@ -42,16 +42,6 @@ def list_instances(session: Session, issue: Issue) -> list[WorkflowInstance]:
                                 .order_by(WorkflowInstance.created_at)))
 
 
-def list_in_workspace(session: Session, workspace_id: str, issue_id: str | None = None
-                      ) -> list[tuple[WorkflowInstance, Issue]]:
-    """Every instance of the workspace (or of one issue) with its issue, for the record."""
-    q = (select(WorkflowInstance, Issue).join(Issue, Issue.id == WorkflowInstance.issue_id)
-         .where(WorkflowInstance.workspace_id == workspace_id))
-    if issue_id:
-        q = q.where(WorkflowInstance.issue_id == issue_id)
-    return [(inst, iss) for inst, iss in session.execute(q.order_by(WorkflowInstance.id))]
-
-
 def start(session: Session, lib: Library, issue: Issue, process_id: str) -> tuple[WorkflowInstance, bool]:
     try:
         model = lib.process(process_id)

@@ -12,7 +12,6 @@ endpoint, no CLI or web change.
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Iterable, Protocol
 
@@ -268,7 +267,3 @@ def merge_patch(current: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any
         else:
             merged[key] = value
     return merged
-
-
-def canonical_json(ref: dict[str, Any]) -> str:
-    return json.dumps(ref, sort_keys=True, separators=(",", ":"))

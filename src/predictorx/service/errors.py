@@ -13,10 +13,6 @@ class ServiceError(Exception):
             self.status = status
 
 
-class BadRequest(ServiceError):
-    status = 400
-
-
 class Invalid(ServiceError):
     status = 422
 

@@ -42,7 +42,7 @@ def proc_start(pid: int) -> str | None:
         import psutil
 
         return f"{psutil.Process(pid).create_time():.3f}"
-    except Exception:
+    except Exception:  # noqa: BLE001 — any psutil failure means: unknown
         return None
 
 
@@ -71,7 +71,7 @@ def proc_name(pid: int) -> str | None:
         import psutil
 
         return psutil.Process(pid).name()
-    except Exception:
+    except Exception:  # noqa: BLE001 — any psutil failure means: unknown
         return None
 
 
@@ -87,7 +87,7 @@ def proc_parent(pid: int) -> int | None:
         import psutil
 
         return psutil.Process(pid).ppid()
-    except Exception:
+    except Exception:  # noqa: BLE001 — any psutil failure means: unknown
         return None
 
 
@@ -136,5 +136,5 @@ def is_alive(pid: int | None, start: str | None, marker: str | None) -> bool | N
             if now_start is not None and now_start != start:
                 return False
         return True
-    except Exception:
+    except Exception:  # noqa: BLE001 — when in doubt, a session is alive
         return True

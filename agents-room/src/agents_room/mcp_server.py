@@ -196,7 +196,7 @@ def _hint(exc: BaseException, db_path: str | Path | None) -> str:
 
     try:
         store = str(db_path) if db_path is not None else str(default_db_path())
-    except Exception:  # pragma: no cover - a broken HOME must not hide the original error
+    except Exception:  # noqa: BLE001 — a broken HOME must not hide the original error  # pragma: no cover
         store = "$AGENTS_ROOM_DB or ~/.agents-room/room.db"
     if isinstance(exc, StoreError):
         return f"the store {store} cannot be used by this agents-room; run `agents-room doctor` in a shell"

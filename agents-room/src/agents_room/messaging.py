@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 
-
-TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
-if TYPE_CHECKING:
-    from typing import Any
 from .naming import (
     NameError_,
     globs_overlap,
@@ -22,6 +18,10 @@ from .queries import (IMPORTANCE, MAX_BODY_BYTES, MAX_MESSAGE_TTL, MAX_RECV_BYTE
 
 #: msg_unread previews the oldest this many (the count beside them goes on to UNREAD_COUNT_CAP)
 UNREAD_PREVIEWS = 200
+
+TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _bad_glob(glob: str) -> str | None:

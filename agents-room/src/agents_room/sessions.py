@@ -8,9 +8,6 @@ import os
 
 from . import liveness
 
-TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
-if TYPE_CHECKING:
-    from typing import Any, Iterable
 from .naming import (
     NameError_,
     normalize_room,
@@ -18,6 +15,10 @@ from .naming import (
 )
 from .store import immediate
 from .queries import AUTONOMY_NAMES, NOTIFY, RoomBase, RoomError, WAKE, _fmt_ts, parse_autonomy
+
+TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 
 class Sessions(RoomBase):

@@ -157,7 +157,7 @@ class AgentAdapter:
             return []
         try:
             return self.parse_line(line, state)
-        except Exception as exc:  # a CLI upgrade must not lose the rest of the stream
+        except Exception as exc:  # noqa: BLE001 — a CLI upgrade must not lose the rest of the stream
             log.warning("%s: could not read line (%s): %.200s", self.provider, exc, line)
             return [m.system("unparsed", line=line)]
 

@@ -161,8 +161,8 @@ def prepare(
         try:
             _undo_prepare(top, wt_dir, branch, baseline, timeout, task_id)
             marker.unlink(missing_ok=True)
-        except Exception:
-            pass  # the marker stays for recover(); the first error is the one to report
+        except Exception:  # noqa: BLE001 — the marker stays for recover(); the first error is the one to report
+            pass
 
         if isinstance(e, GitError):
             raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
@@ -389,7 +389,7 @@ def recover(roots: Iterable[str | os.PathLike[str]], *, timeout: float = TIMEOUT
     for marker in _find_markers(roots):
         try:
             sentence = _recover_one(marker, timeout)
-        except Exception as e:  # one broken record must not stop the others, nor the daemon
+        except Exception as e:  # noqa: BLE001 — one broken record must not stop the others, nor the daemon
             sentence = f"Could not recover the worktree recorded in {marker}: {e}"
         if sentence:
             said.append(sentence)

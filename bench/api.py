@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Server, backends, database, emit, log, machine, redact, summary_ms, tempdir  # noqa: E402
+from _common import Server, backends, database, emit, log, machine, redact, summary_ms, tempdir
 
 TARGET_LIST_RPS = 500
 TARGET_LIST_P99_MS = 20.0

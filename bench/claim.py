@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     Server, backends, database, emit, log, machine, machine_busy_seconds, postgres_cpu_seconds, redact, summary_ms,
     tempdir,
 )

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Daemon, Server, emit, log, machine, sqlite_url, tempdir  # noqa: E402
+from _common import Daemon, Server, emit, log, machine, sqlite_url, tempdir
 
 TARGET_MB = 80.0
 MB = 1024 * 1024

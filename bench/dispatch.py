@@ -34,7 +34,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     Daemon, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until,
 )
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Server, database, emit, log, machine, postgres_base_url, summary_ms, tempdir  # noqa: E402
+from _common import Server, database, emit, log, machine, postgres_base_url, summary_ms, tempdir
 
 
 class Daemon:

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import emit, log, machine, summary_ms  # noqa: E402
+from _common import emit, log, machine, summary_ms
 
-from predictorx.harness import beans, classify, instances, qaqc, sweep, sweep_text  # noqa: E402
-from predictorx.harness.engine import Actor, Run  # noqa: E402
-from predictorx.harness.library import SHIPPED, load_library  # noqa: E402
+from predictorx.harness import beans, classify, instances, qaqc, sweep, sweep_text
+from predictorx.harness.engine import Actor, Run
+from predictorx.harness.library import SHIPPED, load_library
 
 HEAD = ('<?xml version="1.0"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" '
         'xmlns:h="urn:cat-harness.processes" id="d" targetNamespace="x">')
@@ -54,7 +54,7 @@ LOOP_DMN = ('<definitions xmlns="https://www.omg.org/spec/DMN/20191111/MODEL/"><
             '</outputEntry></rule></decisionTable></decision></definitions>')
 
 
-def step(run: Run, ref: str, **kw) -> None:  # noqa: ANN003
+def step(run: Run, ref: str, **kw) -> None:
     run.apply(run.prepare(run.find(ref, AGENT), **kw))
 
 
@@ -78,7 +78,7 @@ def bench_chain(tmp: Path, n: int) -> dict:
             "with_serialise_and_reload": summary_ms(persisted), "state_bytes_at_end": len(run.dump())}
 
 
-def _loop_lib(tmp: Path):  # noqa: ANN202
+def _loop_lib(tmp: Path):
     d = tmp / "loop"
     if not d.exists():
         d.mkdir()

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     PYTHON, Server, emit, free_port, log, machine, postgres_base_url, postgres_schema, tempdir, wait_until,
 )
 
@@ -135,7 +135,7 @@ def up(args: argparse.Namespace) -> dict:
         env = {**os.environ, "PREDICTORX_HOME": str(root / "home"), "PREDICTORX_WORKSPACES_ROOT": str(root / "ws"),
                "PREDICTORX_LOG_LEVEL": "WARNING"}
         env.pop("PREDICTORX_DATABASE_URL", None)
-        log_file = open(root / "up.log", "wb")  # noqa: SIM115
+        log_file = open(root / "up.log", "wb")
         proc = subprocess.Popen([PYTHON, "-m", "predictorx", "up", "--no-demo", "--port", str(port)], env=env,
                                 stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
         try:

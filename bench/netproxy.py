@@ -30,7 +30,7 @@ from pathlib import Path
 from predictorx.daemon import netpolicy, sandbox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile  # noqa: E402  (the benches' one percentile)
+from _common import percentile  # (the benches' one percentile)
 
 #: Inside the sandbox: N timed requests, on new connections and on one kept-alive connection.
 CLIENT = r'''
@@ -61,7 +61,7 @@ def _fixture(chunks: int) -> ThreadingHTTPServer:
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # as a real model API's server: no delayed-ACK stalls of its own
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", "0")))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

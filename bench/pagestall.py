@@ -31,7 +31,7 @@ import httpx2 as httpx
 from predictorx.testing import ServerProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     Server, backends, database, emit, log, machine, redact, summary_ms, tempdir)
 
 COMMENTS = 20
@@ -81,7 +81,7 @@ class Probe:
     sizes: list[int] = field(default_factory=list)
 
 
-def _loop(url: str, stop: threading.Event, every: float, request, probe: Probe, timeout: float) -> None:  # noqa: ANN001
+def _loop(url: str, stop: threading.Event, every: float, request, probe: Probe, timeout: float) -> None:
     with httpx.Client(base_url=url, timeout=timeout) as client:
         while not stop.is_set():
             t0 = time.monotonic()

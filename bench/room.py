@@ -24,7 +24,7 @@ from pathlib import Path
 from agents_room.room import Room
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile as _nearest_rank  # noqa: E402  (the benches' one percentile)
+from _common import percentile as _nearest_rank  # (the benches' one percentile)
 
 
 def percentile(xs: list[float], p: float) -> float:

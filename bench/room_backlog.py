@@ -27,7 +27,7 @@ from agents_room import delivery, messaging
 from agents_room.room import Room
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import emit, log, machine, percentile  # noqa: E402
+from _common import emit, log, machine, percentile
 
 BATCH = 20
 UNREAD_PREVIEWS = getattr(messaging, "UNREAD_PREVIEWS", 200)  # an older agents-room (before/after) has no name for it

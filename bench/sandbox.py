@@ -24,7 +24,7 @@ from predictorx.agents.descendants import TAG_VAR, Descendants, new_tag
 from predictorx.daemon import sandbox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile  # noqa: E402  (the benches' one percentile)
+from _common import percentile  # (the benches' one percentile)
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Server, emit, log, machine, postgres_base_url, postgres_schema, summary_ms, tempdir  # noqa: E402
+from _common import Server, emit, log, machine, postgres_base_url, postgres_schema, summary_ms, tempdir
 
 TARGET_P50_MS = 100.0
 

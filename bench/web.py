@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import Server, emit, log, machine, percentile, sqlite_url, tempdir  # noqa: E402
+from _common import Server, emit, log, machine, percentile, sqlite_url, tempdir
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -110,7 +110,7 @@ def _median(runs: list[dict], key: str) -> float | None:
     return round(statistics.median(values), 1) if values else None
 
 
-def _weight(context, url: str) -> dict:  # noqa: ANN001
+def _weight(context, url: str) -> dict:
     """Bytes of the page's HTML plus the scripts and styles it loads, uncompressed (issue 13 §7:
     under 100 KB), and as sent (the server's gzip, when the client asks for it)."""
     html = context.request.get(url).body()
@@ -119,7 +119,7 @@ def _weight(context, url: str) -> dict:  # noqa: ANN001
     return {"html_bytes": len(html), "asset_bytes": sizes, "total_bytes": len(html) + sum(sizes.values())}
 
 
-def _page_timings(context, url: str, repeat: int) -> dict:  # noqa: ANN001
+def _page_timings(context, url: str, repeat: int) -> dict:
     runs = []
     for _ in range(repeat):
         page = context.new_page()
@@ -136,7 +136,7 @@ def _page_timings(context, url: str, repeat: int) -> dict:  # noqa: ANN001
             "runs": [{k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()} for r in runs]}
 
 
-def _scroll(context, task_id: str) -> dict:  # noqa: ANN001
+def _scroll(context, task_id: str) -> dict:
     """Every earlier message loaded into the page (all of them in the DOM, the worst case), then
     the page scrolled from the bottom to the top: frame times and long tasks of each phase."""
     page = context.new_page()

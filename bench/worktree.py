@@ -34,7 +34,7 @@ from predictorx.daemon.dirlock import DirLocks
 from predictorx.daemon.worktree import finalize, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import percentile  # noqa: E402  (the benches' one percentile)
+from _common import percentile  # (the benches' one percentile)
 
 TRACKED, MODIFIED, UNTRACKED = 10_000, 200, 2_000
 ROUNDS = 5

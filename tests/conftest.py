@@ -64,7 +64,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """CI sets PREDICTORX_REQUIRE_BROWSER and PREDICTORX_REQUIRE_REAL_CLIS: a browser test skipped
     for want of Chromium, or a real-CLI test for want of its CLI (R-EX-9), fails."""
     outcome = yield

@@ -37,7 +37,7 @@ def _wire(value: Any) -> str:
 
 
 @schemathesis.serializer("application/x-www-form-urlencoded")
-def _form(ctx, value):  # noqa: ANN001, ANN202
+def _form(ctx, value):
     if isinstance(value, dict):
         pairs = []
         for k, v in value.items():

@@ -35,7 +35,7 @@ def test_no_source_file_over_600_lines():
     assert not too_long, "split these into one module per concept: " + "; ".join(too_long)
 
 
-def test_the_daemon_is_a_run_host(tmp_path, monkeypatch):  # noqa: ANN001
+def test_the_daemon_is_a_run_host(tmp_path, monkeypatch):
     """`TaskRun` depends on the RunHost protocol, and the real daemon provides all of it."""
     monkeypatch.setenv("PREDICTORX_HOME", str(tmp_path))
     from predictorx.daemon.host import RunHost

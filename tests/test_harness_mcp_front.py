@@ -21,7 +21,7 @@ def test_mcp_tools_json_is_the_sdk_servers_listing():
         "mcp_tools.json is stale: run python -m predictorx.harness.mcp_stdio --write"
 
 
-def test_the_daemons_mcp_command_answers_the_handshake_without_the_sdk(tmp_path):  # noqa: ANN001
+def test_the_daemons_mcp_command_answers_the_handshake_without_the_sdk(tmp_path):
     args = mcp_setup("claude", tmp_path, {"PREDICTORX_SERVER_URL": "http://127.0.0.1:9", "PREDICTORX_TOKEN": "t",
                                           "PREDICTORX_ISSUE": "1", "PREDICTORX_TASK_ID": "x"})
     server = json.loads((tmp_path / "predictorx.mcp.json").read_text())["mcpServers"]["predictorx"]
@@ -42,7 +42,7 @@ def test_the_daemons_mcp_command_answers_the_handshake_without_the_sdk(tmp_path)
     assert {"harness_state", "workflow_complete", "handoff_write"} <= {t["name"] for t in replies[1]["result"]["tools"]}
 
 
-def test_a_bad_env_file_is_a_sentence(tmp_path):  # noqa: ANN001
+def test_a_bad_env_file_is_a_sentence(tmp_path):
     bad = tmp_path / "x.json"
     bad.write_text("{nope")
     p = subprocess.run([sys.executable, "-m", "predictorx.harness.mcp_stdio", "--env-file", str(bad)],
@@ -50,7 +50,7 @@ def test_a_bad_env_file_is_a_sentence(tmp_path):  # noqa: ANN001
     assert p.returncode != 0 and "is not a readable JSON file" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):  # noqa: ANN001
+def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):
     """Claude Code waits for the front's handshake before its first model request (issue 9): the
     daemon starts it as a file, so no package, runpy, pathlib or typing import comes first."""
     mcp_setup("claude", tmp_path, {"PREDICTORX_TOKEN": "t"})

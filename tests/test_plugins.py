@@ -22,7 +22,7 @@ def test_a_resource_type_plugin_loads_from_its_entry_point(monkeypatch: pytest.M
         name = "sheet"
 
     class EntryPoint:
-        def load(self):  # noqa: ANN202
+        def load(self):
             return Sheet
 
     monkeypatch.setattr(types.TYPES, "loaded", False)
@@ -48,7 +48,7 @@ def test_a_folder_picker_type_must_say_what_a_picked_folder_becomes() -> None:
     """The web's picker asks `folder_picker` types for `folder_ref`: a type that declares the one
     without the other is refused when it is declared, not when a person picks a folder."""
     with pytest.raises(TypeError, match="declares folder_picker but not folder_ref"):
-        class Drive(resources.ResourceType):  # noqa: F841
+        class Drive(resources.ResourceType):
             name = "drive"
             folder_picker = True
 

@@ -20,7 +20,7 @@ BATCH = 20
 SAMPLES = 21
 
 
-def _pair(tmp_path, name: str, repo) -> tuple[Room, str, str]:  # noqa: ANN001
+def _pair(tmp_path, name: str, repo) -> tuple[Room, str, str]:
     room = Room.open(tmp_path / f"{name}.db")
     a = room.join(cwd=str(repo), rooms=["x"], label="sender")["session"]
     b = room.join(cwd=str(repo), rooms=["x"], label="reader")["session"]
@@ -43,21 +43,21 @@ def _unread(room: Room, sender: str, reader: str, n: int) -> None:
     c.execute("COMMIT")
 
 
-def _timed(fn):  # noqa: ANN001, ANN202
+def _timed(fn):
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
 
 
 @pytest.fixture
-def stores(tmp_path, repos):  # noqa: ANN001, ANN201
+def stores(tmp_path, repos):
     small, sa, sb = _pair(tmp_path, "small", repos["api"])
     big, ba, bb = _pair(tmp_path, "big", repos["api"])
     _unread(big, ba, bb, BACKLOG)
     return (small, sa, sb), (big, ba, bb)
 
 
-def test_a_receive_of_20_costs_the_same_with_100000_unread(stores):  # noqa: ANN001
+def test_a_receive_of_20_costs_the_same_with_100000_unread(stores):
     (small, sa, sb), (big, ba, bb) = stores
     near_empty, backlog = [], []
     for _ in range(SAMPLES):
@@ -76,7 +76,7 @@ def test_a_receive_of_20_costs_the_same_with_100000_unread(stores):  # noqa: ANN
     assert out["hint"] == f"more than {UNREAD_COUNT_CAP} unread remain; call msg_recv again for the next ones"
 
 
-def test_unread_costs_its_previews_not_the_backlog(stores):  # noqa: ANN001
+def test_unread_costs_its_previews_not_the_backlog(stores):
     (small, sa, sb), (big, ba, bb) = stores
     _unread(small, sa, sb, 200)  # as many as unread previews
     near_empty, backlog = [], []
@@ -91,7 +91,7 @@ def test_unread_costs_its_previews_not_the_backlog(stores):  # noqa: ANN001
     assert out["unread"] == UNREAD_COUNT_CAP and out["unread_more"] is True and len(out["messages"]) == 200
 
 
-def test_counts_are_exact_below_the_cap_and_a_peek_counts_past_what_it_shows(tmp_path, repos):  # noqa: ANN001
+def test_counts_are_exact_below_the_cap_and_a_peek_counts_past_what_it_shows(tmp_path, repos):
     room, a, b = _pair(tmp_path, "exact", repos["api"])
     _unread(room, a, b, UNREAD_COUNT_CAP + 10)
     peek = room.recv(b, limit=20, peek=True)
@@ -104,12 +104,12 @@ def test_counts_are_exact_below_the_cap_and_a_peek_counts_past_what_it_shows(tmp
     assert room.join(session=b, cwd=str(repos["api"]), rooms=["x"])["unread"] == UNREAD_COUNT_CAP - 20
 
 
-def test_the_hooks_pending_check_offers_the_oldest_and_still_names_urgent_mail(stores, tmp_path, repos):  # noqa: ANN001
+def test_the_hooks_pending_check_offers_the_oldest_and_still_names_urgent_mail(stores, tmp_path, repos):
     """A hook runs the pending check on every tool call: with 100,000 unread it took ~4 s a call
     (every delivery offered at once); now the oldest 100, as long as with just those 100."""
     from agents_room import delivery
 
-    OFFER_CAP = getattr(delivery, "OFFER_CAP", 100)  # noqa: N806 (100: the documented figure)
+    OFFER_CAP = getattr(delivery, "OFFER_CAP", 100)  # (100: the documented figure)
     (_, _, _), (big, ba, bb) = stores
     few, fa, fb = _pair(tmp_path, "few", repos["api"])
     _unread(few, fa, fb, OFFER_CAP)

@@ -14,7 +14,7 @@ from agents_room import store
 from room_helpers import run_cli
 
 
-def _mode(path) -> int:  # noqa: ANN001
+def _mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
@@ -25,7 +25,7 @@ def umask_022():
     os.umask(old)
 
 
-def test_a_new_store_is_private_whatever_the_umask(tmp_path, umask_022):  # noqa: ANN001
+def test_a_new_store_is_private_whatever_the_umask(tmp_path, umask_022):
     db = tmp_path / "state" / "agents-room" / "room.db"
     p = run_cli("--db", str(db), "join", "--room", "x", "--label", "a", cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr
@@ -38,14 +38,14 @@ def test_a_new_store_is_private_whatever_the_umask(tmp_path, umask_022):  # noqa
     conn.close()
 
 
-def test_the_default_store_folder_is_private(tmp_path, monkeypatch, umask_022):  # noqa: ANN001
+def test_the_default_store_folder_is_private(tmp_path, monkeypatch, umask_022):
     monkeypatch.delenv("AGENTS_ROOM_DB")
     store.connect().close()
     home = tmp_path / "home" / ".agents-room"
     assert (_mode(home), _mode(home / "room.db")) == (0o700, 0o600)
 
 
-def test_an_older_world_readable_store_is_tightened_on_open(tmp_path, monkeypatch, umask_022):  # noqa: ANN001
+def test_an_older_world_readable_store_is_tightened_on_open(tmp_path, monkeypatch, umask_022):
     monkeypatch.delenv("AGENTS_ROOM_DB")
     folder = tmp_path / "home" / ".agents-room"
     folder.mkdir(mode=0o755)
@@ -62,7 +62,7 @@ def test_an_older_world_readable_store_is_tightened_on_open(tmp_path, monkeypatc
     old.close()
 
 
-def test_a_folder_the_user_chose_keeps_its_mode_but_the_files_do_not(tmp_path, umask_022):  # noqa: ANN001
+def test_a_folder_the_user_chose_keeps_its_mode_but_the_files_do_not(tmp_path, umask_022):
     shared = tmp_path / "project"
     shared.mkdir(mode=0o755)
     db = shared / "room.db"

@@ -32,7 +32,7 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 
 
-def _load_prctl():  # noqa: ANN202
+def _load_prctl():
     if not sys.platform.startswith("linux"):
         return None
     try:

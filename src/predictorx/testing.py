@@ -76,7 +76,7 @@ class ServerProcess:
         self.env = {**os.environ, "PREDICTORX_HOME": str(home), "PREDICTORX_DATABASE_URL": database_url, **(env or {})}
         home.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path or home.parent / f"server-{self.port}.log"
-        self.log = open(self.log_path, "wb")  # noqa: SIM115
+        self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "server", "start", "--port",
                                       str(self.port), *args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -128,7 +128,7 @@ class DaemonProcess:
         self.env = {**server.env, "PREDICTORX_HOME": str(home), **(env or {})}
         self.env.pop("PREDICTORX_DATABASE_URL", None)
         self.log_path = home / "daemon.out"
-        self.log = open(self.log_path, "wb")  # noqa: SIM115
+        self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
                                       "--max-tasks", str(max_tasks), *args], env=self.env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)

@@ -8,7 +8,7 @@ from predictorx import agents
 from predictorx.agents import RunSpec
 
 
-def test_daemon_settings_are_not_inherited(monkeypatch, tmp_path: Path) -> None:  # noqa: ANN001
+def test_daemon_settings_are_not_inherited(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PREDICTORX_DATABASE_URL", "postgresql://user:secret@db/prod")
     monkeypatch.setenv("PREDICTORX_HOME", "/home/owner/.local/share/predictorx")
     monkeypatch.setenv("DATABASE_URL", "postgresql://user:secret@db/other")

@@ -20,7 +20,7 @@ from predictorx.agents.process import ProcessRequest, run_process
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
 
 
-def _request(tmp_path: Path, argv: list[str], stdin_data=None) -> ProcessRequest:  # noqa: ANN001
+def _request(tmp_path: Path, argv: list[str], stdin_data=None) -> ProcessRequest:
     return ProcessRequest(argv=argv, cwd=tmp_path, env=dict(os.environ), stdin_data=stdin_data,
                           stream_log=tmp_path / "logs" / "x.stream.jsonl", stderr_log=tmp_path / "logs" / "x.stderr.log",
                           timeout_s=30)

@@ -14,19 +14,19 @@ class Api:
         self.client = client
         self.token = token
 
-    def _h(self, headers):  # noqa: ANN001, ANN202
+    def _h(self, headers):
         return {"Authorization": f"Bearer {self.token}", **(headers or {})}
 
-    def get(self, url, **kw):  # noqa: ANN001, ANN201
+    def get(self, url, **kw):
         return self.client.get(url, headers=self._h(kw.pop("headers", None)), **kw)
 
-    def post(self, url, **kw):  # noqa: ANN001, ANN201
+    def post(self, url, **kw):
         return self.client.post(url, headers=self._h(kw.pop("headers", None)), **kw)
 
-    def patch(self, url, **kw):  # noqa: ANN001, ANN201
+    def patch(self, url, **kw):
         return self.client.patch(url, headers=self._h(kw.pop("headers", None)), **kw)
 
-    def delete(self, url, **kw):  # noqa: ANN001, ANN201
+    def delete(self, url, **kw):
         return self.client.delete(url, headers=self._h(kw.pop("headers", None)), **kw)
 
     def as_(self, token: str) -> "Api":
@@ -34,12 +34,12 @@ class Api:
 
 
 @pytest.fixture
-def app(db):  # noqa: ANN001, ANN201
+def app(db):
     return create_app(db, migrate=False, web=False)
 
 
 @pytest.fixture
-def api(app, db):  # noqa: ANN001, ANN201
+def api(app, db):
     token = bootstrap(db, "http://testserver")
     with TestClient(app) as client:
         yield Api(client, token)

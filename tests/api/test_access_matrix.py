@@ -58,7 +58,7 @@ def test_docs_security_lists_the_whole_matrix():
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):  # noqa: ANN001, ANN201
+def world(tmp_path_factory):
     home = tmp_path_factory.mktemp("matrix")
     db = Database(f"sqlite:///{home / 'px.db'}")
     db.migrate()
@@ -66,13 +66,13 @@ def world(tmp_path_factory):  # noqa: ANN001, ANN201
     owner_token = bootstrap(db, "http://testserver")
     # From loopback, as a browser on the server's machine: local-folder pages answer there only.
     with TestClient(app, base_url="http://testserver", client=("127.0.0.1", 50000)) as client:
-        def call(method, path, token=None, **kw):  # noqa: ANN001, ANN202
+        def call(method, path, token=None, **kw):
             headers = {"Origin": "http://testserver", **kw.pop("headers", {})}
             if token:
                 headers["Authorization"] = f"Bearer {token}"
             return client.request(method, path, headers=headers, **kw)
 
-        def ok(r):  # noqa: ANN001, ANN202
+        def ok(r):
             assert r.status_code < 400, r.text
             return r.json()
 
@@ -133,7 +133,7 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
     return _PARAM.sub(fill, template)
 
 
-def _allowed(rule, caller: str) -> bool:  # noqa: ANN001
+def _allowed(rule, caller: str) -> bool:
     if rule.public:
         return True
     if caller in ("daemon", "task"):
@@ -149,7 +149,7 @@ def _allowed(rule, caller: str) -> bool:  # noqa: ANN001
 
 @pytest.mark.parametrize("caller", CALLERS)
 @pytest.mark.parametrize("route", ROUTES)
-def test_route_obeys_the_matrix(world, route: str, caller: str):  # noqa: ANN001
+def test_route_obeys_the_matrix(world, route: str, caller: str):
     call, tokens, ids = world
     rule = rule_for(*route.split(" ", 1))
     assert rule is not None, f"{route} has no access rule in server/access.py"
@@ -189,7 +189,7 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):  # noqa: ANN001
 
 @pytest.mark.parametrize("route", [r for r in ROUTES if _PARAM.search(r) and rule_for(*r.split(" ", 1)).people
                                    in ("member", "admin", "owner")])
-def test_outsider_acting_in_their_own_workspace_never_reaches_this_ones_ids(world, route: str):  # noqa: ANN001
+def test_outsider_acting_in_their_own_workspace_never_reaches_this_ones_ids(world, route: str):
     """The realistic cross-workspace attack: signed in to their own workspace (no X-Workspace, no
     cookie), an outsider names this workspace's real ids. Every such route answers 404 (or refuses
     the input before any look-up), never the thing (R-SEC-2)."""
@@ -209,7 +209,7 @@ def test_outsider_acting_in_their_own_workspace_never_reaches_this_ones_ids(worl
 
 @pytest.mark.parametrize("route", [r for r in ROUTES if rule_for(*r.split(" ", 1)).task and
                                    ("{ref}" in r or "{task_id}" in r)])
-def test_task_token_never_reaches_another_issue_or_task(world, route: str):  # noqa: ANN001
+def test_task_token_never_reaches_another_issue_or_task(world, route: str):
     """A task token acts on its own issue and task only: the same routes with another issue or task
     of its workspace are refused (403/404), harness routes included (R-HAR-7, SECURITY-MODEL)."""
     call, tokens, ids = world

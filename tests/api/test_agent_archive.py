@@ -10,7 +10,7 @@ import uuid
 from tests.api.test_security_authz import _add
 
 
-def _finished_run(api) -> tuple[dict, dict]:  # noqa: ANN001
+def _finished_run(api) -> tuple[dict, dict]:
     """An agent `bot` with one finished run on issue 1 (with a message), and the daemon's client."""
     r = api.post("/api/daemon/register", json={"daemon_id": str(uuid.uuid4()), "name": "box",
                                                "runtimes": [{"provider": "command"}]})
@@ -25,7 +25,7 @@ def _finished_run(api) -> tuple[dict, dict]:  # noqa: ANN001
     return task, daemon
 
 
-def test_an_agent_with_runs_is_not_deleted_and_the_answer_offers_the_archive(api):  # noqa: ANN001
+def test_an_agent_with_runs_is_not_deleted_and_the_answer_offers_the_archive(api):
     task, _ = _finished_run(api)
     r = api.delete("/api/agents/bot")
     assert r.status_code == 409
@@ -39,7 +39,7 @@ def test_an_agent_with_runs_is_not_deleted_and_the_answer_offers_the_archive(api
     assert [a["name"] for a in api.get("/api/agents").json()] == ["bot"]
 
 
-def test_an_archived_agent_leaves_lists_and_assignment_and_its_runs_keep_its_name(api):  # noqa: ANN001
+def test_an_archived_agent_leaves_lists_and_assignment_and_its_runs_keep_its_name(api):
     task, _ = _finished_run(api)
     r = api.post("/api/agents/bot/archive")
     assert r.status_code == 200 and r.json()["archived"] is True
@@ -68,7 +68,7 @@ def test_an_archived_agent_leaves_lists_and_assignment_and_its_runs_keep_its_nam
     assert api.post("/api/issues/1/assign", json={"assignee": "bot"}).status_code == 200
 
 
-def test_archiving_follows_the_delete_rules(api):  # noqa: ANN001
+def test_archiving_follows_the_delete_rules(api):
     _finished_run(api)
     _, member = _add(api, "mallory")
     _, admin = _add(api, "alice", role="admin")

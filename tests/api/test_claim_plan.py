@@ -21,13 +21,13 @@ QUEUED = 400
 ELSEWHERE_AGENTS, HELD_EACH = 5, 60
 
 
-def _plan_nodes(node: dict):  # noqa: ANN202
+def _plan_nodes(node: dict):
     yield node
     for child in node.get("Plans", []):
         yield from _plan_nodes(child)
 
 
-def test_claim_walks_the_queue_in_order_and_stops_early(api, db):  # noqa: ANN001
+def test_claim_walks_the_queue_in_order_and_stops_early(api, db):
     if db.engine.dialect.name != "postgresql":
         pytest.skip("the plan is PostgreSQL's; SQLite has one writer and no SKIP LOCKED")
     did = str(uuid.uuid4())
@@ -75,7 +75,7 @@ def test_claim_walks_the_queue_in_order_and_stops_early(api, db):  # noqa: ANN00
     with db.engine.connect() as conn:
         conn.exec_driver_sql("ANALYZE task")
         conn.commit()
-        explain = lambda *a: ("EXPLAIN (ANALYZE, FORMAT JSON) " + a[2], a[3])  # noqa: E731
+        explain = lambda *a: ("EXPLAIN (ANALYZE, FORMAT JSON) " + a[2], a[3])
         event.listen(conn, "before_cursor_execute", explain, retval=True)
         try:
             rows = conn.execute(claiming._MARK[(False, True)], {

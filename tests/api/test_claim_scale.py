@@ -12,7 +12,7 @@ from predictorx.service import tasks as task_service
 from predictorx.store.schema import Daemon, Task
 
 
-def _daemon(api):  # noqa: ANN001, ANN202
+def _daemon(api):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"h-{did[:4]}",
                                                 "runtimes": [{"provider": "command", "version": "1"}]})
@@ -20,7 +20,7 @@ def _daemon(api):  # noqa: ANN001, ANN202
     return did, api.as_(r.json()["token"])
 
 
-def test_finish_claims_the_next_tasks_in_the_same_request(api):  # noqa: ANN001
+def test_finish_claims_the_next_tasks_in_the_same_request(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "w", "provider": "command", "command": ["true"], "max_concurrent_tasks": 2})
     for i in range(4):
@@ -43,7 +43,7 @@ def test_finish_claims_the_next_tasks_in_the_same_request(api):  # noqa: ANN001
     assert "claimed" not in plain
 
 
-def test_agent_limit_holds_with_concurrent_claimers(api, db):  # noqa: ANN001
+def test_agent_limit_holds_with_concurrent_claimers(api, db):
     """8 claimers in threads, each its own transaction: an agent with limit 3 never holds more."""
     daemons = [_daemon(api)[0] for _ in range(8)]
     api.post("/api/agents", json={"name": "few", "provider": "command", "command": ["true"], "max_concurrent_tasks": 3})
@@ -72,7 +72,7 @@ def test_agent_limit_holds_with_concurrent_claimers(api, db):  # noqa: ANN001
     assert len(got) == len(set(got)) == held == 3
 
 
-def test_a_claim_stores_the_context_it_answers_and_a_working_token(api, db):  # noqa: ANN001
+def test_a_claim_stores_the_context_it_answers_and_a_working_token(api, db):
     """One task without resources (on PostgreSQL its context and token are written by one
     statement): the task keeps the context the daemon was given, and the token acts as the task."""
     _, d = _daemon(api)

@@ -13,18 +13,18 @@ from tests.api.test_claim_scale import _daemon
 from tests.api.test_security_authz import _add
 
 
-def _events(lines):  # noqa: ANN001, ANN202
+def _events(lines):
     """The stream's events, one at a time (pings and blank lines skipped)."""
     for line in lines:
         if line.startswith("data:"):
             yield json.loads(line[5:])
 
 
-def _stream(api, path: str):  # noqa: ANN001, ANN202
+def _stream(api, path: str):
     return api.client.stream("GET", path, headers={"Authorization": f"Bearer {api.token}"})
 
 
-def test_a_daemon_hears_only_its_owners_queued_work_and_its_own_cancels(api):  # noqa: ANN001
+def test_a_daemon_hears_only_its_owners_queued_work_and_its_own_cancels(api):
     alice = api
     _, bob = _add(api, "Bob")
     a_id, a = _daemon(alice)
@@ -56,14 +56,14 @@ def test_a_daemon_hears_only_its_owners_queued_work_and_its_own_cancels(api):  #
         assert seen[:3] == [("task_queued", mine_task), ("task_queued", theirs_task), ("task_changed", mine_task)]
 
 
-def test_every_requeue_and_freed_slot_names_whose_agent_it_is(api, monkeypatch):  # noqa: ANN001
+def test_every_requeue_and_freed_slot_names_whose_agent_it_is(api, monkeypatch):
     """The owner travels with every task_queued the services announce, so the hub can route it."""
     import predictorx.server.state as state_module
 
     published: list[dict] = []
     real_take = state_module.take
 
-    def take(session):  # noqa: ANN001, ANN202
+    def take(session):
         events = real_take(session)
         published.extend(events)
         return events

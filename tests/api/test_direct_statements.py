@@ -23,13 +23,13 @@ _READ = select(_ws.c.id, _ws.c.repos, _ws.c.created_at).where(_ws.c.id == bindpa
 
 
 @pytest.fixture
-def pg(db):  # noqa: ANN001, ANN201
+def pg(db):
     if db.engine.dialect.name != "postgresql":
         pytest.skip("the direct path is PostgreSQL's; SQLite keeps SQLAlchemy's")
     return db
 
 
-def _add(conn: Connection, **over) -> str:  # noqa: ANN003
+def _add(conn: Connection, **over) -> str:
     wid = str(uuid.uuid4())
     params = {"w_id": wid, "w_name": "n", "w_slug": f"s-{wid[:8]}", "w_repos": [{"url": "https://x/y.git"}],
               "w_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), **over}
@@ -37,7 +37,7 @@ def _add(conn: Connection, **over) -> str:  # noqa: ANN003
     return wid
 
 
-def test_rows_and_types_are_sqlalchemys(pg):  # noqa: ANN001
+def test_rows_and_types_are_sqlalchemys(pg):
     with pg.write() as s:
         conn = s.connection()
         wid = _add(conn)
@@ -53,7 +53,7 @@ def test_rows_and_types_are_sqlalchemys(pg):  # noqa: ANN001
         assert direct.first(s.connection(), _RENAME, {"w_id": "nobody", "w_name": "x"}) is None
 
 
-def test_errors_are_sqlalchemys_and_the_transaction_rolls_back(pg):  # noqa: ANN001
+def test_errors_are_sqlalchemys_and_the_transaction_rolls_back(pg):
     with pg.write() as s:
         wid = _add(s.connection(), w_slug="taken")
     with pytest.raises(IntegrityError):  # the API's 409 handler catches this one
@@ -65,7 +65,7 @@ def test_errors_are_sqlalchemys_and_the_transaction_rolls_back(pg):  # noqa: ANN
         assert s.execute(_READ, {"w_id": wid}).one()
 
 
-def test_a_lost_connection_is_sqlalchemys_operational_error(pg):  # noqa: ANN001
+def test_a_lost_connection_is_sqlalchemys_operational_error(pg):
     with pytest.raises(OperationalError):  # the API answers 503 and the daemon retries
         with pg.write() as s:
             conn = s.connection()
@@ -75,7 +75,7 @@ def test_a_lost_connection_is_sqlalchemys_operational_error(pg):  # noqa: ANN001
         assert direct.rows(s.connection(), _READ, {"w_id": "x"}) == []
 
 
-def test_the_finish_and_claim_request_skips_sqlalchemys_execution(api, pg, monkeypatch):  # noqa: ANN001
+def test_the_finish_and_claim_request_skips_sqlalchemys_execution(api, pg, monkeypatch):
     from tests.api.test_claim_scale import _daemon
 
     _, d = _daemon(api)
@@ -86,7 +86,7 @@ def test_the_finish_and_claim_request_skips_sqlalchemys_execution(api, pg, monke
     through_sqlalchemy: list[str] = []
     real = Connection._execute_clauseelement
 
-    def watched(self, elem, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def watched(self, elem, *a, **kw):
         through_sqlalchemy.append(str(elem)[:60])
         return real(self, elem, *a, **kw)
 

@@ -13,19 +13,19 @@ from predictorx.store.schema import Daemon, Task
 from tests.api.test_claim_scale import _daemon  # a registered command daemon and its client
 
 
-def _agent(api, name="w", limit=1):  # noqa: ANN001, ANN202
+def _agent(api, name="w", limit=1):
     r = api.post("/api/agents", json={"name": name, "provider": "command", "command": ["true"],
                                       "max_concurrent_tasks": limit})
     assert r.status_code == 201, r.text
 
 
-def _issue(api, title, **kw):  # noqa: ANN001, ANN202
+def _issue(api, title, **kw):
     r = api.post("/api/issues", json={"title": title, **kw})
     assert r.status_code == 201, r.text
     return r.json()
 
 
-def test_a_held_task_finishes_with_every_field_and_announces_the_freed_slot(api, db):  # noqa: ANN001
+def test_a_held_task_finishes_with_every_field_and_announces_the_freed_slot(api, db):
     did, d = _daemon(api)
     _agent(api, limit=1)
     first = _issue(api, "one", assignee="w")
@@ -55,7 +55,7 @@ def test_a_held_task_finishes_with_every_field_and_announces_the_freed_slot(api,
     assert issue["updated_at"] >= got["finished_at"]
 
 
-def test_absent_fields_are_kept_and_an_empty_branch_clears_it(api, db):  # noqa: ANN001
+def test_absent_fields_are_kept_and_an_empty_branch_clears_it(api, db):
     did, d = _daemon(api)
     _agent(api, limit=2)
     _issue(api, "one", assignee="w")
@@ -75,7 +75,7 @@ def test_absent_fields_are_kept_and_an_empty_branch_clears_it(api, db):  # noqa:
     assert api.get(f"/api/tasks/{tid2}").json()["branch_name"] is None
 
 
-def test_completed_without_a_running_report_gets_its_start_from_the_dispatch(api):  # noqa: ANN001
+def test_completed_without_a_running_report_gets_its_start_from_the_dispatch(api):
     _, d = _daemon(api)
     _agent(api)
     _issue(api, "one", assignee="w")
@@ -85,7 +85,7 @@ def test_completed_without_a_running_report_gets_its_start_from_the_dispatch(api
     assert got["started_at"] == got["dispatched_at"] is not None
 
 
-def test_what_the_core_finish_does_not_hold_gets_the_rules_answers(api):  # noqa: ANN001
+def test_what_the_core_finish_does_not_hold_gets_the_rules_answers(api):
     _, d1 = _daemon(api)
     _, d2 = _daemon(api)
     _agent(api, limit=5)
@@ -103,7 +103,7 @@ def test_what_the_core_finish_does_not_hold_gets_the_rules_answers(api):  # noqa
     assert r.status_code == 200 and r.json()["status"] == "cancelled" and r.json()["claimed"] == []
 
 
-def test_finish_and_claim_next_resumes_the_session_the_same_request_ended(api):  # noqa: ANN001
+def test_finish_and_claim_next_resumes_the_session_the_same_request_ended(api):
     """The follow-up queued when a task ends is claimed by that same request, and continues the
     session that finish just recorded (the claim sees the finish's writes in its transaction)."""
     _, d = _daemon(api)
@@ -121,7 +121,7 @@ def test_finish_and_claim_next_resumes_the_session_the_same_request_ended(api): 
     assert nxt["issue"]["number"] == issue["number"] and nxt["context"]["workspace"]["slug"] == "default"
 
 
-def test_the_finish_and_the_claim_do_not_send_json_documents_back(api, db):  # noqa: ANN001
+def test_the_finish_and_the_claim_do_not_send_json_documents_back(api, db):
     """A finish's review (up to 1.5 MB) and a task's context are written, not read back: the
     statements' RETURNING leaves them out, so PostgreSQL does not send them and the driver does
     not parse them again (a finish with a 1 MB review: 15.4 → 9.8 ms of CPU in-process)."""

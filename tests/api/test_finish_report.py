@@ -10,7 +10,7 @@ import pytest
 from predictorx.store.schema import Daemon, Task, Workspace
 
 
-def _running_task(api):  # noqa: ANN001, ANN202
+def _running_task(api):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": "host", "capabilities": [],
                                                 "runtimes": [{"provider": "command", "version": "1"}]})
@@ -33,7 +33,7 @@ def _running_task(api):  # noqa: ANN001, ANN202
     ({"result": "ok", "failure_reason": "f" * 200_000, "branch_name": "b" * 900},
      lambda t: 99_000 < len(t["failure_reason"]) <= 100_000 and 400 < len(t["branch_name"]) <= 500),
 ])
-def test_finding_07_finish_report_is_never_refused_for_size_or_content(api, report, check):  # noqa: ANN001
+def test_finding_07_finish_report_is_never_refused_for_size_or_content(api, report, check):
     d, task_id = _running_task(api)
     r = d.post(f"/api/daemon/tasks/{task_id}/finish", json={"status": "completed", **report})
     assert r.status_code == 200, r.text[:500]
@@ -43,7 +43,7 @@ def test_finding_07_finish_report_is_never_refused_for_size_or_content(api, repo
                                                                            "branch_name")}})
 
 
-def test_finding_07_messages_with_nul_are_stored_on_both_backends(api):  # noqa: ANN001
+def test_finding_07_messages_with_nul_are_stored_on_both_backends(api):
     d, task_id = _running_task(api)
     r = d.post(f"/api/tasks/{task_id}/messages", json={"messages": [
         {"seq": 0, "kind": "text", "content": {"text": "a\x00b"}}]})
@@ -51,7 +51,7 @@ def test_finding_07_messages_with_nul_are_stored_on_both_backends(api):  # noqa:
     assert api.get(f"/api/tasks/{task_id}/messages").json()[0]["content"]["text"] in ("a\x00b", "a\ufffdb")
 
 
-def test_finding_07_column_sizes_are_the_same_on_both_backends(api, db):  # noqa: ANN001
+def test_finding_07_column_sizes_are_the_same_on_both_backends(api, db):
     """What the API accepts fits the columns on PostgreSQL; what does not fit is refused alike."""
     from predictorx.store.bounded import ValueTooLong
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 
-def _daemon(api, *, providers=("claude",)):  # noqa: ANN001, ANN202
+def _daemon(api, *, providers=("claude",)):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}", "capabilities": [],
                                                "runtimes": [{"provider": p, "version": "1.0"} for p in providers]})
@@ -14,22 +14,22 @@ def _daemon(api, *, providers=("claude",)):  # noqa: ANN001, ANN202
     return did, api.as_(r.json()["token"])
 
 
-def _issue(api, title="Do it", **kw):  # noqa: ANN001, ANN202
+def _issue(api, title="Do it", **kw):
     r = api.post("/api/issues", json={"title": title, **kw})
     assert r.status_code == 201, r.text
     return r.json()
 
 
-def _runs(api, issue):  # noqa: ANN001, ANN202
+def _runs(api, issue):
     return api.get(f"/api/issues/{issue['number']}/runs").json()
 
 
-def _comment(api, issue, body):  # noqa: ANN001, ANN202
+def _comment(api, issue, body):
     r = api.post(f"/api/issues/{issue['number']}/comments", json={"body": body})
     assert r.status_code == 201, r.text
 
 
-def test_a_mention_queues_a_follow_up_that_resumes_the_session_on_its_daemon_only(api):  # noqa: ANN001
+def test_a_mention_queues_a_follow_up_that_resumes_the_session_on_its_daemon_only(api):
     _, d1 = _daemon(api)
     _, d2 = _daemon(api)
     api.post("/api/agents", json={"name": "claude-1", "provider": "claude"})
@@ -52,7 +52,7 @@ def test_a_mention_queues_a_follow_up_that_resumes_the_session_on_its_daemon_onl
     assert third["task"]["prompt"] == "@claude-1, one more thing" and third["resume_session_id"] is None
 
 
-def test_several_mentions_queue_one_task_per_agent_and_an_agent_never_triggers_itself(api):  # noqa: ANN001
+def test_several_mentions_queue_one_task_per_agent_and_an_agent_never_triggers_itself(api):
     _, d = _daemon(api, providers=("claude", "codex"))
     for name, provider in (("claude-1", "claude"), ("codex-1", "codex")):
         api.post("/api/agents", json={"name": name, "provider": provider})
@@ -75,7 +75,7 @@ def test_several_mentions_queue_one_task_per_agent_and_an_agent_never_triggers_i
     assert runs[2]["prompt"] == "@claude-1 note to self; @codex-1 your turn"
 
 
-def test_requests_join_a_queued_task_and_a_cancelled_run_drops_what_waited(api):  # noqa: ANN001
+def test_requests_join_a_queued_task_and_a_cancelled_run_drops_what_waited(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "claude-1", "provider": "claude"})
     issue = _issue(api, assignee="claude-1")

@@ -23,7 +23,7 @@ from fuzz_support import EXAMPLES, body_schemas
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def fuzz_target(request, tmp_path_factory):  # noqa: ANN001, ANN201
+def fuzz_target(request, tmp_path_factory):
     schema_name = None
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'px.db'}"
@@ -46,7 +46,7 @@ def fuzz_target(request, tmp_path_factory):  # noqa: ANN001, ANN201
         drop_postgres_schema(POSTGRES_URL, schema_name)
 
 
-def _schemas(app):  # noqa: ANN001, ANN202
+def _schemas(app):
     """Valid cases draw nasty text; invalid ones are checked by a validator that cannot hold a lone
     surrogate, so they draw ordinary text."""
     raw = app.openapi()
@@ -57,7 +57,7 @@ def _schemas(app):  # noqa: ANN001, ANN202
 
 
 @pytest.mark.timeout(1800)  # many operations × examples; measured in the report
-def test_no_server_errors(fuzz_target):  # noqa: ANN001
+def test_no_server_errors(fuzz_target):
     """Every operation, fuzzed with schema-valid and invalid input, answers below 500."""
     app, token = fuzz_target
     failures, calls = [], []
@@ -70,7 +70,7 @@ def test_no_server_errors(fuzz_target):  # noqa: ANN001
             @given(case=op.as_strategy(generation_mode=mode))
             @settings(max_examples=max(1, EXAMPLES // 2), deadline=None, suppress_health_check=list(HealthCheck),
                       database=None)
-            def probe(case):  # noqa: ANN001, ANN202
+            def probe(case):
                 response = case.call(app=app, base_url="http://testserver",
                                      headers={"Authorization": f"Bearer {token}"})
                 calls.append(response.status_code)

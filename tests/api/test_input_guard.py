@@ -15,14 +15,14 @@ from predictorx.store.schema import ProjectResource
 SURROGATE = '"\\ud800"'  # valid JSON syntax, no character: Python decodes it to a lone surrogate
 
 
-def _raw(api, method, url, text, token=None):  # noqa: ANN001, ANN202
+def _raw(api, method, url, text, token=None):
     headers = {"Content-Type": "application/json"}
     if token is not False:
         headers["Authorization"] = f"Bearer {token or api.token}"
     return api.client.request(method, url, content=text.encode(), headers=headers)
 
 
-def _daemon(api):  # noqa: ANN001, ANN202
+def _daemon(api):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": "host", "capabilities": [],
                                                 "runtimes": [{"provider": "command", "version": "1"}]})
@@ -38,7 +38,7 @@ def _daemon(api):  # noqa: ANN001, ANN202
     ("/api/agents", '{"name": "a", "provider": "command", "command": ["echo", %s]}' % SURROGATE),
     ("/api/projects", '{"title": "P", %s: 1}' % SURROGATE),  # in a key
 ])
-def test_finding_09_lone_surrogate_is_refused_and_nothing_is_written(api, url, body):  # noqa: ANN001
+def test_finding_09_lone_surrogate_is_refused_and_nothing_is_written(api, url, body):
     before = {u: api.get(u).json() for u in ("/api/projects", "/api/issues", "/api/agents")}
     r = _raw(api, "POST", url, body)
     assert r.status_code == 400, r.text
@@ -46,20 +46,20 @@ def test_finding_09_lone_surrogate_is_refused_and_nothing_is_written(api, url, b
     assert {u: api.get(u).json() for u in before} == before
 
 
-def test_finding_09_valid_surrogate_pairs_and_escaped_backslashes_pass(api):  # noqa: ANN001
+def test_finding_09_valid_surrogate_pairs_and_escaped_backslashes_pass(api):
     r = _raw(api, "POST", "/api/issues", '{"title": "smile \\ud83d\\ude00", "body": "a\\\\ud800 literal"}')
     assert r.status_code == 201, r.text
     assert r.json()["title"] == "smile \U0001F600" and r.json()["body"] == "a\\ud800 literal"
 
 
-def test_finding_09_invalid_utf8_bytes_are_refused(api):  # noqa: ANN001
+def test_finding_09_invalid_utf8_bytes_are_refused(api):
     r = api.client.post("/api/issues", content=b'{"title": "\xed\xa0\x80"}',
                         headers={"Authorization": f"Bearer {api.token}", "Content-Type": "application/json"})
     assert r.status_code == 400 and "UTF-8" in r.json()["detail"]
     assert api.get("/api/issues").json() == []
 
 
-def test_finding_09_text_already_stored_never_makes_a_500(api, db):  # noqa: ANN001
+def test_finding_09_text_already_stored_never_makes_a_500(api, db):
     """A row poisoned before this fix (or by an older server): pages and claims still answer."""
     did, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "command", "command": ["true"], "runtime": did})
@@ -75,7 +75,7 @@ def test_finding_09_text_already_stored_never_makes_a_500(api, db):  # noqa: ANN
     assert len(claimed.json()["tasks"]) == 1
 
 
-def test_finding_10_body_over_the_limit_is_413_before_authentication(api):  # noqa: ANN001
+def test_finding_10_body_over_the_limit_is_413_before_authentication(api):
     big = b"x" * (10 * 1024 * 1024 + 1)
     r = api.client.post("/api/projects", content=big, headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and "larger than this server accepts (10 MiB)" in r.json()["detail"]
@@ -89,7 +89,7 @@ def test_finding_10_body_over_the_limit_is_413_before_authentication(api):  # no
     assert api.get("/api/issues").json() == []
 
 
-def test_finding_10_limit_is_configurable(monkeypatch, db):  # noqa: ANN001
+def test_finding_10_limit_is_configurable(monkeypatch, db):
     from starlette.testclient import TestClient
 
     from predictorx.server.app import create_app
@@ -114,7 +114,7 @@ def test_text_problem_is_cheap_on_ordinary_bodies() -> None:
     assert BodyGuard(lambda *a: None, max_bytes=4096).max_bytes == 4096  # tests may go lower
 
 
-def test_finding_14_proc_file_urls_are_refused_when_saved(api):  # noqa: ANN001
+def test_finding_14_proc_file_urls_are_refused_when_saved(api):
     for url in ("file:///proc/1/cwd", "file:///sys/kernel", "file://localhost/dev/shm/x"):
         r = api.post("/api/projects", json={"title": "P", "resources": [
             {"resource_type": "github_repo", "resource_ref": {"url": url}}]})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 
-def _daemon(api, capabilities: list[str]):  # noqa: ANN001, ANN202
+def _daemon(api, capabilities: list[str]):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
                                                "capabilities": capabilities, "runtimes": [{"provider": "claude"}]})
@@ -15,7 +15,7 @@ def _daemon(api, capabilities: list[str]):  # noqa: ANN001, ANN202
     return did, api.as_(r.json()["token"])
 
 
-def test_an_allowlist_agent_is_never_claimed_by_a_daemon_that_does_not_apply_it(api):  # noqa: ANN001
+def test_an_allowlist_agent_is_never_claimed_by_a_daemon_that_does_not_apply_it(api):
     old, old_api = _daemon(api, [])
     api.post("/api/agents", json={"name": "fenced", "provider": "claude", "runtime": old, "sandbox": True,
                                   "network": "allowlist", "allow_hosts": ["api.anthropic.com"]})
@@ -26,7 +26,7 @@ def test_an_allowlist_agent_is_never_claimed_by_a_daemon_that_does_not_apply_it(
     assert "open network" in run["failure_reason"]
 
 
-def test_a_daemon_that_applies_allowlists_gets_the_policy_with_the_task(api):  # noqa: ANN001
+def test_a_daemon_that_applies_allowlists_gets_the_policy_with_the_task(api):
     new, new_api = _daemon(api, ["network-allowlist-v1"])
     api.post("/api/agents", json={"name": "fenced", "provider": "claude", "runtime": new, "sandbox": True,
                                   "network": "allowlist", "allow_hosts": ["api.anthropic.com", "127.0.0.1:8080"]})

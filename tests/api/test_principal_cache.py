@@ -17,11 +17,11 @@ from predictorx.service.auth import Principal
 from predictorx.store.db import Database
 
 
-def _me(api, token):  # noqa: ANN001, ANN202
+def _me(api, token):
     return api.as_(token).get("/api/me").status_code
 
 
-def test_a_revoked_token_is_refused_by_the_next_request(api, app):  # noqa: ANN001
+def test_a_revoked_token_is_refused_by_the_next_request(api, app):
     app.state.px.principals.ttl = 3600  # only the revocation itself may make it forget
     made = api.post("/api/tokens", json={"name": "laptop"}).json()
     assert _me(api, made["token"]) == 200 and _me(api, made["token"]) == 200  # the second from the cache
@@ -30,7 +30,7 @@ def test_a_revoked_token_is_refused_by_the_next_request(api, app):  # noqa: ANN0
     assert _me(api, made["token"]) == 401
 
 
-def test_a_superseded_daemon_token_is_refused_at_once(api, app):  # noqa: ANN001
+def test_a_superseded_daemon_token_is_refused_at_once(api, app):
     """Registering a daemon again with the owner's token revokes its previous daemon token."""
     app.state.px.principals.ttl = 3600
     did = str(uuid.uuid4())
@@ -42,7 +42,7 @@ def test_a_superseded_daemon_token_is_refused_at_once(api, app):  # noqa: ANN001
     assert api.as_(new).post("/api/daemon/heartbeat", json={"task_ids": []}).status_code == 200
 
 
-def test_a_removed_member_loses_the_workspace_at_once(api, app):  # noqa: ANN001
+def test_a_removed_member_loses_the_workspace_at_once(api, app):
     app.state.px.principals.ttl = 3600
     added = api.post("/api/workspaces/default/members", json={"name": "Ann", "role": "admin"}).json()
     ann = api.as_(added["token"])
@@ -64,7 +64,7 @@ def test_a_lookup_that_raced_a_revocation_stores_nothing():
     assert cache.get(cache.key("pxt_task")) is None  # a task token dies with its task: never kept
 
 
-def test_another_server_process_forgets_when_postgres_tells_it(api, app, database_url):  # noqa: ANN001
+def test_another_server_process_forgets_when_postgres_tells_it(api, app, database_url):
     """Two server processes on one PostgreSQL (here two apps, each with its own LISTEN): a token
     revoked through one is refused by the other well before its cache entry would expire."""
     if not database_url.startswith("postgresql"):

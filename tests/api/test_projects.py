@@ -12,25 +12,25 @@ from predictorx.resources.placement import CHECKOUT, OWN, WORKTREE, Placement
 DAEMON = str(uuid.uuid4())
 
 
-def register_daemon(api, daemon_id: str) -> None:  # noqa: ANN001
+def register_daemon(api, daemon_id: str) -> None:
     r = api.post("/api/daemon/register", json={"daemon_id": daemon_id, "name": f"host-{daemon_id[:4]}",
                                                 "capabilities": ["local-worktree-v1"], "runtimes": [{"provider": "command"}]})
     assert r.status_code == 200, r.text
 
 
 @pytest.fixture(autouse=True)
-def _owners_daemon(api):  # noqa: ANN001, ANN202
+def _owners_daemon(api):
     """A local_directory names a registered daemon of the workspace, owned by whoever adds it."""
     register_daemon(api, DAEMON)
 
 
-def _project(api, **kw):  # noqa: ANN001, ANN202
+def _project(api, **kw):
     r = api.post("/api/projects", json={"title": "Agent UX 2026", **kw})
     assert r.status_code == 201, r.text
     return r.json()
 
 
-def test_create_project_with_resources_in_one_call(api):  # noqa: ANN001
+def test_create_project_with_resources_in_one_call(api):
     """R-RES-3: a local_directory keeps its label in one place (the row, not the payload) and
     defaults to execution_mode in_place."""
     p = _project(api, resources=[
@@ -45,7 +45,7 @@ def test_create_project_with_resources_in_one_call(api):  # noqa: ANN001
     assert [r["position"] for r in p["resources"]] == [0, 1]
 
 
-def test_bad_resource_aborts_whole_creation(api):  # noqa: ANN001
+def test_bad_resource_aborts_whole_creation(api):
     """R-RES-5: one invalid resource aborts the whole creation; no half-made project remains."""
     before = api.get("/api/projects").json()
     r = api.post("/api/projects", json={"title": "x", "resources": [
@@ -65,14 +65,14 @@ def test_bad_resource_aborts_whole_creation(api):  # noqa: ANN001
     "git@forgejo.internal:team/app.git",                      # scp-like
     "file:///srv/git/app.git",
 ])
-def test_any_git_url_is_a_github_repo(api, url):  # noqa: ANN001
+def test_any_git_url_is_a_github_repo(api, url):
     """R-RES-2: any git URL the runtime can reach, not only GitHub; ref and the hint are kept as given."""
     p = _project(api, resources=[{"resource_type": "github_repo",
                                   "resource_ref": {"url": url, "ref": "v1.2", "default_branch_hint": "trunk"}}])
     assert p["resources"][0]["resource_ref"] == {"url": url, "ref": "v1.2", "default_branch_hint": "trunk"}
 
 
-def test_unknown_type_lists_known_ones(api):  # noqa: ANN001
+def test_unknown_type_lists_known_ones(api):
     """R-RES-6: an unknown type is a 400 that lists the known types."""
     p = _project(api)
     r = api.post(f"/api/projects/{p['id']}/resources",
@@ -81,7 +81,7 @@ def test_unknown_type_lists_known_ones(api):  # noqa: ANN001
     assert "github_repo" in r.json()["detail"] and "local_directory" in r.json()["detail"]
 
 
-def test_second_local_directory_for_same_daemon_is_409(api):  # noqa: ANN001
+def test_second_local_directory_for_same_daemon_is_409(api):
     """R-RES-4: one local_directory per (project, daemon), 409 saying why; other daemons may have one."""
     p = _project(api)
     url = f"/api/projects/{p['id']}/resources"
@@ -95,7 +95,7 @@ def test_second_local_directory_for_same_daemon_is_409(api):  # noqa: ANN001
     assert len(api.get(url).json()) == 2
 
 
-def test_partial_update_distinguishes_omitted_and_cleared(api):  # noqa: ANN001
+def test_partial_update_distinguishes_omitted_and_cleared(api):
     p = _project(api)
     url = f"/api/projects/{p['id']}/resources"
     r = api.post(url, json={"resource_type": "github_repo", "label": "api",
@@ -111,7 +111,7 @@ def test_partial_update_distinguishes_omitted_and_cleared(api):  # noqa: ANN001
     assert api.get(f"{url}/{r['id']}").json()["resource_type"] == "github_repo"
 
 
-def test_update_cannot_create_a_duplicate_local_directory(api):  # noqa: ANN001
+def test_update_cannot_create_a_duplicate_local_directory(api):
     """R-RES-4 holds for updates too: moving a row onto a daemon that has one is a 409."""
     p = _project(api)
     url = f"/api/projects/{p['id']}/resources"
@@ -125,7 +125,7 @@ def test_update_cannot_create_a_duplicate_local_directory(api):  # noqa: ANN001
     assert api.get(f"{url}/{r['id']}").json()["resource_ref"]["daemon_id"] == other
 
 
-def test_remove_resource(api):  # noqa: ANN001
+def test_remove_resource(api):
     p = _project(api, resources=[{"resource_type": "github_repo", "resource_ref": {"url": "file:///srv/x.git"}}])
     rid = p["resources"][0]["id"]
     assert api.delete(f"/api/projects/{p['id']}/resources/{rid}").status_code == 204
@@ -141,7 +141,7 @@ def test_remove_resource(api):  # noqa: ANN001
     ({"local_path": 5, "daemon_id": DAEMON}, "must be a string"),
     ({"daemon_id": DAEMON}, "local_path is required"),
 ])
-def test_bad_local_directory_payloads(api, ref, message):  # noqa: ANN001
+def test_bad_local_directory_payloads(api, ref, message):
     """R-RES-3: local_path, daemon_id and execution_mode (in_place | worktree) are checked."""
     p = _project(api)
     r = api.post(f"/api/projects/{p['id']}/resources", json={"resource_type": "local_directory", "resource_ref": ref})
@@ -149,7 +149,7 @@ def test_bad_local_directory_payloads(api, ref, message):  # noqa: ANN001
     assert api.get(f"/api/projects/{p['id']}/resources").json() == []
 
 
-def test_malformed_json_is_4xx(api):  # noqa: ANN001
+def test_malformed_json_is_4xx(api):
     r = api.post("/api/projects", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 422
 
@@ -162,34 +162,34 @@ class NotionPage(registry.ResourceType):
     form_fields = (registry.Field("page_id", "the page's id"), registry.Field("export_dir", "where it is exported"),
                    registry.Field("daemon_id", "the machine it is exported on"))
 
-    def normalize(self, ref):  # noqa: ANN001, ANN202
+    def normalize(self, ref):
         if not isinstance(ref.get("page_id"), str):
             raise registry.ResourceError("page_id is required")
         return {k: ref.get(k) for k in ("page_id", "title", "export_dir", "daemon_id") if ref.get(k) is not None}
 
-    def unique_key(self, ref):  # noqa: ANN001, ANN202
+    def unique_key(self, ref):
         return f"notion_page:{ref['page_id']}"
 
-    def conflict_message(self, ref):  # noqa: ANN001, ANN202
+    def conflict_message(self, ref):
         return f"page {ref['page_id']} is already one of this project's pages"
 
-    def describe(self, ref, label):  # noqa: ANN001, ANN202
+    def describe(self, ref, label):
         return f"Notion page “{ref['title']}”"
 
-    def placement(self, ref, label, daemon_id):  # noqa: ANN001, ANN202
+    def placement(self, ref, label, daemon_id):
         if ref.get("daemon_id") != daemon_id or not ref.get("export_dir"):
             return None
         return Placement(WORKTREE, local_path=ref["export_dir"], label=label)
 
 
 @pytest.fixture
-def notion_page():  # noqa: ANN201
+def notion_page():
     registry.register(NotionPage)
     yield
     registry.unregister("notion_page")
 
 
-def test_third_type_is_one_module_plus_registration(api, notion_page):  # noqa: ANN001
+def test_third_type_is_one_module_plus_registration(api, notion_page):
     p = _project(api)
     r = api.post(f"/api/projects/{p['id']}/resources",
                  json={"resource_type": "notion_page", "resource_ref": {"page_id": "abc", "title": "Spec"}})
@@ -202,7 +202,7 @@ def test_third_type_is_one_module_plus_registration(api, notion_page):  # noqa: 
     assert again.status_code == 409 and again.json()["detail"] == "page abc is already one of this project's pages"
 
 
-def test_third_type_chooses_where_the_agent_runs(notion_page):  # noqa: ANN001
+def test_third_type_chooses_where_the_agent_runs(notion_page):
     """The daemon asks the types (R-LD-3, R-CTX-4): no type is special-cased by name."""
     from predictorx.daemon.context import TaskContext
     from predictorx.daemon.runner import _placement
@@ -221,7 +221,7 @@ def test_third_type_chooses_where_the_agent_runs(notion_page):  # noqa: ANN001
     assert _placement(TaskContext.from_dict({"resources": rows[1:]}, daemon_id=here), elsewhere).kind == OWN
 
 
-def test_third_type_brings_its_cli_flags(api, notion_page, monkeypatch, capsys):  # noqa: ANN001
+def test_third_type_brings_its_cli_flags(api, notion_page, monkeypatch, capsys):
     """`project resource add/update` have a flag per field of every registered type."""
     from starlette.testclient import TestClient
 
@@ -250,7 +250,7 @@ def test_third_type_brings_its_cli_flags(api, notion_page, monkeypatch, capsys):
     assert api.get(f"/api/projects/{p['id']}/resources").json()[0]["resource_ref"]["export_dir"] == "/srv/y"
 
 
-def test_workspace_isolation_is_404(api):  # noqa: ANN001
+def test_workspace_isolation_is_404(api):
     p = _project(api)
     ws = api.post("/api/workspaces", json={"name": "Other team"}).json()
     # A second user who is only a member of the other workspace.
@@ -272,12 +272,12 @@ def test_workspace_isolation_is_404(api):  # noqa: ANN001
     assert other.get("/api/projects", headers={"X-Workspace": first_ws}).status_code == 404
 
 
-def test_no_token_is_401(api):  # noqa: ANN001
+def test_no_token_is_401(api):
     assert api.client.get("/api/projects").status_code == 401
     assert api.as_("pxu_wrong").get("/api/projects").status_code == 401
 
 
-def test_members_and_tokens(api):  # noqa: ANN001
+def test_members_and_tokens(api):
     ws = api.get("/api/workspaces").json()[0]["id"]
     added = api.post(f"/api/workspaces/{ws}/members", json={"name": "bob", "email": "bob@example.com"}).json()
     bob = api.as_(added["token"])

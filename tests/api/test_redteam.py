@@ -10,17 +10,17 @@ import uuid
 from predictorx.service.mentions import AGENT_CHAIN_LIMIT
 
 
-def _ws(api) -> str:  # noqa: ANN001
+def _ws(api) -> str:
     return api.get("/api/workspaces").json()[0]["id"]
 
 
-def _member(api, name: str):  # noqa: ANN001, ANN202
+def _member(api, name: str):
     r = api.post(f"/api/workspaces/{_ws(api)}/members", json={"name": name, "role": "member"})
     assert r.status_code == 201, r.text
     return api.as_(r.json()["token"])
 
 
-def _daemon(api, providers=("command",)):  # noqa: ANN001, ANN202
+def _daemon(api, providers=("command",)):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
                                                "runtimes": [{"provider": p} for p in providers]})
@@ -28,22 +28,22 @@ def _daemon(api, providers=("command",)):  # noqa: ANN001, ANN202
     return api.as_(r.json()["token"])
 
 
-def _agent(api, name: str) -> None:  # noqa: ANN001
+def _agent(api, name: str) -> None:
     r = api.post("/api/agents", json={"name": name, "provider": "command", "command": ["true"]})
     assert r.status_code in (200, 201), r.text
 
 
-def _runs(api, number: int) -> list[dict]:  # noqa: ANN001
+def _runs(api, number: int) -> list[dict]:
     return api.get(f"/api/issues/{number}/runs").json()
 
 
-def _claim(daemon) -> dict:  # noqa: ANN001
+def _claim(daemon) -> dict:
     tasks = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
     assert len(tasks) == 1, tasks
     return tasks[0]
 
 
-def test_redteam_agent_mention_never_runs_another_persons_agent(api):  # noqa: ANN001
+def test_redteam_agent_mention_never_runs_another_persons_agent(api):
     """A prompt-injected agent's comment `@bobs-agent …` must not start Bob's agent on Bob's machine
     with a prompt the injection chose: a task token may comment, never assign (R-SEC-6)."""
     owner_daemon = _daemon(api)
@@ -63,7 +63,7 @@ def test_redteam_agent_mention_never_runs_another_persons_agent(api):  # noqa: A
     assert [t["agent_name"] for t in _runs(api, issue["number"])] == ["owners-agent", "bobs-agent"]
 
 
-def test_redteam_agents_mentioning_each_other_stop_without_a_person(api):  # noqa: ANN001
+def test_redteam_agents_mentioning_each_other_stop_without_a_person(api):
     """Two agents that @mention each other in every comment ran forever, unattended."""
     daemon = _daemon(api)
     _agent(api, "ping")
@@ -86,7 +86,7 @@ def test_redteam_agents_mentioning_each_other_stop_without_a_person(api):  # noq
     assert [t["status"] for t in _runs(api, n)][-1] == "queued"
 
 
-def _bobs_issue_with_owners_agent_on_it(api, title: str = "Add a CSV export command to the CLI"):  # noqa: ANN001, ANN202
+def _bobs_issue_with_owners_agent_on_it(api, title: str = "Add a CSV export command to the CLI"):
     """An issue assigned to Bob's agent (its run is over) on which a person asked the owner's agent
     for help: the owner's agent holds a task token on an issue whose assignee is Bob's agent."""
     owner_daemon = _daemon(api)
@@ -103,7 +103,7 @@ def _bobs_issue_with_owners_agent_on_it(api, title: str = "Add a CSV export comm
     return issue["number"], api.as_(held["token"]), bob_daemon
 
 
-def test_redteam_agent_starting_a_workflow_never_runs_another_persons_agent(api):  # noqa: ANN001
+def test_redteam_agent_starting_a_workflow_never_runs_another_persons_agent(api):
     """A prompt-injected agent's task token started a workflow (or resumed one) on its issue, and the
     harness dispatched the workflow's agent step to the issue's assignee — Bob's agent, on Bob's
     machine: the same-owner rule of mentions (R-SEC-6) was bypassed through the harness."""
@@ -122,7 +122,7 @@ def test_redteam_agent_starting_a_workflow_never_runs_another_persons_agent(api)
     assert [t["agent_name"] for t in _runs(api, n) if t["status"] == "queued"] == ["bobs-agent"]
 
 
-def test_redteam_agent_judging_a_classification_never_runs_another_persons_agent(api):  # noqa: ANN001
+def test_redteam_agent_judging_a_classification_never_runs_another_persons_agent(api):
     """The same through a judgement: the issue's classification waits for one (the table cannot
     decide "Penguins"); the owner's agent passes it with its task token, which starts the category's
     workflow — whose agent step must not go to Bob's agent, the assignee."""
@@ -135,7 +135,7 @@ def test_redteam_agent_judging_a_classification_never_runs_another_persons_agent
     assert bob_daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []
 
 
-def _repo_urls(daemon) -> list[str]:  # noqa: ANN001
+def _repo_urls(daemon) -> list[str]:
     """Every repository URL the daemon's next claim hands it (what it fetches and its agent may
     check out); the task is then finished."""
     from predictorx.daemon.context import TaskContext, allowed_repo_urls
@@ -145,7 +145,7 @@ def _repo_urls(daemon) -> list[str]:  # noqa: ANN001
     return allowed_repo_urls(TaskContext.from_dict(held["context"]))
 
 
-def test_redteam_file_url_added_by_a_member_is_never_fetched_by_another_persons_daemon(api):  # noqa: ANN001
+def test_redteam_file_url_added_by_a_member_is_never_fetched_by_another_persons_daemon(api):
     """Bob added a repository `file:///home/<owner>/private-repo` — a folder on the owner's machine —
     to a project; the owner's daemon fetched it into its repo cache for the owner's agent's next task
     of the project (a copy in the agent's hands, sandbox or not). A local folder is the machine's

@@ -13,7 +13,7 @@ def _urls(context: dict) -> list[str]:
     return [r["resource_ref"].get("url") for r in context["resources"]]
 
 
-def test_resource_changes_reach_later_tasks_and_never_rewrite_a_run(api):  # noqa: ANN001
+def test_resource_changes_reach_later_tasks_and_never_rewrite_a_run(api):
     did = str(uuid.uuid4())
     reg = api.post("/api/daemon/register", json={"daemon_id": did, "name": "host", "capabilities": [],
                                                   "runtimes": [{"provider": "command", "version": "1"}]})

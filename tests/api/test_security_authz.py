@@ -11,25 +11,25 @@ import uuid
 from predictorx.server.hub import Hub
 
 
-def _ws(api) -> str:  # noqa: ANN001
+def _ws(api) -> str:
     return api.get("/api/workspaces").json()[0]["id"]
 
 
-def _add(api, name: str, role: str = "member", email: str | None = None):  # noqa: ANN001, ANN202
+def _add(api, name: str, role: str = "member", email: str | None = None):
     r = api.post(f"/api/workspaces/{_ws(api)}/members", json={"name": name, "role": role, "email": email})
     assert r.status_code == 201, r.text
     body = r.json()
     return body["user_id"], (api.as_(body["token"]) if body.get("token") else None)
 
 
-def _register(api, daemon_id: str | None = None, providers=("command",)):  # noqa: ANN001, ANN202
+def _register(api, daemon_id: str | None = None, providers=("command",)):
     did = daemon_id or str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
                                                "runtimes": [{"provider": p} for p in providers]})
     return did, r
 
 
-def test_finding_01_account_takeover_by_email(api):  # noqa: ANN001
+def test_finding_01_account_takeover_by_email(api):
     # An admin of the owner's workspace, with an email.
     _, admin = _add(api, "alice", role="admin", email="alice@example.com")
     # A plain member makes their own workspace and "adds" alice by her email there.
@@ -49,7 +49,7 @@ def test_finding_01_account_takeover_by_email(api):  # noqa: ANN001
     assert admin.get("/api/projects", headers={"X-Workspace": ws2}).status_code == 200
 
 
-def test_finding_03_daemon_identity_hijack(api):  # noqa: ANN001
+def test_finding_03_daemon_identity_hijack(api):
     owner_daemon, r = _register(api)
     assert r.status_code == 200
     owner_daemon_token = api.as_(r.json()["token"])
@@ -74,7 +74,7 @@ def test_finding_03_daemon_identity_hijack(api):  # noqa: ANN001
                                                         "command": ["true"]}).status_code == 403
 
 
-def test_finding_04_member_removal_revokes_every_token(api):  # noqa: ANN001
+def test_finding_04_member_removal_revokes_every_token(api):
     bob_id, bob = _add(api, "bob")
     did, r = _register(bob)
     bob_daemon = api.as_(r.json()["token"])
@@ -100,7 +100,7 @@ def test_finding_04_member_removal_revokes_every_token(api):  # noqa: ANN001
     assert api.get(f"/api/issues/{issue['number']}").status_code == 200
 
 
-def test_finding_05_roles(api):  # noqa: ANN001
+def test_finding_05_roles(api):
     ws = _ws(api)
     owner_id = api.get("/api/me").json()["user"]["id"]
     admin_id, admin = _add(api, "ada", role="admin")
@@ -146,14 +146,14 @@ def test_finding_06_daemon_requests_stay_on_the_target_daemons_stream():
     asyncio.run(scenario())
 
 
-def test_finding_06_answer_route_refuses_other_daemons(api):  # noqa: ANN001
+def test_finding_06_answer_route_refuses_other_daemons(api):
     _, r = _register(api)
     d = api.as_(r.json()["token"])
     assert d.post(f"/api/daemon/requests/{uuid.uuid4()}", json={"ok": True}).json() == {"accepted": False}
     assert api.post(f"/api/daemon/requests/{uuid.uuid4()}", json={"ok": True}).status_code == 403
 
 
-def test_finding_02_machine_consent(api):  # noqa: ANN001
+def test_finding_02_machine_consent(api):
     owner_daemon, r = _register(api)
     owner_d = api.as_(r.json()["token"])
     _, mallory = _add(api, "mallory")
@@ -179,7 +179,7 @@ def test_finding_02_machine_consent(api):  # noqa: ANN001
     assert claimed[0]["agent"]["command"] == ["echo", "hi"]
 
 
-def test_finding_14_another_workspaces_task_is_404_for_a_daemon(api):  # noqa: ANN001
+def test_finding_14_another_workspaces_task_is_404_for_a_daemon(api):
     _, r = _register(api)
     mine = api.as_(r.json()["token"])
     api.post("/api/agents", json={"name": "a", "provider": "command", "command": ["true"]})
@@ -200,8 +200,8 @@ def test_finding_14_another_workspaces_task_is_404_for_a_daemon(api):  # noqa: A
     assert theirs.post(f"/api/tasks/{task_id}/messages", json={"messages": []}).status_code == 404
 
 
-def test_finding_14_local_directory_names_a_daemon_of_this_workspace(api):  # noqa: ANN001
-    def add(project_id: str, daemon_id: str, path: str = "/srv/app", who=None):  # noqa: ANN001, ANN202
+def test_finding_14_local_directory_names_a_daemon_of_this_workspace(api):
+    def add(project_id: str, daemon_id: str, path: str = "/srv/app", who=None):
         return (who or api).post(f"/api/projects/{project_id}/resources", json={
             "resource_type": "local_directory", "resource_ref": {"local_path": path, "daemon_id": daemon_id}})
     p = api.post("/api/projects", json={"title": "P"}).json()["id"]

@@ -10,7 +10,7 @@ from predictorx.service import tasks as task_service
 from predictorx.store.schema import Daemon, Task, utcnow
 
 
-def _daemon(api, *, capabilities=("local-worktree-v1",), providers=("claude", "command")):  # noqa: ANN001, ANN202
+def _daemon(api, *, capabilities=("local-worktree-v1",), providers=("claude", "command")):
     did = str(uuid.uuid4())
     r = api.post("/api/daemon/register", json={
         "daemon_id": did, "name": f"host-{did[:4]}", "capabilities": list(capabilities),
@@ -19,13 +19,13 @@ def _daemon(api, *, capabilities=("local-worktree-v1",), providers=("claude", "c
     return did, api.as_(r.json()["token"])
 
 
-def _issue(api, title="Do it", **kw):  # noqa: ANN001, ANN202
+def _issue(api, title="Do it", **kw):
     r = api.post("/api/issues", json={"title": title, **kw})
     assert r.status_code == 201, r.text
     return r.json()
 
 
-def test_one_active_task_per_agent_and_issue(api):  # noqa: ANN001
+def test_one_active_task_per_agent_and_issue(api):
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     issue = _issue(api, assignee="a1")
     again = api.post(f"/api/issues/{issue['number']}/assign", json={"assignee": "a1"}).json()
@@ -33,7 +33,7 @@ def test_one_active_task_per_agent_and_issue(api):  # noqa: ANN001
     assert len(runs) == 1 and again["task"]["id"] == runs[0]["id"] and runs[0]["status"] == "queued"
 
 
-def test_claim_carries_only_this_daemons_rows(api):  # noqa: ANN001
+def test_claim_carries_only_this_daemons_rows(api):
     """R-RES-8: the project's repos and the claiming daemon's own local_directory row, never another
     machine's path or daemon id."""
     mine, d1 = _daemon(api)
@@ -58,7 +58,7 @@ def test_claim_carries_only_this_daemons_rows(api):  # noqa: ANN001
     assert d1.post("/api/daemon/claim", json={"limit": 5}).json()["tasks"] == []
 
 
-def test_worktree_needs_the_capability_at_save_and_at_claim(api):  # noqa: ANN001
+def test_worktree_needs_the_capability_at_save_and_at_claim(api):
     old, old_api = _daemon(api, capabilities=())
     p = api.post("/api/projects", json={"title": "W"}).json()
     r = api.post(f"/api/projects/{p['id']}/resources", json={"resource_type": "local_directory", "resource_ref": {
@@ -82,7 +82,7 @@ def test_worktree_needs_the_capability_at_save_and_at_claim(api):  # noqa: ANN00
     assert "in place" in run["failure_reason"]
 
 
-def test_max_concurrent_tasks_per_agent(api):  # noqa: ANN001
+def test_max_concurrent_tasks_per_agent(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "solo", "provider": "command", "command": ["true"], "max_concurrent_tasks": 1})
     for i in range(3):
@@ -95,7 +95,7 @@ def test_max_concurrent_tasks_per_agent(api):  # noqa: ANN001
     assert len(d.post("/api/daemon/claim", json={"limit": 5}).json()["tasks"]) == 1
 
 
-def test_task_token_is_scoped_to_its_issue(api):  # noqa: ANN001
+def test_task_token_is_scoped_to_its_issue(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     mine = _issue(api, title="mine", assignee="a1")
@@ -115,7 +115,7 @@ def test_task_token_is_scoped_to_its_issue(api):  # noqa: ANN001
     assert agent.get(f"/api/issues/{mine['number']}").status_code == 401  # finished: token dead
 
 
-def test_messages_are_ordered_and_idempotent(api):  # noqa: ANN001
+def test_messages_are_ordered_and_idempotent(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     _issue(api, assignee="a1")
@@ -130,7 +130,7 @@ def test_messages_are_ordered_and_idempotent(api):  # noqa: ANN001
     assert len(api.get(f"/api/tasks/{tid}/messages").json()) == 5
 
 
-def test_cancel_is_immediate_and_announced(api):  # noqa: ANN001
+def test_cancel_is_immediate_and_announced(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     _issue(api, assignee="a1")
@@ -144,7 +144,7 @@ def test_cancel_is_immediate_and_announced(api):  # noqa: ANN001
     assert api.post(f"/api/tasks/{tid}/cancel").status_code == 409
 
 
-def test_sweeper_requeues_unstarted_and_fails_started_tasks(api):  # noqa: ANN001
+def test_sweeper_requeues_unstarted_and_fails_started_tasks(api):
     did, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude", "max_concurrent_tasks": 5})
     _issue(api, title="one", assignee="a1")
@@ -164,7 +164,7 @@ def test_sweeper_requeues_unstarted_and_fails_started_tasks(api):  # noqa: ANN00
         assert failed.status == "failed" and "stopped heartbeating" in failed.failure_reason
 
 
-def test_daemon_restart_requeues_or_fails_what_it_held(api):  # noqa: ANN001
+def test_daemon_restart_requeues_or_fails_what_it_held(api):
     did, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude", "max_concurrent_tasks": 5})
     _issue(api, title="one", assignee="a1")
@@ -177,12 +177,12 @@ def test_daemon_restart_requeues_or_fails_what_it_held(api):  # noqa: ANN001
     assert statuses[claimed[1]["task"]["id"]] == "queued"
 
 
-def test_daemon_endpoints_need_a_daemon_token(api):  # noqa: ANN001
+def test_daemon_endpoints_need_a_daemon_token(api):
     assert api.post("/api/daemon/claim", json={"limit": 1}).status_code == 403
     assert api.post("/api/daemon/register", json={"daemon_id": "nope", "name": "x"}).status_code == 422
 
 
-def test_the_issue_moves_along_with_its_agents_work(api):  # noqa: ANN001
+def test_the_issue_moves_along_with_its_agents_work(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     issue = _issue(api, assignee="a1")
@@ -199,7 +199,7 @@ def test_the_issue_moves_along_with_its_agents_work(api):  # noqa: ANN001
     assert api.get(f"/api/issues/{blocked['number']}").json()["status"] == "cancelled"
 
 
-def test_an_agent_at_its_limit_does_not_hide_other_agents_work(api):  # noqa: ANN001
+def test_an_agent_at_its_limit_does_not_hide_other_agents_work(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "busy", "provider": "claude", "max_concurrent_tasks": 1})
     api.post("/api/agents", json={"name": "free", "provider": "claude"})
@@ -210,7 +210,7 @@ def test_an_agent_at_its_limit_does_not_hide_other_agents_work(api):  # noqa: AN
     assert got == ["busy", "free"]
 
 
-def test_only_the_daemon_records_what_the_agent_said(api):  # noqa: ANN001
+def test_only_the_daemon_records_what_the_agent_said(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     _issue(api, assignee="a1")
@@ -223,7 +223,7 @@ def test_only_the_daemon_records_what_the_agent_said(api):  # noqa: ANN001
     assert done.status_code == 403 and "never closes" in done.json()["detail"]
 
 
-def test_reassigning_cancels_the_previous_agents_task(api):  # noqa: ANN001
+def test_reassigning_cancels_the_previous_agents_task(api):
     api.post("/api/agents", json={"name": "first", "provider": "claude"})
     api.post("/api/agents", json={"name": "second", "provider": "claude"})
     issue = _issue(api, assignee="first")
@@ -235,7 +235,7 @@ def test_reassigning_cancels_the_previous_agents_task(api):  # noqa: ANN001
     assert {r["status"] for r in api.get(f"/api/issues/{issue['number']}/runs").json()} == {"cancelled"}
 
 
-def test_bad_ids_and_repo_urls_are_refused(api):  # noqa: ANN001
+def test_bad_ids_and_repo_urls_are_refused(api):
     r = api.post("/api/daemon/register", json={"daemon_id": "-" * 36, "name": "x"})
     assert r.status_code == 422
     ws = api.get("/api/workspaces").json()[0]["id"]
@@ -251,7 +251,7 @@ def test_bad_ids_and_repo_urls_are_refused(api):  # noqa: ANN001
     assert api.get("/api/issues/foo-1").status_code == 404 and api.get("/api/issues/-1").status_code == 404
 
 
-def test_a_task_its_daemon_no_longer_holds_is_not_left_running(api):  # noqa: ANN001
+def test_a_task_its_daemon_no_longer_holds_is_not_left_running(api):
     from predictorx.service.daemons import daemon_timeout
 
     did, d = _daemon(api)
@@ -272,7 +272,7 @@ def test_a_task_its_daemon_no_longer_holds_is_not_left_running(api):  # noqa: AN
     assert statuses[claimed[1]]["status"] == "dispatched"
 
 
-def test_a_stopping_daemon_hands_back_what_it_had_not_started(api):  # noqa: ANN001
+def test_a_stopping_daemon_hands_back_what_it_had_not_started(api):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "a1", "provider": "claude"})
     _issue(api, assignee="a1")
@@ -281,7 +281,7 @@ def test_a_stopping_daemon_hands_back_what_it_had_not_started(api):  # noqa: ANN
     assert len(d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]) == 1
 
 
-def test_a_task_nobody_can_run_says_why(api):  # noqa: ANN001
+def test_a_task_nobody_can_run_says_why(api):
     api.post("/api/agents", json={"name": "lonely", "provider": "gemini"})
     issue = _issue(api, assignee="lonely")
     run = api.get(f"/api/issues/{issue['number']}/runs").json()[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 from sqlalchemy import MetaData, select
 
 
-def _tokens(api) -> dict[str, str]:  # noqa: ANN001
+def _tokens(api) -> dict[str, str]:
     minted = api.post("/api/tokens", json={"name": "laptop", "days": 30})
     assert minted.status_code in (200, 201), minted.text
     did = str(uuid.uuid4())
@@ -27,7 +27,7 @@ def _tokens(api) -> dict[str, str]:  # noqa: ANN001
             "task": task["token"]}
 
 
-def test_tokens_are_stored_only_as_their_sha256(api, db, database_url):  # noqa: ANN001
+def test_tokens_are_stored_only_as_their_sha256(api, db, database_url):
     tokens = _tokens(api)
     assert api.as_(tokens["minted"]).get("/api/projects").status_code == 200  # they work
     assert api.as_(tokens["task"]).get("/api/projects").status_code != 401

@@ -10,13 +10,13 @@ from sqlalchemy import event
 from predictorx.service.events import emit
 
 
-def test_the_notify_statement_is_compiled_once_with_its_result_columns(app, db, database_url):  # noqa: ANN001
+def test_the_notify_statement_is_compiled_once_with_its_result_columns(app, db, database_url):
     if not database_url.startswith("postgresql"):
         pytest.skip("NOTIFY is PostgreSQL's")
     state = app.state.px
     seen = []
 
-    def record(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001, ARG001
+    def record(conn, cursor, statement, parameters, context, executemany):
         if "pg_notify" in statement:
             seen.append(context.compiled)
 

@@ -14,7 +14,7 @@ from e2e.harness import Server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):  # noqa: ANN001, ANN201
+def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("cli")
     s = Server(base / "home", f"sqlite:///{base / 'px.db'}")
     yield s
@@ -22,7 +22,7 @@ def server(tmp_path_factory):  # noqa: ANN001, ANN201
 
 
 @pytest.fixture
-def px(server, monkeypatch, capsys):  # noqa: ANN001, ANN201
+def px(server, monkeypatch, capsys):
     """Run `predictorx ARGS` in-process as the server's owner; returns (exit code, stdout, stderr)."""
     monkeypatch.setenv("PREDICTORX_HOME", str(server.home))
 
@@ -37,13 +37,13 @@ def px(server, monkeypatch, capsys):  # noqa: ANN001, ANN201
     return run
 
 
-def _ok(result):  # noqa: ANN001, ANN202
+def _ok(result):
     code, out, err = result
     assert code == 0, err
     return out
 
 
-def test_seed_commands_as_written(px, server):  # noqa: ANN001
+def test_seed_commands_as_written(px, server):
     out = _ok(px("project", "create", "--title", "Agent UX 2026", "--repo", "https://github.com/org/repo",
                  "--repo", "git@gitea.example.com:org/other.git", "--output", "json"))
     project = json.loads(out)
@@ -86,7 +86,7 @@ def test_seed_commands_as_written(px, server):  # noqa: ANN001
     _ok(px("daemon", "list"))
 
 
-def test_generic_json_ref_reaches_the_validator(px):  # noqa: ANN001
+def test_generic_json_ref_reaches_the_validator(px):
     pid = json.loads(_ok(px("project", "create", "--title", "J", "--output", "json")))["id"]
     _ok(px("project", "resource", "add", pid, "--type", "github_repo",
            "--ref", '{"url": "file:///srv/repo.git", "ref": "v1.2"}'))
@@ -94,7 +94,7 @@ def test_generic_json_ref_reaches_the_validator(px):  # noqa: ANN001
     assert rows[0]["resource_ref"] == {"url": "file:///srv/repo.git", "ref": "v1.2"}
 
 
-def test_bad_repo_aborts_project_creation(px):  # noqa: ANN001
+def test_bad_repo_aborts_project_creation(px):
     before = _ok(px("project", "list", "--output", "json"))
     code, out, err = px("project", "create", "--title", "Half", "--repo", "https://github.com/org/ok",
                         "--repo", "not a url")
@@ -112,20 +112,20 @@ def test_bad_repo_aborts_project_creation(px):  # noqa: ANN001
     (("agent", "create", "--name", "bad name!", "--provider", "claude"), "agent name"),
     (("issue", "create", "--title", "t", "--assignee", "nobody-here"), "no agent or member"),
 ])
-def test_errors_are_one_sentence_and_nonzero(px, args, expected):  # noqa: ANN001
+def test_errors_are_one_sentence_and_nonzero(px, args, expected):
     code, out, err = px(*args)
     assert code != 0 and out == ""
     assert expected in err and err.startswith("predictorx: ")
 
 
-def test_malformed_json_ref_is_a_usage_error(px):  # noqa: ANN001
+def test_malformed_json_ref_is_a_usage_error(px):
     pid = json.loads(_ok(px("project", "create", "--title", "K", "--output", "json")))["id"]
     code, _, err = px("project", "resource", "add", pid, "--type", "notion_page", "--ref", '{"page_id": ')
     assert code == 2 and "does not parse" in err
     assert json.loads(_ok(px("project", "resource", "list", pid, "--output", "json"))) == []
 
 
-def test_relative_local_path_is_refused(px):  # noqa: ANN001
+def test_relative_local_path_is_refused(px):
     pid = json.loads(_ok(px("project", "create", "--title", "L", "--output", "json")))["id"]
     code, _, err = px("project", "resource", "add", pid, "--type", "local_directory", "--local-path", "rel/dir",
                       "--daemon-id", str(uuid.uuid4()))
@@ -135,7 +135,7 @@ def test_relative_local_path_is_refused(px):  # noqa: ANN001
     assert code == 1 and "UUID" in err
 
 
-def test_issue_agent_and_workspace_commands(px):  # noqa: ANN001
+def test_issue_agent_and_workspace_commands(px):
     _ok(px("agent", "create", "--name", "scripted", "--provider", "command", "--command", "sh -c 'echo hi'"))
     agents = json.loads(_ok(px("agent", "list", "--output", "json")))
     assert any(a["name"] == "scripted" and a["command"] == ["sh", "-c", "echo hi"] for a in agents)
@@ -156,7 +156,7 @@ def test_issue_agent_and_workspace_commands(px):  # noqa: ANN001
     assert slugs == ["default", "team-b"]
 
 
-def test_no_server_configured_says_what_to_do(monkeypatch, capsys, tmp_path):  # noqa: ANN001
+def test_no_server_configured_says_what_to_do(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("PREDICTORX_HOME", str(tmp_path / "empty"))
     with pytest.raises(SystemExit) as e:
         main(["project", "list"])
@@ -164,7 +164,7 @@ def test_no_server_configured_says_what_to_do(monkeypatch, capsys, tmp_path):  #
     assert "predictorx up" in capsys.readouterr().err
 
 
-def test_unreachable_server_says_what_to_do(monkeypatch, capsys, tmp_path):  # noqa: ANN001
+def test_unreachable_server_says_what_to_do(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("PREDICTORX_SERVER_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("PREDICTORX_TOKEN", "pxu_x")
     with pytest.raises(SystemExit) as e:
@@ -172,7 +172,7 @@ def test_unreachable_server_says_what_to_do(monkeypatch, capsys, tmp_path):  # n
     assert e.value.code == 1 and "cannot reach" in capsys.readouterr().err
 
 
-def test_login_writes_a_private_config(server, monkeypatch, capsys, tmp_path):  # noqa: ANN001
+def test_login_writes_a_private_config(server, monkeypatch, capsys, tmp_path):
     home = tmp_path / "other-home"
     monkeypatch.setenv("PREDICTORX_HOME", str(home))
     with pytest.raises(SystemExit) as ok:
@@ -189,7 +189,7 @@ def test_login_writes_a_private_config(server, monkeypatch, capsys, tmp_path):  
     assert e.value.code == 1 and "invalid or expired token" in capsys.readouterr().err
 
 
-def test_titles_are_data_not_markup(px):  # noqa: ANN001
+def test_titles_are_data_not_markup(px):
     _ok(px("project", "create", "--title", "[/]", "--description", "[/red] and [bold]x"))
     out = _ok(px("project", "list"))
     assert "[/]" in out
@@ -197,7 +197,7 @@ def test_titles_are_data_not_markup(px):  # noqa: ANN001
     assert "[/red] and [bold]x" in _ok(px("project", "get", pid))
 
 
-def test_a_teammate_gets_a_token_and_logs_in(px, server, monkeypatch, capsys, tmp_path):  # noqa: ANN001
+def test_a_teammate_gets_a_token_and_logs_in(px, server, monkeypatch, capsys, tmp_path):
     added = json.loads(_ok(px("workspace", "member", "add", "--name", "carol", "--output", "json")))
     assert added["role"] == "member" and added["token"].startswith("pxu_")
     assert "carol" in _ok(px("workspace", "member", "list"))
@@ -210,7 +210,7 @@ def test_a_teammate_gets_a_token_and_logs_in(px, server, monkeypatch, capsys, tm
     assert e.value.code == 0 and capsys.readouterr().out.strip().startswith("pxu_")
 
 
-def test_agent_update_by_its_owner(px):  # noqa: ANN001
+def test_agent_update_by_its_owner(px):
     _ok(px("agent", "create", "--name", "upd", "--provider", "command", "--command", "true"))
     _ok(px("agent", "update", "upd", "--command", "echo hi", "--instructions", "be brief", "--max-concurrent-tasks", "2"))
     a = {x["name"]: x for x in json.loads(_ok(px("agent", "list", "--output", "json")))}["upd"]
@@ -219,7 +219,7 @@ def test_agent_update_by_its_owner(px):  # noqa: ANN001
     assert code == 2 and "nothing to change" in err
 
 
-def test_agent_delete_archive_and_restore(px, server):  # noqa: ANN001
+def test_agent_delete_archive_and_restore(px, server):
     """An agent with a run is refused deletion with a sentence offering the archive; archived, it
     leaves `agent list` for `agent list --archived`; restored, it is back; one that never ran goes."""
     _ok(px("agent", "create", "--name", "worked", "--provider", "command", "--command", "true"))
@@ -232,7 +232,7 @@ def test_agent_delete_archive_and_restore(px, server):  # noqa: ANN001
         if t["agent_name"] == "worked" and t["status"] == "queued":
             server.api("POST", f"/api/tasks/{t['id']}/cancel")
     assert "Archived agent worked" in _ok(px("agent", "archive", "worked"))
-    names = lambda *extra: {a["name"] for a in json.loads(_ok(px("agent", "list", *extra, "--output", "json")))}  # noqa: E731
+    names = lambda *extra: {a["name"] for a in json.loads(_ok(px("agent", "list", *extra, "--output", "json")))}
     assert "worked" not in names() and "worked" in names("--archived")
     assert "Restored agent worked" in _ok(px("agent", "restore", "worked"))
     assert "worked" in names()

@@ -295,7 +295,7 @@ def test_cache_with_a_live_worktree_is_kept(tmp_path: Path, remote: Remote) -> N
     assert "still used by a checkout" in report.reason_kept(checkout.cache)
 
 
-def _deliver(root: Path, checkout, task: str = "t1"):  # noqa: ANN001
+def _deliver(root: Path, checkout, task: str = "t1"):
     placed = {"url": checkout.url, "path": str(checkout.path), "branch": checkout.branch, "start": checkout.commit,
               "cache": str(checkout.cache)}
     return runcheckouts.deliver_placement(RepoCache(root), placed, root / "scratch", agent_name="bot", task_id=task)

@@ -26,7 +26,7 @@ async def _upstream() -> tuple[asyncio.AbstractServer, int, list[bytes]]:
     return server, server.sockets[0].getsockname()[1], got
 
 
-async def _until(condition) -> None:  # noqa: ANN001
+async def _until(condition) -> None:
     while not condition():
         await asyncio.sleep(0.01)
 
@@ -50,7 +50,7 @@ async def _ask(path: Path, head: bytes) -> tuple[asyncio.StreamReader, asyncio.S
     return reader, writer, answer
 
 
-async def test_an_allowed_host_is_tunnelled_and_forwarded_and_others_are_refused_with_a_sentence(tmp_path):  # noqa: ANN001
+async def test_an_allowed_host_is_tunnelled_and_forwarded_and_others_are_refused_with_a_sentence(tmp_path):
     up, port, got = await _upstream()
     proxy, notes, path = await _proxy(tmp_path, [f"127.0.0.1:{port}"])
     try:
@@ -81,7 +81,7 @@ async def test_an_allowed_host_is_tunnelled_and_forwarded_and_others_are_refused
         up.close()
 
 
-async def test_connections_are_bounded_per_run_and_a_silent_one_is_closed(tmp_path):  # noqa: ANN001
+async def test_connections_are_bounded_per_run_and_a_silent_one_is_closed(tmp_path):
     up, port, _ = await _upstream()
     proxy, notes, path = await _proxy(tmp_path, [f"127.0.0.1:{port}"], max_connections=2, head_timeout=0.5)
     try:
@@ -99,7 +99,7 @@ async def test_connections_are_bounded_per_run_and_a_silent_one_is_closed(tmp_pa
         up.close()
 
 
-async def test_a_tunnel_to_an_allowed_name_is_closed_when_idle(tmp_path):  # noqa: ANN001
+async def test_a_tunnel_to_an_allowed_name_is_closed_when_idle(tmp_path):
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()
     up = await asyncio.start_server(silent, "127.0.0.1", 0)

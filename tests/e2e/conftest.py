@@ -6,14 +6,14 @@ from .harness import Daemon, Server
 
 
 @pytest.fixture
-def server(tmp_path, database_url):  # noqa: ANN001, ANN201
+def server(tmp_path, database_url):
     s = Server(tmp_path / "server-home", database_url)
     yield s
     s.stop()
 
 
 @pytest.fixture
-def start_daemon(server, tmp_path):  # noqa: ANN001, ANN201
+def start_daemon(server, tmp_path):
     started: list[Daemon] = []
 
     def start(name: str = "d1", *, wrapper: tuple[str, ...] = (), args: tuple[str, ...] = (), **env: str) -> Daemon:

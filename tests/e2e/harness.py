@@ -35,7 +35,7 @@ class Server(ServerProcess):
     def runs(self, issue: int | str) -> list[dict]:
         return self.api("GET", f"/api/issues/{issue}/runs")
 
-    def wait_task(self, task_id: str, statuses=("completed", "failed", "cancelled"), timeout: float = 30) -> dict:  # noqa: ANN001
+    def wait_task(self, task_id: str, statuses=("completed", "failed", "cancelled"), timeout: float = 30) -> dict:
         return wait_until(lambda: (t := self.api("GET", f"/api/tasks/{task_id}"))["status"] in statuses and t,
                           timeout, 0.05, f"task {task_id} to reach {statuses}")
 

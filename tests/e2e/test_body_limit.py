@@ -42,7 +42,7 @@ def _upload(port: int, chunked: bool, answers: list[bytes]) -> None:
         answers.append(data)
 
 
-def test_finding_10_150mb_unauthenticated_body_is_413_and_rss_stays_low(tmp_path):  # noqa: ANN001
+def test_finding_10_150mb_unauthenticated_body_is_413_and_rss_stays_low(tmp_path):
     server = Server(tmp_path / "home", f"sqlite:///{tmp_path / 'px.db'}")
     try:
         proc = psutil.Process(server.proc.pid)

@@ -12,7 +12,7 @@ import sys
 from .harness import free_port, git, listening_addresses, make_repo, wait_until
 
 
-def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daemon, tmp_path):
     src = make_repo(tmp_path / "lib-src", {"lib.py": "VALUE = 1\n"})
     git(src, "checkout", "-q", "-b", "feature")
     (src / "lib.py").write_text("VALUE = 2\n")
@@ -48,7 +48,7 @@ def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daem
     assert "not allowed" in refused and url in refused
 
 
-def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
+def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):
     """R-SC-1: one command, `predictorx up`, with no database configured, starts the server, the web UI
     (the sign-in link works) and a local daemon (it runs the demo) on one SQLite file in the state
     dir; R-SEC-1: it listens on loopback only."""

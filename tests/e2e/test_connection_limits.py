@@ -49,7 +49,7 @@ def _read_until_closed(sock: socket.socket, got: bytearray) -> bool:
 
 
 @pytest.fixture
-def server(tmp_path):  # noqa: ANN001, ANN201
+def server(tmp_path):
     s = ServerProcess(tmp_path / "home", f"sqlite:///{tmp_path / 'px.db'}", wrapper=("prlimit", "--nofile=256:4096"),
                       env={"PREDICTORX_HEADER_TIMEOUT": str(HEADER_TIMEOUT),
                            "PREDICTORX_MAX_CONNECTIONS_PER_CLIENT": str(PER_CLIENT)})
@@ -57,7 +57,7 @@ def server(tmp_path):  # noqa: ANN001, ANN201
     s.stop()
 
 
-def test_idle_connections_do_not_stop_health_and_are_closed(server):  # noqa: ANN001
+def test_idle_connections_do_not_stop_health_and_are_closed(server):
     idle = [_connect_from("127.0.0.2", server.port) for _ in range(IDLE)]
     answers = [bytearray() for _ in idle]
     closed: set[int] = set()
@@ -80,7 +80,7 @@ def test_idle_connections_do_not_stop_health_and_are_closed(server):  # noqa: AN
     assert httpx.get(f"{server.url}/api/health", timeout=10).status_code == 200
 
 
-def test_a_trickling_client_is_closed_within_the_header_timeout(server):  # noqa: ANN001
+def test_a_trickling_client_is_closed_within_the_header_timeout(server):
     sock = _connect_from("127.0.0.3", server.port)
     try:
         sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
@@ -104,25 +104,25 @@ def test_a_trickling_client_is_closed_within_the_header_timeout(server):  # noqa
     assert httpx.get(f"{server.url}/api/health", timeout=10).status_code == 200
 
 
-def test_a_slow_answer_is_not_cut_by_the_header_timeout(server):  # noqa: ANN001
+def test_a_slow_answer_is_not_cut_by_the_header_timeout(server):
     """The timeout is for a request's headers only: an event stream lasts past it."""
     with httpx.stream("GET", f"{server.url}/api/events", headers=server.headers(),
                       timeout=httpx.Timeout(10, read=30)) as r:
         lines = r.iter_lines()
         assert next(lines).startswith("data:")
         started = time.monotonic()
-        for line in lines:  # the first ping comes after 15 s, well past the 2 s header timeout
+        for _line in lines:  # the first ping comes after 15 s, well past the 2 s header timeout
             if time.monotonic() - started > HEADER_TIMEOUT + 1:
                 break
         assert time.monotonic() - started > HEADER_TIMEOUT + 1
 
 
-def test_the_server_and_the_daemon_raise_their_open_file_limit(server):  # noqa: ANN001
+def test_the_server_and_the_daemon_raise_their_open_file_limit(server):
     """Both start with hardening.harden_service, which raises the soft limit to the hard one."""
     import subprocess
     import sys
 
-    limits = open(f"/proc/{server.proc.pid}/limits").read()  # noqa: SIM115 — we are its parent's user
+    limits = open(f"/proc/{server.proc.pid}/limits").read()  # we are its parent's user
     soft = next(line.split()[3] for line in limits.splitlines() if line.startswith("Max open files"))
     assert soft == "4096", limits  # started with 256:4096
     out = subprocess.run(["prlimit", "--nofile=256:4096", sys.executable, "-c",

@@ -34,7 +34,7 @@ def _cpu_over(pid: int, seconds: float) -> float:
     return _cpu(pid) - before
 
 
-def test_a_sleeping_agent_costs_the_daemon_no_more_than_being_idle(tmp_path):  # noqa: ANN001
+def test_a_sleeping_agent_costs_the_daemon_no_more_than_being_idle(tmp_path):
     server = Server(tmp_path / "server-home", f"sqlite:///{tmp_path / 'px.db'}", PREDICTORX_DAEMON_TIMEOUT="30")
     daemon = None
     try:

@@ -21,7 +21,7 @@ LINES = 60
 
 
 @pytest.fixture
-def server(tmp_path):  # noqa: ANN001, ANN201 — the faults below do not depend on the backend
+def server(tmp_path):  # the faults below do not depend on the backend
     s = Server(tmp_path / "server-home", f"sqlite:///{tmp_path / 'px.db'}")
     yield s
     s.stop()
@@ -33,7 +33,7 @@ def _talker(server: Server, tmp_path: Path, name: str = "talker", lines: int = L
     server.api("POST", "/api/agents", {"name": name, "provider": "command", "command": ["/bin/sh", str(script)]})
 
 
-def _assign(server: Server, agent: str, **issue) -> str:  # noqa: ANN003
+def _assign(server: Server, agent: str, **issue) -> str:
     made = server.api("POST", "/api/issues", {"title": f"for {agent}", "assignee": agent, **issue})
     return server.runs(made["number"])[0]["id"]
 
@@ -51,7 +51,7 @@ def _assert_every_line_once(server: Server, task_id: str, lines: int = LINES) ->
 
 @pytest.mark.postgres
 @pytest.mark.skipif(not POSTGRES_URL or pg_bindir() is None, reason="needs PostgreSQL (server binaries)")
-def test_postgres_restarted_mid_run(tmp_path):  # noqa: ANN001
+def test_postgres_restarted_mid_run(tmp_path):
     pg = ThrowawayPostgres()  # never the shared cluster: this one is restarted
     server = daemon = None
     try:
@@ -76,7 +76,7 @@ def test_postgres_restarted_mid_run(tmp_path):  # noqa: ANN001
         pg.destroy()
 
 
-def test_server_killed_while_the_daemon_uploads(tmp_path):  # noqa: ANN001
+def test_server_killed_while_the_daemon_uploads(tmp_path):
     url = f"sqlite:///{tmp_path / 'px.db'}"
     server = Server(tmp_path / "server-home", url, PREDICTORX_DAEMON_TIMEOUT="30")
     daemon = Daemon(server, tmp_path / "daemon")
@@ -98,7 +98,7 @@ def test_server_killed_while_the_daemon_uploads(tmp_path):  # noqa: ANN001
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
-def test_env_root_disk_full(server, tmp_path):  # noqa: ANN001
+def test_env_root_disk_full(server, tmp_path):
     disk = tmp_path / "small-disk"
     disk.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True, timeout=30)
@@ -128,7 +128,7 @@ def test_env_root_disk_full(server, tmp_path):  # noqa: ANN001
         subprocess.run(["umount", "-l", str(disk)], timeout=30)
 
 
-def test_person_repository_locked_by_git(server, tmp_path):  # noqa: ANN001
+def test_person_repository_locked_by_git(server, tmp_path):
     daemon = Daemon(server, tmp_path / "daemon", PREDICTORX_GIT_LOCK_WAIT="3")
     try:
         folder = make_repo(tmp_path / "repo")
@@ -154,7 +154,7 @@ def test_person_repository_locked_by_git(server, tmp_path):  # noqa: ANN001
         daemon.stop()
 
 
-def test_daemon_clock_ten_minutes_off(server, tmp_path):  # noqa: ANN001
+def test_daemon_clock_ten_minutes_off(server, tmp_path):
     """Leases, heartbeats and sweeps use the server's clock only: a daemon 10 minutes ahead runs
     tasks longer than the lease without being swept, and every time on the task is the server's."""
     skew = tmp_path / "skew"

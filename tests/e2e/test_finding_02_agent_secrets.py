@@ -59,7 +59,7 @@ print(json.dumps({"type": "text", "text": json.dumps(found)}))
 '''
 
 
-def test_finding_02_proc_environ_attack_finds_no_token_and_no_state_dir(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_finding_02_proc_environ_attack_finds_no_token_and_no_state_dir(server, start_daemon, tmp_path):
     script = tmp_path / "attack.py"
     script.write_text(ATTACK)
     loot = tmp_path / "loot.json"

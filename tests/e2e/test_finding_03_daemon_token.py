@@ -10,7 +10,7 @@ import stat
 from .harness import Daemon, wait_until
 
 
-def test_finding_03_daemon_runs_on_its_own_token(server, start_daemon):  # noqa: ANN001
+def test_finding_03_daemon_runs_on_its_own_token(server, start_daemon):
     daemon = start_daemon("own")
     saved = daemon.home / "daemon_token.json"
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
@@ -30,7 +30,7 @@ def test_finding_03_daemon_runs_on_its_own_token(server, start_daemon):  # noqa:
         again.stop()
 
 
-def test_finding_04_a_removed_members_daemon_stops(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_finding_04_a_removed_members_daemon_stops(server, start_daemon, tmp_path):
     ws = server.api("GET", "/api/workspaces")[0]["id"]
     bob = server.api("POST", f"/api/workspaces/{ws}/members", {"name": "bob"})
     home = tmp_path / "bob-home"

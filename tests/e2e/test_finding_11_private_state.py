@@ -19,7 +19,7 @@ def _open_to_others(path: Path) -> bool:
     return bool(path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO))
 
 
-def test_finding_11_state_dir_database_logs_and_ids_are_private(server, start_daemon, database_url, tmp_path):  # noqa: ANN001
+def test_finding_11_state_dir_database_logs_and_ids_are_private(server, start_daemon, database_url, tmp_path):
     daemon = start_daemon()
     server.api("POST", "/api/agents", {"name": "echo", "provider": "command",
                                        "command": ["sh", "-c", "echo hello; echo made > made-by-agent.txt"]})
@@ -61,7 +61,7 @@ def _umask_of_tests() -> int:
     return current
 
 
-def test_finding_11_an_older_open_state_dir_is_tightened(tmp_path, monkeypatch):  # noqa: ANN001
+def test_finding_11_an_older_open_state_dir_is_tightened(tmp_path, monkeypatch):
     from predictorx import config
     from predictorx.daemon import identity
 

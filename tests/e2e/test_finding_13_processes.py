@@ -31,7 +31,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
+def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):
     home = tmp_path / "up-home"
     env = {**os.environ, "PREDICTORX_HOME": str(home), "PATH": f"{FAKES}{os.pathsep}{os.environ['PATH']}"}
     env.pop("PREDICTORX_DATABASE_URL", None)
@@ -85,7 +85,7 @@ def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
                 pass
 
 
-def test_finding_13_a_stale_pid_file_never_blocks_a_start(server, start_daemon):  # noqa: ANN001
+def test_finding_13_a_stale_pid_file_never_blocks_a_start(server, start_daemon):
     daemon = start_daemon()
     home = daemon.home
     daemon.kill()  # kill -9: the pid file stays behind
@@ -115,7 +115,7 @@ if sys.argv[2] == "wait":
 '''
 
 
-def _grandchild_run(server, tmp_path: Path, name: str, mode: str):  # noqa: ANN001, ANN202
+def _grandchild_run(server, tmp_path: Path, name: str, mode: str):
     script = tmp_path / "grandchild.py"
     script.write_text(GRANDCHILD)
     pid_file = tmp_path / f"{name}.pid"
@@ -128,7 +128,7 @@ def _grandchild_run(server, tmp_path: Path, name: str, mode: str):  # noqa: ANN0
     return task_id, grandchild
 
 
-def test_finding_13_a_setsid_grandchild_ignoring_sigterm_ends_with_its_task(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_finding_13_a_setsid_grandchild_ignoring_sigterm_ends_with_its_task(server, start_daemon, tmp_path):
     daemon = start_daemon()
     task_id, grandchild = _grandchild_run(server, tmp_path, "leaver", "exit")
     assert server.wait_task(task_id)["status"] == "completed"
@@ -142,7 +142,7 @@ def test_finding_13_a_setsid_grandchild_ignoring_sigterm_ends_with_its_task(serv
     assert daemon.proc.poll() is None
 
 
-def test_finding_13_kill_9_mid_in_place_task_next_start_cleans_the_folder(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_finding_13_kill_9_mid_in_place_task_next_start_cleans_the_folder(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = make_repo(tmp_path / "mine", {"AGENTS.md": "# My rules\r\nBe nice.\r\n", "main.py": "x = 1\n"})
     (folder / "notes.txt").write_text("uncommitted\n")
@@ -206,7 +206,7 @@ def _zombies(pid: int) -> list[int]:
     return [c.pid for c in psutil.Process(pid).children() if c.status() == psutil.STATUS_ZOMBIE]
 
 
-def test_finding_13_a_fork_bomb_of_short_lived_orphans_is_reaped_while_the_run_lasts(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_finding_13_a_fork_bomb_of_short_lived_orphans_is_reaped_while_the_run_lasts(server, start_daemon, tmp_path):
     from predictorx.agents import runcgroup
 
     daemon = start_daemon()

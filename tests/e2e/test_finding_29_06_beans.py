@@ -18,7 +18,7 @@ from predictorx.daemon.harness import mcp_setup
 P = "authoring-a-paper"
 
 
-def _task(server):  # noqa: ANN001, ANN202
+def _task(server):
     daemon = server.api("POST", "/api/daemon/register", {"daemon_id": str(uuid.uuid4()), "name": "h", "capabilities": [],
                                                         "runtimes": [{"provider": "command", "version": "1"}]})
     server.api("POST", "/api/agents", {"name": "bot", "provider": "command", "command": ["true"]})
@@ -30,7 +30,7 @@ def _task(server):  # noqa: ANN001, ANN202
     return issue["number"], env
 
 
-def _mcp_tries(tmp_path, env: dict[str, str]) -> dict:  # noqa: ANN001
+def _mcp_tries(tmp_path, env: dict[str, str]) -> dict:
     mcp_setup("claude", tmp_path, env)
     params = StdioServerParameters(command=sys.executable, args=["-m", "predictorx", "mcp", "--env-file",
                                                                  str(tmp_path / "predictorx-mcp.env.json")],
@@ -48,7 +48,7 @@ def _mcp_tries(tmp_path, env: dict[str, str]) -> dict:  # noqa: ANN001
     return anyio.run(run)
 
 
-def test_the_task_token_cannot_settle_the_workflows_bean_through_cli_or_mcp(server, tmp_path):  # noqa: ANN001
+def test_the_task_token_cannot_settle_the_workflows_bean_through_cli_or_mcp(server, tmp_path):
     n, env = _task(server)
     agent_env = server.cli_env(PREDICTORX_HOME=str(tmp_path / "agent-home"), **env)  # as the daemon runs it
     server.cli("bean", "create", str(n), "Introduction", env=agent_env)

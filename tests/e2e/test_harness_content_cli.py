@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 
-def test_classify_picks_the_authoring_workflow_and_a_judgement_names_the_folio(server):  # noqa: ANN001
+def test_classify_picks_the_authoring_workflow_and_a_judgement_names_the_folio(server):
     c = json.loads(server.cli("classify", "Expand the proof of lemma 3 in the paper", "-o", "json").stdout)
     assert (c["category"], c["method"], c["workflow"]) == ("content_authoring", "table", "authoring-a-paper")
     n = json.loads(server.cli("issue", "create", "--title", "Draft a section on pricing", "-o", "json").stdout)["number"]

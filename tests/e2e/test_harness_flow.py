@@ -14,12 +14,12 @@ from .harness import wait_until
 AGENT = Path(__file__).with_name("harness_agent.py")
 
 
-def _messages(server, task_id: str) -> str:  # noqa: ANN001
+def _messages(server, task_id: str) -> str:
     return "\n".join(str(m["content"].get("text", "")) for m in server.api("GET", f"/api/tasks/{task_id}/messages"))
 
 
 @pytest.mark.timeout(600)  # two agent runs and ~20 CLI processes; minutes at load 30+
-def test_feature_request_through_server_daemon_and_agent(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_feature_request_through_server_daemon_and_agent(server, start_daemon, tmp_path):
     start_daemon()
     project = server.api("POST", "/api/projects", {"title": "Exports"})
     server.cli("agent", "create", "--name", "bot", "--provider", "command", "--command", f"{sys.executable} {AGENT}")

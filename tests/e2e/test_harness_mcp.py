@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from predictorx.daemon.harness import mcp_setup
 
 
-def test_mcp_tools_act_as_the_task(server, tmp_path):  # noqa: ANN001
+def test_mcp_tools_act_as_the_task(server, tmp_path):
     did = str(uuid.uuid4())
     daemon = server.api("POST", "/api/daemon/register", {"daemon_id": did, "name": "h", "capabilities": [],
                                                         "runtimes": [{"provider": "command", "version": "1"}]})

@@ -13,18 +13,18 @@ from pathlib import Path
 from .harness import Daemon, Server, git, make_repo, wait_until
 
 
-def _local_project(server, daemon, folder: Path, mode: str = "in_place", label: str = "my folder") -> dict:  # noqa: ANN001
+def _local_project(server, daemon, folder: Path, mode: str = "in_place", label: str = "my folder") -> dict:
     return server.api("POST", "/api/projects", {"title": f"{mode} project", "resources": [{
         "resource_type": "local_directory", "label": label,
         "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": mode}}]})
 
 
-def _agent(server, name: str, script: str, concurrent: int = 1) -> None:  # noqa: ANN001
+def _agent(server, name: str, script: str, concurrent: int = 1) -> None:
     server.api("POST", "/api/agents", {"name": name, "provider": "command", "max_concurrent_tasks": concurrent,
                                        "command": ["sh", "-c", script]})
 
 
-def _assign(server, project: dict, agent: str, n: int) -> list[str]:  # noqa: ANN001
+def _assign(server, project: dict, agent: str, n: int) -> list[str]:
     ids = []
     for i in range(n):
         issue = server.api("POST", "/api/issues", {"title": f"job {i}", "project_id": project["id"], "assignee": agent})
@@ -32,7 +32,7 @@ def _assign(server, project: dict, agent: str, n: int) -> list[str]:  # noqa: AN
     return ids
 
 
-def test_path_rules_are_checked_by_the_owning_daemon_at_save_time(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_path_rules_are_checked_by_the_owning_daemon_at_save_time(server, start_daemon, tmp_path):
     daemon = start_daemon()
     p = server.api("POST", "/api/projects", {"title": "rules"})
     url = f"/api/projects/{p['id']}/resources"
@@ -49,7 +49,7 @@ def test_path_rules_are_checked_by_the_owning_daemon_at_save_time(server, start_
                                        "resource_ref": {"local_path": str(ok), "daemon_id": daemon.id}}).status_code == 201
 
 
-def test_a_path_gone_bad_fails_the_task_naming_the_rule(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_a_path_gone_bad_fails_the_task_naming_the_rule(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = tmp_path / "soon-gone"
     folder.mkdir()
@@ -61,7 +61,7 @@ def test_a_path_gone_bad_fails_the_task_naming_the_rule(server, start_daemon, tm
     assert "my folder" in task["failure_reason"] and not folder.exists()
 
 
-def test_in_place_tasks_run_one_at_a_time_and_waiters_say_why(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_in_place_tasks_run_one_at_a_time_and_waiters_say_why(server, start_daemon, tmp_path):
     daemon = start_daemon(max_tasks=4)
     folder = make_repo(tmp_path / "shared")
     log = tmp_path / "order.log"
@@ -82,7 +82,7 @@ def test_in_place_tasks_run_one_at_a_time_and_waiters_say_why(server, start_daem
     assert git(folder, "status", "--porcelain") == ""
 
 
-def test_cancelling_a_waiting_task_frees_its_place_at_once(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_cancelling_a_waiting_task_frees_its_place_at_once(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = tmp_path / "busy"
     folder.mkdir()
@@ -100,7 +100,7 @@ def test_cancelling_a_waiting_task_frees_its_place_at_once(server, start_daemon,
     assert server.api("GET", f"/api/tasks/{second}")["status"] == "cancelled"
 
 
-def test_twenty_worktree_tasks_run_in_parallel_each_on_its_own_branch(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_twenty_worktree_tasks_run_in_parallel_each_on_its_own_branch(server, start_daemon, tmp_path):
     daemon = start_daemon(max_tasks=20)
     folder = make_repo(tmp_path / "repo", {"tracked.txt": "clean\n", ".gitignore": "build/\n", "sub/keep.txt": "k\n"})
     (folder / "tracked.txt").write_text("dirty\n")
@@ -134,7 +134,7 @@ def test_twenty_worktree_tasks_run_in_parallel_each_on_its_own_branch(server, st
     assert "agent/para" not in git(folder, "worktree", "list")
 
 
-def test_worktree_mode_needs_a_git_repository(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_worktree_mode_needs_a_git_repository(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = tmp_path / "plain"
     folder.mkdir()
@@ -145,7 +145,7 @@ def test_worktree_mode_needs_a_git_repository(server, start_daemon, tmp_path):  
     assert sorted(p.name for p in folder.iterdir()) == ["a.txt"]  # never ran in place
 
 
-def test_a_restarted_daemon_recovers_a_worktree_its_crash_left(database_url, tmp_path):  # noqa: ANN001
+def test_a_restarted_daemon_recovers_a_worktree_its_crash_left(database_url, tmp_path):
     """R-EX-6: the restarted daemon reconciles its crashed task ("restarted") and recovers the worktree.
 
     Its own server with a long heartbeat timeout: with the suite's 3 s, a daemon start that takes
@@ -160,7 +160,7 @@ def test_a_restarted_daemon_recovers_a_worktree_its_crash_left(database_url, tmp
         server.stop()
 
 
-def _recover_after_crash(server, daemon, tmp_path):  # noqa: ANN001, ANN202
+def _recover_after_crash(server, daemon, tmp_path):
     folder = make_repo(tmp_path / "repo")
     agent_pid = tmp_path / "crashy.pid"  # the agent says who it is: the test kills only its own process
     _agent(server, "crashy", f'echo work > leftover.txt; echo $$ > {agent_pid}; exec sleep 600')
@@ -186,7 +186,7 @@ def _recover_after_crash(server, daemon, tmp_path):  # noqa: ANN001, ANN202
         again.stop()
 
 
-def test_status_and_runs_show_waiting_everywhere(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_status_and_runs_show_waiting_everywhere(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = tmp_path / "f"
     folder.mkdir()
@@ -204,7 +204,7 @@ def test_status_and_runs_show_waiting_everywhere(server, start_daemon, tmp_path)
     server.wait_task(second)
 
 
-def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, tmp_path):
     """R-LD-5: each daemon has its own state dir, yet they see one lock per real folder."""
     a, b = start_daemon("a", max_tasks=4), start_daemon("b", max_tasks=4)
     folder = tmp_path / "shared"
@@ -230,7 +230,7 @@ def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, 
         assert lines[i].startswith("start ") and lines[i + 1] == "end " + lines[i][6:]
 
 
-def test_stopping_a_daemon_hands_back_waiting_work_and_fails_running_work(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_stopping_a_daemon_hands_back_waiting_work_and_fails_running_work(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = tmp_path / "f"
     folder.mkdir()

@@ -13,7 +13,7 @@ import pytest
 from .harness import listening_addresses, non_loopback_addresses
 
 
-def test_server_start_listens_on_loopback_only(server):  # noqa: ANN001
+def test_server_start_listens_on_loopback_only(server):
     listening = listening_addresses(server.proc.pid)
     assert any(port == server.port for _, port in listening), listening
     assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening

@@ -25,7 +25,7 @@ class Fixture:
         fixture = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 fixture.hits.append(self.path)
                 body = f"this is {name}".encode()
                 self.send_response(200)
@@ -68,14 +68,14 @@ attempt("comment", lambda: subprocess.run(["predictorx", "issue", "comment", os.
 
 
 @pytest.fixture
-def fixtures():  # noqa: ANN201
+def fixtures():
     made = [Fixture("allowed"), Fixture("other")]
     yield made
     for f in made:
         f.close()
 
 
-def test_an_allowlist_run_reaches_its_hosts_and_the_server_and_nothing_else(server, start_daemon, tmp_path, fixtures):  # noqa: ANN001
+def test_an_allowlist_run_reaches_its_hosts_and_the_server_and_nothing_else(server, start_daemon, tmp_path, fixtures):
     allowed, other = fixtures
     start_daemon()
     script = tmp_path / "probe.py"
@@ -107,7 +107,7 @@ def test_an_allowlist_run_reaches_its_hosts_and_the_server_and_nothing_else(serv
     assert any(c["body"] == "from the allowlist" for c in comments)
 
 
-def test_an_open_agent_keeps_the_machines_network(server, start_daemon, tmp_path, fixtures):  # noqa: ANN001
+def test_an_open_agent_keeps_the_machines_network(server, start_daemon, tmp_path, fixtures):
     allowed, other = fixtures
     start_daemon()
     server.api("POST", "/api/agents", {"name": "free", "provider": "command", "sandbox": True, "command": [
@@ -119,12 +119,12 @@ def test_an_open_agent_keeps_the_machines_network(server, start_daemon, tmp_path
     assert other.hits == ["/"]
 
 
-def _ask(server, method: str, path: str, body: dict) -> tuple[int, dict]:  # noqa: ANN001
+def _ask(server, method: str, path: str, body: dict) -> tuple[int, dict]:
     r = server.http.request(method, path, json=body)
     return r.status_code, r.json()
 
 
-def test_an_allowlist_needs_the_sandbox_and_valid_hosts(server):  # noqa: ANN001
+def test_an_allowlist_needs_the_sandbox_and_valid_hosts(server):
     status, body = _ask(server, "POST", "/api/agents", {"name": "a1", "provider": "claude",
                                                           "network": "allowlist", "allow_hosts": ["api.anthropic.com"]})
     assert status == 422 and "needs the sandbox" in body["detail"], body
@@ -168,7 +168,7 @@ def _words(pid: int) -> set[str]:
         return set()
 
 
-def test_a_cancelled_allowlist_run_leaves_no_relay_behind(server, start_daemon):  # noqa: ANN001
+def test_a_cancelled_allowlist_run_leaves_no_relay_behind(server, start_daemon):
     start_daemon()
     server.api("POST", "/api/agents", {"name": "sleeper", "provider": "command", "sandbox": True,
                                        "network": "allowlist", "command": ["sleep", "120"]})

@@ -19,7 +19,7 @@ out.flush()
 """
 
 
-def test_finding_08_a_lone_surrogate_line_never_loses_the_run(server, start_daemon):  # noqa: ANN001
+def test_finding_08_a_lone_surrogate_line_never_loses_the_run(server, start_daemon):
     start_daemon()
     server.api("POST", "/api/agents", {"name": "odd", "provider": "command", "command": [sys.executable, "-c", SCRIPT]})
     number = server.api("POST", "/api/issues", {"title": "print odd things", "assignee": "odd"})["number"]
@@ -38,7 +38,7 @@ def test_finding_08_a_lone_surrogate_line_never_loses_the_run(server, start_daem
     assert json.dumps(msgs)  # everything stored is valid text
 
 
-def test_finding_08_message_uploads_stay_under_the_body_limit(tmp_path):  # noqa: ANN001
+def test_finding_08_message_uploads_stay_under_the_body_limit(tmp_path):
     """40 messages of 200 KB (8 MB) against a server configured to its smallest body limit (2 MiB):
     every one arrives, in batches under the limit; none is refused with 413."""
     from .harness import Server

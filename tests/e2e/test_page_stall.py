@@ -31,7 +31,7 @@ _spec.loader.exec_module(bench)
 HEALTH_P99_MS = 2_500
 
 
-def test_hammering_an_issue_page_stalls_neither_health_nor_the_daemons(tmp_path, database_url):  # noqa: ANN001
+def test_hammering_an_issue_page_stalls_neither_health_nor_the_daemons(tmp_path, database_url):
     workers = ("--workers", "2") if database_url.startswith("postgresql") else ()
     server = Server(tmp_path / "home", database_url, args=workers, **bench.SERVER_ENV)
     try:

@@ -30,7 +30,7 @@ needs_cluster = [
 ]
 
 
-def cluster_test(fn):  # noqa: ANN001, ANN201
+def cluster_test(fn):
     for mark in needs_cluster:
         fn = mark(fn)
     return fn
@@ -39,7 +39,7 @@ LINES = 80
 
 
 @pytest.fixture
-def cluster(tmp_path):  # noqa: ANN001, ANN201
+def cluster(tmp_path):
     url, schema = postgres_schema_url(POSTGRES_URL)
     started: list = []
     try:
@@ -84,7 +84,7 @@ def _holder(a: Server, b: Server, daemon_id: str) -> tuple[Server, Server]:
 
 
 @cluster_test
-def test_replicas_behind_nginx_wake_across_and_survive_a_replica_kill(cluster, tmp_path):  # noqa: ANN001
+def test_replicas_behind_nginx_wake_across_and_survive_a_replica_kill(cluster, tmp_path):
     a, b, proxy_url = cluster
     daemon = Daemon(a, tmp_path / "daemon", replicas=[a, b], PREDICTORX_SERVER_URL=proxy_url)
     try:
@@ -126,7 +126,7 @@ def test_replicas_behind_nginx_wake_across_and_survive_a_replica_kill(cluster, t
         daemon.stop()
 
 
-def test_server_workers_need_postgres(tmp_path):  # noqa: ANN001
+def test_server_workers_need_postgres(tmp_path):
     env = {**os.environ, "PREDICTORX_HOME": str(tmp_path / "h"),
            "PREDICTORX_DATABASE_URL": f"sqlite:///{tmp_path / 'px.db'}"}
     p = subprocess.run([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
@@ -134,7 +134,7 @@ def test_server_workers_need_postgres(tmp_path):  # noqa: ANN001
     assert p.returncode != 0 and "needs PostgreSQL" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_redteam_workers_refuse_a_wrong_body_limit_in_one_sentence(tmp_path):  # noqa: ANN001
+def test_redteam_workers_refuse_a_wrong_body_limit_in_one_sentence(tmp_path):
     """A wrong PREDICTORX_MAX_BODY_BYTES with --workers: every worker died on it with a traceback and
     uvicorn's supervisor restarted them for ever; now one sentence and exit 1, nothing started."""
     url, schema = postgres_schema_url(POSTGRES_URL)
@@ -149,7 +149,7 @@ def test_redteam_workers_refuse_a_wrong_body_limit_in_one_sentence(tmp_path):  #
 
 
 @cluster_test
-def test_server_workers_serve_one_port(tmp_path):  # noqa: ANN001
+def test_server_workers_serve_one_port(tmp_path):
     import psutil
 
     url, schema = postgres_schema_url(POSTGRES_URL)
@@ -167,7 +167,7 @@ def test_server_workers_serve_one_port(tmp_path):  # noqa: ANN001
         drop_postgres_schema(POSTGRES_URL, schema)
 
 
-def test_daemon_fails_over_between_server_urls(tmp_path):  # noqa: ANN001
+def test_daemon_fails_over_between_server_urls(tmp_path):
     """No proxy: the daemon is given a dead URL first and the server second; it registers, holds its
     stream and runs a task through the second, and gives the agent that URL."""
     server = Server(tmp_path / "home", f"sqlite:///{tmp_path / 'px.db'}")

@@ -28,7 +28,7 @@ def _remote(tmp_path: Path) -> tuple[str, str, str]:
     return f"file://{bare}", main, release
 
 
-def _recording_agent(server, name: str, runtime: str, out: Path) -> None:  # noqa: ANN001
+def _recording_agent(server, name: str, runtime: str, out: Path) -> None:
     """A command agent that writes where it ran: real path, files there, git branch and HEAD."""
     script = (f'd={out}/$PREDICTORX_TASK_ID; mkdir -p "$d"; pwd -P > "$d/cwd"; ls > "$d/files"; '
               f'(git branch --show-current; git rev-parse HEAD) > "$d/git" 2>/dev/null; true')
@@ -36,7 +36,7 @@ def _recording_agent(server, name: str, runtime: str, out: Path) -> None:  # noq
                                        "command": ["sh", "-c", script]})
 
 
-def _run(server, project: dict, agent: str, out: Path) -> tuple[dict, dict]:  # noqa: ANN001
+def _run(server, project: dict, agent: str, out: Path) -> tuple[dict, dict]:
     issue = server.api("POST", "/api/issues", {"title": f"look around ({agent})", "project_id": project["id"],
                                                "assignee": agent})
     task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
@@ -47,7 +47,7 @@ def _run(server, project: dict, agent: str, out: Path) -> tuple[dict, dict]:  # 
                   "git": lines}
 
 
-def test_the_matching_daemon_runs_in_its_folder_the_other_in_a_repo_worktree(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_the_matching_daemon_runs_in_its_folder_the_other_in_a_repo_worktree(server, start_daemon, tmp_path):
     a, b = start_daemon("a"), start_daemon("b")
     url, main, _ = _remote(tmp_path)
     folder = tmp_path / "ann's checkout"
@@ -76,7 +76,7 @@ def test_the_matching_daemon_runs_in_its_folder_the_other_in_a_repo_worktree(ser
     assert str(folder) not in b_context
 
 
-def test_ref_is_checked_out_and_the_branch_hint_never_switches(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_ref_is_checked_out_and_the_branch_hint_never_switches(server, start_daemon, tmp_path):
     d = start_daemon()
     url, main, release = _remote(tmp_path)
     pinned = server.api("POST", "/api/projects", {"title": "Pinned", "resources": [

@@ -10,16 +10,16 @@ from pathlib import Path
 from .harness import git, make_repo
 
 
-def _agent(server, name: str, script: str) -> None:  # noqa: ANN001
+def _agent(server, name: str, script: str) -> None:
     server.api("POST", "/api/agents", {"name": name, "provider": "command", "command": ["sh", "-c", script]})
 
 
-def _run(server, project: dict, agent: str) -> dict:  # noqa: ANN001
+def _run(server, project: dict, agent: str) -> dict:
     issue = server.api("POST", "/api/issues", {"title": "edit", "project_id": project["id"], "assignee": agent})
     return server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
 
 
-def test_checkout_leftovers_are_committed_and_the_diff_matches_git(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_checkout_leftovers_are_committed_and_the_diff_matches_git(server, start_daemon, tmp_path):
     start_daemon()
     src = make_repo(tmp_path / "src", {"app.py": "print('api')\n", "old.txt": "gone soon\n"})
     bare = tmp_path / "remote.git"
@@ -47,7 +47,7 @@ def test_checkout_leftovers_are_committed_and_the_diff_matches_git(server, start
     assert git(clone, "show", f"{task['branch_name']}:new.md") == "hi\n"
 
 
-def test_a_worktree_task_that_changed_nothing_says_no_changes(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_a_worktree_task_that_changed_nothing_says_no_changes(server, start_daemon, tmp_path):
     daemon = start_daemon()
     folder = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     project = server.api("POST", "/api/projects", {"title": "wt", "resources": [{

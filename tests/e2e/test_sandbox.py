@@ -44,7 +44,7 @@ def _probe(tmp_path: Path, targets: dict[str, Path], then: str = "") -> list[str
     return ["sh", str(script)]
 
 
-def test_a_sandboxed_agent_reads_no_secret_yet_writes_its_workdir_and_commits(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_a_sandboxed_agent_reads_no_secret_yet_writes_its_workdir_and_commits(server, start_daemon, tmp_path):
     home = _fake_home(tmp_path)
     daemon = start_daemon(HOME=str(home))
     folder = make_repo(tmp_path / "mine", {"README.md": "# mine\n"})
@@ -72,7 +72,7 @@ def test_a_sandboxed_agent_reads_no_secret_yet_writes_its_workdir_and_commits(se
     assert not (folder / "work.txt").exists()  # the person's folder itself is untouched (worktree mode)
 
 
-def test_daemon_sandbox_confines_every_agent_and_keeps_network_and_cli(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_daemon_sandbox_confines_every_agent_and_keeps_network_and_cli(server, start_daemon, tmp_path):
     home = _fake_home(tmp_path)
     daemon = start_daemon(HOME=str(home), args=("--sandbox",))
     argv = _probe(tmp_path, {"owner config": daemon.home / "config.json", "ssh key": home / ".ssh" / "id_ed25519"},
@@ -89,7 +89,7 @@ def test_daemon_sandbox_confines_every_agent_and_keeps_network_and_cli(server, s
     assert any(c["body"] == "from inside the sandbox" for c in comments)
 
 
-def test_the_sandbox_asked_for_where_bubblewrap_is_missing_is_refused(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_the_sandbox_asked_for_where_bubblewrap_is_missing_is_refused(server, start_daemon, tmp_path):
     missing = str(tmp_path / "no-bwrap-here")
     # The daemon asked to sandbox everything does not start.
     env = {**server.env, "PREDICTORX_HOME": str(server.home), "PREDICTORX_BWRAP": missing}
@@ -114,7 +114,7 @@ def test_the_sandbox_asked_for_where_bubblewrap_is_missing_is_refused(server, st
     assert daemon.proc.poll() is None
 
 
-def test_a_secret_inside_a_writable_folder_is_covered_and_a_cli_config_dir_stays(tmp_path):  # noqa: ANN001
+def test_a_secret_inside_a_writable_folder_is_covered_and_a_cli_config_dir_stays(tmp_path):
     """The state dir inside a person's in-place folder stays invisible; ~/.config/opencode inside
     the hidden ~/.config is the CLI's own and stays writable (real bwrap, no daemon)."""
     from predictorx.daemon import sandbox

@@ -30,7 +30,7 @@ def _bare(tmp_path: Path, name: str, files: dict[str, str]) -> str:
 
 
 def test_a_sandboxed_run_sees_only_its_allowed_caches_read_only_and_its_checkout_is_delivered(
-        server, start_daemon, tmp_path):  # noqa: ANN001
+        server, start_daemon, tmp_path):
     ours = _bare(tmp_path, "ours", {"lib.py": "VALUE = 1\n"})
     theirs = _bare(tmp_path, "theirs", {"secret.txt": "workspace B's private plan\n"})
     root = tmp_path / "ws"
@@ -81,7 +81,7 @@ def test_a_sandboxed_run_sees_only_its_allowed_caches_read_only_and_its_checkout
 
 
 def test_a_sandboxed_worktree_run_cannot_write_the_persons_git_dir_yet_its_work_arrives(
-        server, start_daemon, tmp_path):  # noqa: ANN001
+        server, start_daemon, tmp_path):
     """Worktree mode: the run's checkout borrows the person's objects read-only; their `.git` —
     config, hooks, refs, which their own next git command (and the daemon's next baseline) read —
     is out of its reach, and its commits and leftovers still reach the task's branch."""

@@ -66,7 +66,7 @@ def _new_task(server: Server, title: str) -> None:
     server.api("POST", "/api/issues", {"title": title, "assignee": "worker"})
 
 
-def test_a_removed_members_stream_ends(tmp_path, database_url):  # noqa: ANN001
+def test_a_removed_members_stream_ends(tmp_path, database_url):
     server = Server(tmp_path / "home", database_url)
     try:
         ws, bob_id, bob_token = _member(server, "bob")
@@ -84,7 +84,7 @@ def test_a_removed_members_stream_ends(tmp_path, database_url):  # noqa: ANN001
         server.stop()
 
 
-def test_a_revoked_tokens_stream_ends_and_no_other(tmp_path, database_url):  # noqa: ANN001
+def test_a_revoked_tokens_stream_ends_and_no_other(tmp_path, database_url):
     server = Server(tmp_path / "home", database_url)
     try:
         _ws, _bob_id, bob_token = _member(server, "bob")
@@ -102,7 +102,7 @@ def test_a_revoked_tokens_stream_ends_and_no_other(tmp_path, database_url):  # n
 
 @pytest.mark.postgres
 @pytest.mark.skipif(not POSTGRES_URL, reason="needs PREDICTORX_TEST_POSTGRES_URL")
-def test_a_removed_members_stream_on_another_replica_ends(tmp_path):  # noqa: ANN001
+def test_a_removed_members_stream_on_another_replica_ends(tmp_path):
     url, schema = postgres_schema_url(POSTGRES_URL)
     started: list[Server] = []
     try:

@@ -18,7 +18,7 @@ def _bare_remote(tmp_path: Path) -> str:
     return f"file://{bare}"
 
 
-def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemon, tmp_path):
     record = tmp_path / "record.json"
     daemon = start_daemon(FAKE_AGENT_RECORD=str(record), FAKE_AGENT_VERSION="9.9.9 (fake)")
     # R-EX-1: registered with its daemon_id, one runtime per CLI on PATH with its version; `daemon list`
@@ -62,7 +62,7 @@ def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemo
     assert runs_json[0]["status"] == "completed" and runs_json[0]["branch_name"] == task["branch_name"]
 
 
-def test_in_place_codex_leaves_the_folder_byte_identical(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_in_place_codex_leaves_the_folder_byte_identical(server, start_daemon, tmp_path):
     # R-LD-7: in place means no branch switch, no stash or autocommit of the dirty tree
     record = tmp_path / "record.json"
     daemon = start_daemon(FAKE_AGENT_RECORD=str(record))
@@ -86,7 +86,7 @@ def test_in_place_codex_leaves_the_folder_byte_identical(server, start_daemon, t
     assert git(folder, "status", "--porcelain") == status_before
 
 
-def test_cancel_mid_run_kills_the_agent_group(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_cancel_mid_run_kills_the_agent_group(server, start_daemon, tmp_path):
     records = tmp_path / "records"
     records.mkdir()
     start_daemon(FAKE_AGENT_RECORD=str(records), FAKE_AGENT_MODE="hang")
@@ -107,7 +107,7 @@ def test_cancel_mid_run_kills_the_agent_group(server, start_daemon, tmp_path):  
     assert server.api("GET", f"/api/tasks/{task_id}")["status"] == "cancelled"
 
 
-def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_daemon, tmp_path):
     records = tmp_path / "records"
     records.mkdir()
     daemon = start_daemon(FAKE_AGENT_RECORD=str(records), FAKE_AGENT_MODE="hang")
@@ -128,7 +128,7 @@ def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_d
             psutil.Process(pid).kill()  # the orphaned fake: a real daemon's restart reaps it via recovery
 
 
-def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp_path):
     log = tmp_path / "runs.log"
     start_daemon("a")
     start_daemon("b")
@@ -144,7 +144,7 @@ def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp
     assert len(issues) == 200
 
 
-def test_agents_of_one_project_meet_in_its_room(server, start_daemon, tmp_path):  # noqa: ANN001
+def test_agents_of_one_project_meet_in_its_room(server, start_daemon, tmp_path):
     """R-ROOM-15: two Claude agents on one project, in two repositories, land in one room."""
     import os
     import subprocess

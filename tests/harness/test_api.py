@@ -9,7 +9,7 @@ from predictorx.harness import qaqc
 from predictorx.harness.library import SHIPPED, load_library
 
 
-def _agent_token(api, title, **kw):  # noqa: ANN001, ANN202
+def _agent_token(api, title, **kw):
     did = str(uuid.uuid4())
     d = api.as_(api.post("/api/daemon/register", json={
         "daemon_id": did, "name": "h", "capabilities": [], "runtimes": [{"provider": "command", "version": "1"}]}
@@ -21,11 +21,11 @@ def _agent_token(api, title, **kw):  # noqa: ANN001, ANN202
     return issue, api.as_(claim["token"])
 
 
-def _step(who, n, process, step, **body):  # noqa: ANN001, ANN202
+def _step(who, n, process, step, **body):
     return who.post(f"/api/issues/{n}/workflows/{process}/steps", json={"step": step, **body})
 
 
-def test_feature_request_end_to_end_over_http(api):  # noqa: ANN001
+def test_feature_request_end_to_end_over_http(api):
     issue, agent = _agent_token(api, "Add a CSV export command to the CLI")
     n = issue["number"]
     [c] = api.get(f"/api/issues/{n}/classifications").json()
@@ -62,7 +62,7 @@ def test_feature_request_end_to_end_over_http(api):  # noqa: ANN001
     assert any(node.get("@type") == "prov:Activity" for node in prov["@graph"])
 
 
-def test_strict_deny_is_refused_recorded_and_reported_by_qaqc(api):  # noqa: ANN001
+def test_strict_deny_is_refused_recorded_and_reported_by_qaqc(api):
     project = api.post("/api/projects", json={"title": "p"}).json()
     issue, agent = _agent_token(api, "Add support for Excel uploads to the platform", project_id=project["id"])
     n = issue["number"]
@@ -83,7 +83,7 @@ def test_strict_deny_is_refused_recorded_and_reported_by_qaqc(api):  # noqa: ANN
     assert r.status_code == 403 and "is for role stakeholder" in r.json()["detail"]
 
 
-def test_suspend_and_resume_are_last_in_first_out(api):  # noqa: ANN001
+def test_suspend_and_resume_are_last_in_first_out(api):
     issue, agent = _agent_token(api, "Add a dark mode option to the UI")
     n = issue["number"]
     for process in ("bug-triage", "evidence-retrieval"):
@@ -103,7 +103,7 @@ def test_suspend_and_resume_are_last_in_first_out(api):  # noqa: ANN001
     assert st["active"]["process"] == "evidence-retrieval"
 
 
-def test_agent_token_is_confined_to_its_issue_and_cannot_read_the_record(api):  # noqa: ANN001
+def test_agent_token_is_confined_to_its_issue_and_cannot_read_the_record(api):
     issue, agent = _agent_token(api, "Why does the sync take so long?")
     other = api.post("/api/issues", json={"title": "Add a feature flag API"}).json()
     assert agent.get(f"/api/issues/{other['number']}/workflows").status_code == 403
@@ -113,7 +113,7 @@ def test_agent_token_is_confined_to_its_issue_and_cannot_read_the_record(api):  
     assert c["category"] == "information_request" and agent.get(f"/api/issues/{issue['number']}/workflows").json() == []
 
 
-def test_a_pending_classification_needs_a_judgement_with_a_reason(api):  # noqa: ANN001
+def test_a_pending_classification_needs_a_judgement_with_a_reason(api):
     """R-HAR-2: where the table cannot decide, only a judgement with a reason classifies, and the
     category it records selects the workflow."""
     issue = api.post("/api/issues", json={"title": "Penguins"}).json()

@@ -16,7 +16,7 @@ P = "authoring-a-paper"
 WORK = {"bean": "Introduction", "branch": "agent/a1/intro", "commit": "abc1234"}
 
 
-def _paper_at_plan(api, **kw):  # noqa: ANN001, ANN202
+def _paper_at_plan(api, **kw):
     """An authoring-a-paper issue whose agent claimed its bean through the claim step."""
     issue, agent = _agent_token(api, "Write the introduction section of the paper", **kw)
     n = issue["number"]
@@ -25,12 +25,12 @@ def _paper_at_plan(api, **kw):  # noqa: ANN001, ANN202
     return n, agent
 
 
-def _qaqc(api, n):  # noqa: ANN001, ANN202
+def _qaqc(api, n):
     records = api.get("/api/workflows/record", params={"issue": str(n)}).json()["records"]
     return qaqc.report(load_library([SHIPPED]), records)
 
 
-def test_an_agent_cannot_resolve_or_scrap_its_workflows_bean_before_the_step(api):  # noqa: ANN001
+def test_an_agent_cannot_resolve_or_scrap_its_workflows_bean_before_the_step(api):
     n, agent = _paper_at_plan(api)
     r = agent.post(f"/api/issues/{n}/beans/Introduction/resolve", json={})
     assert r.status_code == 403, r.text
@@ -76,7 +76,7 @@ def test_an_agent_cannot_resolve_or_scrap_its_workflows_bean_before_the_step(api
     assert {"@id": f"urn:predictorx:bean:{bean['id']}"} in resolve["prov:generated"]
 
 
-def test_a_person_with_the_role_may_and_the_record_says_who(api):  # noqa: ANN001
+def test_a_person_with_the_role_may_and_the_record_says_who(api):
     project = api.post("/api/projects", json={"title": "Paper"}).json()
     n, agent = _paper_at_plan(api, project_id=project["id"])
     bob = _member(api, "bob")
@@ -107,7 +107,7 @@ def test_a_person_with_the_role_may_and_the_record_says_who(api):  # noqa: ANN00
     assert f["actor"] == "owner" and f["detail"] == "person owner (role user) did the bean's scrap outside the workflow's steps"
 
 
-def test_the_bean_lifecycle_scrap_is_the_stakeholders_step(api):  # noqa: ANN001
+def test_the_bean_lifecycle_scrap_is_the_stakeholders_step(api):
     issue, agent = _agent_token(api, "Some work")
     n, p = issue["number"], "bean-lifecycle"
     assert agent.post(f"/api/issues/{n}/workflows", json={"process": p}).status_code == 200
@@ -128,7 +128,7 @@ def test_the_bean_lifecycle_scrap_is_the_stakeholders_step(api):  # noqa: ANN001
     assert "outside-steps" not in _qaqc(api, n)["counts"]
 
 
-def test_another_workflow_cannot_settle_a_bean_that_belongs_to_a_running_one(api):  # noqa: ANN001
+def test_another_workflow_cannot_settle_a_bean_that_belongs_to_a_running_one(api):
     n, agent = _paper_at_plan(api)
     assert agent.post(f"/api/issues/{n}/workflows", json={"process": "bean-lifecycle"}).status_code == 200
     assert _step(agent, n, "bean-lifecycle", "create").status_code == 200
@@ -136,7 +136,7 @@ def test_another_workflow_cannot_settle_a_bean_that_belongs_to_a_running_one(api
     assert r.status_code == 403 and "belongs to workflow 'authoring-a-paper', which is not completed" in r.json()["detail"]
 
 
-def test_a_claim_step_never_reopens_a_settled_bean(api):  # noqa: ANN001
+def test_a_claim_step_never_reopens_a_settled_bean(api):
     issue, agent = _agent_token(api, "Write the introduction section of the paper")
     n = issue["number"]
     agent.post(f"/api/issues/{n}/beans", json={"title": "Introduction"})
@@ -145,7 +145,7 @@ def test_a_claim_step_never_reopens_a_settled_bean(api):  # noqa: ANN001
     assert r.status_code == 403 and "is resolved; step 'claim' claims a created or in-progress bean" in r.json()["detail"]
 
 
-def test_qaqc_reports_a_bean_settled_around_the_steps_in_older_data(api, db):  # noqa: ANN001
+def test_qaqc_reports_a_bean_settled_around_the_steps_in_older_data(api, db):
     n, agent = _paper_at_plan(api)
     with db.write() as s:  # what the API let an agent do before the fix: the status changed, no row recorded
         bean = s.query(Bean).filter(Bean.title == "Introduction").one()
@@ -157,7 +157,7 @@ def test_qaqc_reports_a_bean_settled_around_the_steps_in_older_data(api, db):  #
     assert "outside-steps" in qaqc.to_markdown(rep)
 
 
-def test_migration_0015_gives_older_beans_their_workflow(api, db):  # noqa: ANN001
+def test_migration_0015_gives_older_beans_their_workflow(api, db):
     """A bean a step named before the column existed belongs to that step's instance after the upgrade."""
     from predictorx.store.migrate import downgrade, upgrade
 
@@ -172,7 +172,7 @@ def test_migration_0015_gives_older_beans_their_workflow(api, db):  # noqa: ANN0
     assert agent.post(f"/api/issues/{n}/beans/Introduction/resolve", json={}).status_code == 403
 
 
-def test_the_task_start_sweep_says_which_workflow_holds_a_bean(api):  # noqa: ANN001
+def test_the_task_start_sweep_says_which_workflow_holds_a_bean(api):
     from predictorx.harness.sweep_text import render
 
     n, agent = _paper_at_plan(api)

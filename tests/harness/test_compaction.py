@@ -29,7 +29,7 @@ INNER = (HEAD.format(id="d_inner") + '<bpmn:process id="inner" isExecutable="fal
 AGENT = Actor("agent", "a-1", "bot", frozenset({"agent"}))
 
 
-def _take(run: Run, ref: str, **kw) -> None:  # noqa: ANN003
+def _take(run: Run, ref: str, **kw) -> None:
     run.apply(run.prepare(run.find(ref, AGENT), **kw))
 
 
@@ -41,7 +41,7 @@ def _tasks(run: Run) -> int:
     return len(run.wf.tasks) + sum(len(sp.tasks) for sp in run.wf.subprocesses.values())
 
 
-def test_a_loop_with_a_join_and_a_call_keeps_a_bounded_state_and_still_runs_right(tmp_path):  # noqa: ANN001
+def test_a_loop_with_a_join_and_a_call_keeps_a_bounded_state_and_still_runs_right(tmp_path):
     (tmp_path / "outer.bpmn").write_text(OUTER)
     (tmp_path / "inner.bpmn").write_text(INNER)
     lib = load_library([tmp_path])
@@ -71,7 +71,7 @@ def test_a_loop_with_a_join_and_a_call_keeps_a_bounded_state_and_still_runs_righ
     assert again.completed and again.enabled() == []
 
 
-def test_the_loop_bench_state_is_flat_over_iterations(tmp_path):  # noqa: ANN001
+def test_the_loop_bench_state_is_flat_over_iterations(tmp_path):
     from tests.harness.test_engine_loop import bench
 
     (tmp_path / "loop.bpmn").write_text(bench.loop())

@@ -18,7 +18,7 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 
-def test_a_loop_past_the_iterator_depth_bound_is_not_falsely_completed(tmp_path):  # noqa: ANN001
+def test_a_loop_past_the_iterator_depth_bound_is_not_falsely_completed(tmp_path):
     (tmp_path / "loop.bpmn").write_text(bench.loop())
     (tmp_path / "loop.dmn").write_text(bench.LOOP_DMN)
     lib = load_library([tmp_path])

@@ -9,7 +9,7 @@ import uuid
 from tests.harness.test_api import _step
 
 
-def _agent_token(api, title, agent):  # noqa: ANN001, ANN202
+def _agent_token(api, title, agent):
     """An issue assigned to a new agent, and that agent's task token (one agent per issue: an
     agent runs one task at a time)."""
     d = api.as_(api.post("/api/daemon/register", json={
@@ -21,7 +21,7 @@ def _agent_token(api, title, agent):  # noqa: ANN001, ANN202
     return issue, api.as_(claim["token"])
 
 
-def _pages(api, limit, **params):  # noqa: ANN001, ANN202
+def _pages(api, limit, **params):
     pages, cursor = [], None
     while True:
         r = api.get("/api/workflows/record", params={**params, "limit": limit, **({"cursor": cursor} if cursor else {})})
@@ -33,7 +33,7 @@ def _pages(api, limit, **params):  # noqa: ANN001, ANN202
         assert len(pages) < 50, "the cursor does not advance"
 
 
-def _joined(pages):  # noqa: ANN001, ANN202
+def _joined(pages):
     out: dict[str, list] = {}
     for page in pages:
         for rec in page["records"]:
@@ -41,7 +41,7 @@ def _joined(pages):  # noqa: ANN001, ANN202
     return out
 
 
-def test_the_record_pages_join_to_the_whole_record(api):  # noqa: ANN001
+def test_the_record_pages_join_to_the_whole_record(api):
     numbers = []
     for i, title in enumerate(("Add a CSV export command to the CLI", "Add a JSON export command to the CLI")):
         issue, agent = _agent_token(api, title, f"a{i}")
@@ -78,7 +78,7 @@ def test_the_record_pages_join_to_the_whole_record(api):  # noqa: ANN001
     assert len(only) == 1 and list(only.values()) == [full[next(iter(only))]]
 
 
-def test_a_bad_cursor_or_limit_is_a_sentence(api):  # noqa: ANN001
+def test_a_bad_cursor_or_limit_is_a_sentence(api):
     r = api.get("/api/workflows/record", params={"cursor": "not-a-cursor"})
     assert r.status_code == 422 and "is not one this server gave" in r.json()["detail"]
     for limit in (0, 10_001):

@@ -11,7 +11,7 @@ from predictorx.harness.library import SHIPPED, load_library
 from tests.harness.test_api import _agent_token, _step
 
 
-def _denied_signoff(api):  # noqa: ANN001, ANN202
+def _denied_signoff(api):
     """An agent that holds the sign-off's role and that the strict team policy still refuses."""
     project = api.post("/api/projects", json={"title": "p"}).json()
     issue, agent = _agent_token(api, "Add support for Excel uploads to the platform", project_id=project["id"])
@@ -23,12 +23,12 @@ def _denied_signoff(api):  # noqa: ANN001, ANN202
     return n, agent
 
 
-def _refused(api, n):  # noqa: ANN001, ANN202
+def _refused(api, n):
     history = api.get(f"/api/issues/{n}/workflows/feature-request").json()["history"]
     return [h for h in history if h["status"] == "refused"]
 
 
-def test_a_repeated_refusal_is_one_row_with_a_count(api):  # noqa: ANN001
+def test_a_repeated_refusal_is_one_row_with_a_count(api):
     n, agent = _denied_signoff(api)
     for i in range(30):
         r = _step(agent, n, "feature-request", "signoff", reason=f"attempt {i} " + "x" * 5000)
@@ -45,7 +45,7 @@ def test_a_repeated_refusal_is_one_row_with_a_count(api):  # noqa: ANN001
     assert finding["finding"] == "refused" and "30 attempts" in finding["detail"]
 
 
-def test_refused_rows_per_instance_are_capped_with_a_sentence(api, monkeypatch):  # noqa: ANN001
+def test_refused_rows_per_instance_are_capped_with_a_sentence(api, monkeypatch):
     # no window (every refusal would be a row of its own) and a small cap
     monkeypatch.setattr(instances, "REFUSAL_WINDOW", timedelta(0))
     monkeypatch.setattr(instances, "MAX_REFUSED_ROWS", 5)
@@ -59,7 +59,7 @@ def test_refused_rows_per_instance_are_capped_with_a_sentence(api, monkeypatch):
     assert [r["attempts"] for r in rows] == [1, 1, 1, 1, 8]
 
 
-def test_the_panel_shows_the_count_and_only_the_latest_steps(db, monkeypatch):  # noqa: ANN001
+def test_the_panel_shows_the_count_and_only_the_latest_steps(db, monkeypatch):
     from starlette.testclient import TestClient
 
     from predictorx.server.app import create_app

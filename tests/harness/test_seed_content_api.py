@@ -13,7 +13,7 @@ from tests.harness.test_api import _agent_token, _step
 WORK = {"bean": "Introduction", "branch": "agent/a1/intro", "commit": "abc1234"}
 
 
-def test_a_paper_request_runs_authoring_a_paper_to_completion(api):  # noqa: ANN001
+def test_a_paper_request_runs_authoring_a_paper_to_completion(api):
     issue, agent = _agent_token(api, "Write the introduction section of the paper")
     n, p = issue["number"], "authoring-a-paper"
     [c] = api.get(f"/api/issues/{n}/classifications").json()
@@ -48,7 +48,7 @@ def test_a_paper_request_runs_authoring_a_paper_to_completion(api):  # noqa: ANN
     assert agent.get(f"/api/issues/{n}/beans/Introduction").json()["status"] == "resolved"
 
 
-def test_when_the_folio_table_cannot_decide_a_judgement_names_the_folio(api):  # noqa: ANN001
+def test_when_the_folio_table_cannot_decide_a_judgement_names_the_folio(api):
     issue = api.post("/api/issues", json={"title": "Draft a section on pricing"}).json()
     n = issue["number"]
     [c] = api.get(f"/api/issues/{n}/classifications").json()
@@ -69,7 +69,7 @@ def test_when_the_folio_table_cannot_decide_a_judgement_names_the_folio(api):  #
     assert (c["workflow"], c["reason"]) == ("authoring-a-document", "the pricing section goes in the user guide")
 
 
-def test_content_lifecycle_publish_is_strict_even_for_an_agent_holding_the_user_role(api):  # noqa: ANN001
+def test_content_lifecycle_publish_is_strict_even_for_an_agent_holding_the_user_role(api):
     project = api.post("/api/projects", json={"title": "p"}).json()
     issue, agent = _agent_token(api, "Please review my draft chapter", project_id=project["id"])
     n, p = issue["number"], "content-lifecycle"

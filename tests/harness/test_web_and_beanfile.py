@@ -10,7 +10,7 @@ from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 
 
-def test_workflows_panel_shows_instance_diagram_and_history(db):  # noqa: ANN001
+def test_workflows_panel_shows_instance_diagram_and_history(db):
     token = bootstrap(db, "http://testserver")
     with TestClient(create_app(db, migrate=False), follow_redirects=False) as c:
         c.cookies.set("px_token", token)
@@ -33,7 +33,7 @@ def test_workflows_panel_shows_instance_diagram_and_history(db):  # noqa: ANN001
         assert other.status_code == 404
 
 
-def test_beans_round_trip_through_hmans_markdown(api):  # noqa: ANN001
+def test_beans_round_trip_through_hmans_markdown(api):
     n = api.post("/api/issues", json={"title": "Penguins"}).json()["number"]
     api.post(f"/api/issues/{n}/beans", json={"title": "Write: the \"parser\"", "body": "Parse it.\n\nCarefully."})
     b2 = api.post(f"/api/issues/{n}/beans", json={"title": "Docs"}).json()

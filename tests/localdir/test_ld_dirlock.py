@@ -40,7 +40,7 @@ def locks(tmp_path: Path) -> DirLocks:
     return DirLocks(tmp_path / "state" / "locks")
 
 
-async def until(condition, timeout: float = 30.0) -> None:  # noqa: ANN001
+async def until(condition, timeout: float = 30.0) -> None:
     """Wait, a loop turn at a time, until `condition()` holds; a loaded machine may take a while."""
     deadline = time.monotonic() + timeout
     while not condition():

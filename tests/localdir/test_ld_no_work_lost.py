@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from ld_git import git, make_repo
 
-from predictorx.daemon import worktree
 from predictorx.daemon.envroot import create_env_root, mark_finished
 from predictorx.daemon.gc import collect
 from predictorx.daemon.worktree import MARKER, finalize, prepare, recover

@@ -15,7 +15,7 @@ from predictorx.daemon.repocache import LocalPathRefused, RepoCache
 
 
 @pytest.fixture
-def process_in(tmp_path: Path):  # noqa: ANN201
+def process_in(tmp_path: Path):
     """Another process working in an allowed folder (a git repository): its /proc/<pid>/cwd
     resolves there, which is how a member reached another task's or the daemon's folder."""
     repo = make_repo(tmp_path / "someone-elses-work", {"a.txt": "a\n"})
@@ -27,7 +27,7 @@ def process_in(tmp_path: Path):  # noqa: ANN201
         proc.wait(10)
 
 
-def test_finding_14_proc_pid_cwd_is_refused_as_a_local_directory(process_in, tmp_path):  # noqa: ANN001
+def test_finding_14_proc_pid_cwd_is_refused_as_a_local_directory(process_in, tmp_path):
     pid, repo = process_in
     assert check_local_directory(str(repo)) == repo.resolve()  # the folder itself is fine
     for given in (f"/proc/{pid}/cwd", f"/proc/{pid}/cwd/", "/proc/self/cwd", f"/proc/{pid}/root{repo}"):
@@ -40,7 +40,7 @@ def test_finding_14_proc_pid_cwd_is_refused_as_a_local_directory(process_in, tmp
         check_local_directory(str(link))
 
 
-def test_finding_14_file_urls_go_through_the_path_rules(process_in, tmp_path):  # noqa: ANN001
+def test_finding_14_file_urls_go_through_the_path_rules(process_in, tmp_path):
     pid, repo = process_in
     cache = RepoCache(tmp_path / "cache-root")
     for url in (f"file:///proc/{pid}/cwd", f"/proc/{pid}/cwd", "file:///etc", "file:///"):

@@ -162,7 +162,7 @@ def test_a_file_that_vanishes_while_the_task_starts_fails(tmp_path: Path, monkey
     (repo / "tmp.o").write_text("short-lived\n")
     real_git = worktree.git
 
-    def racing_git(args, **kw):  # noqa: ANN001, ANN202
+    def racing_git(args, **kw):
         if when == "before it is hashed" and args[0] == "update-index" and (repo / "tmp.o").exists():
             (repo / "tmp.o").unlink()
         out = real_git(args, **kw)

@@ -28,7 +28,7 @@ def git(cwd: Path, *args: str, check: bool = True) -> str:
 
 
 class _AskForPassword(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Basic realm="forge"')
         self.end_headers()

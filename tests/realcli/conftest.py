@@ -14,7 +14,7 @@ from .scenario import Scenario
 MISSING = "no real CLI"
 
 
-def pytest_collection_modifyitems(items):  # noqa: ANN001, ANN201
+def pytest_collection_modifyitems(items):
     """A real CLI starts in seconds, but a loaded 2-core machine runs several at once."""
     for item in items:
         if "realcli" in str(item.fspath):
@@ -29,11 +29,11 @@ def require(provider: str) -> RealCli:
 
 
 @pytest.fixture
-def scenario(tmp_path, request):  # noqa: ANN001, ANN201
+def scenario(tmp_path, request):
     """`scenario(provider)`: a server on SQLite, a model server and a daemon for that real CLI."""
     made: list[Scenario] = []
 
-    def make(provider: str, **kw) -> Scenario:  # noqa: ANN003
+    def make(provider: str, **kw) -> Scenario:
         s = Scenario(require(provider), tmp_path / f"{provider}-{len(made)}", **kw)
         made.append(s)
         return s

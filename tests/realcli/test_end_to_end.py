@@ -43,7 +43,7 @@ NO_NETWORK = {"claude", "gemini", "opencode"}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provider):  # noqa: ANN001
+def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provider):
     s = scenario(provider)
     cli = s.cli
 

@@ -10,7 +10,7 @@ import json
 TOOL = "mcp__predictorx__workflow_complete"
 
 
-def test_real_claude_completes_its_workflow_step_through_predictorx_mcp(scenario):  # noqa: ANN001
+def test_real_claude_completes_its_workflow_step_through_predictorx_mcp(scenario):
     s = scenario("claude")
     s.model.call = (TOOL, {"process": "feature-request", "step": "capture",
                            "note": "restated: a `predictorx export --csv` command"})

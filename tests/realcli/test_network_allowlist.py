@@ -49,7 +49,7 @@ class Other:
         other = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 other.hits.append(self.path)
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
@@ -67,14 +67,14 @@ class Other:
 
 
 @pytest.fixture
-def other():  # noqa: ANN201
+def other():
     o = Other()
     yield o
     o.close()
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_real_cli_completes_under_an_allowlist_of_only_its_model_server(scenario, provider, other):  # noqa: ANN001
+def test_real_cli_completes_under_an_allowlist_of_only_its_model_server(scenario, provider, other):
     s = scenario(provider)
     s.model.command = work_command(s.cli, f"; python3 probe.py {other.port}")
     model = s.model.url.removeprefix("http://")
@@ -114,7 +114,7 @@ MODEL_NAME = "model.predictorx.test"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_real_cli_reaches_a_named_model_host_through_the_proxy(scenario, provider):  # noqa: ANN001
+def test_real_cli_reaches_a_named_model_host_through_the_proxy(scenario, provider):
     s = scenario(provider, model_host=MODEL_NAME, daemon_env={"PREDICTORX_NET_RESOLVE": f"{MODEL_NAME}=127.0.0.1"})
     allowed = f"{MODEL_NAME}:{s.model.port}"
     s.server.api("PATCH", f"/api/agents/{s.agent_name}", {"sandbox": True, "network": "allowlist",

@@ -40,7 +40,7 @@ def _room(*args: str, cwd: Path | None = None) -> dict:
 
 
 @pytest.mark.parametrize("provider", ["claude", "codex"])
-def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenario, provider, tmp_path):  # noqa: ANN001
+def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenario, provider, tmp_path):
     s = scenario(provider)
     repo = s.person_repo("myrepo")
     marker = tmp_path / f"{provider}-go"
@@ -84,7 +84,7 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
     assert finished - result_at < 2.0, f"the task ended {finished - result_at:.1f} s after the CLI's result"
 
 
-def test_codex_offers_the_agents_room_mcp_tools(tmp_path):  # noqa: ANN001
+def test_codex_offers_the_agents_room_mcp_tools(tmp_path):
     """The same run the daemon makes, without the daemon: Codex with agents-room's run-config
     (which already holds --dangerously-bypass-hook-trust; Codex refuses it twice).
 

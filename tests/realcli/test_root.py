@@ -17,7 +17,7 @@ from .conftest import require
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root is refused")
 
 
-def test_the_real_claude_refuses_root_without_is_sandbox_and_the_task_says_how_to_opt_in(tmp_path, monkeypatch):  # noqa: ANN001
+def test_the_real_claude_refuses_root_without_is_sandbox_and_the_task_says_how_to_opt_in(tmp_path, monkeypatch):
     claude = require("claude").path()
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
            "ANTHROPIC_API_KEY": "x", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
@@ -35,16 +35,16 @@ def test_the_real_claude_refuses_root_without_is_sandbox_and_the_task_says_how_t
     assert get("claude").build_argv(RunSpec(prompt="hi", cwd=tmp_path, env={"IS_SANDBOX": "1"}, logs_dir=tmp_path))
 
 
-async def _ignore(_message) -> None:  # noqa: ANN001
+async def _ignore(_message) -> None:
     return None
 
 
-def _env(tmp_path, **extra: str) -> dict[str, str]:  # noqa: ANN001
+def _env(tmp_path, **extra: str) -> dict[str, str]:
     return {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
             "ANTHROPIC_API_KEY": "x", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", **extra}
 
 
-def test_only_is_sandbox_1_opts_in_and_the_reason_says_so(tmp_path, monkeypatch):  # noqa: ANN001
+def test_only_is_sandbox_1_opts_in_and_the_reason_says_so(tmp_path, monkeypatch):
     """Claude Code reads IS_SANDBOX=1 only: with IS_SANDBOX=true it still refuses, so the daemon
     refuses before starting it too, and says which value it needs."""
     claude = require("claude").path()
@@ -58,7 +58,7 @@ def test_only_is_sandbox_1_opts_in_and_the_reason_says_so(tmp_path, monkeypatch)
     assert "IS_SANDBOX=true is set, but Claude Code takes only IS_SANDBOX=1" in result.failure_reason
 
 
-def test_a_refusal_the_daemon_could_not_foresee_still_names_the_setting(tmp_path, monkeypatch):  # noqa: ANN001
+def test_a_refusal_the_daemon_could_not_foresee_still_names_the_setting(tmp_path, monkeypatch):
     """IS_SANDBOX=1 in the daemon's environment, but the agent's command line (`--command`, here
     `env -u IS_SANDBOX claude`, as `sudo claude` would) drops it: the real Claude Code refuses
     after it started, and the task's reason is the daemon's sentence, not an opaque exit code."""

@@ -12,7 +12,7 @@ from predictorx.store.migrate import downgrade, upgrade
 from predictorx.store.schema import Comment
 
 
-def test_existing_comments_are_rendered_by_the_migration(database_url):  # noqa: ANN001
+def test_existing_comments_are_rendered_by_the_migration(database_url):
     db = Database(database_url)
     upgrade(db.engine)
     with db.write() as s:

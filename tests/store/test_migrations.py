@@ -22,14 +22,14 @@ def _revisions(db: Database) -> list[str]:
     return [r.revision for r in reversed(list(script.walk_revisions()))]
 
 
-def test_upgrade_from_empty_matches_the_models(database_url):  # noqa: ANN001
+def test_upgrade_from_empty_matches_the_models(database_url):
     db = Database(database_url)
     upgrade(db.engine)
     assert _diff(db) == []
     db.dispose()
 
 
-def test_upgrade_from_every_earlier_version(database_url):  # noqa: ANN001
+def test_upgrade_from_every_earlier_version(database_url):
     db = Database(database_url)
     revisions = _revisions(db)
     assert revisions, "there must be at least one migration"
@@ -46,7 +46,7 @@ def test_upgrade_from_every_earlier_version(database_url):  # noqa: ANN001
     db.dispose()
 
 
-def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):  # noqa: ANN001
+def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):
     db = Database(f"sqlite:///{tmp_path / 'w.db'}")
     db.migrate()
     with db.engine.connect() as conn:

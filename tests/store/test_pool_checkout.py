@@ -13,18 +13,18 @@ from databases import POSTGRES_URL
 
 
 @pytest.fixture
-def pg(db):  # noqa: ANN001, ANN201
+def pg(db):
     if db.engine.dialect.name != "postgresql":
         pytest.skip("the pool check is PostgreSQL's; SQLite has no server to lose")
     return db
 
 
-def _backend_pid(db) -> int:  # noqa: ANN001
+def _backend_pid(db) -> int:
     with db.write() as s:
         return s.execute(text("SELECT pg_backend_pid()")).scalar_one()
 
 
-def test_a_healthy_pooled_connection_costs_no_round_trip(pg, monkeypatch):  # noqa: ANN001
+def test_a_healthy_pooled_connection_costs_no_round_trip(pg, monkeypatch):
     pings: list[object] = []
     monkeypatch.setattr(pg.engine.dialect, "do_ping", lambda conn: pings.append(conn) or True)
     first = _backend_pid(pg)
@@ -33,7 +33,7 @@ def test_a_healthy_pooled_connection_costs_no_round_trip(pg, monkeypatch):  # no
     assert pings == []  # no `SELECT 1` before each use (pool_pre_ping did one per checkout)
 
 
-def test_a_connection_the_server_ended_is_replaced_before_use(pg):  # noqa: ANN001
+def test_a_connection_the_server_ended_is_replaced_before_use(pg):
     victim = _backend_pid(pg)
     with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=10) as admin:
         assert admin.execute("SELECT pg_terminate_backend(%s)", (victim,)).fetchone()[0]

@@ -140,7 +140,7 @@ class LiveServer:
         """A single-use sign-in link, as `predictorx web` prints it (the only way in, R-SEC-7)."""
         return self.post("/api/login-link")["url"]
 
-    def sign_in(self, page) -> None:  # noqa: ANN001
+    def sign_in(self, page) -> None:
         """What a person does with the link: open it and press Sign in (issue 29 §10)."""
         page.goto(self.login_link())
         page.get_by_role("button", name="Sign in").click()
@@ -179,7 +179,7 @@ def browser():
         b = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         new_context = b.new_context
 
-        def sized_context(**kw):  # noqa: ANN003, ANN202 — every context a test opens gets the timeouts
+        def sized_context(**kw):  # every context a test opens gets the timeouts
             context = new_context(**kw)
             context.set_default_timeout(ACTION_TIMEOUT_MS)
             context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
@@ -190,7 +190,7 @@ def browser():
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):  # noqa: ANN001, ANN201
+def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
@@ -200,7 +200,7 @@ SCREENSHOTS = Path(os.environ.get("PREDICTORX_SCREENSHOTS") or Path(tempfile.get
 
 
 @pytest.fixture
-def page(browser, live: LiveServer, request):  # noqa: ANN001, ANN201
+def page(browser, live: LiveServer, request):
     """A fresh browser context, signed in through the login link `predictorx up` prints.
     A test that fails leaves a full-page screenshot in $PREDICTORX_SCREENSHOTS (a temp dir)."""
     context = browser.new_context(viewport={"width": 1360, "height": 900}, base_url=live.url)
@@ -225,12 +225,12 @@ AXE_JS = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 
 
 @pytest.fixture
-def axe():  # noqa: ANN201
+def axe():
     """axe(page) → the page's serious and critical axe-core violations, one line each."""
     return axe_violations
 
 
-def axe_violations(page, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:  # noqa: ANN001
+def axe_violations(page, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
     """axe-core's serious and critical violations on the page as it is now, one line each."""
     if not AXE_JS.exists():
         pytest.fail(f"axe-core is not installed at {AXE_JS}: run `make test` (it runs npm ci in tests/web)")

@@ -19,14 +19,14 @@ CARD = re.compile(r'<li id="c(\d+)">')
 PAGE_BUDGET = 100_000
 
 
-def _fill(web_db, n: int, status: str = "todo") -> None:  # noqa: ANN001
+def _fill(web_db, n: int, status: str = "todo") -> None:
     with web_db.write() as s:
         ws = s.query(Workspace).one()
         for i in range(n):
             issue_svc.create_issue(s, ws.id, None, title=f"Issue number {i} with a title of some length", status=status)
 
 
-def test_a_column_opens_on_a_few_cards_and_show_more_brings_the_rest_once(client, web_db):  # noqa: ANN001
+def test_a_column_opens_on_a_few_cards_and_show_more_brings_the_rest_once(client, web_db):
     total = COLUMN_CARDS + MORE_CARDS + 5
     _fill(web_db, total)
     board = client.get("/issues?view=board").text
@@ -47,7 +47,7 @@ def test_a_column_opens_on_a_few_cards_and_show_more_brings_the_rest_once(client
     assert r.status_code == 400 and "no board column &#39;nowhere&#39;" in r.text
 
 
-def test_a_move_puts_the_card_on_top_of_its_column_and_refocuses_it(client, web_db):  # noqa: ANN001
+def test_a_move_puts_the_card_on_top_of_its_column_and_refocuses_it(client, web_db):
     _fill(web_db, 30)
     r = client.post("/issues/move", data={"m": "2 in_progress"}, headers=HX)
     assert r.status_code == 200, r.text
@@ -69,7 +69,7 @@ def test_a_move_puts_the_card_on_top_of_its_column_and_refocuses_it(client, web_
     assert r.status_code == 404
 
 
-def test_a_board_of_a_thousand_issues_stays_under_the_page_budget(client, web_db):  # noqa: ANN001
+def test_a_board_of_a_thousand_issues_stays_under_the_page_budget(client, web_db):
     statuses = issue_svc.ISSUE_STATUSES
     for st in statuses:
         _fill(web_db, 1000 // len(statuses), st)
@@ -81,7 +81,7 @@ def test_a_board_of_a_thousand_issues_stays_under_the_page_budget(client, web_db
     assert total < PAGE_BUDGET, total
 
 
-def test_the_trimmed_css_and_js_mean_what_their_sources_say(client):  # noqa: ANN001
+def test_the_trimmed_css_and_js_mean_what_their_sources_say(client):
     """What the browser loads is the source less comments and whitespace, nothing else."""
     from predictorx.server.web.render import STATIC_DIR
 
@@ -97,7 +97,7 @@ def test_the_trimmed_css_and_js_mean_what_their_sources_say(client):  # noqa: AN
 
 
 @pytest.mark.browser
-def test_show_more_in_the_browser_and_a_dragged_card_moves(page, web_db, axe):  # noqa: ANN001
+def test_show_more_in_the_browser_and_a_dragged_card_moves(page, web_db, axe):
     _fill(web_db, COLUMN_CARDS + 4)
     page.goto("/issues?view=board")
     todo = page.locator("section.column[data-status=todo] .cards > li[id]")
@@ -112,14 +112,14 @@ def test_show_more_in_the_browser_and_a_dragged_card_moves(page, web_db, axe):  
     expect(todo).to_have_count(COLUMN_CARDS)  # the board came back: its columns opened again
 
 
-def _weight(client, html: str) -> int:  # noqa: ANN001
+def _weight(client, html: str) -> int:
     total = len(html.encode())
     for asset in re.findall(r'(?:src|href)="(/static/[^"]+\.(?:js|css))"', html):
         total += len(client.get(asset).content)
     return total
 
 
-def test_the_list_and_a_project_page_of_a_thousand_issues_stay_small_and_show_more(client, web_db):  # noqa: ANN001
+def test_the_list_and_a_project_page_of_a_thousand_issues_stay_small_and_show_more(client, web_db):
     from predictorx.server.web.issues import LIST_ROWS, PROJECT_ROWS
 
     r = client.post("/projects", data={"title": "Big"})
@@ -143,7 +143,7 @@ def test_the_list_and_a_project_page_of_a_thousand_issues_stay_small_and_show_mo
 
 
 @pytest.mark.browser
-def test_a_long_discussion_opens_on_its_latest_comments_and_shows_the_rest(page, live):  # noqa: ANN001
+def test_a_long_discussion_opens_on_its_latest_comments_and_shows_the_rest(page, live):
     from predictorx.server.web.issues import COMMENTS_SHOWN
 
     issue = live.post("/api/issues", {"title": "Talky"})

@@ -9,11 +9,11 @@ from playwright.sync_api import expect
 pytestmark = pytest.mark.browser
 
 
-def _agent(live, name: str) -> dict:  # noqa: ANN001
+def _agent(live, name: str) -> dict:
     return next(a for a in live.get("/api/agents") if a["name"] == name)
 
 
-def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):  # noqa: ANN001
+def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):
     page.goto("/agents")
     page.locator("#new-agent-button").click()
     form = page.locator("#new-agent")
@@ -36,7 +36,7 @@ def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):  
     assert _agent(live, "boxed")["sandbox"] is False
 
 
-def test_the_network_policy_is_set_from_the_form_and_an_allowlist_without_the_sandbox_is_refused(page, live, axe):  # noqa: ANN001
+def test_the_network_policy_is_set_from_the_form_and_an_allowlist_without_the_sandbox_is_refused(page, live, axe):
     page.goto("/agents")
     page.locator("#new-agent-button").click()
     form = page.locator("#new-agent")
@@ -63,7 +63,7 @@ def test_the_network_policy_is_set_from_the_form_and_an_allowlist_without_the_sa
     assert _agent(live, "fenced")["network"] == "open"
 
 
-def test_an_agent_with_runs_is_archived_and_its_runs_keep_their_history(page, live, axe):  # noqa: ANN001
+def test_an_agent_with_runs_is_archived_and_its_runs_keep_their_history(page, live, axe):
     live.register_local_daemon(providers=("command",))
     live.post("/api/agents", {"name": "bot", "provider": "command", "command": ["true"]})
     live.post("/api/agents", {"name": "spare", "provider": "claude"})

@@ -11,14 +11,14 @@ import pytest
 pytestmark = pytest.mark.browser
 
 
-def _panel(page, n: int):  # noqa: ANN001, ANN202
+def _panel(page, n: int):
     page.goto(f"/issues/{n}")
     section = page.locator('#workflows section.workflow[data-process="feature-request"]')
     section.wait_for()
     return section
 
 
-def _axe_both_themes(page, axe) -> list[str]:  # noqa: ANN001
+def _axe_both_themes(page, axe) -> list[str]:
     found = []
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
@@ -27,7 +27,7 @@ def _axe_both_themes(page, axe) -> list[str]:  # noqa: ANN001
     return found
 
 
-def test_a_person_takes_people_lane_steps_from_the_workflows_panel(page, live, axe):  # noqa: ANN001
+def test_a_person_takes_people_lane_steps_from_the_workflows_panel(page, live, axe):
     live.register_local_daemon(capabilities=(), providers=("command",))
     live.post("/api/agents", {"name": "bot", "provider": "command", "command": ["true"]})
     n = live.post("/api/issues", {"title": "Add a CSV export command to the CLI", "assignee": "bot"})["number"]

@@ -13,12 +13,12 @@ from predictorx.daemon.review import branch_review
 pytestmark = pytest.mark.browser
 
 
-def press(locator, key: str = "Enter") -> None:  # noqa: ANN001
+def press(locator, key: str = "Enter") -> None:
     locator.focus()
     locator.press(key)
 
 
-def test_main_flow_by_keyboard(page, live, branch_repo):  # noqa: ANN001
+def test_main_flow_by_keyboard(page, live, branch_repo):
     live.register_local_daemon()
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
     page.goto("/")
@@ -57,7 +57,7 @@ def test_main_flow_by_keyboard(page, live, branch_repo):  # noqa: ANN001
     expect(page.locator("#copy-branch")).to_be_visible()
 
 
-def test_agents_board_comments_project_and_workspaces_from_the_browser(page, live):  # noqa: ANN001
+def test_agents_board_comments_project_and_workspaces_from_the_browser(page, live):
     # Agents: create, edit, delete.
     page.goto("/agents")
     press(page.get_by_role("button", name="New agent"))

@@ -27,11 +27,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _project(live) -> dict:  # noqa: ANN001
+def _project(live) -> dict:
     return live.post("/api/projects", {"title": "Big game"})
 
 
-def test_browse_pick_and_save_a_local_folder(page, live, home):  # noqa: ANN001
+def test_browse_pick_and_save_a_local_folder(page, live, home):
     daemon_id = live.register_local_daemon()
     project = _project(live)
     page.goto(f"/projects/{project['id']}")
@@ -73,7 +73,7 @@ def test_browse_pick_and_save_a_local_folder(page, live, home):  # noqa: ANN001
     expect(page.locator("#local-folder-hint")).to_contain_text("already has a local folder")
 
 
-def test_button_disabled_while_the_daemon_is_offline(page, live, home, monkeypatch):  # noqa: ANN001
+def test_button_disabled_while_the_daemon_is_offline(page, live, home, monkeypatch):
     monkeypatch.setenv("PREDICTORX_DAEMON_TIMEOUT", "1")
     daemon_id = live.register_local_daemon()
     project = _project(live)
@@ -90,7 +90,7 @@ def test_button_disabled_while_the_daemon_is_offline(page, live, home, monkeypat
     expect(page.locator("#add-local-folder")).to_be_enabled()
 
 
-def test_button_absent_on_a_remote_page(browser, live, home):  # noqa: ANN001
+def test_button_absent_on_a_remote_page(browser, live, home):
     live.register_local_daemon()
     project = _project(live)
     # Through a proxy the server cannot know the browser is on its machine.

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 pytestmark = pytest.mark.browser
 
 
-def test_login_link_sets_an_httponly_strict_cookie_and_lands_on_projects(page, live):  # noqa: ANN001
+def test_login_link_sets_an_httponly_strict_cookie_and_lands_on_projects(page, live):
     assert page.url == f"{live.url}/"
     expect(page.get_by_role("heading", name="Projects")).to_be_visible()
     cookie = next(c for c in page.context.cookies() if c["name"] == "px_token")
@@ -25,7 +25,7 @@ def test_login_link_sets_an_httponly_strict_cookie_and_lands_on_projects(page, l
     expect(page.get_by_role("heading", name="Projects")).to_be_visible()
 
 
-def test_new_project_with_picked_and_pasted_repos_in_one_step(page, live):  # noqa: ANN001
+def test_new_project_with_picked_and_pasted_repos_in_one_step(page, live):
     ws = live.get("/api/workspaces")[0]
     live.api.patch(f"/api/workspaces/{ws['id']}", json={"repos": ["https://github.com/org/web",
                                                                    "https://github.com/org/api"]})
@@ -57,7 +57,7 @@ def test_new_project_with_picked_and_pasted_repos_in_one_step(page, live):  # no
     assert project["priority"] == "high"
 
 
-def test_resources_panel_adds_edits_and_removes(page, live):  # noqa: ANN001
+def test_resources_panel_adds_edits_and_removes(page, live):
     project = live.post("/api/projects", {"title": "Storefront"})
     page.goto(f"/projects/{project['id']}")
     panel = page.locator("#resources")
@@ -93,7 +93,7 @@ def test_resources_panel_adds_edits_and_removes(page, live):  # noqa: ANN001
     assert live.get(f"/api/projects/{project['id']}")["resources"] == []
 
 
-def test_unknown_ids_show_the_404_page(page, live):  # noqa: ANN001
+def test_unknown_ids_show_the_404_page(page, live):
     for path in ("/projects/nope", "/issues/999", "/tasks/nope", "/no/such/page"):
         response = page.goto(path)
         assert response.status == 404

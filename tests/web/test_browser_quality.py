@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 PAGE_BUDGET = 100_000
 
 
-def _world(live, branch_repo) -> dict[str, str]:  # noqa: ANN001
+def _world(live, branch_repo) -> dict[str, str]:
     """One of everything a page shows: a project with resources, issues, a finished run with a diff."""
     live.register_local_daemon()
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
@@ -41,7 +41,7 @@ def _world(live, branch_repo) -> dict[str, str]:  # noqa: ANN001
             "not found": "/nowhere"}
 
 
-def _weight(live, path: str) -> int:  # noqa: ANN001
+def _weight(live, path: str) -> int:
     """Bytes of the page's HTML plus the scripts and styles it loads."""
     html = live.api.get(path, cookies={"px_token": live.token}).text
     total = len(html.encode())
@@ -50,7 +50,7 @@ def _weight(live, path: str) -> int:  # noqa: ANN001
     return total
 
 
-def test_every_page_passes_axe_in_both_themes_and_stays_small(page, live, branch_repo, axe):  # noqa: ANN001
+def test_every_page_passes_axe_in_both_themes_and_stays_small(page, live, branch_repo, axe):
     pages = _world(live, branch_repo)
     problems: dict[str, list[str]] = {}
     for scheme in ("light", "dark"):
@@ -71,7 +71,7 @@ def test_every_page_passes_axe_in_both_themes_and_stays_small(page, live, branch
     assert all(w < PAGE_BUDGET for w in weights.values()), weights
 
 
-def test_the_theme_follows_the_system_setting(page, live):  # noqa: ANN001
+def test_the_theme_follows_the_system_setting(page, live):
     page.goto("/")
     page.emulate_media(color_scheme="light")
     light = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")

@@ -20,7 +20,7 @@ def git(cwd: Path, *args: str) -> str:
                           timeout=30).stdout
 
 
-def _finished_task(live, review: dict) -> str:  # noqa: ANN001
+def _finished_task(live, review: dict) -> str:
     live.register_local_daemon()
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
     project = live.post("/api/projects", {"title": "Shop"})
@@ -42,7 +42,7 @@ def _diff_lines(repo: Path, base: str, branch: str) -> tuple[list[str], list[str
     return added, removed
 
 
-def test_diff_view_matches_git_diff_and_the_commands_work(page, live, branch_repo):  # noqa: ANN001
+def test_diff_view_matches_git_diff_and_the_commands_work(page, live, branch_repo):
     repo, base, branch = branch_repo
     review = branch_review(repo, base, branch, mode="worktree", repo_label=str(repo))
     review["head"] = base
@@ -81,7 +81,7 @@ def test_diff_view_matches_git_diff_and_the_commands_work(page, live, branch_rep
     assert branch not in git(repo, "branch", "--list")
 
 
-def test_a_run_whose_branch_was_deleted_says_no_changes(page, live, branch_repo):  # noqa: ANN001
+def test_a_run_whose_branch_was_deleted_says_no_changes(page, live, branch_repo):
     repo, base, _ = branch_repo
     review = branch_review(repo, base, None, mode="worktree", repo_label=str(repo),
                            note="The task changed nothing, so its branch was deleted.")

@@ -23,7 +23,7 @@ def room(db: Path, *args: str) -> dict:
     return json.loads(out)
 
 
-def test_project_room_shows_who_messages_and_leases(page, live, tmp_path, monkeypatch, axe):  # noqa: ANN001
+def test_project_room_shows_who_messages_and_leases(page, live, tmp_path, monkeypatch, axe):
     db = tmp_path / "room.db"
     monkeypatch.setenv("AGENTS_ROOM_DB", str(db))
     project = live.post("/api/projects", {"title": "Storefront"})

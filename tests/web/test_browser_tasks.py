@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 pytestmark = pytest.mark.browser
 
 
-def _claimed_task(live) -> dict:  # noqa: ANN001
+def _claimed_task(live) -> dict:
     """A project with an issue assigned to an agent, claimed by a registered daemon."""
     live.register_local_daemon()
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
@@ -21,12 +21,12 @@ def _claimed_task(live) -> dict:  # noqa: ANN001
     return {"project": project, "issue": issue, "task": task}
 
 
-def _messages(live, task_id: str, *items: tuple[int, str, dict]) -> None:  # noqa: ANN001
+def _messages(live, task_id: str, *items: tuple[int, str, dict]) -> None:
     live.daemon(f"/api/tasks/{task_id}/messages",
                 {"messages": [{"seq": seq, "kind": kind, "content": content} for seq, kind, content in items]})
 
 
-def test_run_details_show_messages_in_order_and_update_live(page, live):  # noqa: ANN001
+def test_run_details_show_messages_in_order_and_update_live(page, live):
     run = _claimed_task(live)
     task_id = run["task"]["id"]
     _messages(live, task_id,
@@ -83,7 +83,7 @@ def test_run_details_show_messages_in_order_and_update_live(page, live):  # noqa
     assert live.get(f"/api/tasks/{task_id}")["status"] == "cancelled"
 
 
-def test_project_page_runs_follow_the_task_live(page, live):  # noqa: ANN001
+def test_project_page_runs_follow_the_task_live(page, live):
     live.register_local_daemon()
     live.post("/api/agents", {"name": "codex", "provider": "claude"})
     project = live.post("/api/projects", {"title": "Storefront"})
@@ -115,7 +115,7 @@ def test_project_page_runs_follow_the_task_live(page, live):  # noqa: ANN001
     assert {t["issue_number"] for t in live.get("/api/tasks")} == {task["issue_number"], second["number"]}
 
 
-def test_issue_page_comments_assign_and_runs(page, live):  # noqa: ANN001
+def test_issue_page_comments_assign_and_runs(page, live):
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
     issue = live.post("/api/issues", {"title": "Write the changelog", "body": "For 2.0 <b>bold</b>"})
     page.goto(f"/issues/{issue['number']}")
@@ -133,7 +133,7 @@ def test_issue_page_comments_assign_and_runs(page, live):  # noqa: ANN001
                            ".then(i => i.status === 'in_review')", polling=100)
 
 
-def test_a_folded_output_opens_whole_and_earlier_messages_load_in_batches(page, live):  # noqa: ANN001
+def test_a_folded_output_opens_whole_and_earlier_messages_load_in_batches(page, live):
     task_id = _claimed_task(live)["task"]["id"]
     long_output = "\n".join(f"output line {i}" for i in range(200))
     items = [(i, "text", {"text": f"message {i}"}) for i in range(160)]

@@ -18,18 +18,18 @@ def _table(chars: int) -> str:
     return head + TABLE_ROW * (chars // len(TABLE_ROW))
 
 
-def _issue(client) -> int:  # noqa: ANN001
+def _issue(client) -> int:
     r = client.post("/api/issues", json={"title": "Tables"})
     assert r.status_code == 201, r.text
     return r.json()["number"]
 
 
-def _comment(client, number: int, body: str) -> None:  # noqa: ANN001
+def _comment(client, number: int, body: str) -> None:
     r = client.post(f"/api/issues/{number}/comments", json={"body": body})
     assert r.status_code == 201, r.text
 
 
-def test_twenty_huge_tables_make_a_small_page_with_raw_links(client):  # noqa: ANN001
+def test_twenty_huge_tables_make_a_small_page_with_raw_links(client):
     number = _issue(client)
     huge = _table(99_000)
     for _ in range(20):
@@ -44,7 +44,7 @@ def test_twenty_huge_tables_make_a_small_page_with_raw_links(client):  # noqa: A
     assert raw.text == huge and raw.headers["x-content-type-options"] == "nosniff"
 
 
-def test_a_page_carries_a_bounded_number_of_bytes_and_pages_back(client):  # noqa: ANN001
+def test_a_page_carries_a_bounded_number_of_bytes_and_pages_back(client):
     number = _issue(client)
     big = _table(richtext.RENDER_MAX_CHARS - 2_000)  # rendered, and large
     count = 2 * discussion.PAGE_BYTES // len(richtext.render(big)) + 3
@@ -64,7 +64,7 @@ def test_a_page_carries_a_bounded_number_of_bytes_and_pages_back(client):  # noq
     assert seen == count and "<p>Comment 0</p>" in more.text
 
 
-def test_mentions_are_marked_in_the_stored_html(client, token):  # noqa: ANN001
+def test_mentions_are_marked_in_the_stored_html(client, token):
     r = client.post("/api/agents", json={"name": "claude-1", "provider": "claude"})
     assert r.status_code in (200, 201), r.text
     number = _issue(client)
@@ -74,7 +74,7 @@ def test_mentions_are_marked_in_the_stored_html(client, token):  # noqa: ANN001
     assert "<code>@claude-1</code>" in page
 
 
-def test_a_comment_of_another_issue_is_not_found(client):  # noqa: ANN001
+def test_a_comment_of_another_issue_is_not_found(client):
     first, second = _issue(client), _issue(client)
     _comment(client, first, "x" * 40_000)
     link = re.search(r'href="/issues/\d+/comments/([^"]+)/raw"', client.get(f"/issues/{first}").text).group(1)

@@ -27,7 +27,7 @@ from predictorx.store.db import Database
 ORIGIN = "http://testserver"
 
 
-def web_schema(app, *, nasty: bool = True) -> dict:  # noqa: ANN001
+def web_schema(app, *, nasty: bool = True) -> dict:
     routes = []
     for context in iter_route_contexts(app.routes):
         route = context.original_route
@@ -47,7 +47,7 @@ def web_schema(app, *, nasty: bool = True) -> dict:  # noqa: ANN001
 
 
 @pytest.fixture(scope="module")
-def web_target(tmp_path_factory):  # noqa: ANN001, ANN201
+def web_target(tmp_path_factory):
     db = Database(f"sqlite:///{tmp_path_factory.mktemp('fuzzweb') / 'px.db'}")
     db.migrate()
     token = bootstrap(db, ORIGIN)
@@ -63,7 +63,7 @@ def web_target(tmp_path_factory):  # noqa: ANN001, ANN201
 
 
 @pytest.mark.timeout(1800)  # many operations × examples; measured in the report
-def test_no_page_or_form_answers_5xx(web_target):  # noqa: ANN001
+def test_no_page_or_form_answers_5xx(web_target):
     app, token = web_target
     # Schema-valid cases carry the nasty strings; invalid ones are checked by a validator that
     # cannot hold a lone surrogate, so they draw ordinary text.
@@ -78,7 +78,7 @@ def test_no_page_or_form_answers_5xx(web_target):  # noqa: ANN001
             @given(case=op.as_strategy(generation_mode=mode))
             @settings(max_examples=max(1, EXAMPLES // 2), deadline=None, suppress_health_check=list(HealthCheck),
                       database=None)
-            def probe(case):  # noqa: ANN001, ANN202
+            def probe(case):
                 t0 = time.monotonic()
                 response = case.call(app=app, base_url=ORIGIN, headers=headers)
                 spent[0] += time.monotonic() - t0

@@ -16,13 +16,13 @@ from predictorx.store.schema import ProjectResource
 HX = {"HX-Request": "true"}
 
 
-def _project(client, **extra) -> str:  # noqa: ANN001
+def _project(client, **extra) -> str:
     r = client.post("/projects", data={"title": "Storefront", **extra})
     assert r.status_code == 303, r.text
     return r.headers["location"].rsplit("/", 1)[-1]
 
 
-def _local_daemon(client, token: str, *, online: bool = True) -> str:  # noqa: ANN001
+def _local_daemon(client, token: str, *, online: bool = True) -> str:
     daemon_id = str(uuid.uuid4())
     (config.state_dir() / "daemon_id").write_text(daemon_id)
     r = client.post("/api/daemon/register", headers={"Authorization": f"Bearer {token}"},
@@ -34,7 +34,7 @@ def _local_daemon(client, token: str, *, online: bool = True) -> str:  # noqa: A
 
 # -- signing in --------------------------------------------------------------------------------
 
-def test_pages_without_a_cookie_show_the_sign_in_page(anon):  # noqa: ANN001
+def test_pages_without_a_cookie_show_the_sign_in_page(anon):
     for path in ("/", "/projects/x", "/issues", "/tasks/x", "/agents", "/daemons"):
         r = anon.get(path)
         assert r.status_code == 401 and "Open the link printed by" in r.text, path
@@ -43,13 +43,13 @@ def test_pages_without_a_cookie_show_the_sign_in_page(anon):  # noqa: ANN001
     assert anon.post("/projects", data={"title": "x"}).status_code == 401
 
 
-def _code(client, token: str) -> str:  # noqa: ANN001
+def _code(client, token: str) -> str:
     r = client.post("/api/login-link", headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 201, r.text
     return r.json()["url"].split("code=", 1)[1]
 
 
-def test_login_code_sets_a_strict_httponly_cookie_once(anon, token):  # noqa: ANN001
+def test_login_code_sets_a_strict_httponly_cookie_once(anon, token):
     code = _code(anon, token)
     opened = anon.get(f"/login?code={code}")  # the link shows a button; nothing is spent yet
     assert opened.status_code == 200 and "set-cookie" not in opened.headers
@@ -69,7 +69,7 @@ def test_login_code_sets_a_strict_httponly_cookie_once(anon, token):  # noqa: AN
     assert anon.post("/logout").headers["location"] == "/login"
 
 
-def test_finding_12_a_token_never_signs_in(anon, token):  # noqa: ANN001
+def test_finding_12_a_token_never_signs_in(anon, token):
     """`/login?token=<attacker's token>` used to sign the victim in as the attacker."""
     r = anon.get(f"/login?token={token}")
     assert r.status_code == 401 and "set-cookie" not in r.headers and "predictorx web" in r.text
@@ -80,7 +80,7 @@ def test_finding_12_a_token_never_signs_in(anon, token):  # noqa: ANN001
     assert anon.get("/").status_code == 401
 
 
-def test_issue29_10_a_cross_site_link_does_not_sign_in(anon, token):  # noqa: ANN001
+def test_issue29_10_a_cross_site_link_does_not_sign_in(anon, token):
     """Login CSRF: `GET /login?code=<attacker's code>` from another site's link used to spend the
     code and replace the victim's session with the attacker's. Only a same-origin POST signs in."""
     code = _code(anon, token)
@@ -99,7 +99,7 @@ def test_issue29_10_a_cross_site_link_does_not_sign_in(anon, token):  # noqa: AN
     assert signed_in.status_code == 303 and "px_token=" in signed_in.headers["set-cookie"]
 
 
-def test_finding_12_cookie_lives_no_longer_than_its_token(anon, token, web_db):  # noqa: ANN001
+def test_finding_12_cookie_lives_no_longer_than_its_token(anon, token, web_db):
     from predictorx.service import auth
     from predictorx.store.schema import Token, utcnow
 
@@ -110,7 +110,7 @@ def test_finding_12_cookie_lives_no_longer_than_its_token(anon, token, web_db): 
     assert 0 < max_age <= (row.expires_at - utcnow()).total_seconds() + 1
 
 
-def test_a_daemon_token_does_not_open_the_web_ui(client, token):  # noqa: ANN001
+def test_a_daemon_token_does_not_open_the_web_ui(client, token):
     _local_daemon(client, token)
     daemon_token = client.post("/api/daemon/register", headers={"Authorization": f"Bearer {token}"},
                                json={"daemon_id": str(uuid.uuid4()), "name": "ci"}).json()["token"]
@@ -121,7 +121,7 @@ def test_a_daemon_token_does_not_open_the_web_ui(client, token):  # noqa: ANN001
 
 # -- errors are pages --------------------------------------------------------------------------
 
-def test_unknown_ids_and_addresses_answer_a_404_page(client):  # noqa: ANN001
+def test_unknown_ids_and_addresses_answer_a_404_page(client):
     pid = _project(client)
     for path in ("/projects/nope", "/issues/12345", "/issues/nope", "/tasks/nope", "/tasks/nope/header",
                  "/tasks/nope/messages", "/projects/nope/resources", "/projects/nope/tasks", "/no/such/page"):
@@ -134,7 +134,7 @@ def test_unknown_ids_and_addresses_answer_a_404_page(client):  # noqa: ANN001
     assert client.get("/tasks/x/messages?after=abc").status_code == 400
 
 
-def test_bad_project_form_comes_back_with_the_message_and_creates_nothing(client):  # noqa: ANN001
+def test_bad_project_form_comes_back_with_the_message_and_creates_nothing(client):
     r = client.post("/projects", data={"title": "", "description": "kept"})
     assert r.status_code == 422 and "title" in r.text and "kept" in r.text and "<dialog" in r.text
     r = client.post("/projects", data={"title": "X", "status": "someday"}, headers=HX)
@@ -148,7 +148,7 @@ def test_bad_project_form_comes_back_with_the_message_and_creates_nothing(client
     assert "Half" not in client.get("/").text.split("<dialog")[0]
 
 
-def test_bad_resource_input_is_answered_next_to_its_form(client):  # noqa: ANN001
+def test_bad_resource_input_is_answered_next_to_its_form(client):
     pid = _project(client)
     url = f"/projects/{pid}/resources"
     cases = [
@@ -176,7 +176,7 @@ def test_bad_resource_input_is_answered_next_to_its_form(client):  # noqa: ANN00
     assert client.get(f"/api/projects/{pid}").json()["resources"][0]["resource_ref"]["execution_mode"] == "worktree"
 
 
-def test_plain_form_posts_redirect_or_show_the_panel_with_its_error(client):  # noqa: ANN001
+def test_plain_form_posts_redirect_or_show_the_panel_with_its_error(client):
     pid = _project(client)
     ok = client.post(f"/projects/{pid}/resources", data={"form": "repo", "url": "https://github.com/o/r"})
     assert ok.status_code == 303 and ok.headers["location"] == f"/projects/{pid}"
@@ -187,7 +187,7 @@ def test_plain_form_posts_redirect_or_show_the_panel_with_its_error(client):  # 
     assert bad.status_code == 422 and "<html" in bad.text and 'name="body"' in bad.text
 
 
-def test_other_forms_refuse_bad_input_without_a_500(client):  # noqa: ANN001
+def test_other_forms_refuse_bad_input_without_a_500(client):
     pid = _project(client)
     r = client.post(f"/projects/{pid}/issues", data={"title": ""}, headers=HX)
     assert r.status_code == 422 and 'id="new-issue-form"' in r.text
@@ -203,7 +203,7 @@ def test_other_forms_refuse_bad_input_without_a_500(client):  # noqa: ANN001
     assert client.post("/projects", content=b"\xff\xfe=\x00", headers=HX).status_code == 422
 
 
-def test_status_and_priority_changes_are_checked(client):  # noqa: ANN001
+def test_status_and_priority_changes_are_checked(client):
     pid = _project(client)
     r = client.post(f"/projects/{pid}/update", data={"status": "someday"}, headers=HX)
     assert r.status_code == 422 and "status must be one of" in r.text and 'id="project-status"' in r.text
@@ -217,7 +217,7 @@ def test_status_and_priority_changes_are_checked(client):  # noqa: ANN001
     assert client.get("/api/issues/1").json()["status"] == "done"
 
 
-def test_cancelling_a_finished_run_says_so(client, token):  # noqa: ANN001
+def test_cancelling_a_finished_run_says_so(client, token):
     auth = {"Authorization": f"Bearer {token}"}
     client.post("/api/agents", json={"name": "claude", "provider": "claude"}, headers=auth)
     issue = client.post("/api/issues", json={"title": "T", "assignee": "claude"}, headers=auth).json()
@@ -227,7 +227,7 @@ def test_cancelling_a_finished_run_says_so(client, token):  # noqa: ANN001
     assert r.status_code == 409 and "already cancelled" in r.text
 
 
-def test_user_text_is_escaped_everywhere(client):  # noqa: ANN001
+def test_user_text_is_escaped_everywhere(client):
     pid = _project(client, description="<img src=x onerror=alert(1)>")
     client.post(f"/projects/{pid}/resources", headers=HX,
                 data={"form": "repo", "url": "https://github.com/o/r", "label": "<script>alert(1)</script>"})
@@ -245,18 +245,18 @@ class _Doc(ResourceType):
                    registry.Field("visibility", "who may read it", choices=("team", "public"), label="Who reads it"))
     web_form = registry.WebForm("doc", "+ Document", "Add document")
 
-    def render_html(self, ref, label):  # noqa: ANN001, ANN201
+    def render_html(self, ref, label):
         return f'<a class="test-doc" href="https://docs.example/{ref["id"]}">doc {ref["id"]}</a>'
 
 
 @pytest.fixture
-def doc_type():  # noqa: ANN201
+def doc_type():
     registry.register(_Doc)
     yield
     registry.unregister("test_doc")
 
 
-def test_a_new_resource_type_needs_no_web_code(client, doc_type):  # noqa: ANN001
+def test_a_new_resource_type_needs_no_web_code(client, doc_type):
     pid = _project(client)
     r = client.post(f"/projects/{pid}/resources", headers=HX,
                     data={"form": "other", "resource_type": "test_doc", "payload": '{"id": "42"}'})
@@ -280,7 +280,7 @@ def test_a_new_resource_type_needs_no_web_code(client, doc_type):  # noqa: ANN00
     assert {"id": "9", "visibility": "team"} in [x["resource_ref"] for x in client.get(f"/api/projects/{pid}").json()["resources"]]
 
 
-def test_a_row_of_an_unknown_type_shows_its_payload(client, web_db):  # noqa: ANN001
+def test_a_row_of_an_unknown_type_shows_its_payload(client, web_db):
     pid = _project(client)
     with web_db.write() as s:
         s.add(ProjectResource(project_id=pid, resource_type="gone_type", resource_ref={"k": "<v>"}, position=0))
@@ -290,7 +290,7 @@ def test_a_row_of_an_unknown_type_shows_its_payload(client, web_db):  # noqa: AN
 
 # -- the local folder button and browser (R-WEB-2) --------------------------------------------
 
-def test_local_folder_button_only_on_the_daemons_machine(client, local_client, token):  # noqa: ANN001
+def test_local_folder_button_only_on_the_daemons_machine(client, local_client, token):
     pid = _project(client)
     assert 'id="add-local-folder"' not in local_client.get(f"/projects/{pid}").text  # no daemon here yet
     _local_daemon(client, token)
@@ -302,7 +302,7 @@ def test_local_folder_button_only_on_the_daemons_machine(client, local_client, t
     assert client.post(f"/projects/{pid}/local-folders", data={"path": "/srv"}).status_code == 403
 
 
-def test_folder_browser_lists_folders_only(local_client, token, tmp_path, monkeypatch):  # noqa: ANN001
+def test_folder_browser_lists_folders_only(local_client, token, tmp_path, monkeypatch):
     home = tmp_path / "home"
     (home / "code" / "app").mkdir(parents=True)
     (home / "code" / ".hidden").mkdir()
@@ -323,7 +323,7 @@ def test_folder_browser_lists_folders_only(local_client, token, tmp_path, monkey
 
 
 def test_saving_a_local_folder_applies_the_path_rules_and_the_409(local_client, token, tmp_path: Path,
-                                                                   monkeypatch):  # noqa: ANN001
+                                                                   monkeypatch):
     home = tmp_path / "home"
     (home / "code").mkdir(parents=True)
     (home / "other").mkdir()
@@ -347,7 +347,7 @@ def test_saving_a_local_folder_applies_the_path_rules_and_the_409(local_client, 
 
 # -- tables ------------------------------------------------------------------------------------
 
-def test_agents_and_daemons_tables(client, token):  # noqa: ANN001
+def test_agents_and_daemons_tables(client, token):
     auth = {"Authorization": f"Bearer {token}"}
     daemon_id = _local_daemon(client, token)
     client.post("/api/agents", json={"name": "claude", "provider": "claude", "model": "sonnet"}, headers=auth)
@@ -357,7 +357,7 @@ def test_agents_and_daemons_tables(client, token):  # noqa: ANN001
     assert daemon_id in daemons and "this machine" in daemons and "online" in daemons
 
 
-def test_projects_list_counts_resources_issues_and_runs(client, token):  # noqa: ANN001
+def test_projects_list_counts_resources_issues_and_runs(client, token):
     auth = {"Authorization": f"Bearer {token}"}
     pid = _project(client, repo_urls="https://github.com/o/a\nhttps://github.com/o/b", priority="urgent")
     client.post("/api/agents", json={"name": "claude", "provider": "claude"}, headers=auth)
@@ -367,14 +367,14 @@ def test_projects_list_counts_resources_issues_and_runs(client, token):  # noqa:
     assert cells == ["2", "1", "1"] and "urgent" in row
 
 
-def test_a_login_code_signs_in_once_and_the_owner_token_stays_secret(web_db, token):  # noqa: ANN001
+def test_a_login_code_signs_in_once_and_the_owner_token_stays_secret(web_db, token):
     from starlette.testclient import TestClient
 
     from predictorx.server.app import create_app
 
     app = create_app(web_db, migrate=False)
 
-    def make_client(_db, cookie):  # noqa: ANN001, ANN202
+    def make_client(_db, cookie):
         c = TestClient(app, follow_redirects=False, headers={"Origin": "http://testserver"})
         if cookie:
             c.cookies.set("px_token", cookie)

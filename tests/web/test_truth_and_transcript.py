@@ -9,7 +9,7 @@ import uuid
 
 from predictorx.store.schema import Task
 
-def _setup(client, token: str) -> tuple[dict, dict, str]:  # noqa: ANN001
+def _setup(client, token: str) -> tuple[dict, dict, str]:
     auth = {"Authorization": f"Bearer {token}"}
     daemon_id = str(uuid.uuid4())
     r = client.post("/api/daemon/register", headers=auth, json={
@@ -22,11 +22,11 @@ def _setup(client, token: str) -> tuple[dict, dict, str]:  # noqa: ANN001
     return auth, dauth, task["id"]
 
 
-def _issue_status(client, auth, number: int) -> str:  # noqa: ANN001
+def _issue_status(client, auth, number: int) -> str:
     return client.get(f"/api/issues/{number}", headers=auth).json()["status"]
 
 
-def test_an_issue_goes_back_when_its_only_run_fails_or_is_cancelled(client, token):  # noqa: ANN001
+def test_an_issue_goes_back_when_its_only_run_fails_or_is_cancelled(client, token):
     auth, dauth, task_id = _setup(client, token)
     client.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"}, headers=dauth)
     assert _issue_status(client, auth, 1) == "in_progress"
@@ -46,7 +46,7 @@ def test_an_issue_goes_back_when_its_only_run_fails_or_is_cancelled(client, toke
     assert _issue_status(client, auth, 1) == "todo"
 
 
-def test_a_person_s_own_status_change_is_kept(client, token):  # noqa: ANN001
+def test_a_person_s_own_status_change_is_kept(client, token):
     auth, dauth, task_id = _setup(client, token)
     client.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"}, headers=dauth)
     client.patch("/api/issues/1", json={"status": "in_review"}, headers=auth)
@@ -54,7 +54,7 @@ def test_a_person_s_own_status_change_is_kept(client, token):  # noqa: ANN001
     assert _issue_status(client, auth, 1) == "in_review"
 
 
-def test_a_cancelled_waiting_task_shows_no_wait_reason(client, token, web_db):  # noqa: ANN001
+def test_a_cancelled_waiting_task_shows_no_wait_reason(client, token, web_db):
     auth, dauth, task_id = _setup(client, token)
     client.post(f"/api/daemon/tasks/{task_id}/status", headers=dauth,
                 json={"status": "waiting_local_directory", "wait_reason": "the folder is busy with run 1"})
@@ -64,7 +64,7 @@ def test_a_cancelled_waiting_task_shows_no_wait_reason(client, token, web_db):  
     assert "the folder is busy" not in client.get(f"/tasks/{task_id}").text
 
 
-def test_a_task_on_an_unknown_daemon_says_unknown_machine(client, token, web_db):  # noqa: ANN001
+def test_a_task_on_an_unknown_daemon_says_unknown_machine(client, token, web_db):
     _, _, task_id = _setup(client, token)
     with web_db.write() as s:
         s.get(Task, task_id).daemon_id = str(uuid.uuid4())
@@ -72,7 +72,7 @@ def test_a_task_on_an_unknown_daemon_says_unknown_machine(client, token, web_db)
     assert 'id="unknown-daemon"' in page and "unknown machine" in page
 
 
-def test_messages_read_like_a_conversation(client, token):  # noqa: ANN001
+def test_messages_read_like_a_conversation(client, token):
     _, dauth, task_id = _setup(client, token)
     long_output = "\n".join(f"line {i}" for i in range(40))
     msgs = [
@@ -101,7 +101,7 @@ def test_messages_read_like_a_conversation(client, token):  # noqa: ANN001
     assert client.get(f"/tasks/{task_id}/messages/-1/full").status_code in (400, 422)
 
 
-def test_a_local_folder_of_an_unknown_daemon_says_unknown_machine(client, token, web_db):  # noqa: ANN001
+def test_a_local_folder_of_an_unknown_daemon_says_unknown_machine(client, token, web_db):
     from predictorx.store.schema import ProjectResource
 
     auth = {"Authorization": f"Bearer {token}"}
@@ -120,7 +120,7 @@ def test_a_local_folder_of_an_unknown_daemon_says_unknown_machine(client, token,
     assert "on laptop" in page and "on unknown machine" in page
 
 
-def test_long_runs_open_on_their_latest_messages_and_load_earlier_ones(client, token):  # noqa: ANN001
+def test_long_runs_open_on_their_latest_messages_and_load_earlier_ones(client, token):
     _, dauth, task_id = _setup(client, token)
     msgs = [{"seq": i, "kind": "text", "content": {"text": f"message {i}"}} for i in range(250)]
     client.post(f"/api/tasks/{task_id}/messages", json={"messages": msgs}, headers=dauth)

@@ -13,14 +13,14 @@ EVIL = "http://127.0.0.1:9999"  # another port of the same host: the same "site"
 
 
 @pytest.fixture
-def browser_like(web_db, token):  # noqa: ANN001, ANN201
+def browser_like(web_db, token):
     """A client holding the session cookie and sending no Origin of its own."""
     with TestClient(create_app(web_db, migrate=False), follow_redirects=False) as c:
         c.cookies.set("px_token", token)
         yield c
 
 
-def _issues(client, token):  # noqa: ANN001, ANN202
+def _issues(client, token):
     return client.get("/api/issues", headers={"Authorization": f"Bearer {token}"}).json()
 
 
@@ -32,7 +32,7 @@ def _issues(client, token):  # noqa: ANN001, ANN202
     {},  # neither Origin nor Referer: a cookie request cannot prove where it came from
     {"Referer": f"{EVIL}/attack.html"},
 ])
-def test_finding_12_cross_origin_post_with_the_cookie_is_refused(browser_like, token, headers):  # noqa: ANN001
+def test_finding_12_cross_origin_post_with_the_cookie_is_refused(browser_like, token, headers):
     r = browser_like.post("/api/issues", json={"title": "forged"}, headers=headers)
     assert r.status_code == 403, r.text
     r = browser_like.post("/issues", data={"title": "forged"}, headers=headers)  # the web form
@@ -42,7 +42,7 @@ def test_finding_12_cross_origin_post_with_the_cookie_is_refused(browser_like, t
     assert _issues(browser_like, token) == []
 
 
-def test_finding_12_same_origin_posts_and_bearer_clients_pass(browser_like, token, monkeypatch, web_db):  # noqa: ANN001
+def test_finding_12_same_origin_posts_and_bearer_clients_pass(browser_like, token, monkeypatch, web_db):
     r = browser_like.post("/api/issues", json={"title": "mine"}, headers={"Origin": "http://testserver"})
     assert r.status_code == 201, r.text
     r = browser_like.post("/api/issues", json={"title": "mine too"}, headers={"Referer": "http://testserver/issues"})
@@ -59,7 +59,7 @@ def test_finding_12_same_origin_posts_and_bearer_clients_pass(browser_like, toke
     assert len(_issues(browser_like, token)) == 4
 
 
-def test_finding_12_every_answer_forbids_framing_and_sniffing(browser_like):  # noqa: ANN001
+def test_finding_12_every_answer_forbids_framing_and_sniffing(browser_like):
     for r in (browser_like.get("/"), browser_like.get("/login"), browser_like.get("/api/health"),
               browser_like.get("/no/such/page"), browser_like.post("/api/issues", json={}, headers={"Origin": EVIL})):
         assert r.headers["x-frame-options"] == "DENY"
@@ -68,7 +68,7 @@ def test_finding_12_every_answer_forbids_framing_and_sniffing(browser_like):  # 
         assert r.headers["referrer-policy"] == "same-origin"
 
 
-def test_behind_nginx_the_browser_address_keeps_its_port(browser_like, token):  # noqa: ANN001
+def test_behind_nginx_the_browser_address_keeps_its_port(browser_like, token):
     """The shipped nginx config passes Host as the browser sent it; with `$host` (port dropped) a
     page served on :8080 could not post to itself."""
     from predictorx.server.nginx import render

@@ -445,7 +445,7 @@ def _retry(fn):
             delay = min(delay * 2, 0.05)
 
 
-class immediate:  # noqa: N801 -- used as a function: `with immediate(conn):`
+class immediate:  # used as a function: `with immediate(conn):`
     """``BEGIN IMMEDIATE`` … ``COMMIT``; busy errors on BEGIN are retried, never surfaced.
 
     The write lock is taken before the first read, so the read-check-write

@@ -97,7 +97,7 @@ class CodexAdapter(AgentAdapter):
         announced: set[str] = state.scratch.setdefault("announced", set())
         out: list[AgentMessage] = []
 
-        def announce(name: str, input: Any) -> None:  # noqa: A002
+        def announce(name: str, input: Any) -> None:
             if item_id not in announced:
                 announced.add(item_id)
                 out.append(m.tool_use(item_id, name, input))

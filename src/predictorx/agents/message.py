@@ -42,7 +42,7 @@ def thinking(value: str) -> AgentMessage:
     return AgentMessage("thinking", {"text": value})
 
 
-def tool_use(id: str | None, name: str, input: Any) -> AgentMessage:  # noqa: A002
+def tool_use(id: str | None, name: str, input: Any) -> AgentMessage:
     return AgentMessage("tool_use", {"id": id, "name": name, "input": input})
 
 

@@ -236,7 +236,7 @@ async def _supervise(
 async def _end_family(family: descendants.Descendants) -> None:
     try:
         stopped = await asyncio.to_thread(family.end)
-    except Exception:  # noqa: BLE001 — never let the sweep cost the run its result
+    except Exception:  # never let the sweep cost the run its result
         log.exception("stopping what the agent left running failed")
         return
     if stopped:

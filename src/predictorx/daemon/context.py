@@ -550,7 +550,7 @@ async def prepare_context(workdir: Path, provider: str, task_id: str, load: Cont
             prepared.handle = handle
             prepared.block = block
         return prepared
-    except Exception as exc:  # noqa: BLE001 - best effort by requirement: the task must still run
+    except Exception as exc:  # best effort by requirement: the task must still run
         log.warning("task %s runs without project context: %s", task_id, exc, exc_info=True)
         prepared.cleanup()
         return PreparedContext(error=f"{type(exc).__name__}: {exc}")

@@ -449,7 +449,7 @@ class GcTimer:
         while True:
             try:
                 await self.run_once()
-            except Exception:  # noqa: BLE001 - one bad pass must not stop collection for good
+            except Exception:  # one bad pass must not stop collection for good
                 log.exception("gc pass failed")
             await asyncio.sleep(self.interval.total_seconds())
 

@@ -122,7 +122,7 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[
         path = env_root / "predictorx.mcp.json"
         path.write_text(json.dumps({"mcpServers": {"predictorx": {"command": cmd[0], "args": args}}}, indent=2))
         return ["--mcp-config", str(path)]
-    inline = lambda v: json.dumps(v)  # noqa: E731 — a JSON string/array is a TOML inline value too
+    inline = lambda v: json.dumps(v)  # a JSON string/array is a TOML inline value too
     return ["-c", f"mcp_servers.predictorx.command={inline(cmd[0])}",
             "-c", f"mcp_servers.predictorx.args={inline(args)}"]
 

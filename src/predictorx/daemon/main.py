@@ -136,7 +136,7 @@ class Daemon:
                 return [rt["path"]]
         return None
 
-    def room_setup(self, run: TaskRun, env, cwd: Path) -> tuple[list[str], dict[str, str], str]:  # noqa: ANN001
+    def room_setup(self, run: TaskRun, env, cwd: Path) -> tuple[list[str], dict[str, str], str]:
         """Join the agent to its project's room (R-ROOM-15); see rooms.py."""
         from .rooms import room_setup
 
@@ -306,7 +306,7 @@ class Daemon:
             except ServerError as e:
                 log.warning("claim failed: %s", e.detail)
                 await asyncio.sleep(1)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("claim failed")
                 await asyncio.sleep(1)
 

@@ -40,7 +40,7 @@ from predictorx import config
 
 from ..resources.local_urls import SCP_LIKE, is_scp_like, local_source
 from . import gitcmd, runrepo
-from .gitcmd import GitError  # noqa: F401  (the one git error; callers catch it from here too)
+from .gitcmd import GitError  # (the one git error; callers catch it from here too)
 from .branches import NoFreeBranch, create_free_branch, ref_component, sanitize_branch, task_branch  # noqa: F401
 
 log = logging.getLogger(__name__)

@@ -168,7 +168,7 @@ class TaskRun:
             outcome = {"status": "cancelled", "failure_reason": "cancelled"}
         except TaskFailed as e:
             outcome = {"status": "failed", "failure_reason": str(e)}
-        except Exception as e:  # noqa: BLE001 — report every failure on the task, never lose it
+        except Exception as e:  # report every failure on the task, never lose it
             full = disk_full_reason(e, self.daemon.workspaces_root)
             if full:
                 log.error("task %s: %s", self.id, full)
@@ -427,7 +427,7 @@ class TaskRun:
             await asyncio.shield(netpolicy.close(network))
             try:
                 await asyncio.shield(self._deliver_run_checkouts(ctx, env))
-            except Exception:  # noqa: BLE001 — the run's end must still be reported
+            except Exception:  # the run's end must still be reported
                 log.exception("task %s: could not deliver the repositories its agent checked out", self.id)
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))

@@ -95,7 +95,7 @@ class MessageUploader:
         self._next_seq += 1
         try:
             message = bounded_message(seq, kind, content)
-        except Exception as e:  # noqa: BLE001 — a message we cannot shape must not stop the run
+        except Exception as e:  # a message we cannot shape must not stop the run
             log.exception("task %s: message %d could not be prepared; it stays in the raw log", self.task_id, seq)
             message = {"seq": seq, "kind": "error", "content": {
                 "message": f"this message could not be uploaded ({type(e).__name__}); see the task's raw log"}}
@@ -130,7 +130,7 @@ class MessageUploader:
                     del self._pending[: len(batch)]  # only the refused batch; the rest still goes
                     continue
                 raise
-            except Exception:  # noqa: BLE001 — one bad batch never ends the upload of the rest
+            except Exception:  # one bad batch never ends the upload of the rest
                 log.exception("task %s: %d messages could not be sent; they stay in the raw log",
                               self.task_id, len(batch))
                 del self._pending[: len(batch)]
@@ -156,13 +156,13 @@ class MessageUploader:
                                              before_sleep=self._retrying):
                     with attempt:
                         await self._send_some()
-            except Exception:  # noqa: BLE001 — the loop outlives anything one round does (R-SEC-8)
+            except Exception:  # the loop outlives anything one round does (R-SEC-8)
                 log.exception("task %s: sending messages failed; retrying", self.task_id)
                 await asyncio.sleep(1)
             if self._closed and not self._pending:
                 return
 
-    def _retrying(self, state) -> None:  # noqa: ANN001
+    def _retrying(self, state) -> None:
         log.warning("task %s: sending messages failed (%s); retrying", self.task_id, state.outcome.exception())
 
     async def close(self, timeout: float = 30.0) -> None:

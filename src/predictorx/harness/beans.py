@@ -135,7 +135,7 @@ class EngineBeanOp:
     by: str
 
 
-def engine_op(session: Session, issue: Issue, inst, op: str, passage, by: str) -> EngineBeanOp:  # noqa: ANN001
+def engine_op(session: Session, issue: Issue, inst, op: str, passage, by: str) -> EngineBeanOp:
     """Before the engine moves: the step names its bean in `produced["bean"]` (id or title); the
     bean becomes the instance's. `by`: who takes the step (bean_rules.attribution)."""
     from .bean_rules import check_step_op

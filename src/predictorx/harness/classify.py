@@ -114,7 +114,7 @@ def folio_facts(text: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
-def _folio_table():  # noqa: ANN202
+def _folio_table():
     return load_dmn(FOLIO_TABLE)["authoring_folio"]
 
 

@@ -34,7 +34,7 @@ def compact(top: BpmnWorkflow) -> int:
     return dropped
 
 
-def _compact_one(top: BpmnWorkflow, wf) -> int:  # noqa: ANN001 — BpmnWorkflow or BpmnSubWorkflow
+def _compact_one(top: BpmnWorkflow, wf) -> int:  # BpmnWorkflow or BpmnSubWorkflow
     tasks = wf.tasks
     open_ = [t for t in tasks.values() if t._state & TaskState.NOT_FINISHED_MASK]
     if not open_:

@@ -38,7 +38,7 @@ for _it in (TaskIterator, BpmnTaskIterator):  # both take (end_at_spec, max_dept
         _it.__init__.__defaults__ = (_defaults[0], MAX_TASK_DEPTH, *_defaults[2:])
 
 
-def _get_tasks_by_state(self, first_task=None, **kwargs):  # noqa: ANN001, ANN202
+def _get_tasks_by_state(self, first_task=None, **kwargs):
     """Spiff's `get_tasks(state=…)` walks the whole task tree in Python on every engine step, and a
     loop's tree only grows: steps/s fell from ~40 to ~6 over 1,200 iterations. A state-only query
     over the instance's task dicts (its own and every subprocess's) returns the same tasks."""
@@ -48,7 +48,7 @@ def _get_tasks_by_state(self, first_task=None, **kwargs):  # noqa: ANN001, ANN20
     return BpmnWorkflow.get_tasks(self, first_task, **kwargs)
 
 
-def _update_waiting_tasks(self) -> None:  # noqa: ANN001
+def _update_waiting_tasks(self) -> None:
     """Spiff walks the whole tree for WAITING tasks after every completed task; same set, flat scan."""
     for task in [t for t in self.tasks.values() if t.state & TaskState.WAITING]:
         task.task_spec._update(task)

@@ -19,7 +19,7 @@ from .engine import Actor, Run, StepRefused
 from .library import Library
 from .loader import DiagramError
 from .odrl import PERMIT, Request, evaluate
-from .refusals import StepForbidden  # noqa: F401  (callers catch it from here too)
+from .refusals import StepForbidden  # (callers catch it from here too)
 
 _NS = uuid.UUID("6d1c5f0e-8a61-4f3a-9d0f-2b7f3c1a9e55")
 
@@ -81,7 +81,7 @@ class Completion:
     task_id: str | None = None
 
 
-def _row(inst: WorkflowInstance, lib: Library, step, actor: Actor, passage, verdict: str,  # noqa: ANN001
+def _row(inst: WorkflowInstance, lib: Library, step, actor: Actor, passage, verdict: str,
          enforcement: str, status: str, task_id: str | None) -> dict[str, Any]:
     return dict(instance_id=inst.id, status=status, process_id=step.process.id, diagram=step.process.diagram,
                 diagram_digest=lib.digests.get(step.process.diagram, ""), node_id=step.node.id,
@@ -181,7 +181,7 @@ def record_refusal(session: Session, record: dict[str, Any]) -> str:
     return ""
 
 
-def _count(row: WorkflowStep, now) -> None:  # noqa: ANN001
+def _count(row: WorkflowStep, now) -> None:
     row.attempts = (row.attempts or 1) + 1
     row.last_attempt_at = now
 

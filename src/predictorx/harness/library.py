@@ -46,7 +46,7 @@ class Library:
     def model_of(self, process_id: str) -> ProcessModel | None:
         return self.processes.get(process_id)
 
-    def spec(self, process_id: str):  # noqa: ANN201
+    def spec(self, process_id: str):
         self.process(process_id)
         try:
             return self.parser.get_spec(process_id), self.parser.get_subprocess_specs(process_id)

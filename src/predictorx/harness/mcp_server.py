@@ -57,7 +57,7 @@ class _Api:
 def build_server() -> MCPServer:
     app = MCPServer("predictorx", instructions=INSTRUCTIONS, log_level="WARNING")
     api = _Api()
-    q = lambda v: quote(str(v), safe="")  # noqa: E731
+    q = lambda v: quote(str(v), safe="")
 
     @app.tool()
     def harness_state() -> dict:

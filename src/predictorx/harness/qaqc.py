@@ -65,7 +65,7 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
     return out
 
 
-def _check_bean_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], add) -> None:  # noqa: ANN001
+def _check_bean_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], add) -> None:
     """A bean status change outside the steps (or the refused attempt at one)."""
     op = st["node_id"].removeprefix("bean:")
     who = f"{st.get('actor_type') or 'someone'} {st.get('actor_name') or ''}".strip()
@@ -116,7 +116,7 @@ def check_beans(lib: Library, rec: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _does(model, st: dict[str, Any], op: str) -> bool:  # noqa: ANN001
+def _does(model, st: dict[str, Any], op: str) -> bool:
     if st.get("kind") == "bean":
         return st["node_id"] == f"bean:{op}"
     node = model.node(st["node_id"]) if model else None

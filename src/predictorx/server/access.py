@@ -207,7 +207,7 @@ ACCESS: dict[str, Rule] = {
 # fmt: on
 
 
-def route_keys(app) -> list[str]:  # noqa: ANN001
+def route_keys(app) -> list[str]:
     """"METHOD /path" of every API route and page the app serves (what ACCESS must cover)."""
     from fastapi.routing import APIRoute, iter_route_contexts
 

@@ -100,7 +100,7 @@ async def _sweeper(state: AppState, interval: float) -> None:
         await asyncio.sleep(interval)
         try:
             await run_in_threadpool(once)
-        except Exception:  # noqa: BLE001 — the sweeper must outlive a bad moment
+        except Exception:  # the sweeper must outlive a bad moment
             log.exception("sweep failed")
 
 
@@ -113,7 +113,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     streams = StreamWatch(state)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):  # noqa: ANN202
+    async def lifespan(app: FastAPI):
         hub.bind(asyncio.get_running_loop())
         jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5")))),
                 asyncio.create_task(streams.every())]

@@ -169,7 +169,7 @@ class Claim(Strict):
     task_id: Ident | None = None
 
 
-def Reported(limit: int):  # noqa: N802 — a type factory, named like the types it makes
+def Reported(limit: int):  # a type factory, named like the types it makes
     """Text a daemon reports about a run: never refused for size or content (R-SEC-8). NUL and
     lone surrogates become U+FFFD, and text over `limit` is cut with a marker saying how much
     was left out (the daemon's raw log keeps all of it)."""

@@ -115,7 +115,7 @@ def nginx_binary() -> str | None:
                                           if os.access(p, os.X_OK)), None)
 
 
-def start_standalone(prefix: str, upstreams: list[str], port: int):  # noqa: ANN201 — subprocess.Popen
+def start_standalone(prefix: str, upstreams: list[str], port: int):  # subprocess.Popen
     """Run nginx in the foreground as a child (its own process group) with its files under
     `prefix`; for the replica tests and the load bench. The caller stops it (SIGTERM the group)."""
     import subprocess
@@ -134,4 +134,4 @@ def start_standalone(prefix: str, upstreams: list[str], port: int):  # noqa: ANN
     if check.returncode != 0:
         raise RuntimeError(f"nginx refused the configuration: {check.stderr.strip()[-500:]}")
     return subprocess.Popen([exe, "-p", str(root), "-c", str(conf)], stdout=subprocess.DEVNULL,
-                            stderr=open(root / "stderr.log", "wb"), start_new_session=True)  # noqa: SIM115
+                            stderr=open(root / "stderr.log", "wb"), start_new_session=True)

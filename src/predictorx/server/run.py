@@ -76,7 +76,7 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
                 **connections)
 
 
-def worker_app():  # noqa: ANN201 — uvicorn's factory for each worker process (migrated by the parent)
+def worker_app():  # uvicorn's factory for each worker process (migrated by the parent)
     from ..hardening import harden_service
 
     harden_service()  # a spawned worker is a fresh exec: dumpable again, umask as inherited (R-SEC-6/7)

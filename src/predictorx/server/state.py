@@ -46,7 +46,7 @@ class AppState:
         self.principals = PrincipalCache()
         hub.on_notice(PRINCIPALS_CHANGED, self.principals.forget)  # another process changed them
 
-    def read(self):  # noqa: ANN201
+    def read(self):
         return self.db.read()
 
     @contextmanager

@@ -55,7 +55,7 @@ class StreamWatch:
             self._again = False
             try:
                 await self.check()
-            except Exception:  # noqa: BLE001 — the next change or the periodic check tries again
+            except Exception:  # the next change or the periodic check tries again
                 log.exception("checking the open event streams failed")
 
     async def check(self) -> int:

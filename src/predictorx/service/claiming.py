@@ -72,7 +72,7 @@ _eligible = (select(_agent.c.id)
                     _held_now < _agent.c.max_concurrent_tasks))
 
 
-def _pick(*, one: bool, postgres: bool):  # noqa: ANN202
+def _pick(*, one: bool, postgres: bool):
     # PostgreSQL: `agent_id = ANY(ARRAY(…))` is computed once, before the scan (an InitPlan), so the
     # planner walks ix_task_queue_order in order and stops at the first unlocked task; as a
     # join (what IN becomes) it joined and sorted every queued task of the workspace, a cost that
@@ -114,7 +114,7 @@ _DETAILS = [_resume, _project_title, _project_description,
             *(_issue.c[n].label(f"i_{n}") for n in _ISSUE_COLUMNS), *(_ws.c[n].label(f"ws_{n}") for n in _WS_COLUMNS)]
 
 
-def _mark(pick, *, postgres: bool):  # noqa: ANN001, ANN202
+def _mark(pick, *, postgres: bool):
     stmt = (update(_task).where(_task.c.id.in_(pick.scalar_subquery()))
             .values(status="dispatched", daemon_id=bindparam("p_daemon"), wait_reason=None,
                     runtime_id=_runtime_of_agent, dispatched_at=bindparam("p_now"),
@@ -134,7 +134,7 @@ _DETAILS_OF = (select(_task.c.id, *_DETAILS)
                .where(_task.c.id.in_(bindparam("ids", expanding=True))))
 
 
-def _ids(column, postgres: bool):  # noqa: ANN001, ANN202
+def _ids(column, postgres: bool):
     """`column IN :ids`: an array parameter on PostgreSQL (one statement text whatever the count);
     SQLite has no arrays, so there SQLAlchemy writes the list into the text on each execution."""
     if postgres:

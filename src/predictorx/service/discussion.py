@@ -41,7 +41,7 @@ class CommentPage:
     total: int
 
 
-def _before(session: Session, issue: Issue, comment_id: str):  # noqa: ANN202
+def _before(session: Session, issue: Issue, comment_id: str):
     """Comments older than `comment_id` (by time, then id), which must be on `issue`."""
     anchor = session.execute(select(Comment.issue_id, Comment.created_at).where(Comment.id == comment_id)).first()
     if anchor is None or anchor.issue_id != issue.id:
@@ -50,7 +50,7 @@ def _before(session: Session, issue: Issue, comment_id: str):  # noqa: ANN202
                and_(Comment.created_at == anchor.created_at, Comment.id < comment_id))
 
 
-def _count(session: Session, issue: Issue, *where) -> int:  # noqa: ANN002
+def _count(session: Session, issue: Issue, *where) -> int:
     return session.scalar(select(func.count()).select_from(Comment).where(Comment.issue_id == issue.id, *where)) or 0
 
 

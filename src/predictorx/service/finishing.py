@@ -47,7 +47,7 @@ FIELDS = ("result", "session_id", "failure_reason", "branch_name", "review")
 _statements: dict[tuple[bool, ...], Any] = {}
 
 
-def _statement(key: tuple[bool, ...]):  # noqa: ANN202
+def _statement(key: tuple[bool, ...]):
     stmt = _statements.get(key)
     if stmt is None:
         postgres, completed, *given = key
@@ -70,7 +70,7 @@ def _statement(key: tuple[bool, ...]):  # noqa: ANN202
     return stmt
 
 
-def _with_issue_moved(finish):  # noqa: ANN001, ANN202
+def _with_issue_moved(finish):
     """PostgreSQL: the finish and the issue's move to in_review in one statement (a data-modifying
     WITH), one round trip fewer on every completed task. The move is the one `tasks._move_issue`
     makes: only from in_progress, so never past a person's choice."""

@@ -36,7 +36,7 @@ def list_projects(session: Session, workspace_id: str, *, by_title: bool = False
     return list(session.scalars(select(Project).where(Project.workspace_id == workspace_id).order_by(order)))
 
 
-def _per_project(session: Session, column, workspace_id: str, *where) -> dict[str, int]:  # noqa: ANN001
+def _per_project(session: Session, column, workspace_id: str, *where) -> dict[str, int]:
     q = (select(column, func.count()).join(Project, Project.id == column)
          .where(Project.workspace_id == workspace_id, *where).group_by(column))
     return dict(session.execute(q).all())
@@ -124,7 +124,7 @@ def _check_owner_daemon(session: Session, workspace_id: str, actor_id: str | Non
 
 
 def _validate(session: Session, workspace_id: str, actor_id: str | None, resource_type: str, ref: Any,
-              label: str | None, validate_path=None) -> tuple[registry.ResourceType, dict, str | None]:  # noqa: ANN001
+              label: str | None, validate_path=None) -> tuple[registry.ResourceType, dict, str | None]:
     handler = registry.get(resource_type)
     if not isinstance(ref, dict):
         raise Invalid("resource_ref must be a JSON object")
@@ -136,13 +136,13 @@ def _validate(session: Session, workspace_id: str, actor_id: str | None, resourc
     return handler, ref, label
 
 
-def _row(project_id: str, handler, ref, label, position, user_id) -> ProjectResource:  # noqa: ANN001
+def _row(project_id: str, handler, ref, label, position, user_id) -> ProjectResource:
     return ProjectResource(project_id=project_id, resource_type=handler.name, resource_ref=ref,
                            label=label, position=position, unique_key=handler.unique_key(ref),
                            created_by=user_id)
 
 
-def _flush_unique(session: Session, handler, ref) -> None:  # noqa: ANN001
+def _flush_unique(session: Session, handler, ref) -> None:
     try:
         session.flush()
     except IntegrityError:
@@ -151,7 +151,7 @@ def _flush_unique(session: Session, handler, ref) -> None:  # noqa: ANN001
 
 def create_project(session: Session, workspace_id: str, user_id: str | None, *, title: str,
                    description: str = "", status: str = "planned", priority: str = "none",
-                   lead_id: str | None = None, resources: list[dict] = (), validate_path=None) -> Project:  # noqa: ANN001
+                   lead_id: str | None = None, resources: list[dict] = (), validate_path=None) -> Project:
     """One transaction (R-RES-5): an invalid resource aborts the whole creation."""
     if status not in PROJECT_STATUSES:
         raise Invalid(f"status must be one of {', '.join(PROJECT_STATUSES)}")
@@ -178,7 +178,7 @@ def create_project(session: Session, workspace_id: str, user_id: str | None, *, 
 
 def add_resource(session: Session, project: Project, user_id: str | None, *, resource_type: str,
                  resource_ref: Any, label: str | None = None, position: int | None = None,
-                 validate_path=None) -> ProjectResource:  # noqa: ANN001
+                 validate_path=None) -> ProjectResource:
     handler, ref, label = _validate(session, project.workspace_id, user_id, resource_type, resource_ref, label,
                                     validate_path)
     if position is None:
@@ -200,7 +200,7 @@ def get_resource(session: Session, project: Project, resource_id: str) -> Projec
 
 
 def update_resource(session: Session, project: Project, resource_id: str, patch: dict[str, Any],
-                    validate_path=None, *, actor_id: str | None) -> ProjectResource:  # noqa: ANN001
+                    validate_path=None, *, actor_id: str | None) -> ProjectResource:
     """Partial update: omitted fields are kept, fields set to null are cleared."""
     row = get_resource(session, project, resource_id)
     if "resource_type" in patch and patch["resource_type"] != row.resource_type:

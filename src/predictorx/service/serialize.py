@@ -7,7 +7,7 @@ from typing import Any
 from ..store import schema as s
 
 
-def _ts(value) -> str | None:  # noqa: ANN001
+def _ts(value) -> str | None:
     return value.isoformat() if value is not None else None
 
 

@@ -23,7 +23,7 @@ class ValueTooLong(ValueError):
 _LIMITS: dict = {}
 
 
-def _limits(mapper) -> list[tuple[str, str, int]]:  # noqa: ANN001
+def _limits(mapper) -> list[tuple[str, str, int]]:
     cached = _LIMITS.get(mapper)
     if cached is None:
         cached = _LIMITS[mapper] = [(attr.key, col.name, col.type.length)
@@ -33,7 +33,7 @@ def _limits(mapper) -> list[tuple[str, str, int]]:  # noqa: ANN001
 
 
 @event.listens_for(Session, "before_flush")
-def _check_lengths(session: Session, _context, _instances) -> None:  # noqa: ANN001
+def _check_lengths(session: Session, _context, _instances) -> None:
     for obj in (*session.new, *session.dirty):
         mapper = inspect(obj).mapper
         for key, column, limit in _limits(mapper):

@@ -69,7 +69,7 @@ def make_engine(url: str | None = None) -> Engine:
     return engine
 
 
-def _drop_if_cut(dbapi_conn, _record, _proxy) -> None:  # noqa: ANN001
+def _drop_if_cut(dbapi_conn, _record, _proxy) -> None:
     """Pessimistic disconnect handling without a round trip: an idle pooled connection has nothing
     to read, so one whose socket is readable (PostgreSQL restarted or ended the session: its last
     words and EOF are waiting) or that psycopg knows is broken is dropped, with every connection
@@ -85,7 +85,7 @@ def _drop_if_cut(dbapi_conn, _record, _proxy) -> None:  # noqa: ANN001
 
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):  # noqa: ANN001
+    def _on_connect(dbapi_conn, _record):
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see module doc)
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
@@ -95,7 +95,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn):  # noqa: ANN001
+    def _on_begin(conn):
         immediate = conn.get_execution_options().get("sqlite_immediate", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -106,7 +106,7 @@ def _configure_sqlite(engine: Engine) -> None:
 WRITTEN = "px.written"
 
 
-def _record_statement(state) -> None:  # noqa: ANN001 — an ORMExecuteState
+def _record_statement(state) -> None:  # an ORMExecuteState
     if state.is_select:
         return
     op = "update" if state.is_update else "delete" if state.is_delete else "insert" if state.is_insert else None
@@ -115,7 +115,7 @@ def _record_statement(state) -> None:  # noqa: ANN001 — an ORMExecuteState
         state.session.info.setdefault(WRITTEN, set()).add((op, name))
 
 
-def _record_flush(session: Session, _context, _instances) -> None:  # noqa: ANN001
+def _record_flush(session: Session, _context, _instances) -> None:
     written = session.info.setdefault(WRITTEN, set())
     for op, objects in (("insert", session.new), ("update", session.dirty), ("delete", session.deleted)):
         for obj in objects:

@@ -121,13 +121,13 @@ class ModelServer:
             def log_message(self, *args: object) -> None:  # quiet: the recording is the log
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._serve("GET")
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self._serve("POST")
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self._send(200, b"", "text/plain")
 
             def _serve(self, method: str) -> None:

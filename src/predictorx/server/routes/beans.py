@@ -37,7 +37,7 @@ class ImportIn(BaseModel):
     files: dict[str, str] = Field(max_length=1000, description="File name → Markdown text.")
 
 
-def _by(s, caller: Caller, issue) -> str:  # noqa: ANN001
+def _by(s, caller: Caller, issue) -> str:
     """A person, or an agent and its task: who the bean's journal names."""
     return bean_rules.attribution(*actor_for(s, caller, issue, None))
 
@@ -136,7 +136,7 @@ def operate(ref: str, bean: str, op: Literal["claim", "note", "resolve", "scrap"
         raise
 
 
-def _apply(s, b, op: str, text: str | None, by: str, version: int | None) -> None:  # noqa: ANN001
+def _apply(s, b, op: str, text: str | None, by: str, version: int | None) -> None:
     if op == "claim":
         svc.claim(s, b, by, version)
     elif op == "note":

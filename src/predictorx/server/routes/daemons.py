@@ -52,7 +52,7 @@ def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: 
         return {"daemon": serialize.daemon(d, svc.runtimes_of(s, d.id), True, viewer_id=d.owner_id), "token": token}
 
 
-def _me(s, caller: Caller) -> Daemon:  # noqa: ANN001
+def _me(s, caller: Caller) -> Daemon:
     return svc.daemon_of(s, caller.principal)
 
 
@@ -146,7 +146,7 @@ async def events(request: Request, caller: Caller = Depends(user_caller),
     return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
 
 
-async def _stream(request: Request, state: AppState, sub, hello: dict):  # noqa: ANN001, ANN202
+async def _stream(request: Request, state: AppState, sub, hello: dict):
     try:
         yield {"data": json.dumps(hello)}
         while True:

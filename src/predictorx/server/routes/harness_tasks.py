@@ -34,7 +34,7 @@ class HandoffIn(BaseModel):
     result: Optional[str] = Field(default=None, max_length=20_000)
 
 
-def _task(s, caller: Caller, task_id: str) -> Task:  # noqa: ANN001
+def _task(s, caller: Caller, task_id: str) -> Task:
     task = tasks.get_task(s, caller.workspace_id, task_id)
     p = caller.principal
     if p.kind == "daemon" and task.daemon_id == p.daemon_id:

@@ -15,11 +15,11 @@ from ..state import AppState
 router = APIRouter(prefix="/api/issues", tags=["issues"])
 
 
-def _out(s, issue: Issue) -> dict:  # noqa: ANN001
+def _out(s, issue: Issue) -> dict:
     return serialize.issue(issue, svc.assignee_name(s, issue))
 
 
-def _task_may_touch(caller: Caller, s, issue: Issue) -> None:  # noqa: ANN001
+def _task_may_touch(caller: Caller, s, issue: Issue) -> None:
     """A task token acts on its own issue only (R-EX-4)."""
     if not auth.may_act_on_issue(s, caller.principal, issue.id):
         raise Forbidden("this token may not act on that issue")

@@ -31,7 +31,7 @@ class TokenIn(Strict):
     days: Annotated[int, Field(ge=1, le=3650)] | None = None
 
 
-def _member(m, u, *, with_email: bool) -> dict:  # noqa: ANN001
+def _member(m, u, *, with_email: bool) -> dict:
     """Emails are for owners and admins only: a member list must not be an address book to phish."""
     out = {"user_id": u.id, "name": u.name, "role": m.role, "created_at": m.created_at.isoformat()}
     if with_email:
@@ -78,7 +78,7 @@ def remove_member(ref: str, user_id: str, caller: Caller = Depends(user_caller),
     return Response(status_code=204)
 
 
-def _token(t) -> dict:  # noqa: ANN001
+def _token(t) -> dict:
     return {"id": t.id, "name": t.name, "created_at": t.created_at.isoformat(),
             "expires_at": t.expires_at.isoformat() if t.expires_at else None}
 

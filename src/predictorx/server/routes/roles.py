@@ -26,7 +26,7 @@ class BindIn(BaseModel):
     name: str = Field(min_length=1, max_length=200, description="The agent's or member's name (or id).")
 
 
-def _out(b) -> dict:  # noqa: ANN001
+def _out(b) -> dict:
     return {"id": b.id, "project_id": b.project_id, "role": b.role, "kind": b.principal_type,
             "principal_id": b.principal_id}
 

@@ -12,7 +12,7 @@ from ..state import AppState
 router = APIRouter(prefix="/api/tasks", tags=["tasks"])
 
 
-def _visible(caller: Caller, task) -> None:  # noqa: ANN001
+def _visible(caller: Caller, task) -> None:
     p = caller.principal
     if p.kind == "task" and p.task_id != task.id:
         raise Forbidden("a task token sees only its own task")
@@ -20,7 +20,7 @@ def _visible(caller: Caller, task) -> None:  # noqa: ANN001
         raise Forbidden("this task is not held by this daemon")
 
 
-def _out(s, t) -> dict:  # noqa: ANN001
+def _out(s, t) -> dict:
     agent, issue = svc.agent_and_issue(s, t)
     return serialize.task(t, agent.name if agent else None, issue.number if issue else None)
 

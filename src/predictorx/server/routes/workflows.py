@@ -57,14 +57,14 @@ def library() -> Library:
         raise Invalid(f"the workflow library does not load: {e}") from None
 
 
-def issue_for(s, caller: Caller, ref: str) -> Issue:  # noqa: ANN001
+def issue_for(s, caller: Caller, ref: str) -> Issue:
     issue = issue_svc.get_issue(s, caller.workspace_id, ref)
     if auth.may_act_on_issue(s, caller.principal, issue.id):
         return issue
     raise Forbidden("this token may not act on that issue")
 
 
-def actor_for(s, caller: Caller, issue: Issue, lib: Library | None) -> tuple[Actor, str | None]:  # noqa: ANN001
+def actor_for(s, caller: Caller, issue: Issue, lib: Library | None) -> tuple[Actor, str | None]:
     """The acting agent (task token) or person (user token), with the roles it holds on the issue
     (none looked up without a library: who it is, for attribution)."""
     p = caller.principal
@@ -79,7 +79,7 @@ def actor_for(s, caller: Caller, issue: Issue, lib: Library | None) -> tuple[Act
     raise Forbidden("workflow steps are taken by people or by agents in their task, not by daemons")
 
 
-def acting_agent(s, caller: Caller) -> Agent | None:  # noqa: ANN001
+def acting_agent(s, caller: Caller) -> Agent | None:
     """The agent a task token acts for (None for a person): what it changes dispatches workflow
     steps only to agents of that agent's owner (harness/dispatch.py, R-SEC-6)."""
     if caller.principal.kind != "task":
@@ -90,7 +90,7 @@ def acting_agent(s, caller: Caller) -> Agent | None:  # noqa: ANN001
     return agent
 
 
-def _agent_id(s, caller: Caller, issue: Issue, ref: str | None) -> str:  # noqa: ANN001
+def _agent_id(s, caller: Caller, issue: Issue, ref: str | None) -> str:
     """Whose interaction state: the task's agent, a named agent, or the issue's assigned agent."""
     p = caller.principal
     if p.kind == "task":
@@ -103,7 +103,7 @@ def _agent_id(s, caller: Caller, issue: Issue, ref: str | None) -> str:  # noqa:
     raise Invalid("the issue is not assigned to an agent; name one with agent=")
 
 
-def _view(s, lib: Library, issue: Issue, inst) -> dict:  # noqa: ANN001
+def _view(s, lib: Library, issue: Issue, inst) -> dict:
     out = inst_svc.instance_dict(inst, issue)
     out["enabled"] = inst_svc.enabled_steps(lib, inst) if inst.status == "running" else []
     return out

@@ -36,7 +36,7 @@ def create_workspace(body: WorkspaceCreate, caller: Caller = Depends(user_caller
     return serialize.workspace(ws)
 
 
-def _mine(s, caller: Caller, ref: str) -> Workspace:  # noqa: ANN001
+def _mine(s, caller: Caller, ref: str) -> Workspace:
     return ws_svc.find_mine(s, caller.principal.workspace_ids, ref)
 
 

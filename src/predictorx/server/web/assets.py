@@ -36,7 +36,7 @@ def trim_js(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _trimmed(path: str, mtime_ns: int) -> bytes:  # noqa: ARG001 — the cache key changes when the file does
+def _trimmed(path: str, mtime_ns: int) -> bytes:  # the cache key changes when the file does
     with open(path, encoding="utf-8") as f:
         text = f.read()
     return (trim_css(text) if path.endswith(".css") else trim_js(text)).encode()

@@ -78,7 +78,7 @@ class FileDiff:
     anchor: str = ""
 
 
-def _lexer(path: str, lines: int):  # noqa: ANN202
+def _lexer(path: str, lines: int):
     if lines > HIGHLIGHT_MAX_LINES:
         return None
     try:
@@ -87,7 +87,7 @@ def _lexer(path: str, lines: int):  # noqa: ANN202
         return None
 
 
-def _line_html(lexer, text: str) -> Markup:  # noqa: ANN001
+def _line_html(lexer, text: str) -> Markup:
     if lexer is None or isinstance(lexer, TextLexer) or not text:
         return Markup(escape(text))
     return Markup(highlight(text, lexer, _FORMATTER).rstrip("\n"))

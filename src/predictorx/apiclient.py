@@ -2,14 +2,21 @@
 and the daemon's in-task commands (`repo checkout`) share it. Every failure becomes a `CliError`
 — one sentence for stderr and an exit code — so no caller shows a traceback to a person.
 
+It speaks HTTP with the standard library's http.client: people and agents run the CLI all day,
+one or two requests a time, and an HTTP library's import cost several times the request itself
+(issue 23, item 9; bench/cli_start.py). Proxies come from the environment as for any HTTP client
+(HTTP(S)_PROXY, ALL_PROXY, NO_PROXY: an agent in an allowlisted sandbox reaches a remote server
+through one).
+
 It lives outside cli/ so the daemon can use it without importing the CLI (import-linter contract
 in pyproject.toml)."""
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, NoReturn
-
-import httpx2 as httpx
+from urllib.parse import urlencode, urlsplit
 
 from . import config
 
@@ -27,6 +34,85 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise CliError(message, code)
 
 
+class Answer:
+    """What the server answered: its status and body."""
+
+    def __init__(self, status_code: int, content: bytes):
+        self.status_code = status_code
+        self.content = content
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+class Unreachable(Exception):
+    """No connection to the server (refused, no route, unknown name, TLS handshake)."""
+
+
+def query(params: dict[str, Any] | None) -> str:
+    """`params` as a query string, the way HTTP clients write them (None: empty, bools: true/false)."""
+    def text(v: Any) -> str:
+        return "" if v is None else ("true" if v is True else "false" if v is False else str(v))
+
+    pairs = [(k, text(item)) for k, v in (params or {}).items() for item in (v if isinstance(v, (list, tuple)) else [v])]
+    return urlencode(pairs)
+
+
+def _proxy_for(scheme: str, host: str) -> str | None:
+    if not any(k.lower().endswith("_proxy") for k in os.environ):  # the common case: no proxy, no import
+        return None
+    from urllib.request import getproxies_environment, proxy_bypass
+
+    proxies = getproxies_environment()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    return None if not proxy or proxy_bypass(host) else proxy
+
+
+def send(method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float) -> Answer:
+    """One request with http.client; raises Unreachable, TimeoutError or OSError/HTTPException."""
+    import http.client
+
+    parts = urlsplit(url)
+    secure = parts.scheme == "https"
+    host, port = parts.hostname or "", parts.port or (443 if secure else 80)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    proxy = _proxy_for(parts.scheme, host)
+    headers = {**headers, "Host": parts.netloc.rsplit("@", 1)[-1]}
+    if proxy:
+        p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if p.username:
+            import base64
+
+            auth = base64.b64encode(f"{p.username}:{p.password or ''}".encode()).decode()
+            headers["Proxy-Authorization"] = f"Basic {auth}"
+        if secure:  # a CONNECT tunnel to the server through the proxy
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(p.hostname or "", p.port or 80, timeout=timeout)
+            conn.set_tunnel(host, port, headers={k: v for k, v in headers.items() if k == "Proxy-Authorization"})
+        else:  # the absolute URL to the proxy
+            conn = http.client.HTTPConnection(p.hostname or "", p.port or 80, timeout=timeout)
+            target = url
+    elif secure:
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        try:
+            conn.connect()
+        except TimeoutError:
+            raise
+        except OSError as e:
+            raise Unreachable(str(e)) from e
+        conn.request(method, target, body=body, headers=headers)
+        response = conn.getresponse()
+        return Answer(response.status, response.read())
+    finally:
+        conn.close()
+
+
 class Client:
     def __init__(self, server_url: str | None = None, token: str | None = None, workspace: str | None = None,
                  timeout: float = 30.0):
@@ -37,21 +123,36 @@ class Client:
         if not self.server_url or not self.token:
             fail("no server configured: start one with `predictorx up`, or run "
                  "`predictorx login --server-url URL --token TOKEN`")
-        headers = {"Authorization": f"Bearer {self.token}"}
+        if urlsplit(self.server_url).scheme not in ("http", "https"):
+            fail(f"the server URL {self.server_url} is not an http:// or https:// URL")
+        self.headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if self.workspace:
-            headers["X-Workspace"] = self.workspace
-        self.http = httpx.Client(base_url=self.server_url, headers=headers, timeout=timeout)
+            self.headers["X-Workspace"] = self.workspace
+        self.timeout = timeout
 
-    def request(self, method: str, path: str, **kw: Any) -> Any:
+    def send(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> Answer:
+        """The transport (tests put an in-process app here)."""
+        return send(method, url, headers, body, self.timeout)
+
+    def request(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
+                headers: dict[str, str] | None = None) -> Any:
+        import http.client
+
+        url = self.server_url + path + (f"?{query(params)}" if params else "")
+        headers = {**self.headers, **(headers or {})}
+        body = None
+        if json is not None:
+            body = _json_bytes(json)
+            headers["Content-Type"] = "application/json"
         try:
-            r = self.http.request(method, path, **kw)
-        except httpx.ConnectError:
+            r = self.send(method, url, headers, body)
+        except Unreachable:
             fail(f"cannot reach the Predictor X server at {self.server_url}; start it with `predictorx up` "
                  "or point PREDICTORX_SERVER_URL at a running one")
-        except httpx.TimeoutException:
+        except TimeoutError:
             fail(f"the server at {self.server_url} did not answer in time; try again")
-        except httpx.HTTPError as e:
-            fail(f"talking to {self.server_url} failed: {e}")
+        except (OSError, http.client.HTTPException) as e:
+            fail(f"talking to {self.server_url} failed: {e or type(e).__name__}")
         if r.status_code >= 400:
             try:
                 detail = r.json().get("detail")
@@ -75,3 +176,7 @@ class Client:
 
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value).encode()

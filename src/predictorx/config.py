@@ -11,10 +11,15 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
+from types import ModuleType
 
 CONFIG_NAME = "config.json"
+
+
+def _platformdirs() -> ModuleType:
+    import platformdirs  # only where PREDICTORX_HOME and friends do not say (an agent's CLI, tests)
+
+    return platformdirs
 
 
 def private_dir(path: Path) -> Path:
@@ -38,7 +43,7 @@ def private_file(path: Path, mode: int = 0o600) -> None:
 
 def state_dir() -> Path:
     home = os.environ.get("PREDICTORX_HOME")
-    path = Path(home).expanduser() if home else Path(platformdirs.user_data_dir("predictorx"))
+    path = Path(home).expanduser() if home else Path(_platformdirs().user_data_dir("predictorx"))
     return private_dir(path)
 
 
@@ -55,7 +60,7 @@ def lock_dir() -> Path:
     """Where in-place folder locks live: per user and machine, NOT per state dir, so two daemons
     on one machine (each with its own PREDICTORX_HOME) see each other's locks (R-LD-5)."""
     override = os.environ.get("PREDICTORX_LOCK_DIR")
-    path = Path(override).expanduser() if override else Path(platformdirs.user_cache_dir("predictorx")) / "locks"
+    path = Path(override).expanduser() if override else Path(_platformdirs().user_cache_dir("predictorx")) / "locks"
     return private_dir(path)
 
 

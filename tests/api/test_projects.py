@@ -228,9 +228,12 @@ def test_third_type_brings_its_cli_flags(api, notion_page, monkeypatch, capsys):
     from predictorx import apiclient
     from predictorx.program import main
 
-    app = api.client.app  # the real CLI talks to the real app, in this process (where the type is registered)
-    monkeypatch.setattr(apiclient.httpx, "Client", lambda base_url, headers, timeout: TestClient(
-        app, base_url=base_url, headers=headers))
+    app = TestClient(api.client.app)  # the real CLI talks to the real app, in this process (where the type is registered)
+
+    def send(self, method: str, url: str, headers: dict, body: bytes | None) -> apiclient.Answer:
+        r = app.request(method, url, headers=headers, content=body)
+        return apiclient.Answer(r.status_code, r.content)
+    monkeypatch.setattr(apiclient.Client, "send", send)
     monkeypatch.setenv("PREDICTORX_SERVER_URL", "http://testserver")
     monkeypatch.setenv("PREDICTORX_TOKEN", api.token)
 

@@ -11,6 +11,7 @@ from . import beans, checks, workflows
 
 
 def register(app: typer.Typer) -> None:
+    """workflow, bean, check, prov, classify and mcp (SPEC §10)."""
     app.add_typer(workflows.app, name="workflow")
     app.add_typer(beans.app, name="bean")
     app.add_typer(checks.check_app, name="check")

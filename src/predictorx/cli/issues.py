@@ -96,3 +96,7 @@ def set_status(issue: str, status: str, output: Output = OutputOpt) -> None:
 def runs(issue: str, output: Output = OutputOpt) -> None:
     """The tasks (runs) of an issue, oldest first."""
     table(Client().get(f"/api/issues/{seg(issue)}/runs"), RUN_COLS, output, "no runs: assign the issue to an agent")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="issue")

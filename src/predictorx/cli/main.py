@@ -14,7 +14,6 @@ import typer
 from .. import __version__, config
 from .client import Client, CliError, fail, seg
 from .output import Output, record, table
-from . import harness, issues, projects, small
 
 app = typer.Typer(
     help="Predictor X — coding-agent CLIs as teammates. Start with `predictorx up`.",
@@ -25,15 +24,8 @@ daemon_app = typer.Typer(help="The daemon that runs agents on this machine.", no
 repo_app = typer.Typer(help="Repositories, for agents inside a task.", no_args_is_help=True)
 
 app.add_typer(server_app, name="server")
-app.add_typer(projects.app, name="project")
-app.add_typer(issues.app, name="issue")
-app.add_typer(small.agent_app, name="agent")
-app.add_typer(small.task_app, name="task")
-app.add_typer(small.workspace_app, name="workspace")
-app.add_typer(small.token_app, name="token")
 app.add_typer(daemon_app, name="daemon")
 app.add_typer(repo_app, name="repo")
-harness.register(app)  # workflow, bean, check, prov, classify (SPEC §10)
 OutputOpt = typer.Option(Output.table, "--output", "-o", help="table or json")
 
 
@@ -121,9 +113,33 @@ def demo() -> None:
     run_demo()
 
 
+# The other commands, by module: only the one a command line names is imported (the CLI starts in
+# tens of milliseconds; `project` alone loads the resource types). Help and typos load them all.
+GROUPS = {"projects": ["project"], "issues": ["issue"], "small": ["agent", "task", "workspace", "token"],
+          "harness": ["workflow", "bean", "check", "prov", "classify", "mcp"]}
+_added: set[str] = set()
+
+
+def add_commands(argv: list[str]) -> None:
+    """Add the command groups `argv` needs to the app (all of them unless it names one)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    wanted = [m for m, names in GROUPS.items() if first in names]
+    known = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if c.callback} \
+        | {g.name for g in app.registered_groups}
+    if not wanted and first not in known:
+        wanted = list(GROUPS)
+    for module_name in wanted:
+        if module_name not in _added:
+            _added.add(module_name)
+            # (an import statement's path, not importlib's: `python -X importtime` sees it, tests/test_cli_start.py)
+            __import__(f"{__package__}.{module_name}", fromlist=["register"]).register(app)
+
+
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    add_commands(args)
     try:
-        app(args=argv, standalone_mode=True)
+        app(args=args, standalone_mode=True)
     except CliError as e:
         sys.stderr.write(f"predictorx: {e.message}\n")
         sys.exit(e.code)

@@ -129,3 +129,7 @@ def resource_remove(project_id: str, resource_id: str) -> None:
     """Remove a resource from a project."""
     Client().delete(f"/api/projects/{seg(project_id)}/resources/{seg(resource_id)}")
     typer.echo(f"Removed resource {resource_id}.")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="project")

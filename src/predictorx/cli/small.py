@@ -264,3 +264,8 @@ def token_revoke(token_id: str) -> None:
     """Revoke one of your tokens."""
     Client().delete(f"/api/tokens/{seg(token_id)}")
     typer.echo(f"Revoked {token_id}.")
+
+
+def register(root: typer.Typer) -> None:
+    for name, group in (("agent", agent_app), ("task", task_app), ("workspace", workspace_app), ("token", token_app)):
+        root.add_typer(group, name=name)

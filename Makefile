@@ -1,4 +1,4 @@
-# Two commands: `make run` (predictorx up) and `make test` (the whole suite).
+# Two commands: `make run` (predictorx up) and `make test` (the whole suite); `make test-fast` for the edit loop.
 # Each bootstraps .venv on first use and again whenever pyproject.toml (or agents-room's) or
 # requirements.lock (the exact versions, pip constraints) changes.
 # agents-room is its own distribution (agents-room/, GPL-3.0-or-later); both go into .venv.
@@ -16,7 +16,7 @@ CLI_STAMP := $(CLIS)/node_modules/.installed-$(shell $(PYTHON) -c "import hashli
 NPM_LOCKS := $(filter-out $(CLIS)/package-lock.json,$(wildcard tests/*/package-lock.json))
 NPM_STAMPS := $(NPM_LOCKS:package-lock.json=node_modules/.installed)
 
-.PHONY: run test bench clean record-transcripts
+.PHONY: run test test-fast bench clean record-transcripts
 
 tests/%/node_modules/.installed: tests/%/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is needed for the tests (axe-core): install node and npm" >&2; exit 1; }
@@ -52,6 +52,13 @@ run: $(STAMP)
 test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
 	@$(COMPILE)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+# The edit loop (≤ 3 min on 2 cores): unit and API tests on SQLite, agents-room's, the static gate;
+# no browser, real agent CLI, end-to-end process or long fuzz run (`make test` and CI run those).
+FAST_SKIP := --ignore=tests/web --ignore=tests/e2e --ignore=tests/realcli --ignore=tests/api/test_fuzz.py
+test-fast: $(STAMP)
+	@$(COMPILE)
+	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(VENV)/bin/python -m pytest -q $(FAST_SKIP) $(PYTEST_ARGS)
 
 # Re-record the golden transcripts (tests/fixtures/transcripts/) from the pinned real CLIs,
 # after a version bump in tests/realcli/package.json.

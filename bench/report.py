@@ -34,13 +34,15 @@ HERE = Path(__file__).resolve().parent
 
 #: bench → extra arguments for a full run (its defaults are the measured sizes)
 BENCHES: dict[str, list[str]] = {
-    "api": [], "claim": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [], "netproxy": [],
-    "overhead": [], "pagestall": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [], "worktree": [],
+    "api": [], "claim": [], "cli_start": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [],
+    "netproxy": [], "overhead": [], "pagestall": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [],
+    "worktree": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
 SMOKE: dict[str, list[str]] = {
     "api": ["--projects", "20", "--list-seconds", "1"],
     "claim": ["--tasks", "100"],
+    "cli_start": ["--runs", "2"],
     "daemon_rss": ["--idle", "1"],
     "dispatch": ["--tasks", "10", "--rate", "10", "--daemons", "2"],
     "fanout": ["--people", "3", "--tasks", "10", "--rate", "10"],
@@ -170,6 +172,11 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
     rss = results.get("daemon_rss")
     add("daemon_rss", "idle daemon RSS incl. children", _get(rss, "rss_including_children_mb"), " MB", "≤ 80 MB",
         lambda v: v <= 80, _get(rss, "rss_daemon_only_mb"), " MB daemon alone")
+    cli = results.get("cli_start")
+    add("cli_start", "`predictorx version`, start to exit, p50", _get(cli, "version", "p50_ms"), " ms", "≤ 80 ms",
+        lambda v: v <= 80, _get(cli, "bare_python", "p50_ms"), " ms bare python")
+    add("cli_start", "`predictorx issue list --output json` (one request), p50", _get(cli, "one_request_json", "p50_ms"),
+        " ms", "≤ 120 ms", lambda v: v <= 120, _get(cli, "bare_python", "p50_ms"), " ms bare python")
     _harness_rows(results.get("harness"), add)
     _realcli_rows(results.get("realcli"), add)
     _overhead_rows(results.get("overhead"), add)

@@ -69,11 +69,13 @@ def test_mypy_errors_only_shrink() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["--shrink-mypy-baseline"]:
-        sys.exit("usage: tests/test_static.py --shrink-mypy-baseline")
+    # --accept-new-mypy-errors is for merging work written before the gate existed, nothing else:
+    # the commit that uses it says whose errors it accepted.
+    if sys.argv[1:] not in (["--shrink-mypy-baseline"], ["--accept-new-mypy-errors"]):
+        sys.exit("usage: tests/test_static.py --shrink-mypy-baseline | --accept-new-mypy-errors")
     current, _ = mypy_errors()
     old = read_baseline() if BASELINE.exists() else current
-    if any(current[k] > old[k] for k in current):
+    if sys.argv[1] == "--shrink-mypy-baseline" and any(current[k] > old[k] for k in current):
         sys.exit("mypy finds errors the baseline does not allow: fix them first (the baseline only shrinks)")
     write_baseline(current)
     print(f"{BASELINE.relative_to(ROOT)}: {sum(current.values())} errors (was {sum(old.values())})")

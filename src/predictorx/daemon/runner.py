@@ -528,7 +528,7 @@ class TaskRun:
         writable += sandbox.agents_room_paths(home)
         return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
                                    readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,
-                                   network=network)
+                                   network=network, seccomp=sandbox.write_filter(env.path))
 
     def _resumable(self, adapter: agents.AgentAdapter, cwd: Path) -> str | None:
         """The earlier session to continue (R-EX-10), unless the CLI can only find it in another folder."""

@@ -21,8 +21,8 @@ from typing import Any
 
 from .. import agents
 from ..agents import RunSpec
-from . import (contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox, sessions,
-               worktree)
+from . import (cliconfig, contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox,
+               sessions, worktree)
 from .branches import task_branch
 from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
@@ -526,9 +526,12 @@ class TaskRun:
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
-        return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
+        provider = self.agent["provider"]
+        overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
+                                     cliconfig.sessions_dir(self.daemon.workspaces_root, self.agent["id"]))
+        return sandbox.SandboxPlan(bwrap=bwrap, provider=provider, writable=writable,
                                    readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,
-                                   network=network, seccomp=sandbox.write_filter(env.path))
+                                   network=network, seccomp=sandbox.write_filter(env.path), overlays=overlays)
 
     def _resumable(self, adapter: agents.AgentAdapter, cwd: Path) -> str | None:
         """The earlier session to continue (R-EX-10), unless the CLI can only find it in another folder."""

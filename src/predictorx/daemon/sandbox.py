@@ -12,8 +12,9 @@ and sees a filesystem made of:
   objects; no other repository's cache is there, and no cache is ever writable);
 - writable: the task's workdir (its checkouts are repositories of their own there) and env root
   scratch (`output/`, `home/`, `agents-room/`, `checkouts/`), the person's folder and its git dirs
-  for `in_place`, the agents-room store, and the CLI's own config directory in $HOME (its login
-  and sessions);
+  for `in_place`, the agents-room store;
+- the CLI's config dir in $HOME: a copy made for the run, its hook and settings files read-only,
+  its sessions kept per agent by the daemon (cliconfig.py): nothing reaches the person's own;
 - an empty $HOME, an empty private /tmp, a /proc of its own pid namespace (so no
   `/proc/$PPID/environ` of the daemon to read) and a minimal /dev.
 
@@ -53,13 +54,6 @@ SECCOMP_FD = 9
 FILTER_NAME = "seccomp.bpf"
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-#: Where each CLI keeps its login, settings and sessions, relative to $HOME: writable inside.
-CLI_HOME_PATHS = {
-    "claude": (".claude", ".claude.json"),
-    "codex": (".codex",),
-    "gemini": (".gemini",),
-    "opencode": (".config/opencode", ".local/share/opencode", ".local/state/opencode"),
-}
 #: Read-only in $HOME for every agent: git's identity and settings.
 SHARED_HOME_FILES = (".gitconfig",)
 #: Never visible, even when under something mounted.
@@ -145,7 +139,7 @@ class SandboxPlan:
             if path.exists() and not _under(path, hidden) and not _under(path, mounted):
                 args += ["--ro-bind", str(path), str(path)]
                 mounted.append(path)
-        writable = _dedupe(self.writable + self._home_paths(CLI_HOME_PATHS.get(self.provider, ())))
+        writable = _dedupe(self.writable)
         outside = [w for w in writable if not _under(w, hidden)]
         for path in outside:
             if path.exists():

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import agents
+from .. import agents, unconfined
 from ..agents import RunSpec
 from . import (cliconfig, contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox,
-               sessions, worktree)
+               sandboxmode, sessions, worktree)
 from .branches import task_branch
 from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
@@ -392,6 +392,8 @@ class TaskRun:
             raise
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
+        if not self.sandboxed:  # the task page says what this agent could reach (issue 29 finding 11)
+            await uploader.add("system", {"event": "unsandboxed", "message": unconfined.agent_warning(self.agent["name"])})
         resume = self._resumable(adapter, cwd)
         if self.resume_session_id and not resume:
             await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
@@ -472,7 +474,7 @@ class TaskRun:
 
     @property
     def sandboxed(self) -> bool:
-        return bool(self.daemon.sandbox or self.agent.get("sandbox"))
+        return sandboxmode.run_is_sandboxed(self.daemon.sandbox, self.agent)
 
     def _check_sandbox(self) -> None:
         """A run that asks for the sandbox never runs without it (R-SEC-6), nor an allowlist without it."""
@@ -483,10 +485,7 @@ class TaskRun:
             return
         problem = sandbox.bwrap_problem()
         if problem:
-            who = "this daemon runs every agent sandboxed" if self.daemon.sandbox else \
-                f"agent {self.agent['name']} asks for the sandbox"
-            raise TaskFailed(f"{who}, but on daemon {self.daemon.name} {problem}; install the package "
-                             "`bubblewrap` there, or turn the sandbox off")
+            raise TaskFailed(sandboxmode.refusal(self.agent["name"], self.daemon.name, self.daemon.sandbox, problem))
 
     async def _open_network(self) -> netpolicy.NetworkJail | None:
         """The proxy of a run whose agent allows only some hosts; None for the open network."""

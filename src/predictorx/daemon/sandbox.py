@@ -109,6 +109,9 @@ class SandboxPlan:
     network: NetworkJail | None = None
     #: The compiled seccomp filter (`write_filter`); bwrap reads it from fd SECCOMP_FD.
     seccomp: Path | None = None
+    #: Bound last, on top of everything: (source outside, path inside, read-only?) — the run's
+    #: own copy of its CLI's config (cliconfig.py).
+    overlays: list[tuple[Path, Path, bool]] = field(default_factory=list)
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
         inner, net_args = (self.network.wrap(argv), self.network.bwrap_args()) if self.network else (argv, [])

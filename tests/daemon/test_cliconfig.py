@@ -13,6 +13,7 @@ def _claude_home(home: Path) -> None:
     (home / ".claude" / "settings.json").write_text("{}")
     (home / ".claude" / ".credentials.json").write_text('{"refresh": "r1"}')
     (home / ".claude.json").write_text('{"numStartups": 3}')
+    (home / ".claude" / "plugins" / "tool").mkdir(parents=True)
 
 
 def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_agents(tmp_path: Path) -> None:
@@ -26,6 +27,9 @@ def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_a
     assert mounts[home / ".claude" / "projects"] == (sessions / "claude" / "projects", False)
     assert mounts[home / ".claude" / ".credentials.json"] == (home / ".claude" / ".credentials.json", False)
     assert mounts[home / ".claude.json"] == (tmp_path / "run1" / "claude.json", False)
+    # Plugins are only read by the CLI: the person's own, read-only, never copied.
+    assert mounts[home / ".claude" / "plugins"] == (home / ".claude" / "plugins", True)
+    assert not (copy / "plugins").exists()
     assert (tmp_path / "run1" / "claude.json").read_text() == '{"numStartups": 3}'
     # The agent's session of run 1 is there for run 2 (a resume); the person's files never moved.
     (sessions / "claude" / "projects" / "s2.jsonl").write_text("the agent's session")

@@ -7,7 +7,8 @@ session would run. Now each sandboxed run gets, at the same paths:
 
 - a copy of the person's config, made for this run in its env root: what the agent writes
   there ends with the run. The person's own sessions, logs and caches are not copied;
-- on top of the copy, read-only: the files that hold hooks, MCP servers and settings;
+- on top of the copy, read-only: the files that hold hooks, MCP servers and settings, and the
+  person's own folders the CLI only reads (plugins, commands, skills), which are not copied;
 - the sessions the CLI keeps (Claude Code's `projects/`, Codex's `sessions/`, Gemini's `tmp/`,
   OpenCode's data dir) in a folder per agent in the daemon's own area (`<workspaces
   root>/.cli-sessions/<agent>/`), so a follow-up run of that agent resumes its session;
@@ -45,6 +46,7 @@ class ConfigPlace:
     kept: tuple[str, ...] = ()         # sessions: per agent, across runs
     skipped: tuple[str, ...] = ()      # the person's own history, logs, caches: not copied
     locked: tuple[str, ...] = ()       # hooks, MCP servers, settings: read-only on top of the copy
+    shared: tuple[str, ...] = ()       # what the CLI only reads (plugins): the person's, read-only, not copied
     login: tuple[str, ...] = ()        # the person's own file, writable (token refresh)
     all_kept: bool = False             # the whole folder is the CLI's session store
 
@@ -58,16 +60,18 @@ class ConfigPlace:
 _CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("projects",),
                           skipped=("shell-snapshots", "todos", "statsig", "debug", "file-history", "logs", "ide",
                                    "session-env", "telemetry"),
-                          locked=("settings.json", "settings.local.json"), login=(".credentials.json",))
+                          locked=("settings.json", "settings.local.json"), login=(".credentials.json",),
+                          shared=("plugins", "commands", "agents", "skills", "output-styles"))
 PLACES: dict[str, tuple[ConfigPlace, ...]] = {
     "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True)),
     "codex": (ConfigPlace("codex", ".codex", "CODEX_HOME", kept=("sessions",),
                           skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp"),
-                          locked=("config.toml",), login=("auth.json",)),),
+                          locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
     "gemini": (ConfigPlace("gemini", ".gemini", kept=("tmp",), skipped=("history",),
-                           locked=("settings.json",), login=("oauth_creds.json",)),),
+                           locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
     "opencode": (ConfigPlace("opencode-config", ".config/opencode", "XDG_CONFIG_HOME", "opencode",
-                             locked=("opencode.json", "opencode.jsonc", "config.json"), skipped=("node_modules",)),
+                             locked=("opencode.json", "opencode.jsonc", "config.json"),
+                             shared=("node_modules", "plugin", "agent", "command")),
                  ConfigPlace("opencode-data", ".local/share/opencode", "XDG_DATA_HOME", "opencode",
                              all_kept=True, login=("auth.json",)),
                  ConfigPlace("opencode-state", ".local/state/opencode", "XDG_STATE_HOME", "opencode")),
@@ -95,8 +99,9 @@ def prepare(provider: str, home: Path, env: dict[str, str], run_dir: Path, sessi
             overlays.append((_made(sessions_dir / place.name), target, False))
         else:
             copy = run_dir / place.name
-            _copy_tree(target, copy, ignored=set(place.skipped) | set(place.kept))
+            _copy_tree(target, copy, ignored=set(place.skipped) | set(place.kept) | set(place.shared))
             overlays.append((copy, target, False))
+            overlays += [(target / name, target / name, True) for name in place.shared if (target / name).is_dir()]
             overlays += [(_made(sessions_dir / place.name / k), target / k, False) for k in place.kept]
             overlays += [(copy / name, target / name, True) for name in place.locked if (copy / name).is_file()]
         overlays += [(target / name, target / name, False) for name in place.login if (target / name).is_file()]
@@ -123,6 +128,6 @@ def _copy_tree(source: Path, copy: Path, *, ignored: set[str]) -> None:
     def ignore(folder: str, names: list[str]) -> list[str]:
         return [n for n in names if n in ignored] if Path(folder) == source else []
     try:
-        shutil.copytree(source, copy, symlinks=True, ignore=ignore, dirs_exist_ok=True)
+        shutil.copytree(source, copy, symlinks=True, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copy)
     except shutil.Error:
         pass  # copytree copied everything else before it reports what failed

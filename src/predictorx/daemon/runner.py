@@ -409,7 +409,7 @@ class TaskRun:
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
-            env={**base_env, **extra_env}, model=self.agent.get("model"),
+            env={**base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan,
@@ -494,6 +494,11 @@ class TaskRun:
         return await netpolicy.open_jail(self.agent, self.daemon.api.urls,
                                          lambda sentence: self._note("system", {"event": "network_refused",
                                                                                 "message": sentence}))
+
+    def _sandbox_env(self) -> dict[str, str]:
+        """A sandboxed run is one: Claude Code, started by a root daemon, then runs unattended (its
+        root is root of the sandbox's own user namespace only, without a capability)."""
+        return {"IS_SANDBOX": "1"} if self.sandboxed else {}
 
     def _sandbox_plan(self, env: envroot.EnvRoot, cwd: Path, local: Path | None,
                       network: netpolicy.NetworkJail | None = None) -> sandbox.SandboxPlan:

@@ -53,6 +53,7 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
     project = s.project(repo, "worktree")
     issue, run = s.assign(project)
     task = s.wait(run["id"])
+    assert s.was_sandboxed(task["id"])  # the default, so the tested path (issue 29)
     msgs = s.messages(task["id"])
     assert kinds_in_order(msgs, ["text", "tool_use", "tool_result", "text"]), [m["kind"] for m in msgs]
     use = next(m for m in msgs if m["kind"] == "tool_use")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from .harness import FAKES, free_port, git, make_repo, wait_until
+from .harness import FAKES, UNCONFINED, free_port, git, make_repo, wait_until
 from .test_finding_02_agent_secrets import WITHOUT_CAPABILITIES
 
 
@@ -67,7 +67,7 @@ def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):  # noqa: ANN001
         # `up` stops its daemon before the server, and the event streams end cleanly: the stop is quiet
         # (it used to log uvicorn's "ASGI callable returned without completing response" and the
         # daemon's "push connection failed … incomplete chunk")
-        stopping = (tmp_path / "up.log").read_text()[before_stop:]
+        stopping = (tmp_path / "up.log").read_bytes()[before_stop:].decode()  # a byte offset
         assert "Predictor X stopped" in stopping
         for noise in ("ERROR", "Traceback", "push connection failed", "the local daemon exited"):
             assert noise not in stopping, stopping
@@ -120,7 +120,7 @@ def _grandchild_run(server, tmp_path: Path, name: str, mode: str):  # noqa: ANN0
     script = tmp_path / "grandchild.py"
     script.write_text(GRANDCHILD)
     pid_file = tmp_path / f"{name}.pid"
-    server.api("POST", "/api/agents", {"name": name, "provider": "command",
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": name, "provider": "command",
                                        "command": [sys.executable, str(script), str(pid_file), mode]})
     issue = server.api("POST", "/api/issues", {"title": f"Leave something running ({mode})", "assignee": name})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
@@ -158,7 +158,7 @@ def test_finding_13_kill_9_mid_in_place_task_next_start_cleans_the_folder(server
     project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
         "resource_type": "local_directory", "label": "my checkout",
         "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "in_place"}}]})
-    server.api("POST", "/api/agents", {"name": "slow", "provider": "command",
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "slow", "provider": "command",
                                        "command": ["sh", "-c", f"touch {started}; exec sleep 600"]})
     issue = server.api("POST", "/api/issues", {"title": "Work slowly", "project_id": project["id"], "assignee": "slow"})
     wait_until(started.exists, 30, what="the agent to start")

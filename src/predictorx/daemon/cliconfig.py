@@ -99,7 +99,8 @@ def prepare(provider: str, home: Path, env: dict[str, str], run_dir: Path, sessi
             overlays.append((_made(sessions_dir / place.name), target, False))
         else:
             copy = run_dir / place.name
-            _copy_tree(target, copy, ignored=set(place.skipped) | set(place.kept) | set(place.shared))
+            # The login is bound from the person's own file, never left behind in a copy.
+            _copy_tree(target, copy, ignored={*place.skipped, *place.kept, *place.shared, *place.login})
             overlays.append((copy, target, False))
             overlays += [(target / name, target / name, True) for name in place.shared if (target / name).is_dir()]
             overlays += [(_made(sessions_dir / place.name / k), target / k, False) for k in place.kept]

@@ -64,6 +64,7 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):  # noqa: ANN001
                    interval=0.2, what="the demo to finish")
         text = log.read_text()
         assert "Demo: issue #1 ran as task" in text and ": completed" in text, text[-3000:]
+        assert "sandbox: on (bubblewrap)" in text  # `up` says which mode its daemon runs in (issue 29)
         listening = listening_addresses(proc.pid)
         assert any(p == port for _, p in listening), listening
         assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening

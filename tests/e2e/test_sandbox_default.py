@@ -16,8 +16,8 @@ from .harness import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux-only")
 REACH = "the daemon's own state dir (config.json with its token)"
-#: Says whether pid 1 of its world is bwrap (sandboxed) or not.
-WHERE = ["sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline; echo"]
+#: Says whether pid 1 of its world is bwrap (sandboxed) or not, and whether it was told so.
+WHERE = ["sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline; echo; echo IS_SANDBOX=${IS_SANDBOX:-unset}"]
 
 
 def _run(server, name: str) -> dict:  # noqa: ANN001
@@ -30,12 +30,13 @@ def _text(server, task: dict) -> str:  # noqa: ANN001
 
 
 def test_a_new_agent_is_sandboxed_and_turning_it_off_says_what_it_reaches(server, start_daemon):  # noqa: ANN001
-    daemon = start_daemon()
+    daemon = start_daemon(IS_SANDBOX="")  # whatever this machine says: the daemon sets it for sandboxed runs
     wait_until(lambda: "sandbox: on (bubblewrap)" in daemon.output(), what="the daemon to say its mode")
     made = server.cli("agent", "create", "--name", "boxed", "--provider", "command", "--command", shlex.join(WHERE))
     assert made.stderr == "" and server.api("GET", "/api/agents/boxed")["sandbox"] is True
     task = _run(server, "boxed")
     assert task["status"] == "completed" and "bwrap" in _text(server, task) and "unsandboxed" not in _text(server, task)
+    assert "IS_SANDBOX=1" in _text(server, task)  # Claude Code run by a root daemon may run unattended there
 
     off = server.cli("agent", "create", "--name", "open", "--provider", "command", "--command", shlex.join(WHERE),
                      "--no-sandbox")
@@ -43,7 +44,7 @@ def test_a_new_agent_is_sandboxed_and_turning_it_off_says_what_it_reaches(server
     assert server.api("GET", "/api/agents/open")["sandbox"] is False
     task = _run(server, "open")
     text = _text(server, task)
-    assert task["status"] == "completed" and "bwrap" not in text
+    assert task["status"] == "completed" and "bwrap" not in text and "IS_SANDBOX=unset" in text, text
     first = server.api("GET", f"/api/tasks/{task['id']}/messages")[0]["content"]
     assert first["event"] == "unsandboxed" and REACH in first["message"]  # the task page says it too
     updated = server.cli("agent", "update", "boxed", "--no-sandbox")

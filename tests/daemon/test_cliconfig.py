@@ -27,7 +27,7 @@ def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_a
     assert mounts[home / ".claude" / "projects"] == (sessions / "claude" / "projects", False)
     assert mounts[home / ".claude" / ".credentials.json"] == (home / ".claude" / ".credentials.json", False)
     assert not (copy / ".credentials.json").exists()
-    assert mounts[home / ".claude.json"] == (tmp_path / "run1" / "claude.json", False)
+    assert mounts[home / ".claude.json"] == (tmp_path / "run1" / "claude.json", True)  # its MCP servers
     # Plugins are only read by the CLI: the person's own, read-only, never copied.
     assert mounts[home / ".claude" / "plugins"] == (home / ".claude" / "plugins", True)
     assert not (copy / "plugins").exists()

@@ -7,7 +7,8 @@ session would run. Now each sandboxed run gets, at the same paths:
 
 - a copy of the person's config, made for this run in its env root: what the agent writes
   there ends with the run. The person's own sessions, logs and caches are not copied;
-- on top of the copy, read-only: the files that hold hooks, MCP servers and settings, and the
+- on top of the copy, read-only: the files that hold hooks, MCP servers and settings
+  (`~/.claude.json` too: Claude Code starts with it read-only), and the
   person's own folders the CLI only reads (plugins, commands, skills), which are not copied;
 - the sessions the CLI keeps (Claude Code's `projects/`, Codex's `sessions/`, Gemini's `tmp/`,
   OpenCode's data dir) in a folder per agent in the daemon's own area (`<workspaces
@@ -43,6 +44,7 @@ class ConfigPlace:
     variable: str | None = None        # an environment variable that moves it…
     under_variable: str = ""           # …to this path below the variable's value
     is_file: bool = False
+    read_only: bool = False            # a file the CLI may read only (its copy, read-only)
     kept: tuple[str, ...] = ()         # sessions: per agent, across runs
     skipped: tuple[str, ...] = ()      # the person's own history, logs, caches: not copied
     locked: tuple[str, ...] = ()       # hooks, MCP servers, settings: read-only on top of the copy
@@ -63,7 +65,7 @@ _CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("proje
                           locked=("settings.json", "settings.local.json"), login=(".credentials.json",),
                           shared=("plugins", "commands", "agents", "skills", "output-styles"))
 PLACES: dict[str, tuple[ConfigPlace, ...]] = {
-    "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True)),
+    "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True, read_only=True)),
     "codex": (ConfigPlace("codex", ".codex", "CODEX_HOME", kept=("sessions",),
                           skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp"),
                           locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
@@ -93,7 +95,7 @@ def prepare(provider: str, home: Path, env: dict[str, str], run_dir: Path, sessi
                 copy = run_dir / place.name
                 run_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(target, copy)
-                overlays.append((copy, target, False))
+                overlays.append((copy, target, place.read_only))
             continue
         if place.all_kept:
             overlays.append((_made(sessions_dir / place.name), target, False))

@@ -118,3 +118,24 @@ def test_threads_forks_and_git_still_work_inside(tmp_path: Path) -> None:
     out = subprocess.run(plan(["sh", "-c", script], env), env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr
     assert (work / "made.txt").stat().st_uid == os.getuid()
+
+
+I386_GETPID = '#include <stdio.h>\nint main(void) { long r; __asm__ volatile("int $0x80" : "=a"(r) : "a"(20L)); ' \
+              'printf("%ld\\n", r); return 0; }\n'
+
+
+@pytest.mark.skipif(seccomp.machine() != "x86_64", reason="the i386 and x32 ABIs are x86_64's")
+def test_a_system_call_of_another_abi_kills_the_process(tmp_path: Path) -> None:
+    """The filter's table is x86_64's: a call through the i386 ABI (`int 0x80`) or with the x32 bit
+    would mean another call; the process is killed (SIGSYS) instead of the table being bypassed."""
+    calls = {"x32": [PYTHON, "-c", "import ctypes; ctypes.CDLL(None).syscall(0x40000000 | 39); print('ran')"]}
+    if shutil.which("gcc"):
+        (tmp_path / "i386.c").write_text(I386_GETPID)
+        subprocess.run(["gcc", "-o", str(tmp_path / "i386"), str(tmp_path / "i386.c")], check=True, timeout=120)
+        assert subprocess.run([tmp_path / "i386"], capture_output=True, timeout=30).returncode == 0  # outside: runs
+        calls["i386"] = [str(tmp_path / "i386")]
+    plan = sandbox.SandboxPlan(bwrap=sandbox.bwrap_executable(), provider="command", readable=[tmp_path],
+                               home=tmp_path / "home", seccomp=sandbox.write_filter(tmp_path))
+    for abi, argv in calls.items():
+        out = subprocess.run(plan(argv, {}), capture_output=True, text=True, timeout=60)
+        assert out.returncode == 128 + 31 and "ran" not in out.stdout, (abi, out)  # SIGSYS

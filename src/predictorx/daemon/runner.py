@@ -532,7 +532,8 @@ class TaskRun:
         writable += sandbox.agents_room_paths(home)
         provider = self.agent["provider"]
         overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
-                                     cliconfig.sessions_dir(self.daemon.workspaces_root, self.agent["id"]))
+                                     cliconfig.sessions_dir(self.daemon.workspaces_root,
+                                                           self.agent.get("id") or self.agent["name"]))
         return sandbox.SandboxPlan(bwrap=bwrap, provider=provider, writable=writable,
                                    readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,
                                    network=network, seccomp=sandbox.write_filter(env.path), overlays=overlays)

@@ -213,7 +213,7 @@ def test_finding_13_a_fork_bomb_of_short_lived_orphans_is_reaped_while_the_run_l
     daemon = start_daemon()
     script, marker, escapee_file = tmp_path / "bomb.py", tmp_path / "forked", tmp_path / "escapee.pid"
     script.write_text(FORK_BOMB)
-    server.api("POST", "/api/agents", {"name": "bomber", "provider": "command",
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "bomber", "provider": "command",
                                        "command": [sys.executable, str(script), str(marker), str(escapee_file)]})
     issue = server.api("POST", "/api/issues", {"title": "Fork a lot", "assignee": "bomber"})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]

@@ -46,6 +46,7 @@ def test_the_network_policy_is_set_from_the_form_and_an_allowlist_without_the_sa
     page.locator("#new-agent-button").click()
     form = page.locator("#new-agent")
     form.get_by_label("Name").fill("fenced")
+    form.get_by_label("Run in the sandbox").uncheck()  # on by default (issue 29)
     form.get_by_label("Network").select_option("allowlist")
     form.get_by_label("Allowed hosts").fill("api.anthropic.com\n127.0.0.1:8080")
     form.get_by_role("button", name="Create agent").click()

@@ -73,8 +73,9 @@ def _add_in_process_commands() -> None:
            port: int = typer.Option(8484, "--port", min=1, max=65535),
            no_daemon: bool = typer.Option(False, "--no-daemon", help="Only the server and web UI."),
            demo: bool = typer.Option(True, "--demo/--no-demo", help="On a fresh state dir, create and run the demo."),
-           sandbox: bool = typer.Option(False, "--sandbox",
-                                        help="Run every agent of the local daemon in the bubblewrap sandbox.")) -> None:
+           sandbox: Optional[bool] = typer.Option(
+               None, "--sandbox/--no-sandbox", help="The local daemon's sandbox (as `daemon start`): --sandbox every "
+               "agent, --no-sandbox none; neither: each agent as it says, sandboxed by default.")) -> None:
         """Server + web UI + a local daemon, in one process group, on the embedded SQLite default."""
         from .up import run_up
 

@@ -27,16 +27,17 @@ from .store.db import Database
 log = logging.getLogger("predictorx.up")
 
 
-def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool = False) -> None:
+def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool | None = None) -> None:
     hardening.harden_service()  # 0600 database and logs, /proc unreadable to agents (R-SEC-6, R-SEC-7)
     if not port_free(host, port):
         fail(f"port {port} on {host} is in use (is `predictorx up` already running?); pick another with --port")
-    if with_daemon and sandbox:
+    if with_daemon and sandbox:  # refused before anything starts; the daemon says the other modes itself
         from .daemon.sandbox import bwrap_problem
 
         problem = bwrap_problem()
         if problem:
-            fail(f"--sandbox was asked for but {problem}; install the package `bubblewrap` or start without --sandbox")
+            fail(f"--sandbox was asked for but {problem}; install it with `apt-get install bubblewrap`, "
+                 "or start without --sandbox")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)  # its INFO lines mean nothing to a person
@@ -87,7 +88,12 @@ class _UpServer(uvicorn.Server):
             super().handle_exit(sig, None)
 
 
-async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool, sandbox: bool = False) -> None:
+def _sandbox_flag(sandbox: bool | None) -> list[str]:
+    """`up --sandbox/--no-sandbox` passed on to the daemon; neither: each agent as it says."""
+    return [] if sandbox is None else ["--sandbox" if sandbox else "--no-sandbox"]
+
+
+async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: bool, sandbox: bool | None = None) -> None:
     serving = asyncio.create_task(server.serve())
     while not server.started:
         if serving.done():
@@ -105,7 +111,7 @@ async def _serve(server: uvicorn.Server, url: str, *, with_daemon: bool, demo: b
         # Same process group as this one: Ctrl-C or a kill of the group stops both.
         # It also dies with this process, however this one ends (kill -9 included).
         daemon = subprocess.Popen([sys.executable, "-m", "predictorx", "daemon", "start", "--foreground",
-                                   *(["--sandbox"] if sandbox else [])],
+                                   *_sandbox_flag(sandbox)],
                                   env=os.environ.copy(), preexec_fn=_daemon_dies_with_up)
         if isinstance(server, _UpServer):
             server.daemon = daemon

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 
-from .harness import free_port, git, listening_addresses, make_repo, wait_until
+from .harness import UNCONFINED, free_port, git, listening_addresses, make_repo, wait_until
 
 
 def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daemon, tmp_path):
@@ -30,7 +30,7 @@ def test_agent_checks_out_allowed_repos_and_is_refused_others(server, start_daem
     script = (f'while [ ! -f {gate} ]; do sleep 0.05; done; '
               f'predictorx repo checkout {url} --ref feature > {out}.path 2> {out}.err1; echo $? > {out}.rc1; '
               f'predictorx repo checkout https://example.invalid/other/repo > /dev/null 2> {out}.err2; echo $? > {out}.rc2')
-    server.api("POST", "/api/agents", {"name": "reader", "provider": "command", "command": ["sh", "-c", script]})
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "reader", "provider": "command", "command": ["sh", "-c", script]})
     issue = server.api("POST", "/api/issues", {"title": "Read the lib", "assignee": "reader"})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
     # The workspace list is refreshed while the task runs: the task's own list stands.
@@ -64,6 +64,7 @@ def test_first_up_on_a_fresh_state_dir_runs_the_demo(tmp_path):
                    interval=0.2, what="the demo to finish")
         text = log.read_text()
         assert "Demo: issue #1 ran as task" in text and ": completed" in text, text[-3000:]
+        assert "sandbox: on (bubblewrap)" in text  # `up` says which mode its daemon runs in (issue 29)
         listening = listening_addresses(proc.pid)
         assert any(p == port for _, p in listening), listening
         assert all(ipaddress.ip_address(ip).is_loopback for ip, _ in listening), listening

@@ -14,7 +14,7 @@ import time
 
 import psutil
 
-from .harness import Daemon, Server, wait_until
+from .harness import UNCONFINED, Daemon, Server, wait_until
 
 WINDOW_S = 30.0
 #: /proc counts CPU in clock ticks (10 ms); an idle daemon measures a few, so the idle figure is
@@ -42,7 +42,7 @@ def test_a_sleeping_agent_costs_the_daemon_no_more_than_being_idle(tmp_path):
                         PREDICTORX_POLL_INTERVAL="3")
         pid = daemon.proc.pid
         started = tmp_path / "agent-started"
-        server.api("POST", "/api/agents", {"name": "sleeper", "provider": "command",
+        server.api("POST", "/api/agents", {**UNCONFINED, "name": "sleeper", "provider": "command",
                                            "command": ["sh", "-c", f"touch {started}; exec sleep 600"]})
         idle = _cpu_over(pid, WINDOW_S)
 

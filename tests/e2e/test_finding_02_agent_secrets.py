@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from .harness import wait_until
+from .harness import UNCONFINED, wait_until
 
 #: An ordinary user's powers for a root test run (see above); nothing to drop otherwise.
 WITHOUT_CAPABILITIES = ("setpriv", "--bounding-set=-all", "--inh-caps=-all", "--") if os.getuid() == 0 else ()
@@ -71,7 +71,7 @@ def test_finding_02_proc_environ_attack_finds_no_token_and_no_state_dir(server, 
         "the daemon's state dir": str(daemon.home),
         "the server's state dir": str(server.home),
     }
-    server.api("POST", "/api/agents", {"name": "snoop", "provider": "command", "command": argv})
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "snoop", "provider": "command", "command": argv})
     issue = server.api("POST", "/api/issues", {"title": "Look around", "assignee": "snoop"})
     task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
     assert task["status"] == "completed", task

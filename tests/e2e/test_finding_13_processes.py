@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from .harness import FAKES, free_port, git, make_repo, wait_until
+from .harness import FAKES, UNCONFINED, free_port, git, make_repo, wait_until
 from .test_finding_02_agent_secrets import WITHOUT_CAPABILITIES
 
 
@@ -66,7 +66,7 @@ def test_finding_13_sigterm_to_up_stops_its_daemon(tmp_path):
         # `up` stops its daemon before the server, and the event streams end cleanly: the stop is quiet
         # (it used to log uvicorn's "ASGI callable returned without completing response" and the
         # daemon's "push connection failed … incomplete chunk")
-        stopping = (tmp_path / "up.log").read_text()[before_stop:]
+        stopping = (tmp_path / "up.log").read_bytes()[before_stop:].decode()  # a byte offset
         assert "Predictor X stopped" in stopping
         for noise in ("ERROR", "Traceback", "push connection failed", "the local daemon exited"):
             assert noise not in stopping, stopping
@@ -119,7 +119,7 @@ def _grandchild_run(server, tmp_path: Path, name: str, mode: str):
     script = tmp_path / "grandchild.py"
     script.write_text(GRANDCHILD)
     pid_file = tmp_path / f"{name}.pid"
-    server.api("POST", "/api/agents", {"name": name, "provider": "command",
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": name, "provider": "command",
                                        "command": [sys.executable, str(script), str(pid_file), mode]})
     issue = server.api("POST", "/api/issues", {"title": f"Leave something running ({mode})", "assignee": name})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
@@ -157,7 +157,7 @@ def test_finding_13_kill_9_mid_in_place_task_next_start_cleans_the_folder(server
     project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
         "resource_type": "local_directory", "label": "my checkout",
         "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "in_place"}}]})
-    server.api("POST", "/api/agents", {"name": "slow", "provider": "command",
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "slow", "provider": "command",
                                        "command": ["sh", "-c", f"touch {started}; exec sleep 600"]})
     issue = server.api("POST", "/api/issues", {"title": "Work slowly", "project_id": project["id"], "assignee": "slow"})
     wait_until(started.exists, 30, what="the agent to start")
@@ -212,7 +212,7 @@ def test_finding_13_a_fork_bomb_of_short_lived_orphans_is_reaped_while_the_run_l
     daemon = start_daemon()
     script, marker, escapee_file = tmp_path / "bomb.py", tmp_path / "forked", tmp_path / "escapee.pid"
     script.write_text(FORK_BOMB)
-    server.api("POST", "/api/agents", {"name": "bomber", "provider": "command",
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "bomber", "provider": "command",
                                        "command": [sys.executable, str(script), str(marker), str(escapee_file)]})
     issue = server.api("POST", "/api/issues", {"title": "Fork a lot", "assignee": "bomber"})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]

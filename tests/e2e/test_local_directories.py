@@ -10,7 +10,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from .harness import Daemon, Server, git, make_repo, wait_until
+from .harness import UNCONFINED, Daemon, Server, git, make_repo, wait_until
 
 
 def _local_project(server, daemon, folder: Path, mode: str = "in_place", label: str = "my folder") -> dict:
@@ -20,7 +20,7 @@ def _local_project(server, daemon, folder: Path, mode: str = "in_place", label: 
 
 
 def _agent(server, name: str, script: str, concurrent: int = 1) -> None:
-    server.api("POST", "/api/agents", {"name": name, "provider": "command", "max_concurrent_tasks": concurrent,
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": name, "provider": "command", "max_concurrent_tasks": concurrent,
                                        "command": ["sh", "-c", script]})
 
 
@@ -219,7 +219,7 @@ def test_two_daemons_on_one_machine_share_the_folder_lock(server, start_daemon, 
     script = f'echo "start $PREDICTORX_TASK_ID" >> {log}; sleep 0.2; echo "end $PREDICTORX_TASK_ID" >> {log}'
     ids = []
     for d in (a, b):  # one agent pinned to each daemon, so both daemons work on the folder
-        server.api("POST", "/api/agents", {"name": f"on-{d.home.name}", "provider": "command", "runtime": d.id,
+        server.api("POST", "/api/agents", {**UNCONFINED, "name": f"on-{d.home.name}", "provider": "command", "runtime": d.id,
                                            "max_concurrent_tasks": 4, "command": ["sh", "-c", script]})
         ids += _assign(server, project, f"on-{d.home.name}", 4)
     tasks = [server.wait_task(t, timeout=60) for t in ids]

@@ -125,10 +125,11 @@ def _ask(server, method: str, path: str, body: dict) -> tuple[int, dict]:
 
 
 def test_an_allowlist_needs_the_sandbox_and_valid_hosts(server):
-    status, body = _ask(server, "POST", "/api/agents", {"name": "a1", "provider": "claude",
+    # The sandbox is on by default (issue 29): turned off, an allowlist cannot be kept.
+    status, body = _ask(server, "POST", "/api/agents", {"name": "a1", "provider": "claude", "sandbox": False,
                                                           "network": "allowlist", "allow_hosts": ["api.anthropic.com"]})
     assert status == 422 and "needs the sandbox" in body["detail"], body
-    p = server.cli("agent", "create", "--name", "a2", "--provider", "claude", "--network", "allowlist",
+    p = server.cli("agent", "create", "--name", "a2", "--provider", "claude", "--no-sandbox", "--network", "allowlist",
                    "--allow-host", "api.anthropic.com", check=False)
     assert p.returncode != 0 and "needs the sandbox" in p.stderr and "Traceback" not in p.stderr
     for bad in ("api.anthropic.com:99999", "*.com", "::1", "a b", "2130706433", ""):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .harness import git, make_repo
+from .harness import UNCONFINED, git, make_repo
 
 
 def _remote(tmp_path: Path) -> tuple[str, str, str]:
@@ -32,7 +32,7 @@ def _recording_agent(server, name: str, runtime: str, out: Path) -> None:
     """A command agent that writes where it ran: real path, files there, git branch and HEAD."""
     script = (f'd={out}/$PREDICTORX_TASK_ID; mkdir -p "$d"; pwd -P > "$d/cwd"; ls > "$d/files"; '
               f'(git branch --show-current; git rev-parse HEAD) > "$d/git" 2>/dev/null; true')
-    server.api("POST", "/api/agents", {"name": name, "provider": "command", "runtime": runtime,
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": name, "provider": "command", "runtime": runtime,
                                        "command": ["sh", "-c", script]})
 
 

@@ -114,25 +114,32 @@ def test_the_sandbox_asked_for_where_bubblewrap_is_missing_is_refused(server, st
     assert daemon.proc.poll() is None
 
 
-def test_a_secret_inside_a_writable_folder_is_covered_and_a_cli_config_dir_stays(tmp_path):
+def test_a_secret_inside_a_writable_folder_is_covered_and_a_cli_config_dir_is_the_runs_copy(tmp_path):
     """The state dir inside a person's in-place folder stays invisible; ~/.config/opencode inside
-    the hidden ~/.config is the CLI's own and stays writable (real bwrap, no daemon)."""
-    from predictorx.daemon import sandbox
+    the hidden ~/.config is there, writable, as the run's own copy: the person's stays as it was
+    (real bwrap, no daemon)."""
+    from predictorx.daemon import cliconfig, sandbox
 
     folder, home = tmp_path / "folder", tmp_path / "home"
     (folder / "state").mkdir(parents=True)
     (folder / "state" / "config.json").write_text('{"token": "pxu_secret"}')
     (home / ".config" / "opencode").mkdir(parents=True)
+    (home / ".config" / "opencode" / "opencode.json").write_text("{}")
     (home / ".config" / "other-app").mkdir(parents=True)
     (home / ".config" / "other-app" / "token").write_text("other secret")
+    overlays = cliconfig.prepare("opencode", home, {}, tmp_path / "run-copy", tmp_path / "sessions")
     plan = sandbox.SandboxPlan(bwrap=sandbox.bwrap_executable(), provider="opencode", writable=[folder],
-                               hidden=[folder / "state", home / ".config"], home=home, chdir=folder)
+                               hidden=[folder / "state", home / ".config"], home=home, chdir=folder,
+                               seccomp=sandbox.write_filter(tmp_path), overlays=overlays)
     script = ("ls state/config.json 2>/dev/null && echo STATE-VISIBLE; "
               "cat ~/.config/other-app/token 2>/dev/null; "
-              "echo ok > ~/.config/opencode/x && echo > mine.txt && echo done")
+              "echo '{\"x\": 1}' > ~/.config/opencode/opencode.json 2>/dev/null && echo CONFIG-WRITTEN; "
+              "cat ~/.config/opencode/opencode.json; echo; "
+              "echo ok > ~/.config/opencode/x && cat ~/.config/opencode/x && echo > mine.txt && echo done")
     env = {**os.environ, "HOME": str(home)}
     out = subprocess.run(plan(["sh", "-c", script], env), env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "done", out.stdout
-    assert (home / ".config" / "opencode" / "x").read_text() == "ok\n" and (folder / "mine.txt").exists()
+    assert out.stdout.split() == ["{}", "ok", "done"], out.stdout
+    assert not (home / ".config" / "opencode" / "x").exists() and (folder / "mine.txt").exists()
+    assert (home / ".config" / "opencode" / "opencode.json").read_text() == "{}"
     assert (folder / "state" / "config.json").exists()  # covered inside, untouched outside

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from .harness import git, make_repo, wait_until
+from .harness import UNCONFINED, git, make_repo, wait_until
 
 
 def _bare_remote(tmp_path: Path) -> str:
@@ -31,7 +31,7 @@ def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemo
     project = server.api("POST", "/api/projects", {"title": "Storefront", "description": "The shop.",
                                                    "resources": [{"resource_type": "github_repo",
                                                                   "resource_ref": {"url": url, "ref": "main"}}]})
-    server.cli("agent", "create", "--name", "claude-1", "--provider", "claude")
+    server.cli("agent", "create", "--name", "claude-1", "--provider", "claude", "--no-sandbox")
     out = server.cli("issue", "create", "--title", "Fix the API", "--project", project["id"],
                      "--assignee", "claude-1", "--output", "json")
     number = json.loads(out.stdout)["number"]
@@ -73,7 +73,7 @@ def test_in_place_codex_leaves_the_folder_byte_identical(server, start_daemon, t
     project = server.api("POST", "/api/projects", {"title": "Mine", "resources": [{
         "resource_type": "local_directory", "label": "my checkout",
         "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id}}]})
-    server.cli("agent", "create", "--name", "codex-1", "--provider", "codex")
+    server.cli("agent", "create", "--name", "codex-1", "--provider", "codex", "--no-sandbox")
     issue = server.api("POST", "/api/issues", {"title": "Look around", "project_id": project["id"], "assignee": "codex-1"})
     task = server.wait_task(server.runs(issue["number"])[0]["id"])
     assert task["status"] == "completed", task
@@ -90,7 +90,7 @@ def test_cancel_mid_run_kills_the_agent_group(server, start_daemon, tmp_path):
     records = tmp_path / "records"
     records.mkdir()
     start_daemon(FAKE_AGENT_RECORD=str(records), FAKE_AGENT_MODE="hang")
-    server.cli("agent", "create", "--name", "slow", "--provider", "claude")
+    server.cli("agent", "create", "--name", "slow", "--provider", "claude", "--no-sandbox")
     issue = server.api("POST", "/api/issues", {"title": "Take forever", "assignee": "slow"})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
     rec = records / f"{task_id}.json"
@@ -111,7 +111,7 @@ def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_d
     records = tmp_path / "records"
     records.mkdir()
     daemon = start_daemon(FAKE_AGENT_RECORD=str(records), FAKE_AGENT_MODE="hang")
-    server.cli("agent", "create", "--name", "doomed", "--provider", "claude")
+    server.cli("agent", "create", "--name", "doomed", "--provider", "claude", "--no-sandbox")
     issue = server.api("POST", "/api/issues", {"title": "Crash", "assignee": "doomed"})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
     wait_until(lambda: server.api("GET", f"/api/tasks/{task_id}/messages"), what="the first messages")
@@ -132,7 +132,7 @@ def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp
     log = tmp_path / "runs.log"
     start_daemon("a")
     start_daemon("b")
-    server.api("POST", "/api/agents", {"name": "fast", "provider": "command", "max_concurrent_tasks": 64,
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "fast", "provider": "command", "max_concurrent_tasks": 64,
                                        "command": ["sh", "-c", f'echo "$PREDICTORX_TASK_ID" >> {log}']})
     issues = [server.api("POST", "/api/issues", {"title": f"job {i}", "assignee": "fast"}) for i in range(200)]
     wait_until(lambda: len(server.api("GET", "/api/tasks", params={"status": "completed", "limit": 1000})) == 200,
@@ -158,8 +158,8 @@ def test_agents_of_one_project_meet_in_its_room(server, start_daemon, tmp_path):
         {"resource_type": "github_repo", "resource_ref": {"url": api_url}}]})
     other = server.api("POST", "/api/projects", {"title": "Storefront web", "resources": [
         {"resource_type": "github_repo", "resource_ref": {"url": web_url}}]})
-    server.api("POST", "/api/agents", {"name": "api-agent", "provider": "claude"})
-    server.api("POST", "/api/agents", {"name": "web-agent", "provider": "claude"})
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "api-agent", "provider": "claude"})
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "web-agent", "provider": "claude"})
     ids = []
     for pid, agent in ((project["id"], "api-agent"), (project["id"], "web-agent"), (other["id"], "web-agent")):
         issue = server.api("POST", "/api/issues", {"title": f"work for {agent}", "project_id": pid, "assignee": agent})

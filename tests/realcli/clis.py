@@ -84,6 +84,11 @@ class RealCli:
 
 
 def _claude(home: Path, server: ModelServer) -> dict[str, str]:
+    # A person who has used Claude Code has its state file and settings; a sandboxed run gets them
+    # read-only (daemon/cliconfig.py), which Claude Code must start with.
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"cleanupPeriodDays": 30}))
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 3, "hasCompletedOnboarding": True}))
     return {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "sk-ant-fixture",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",

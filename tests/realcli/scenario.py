@@ -41,8 +41,9 @@ class Scenario:
                **(daemon_env or {})}
         self.daemon = Daemon(self.server, root / "daemon", cwd=self.decoy, **env)
         self.agent_name = f"{cli.provider}-1"
-        self.server.api("POST", "/api/agents", {"name": self.agent_name, "provider": cli.provider,
-                                                "model": model or cli.model, "max_concurrent_tasks": 2})
+        agent = self.server.api("POST", "/api/agents", {"name": self.agent_name, "provider": cli.provider,
+                                                        "model": model or cli.model, "max_concurrent_tasks": 2})
+        assert agent["sandbox"] is True  # the default (issue 29), and so the path these tests take
 
     def close(self) -> None:
         self.daemon.stop()
@@ -83,6 +84,12 @@ class Scenario:
     def stderr(self, task_id: str) -> str:
         logs = list((Path(self.daemon.env["PREDICTORX_WORKSPACES_ROOT"])).glob(f"*/{task_id}/logs/*.stderr.log"))
         return logs[0].read_text(errors="replace")[-3000:] if logs else ""
+
+    def was_sandboxed(self, task_id: str) -> bool:
+        """The run went through bubblewrap: its env root holds the seccomp filter and the CLI's
+        config copy, which only a sandboxed run gets (daemon/sandbox.py, daemon/cliconfig.py)."""
+        env_root = self.stream_log(task_id).parents[1]
+        return (env_root / "seccomp.bpf").is_file() and (env_root / "cli-config").is_dir()
 
     def stream_log(self, task_id: str) -> Path:
         return next(Path(self.daemon.env["PREDICTORX_WORKSPACES_ROOT"]).glob(f"*/{task_id}/logs/*.stream.jsonl"))

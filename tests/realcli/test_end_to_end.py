@@ -46,6 +46,7 @@ NO_NETWORK = {"claude", "gemini", "opencode"}
 def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provider):
     s = scenario(provider)
     cli = s.cli
+    person_config = snapshot(s.root / "cli-home")  # the person's CLI config: no run may change it
 
     # -- worktree mode: the task completes and delivers its edit on the branch ----------------
     repo = s.person_repo()
@@ -53,6 +54,7 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
     project = s.project(repo, "worktree")
     issue, run = s.assign(project)
     task = s.wait(run["id"])
+    assert s.was_sandboxed(task["id"])  # the default, so the tested path (issue 29)
     msgs = s.messages(task["id"])
     assert kinds_in_order(msgs, ["text", "tool_use", "tool_result", "text"]), [m["kind"] for m in msgs]
     use = next(m for m in msgs if m["kind"] == "tool_use")
@@ -102,6 +104,8 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
         # The model sees the earlier turns (its first answer, the first tool's output) and the request.
         assert "All done: README.md" in shown.text and f"edited by {provider} in " in shown.text
     assert follow["result"] == "Second line added too." and follow["session_id"]
+    # Sandboxed runs worked on their own copy of it, and resumed from the agent's own sessions.
+    assert snapshot(s.root / "cli-home") == person_config
 
     # -- in place: cancelled while its shell runs; the CLI is gone within 5 s ------------------
     folder = s.person_repo("inplace")

@@ -43,7 +43,9 @@ def _room(*args: str, cwd: Path | None = None) -> dict:
 def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenario, provider, tmp_path):
     s = scenario(provider)
     repo = s.person_repo("myrepo")
-    marker = tmp_path / f"{provider}-go"
+    # Where the sandboxed agent can see it: the agents-room store's folder, which every run shares
+    # (its own /tmp is private).
+    marker = Path(os.environ["AGENTS_ROOM_DB"]).parent / f"{provider}-go"
     # Turn 1's shell waits until the test has spoken in the room.
     s.model.command = work_command(s.cli, f"; while [ ! -f {marker} ]; do sleep 0.1; done")
     project = s.project(repo, "worktree")

@@ -54,3 +54,25 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 5000
     db.dispose()
+
+
+def test_0012_turns_the_sandbox_on_for_every_existing_agent(database_url):
+    """Agents made while the sandbox was opt-in are sandboxed after the upgrade (issue 29)."""
+    from sqlalchemy import text
+
+    db = Database(database_url)
+    upgrade(db.engine, "0015")
+    with db.engine.begin() as conn:
+        conn.execute(text("INSERT INTO workspace (id, name, slug, repos, issue_counter, created_at)"
+                          " VALUES ('w', 'W', 'w', '[]', 0, CURRENT_TIMESTAMP)"))
+        conn.execute(text("INSERT INTO agent (id, workspace_id, name, provider, instructions, max_concurrent_tasks,"
+                          " sandbox, created_at) VALUES ('a', 'w', 'old', 'claude', '', 1, :off, CURRENT_TIMESTAMP)"),
+                     {"off": False})
+    upgrade(db.engine, "head")
+    with db.engine.begin() as conn:
+        assert conn.execute(text("SELECT sandbox FROM agent WHERE id = 'a'")).scalar() in (True, 1)
+        conn.execute(text("INSERT INTO agent (id, workspace_id, name, provider, instructions, max_concurrent_tasks,"
+                          " created_at) VALUES ('b', 'w', 'new', 'claude', '', 1, CURRENT_TIMESTAMP)"))
+        assert conn.execute(text("SELECT sandbox FROM agent WHERE id = 'b'")).scalar() in (True, 1)
+    downgrade(db.engine, "base")
+    db.dispose()

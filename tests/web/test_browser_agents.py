@@ -19,9 +19,13 @@ def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):
     form = page.locator("#new-agent")
     form.get_by_label("Name").fill("boxed")
     box = form.get_by_label("Run in the sandbox")
-    expect(box).not_to_be_checked()
+    expect(box).to_be_checked()  # the default (issue 29)
+    expect(form).to_contain_text("Unticked: without the sandbox the agent runs as the daemon's user")
+    expect(form).to_contain_text("config.json with its token")
     box.focus()
-    page.keyboard.press("Space")  # by keyboard
+    page.keyboard.press("Space")  # by keyboard: off, and on again
+    expect(box).not_to_be_checked()
+    page.keyboard.press("Space")
     form.get_by_role("button", name="Create agent").click()
     expect(page.locator("#agents tr[data-agent=boxed]")).to_contain_text("sandboxed")
     assert _agent(live, "boxed")["sandbox"] is True
@@ -33,6 +37,7 @@ def test_the_sandbox_box_creates_and_edits_a_sandboxed_agent(page, live, axe):
     edit.get_by_label("Run in the sandbox").uncheck()
     edit.get_by_role("button", name="Save").click()
     expect(page.locator("#agents tr[data-agent=boxed]")).not_to_contain_text("sandboxed")
+    expect(page.locator("#agents tr[data-agent=boxed]")).to_contain_text("unconfined")
     assert _agent(live, "boxed")["sandbox"] is False
 
 
@@ -41,6 +46,7 @@ def test_the_network_policy_is_set_from_the_form_and_an_allowlist_without_the_sa
     page.locator("#new-agent-button").click()
     form = page.locator("#new-agent")
     form.get_by_label("Name").fill("fenced")
+    form.get_by_label("Run in the sandbox").uncheck()  # on by default (issue 29)
     form.get_by_label("Network").select_option("allowlist")
     form.get_by_label("Allowed hosts").fill("api.anthropic.com\n127.0.0.1:8080")
     form.get_by_role("button", name="Create agent").click()

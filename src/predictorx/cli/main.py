@@ -53,8 +53,10 @@ def daemon_start(foreground: bool = typer.Option(False, "--foreground", help="St
                  max_tasks: int = typer.Option(4, "--max-tasks", min=1, max=64, help="Execution slots."),
                  server_url: Optional[list[str]] = typer.Option(
                      None, "--server-url", help="Server (or proxy) URL; repeat it to fail over between several."),
-                 sandbox: bool = typer.Option(False, "--sandbox", help="Run every agent in the bubblewrap sandbox "
-                                              "(its workdir writable; the state dir, ~/.ssh, ~/.config hidden).")) -> None:
+                 sandbox: Optional[bool] = typer.Option(
+                     None, "--sandbox/--no-sandbox", help="--sandbox: every agent in the bubblewrap sandbox, even one "
+                     "its owner turned it off for; --no-sandbox: every agent unconfined, reaching all its user can "
+                     "(also where bubblewrap is missing). Neither: each agent as it says, sandboxed by default.")) -> None:
     """Register this machine, then claim and run tasks (R-EX-1)."""
     from ..daemon.main import start
 

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from .. import unconfined
 from .client import Client, fail, seg
 from .output import Output, record, table
 
@@ -65,8 +66,9 @@ def agent_create(
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
     instructions: str = typer.Option("", "--instructions"),
     max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
-    sandbox: bool = typer.Option(False, "--sandbox", help="Run it in the bubblewrap sandbox: its workdir writable, "
-                                 "the state dir, ~/.ssh and ~/.config invisible."),
+    sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox (the "
+                                 "default: its workdir writable, the state dir, ~/.ssh and ~/.config invisible), "
+                                 "or not: then it can reach everything the daemon's user can."),
     network: str = typer.Option("open", "--network", help=NETWORK_HELP),
     allow_host: list[str] = typer.Option([], "--allow-host", help=ALLOW_HOST_HELP),
     output: Output = OutputOpt,
@@ -77,6 +79,8 @@ def agent_create(
                                        "command": argv, "instructions": instructions,
                                        "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox,
                                        "network": _network_mode(network), "allow_hosts": allow_host})
+    if not a.get("sandbox", True):
+        typer.echo(unconfined.agent_warning(a["name"]), err=True)
     if output == Output.json:
         record(a, [], output)
     else:
@@ -92,7 +96,8 @@ def agent_update(
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
     instructions: Optional[str] = typer.Option(None, "--instructions"),
     max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
-    sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, or not."),
+    sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, "
+                                           "or not: then it can reach everything the daemon's user can."),
     network: Optional[str] = typer.Option(None, "--network", help=NETWORK_HELP),
     allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help=ALLOW_HOST_HELP + " Replaces the list."),
     output: Output = OutputOpt,
@@ -109,6 +114,8 @@ def agent_update(
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
              "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host", code=2)
     a = Client().patch(f"/api/agents/{seg(ref)}", body)
+    if sandbox is False:
+        typer.echo(unconfined.agent_warning(a["name"]), err=True)
     if output == Output.json:
         record(a, [], output)
     else:

@@ -18,7 +18,7 @@ class RunHost(Protocol):
     api: ServerApi
     daemon_id: str
     name: str
-    sandbox: bool                  # every run of this daemon in the bubblewrap sandbox
+    sandbox: bool | None           # True: every run sandboxed; False: none; None: as each agent says
     workspaces_root: Path
     dir_locks: DirLocks            # one task at a time in a person's folder (R-LD-4)
     repo_cache: RepoCache

@@ -26,7 +26,7 @@ from .gc import GcTimer
 from .repocache import RepoCache
 from .runner import TaskRun
 from .retry import backoff
-from .sandbox import bwrap_problem
+from . import sandboxmode
 from .serverapi import ServerApi, ServerError
 from .serverapi import server_urls as split_server_urls
 from .uploader import bounded_finish
@@ -63,12 +63,13 @@ def probe_runtimes(path: str | None = None) -> list[dict[str, Any]]:
 
 class Daemon:
     def __init__(self, api: ServerApi, *, name: str | None = None, max_tasks: int = 4,
-                 workspaces_root: Path | None = None, sandbox: bool = False):
+                 workspaces_root: Path | None = None, sandbox: bool | None = None):
         self.api = api
         self.daemon_id = identity.daemon_id()
         self.name = name or socket.gethostname()
         self.max_tasks = max_tasks
-        #: Every run of this daemon in the bubblewrap sandbox (`daemon start --sandbox`).
+        #: `daemon start --sandbox` (True: every run), `--no-sandbox` (False: none) or neither (None:
+        #: as each agent says, sandboxed by default) — daemon/sandboxmode.py.
         self.sandbox = sandbox
         self.workspaces_root = config.private_dir(workspaces_root or config.workspaces_root())
         self.dir_locks = DirLocks(config.lock_dir())
@@ -380,7 +381,7 @@ def _server_key(server_url: str) -> str:
 
 
 def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: list[str] | None = None,
-          sandbox: bool = False) -> None:
+          sandbox: bool | None = None) -> None:
     """`predictorx daemon start`: refuse a second daemon on this state dir, then run."""
     hardening.harden_service()  # before anything is read or written: 0600 files, no /proc to read
     pid = identity.running_pid()
@@ -391,10 +392,11 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
         cfg = config.ClientConfig(",".join(server_urls), cfg.token, cfg.workspace_id)
     if not cfg.server_url or not (cfg.token or identity.saved_token(_server_key(cfg.server_url), cfg.workspace_id)):
         fail("no server configured: start one with `predictorx up`, or run `predictorx login --server-url URL --token TOKEN`")
-    if sandbox:
-        problem = bwrap_problem()
-        if problem:
-            fail(f"--sandbox was asked for but {problem}; install the package `bubblewrap` or start without --sandbox")
+    said, refusal = sandboxmode.at_start(sandbox)
+    if refusal:
+        fail(refusal)
+    for line in said:
+        print(line, file=sys.stderr, flush=True)
     if not foreground:
         _detach()
     logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "INFO"),
@@ -414,7 +416,7 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
         identity.clear_pid()
 
 
-async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int, sandbox: bool = False) -> None:
+async def _main(cfg: config.ClientConfig, name: str | None, max_tasks: int, sandbox: bool | None = None) -> None:
     # Its own token only (R-SEC-5); a person's token is read just for a first registration.
     api = ServerApi(cfg.server_url, None, cfg.workspace_id)
     api.token = identity.saved_token(api.server_key, cfg.workspace_id)

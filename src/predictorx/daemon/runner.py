@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import agents
+from .. import agents, unconfined
 from ..agents import RunSpec
-from . import (contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox, sessions,
-               worktree)
+from . import (cliconfig, contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox,
+               sandboxmode, sessions, worktree)
 from .branches import task_branch
 from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
@@ -392,6 +392,8 @@ class TaskRun:
             raise
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
+        if not self.sandboxed:  # the task page says what this agent could reach (issue 29 finding 11)
+            await uploader.add("system", {"event": "unsandboxed", "message": unconfined.agent_warning(self.agent["name"])})
         resume = self._resumable(adapter, cwd)
         if self.resume_session_id and not resume:
             await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
@@ -407,7 +409,7 @@ class TaskRun:
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
-            env={**base_env, **extra_env}, model=self.agent.get("model"),
+            env={**base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan,
@@ -472,7 +474,7 @@ class TaskRun:
 
     @property
     def sandboxed(self) -> bool:
-        return bool(self.daemon.sandbox or self.agent.get("sandbox"))
+        return sandboxmode.run_is_sandboxed(self.daemon.sandbox, self.agent)
 
     def _check_sandbox(self) -> None:
         """A run that asks for the sandbox never runs without it (R-SEC-6), nor an allowlist without it."""
@@ -483,10 +485,7 @@ class TaskRun:
             return
         problem = sandbox.bwrap_problem()
         if problem:
-            who = "this daemon runs every agent sandboxed" if self.daemon.sandbox else \
-                f"agent {self.agent['name']} asks for the sandbox"
-            raise TaskFailed(f"{who}, but on daemon {self.daemon.name} {problem}; install the package "
-                             "`bubblewrap` there, or turn the sandbox off")
+            raise TaskFailed(sandboxmode.refusal(self.agent["name"], self.daemon.name, self.daemon.sandbox, problem))
 
     async def _open_network(self) -> netpolicy.NetworkJail | None:
         """The proxy of a run whose agent allows only some hosts; None for the open network."""
@@ -495,6 +494,11 @@ class TaskRun:
         return await netpolicy.open_jail(self.agent, self.daemon.api.urls,
                                          lambda sentence: self._note("system", {"event": "network_refused",
                                                                                 "message": sentence}))
+
+    def _sandbox_env(self) -> dict[str, str]:
+        """A sandboxed run is one: Claude Code, started by a root daemon, then runs unattended (its
+        root is root of the sandbox's own user namespace only, without a capability)."""
+        return {"IS_SANDBOX": "1"} if self.sandboxed else {}
 
     def _sandbox_plan(self, env: envroot.EnvRoot, cwd: Path, local: Path | None,
                       network: netpolicy.NetworkJail | None = None) -> sandbox.SandboxPlan:
@@ -526,9 +530,13 @@ class TaskRun:
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
-        return sandbox.SandboxPlan(bwrap=bwrap, provider=self.agent["provider"], writable=writable,
+        provider = self.agent["provider"]
+        overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
+                                     cliconfig.sessions_dir(self.daemon.workspaces_root,
+                                                           self.agent.get("id") or self.agent["name"]))
+        return sandbox.SandboxPlan(bwrap=bwrap, provider=provider, writable=writable,
                                    readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,
-                                   network=network)
+                                   network=network, seccomp=sandbox.write_filter(env.path), overlays=overlays)
 
     def _resumable(self, adapter: agents.AgentAdapter, cwd: Path) -> str | None:
         """The earlier session to continue (R-EX-10), unless the CLI can only find it in another folder."""

@@ -12,8 +12,9 @@ and sees a filesystem made of:
   objects; no other repository's cache is there, and no cache is ever writable);
 - writable: the task's workdir (its checkouts are repositories of their own there) and env root
   scratch (`output/`, `home/`, `agents-room/`, `checkouts/`), the person's folder and its git dirs
-  for `in_place`, the agents-room store, and the CLI's own config directory in $HOME (its login
-  and sessions);
+  for `in_place`, the agents-room store;
+- the CLI's config dir in $HOME: a copy made for the run, its hook and settings files read-only,
+  its sessions kept per agent by the daemon (cliconfig.py): nothing reaches the person's own;
 - an empty $HOME, an empty private /tmp, a /proc of its own pid namespace (so no
   `/proc/$PPID/environ` of the daemon to read) and a minimal /dev.
 
@@ -29,6 +30,7 @@ What it does not cover is in docs/security-sandbox.md.
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -37,20 +39,21 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import config
+from . import seccomp
 from .netpolicy import NetworkJail
 
 #: Overrides the bubblewrap executable (a path or a name on PATH).
 BWRAP_ENV = "PREDICTORX_BWRAP"
 PROBE_TIMEOUT_S = 10.0
+#: No capability in the host's user namespace, whoever starts it (issue 29 finding 2): a user
+#: namespace of its own (as root too), in which it can make no other; every capability dropped;
+#: bwrap sets no_new_privs before it loads the seccomp filter.
+CONFINEMENT = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
+#: The fd bwrap reads the seccomp filter from (opened by the /bin/sh that execs it).
+SECCOMP_FD = 9
+FILTER_NAME = "seccomp.bpf"
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-#: Where each CLI keeps its login, settings and sessions, relative to $HOME: writable inside.
-CLI_HOME_PATHS = {
-    "claude": (".claude", ".claude.json"),
-    "codex": (".codex",),
-    "gemini": (".gemini",),
-    "opencode": (".config/opencode", ".local/share/opencode", ".local/state/opencode"),
-}
 #: Read-only in $HOME for every agent: git's identity and settings.
 SHARED_HOME_FILES = (".gitconfig",)
 #: Never visible, even when under something mounted.
@@ -68,12 +71,23 @@ def bwrap_problem() -> str | None:
     exe = bwrap_executable()
     if exe is None:
         return "bubblewrap (`bwrap`) is not installed on this machine"
+    compiled = seccomp.native_program()
+    if compiled is None:
+        return f"the sandbox's seccomp filter has no system call table for this machine ({platform.machine()})"
+    read_end, write_end = os.pipe()
     try:
-        probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--dev", "/dev",
-                                "--die-with-parent", "true"], capture_output=True, text=True,
-                               timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        try:
+            os.write(write_end, compiled)  # a few hundred bytes: fits the pipe's buffer
+        finally:
+            os.close(write_end)
+        probe = subprocess.run([exe, *CONFINEMENT, "--seccomp", str(read_end), "--ro-bind", "/", "/",
+                                "--unshare-pid", "--proc", "/proc", "--dev", "/dev", "--die-with-parent", "true"],
+                               capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                               stdin=subprocess.DEVNULL, pass_fds=(read_end,))
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap ({exe}) could not be run: {e}"
+    finally:
+        os.close(read_end)
     if probe.returncode != 0:
         first = (probe.stderr.strip().splitlines() or ["no message"])[0]
         return f"bubblewrap ({exe}) cannot make a sandbox here ({first})"
@@ -93,14 +107,23 @@ class SandboxPlan:
     chdir: Path | None = None
     #: The run's own network namespace and its way out (daemon/netpolicy.py); None: the host's network.
     network: NetworkJail | None = None
+    #: The compiled seccomp filter (`write_filter`); bwrap reads it from fd SECCOMP_FD.
+    seccomp: Path | None = None
+    #: Bound last, on top of everything: (source outside, path inside, read-only?) — the run's
+    #: own copy of its CLI's config (cliconfig.py).
+    overlays: list[tuple[Path, Path, bool]] = field(default_factory=list)
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        if self.network is not None:
-            return [self.bwrap, *self.arguments(argv, env), *self.network.bwrap_args(), "--", *self.network.wrap(argv)]
-        return [self.bwrap, *self.arguments(argv, env), "--", *argv]
+        inner, net_args = (self.network.wrap(argv), self.network.bwrap_args()) if self.network else (argv, [])
+        command = [self.bwrap, *self.arguments(argv, env), *net_args, "--", *inner]
+        if self.seccomp is None:
+            return command
+        # bwrap takes the filter as an open fd: a shell opens it and execs bwrap (same pid).
+        return ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}< "$0"', str(self.seccomp), *command]
 
     def arguments(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        args = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        args = [*CONFINEMENT, *(["--seccomp", str(SECCOMP_FD)] if self.seccomp is not None else []),
+                "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var/tmp", "--dir", "/run"]
         mounted: list[Path] = []
         for d in SYSTEM_DIRS:
@@ -119,7 +142,7 @@ class SandboxPlan:
             if path.exists() and not _under(path, hidden) and not _under(path, mounted):
                 args += ["--ro-bind", str(path), str(path)]
                 mounted.append(path)
-        writable = _dedupe(self.writable + self._home_paths(CLI_HOME_PATHS.get(self.provider, ())))
+        writable = _dedupe(self.writable)
         outside = [w for w in writable if not _under(w, hidden)]
         for path in outside:
             if path.exists():
@@ -132,6 +155,8 @@ class SandboxPlan:
         for path in writable:
             if path not in outside and path.exists():
                 args += ["--bind", str(path), str(path)]
+        for source, target, read_only in self.overlays:
+            args += ["--ro-bind" if read_only else "--bind", str(source), str(target)]
         if self.chdir is not None:
             args += ["--chdir", str(self.chdir)]
         return args
@@ -169,6 +194,16 @@ def _under(path: Path, roots: list[Path]) -> bool:
 
 def _dedupe(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths))
+
+
+def write_filter(folder: Path) -> Path:
+    """The seccomp filter for this machine, written into `folder` (a run's env root) for bwrap."""
+    compiled = seccomp.native_program()
+    if compiled is None:
+        raise OSError(f"no seccomp filter for this machine ({platform.machine()})")
+    path = folder / FILTER_NAME
+    path.write_bytes(compiled)
+    return path
 
 
 def python_paths() -> list[Path]:

@@ -117,7 +117,7 @@ class AgentCreate(Strict):
     command: list[Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]] | None = Field(default=None, max_length=200)
     max_concurrent_tasks: Annotated[int, Field(ge=1, le=64)] = 1
     runtime: Ident | None = None
-    sandbox: bool = False
+    sandbox: bool = True
     network: Literal["open", "allowlist"] = "open"
     allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
 

@@ -78,7 +78,7 @@ def _network(network: str, allow_hosts: list[str], sandbox: bool, name: str) -> 
 
 def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, name: str, provider: str,
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
-                 max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = False,
+                 max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = True,
                  network: str = "open", allow_hosts: list[str] | None = None) -> Agent:
     """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6)."""
     _check(name, provider, command, max_concurrent_tasks)

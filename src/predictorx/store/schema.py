@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     literal_column,
+    true,
 )
 from sqlalchemy.types import TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -188,8 +189,9 @@ class Agent(Base):
     instructions: Mapped[str] = mapped_column(Text, default="")
     command: Mapped[list | None] = mapped_column(JSON)  # argv for the `command` provider
     max_concurrent_tasks: Mapped[int] = mapped_column(Integer, default=1)
-    #: Every run of this agent in the bubblewrap sandbox (R-SEC-6; daemon/sandbox.py).
-    sandbox: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Every run of this agent in the bubblewrap sandbox (R-SEC-6; daemon/sandbox.py): on unless
+    #: its owner turns it off (issue 29; migration 0012 turned it on for every existing agent).
+    sandbox: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     #: "open" (the host's network) or "allowlist": its own network namespace, reaching only
     #: `allow_hosts` through the daemon's proxy (daemon/netpolicy.py; migration 0013).
     network: Mapped[str] = mapped_column(String(16), default="open", server_default="open")

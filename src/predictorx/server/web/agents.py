@@ -1,7 +1,8 @@
 """The Agents page: the workspace's agents with what they run on, and creating, editing and
 deleting them from the browser (issue 13 §2) — provider, runtime, model, instructions, command,
-concurrency, the sandbox — through the same service calls as the API. The edit form always sends
-the whole agent, so an unticked sandbox box turns the sandbox off.
+concurrency, the sandbox — through the same service calls as the API. The sandbox box starts
+ticked (the default, issue 29) and says what an unticked agent can reach. The edit form always
+sends the whole agent, so an unticked sandbox box turns the sandbox off.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
+from ... import unconfined
 from ...service import agents as svc
 from ..models import AgentCreate, AgentUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
@@ -41,6 +43,7 @@ def agents_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any
     choices = [{"id": rt.id, "provider": rt.provider,
                 "label": f"{d.name} · {rt.provider}{' ' + rt.version if rt.version else ''}"} for rt, d in runtimes]
     return {"viewer": who, "section": "agents", "rows": rows, "providers": svc.PROVIDERS, "runtimes": choices,
+            "unconfined_reach": unconfined.REACH,
             "archived": [{"agent": a, "runs": runs.get(a.id, 0)} for a in archived],
             "error": None, "error_for": None, "values": {}, **extra}
 

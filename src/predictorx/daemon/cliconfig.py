@@ -1,0 +1,136 @@
+"""A sandboxed run's own copy of its CLI's config dir (issue 29 finding 3).
+
+The CLI needs its login, settings and earlier sessions to start and resume; mounting the person's
+`~/.claude`, `~/.claude.json`, `~/.codex`, `~/.gemini` or OpenCode's dirs writable let an agent
+write a `SessionStart` hook into `~/.claude/settings.json` that the person's next unsandboxed
+session would run. Now each sandboxed run gets, at the same paths:
+
+- a copy of the person's config, made for this run in its env root: what the agent writes
+  there ends with the run. The person's own sessions, logs and caches are not copied;
+- on top of the copy, read-only: the files that hold hooks, MCP servers and settings
+  (`~/.claude.json` too: Claude Code starts with it read-only), and the
+  person's own folders the CLI only reads (plugins, commands, skills), which are not copied;
+- the sessions the CLI keeps (Claude Code's `projects/`, Codex's `sessions/`, Gemini's `tmp/`,
+  OpenCode's data dir) in a folder per agent in the daemon's own area (`<workspaces
+  root>/.cli-sessions/<agent>/`), so a follow-up run of that agent resumes its session;
+- the person's login file itself, writable: a CLI that refreshes its OAuth token must store the
+  new one where the person's next run finds it (a refresh token is single-use). A login file is
+  data the CLI reads, never a program it runs.
+
+Without the sandbox the CLI uses the person's own dirs, as the person's own runs do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .envroot import path_component
+
+#: (source outside, path inside, read-only?) — SandboxPlan.overlays.
+Overlay = tuple[Path, Path, bool]
+SESSIONS_DIR = ".cli-sessions"
+COPY_DIR = "cli-config"
+
+
+@dataclass(frozen=True)
+class ConfigPlace:
+    """One file or folder a CLI reads its configuration from."""
+
+    name: str                          # a label for its copy and its kept sessions
+    default: str                       # relative to $HOME
+    variable: str | None = None        # an environment variable that moves it…
+    under_variable: str = ""           # …to this path below the variable's value
+    is_file: bool = False
+    read_only: bool = False            # a file the CLI may read only (its copy, read-only)
+    kept: tuple[str, ...] = ()         # sessions: per agent, across runs
+    skipped: tuple[str, ...] = ()      # the person's own history, logs, caches: not copied
+    locked: tuple[str, ...] = ()       # hooks, MCP servers, settings: read-only on top of the copy
+    shared: tuple[str, ...] = ()       # what the CLI only reads (plugins): the person's, read-only, not copied
+    login: tuple[str, ...] = ()        # the person's own file, writable (token refresh)
+    all_kept: bool = False             # the whole folder is the CLI's session store
+
+    def where(self, home: Path, env: dict[str, str]) -> Path:
+        value = env.get(self.variable) if self.variable else None
+        if value and os.path.isabs(value):
+            return Path(value) / self.under_variable if self.under_variable else Path(value)
+        return home / self.default
+
+
+_CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("projects",),
+                          skipped=("shell-snapshots", "todos", "statsig", "debug", "file-history", "logs", "ide",
+                                   "session-env", "telemetry", "history.jsonl", "paste-cache"),
+                          locked=("settings.json", "settings.local.json"), login=(".credentials.json",),
+                          shared=("plugins", "commands", "agents", "skills", "output-styles"))
+PLACES: dict[str, tuple[ConfigPlace, ...]] = {
+    "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True, read_only=True)),
+    "codex": (ConfigPlace("codex", ".codex", "CODEX_HOME", kept=("sessions",),
+                          skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp"),
+                          locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
+    "gemini": (ConfigPlace("gemini", ".gemini", kept=("tmp",), skipped=("history",),
+                           locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
+    "opencode": (ConfigPlace("opencode-config", ".config/opencode", "XDG_CONFIG_HOME", "opencode",
+                             locked=("opencode.json", "opencode.jsonc", "config.json"),
+                             shared=("node_modules", "plugin", "agent", "command")),
+                 ConfigPlace("opencode-data", ".local/share/opencode", "XDG_DATA_HOME", "opencode",
+                             all_kept=True, login=("auth.json",)),
+                 ConfigPlace("opencode-state", ".local/state/opencode", "XDG_STATE_HOME", "opencode")),
+}
+
+
+def places(provider: str, home: Path, env: dict[str, str]) -> list[Path]:
+    """Where `provider` keeps its config on this machine (for what the sandbox must never bind)."""
+    return [p.where(home, env) for p in PLACES.get(provider, ())]
+
+
+def prepare(provider: str, home: Path, env: dict[str, str], run_dir: Path, sessions_dir: Path) -> list[Overlay]:
+    """Copy the person's config of `provider` into `run_dir`; the mounts that put it in place."""
+    overlays: list[Overlay] = []
+    for place in PLACES.get(provider, ()):
+        target = place.where(home, env)
+        if place.is_file:
+            if target.is_file():
+                copy = run_dir / place.name
+                run_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(target, copy)
+                overlays.append((copy, target, place.read_only))
+            continue
+        if place.all_kept:
+            overlays.append((_made(sessions_dir / place.name), target, False))
+        else:
+            copy = run_dir / place.name
+            # The login is bound from the person's own file, never left behind in a copy.
+            _copy_tree(target, copy, ignored={*place.skipped, *place.kept, *place.shared, *place.login})
+            overlays.append((copy, target, False))
+            overlays += [(target / name, target / name, True) for name in place.shared if (target / name).is_dir()]
+            overlays += [(_made(sessions_dir / place.name / k), target / k, False) for k in place.kept]
+            overlays += [(copy / name, target / name, True) for name in place.locked if (copy / name).is_file()]
+        overlays += [(target / name, target / name, False) for name in place.login if (target / name).is_file()]
+    return overlays
+
+
+def sessions_dir(workspaces_root: Path, agent_id: str) -> Path:
+    """The daemon's own folder for one agent's CLI sessions (never the person's config dir)."""
+    return workspaces_root / SESSIONS_DIR / path_component(agent_id)
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+def _copy_tree(source: Path, copy: Path, *, ignored: set[str]) -> None:
+    """`source` (the person's folder) into `copy`, top-level `ignored` names left out; what cannot
+    be copied (a socket, a file that vanished) is left out too."""
+    if not source.is_dir():
+        copy.mkdir(parents=True, exist_ok=True)
+        return
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n in ignored] if Path(folder) == source else []
+    try:
+        shutil.copytree(source, copy, symlinks=True, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copy)
+    except shutil.Error:
+        pass  # copytree copied everything else before it reports what failed

@@ -1,0 +1,51 @@
+"""A sandboxed run's copy of its CLI's config (daemon/cliconfig.py, issue 29 finding 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from predictorx.daemon import cliconfig
+
+
+def _claude_home(home: Path) -> None:
+    (home / ".claude" / "projects" / "-person-repo").mkdir(parents=True)
+    (home / ".claude" / "projects" / "-person-repo" / "s1.jsonl").write_text("the person's session")
+    (home / ".claude" / "settings.json").write_text("{}")
+    (home / ".claude" / ".credentials.json").write_text('{"refresh": "r1"}')
+    (home / ".claude.json").write_text('{"numStartups": 3}')
+    (home / ".claude" / "plugins" / "tool").mkdir(parents=True)
+
+
+def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_agents(tmp_path: Path) -> None:
+    home, sessions = tmp_path / "home", tmp_path / "sessions"
+    _claude_home(home)
+    overlays = cliconfig.prepare("claude", home, {}, tmp_path / "run1", sessions)
+    mounts = {target: (source, ro) for source, target, ro in overlays}
+    copy, _ = mounts[home / ".claude"]
+    assert copy == tmp_path / "run1" / "claude" and not (copy / "projects" / "-person-repo").exists()
+    assert mounts[home / ".claude" / "settings.json"] == (copy / "settings.json", True)
+    assert mounts[home / ".claude" / "projects"] == (sessions / "claude" / "projects", False)
+    assert mounts[home / ".claude" / ".credentials.json"] == (home / ".claude" / ".credentials.json", False)
+    assert not (copy / ".credentials.json").exists()
+    assert mounts[home / ".claude.json"] == (tmp_path / "run1" / "claude.json", True)  # its MCP servers
+    # Plugins are only read by the CLI: the person's own, read-only, never copied.
+    assert mounts[home / ".claude" / "plugins"] == (home / ".claude" / "plugins", True)
+    assert not (copy / "plugins").exists()
+    assert (tmp_path / "run1" / "claude.json").read_text() == '{"numStartups": 3}'
+    # The agent's session of run 1 is there for run 2 (a resume); the person's files never moved.
+    (sessions / "claude" / "projects" / "s2.jsonl").write_text("the agent's session")
+    again = {t: s for s, t, _ in cliconfig.prepare("claude", home, {}, tmp_path / "run2", sessions)}
+    assert (again[home / ".claude" / "projects"] / "s2.jsonl").read_text() == "the agent's session"
+    assert (home / ".claude" / "projects" / "-person-repo" / "s1.jsonl").read_text() == "the person's session"
+
+
+def test_the_places_follow_the_cli_environment_variables(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {"CODEX_HOME": str(tmp_path / "codex-home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    assert cliconfig.places("codex", home, env) == [tmp_path / "codex-home"]
+    assert cliconfig.places("opencode", home, env) == [home / ".config/opencode", tmp_path / "data" / "opencode",
+                                                       home / ".local/state/opencode"]
+    assert cliconfig.places("command", home, env) == []
+    # A CLI the person never set up still gets a folder of its own (it writes its first config there).
+    overlays = cliconfig.prepare("gemini", home, env, tmp_path / "run", tmp_path / "sessions")
+    assert (tmp_path / "run" / "gemini", home / ".gemini", False) in overlays

@@ -34,6 +34,13 @@ def create(source: Path, dest: Path, *, branch: str, commit: str, remote_url: st
     start_branch(dest, branch, commit, timeout=timeout)
 
 
+def add_remote(dest: Path, name: str, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """A remote in the run's repository's own config (written by the daemon, before the run)."""
+    own = sealed_env(dest / ".git")
+    git(["config", f"remote.{name}.url", url], cwd=dest, env=own, timeout=timeout)
+    git(["config", f"remote.{name}.fetch", f"+refs/heads/*:refs/remotes/{name}/*"], cwd=dest, env=own, timeout=timeout)
+
+
 def init(dest: Path, source: Path | None, *, remote_url: str | None = None, refs: tuple[str, ...] = SHARED_REFS,
          skip: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> Path:
     """A new repository at `dest` with a config the caller writes; with `source`, its objects

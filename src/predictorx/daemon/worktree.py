@@ -151,8 +151,14 @@ def prepare(
         _write_marker(marker, record)
         # A repository of its own, borrowing the person's objects: their `.git` (config, hooks,
         # refs) is never the run's to write, and is mounted read-only in the sandbox.
-        runrepo.create(Path(common), wt_dir, branch=branch, commit=baseline, remote_url=_origin_url(top, timeout),
+        origin = _origin_url(top, timeout)
+        runrepo.create(Path(common), wt_dir, branch=branch, commit=baseline, remote_url=origin,
                        refs=PERSONS_REFS, timeout=timeout)
+        if origin is None:
+            # The person's repository as a remote: a repository without one is known by its folder's
+            # name (agents-room's repo room, `repo:<name>`), so the run is named as the person's own
+            # session there is, not after the worktree's folder.
+            runrepo.add_remote(wt_dir, "person", str(top), timeout=timeout)
         start = wt_dir / prefix
         start.mkdir(parents=True, exist_ok=True)  # a sub-folder holding only ignored files
         record["state"] = "ready"

@@ -113,9 +113,21 @@ def sweep(tmp: Path, runs: int) -> dict[str, Any]:
     return result
 
 
+def network_proxy(tmp: Path, runs: int) -> dict[str, Any]:
+    """The allowlist's added latency per model request (bench/netproxy.py, `runs` × 10 requests):
+    a new connection and a kept-alive one, sandboxed client, allowlist minus open network."""
+    import asyncio
+
+    from netproxy import run as netproxy_run  # bench/netproxy.py, beside this script
+
+    found = asyncio.run(netproxy_run(max(50, runs * 10), 50))
+    return {kind: found[f"{kind}_connection_ms"]["added"] for kind in ("fresh", "kept")}
+
+
 #: name → measurement(temporary dir of its own, runs) → its part of the JSON object (in ms).
 MEASUREMENTS: dict[str, Callable[[Path, int], dict[str, Any]]] = {
     "start_ms": start, "probe_ms": probe, "config_copy_ms": config_copy, "sweep_ms": sweep,
+    "network_proxy_added_ms": network_proxy,
 }
 
 

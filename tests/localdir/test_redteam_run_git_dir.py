@@ -182,17 +182,22 @@ VECTORS = {
 }
 
 
-@pytest.mark.parametrize("vector", list(VECTORS))
-def test_nothing_an_agent_writes_into_its_checkouts_git_dir_runs_in_the_daemon(
-        vector: str, tmp_path: Path, forge_asking_for_a_password: str) -> None:
-    evil = Programs(tmp_path)
+def _source(tmp_path: Path) -> tuple[Path, str]:
+    """The forge's repository: one commit, reached by a file:// URL."""
     src = tmp_path / "src"
     src.mkdir()
     git(src, "init", "-q", "-b", "main")
     (src / "README.md").write_text("hello\n")
     git(src, "add", "README.md")
     git(src, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "base")
-    url = f"file://{src}"
+    return src, f"file://{src}"
+
+
+@pytest.mark.parametrize("vector", list(VECTORS))
+def test_nothing_an_agent_writes_into_its_checkouts_git_dir_runs_in_the_daemon(
+        vector: str, tmp_path: Path, forge_asking_for_a_password: str) -> None:
+    evil = Programs(tmp_path)
+    src, url = _source(tmp_path)
     cache = RepoCache(tmp_path / "root")
     co = cache.checkout(url, None, tmp_path / "task1" / "workdir" / "src", "agent/bot/t1")
     VECTORS[vector](co.path, evil, {"tmp": tmp_path, "url": url, "forge": forge_asking_for_a_password})
@@ -222,13 +227,7 @@ def test_alternates_pointing_elsewhere_bring_nothing_of_there_into_the_cache(tmp
     """The agent points its object store at another repository it should not reach and its branch
     at a commit there: the delivery neither reads that store nor puts the commit into the cache."""
     secret, secret_commit = _elsewhere(tmp_path)
-    src = tmp_path / "src"
-    src.mkdir()
-    git(src, "init", "-q", "-b", "main")
-    (src / "README.md").write_text("hello\n")
-    git(src, "add", "README.md")
-    git(src, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "base")
-    url = f"file://{src}"
+    src, url = _source(tmp_path)
     cache = RepoCache(tmp_path / "root")
     co = cache.checkout(url, None, tmp_path / "task1" / "workdir" / "src", "agent/bot/t1")
     alternates = _git_path(co.path, "objects/info/alternates")

@@ -65,3 +65,56 @@ def ref_value(git_dir: Path, ref: str) -> str | None:
         if name == ref and SHA.match(sha):
             return sha
     return None
+
+
+def repository_dirs(dot_git: Path) -> tuple[Path, Path] | None:
+    """(git dir, common dir) of the repository whose `.git` entry is `dot_git`, where nothing in it
+    leads elsewhere; None otherwise.
+
+    An agent writes its `.git`; inside the sandbox a name pointing out of it reaches nothing, but
+    the daemon, outside, would follow it to another repository of its user (another workspace's
+    repo cache): `.git/commondir`, a `gitdir:` file, `.git` or its `objects`/`refs` as symlinks.
+    Taken are a real `.git` folder without `commondir`, or a linked worktree's `gitdir:` file
+    naming `<common>/worktrees/<name>` whose own `gitdir` file names this `.git` back (no run can
+    write that unless it had the repository already); objects and refs real folders either way."""
+    try:
+        mode = os.lstat(dot_git).st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        if os.path.lexists(dot_git / "commondir"):
+            return None
+        git_dir = common = dot_git
+    elif stat.S_ISREG(mode):
+        linked = _linked_git_dir(dot_git)
+        if linked is None:
+            return None
+        git_dir, common = linked, linked.parent.parent
+    else:
+        return None
+    if not (real_dirs(common, ["objects"]) and real_dirs(common, ["refs"])):
+        return None
+    return git_dir, common
+
+
+def _linked_git_dir(gitfile: Path) -> Path | None:
+    text = _small_text(gitfile)
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    named = Path(os.path.realpath(gitfile.parent / text[len("gitdir:"):].strip()))
+    if named.parent.name != "worktrees" or not named.is_dir():
+        return None
+    back, common = _small_text(named / "gitdir"), _small_text(named / "commondir")
+    if back is None or os.path.realpath(named / back.strip()) != os.path.realpath(gitfile):
+        return None
+    if common is None or os.path.realpath(named / common.strip()) != str(named.parent.parent):
+        return None
+    return named
+
+
+def _small_text(path: Path) -> str | None:
+    fd = open_regular(path)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(4096).decode("utf-8", "replace")

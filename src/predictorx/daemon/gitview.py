@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .gitcmd import sealed_env
-from .gitdata import SHA, open_regular, read_small
+from .gitdata import SHA, read_small, repository_dirs
 
 MAX_REFS = 5000
 _LOOSE_DIR = re.compile(r"^[0-9a-f]{2}$")
@@ -90,27 +90,9 @@ def _ref_line(line: str) -> bool:
 
 
 def _locate(tree: Path) -> tuple[Path, Path] | None:
-    dot = tree / ".git"
-    if tree.is_symlink() or dot.is_symlink():  # a link the agent made to a repository it cannot see
+    if tree.is_symlink():  # a link the agent made to a repository it cannot see
         return None
-    if dot.is_dir():
-        git_dir = dot
-    else:
-        fd = open_regular(dot)
-        if fd is None:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            text = f.read(4096).decode("utf-8", "replace").strip()
-        if not text.startswith("gitdir: "):
-            return None
-        git_dir = (tree / text[len("gitdir: "):]).absolute()
-        if git_dir.is_symlink() or not git_dir.is_dir():
-            return None
-    common_text = (read_small(git_dir, "commondir") or "").strip()
-    common = (git_dir / common_text).absolute() if common_text else git_dir
-    if common.is_symlink() or not (common / "objects").is_dir():
-        return None
-    return git_dir, common
+    return repository_dirs(tree / ".git")
 
 
 def _copy_refs(src: Path, dst: Path, count: list[int]) -> None:

@@ -12,11 +12,11 @@ by the run (docs/security-sandbox.md).
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from .gitcmd import DEFAULT_TIMEOUT, GitError, git, sealed_env
+from .gitdata import repository_dirs
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 #: Refs of the source the run's repository gets, under the same names: the remote's branches and tags.
@@ -87,6 +87,7 @@ def start_branch(dest: Path, branch: str, commit: str, *, timeout: float = DEFAU
 
 def is_own_repository(path: Path) -> bool:
     """`path` is the top of a repository whose `.git` is a real directory (not a link, nor a
-    `gitdir:` file pointing into another repository)."""
+    `gitdir:` file pointing into another repository) leading nowhere else (no `commondir`, its
+    `objects` and `refs` no links: gitdata.repository_dirs)."""
     git_dir = Path(path) / ".git"
-    return not os.path.islink(git_dir) and git_dir.is_dir()
+    return repository_dirs(git_dir) == (git_dir, git_dir)

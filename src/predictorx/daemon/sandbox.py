@@ -40,6 +40,7 @@ from typing import Any, Iterable
 
 from .. import config
 from . import seccomp
+from .gitdata import repository_dirs
 from .netpolicy import NetworkJail
 
 #: Overrides the bubblewrap executable (a path or a name on PATH).
@@ -232,15 +233,26 @@ def secret_paths(home: Path) -> list[Path]:
 
 def git_dirs(cwd: Path) -> list[Path]:
     """The git dirs a person's folder at `cwd` writes to when it commits (for `in_place` only: a
-    linked worktree's are elsewhere)."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
-                             cwd=cwd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if out.returncode != 0:
-        return []
-    return [Path(line) for line in out.stdout.splitlines() if line.strip()]
+    linked worktree's are elsewhere), mounted writable.
+
+    The folder's `.git` is the agent's to write, so git's own answer (`rev-parse --git-dir`) is
+    not trusted: an earlier run wrote `.git/commondir`, a `gitdir:` file or a symlink naming
+    another repository (the daemon's repo cache, another of the person's), and the next run got
+    that mounted writable. Taken are only the folder's own `.git` folder, or a linked worktree's
+    git dir whose repository lists it as this folder's (its `gitdir` file, which no run of this
+    folder can write unless it had that repository already) and that repository's common dir."""
+    dot_git = _dot_git(Path(os.path.realpath(cwd)))
+    found = repository_dirs(dot_git) if dot_git is not None else None
+    return list(dict.fromkeys(found)) if found else []
+
+
+def _dot_git(folder: Path) -> Path | None:
+    """The nearest `.git` entry at or above `folder`, as git finds it (a symlink counts, to be refused)."""
+    for here in (folder, *folder.parents):
+        candidate = here / ".git"
+        if os.path.lexists(candidate):
+            return None if os.path.islink(candidate) else candidate
+    return None
 
 
 def repo_cache_paths(cache: Any, urls: Iterable[str]) -> list[Path]:

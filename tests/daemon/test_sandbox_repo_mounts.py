@@ -56,3 +56,21 @@ def test_an_in_place_folder_holding_the_workspaces_root_is_refused(tmp_path: Pat
     env = envroot.create_env_root(root, "w", "t1", workdir_kind="in_place", local_path=folder)
     with pytest.raises(runner.TaskFailed, match="PREDICTORX_WORKSPACES_ROOT"):
         run._sandbox_plan(env, folder, folder)
+
+
+def test_a_workdir_left_by_an_earlier_attempt_names_no_mount(tmp_path: Path) -> None:
+    """A task put back in the queue runs again in the same env root, whose workdir the first
+    attempt's agent wrote: its `.git/objects/info/alternates` naming another workspace's cache (or
+    the workspaces root, `/`) made the next attempt's plan mount those read-only. What a run
+    borrows is what the daemon made it borrow (`TaskRun.borrowed_objects`), never read back."""
+    root = tmp_path / "ws"
+    run = _run(root, [])
+    elsewhere = run.daemon.repo_cache.for_workspace("other").cache_path("file:///srv/private")
+    (elsewhere / "objects").mkdir(parents=True)
+    env = envroot.create_env_root(root, "w", "t1")
+    info = env.workdir / ".git" / "objects" / "info"
+    info.mkdir(parents=True)
+    (info / "alternates").write_text(f"{elsewhere / 'objects'}\n{root}\n")
+    args = run._sandbox_plan(env, env.workdir, None).arguments(["true"], {"PATH": "/usr/bin"})
+    mounted = _bind_targets(args, "--ro-bind") | _bind_targets(args, "--bind")
+    assert not any(p == str(root) or p.startswith(str(elsewhere)) for p in mounted), mounted

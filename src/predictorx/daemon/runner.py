@@ -523,10 +523,10 @@ class TaskRun:
         # The repo cache is never writable: checkouts are repositories of the run's own, which
         # borrow objects from the caches of the repositories this task allows, read-only (and
         # no other workspace's cache is there at all).
-        # A checkout the daemon just made (never an in-place folder, whose git dir is the agent's
-        # to write) borrows objects, read-only: the repo cache's or the person's `.git/objects`.
-        made = [] if env.workdir_kind == "in_place" else [*sandbox.borrowed_objects(cwd),
-                                                          *sandbox.borrowed_objects(env.path / "workdir")]
+        # A checkout the daemon made borrows objects, read-only: the repo cache's or the person's
+        # `.git/objects` — as the daemon recorded them, never read back from the checkout's
+        # alternates (an earlier attempt's agent wrote those in a reused workdir).
+        made = [] if env.workdir_kind == "in_place" else list(self.borrowed_objects)
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)

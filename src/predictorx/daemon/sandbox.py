@@ -270,21 +270,6 @@ def repo_cache_paths(cache: Any, urls: Iterable[str]) -> list[Path]:
     return paths
 
 
-def borrowed_objects(checkout: Path) -> list[Path]:
-    """The object stores a run's checkout (made by the daemon, not yet run in) borrows from — the
-    repo cache, or the person's `.git/objects` in worktree mode: mounted read-only, so git works
-    in the checkout while the source repository stays out of the run's reach for writing."""
-    alternates = checkout / ".git" / "objects" / "info" / "alternates"
-    if alternates.is_symlink() or not alternates.is_file():
-        return []
-    found = []
-    for line in alternates.read_text(errors="replace").splitlines():
-        path = Path(line.strip())
-        if path.is_absolute() and path.is_dir():
-            found.append(path)
-    return found
-
-
 def agents_room_paths(home: Path) -> list[Path]:
     """agents-room's store, so sandboxed agents still meet in their rooms."""
     db = os.environ.get("AGENTS_ROOM_DB")

@@ -47,6 +47,7 @@ from predictorx import config
 
 from .envroot import META_NAME, parse_time, read_meta, utcnow
 from .gitcmd import KEPT_REFS, anchor_unbranched_head, filters_off
+from .gitdata import repository_dirs
 from .repocache import CACHE_DIR_NAME, GitError, RepoCache, last_used, run_git
 from .runcheckouts import PENDING as PENDING_DELIVERY, read_pending
 from .worktree import MARKER as WORKTREE_MARKER
@@ -199,7 +200,7 @@ def _collect_env_root(root: Path, env: Path, now: datetime, ttl: timedelta,
     # A repository of its own in an env root (a run's checkout, or one the agent made) is the
     # agent's: GC runs no git there (its config would be read), and its work was delivered or the
     # env root is kept by its record. Linked worktrees are an older daemon's.
-    trees = [t for t in _git_trees(env) if (t / ".git").is_file() and not (t / ".git").is_symlink()]
+    trees = [t for t in _git_trees(env) if _older_daemons_worktree(t, env)]
     for tree in trees:
         dirty = _uncommitted(tree)
         if dirty:
@@ -315,12 +316,25 @@ def _git_trees(top: Path, depth: int = _TREE_SEARCH_DEPTH) -> Iterable[Path]:
             yield from _git_trees(path, depth - 1)
 
 
+def _older_daemons_worktree(tree: Path, env: Path) -> bool:
+    """A linked worktree of a repository outside the env root (the repo cache, a person's), which
+    lists it back. A `.git` file an agent wrote naming a git dir it made (in its workdir) is not
+    one: git run there would read the agent's config, hooks and nested repositories."""
+    found = repository_dirs(tree / ".git")
+    if found is None or found[0] == found[1]:
+        return False
+    common = Path(os.path.realpath(found[1]))
+    real_env = Path(os.path.realpath(env))
+    return common != real_env and real_env not in common.parents
+
+
 def _uncommitted(tree: Path) -> str | None:
     """A short description of uncommitted work in `tree`, or None if it is clean."""
     try:
-        # fsmonitor and filters off: a repository's config must not make GC run a program of its choosing.
+        # fsmonitor and filters off: a repository's config must not make GC run a program of its choosing;
+        # nor a nested repository's (`status` would run in each submodule, with its own filters).
         out = run_git(["-c", "core.fsmonitor=false", *filters_off(tree, timeout=GIT_TIMEOUT), "status",
-                       "--porcelain", "--untracked-files=normal"], cwd=tree, timeout=GIT_TIMEOUT)
+                       "--porcelain", "--untracked-files=normal", "--ignore-submodules=all"], cwd=tree, timeout=GIT_TIMEOUT)
     except GitError as exc:
         return f"cannot tell: {exc}"
     changed = [line for line in out.stdout.splitlines() if line.strip()]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ SECCOMP_FD = 9
 FILTER_NAME = "seccomp.bpf"
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+#: Searched at each start for what the machine keeps from its other users (`kept_from_others`).
+PRIVATE_SCAN_DIRS = ("/etc",)
 #: Read-only in $HOME for every agent: git's identity and settings.
 SHARED_HOME_FILES = (".gitconfig",)
 #: Never visible, even when under something mounted.
@@ -134,6 +137,8 @@ class SandboxPlan:
             elif p.is_dir():
                 args += ["--ro-bind", d, d]
                 mounted.append(p)
+        for private in kept_from_others(PRIVATE_SCAN_DIRS):
+            args += ["--tmpfs", private] if os.path.isdir(private) else ["--ro-bind", "/dev/null", private]
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if not _under(resolv, [Path("/etc")]) and resolv.exists():
             args += ["--ro-bind", str(resolv), str(resolv)]
@@ -179,6 +184,38 @@ class SandboxPlan:
         # A file named on the command line (`python3 /opt/agent.py`) is visible, itself only.
         found += [Path(w) for w in argv[1:] if os.path.isabs(w) and os.path.exists(w)]
         return found
+
+
+def kept_from_others(roots: Iterable[str]) -> list[str]:
+    """Files in `roots` other users of the machine may not read, and folders they may not enter:
+    hidden in the sandbox. Its user namespace maps its root to the daemon's user, so under a root
+    daemon an agent, without a capability, still passed as the owner of root's files in the
+    system dirs: `/etc/shadow`, `/etc/ssl/private`, the SSH host keys, a database's `pg_hba.conf`.
+    The sandbox sees of them what any user of the machine sees."""
+    found: list[str] = []
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            entered = []
+            for name in dirs:
+                path = os.path.join(folder, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+                    found.append(path)
+                else:
+                    entered.append(name)
+            dirs[:] = entered
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    mode = os.lstat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                    found.append(path)
+    return found
 
 
 def _package_root(path: Path) -> Path:

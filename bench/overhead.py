@@ -193,7 +193,9 @@ class Phase:
         kind = self.roots.get(pid)
         if kind is not None:
             return "cli" if kind == "bare" else kind  # a bare run's root is the CLI itself
-        return "cli" if name in CLI_NAMES and self.roots.get(parent) == "platform" else "per_run"
+        # The CLI under the daemon, wherever the sandbox's wrappers (sh, bwrap) put it: it starts no
+        # `claude` of its own, so every process of that name in a run's tree is the CLI.
+        return "cli" if name in CLI_NAMES else "per_run"
 
     def sample(self, at_start: bool = False, pss: bool = False) -> None:
         tree = _children()
@@ -242,7 +244,7 @@ class Phase:
         parent = e.ppid
         for _ in range(50):
             if parent in categories:
-                return "cli" if e.comm in CLI_NAMES and self.roots.get(parent) == "platform" else "per_run"
+                return "cli" if e.comm in CLI_NAMES else "per_run"
             if parent not in by_pid:
                 return None
             parent = by_pid[parent].ppid

@@ -198,9 +198,8 @@ def kept_from_others(roots: Iterable[str]) -> list[str]:
             entered = []
             for name in dirs:
                 path = os.path.join(folder, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
+                mode = _lstat_mode(path)
+                if mode is None:
                     continue
                 if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
                     found.append(path)
@@ -209,11 +208,8 @@ def kept_from_others(roots: Iterable[str]) -> list[str]:
             dirs[:] = entered
             for name in files:
                 path = os.path.join(folder, name)
-                try:
-                    mode = os.lstat(path).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                mode = _lstat_mode(path)
+                if mode is not None and stat.S_ISREG(mode) and not mode & stat.S_IROTH:
                     found.append(path)
     return found
 
@@ -312,3 +308,11 @@ def agents_room_paths(home: Path) -> list[Path]:
     db = os.environ.get("AGENTS_ROOM_DB")
     folder = Path(db).expanduser().parent if db else home / ".agents-room"
     return [folder] if folder.is_dir() else []
+
+
+def _lstat_mode(path: str) -> int | None:
+    """The mode of `path` itself (a link is not followed); None when it is gone or unreadable."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return None

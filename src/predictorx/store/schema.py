@@ -125,6 +125,9 @@ class Project(Base):
     status: Mapped[str] = mapped_column(String(20), default="planned")
     priority: Mapped[str] = mapped_column(String(20), default="none")
     lead_id: Mapped[str | None] = mapped_column(ForeignKey("user_account.id", ondelete="SET NULL"))
+    #: How its agents' branches reach a forge (issue 22; service/forgepolicy.py reads it with its
+    #: defaults): auto_push, auto_pr, draft, max_followups, on_merge ("done" | "in_review").
+    forge_policy: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
 
@@ -268,6 +271,9 @@ class Task(Base):
     review: Mapped[dict | None] = mapped_column(JSON)
     # The issue's status before this run moved it to in_progress, to go back to if it fails.
     issue_status_before: Mapped[str | None] = mapped_column(String(30))
+    #: The pull request (tracked forge branch) this task continues: its run starts from that
+    #: branch's head and its work lands on the same branch (issue 22 §2, §5). None: a new branch.
+    pull_request_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     dispatched_at: Mapped[datetime | None] = mapped_column(TS)
     started_at: Mapped[datetime | None] = mapped_column(TS)
@@ -300,3 +306,90 @@ class TaskMessage(Base):
 
     __table_args__ = (UniqueConstraint("task_id", "seq", name="uq_task_message_seq"),)
 
+
+
+class ForgeConnection(Base):
+    """A workspace's account on a forge (issue 22 §1). The credential and the webhook secret are
+    stored sealed (service/secretbox.py); only their last four characters are ever shown."""
+
+    __tablename__ = "forge_connection"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(20))  # github | gitlab | gitea | forgejo (forges.registry)
+    base_url: Mapped[str] = mapped_column(String(2000))
+    api_url: Mapped[str] = mapped_column(String(2000))
+    #: Lower-case host[:port] of base_url: how a repository URL finds its connection.
+    host: Mapped[str] = mapped_column(String(500), index=True)
+    credential_sealed: Mapped[str] = mapped_column(Text)
+    credential_last4: Mapped[str] = mapped_column(String(8))
+    webhook_secret_sealed: Mapped[str] = mapped_column(Text)
+    #: Members (not only owners and admins) may merge through this connection (§7).
+    members_may_merge: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_by: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (UniqueConstraint("workspace_id", "name", name="uq_forge_connection_name"),)
+
+
+#: A tracked branch's states: pushed (no PR yet), then the PR's own, or discarded by a person.
+PULL_REQUEST_STATES = ("pushed", "open", "draft", "merged", "closed", "discarded")
+
+
+class PullRequest(Base):
+    """An issue's branch on a forge and its pull/merge request (issue 22 §2–§6): one row per
+    (issue, connection, repository, branch); `number` is set once the PR is opened."""
+
+    __tablename__ = "pull_request"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
+    issue_id: Mapped[str] = mapped_column(ForeignKey("issue.id", ondelete="CASCADE"), index=True)
+    agent_id: Mapped[str | None] = mapped_column(String(36))
+    #: The last task whose work was pushed to the branch.
+    task_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    connection_id: Mapped[str] = mapped_column(ForeignKey("forge_connection.id", ondelete="CASCADE"), index=True)
+    repo_path: Mapped[str] = mapped_column(String(1000))
+    repo_url: Mapped[str] = mapped_column(String(2000))
+    branch: Mapped[str] = mapped_column(String(500))
+    base_branch: Mapped[str | None] = mapped_column(String(500))
+    number: Mapped[int | None] = mapped_column(Integer)
+    url: Mapped[str | None] = mapped_column(String(2000))
+    state: Mapped[str] = mapped_column(String(20), default="pushed")
+    head_sha: Mapped[str | None] = mapped_column(String(64))
+    review_state: Mapped[str] = mapped_column(String(30), default="none")
+    check_state: Mapped[str] = mapped_column(String(20), default="none")
+    checks: Mapped[list | None] = mapped_column(JSON, default=list)
+    #: Automatic follow-ups queued for this PR so far (bounded by the project's max_followups).
+    followups: Mapped[int] = mapped_column(Integer, default=0)
+    #: Why it waits for a person (the bound was reached, a merge was refused), shown on the pages.
+    waiting_reason: Mapped[str | None] = mapped_column(Text)
+    merged_by_user_id: Mapped[str | None] = mapped_column(String(36))
+    merged_by: Mapped[str | None] = mapped_column(String(500))
+    merged_at: Mapped[datetime | None] = mapped_column(TS)
+    merge_method: Mapped[str | None] = mapped_column(String(20))
+    #: The issue's status before its PR moved it, to return to when the PR closes unmerged.
+    issue_status_before: Mapped[str | None] = mapped_column(String(30))
+    #: Conditional-request validators of the last poll (ETag / Last-Modified per URL).
+    poll_state: Mapped[dict | None] = mapped_column(JSON)
+    polled_at: Mapped[datetime | None] = mapped_column(TS)
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("issue_id", "connection_id", "repo_path", "branch", name="uq_pull_request_branch"),
+        Index("ix_pull_request_repo_number", "connection_id", "repo_path", "number"),
+    )
+
+
+class ForgeDelivery(Base):
+    """A webhook delivery already taken (issue 22 §4): a replayed delivery id changes nothing."""
+
+    __tablename__ = "forge_delivery"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    connection_id: Mapped[str] = mapped_column(ForeignKey("forge_connection.id", ondelete="CASCADE"))
+    delivery_id: Mapped[str] = mapped_column(String(200))
+    event: Mapped[str | None] = mapped_column(String(100))
+    received_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+    __table_args__ = (UniqueConstraint("connection_id", "delivery_id", name="uq_forge_delivery"),)

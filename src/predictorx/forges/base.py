@@ -101,6 +101,10 @@ class ReviewComment:
     path: str | None = None
     line: int | None = None
     url: str = ""
+    # Added by forge-clients: the forge's id of the comment and when it was made (ISO-8601), so a
+    # poller can tell new comments from seen ones.
+    id: str = ""
+    created_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -212,6 +216,27 @@ class Forge(Protocol):
     def parse_webhook(self, headers: Mapping[str, str], body: bytes) -> ForgeEvent:
         """Read a verified delivery; WebhookRejected for a body that is not JSON of a known shape."""
         ...
+
+    # -- Added by forge-clients (polling where webhooks cannot reach the server). These have
+    # default bodies, so a plugin that subclasses `Forge` explicitly keeps working without them.
+
+    def get_pr_if_changed(self, conn: Connection, repo: RepoRef, number: int,
+                          validators: Mapping[str, str]) -> tuple[PullRequest | None, dict[str, str]]:
+        """A conditional `get_pr` (ETag / If-None-Match, Last-Modified / If-Modified-Since):
+        (None, validators) when the forge says nothing changed since `validators` (start with
+        {}), else (the PR, the validators to send next time). The default asks every time."""
+        return self.get_pr(conn, repo, number), {}
+
+    def checks_if_changed(self, conn: Connection, repo: RepoRef, sha: str,
+                          validators: Mapping[str, str]) -> tuple[list[Check] | None, dict[str, str]]:
+        """A conditional `checks`, as `get_pr_if_changed`."""
+        return self.checks(conn, repo, sha), {}
+
+    def comments(self, conn: Connection, repo: RepoRef, number: int, since: str = "") -> list[ReviewComment]:
+        """The PR's conversation comments (inline ones come with `reviews`), oldest first, only
+        those made after `since` (ISO-8601; "" = all), each with `id` and `created_at`: a poller
+        finds the ones that mention the agent here. The default knows none."""
+        return []
 
 
 @dataclass

@@ -243,6 +243,8 @@ def _event(event: str, delivery: str, payload: dict[str, Any]) -> ForgeEvent:
     if event == "ping":
         return ForgeEvent(kind="ping", **base)
     if event == "pull_request":
+        if pr is None:
+            raise KeyError("pull_request")
         return ForgeEvent(kind="pr", **base, **on_pr)
     if event == "pull_request_review" and action in ("submitted", "dismissed"):
         r = payload["review"]

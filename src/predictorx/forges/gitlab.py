@@ -71,7 +71,7 @@ def read_mr(data: Mapping[str, Any]) -> PullRequest:
 def read_note(note: Mapping[str, Any], web_url: str = "") -> ReviewComment:
     position = mapping(note.get("position"))
     line = position.get("new_line") or position.get("old_line")
-    return ReviewComment(author=mapping(note.get("author")).get("username") or "", body=note.get("body") or "",
+    return ReviewComment(author=mapping(note.get("author")).get("username") or "", body=note.get("body") or note.get("note") or "",
                          path=position.get("new_path") or position.get("old_path"),
                          line=int(line) if line else None,
                          url=f"{web_url}#note_{note['id']}" if web_url and note.get("id") else "",

@@ -1,0 +1,174 @@
+"""The stand-in's HTTP side, forge-neutral: authenticate, find the operation in the forge's own
+description, check the request, run the forge module's handler, check the answer, ETag/304, count.
+
+A flavour (github.py, gitlab.py, gitea.py) supplies the API prefix, how a token is presented, the
+forge's error shapes and one handler per operationId of its description.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import parse_qsl, unquote
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .openapi import ApiDescription
+
+if TYPE_CHECKING:
+    from .standin import StandIn
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    query: str
+    status: int
+    operation_id: str = ""
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Ctx:
+    """One request as a handler sees it (path values decoded)."""
+
+    standin: "StandIn"
+    params: dict[str, str]
+    query: dict[str, str]
+    body: Any
+    headers: dict[str, str]
+
+
+Handler = Callable[[Ctx], Answer]
+
+
+class Flavour:
+    """What differs between forges on the wire. Subclasses fill the class attributes."""
+
+    kind = ""
+    api_prefix = ""
+    handlers: dict[str, Handler] = {}
+
+    def description(self) -> ApiDescription:
+        raise NotImplementedError
+
+    def presented_token(self, headers: dict[str, str]) -> str | None:
+        raise NotImplementedError
+
+    def error(self, status: int, message: str) -> Answer:
+        raise NotImplementedError
+
+    def unauthorized(self) -> Answer:
+        return self.error(401, "Bad credentials")
+
+    def not_found(self) -> Answer:
+        return self.error(404, "Not Found")
+
+    def invalid(self, problems: list[str]) -> Answer:
+        return self.error(422, "Validation Failed: " + "; ".join(problems))
+
+
+def _json_body(raw: bytes) -> tuple[Any, bool, str | None]:
+    if not raw.strip():
+        return None, False, None
+    try:
+        return json.loads(raw), True, None
+    except ValueError as exc:
+        return None, True, f"the request body is not JSON ({exc})"
+
+
+def _etag(payload: bytes) -> str:
+    return 'W/"' + hashlib.sha1(payload).hexdigest() + '"'
+
+
+def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
+    description = flavour.description()
+
+    async def git_auth(request: Request) -> Response:
+        """nginx's auth_request for a git smart-HTTP request: any user name, the right token."""
+        header = request.headers.get("authorization", "")
+        ok = False
+        if header.lower().startswith("basic "):
+            try:
+                _user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+                ok = password == standin.token
+            except ValueError:
+                ok = False
+        status = 200 if ok else 401
+        standin.git_requests.append((request.headers.get("x-original-uri", ""), status))
+        return Response(status_code=status, headers={} if ok else {"WWW-Authenticate": f'Basic realm="{flavour.kind} stand-in"'})
+
+    async def api(request: Request) -> Response:
+        raw_path = request.scope.get("raw_path", request.url.path.encode()).decode().split("?", 1)[0]
+        if not raw_path.startswith(flavour.api_prefix + "/"):
+            return _send(flavour.not_found(), None)
+        rest = raw_path[len(flavour.api_prefix):]
+        query_pairs = parse_qsl(request.url.query, keep_blank_values=True)
+        record = Call(request.method, rest, request.url.query, 0)
+        token = flavour.presented_token({k.lower(): v for k, v in request.headers.items()})
+        if token != standin.token:
+            answer = flavour.unauthorized()
+            record.status = answer.status
+            standin.calls.append(record)
+            return _send(answer, None)
+        found = description.match(request.method, rest)
+        if found is None:
+            standin.violation(f"{request.method} {flavour.api_prefix}{rest}: no such operation in {description.name}")
+            answer = flavour.not_found()
+            record.status = answer.status
+            standin.calls.append(record)
+            return _send(answer, None)
+        op, raw_values = found
+        record.operation_id = op.operation_id
+        body, has_body, not_json = _json_body(await request.body())
+        problems = [not_json] if not_json else description.check_request(op, raw_values, query_pairs, body, has_body)
+        if problems:
+            for problem in problems:
+                standin.violation(problem)
+            answer = flavour.invalid(problems)
+        else:
+            handler = flavour.handlers.get(op.operation_id)
+            if handler is None:
+                standin.violation(f"{op.method} {op.template} ({op.operation_id}) is valid but the stand-in does "
+                                  "not implement it: ask the forge-standins helper")
+                answer = flavour.not_found()
+            else:
+                ctx = Ctx(standin, {k: unquote(v) for k, v in raw_values.items()}, dict(query_pairs), body,
+                          {k.lower(): v for k, v in request.headers.items()})
+                answer = await run_in_threadpool(handler, ctx)
+                for problem in description.check_response(op, answer.status, answer.body, answer.body is not None):
+                    standin.violation(f"stand-in answer: {problem}")
+        payload = b"" if answer.body is None else json.dumps(answer.body).encode()
+        if request.method == "GET" and answer.status == 200:
+            tag = _etag(payload)
+            answer.headers["ETag"] = tag
+            if tag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+                answer = Answer(304, None, {"ETag": tag})
+        record.status = answer.status
+        standin.calls.append(record)
+        return _send(answer, payload)
+
+    def _send(answer: Answer, payload: bytes | None) -> Response:
+        if payload is None:
+            payload = b"" if answer.body is None else json.dumps(answer.body).encode()
+        media = "application/json; charset=utf-8" if payload else None
+        return Response(payload if answer.status != 304 else b"", status_code=answer.status,
+                        headers=answer.headers, media_type=media)
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    return Starlette(routes=[Route("/_standin/git-auth", git_auth, methods=["GET"]),
+                             Route("/{path:path}", api, methods=methods)])

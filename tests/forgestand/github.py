@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -18,6 +19,8 @@ from .state import PR, MergeRefused, Repo, now
 from .webhooks import Delivery
 
 DOCS = "https://docs.github.com/rest"
+REACTIONS = {"url": "", "total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0, "confused": 0, "heart": 0,
+             "rocket": 0, "eyes": 0}
 
 
 def example(name: str) -> Any:
@@ -356,7 +359,7 @@ class GitHub(Flavour):
     # -- webhooks ----------------------------------------------------------------------------------
     def build_webhook(self, standin: Any, event: str, repo: Repo, number: int | None, **extra: Any) -> Delivery:
         pr = standin.pr(repo.path, number) if number is not None else None
-        repository = self.repo_json(standin, repo, full=False)
+        repository = self.hook_repo(standin, repo)
         sender = self.user(standin, extra.get("sender", "reviewer"))
         if event == "ping":
             payload = hook_example("ping", None)
@@ -384,7 +387,9 @@ class GitHub(Flavour):
             review = pr.reviews[-1]
             comment = next((c for c in review.comments if c.id == extra["comment_id"]), None) if "comment_id" in extra else review.comments[-1]
             payload = hook_example("pull_request_review_comment", "created")
-            payload.update(comment=self.review_comment_json(standin, repo, pr, comment, False),
+            shaped_comment = self.review_comment_json(standin, repo, pr, comment, False)
+            shaped_comment.setdefault("reactions", REACTIONS)
+            payload.update(comment=shaped_comment,
                            pull_request=self._pr_in_review_hook(pr_hook), repository=repository,
                            sender=self.user(standin, comment.author))
             return self._checked("pull_request_review_comment", "pull-request-review-comment-created", payload)
@@ -395,6 +400,8 @@ class GitHub(Flavour):
                                     html_url=pr_hook["html_url"], user=pr_hook["user"])
             payload["issue"]["pull_request"] = {"url": pr_hook["url"], "html_url": pr_hook["html_url"],
                                                 "diff_url": pr_hook["diff_url"], "patch_url": pr_hook["patch_url"]}
+            payload["issue"].update(active_lock_reason=None, labels=[], reactions=REACTIONS)
+            payload["comment"].update(performed_via_github_app=None, reactions=REACTIONS)
             payload["comment"].update(id=comment.id, body=comment.body, user=self.user(standin, comment.author),
                                       html_url=f"{repo.web_url}/pull/{pr.number}#issuecomment-{comment.id}")
             payload.update(repository=repository, sender=self.user(standin, comment.author))
@@ -414,6 +421,16 @@ class GitHub(Flavour):
             action = payload["action"]
             return self._checked("check_run", f"check-run-{action}", payload)
         raise ValueError(f"no GitHub webhook for {event!r}: pr, review, review_comment, comment, check, ping")
+
+    def hook_repo(self, standin: Any, repo: Repo) -> dict:
+        out = hook_example("pull_request", "opened")["repository"]
+        full = self.repo_json(standin, repo)
+        out.update({k: full[k] for k in ("id", "node_id", "name", "full_name", "owner", "html_url", "url", "clone_url",
+                                          "git_url", "ssh_url", "svn_url", "default_branch", "private", "fork")})
+        for key, value in list(out.items()):
+            if isinstance(value, str) and key not in full:
+                out[key] = re.sub(r"^https://api\.github\.com/repos/[^/]+/[^/{]+", full["url"], value)
+        return out
 
     @staticmethod
     def _pr_in_review_hook(pr_hook: dict) -> dict:

@@ -14,7 +14,7 @@ import uvicorn
 
 from .app import Call, Flavour, build_app
 from .githttp import GitFront, free_port
-from .state import PR, CheckRun, Comment, Repo, Review, commit_files, init_bare, new_id
+from .state import PR, CheckRun, Comment, Repo, Review, commit_files, init_bare, new_id, now
 from .webhooks import Delivery, deliver
 
 LOGIN = "predictorx-bot"
@@ -125,7 +125,8 @@ class StandIn:
         return self.repos[path].head(branch)
 
     def commit_on_server(self, path: str, branch: str, files: dict[str, str], message: str = "A change") -> str:
-        return commit_files(self.repos[path].bare, branch, files, message)
+        repo = self.repos[path]
+        return commit_files(repo.bare, branch, files, message, start=repo.default_branch)
 
     def prs(self, path: str) -> list[PR]:
         repo = self.repos[path]
@@ -187,8 +188,7 @@ class StandIn:
 
     def close_pr(self, path: str, number: int) -> None:
         pr = self.pr(path, number)
-        pr.state, pr.closed_at = "closed", pr.updated_at
-        from .state import now
+        pr.state = "closed"
         pr.closed_at = pr.updated_at = now()
 
     def merge_pr(self, path: str, number: int, method: str = "merge", by: str = "human") -> str:

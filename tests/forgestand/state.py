@@ -234,14 +234,16 @@ def init_bare(bare: Path, default_branch: str, files: dict[str, str]) -> None:
     commit_files(bare, default_branch, files, "Initial commit")
 
 
-def commit_files(bare: Path, branch: str, files: dict[str, str], message: str) -> str:
-    """A commit on `branch` of a bare repository (made on the server, as by a person on the forge)."""
+def commit_files(bare: Path, branch: str, files: dict[str, str], message: str, start: str | None = None) -> str:
+    """A commit on `branch` of a bare repository (made on the server, as by a person on the forge);
+    a new branch starts at `start` (a branch name)."""
     with tempfile.TemporaryDirectory(prefix="standin-commit-") as scratch:
         work = Path(scratch)
         git(work, "init", "-q", "-b", branch)
         parent = git(bare, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
-        if parent:
-            git(work, "fetch", "-q", str(bare), f"refs/heads/{branch}")
+        source = branch if parent else start
+        if source:
+            git(work, "fetch", "-q", str(bare), f"refs/heads/{source}")
             git(work, "reset", "-q", "--hard", "FETCH_HEAD")
         for name, text in files.items():
             target = work / name

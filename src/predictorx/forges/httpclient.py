@@ -37,7 +37,7 @@ def client() -> httpx.Client:
     global _client
     with _client_lock:
         if _client is None:
-            _client = httpx.Client(timeout=TIMEOUT, follow_redirects=True,
+            _client = httpx.Client(timeout=TIMEOUT, follow_redirects=False,
                                    headers={"User-Agent": USER_AGENT},
                                    limits=httpx.Limits(max_connections=20, max_keepalive_connections=10))
         return _client
@@ -107,14 +107,30 @@ class ForgeApi:
                 headers["If-None-Match"] = validators["etag"]
             if validators.get("last_modified"):
                 headers["If-Modified-Since"] = validators["last_modified"]
-        try:
-            response = client().request(method, url, params=_clean(params), json=body, headers=headers)
-        except httpx.TimeoutException:
-            raise ForgeUnavailable(f"{self.name} did not answer {method} {path} in time") from None
-        except httpx.HTTPError as e:
-            raise ForgeUnavailable(f"{self.name} could not be reached ({type(e).__name__}: {e})") from None
+        response = self._send(method, url, path, params, body, headers)
         log.debug("%s %s %s → %s", self.name, method, path, response.status_code)
         return self._answer(method, path, response, text, accept_missing)
+
+    def _send(self, method: str, url: str, path: str, params: Mapping[str, Any] | None, body: Any,
+              headers: dict[str, str]) -> httpx.Response:
+        """One request, following a redirect only within the same origin (a renamed repository
+        on GitHub answers 301): the credential header must not follow a redirect elsewhere."""
+        for _ in range(4):
+            try:
+                response = client().request(method, url, params=_clean(params), json=body, headers=headers)
+            except httpx.TimeoutException:
+                raise ForgeUnavailable(f"{self.name} did not answer {method} {path} in time") from None
+            except httpx.HTTPError as e:
+                raise ForgeUnavailable(f"{self.name} could not be reached ({type(e).__name__}: {e})") from None
+            location = response.headers.get("location")
+            if response.status_code not in (301, 302, 307, 308) or not location:
+                return response
+            target = response.url.join(location)
+            if (target.scheme, target.host, target.port) != (response.url.scheme, response.url.host, response.url.port):
+                raise ForgeRefused(f"{self.name} redirected {method} {path} to another server; not followed",
+                                   response.status_code)
+            url, params = str(target), None
+        raise ForgeUnavailable(f"{self.name} redirected {method} {path} too many times")
 
     def _answer(self, method: str, path: str, response: httpx.Response, text: bool,
                 accept_missing: bool) -> Answer:

@@ -1,0 +1,25 @@
+"""The Forgejo client, every method, against the Forgejo stand-in (requests held to Gitea's published
+swagger description, which Forgejo's v1 API shares here)."""
+
+from __future__ import annotations
+
+from . import clientflow as flow
+
+
+def test_the_whole_pull_request_life(forgejo_standin) -> None:
+    s = forgejo_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "acme/widget")
+    pr = flow.open_a_draft_and_find_it(s, forge, conn, ref)
+    assert s.pr(ref.path, pr.number).title.startswith("WIP: ")  # a draft is a "WIP: " title here
+    flow.poll_with_validators(s, forge, conn, ref, pr)
+    pr = forge.get_pr(conn, ref, pr.number)
+    flow.reviews_and_comments_come_back(s, forge, conn, ref, pr.number)
+    flow.checks_come_back(s, forge, conn, ref, pr.head_sha)
+    flow.webhooks_verify_and_parse(s, forge, ref, pr.number)
+    flow.refused_then_merged(s, forge, conn, ref, pr)
+    flow.a_moved_head_is_refused_and_close_closes(s, forge, conn, ref)
+
+
+def test_bad_token_and_unreachable(forgejo_standin) -> None:
+    flow.a_bad_token_is_refused_with_the_forges_words(forgejo_standin)
+    flow.an_unreachable_forge_is_unavailable(forgejo_standin)

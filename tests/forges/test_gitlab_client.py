@@ -1,0 +1,34 @@
+"""The GitLab client, every method, against the GitLab stand-in (requests held to GitLab's
+published API description where it has one, to its documented shapes elsewhere)."""
+
+from __future__ import annotations
+
+from . import clientflow as flow
+
+
+def test_the_whole_merge_request_life_in_a_nested_group(gitlab_standin) -> None:
+    s = gitlab_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "acme/platform/widget")
+    pr = flow.open_a_draft_and_find_it(s, forge, conn, ref)
+    assert s.pr(ref.path, pr.number).title.startswith("Draft: ")  # GitLab's draft is a title prefix
+    flow.poll_with_validators(s, forge, conn, ref, pr)
+    pr = forge.get_pr(conn, ref, pr.number)
+    flow.reviews_and_comments_come_back(s, forge, conn, ref, pr.number)
+    flow.checks_come_back(s, forge, conn, ref, pr.head_sha)
+    flow.webhooks_verify_and_parse(s, forge, ref, pr.number)
+    flow.refused_then_merged(s, forge, conn, ref, pr)
+    flow.a_moved_head_is_refused_and_close_closes(s, forge, conn, ref)
+
+
+def test_a_failed_jobs_log_tail_is_the_excerpt(gitlab_standin) -> None:
+    s = gitlab_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "acme/ci")
+    sha = s.commit_on_server(ref.path, "agent/y", {"y.txt": "y\n"})
+    s.set_check(ref.path, sha, "ci", "failure", log="\x1b[31mFAILED test_y - assert 0\x1b[0m\n")
+    failed = [c for c in forge.checks(conn, ref, sha) if c.state == "failure"]
+    assert failed and "FAILED test_y - assert 0" in failed[0].excerpt and "\x1b" not in failed[0].excerpt
+
+
+def test_bad_token_and_unreachable(gitlab_standin) -> None:
+    flow.a_bad_token_is_refused_with_the_forges_words(gitlab_standin)
+    flow.an_unreachable_forge_is_unavailable(gitlab_standin)

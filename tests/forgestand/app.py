@@ -91,6 +91,14 @@ def _json_body(raw: bytes) -> tuple[Any, bool, str | None]:
         return None, True, f"the request body is not JSON ({exc})"
 
 
+def _encode(answer: Answer) -> bytes:
+    if answer.body is None:
+        return b""
+    if answer.headers.get("Content-Type", "").startswith("text/plain"):
+        return str(answer.body).encode()
+    return json.dumps(answer.body).encode()
+
+
 def _etag(payload: bytes) -> str:
     return 'W/"' + hashlib.sha1(payload).hexdigest() + '"'
 
@@ -152,7 +160,7 @@ def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
                 answer = await run_in_threadpool(handler, ctx)
                 for problem in description.check_response(op, answer.status, answer.body, answer.body is not None):
                     standin.violation(f"stand-in answer: {problem}")
-        payload = b"" if answer.body is None else json.dumps(answer.body).encode()
+        payload = _encode(answer)
         if request.method == "GET" and answer.status == 200:
             tag = _etag(payload)
             answer.headers["ETag"] = tag
@@ -164,8 +172,8 @@ def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
 
     def _send(answer: Answer, payload: bytes | None) -> Response:
         if payload is None:
-            payload = b"" if answer.body is None else json.dumps(answer.body).encode()
-        media = "application/json; charset=utf-8" if payload else None
+            payload = _encode(answer)
+        media = None if not payload or "Content-Type" in answer.headers else "application/json; charset=utf-8"
         return Response(payload if answer.status != 304 else b"", status_code=answer.status,
                         headers=answer.headers, media_type=media)
 

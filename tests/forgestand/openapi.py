@@ -245,8 +245,10 @@ class ApiDescription:
             pointer = response["$ref"].lstrip("#")
             response = self.resolve(response)
         if self.dialect == "openapi3":
-            media = response.get("content", {}).get("application/json")
-            schema, pointer = (media.get("schema"), pointer + "/content/application~1json/schema") if media else (None, "")
+            content = response.get("content", {})
+            kind = "application/json" if "application/json" in content else "text/plain"
+            media = content.get(kind)
+            schema, pointer = (media.get("schema"), f"{pointer}/content/{_escape(kind)}/schema") if media else (None, "")
         else:
             schema, pointer = response.get("schema"), pointer + "/schema"
         if schema is None and self.dialect == "swagger2" and status >= 400:

@@ -232,6 +232,11 @@ class Forge(Protocol):
         """A conditional `checks`, as `get_pr_if_changed`."""
         return self.checks(conn, repo, sha), {}
 
+    def mark_ready(self, conn: Connection, repo: RepoRef, number: int) -> PullRequest:
+        """Take a draft out of draft (forges refuse to merge drafts: call this before `merge`
+        when the PR's state is "draft"); the PR as it is then. The default changes nothing."""
+        return self.get_pr(conn, repo, number)
+
     def comments(self, conn: Connection, repo: RepoRef, number: int, since: str = "") -> list[ReviewComment]:
         """The PR's conversation comments (inline ones come with `reviews`), oldest first, only
         those made after `since` (ISO-8601; "" = all), each with `id` and `created_at`: a poller

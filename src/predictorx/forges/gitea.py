@@ -139,6 +139,15 @@ class GiteaForge(Forge):
         with readable(self._name, "the pull request"):
             return read_pr(API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}"))
 
+    def mark_ready(self, conn: Connection, repo: RepoRef, number: int) -> PullRequest:
+        data = API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}")
+        with readable(self._name, "the pull request"):
+            title = data["title"]
+            if _WIP.match(title):
+                data = API.json(conn, "PATCH", f"{_repo(repo)}/pulls/{number}",
+                                body={"title": _WIP.sub("", title, count=1)})
+            return read_pr(data)
+
     def get_pr_if_changed(self, conn: Connection, repo: RepoRef, number: int,
                           validators: Mapping[str, str]) -> tuple[PullRequest | None, dict[str, str]]:
         answer = API.call(conn, "GET", f"{_repo(repo)}/pulls/{number}", validators=validators)

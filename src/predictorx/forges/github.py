@@ -6,6 +6,7 @@ authenticated by `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
@@ -142,6 +143,22 @@ class GitHubForge(Forge):
         with readable("GitHub", "the pull request"):
             return read_pr(API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}"))
 
+    def mark_ready(self, conn: Connection, repo: RepoRef, number: int) -> PullRequest:
+        """REST cannot leave draft; GraphQL's markPullRequestReadyForReview can."""
+        data = API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}")
+        with readable("GitHub", "the pull request"):
+            if not data.get("draft"):
+                return read_pr(data)
+            node_id = data["node_id"]
+        graphql = replace(conn, api_url=_graphql_root(conn.api_url))
+        answer = API.json(graphql, "POST", "", body={
+            "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) "
+                     "{ pullRequest { isDraft } } }", "variables": {"id": node_id}})
+        errors = mapping(answer).get("errors")
+        if errors:
+            raise ForgeRefused("GitHub refused: " + "; ".join(str(mapping(e).get("message") or e) for e in errors), 422)
+        return self.get_pr(conn, repo, number)
+
     def get_pr_if_changed(self, conn: Connection, repo: RepoRef, number: int,
                           validators: Mapping[str, str]) -> tuple[PullRequest | None, dict[str, str]]:
         answer = API.call(conn, "GET", f"{_repo(repo)}/pulls/{number}", validators=validators)
@@ -275,6 +292,12 @@ def _event(event: str, delivery: str, payload: dict[str, Any]) -> ForgeEvent:
         return ForgeEvent(kind="check", check=read_status(payload), head_sha=payload.get("sha"),
                           head_branch=branches[0]["name"] if branches else None, **base)
     return ForgeEvent(kind="other", **base, **on_pr)
+
+
+def _graphql_root(api_url: str) -> str:
+    """api.github.com → api.github.com/graphql; GHES <base>/api/v3 → <base>/api/graphql."""
+    root = api_url.rstrip("/")
+    return root[: -len("/v3")] + "/graphql" if root.endswith("/api/v3") else root + "/graphql"
 
 
 def _sub(validators: Mapping[str, str], prefix: str) -> dict[str, str]:

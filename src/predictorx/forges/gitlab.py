@@ -45,6 +45,9 @@ _STATES: dict[str, CheckState] = {
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\x1b\[0K|section_(start|end):\d+:[\w.-]+\r?")
 LOG_TAIL = 3000
+#: A merge request reviewer's state (GitLab 17+) → ours; "unreviewed" says nothing.
+_REVIEWER_STATES: dict[str, ReviewState] = {"requested_changes": "changes_requested", "approved": "approved",
+                                            "reviewed": "commented"}
 
 
 def _project(repo: RepoRef) -> str:
@@ -126,6 +129,14 @@ class GitLabForge(Forge):
         with readable("GitLab", "the merge request"):
             return read_mr(API.json(conn, "GET", _mr(repo, number)))
 
+    def mark_ready(self, conn: Connection, repo: RepoRef, number: int) -> PullRequest:
+        mr = API.json(conn, "GET", _mr(repo, number))
+        with readable("GitLab", "the merge request"):
+            title = mr["title"]
+            if _DRAFT.match(title):
+                mr = API.json(conn, "PUT", _mr(repo, number), body={"title": _DRAFT.sub("", title, count=1)})
+            return read_mr(mr)
+
     def get_pr_if_changed(self, conn: Connection, repo: RepoRef, number: int,
                           validators: Mapping[str, str]) -> tuple[PullRequest | None, dict[str, str]]:
         answer = API.call(conn, "GET", _mr(repo, number), validators=validators)
@@ -137,7 +148,7 @@ class GitLabForge(Forge):
     def reviews(self, conn: Connection, repo: RepoRef, number: int) -> list[Review]:
         """One Review per person: their reviewer state (or approval), with their diff notes."""
         mr = API.json(conn, "GET", _mr(repo, number))
-        reviewers = API.get_list(conn, _mr(repo, number) + "/reviewers", pages=1)
+        reviewers = API.json(conn, "GET", _mr(repo, number) + "/reviewers") or []  # not paginated
         approvals = API.json(conn, "GET", _mr(repo, number) + "/approvals")
         discussions = API.get_list(conn, _mr(repo, number) + "/discussions")
         with readable("GitLab", "the reviews"):
@@ -156,10 +167,9 @@ class GitLabForge(Forge):
                 states[mapping(a.get("user")).get("username") or ""] = "approved"
             for r in reviewers:
                 who = mapping(r.get("user")).get("username") or ""
-                said = {"requested_changes": "changes_requested", "approved": "approved",
-                        "reviewed": "commented"}.get(r.get("state") or "")
+                said = _REVIEWER_STATES.get(r.get("state") or "")
                 if said:
-                    states[who] = said  # type: ignore[assignment]
+                    states[who] = said
             return [Review(id=f"{who}:{state}:{last.get(who, '')}", author=who, state=state,
                            comments=tuple(notes.get(who, ())), submitted_at=last.get(who, ""))
                     for who, state in states.items() if who]
@@ -251,6 +261,11 @@ def _event(event: str, delivery: str, payload: dict[str, Any]) -> ForgeEvent:
             state: ReviewState = "approved" if action in ("approved", "approval") else "none"
             return ForgeEvent(kind="review", review=Review(id=f"{who}:{action}:{delivery}", author=who, state=state),
                               **base, **on_pr)
+        said = _reviewer_state(payload) if action == "update" and not attrs.get("oldrev") else None
+        if said:  # a reviewer's "request changes" / "reviewed" arrives as an MR update by them
+            who = mapping(payload.get("user")).get("username") or ""
+            return ForgeEvent(kind="review", review=Review(id=f"{who}:{said}:{delivery}", author=who, state=said),
+                              **base, **on_pr)
         return ForgeEvent(kind="pr", **base, **on_pr)
     if event == "Note Hook":
         mr = mapping(payload.get("merge_request"))
@@ -274,6 +289,15 @@ def _event(event: str, delivery: str, payload: dict[str, Any]) -> ForgeEvent:
         return ForgeEvent(kind="check", check=check, head_sha=payload.get("sha"), head_branch=payload.get("ref"),
                           **{**base, "repo_path": base["repo_path"] or mapping(payload.get("project")).get("path_with_namespace") or ""})
     return ForgeEvent(kind="other", **base)
+
+
+def _reviewer_state(payload: Mapping[str, Any]) -> ReviewState | None:
+    """The state the acting user holds as a reviewer of the MR (payload `reviewers`), if any."""
+    who = mapping(payload.get("user")).get("username")
+    for reviewer in payload.get("reviewers") or []:
+        if isinstance(reviewer, dict) and who and reviewer.get("username") == who:
+            return _REVIEWER_STATES.get(reviewer.get("state") or "")
+    return None
 
 
 register(GitLabForge)

@@ -108,7 +108,12 @@ def checks_come_back(standin: Any, forge: Forge, conn: Connection, ref: RepoRef,
     checks = forge.checks(conn, ref, sha)
     failed = [c for c in checks if c.state == "failure"]
     assert failed and all(c.name == "ci" for c in failed)
+    again, validators = forge.checks_if_changed(conn, ref, sha, {})
+    assert again == checks and validators
+    assert forge.checks_if_changed(conn, ref, sha, validators) == (None, validators)  # unchanged
     standin.set_check(ref.path, sha, "ci", "success")
+    changed, _ = forge.checks_if_changed(conn, ref, sha, validators)
+    assert changed is not None and {c.state for c in changed} == {"success"}
     assert {c.state for c in forge.checks(conn, ref, sha)} == {"success"}
 
 
@@ -151,7 +156,7 @@ def a_moved_head_is_refused_and_close_closes(standin: Any, forge: Forge, conn: C
 
 
 def webhooks_verify_and_parse(standin: Any, forge: Forge, ref: RepoRef, number: int) -> None:
-    expected = {"pr": "pr", "review": "review", "comment": "comment", "check": "check"}
+    expected = {"pr": "pr", "review": "review", "review_comment": "comment", "comment": "comment", "check": "check"}
     for event, kind in expected.items():
         delivery = standin.webhook(event, ref.path, number, name="ci")
         headers = delivery.headers(standin.kind, standin.webhook_secret)
@@ -162,6 +167,15 @@ def webhooks_verify_and_parse(standin: Any, forge: Forge, ref: RepoRef, number: 
         assert parsed.repo_path in (ref.path, "")
         if kind != "check":
             assert parsed.pr_number == number
+        if event == "review_comment":  # an inline comment says where (Gitea's payload says only what)
+            assert parsed.comment is not None and parsed.comment.body == "return 2, please"
+            if standin.kind in ("github", "gitlab"):
+                assert (parsed.comment.path, parsed.comment.line) == ("feature.py", 2)
+        if event == "review":
+            assert parsed.review is not None and parsed.review.state == "changes_requested"
+            assert parsed.review.author == "reviewer"
+        if event == "check":
+            assert parsed.check is not None and parsed.check.state in ("failure", "success", "pending")
         with pytest.raises(WebhookRejected):
             forge.verify_webhook(delivery.headers(standin.kind, standin.webhook_secret, tamper=True),
                                  delivery.body, standin.webhook_secret)

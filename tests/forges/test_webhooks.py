@@ -214,6 +214,9 @@ def test_gitea_events(kind: str) -> None:
     assert rejected.review.body == "Please add a test." and rejected.review.author == "reviewer"  # type: ignore[union-attr]
     approved = tea(kind, "pull_request_approved", "pull_request_approved")
     assert approved.review.state == "approved"  # type: ignore[union-attr]
+    inline = tea(kind, "pull_request_comment", "pull_request_comment", "pull_request_review_comment")
+    assert inline.kind == "comment" and inline.comment.body == "@predictorx-bot rename x"  # type: ignore[union-attr]
+    assert inline.comment.author == "reviewer" and inline.pr_number == 2  # type: ignore[union-attr]
     comment = tea(kind, "issue_comment", "issue_comment.created", "pull_request_comment")
     assert comment.kind == "comment" and comment.pr_number == 2 and "@predictorx-bot" in comment.comment.body  # type: ignore[union-attr]
     status = tea(kind, "status", "status")

@@ -33,7 +33,8 @@ from .registry import register
 from .repourl import two_part
 from .webhookauth import header, json_object, readable_webhook, require_hmac
 
-API = ForgeApi("Gitea", lambda token: {"Authorization": f"token {token}"}, {"Accept": "application/json"})
+def _api(name: str) -> ForgeApi:
+    return ForgeApi(name, lambda token: {"Authorization": f"token {token}"}, {"Accept": "application/json"})
 
 #: Title prefixes Gitea and Forgejo read as "work in progress" by default.
 _WIP = re.compile(r"^\s*(wip:|\[wip\])\s*", re.IGNORECASE)
@@ -84,6 +85,7 @@ def read_status(status: Mapping[str, Any]) -> Check:
 class GiteaForge(Forge):
     kind = "gitea"
     webhook_auth = "X-Gitea-Signature (hex HMAC-SHA256 of the body with the webhook secret)"
+    api = _api("Gitea")
     #: Webhook headers, newest name first (Forgejo adds its own in front of Gitea's).
     signature_headers: tuple[str, ...] = ("X-Gitea-Signature",)
     delivery_headers: tuple[str, ...] = ("X-Gitea-Delivery",)
@@ -98,14 +100,14 @@ class GiteaForge(Forge):
 
     def whoami(self, conn: Connection) -> str:
         with readable(self._name, "GET /user"):
-            return str(API.json(conn, "GET", "/user")["login"])
+            return str(self.api.json(conn, "GET", "/user")["login"])
 
     @property
     def _name(self) -> str:
-        return "Forgejo" if self.kind == "forgejo" else "Gitea"
+        return self.api.name
 
     def repo(self, conn: Connection, repo: RepoRef) -> RepoInfo:
-        data = API.json(conn, "GET", _repo(repo))
+        data = self.api.json(conn, "GET", _repo(repo))
         with readable(self._name, "the repository"):
             allowed: list[MergeMethod] = [m for m, (_, flag) in _STYLES.items() if data.get(flag, True)]
             preferred = {"rebase-merge": "merge", "fast-forward-only": "rebase"}.get(
@@ -119,7 +121,7 @@ class GiteaForge(Forge):
     def find_pr(self, conn: Connection, repo: RepoRef, head_branch: str) -> PullRequest | None:
         # The list has no head filter: read pages of the newest and keep this branch's PRs
         # opened from this repository (not from a fork with a branch of the same name).
-        found = API.get_list(conn, _repo(repo) + "/pulls", params={"state": "all"},
+        found = self.api.get_list(conn, _repo(repo) + "/pulls", params={"state": "all"},
                              page_param="limit", page_size=50, pages=6)
         with readable(self._name, "the pull-request list"):
             mine = [p for p in found if p["head"]["ref"] == head_branch
@@ -130,34 +132,34 @@ class GiteaForge(Forge):
                 title: str, body: str, draft: bool) -> PullRequest:
         if draft and not _WIP.match(title):
             title = "WIP: " + title
-        data = API.json(conn, "POST", _repo(repo) + "/pulls",
+        data = self.api.json(conn, "POST", _repo(repo) + "/pulls",
                         body={"head": head_branch, "base": base_branch, "title": title, "body": body})
         with readable(self._name, "the new pull request"):
             return read_pr(data)
 
     def get_pr(self, conn: Connection, repo: RepoRef, number: int) -> PullRequest:
         with readable(self._name, "the pull request"):
-            return read_pr(API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}"))
+            return read_pr(self.api.json(conn, "GET", f"{_repo(repo)}/pulls/{number}"))
 
     def mark_ready(self, conn: Connection, repo: RepoRef, number: int) -> PullRequest:
-        data = API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}")
+        data = self.api.json(conn, "GET", f"{_repo(repo)}/pulls/{number}")
         with readable(self._name, "the pull request"):
             title = data["title"]
             if _WIP.match(title):
-                data = API.json(conn, "PATCH", f"{_repo(repo)}/pulls/{number}",
+                data = self.api.json(conn, "PATCH", f"{_repo(repo)}/pulls/{number}",
                                 body={"title": _WIP.sub("", title, count=1)})
             return read_pr(data)
 
     def get_pr_if_changed(self, conn: Connection, repo: RepoRef, number: int,
                           validators: Mapping[str, str]) -> tuple[PullRequest | None, dict[str, str]]:
-        answer = API.call(conn, "GET", f"{_repo(repo)}/pulls/{number}", validators=validators)
+        answer = self.api.call(conn, "GET", f"{_repo(repo)}/pulls/{number}", validators=validators)
         if answer.status == 304:
             return None, dict(validators)
         with readable(self._name, "the pull request"):
             return read_pr(answer.body), answer.validators
 
     def reviews(self, conn: Connection, repo: RepoRef, number: int) -> list[Review]:
-        raw = API.get_list(conn, f"{_repo(repo)}/pulls/{number}/reviews", page_param="limit", page_size=50)
+        raw = self.api.get_list(conn, f"{_repo(repo)}/pulls/{number}/reviews", page_param="limit", page_size=50)
         out = []
         with readable(self._name, "the reviews"):
             for r in raw:
@@ -165,7 +167,7 @@ class GiteaForge(Forge):
                     continue
                 comments: list[Any] = []
                 if r.get("comments_count"):
-                    comments = API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}/reviews/{int(r['id'])}/comments")
+                    comments = self.api.json(conn, "GET", f"{_repo(repo)}/pulls/{number}/reviews/{int(r['id'])}/comments")
                 state = "none" if r.get("dismissed") else _REVIEW_STATES.get(r.get("state") or "", "commented")
                 out.append(Review(id=str(r["id"]), author=mapping(r.get("user")).get("login") or "", state=state,
                                   body=r.get("body") or "", comments=tuple(read_comment(c) for c in comments or []),
@@ -173,30 +175,36 @@ class GiteaForge(Forge):
         return out
 
     def comments(self, conn: Connection, repo: RepoRef, number: int, since: str = "") -> list[ReviewComment]:
-        raw = API.json(conn, "GET", f"{_repo(repo)}/issues/{number}/comments", params={"since": since or None})
+        raw = self.api.json(conn, "GET", f"{_repo(repo)}/issues/{number}/comments", params={"since": since or None})
         with readable(self._name, "the comments"):
             return [read_comment(c) for c in raw if not since or (c.get("created_at") or "") > since]
 
     def checks(self, conn: Connection, repo: RepoRef, sha: str) -> list[Check]:
-        data = API.json(conn, "GET", f"{_repo(repo)}/commits/{segment(sha)}/status")
+        return self.checks_if_changed(conn, repo, sha, {})[0] or []
+
+    def checks_if_changed(self, conn: Connection, repo: RepoRef, sha: str,
+                          validators: Mapping[str, str]) -> tuple[list[Check] | None, dict[str, str]]:
+        answer = self.api.call(conn, "GET", f"{_repo(repo)}/commits/{segment(sha)}/status", validators=validators)
+        if answer.status == 304:
+            return None, dict(validators)
         with readable(self._name, "the commit status"):
-            return [read_status(s) for s in data.get("statuses") or []]
+            return [read_status(s) for s in answer.body.get("statuses") or []], answer.validators
 
     def merge(self, conn: Connection, repo: RepoRef, number: int, *, method: MergeMethod,
               head_sha: str) -> Merged:
         request: dict[str, Any] = {"Do": _STYLES[method][0]}
         if head_sha:
             request["head_commit_id"] = head_sha
-        API.call(conn, "POST", f"{_repo(repo)}/pulls/{number}/merge", body=request)
-        data = API.json(conn, "GET", f"{_repo(repo)}/pulls/{number}")  # the merge answers no body
+        self.api.call(conn, "POST", f"{_repo(repo)}/pulls/{number}/merge", body=request)
+        data = self.api.json(conn, "GET", f"{_repo(repo)}/pulls/{number}")  # the merge answers no body
         with readable(self._name, "the merged pull request"):
             return Merged(sha=data.get("merge_commit_sha") or "", method=method)
 
     def close_pr(self, conn: Connection, repo: RepoRef, number: int) -> None:
-        API.call(conn, "PATCH", f"{_repo(repo)}/pulls/{number}", body={"state": "closed"})
+        self.api.call(conn, "PATCH", f"{_repo(repo)}/pulls/{number}", body={"state": "closed"})
 
     def delete_branch(self, conn: Connection, repo: RepoRef, branch: str) -> None:
-        API.call(conn, "DELETE", f"{_repo(repo)}/branches/{segment(branch)}", accept_missing=True)
+        self.api.call(conn, "DELETE", f"{_repo(repo)}/branches/{segment(branch)}", accept_missing=True)
 
     def _header(self, headers: Mapping[str, str], names: tuple[str, ...]) -> str:
         return next((v for v in (header(headers, n) for n in names) if v), "")
@@ -230,10 +238,15 @@ def _event(event: str, event_type: str, delivery: str, payload: dict[str, Any]) 
     review = mapping(payload.get("review"))
     if pr and review:
         kind = review.get("type") or event_type
-        state = _HOOK_REVIEW_STATES.get(kind) or {"pull_request_approved": "approved",
-                                                  "pull_request_rejected": "changes_requested"}.get(event, "commented")
         who = mapping(payload.get("sender")).get("login") or ""
-        return ForgeEvent(kind="review", review=Review(id=f"delivery:{delivery}", author=who, state=state,  # type: ignore[arg-type]
+        if kind == "pull_request_review_comment" or event == "pull_request_comment":
+            # A review comment (inline or a "comment" review): the payload carries its text, not
+            # its file and line; `reviews()` has those.
+            comment = ReviewComment(author=who, body=review.get("content") or "")
+            return ForgeEvent(kind="comment", comment=comment, **base, **on_pr)
+        state: ReviewState = _HOOK_REVIEW_STATES.get(kind) or _HOOK_REVIEW_STATES.get(
+            event.replace("pull_request_", "pull_request_review_"), "commented")
+        return ForgeEvent(kind="review", review=Review(id=f"delivery:{delivery}", author=who, state=state,
                                                        body=review.get("content") or ""), **base, **on_pr)
     if event.startswith("pull_request") and pr:
         return ForgeEvent(kind="pr", **base, **on_pr)
@@ -250,6 +263,7 @@ def _event(event: str, event_type: str, delivery: str, payload: dict[str, Any]) 
 
 class ForgejoForge(GiteaForge):
     kind = "forgejo"
+    api = _api("Forgejo")
     webhook_auth = "X-Forgejo-Signature or X-Gitea-Signature (hex HMAC-SHA256 of the body with the webhook secret)"
     signature_headers = ("X-Forgejo-Signature", "X-Gitea-Signature")
     delivery_headers = ("X-Forgejo-Delivery", "X-Gitea-Delivery")

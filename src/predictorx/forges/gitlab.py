@@ -181,7 +181,19 @@ class GitLabForge(Forge):
                     if not n.get("system") and n.get("type") != "DiffNote" and (n.get("created_at") or "") > since]
 
     def checks(self, conn: Connection, repo: RepoRef, sha: str) -> list[Check]:
-        statuses = API.get_list(conn, f"{_project(repo)}/repository/commits/{segment(sha)}/statuses")
+        return self.checks_if_changed(conn, repo, sha, {})[0] or []
+
+    def checks_if_changed(self, conn: Connection, repo: RepoRef, sha: str,
+                          validators: Mapping[str, str]) -> tuple[list[Check] | None, dict[str, str]]:
+        """The commit's statuses (one per CI job, and external ones), read conditionally; a
+        failed job's log tail is read only when something changed."""
+        answer = API.call(conn, "GET", f"{_project(repo)}/repository/commits/{segment(sha)}/statuses",
+                          params={"per_page": 100}, validators=validators)
+        if answer.status == 304:
+            return None, dict(validators)
+        return self._read_statuses(conn, repo, answer.body), answer.validators
+
+    def _read_statuses(self, conn: Connection, repo: RepoRef, statuses: Any) -> list[Check]:
         with readable("GitLab", "the commit statuses"):
             out = []
             for s in statuses:

@@ -33,6 +33,9 @@ class Handler(BaseHTTPRequestHandler):
             "/gitlab-error": (403, {}, b'{"error": "insufficient_scope"}'),
             "/down": (502, {}, b"<html>bad gateway</html>"),
             "/slow-down": (429, {"Retry-After": "30"}, b'{"message": "API rate limit exceeded"}'),
+            "/github-limit": (403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "4102444800"},
+                              b'{"message": "API rate limit exceeded for user ID 1."}'),
+            "/forbidden": (403, {}, b'{"message": "Resource not accessible by personal access token"}'),
             "/garbage": (200, {}, b"<html>not json</html>"),
             "/gone": (404, {}, b'{"message": "Not Found"}'),
             "/moved": (301, {"Location": "/ok"}, b""),
@@ -85,10 +88,22 @@ def test_a_refusal_carries_the_forges_sentence(conn: Connection, path: str, stat
     assert refused.value.status == status and words in str(refused.value)
 
 
-@pytest.mark.parametrize("path", ["/down", "/slow-down", "/garbage"])
+@pytest.mark.parametrize("path", ["/down", "/garbage"])
 def test_unavailable(conn: Connection, path: str) -> None:
     with pytest.raises(ForgeUnavailable):
         API.call(conn, "GET", path)
+
+
+def test_rate_limits_are_unavailable_with_the_wait(conn: Connection) -> None:
+    with pytest.raises(ForgeUnavailable) as limited:
+        API.call(conn, "GET", "/slow-down")
+    assert limited.value.retry_after == 30.0 and "API rate limit exceeded" in str(limited.value)
+    with pytest.raises(ForgeUnavailable) as github:
+        API.call(conn, "GET", "/github-limit")
+    assert github.value.retry_after is not None and github.value.retry_after > 3600
+    with pytest.raises(ForgeRefused) as forbidden:  # a 403 that is not a rate limit is a refusal
+        API.call(conn, "GET", "/forbidden")
+    assert forbidden.value.status == 403 and "personal access token" in str(forbidden.value)
 
 
 def test_missing_is_an_answer_when_asked(conn: Connection) -> None:

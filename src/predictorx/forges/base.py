@@ -41,7 +41,14 @@ class ForgeRefused(ForgeError):
 
 
 class ForgeUnavailable(ForgeError):
-    """The forge could not be reached, timed out, or answered with something unreadable (5xx)."""
+    """The forge could not be reached, timed out, or answered with something unreadable (5xx).
+
+    Added by forge-clients: `retry_after` is the seconds the forge asked to wait (a rate limit's
+    Retry-After or X-RateLimit-Reset), None when it said nothing; a poller waits at least that."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class WebhookRejected(ForgeError):

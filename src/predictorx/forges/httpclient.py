@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -141,9 +142,12 @@ class ForgeApi:
             return Answer(304, response.headers, None, got)
         if status == 404 and accept_missing:
             return Answer(404, response.headers, None)
-        if status >= 500 or status == 429:
-            raise ForgeUnavailable(f"{self.name} answered {status} to {method} {path}"
-                                   + (f": {refusal_text(_body(response))}" if status < 500 else ""))
+        if status >= 500:
+            raise ForgeUnavailable(f"{self.name} answered {status} to {method} {path}")
+        wait = _rate_limited(response)
+        if wait is not None:  # GitHub says 403 or 429, GitLab and Gitea 429: try later, not "no"
+            said = refusal_text(_body(response)) or "rate limited"
+            raise ForgeUnavailable(f"{self.name} is rate limiting Predictor X ({status}): {said}", retry_after=wait or None)
         if status >= 400:
             said = refusal_text(_body(response)) or response.reason_phrase or "no reason given"
             raise ForgeRefused(f"{self.name} refused ({status}): {said}", status)
@@ -173,6 +177,25 @@ class ForgeApi:
             if len(got) < page_size:
                 break
         return out
+
+
+def _rate_limited(response: httpx.Response) -> float | None:
+    """Seconds to wait when the answer is a rate limit (0.0: limited, no time given); None when
+    it is not one."""
+    status, headers = response.status_code, response.headers
+    if status not in (403, 429):
+        return None
+    exhausted = headers.get("x-ratelimit-remaining") == "0"
+    if status == 403 and not exhausted and "retry-after" not in headers:
+        return None  # a plain 403: the token may not do this
+    try:
+        if "retry-after" in headers:
+            return max(0.0, float(headers["retry-after"]))
+        if exhausted and headers.get("x-ratelimit-reset"):
+            return max(0.0, float(headers["x-ratelimit-reset"]) - time.time())
+    except ValueError:
+        pass
+    return 0.0
 
 
 def _clean(params: Mapping[str, Any] | None) -> dict[str, Any] | None:

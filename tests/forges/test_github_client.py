@@ -53,6 +53,16 @@ def test_checks_merge_runs_and_statuses_and_carry_the_log(github_standin) -> Non
     assert len(checks) == 2  # the check run and the commit status of the same name
 
 
+def test_a_ping_is_a_ping(github_standin) -> None:
+    s = github_standin
+    forge, _, ref = flow.connect_and_read_the_repository(s, "acme/ping")
+    delivery = s.webhook("ping", ref.path)
+    headers = delivery.headers("github", s.webhook_secret)
+    forge.verify_webhook(headers, delivery.body, s.webhook_secret)
+    event = forge.parse_webhook(headers, delivery.body)
+    assert event.kind == "ping" and event.delivery_id == delivery.delivery_id
+
+
 def test_bad_token_and_unreachable(github_standin) -> None:
     flow.a_bad_token_is_refused_with_the_forges_words(github_standin)
     flow.an_unreachable_forge_is_unavailable(github_standin)

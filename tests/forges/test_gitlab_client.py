@@ -3,6 +3,8 @@ published API description where it has one, to its documented shapes elsewhere).
 
 from __future__ import annotations
 
+from predictorx.forges.base import ForgeRefused
+
 from . import clientflow as flow
 
 
@@ -32,3 +34,20 @@ def test_a_failed_jobs_log_tail_is_the_excerpt(gitlab_standin) -> None:
 def test_bad_token_and_unreachable(gitlab_standin) -> None:
     flow.a_bad_token_is_refused_with_the_forges_words(gitlab_standin)
     flow.an_unreachable_forge_is_unavailable(gitlab_standin)
+
+
+def test_a_refused_merge_says_why(gitlab_standin) -> None:
+    """GitLab's refusal is often only "405 Method Not Allowed"; the client adds the MR's own
+    detailed merge status so the person sees the reason."""
+    s = gitlab_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "acme/guarded")
+    sha = s.commit_on_server(ref.path, "agent/x", {"x.txt": "x\n"})
+    pr = forge.open_pr(conn, ref, head_branch="agent/x", base_branch="main", title="X", body="", draft=False)
+    s.protect_branch(ref.path, "main", ["ci"])
+    s.set_check(ref.path, sha, "ci", "failure", log="boom")
+    try:
+        forge.merge(conn, ref, pr.number, method="merge", head_sha=sha)
+    except ForgeRefused as e:
+        assert e.status == 405 and "merge status:" in str(e)
+    else:
+        raise AssertionError("a merge with a failed required pipeline went through")

@@ -114,9 +114,20 @@ def test_a_wrong_token_is_refused_on_the_api_and_on_git(github_standin, tmp_path
     assert resp.status_code == 401 and resp.json()["message"] == "Bad credentials"
     wrong = repo.clone_url.replace("http://", "http://x-access-token:nope@")
     done = run_git(tmp_path, "clone", "-q", wrong, str(tmp_path / "c"))
-    assert done.returncode != 0 and "401" in done.stderr or "Authentication failed" in done.stderr
-    assert (f"/acme/secret.git/info/refs?service=git-upload-pack", 401) in s.git_requests
+    assert done.returncode != 0 and ("401" in done.stderr or "Authentication failed" in done.stderr)
+    assert ("/acme/secret.git/info/refs?service=git-upload-pack", 401) in s.git_requests
     assert run_git(tmp_path, "clone", "-q", s.authed_url("acme/secret"), str(tmp_path / "ok")).returncode == 0
+    # a push with a wrong credential is refused too; nothing reaches the bare repository
+    work = tmp_path / "ok"
+    run_git(work, "checkout", "-q", "-b", "sneaky")
+    (work / "x").write_text("x")
+    run_git(work, "add", "x")
+    run_git(work, "commit", "-q", "-m", "x")
+    pushed = run_git(work, "push", "-q", wrong, "sneaky")
+    assert pushed.returncode != 0 and s.branch_head("acme/secret", "sneaky") is None
+    assert ("/acme/secret.git/info/refs?service=git-receive-pack", 401) in s.git_requests
+    assert run_git(work, "push", "-q", "origin", "sneaky").returncode == 0
+    assert s.branch_head("acme/secret", "sneaky") is not None
 
 
 def test_conditional_get_answers_304_and_is_counted(github_standin):

@@ -250,6 +250,8 @@ class Gitea(Flavour):
         method = DO_TO_METHOD.get(do)
         if method is None:
             return self.error(405, f"merge style {do} is not allowed")
+        if pr.state == "open" and pr.title.upper().startswith(WIP_PREFIXES):
+            return self.error(405, "Work in progress PRs cannot be merged")
         try:
             repo.merge(pr, method, ctx.standin.login, expected_sha=ctx.body.get("head_commit_id"))
         except MergeRefused as refused:

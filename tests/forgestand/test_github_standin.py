@@ -65,6 +65,15 @@ def test_a_pull_request_from_push_to_merge(github_standin, tmp_path):
     assert runs[0]["conclusion"] == "failure" and "boom" in runs[0]["output"]["text"]
     assert api(s, "GET", f"/repos/acme/widget/commits/{sha}/status").json()["state"] == "failure"
 
+    draft = api(s, "PUT", f"/repos/acme/widget/pulls/{number}/merge", json={"merge_method": "merge"})
+    assert draft.status_code == 405 and draft.json()["message"] == "Pull Request is still a draft"
+    ready = httpx.post(s.base_url + "/api/graphql", headers={"Authorization": f"bearer {s.token}"}, timeout=10, json={
+        "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
+        "variables": {"id": created.json()["node_id"]}})
+    assert ready.json() == {"data": {"markPullRequestReadyForReview": {"pullRequest": {
+        "isDraft": False, "id": created.json()["node_id"], "number": number}}}}
+    assert api(s, "GET", f"/repos/acme/widget/pulls/{number}").json()["draft"] is False
+
     s.protect_branch("acme/widget", "main", ["ci"])
     refused = api(s, "PUT", f"/repos/acme/widget/pulls/{number}/merge", json={"merge_method": "squash"})
     assert refused.status_code == 405 and refused.json()["message"] == 'Required status check "ci" is expected.'
@@ -78,6 +87,8 @@ def test_a_pull_request_from_push_to_merge(github_standin, tmp_path):
     assert api(s, "GET", f"/repos/acme/widget/pulls/{number}").json()["merged"] is True
     assert api(s, "DELETE", "/repos/acme/widget/git/refs/heads/agent/issue-1").status_code == 204
     assert s.branch_head("acme/widget", "agent/issue-1") is None
+    gone = api(s, "DELETE", "/repos/acme/widget/git/refs/heads/agent/issue-1")  # GitHub's answer, no violation
+    assert gone.status_code == 422 and gone.json()["message"] == "Reference does not exist"
 
 
 def test_squash_and_rebase_are_real_git(github_standin):

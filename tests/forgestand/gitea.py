@@ -88,7 +88,7 @@ class Gitea(Flavour):
     def pr_json(self, standin: Any, repo: Repo, pr: PR) -> dict:
         repo.refresh(pr)
         shaped_repo = self.repo_json(standin, repo)
-        branch = lambda ref, sha: {"label": ref, "ref": ref, "sha": sha, "repo_id": repo.id, "repo": shaped_repo}  # noqa: E731
+        branch = lambda ref, sha: {"label": ref, "ref": ref, "sha": sha, "repo_id": repo.id, "repo": shaped_repo}
         return {"id": pr.id, "url": f"{repo.web_url}/pulls/{pr.number}", "number": pr.number,
                 "user": self.user(standin, pr.author), "title": pr.title, "body": pr.body, "labels": [],
                 "milestone": None, "assignee": None, "assignees": None, "requested_reviewers": None,
@@ -250,6 +250,8 @@ class Gitea(Flavour):
         method = DO_TO_METHOD.get(do)
         if method is None:
             return self.error(405, f"merge style {do} is not allowed")
+        if pr.state == "open" and pr.title.upper().startswith(WIP_PREFIXES):
+            return self.error(405, "Work in progress PRs cannot be merged")
         try:
             repo.merge(pr, method, ctx.standin.login, expected_sha=ctx.body.get("head_commit_id"))
         except MergeRefused as refused:

@@ -53,6 +53,7 @@ http {{
     uwsgi_temp_path {prefix}/tmp/uwsgi;
     scgi_temp_path {prefix}/tmp/scgi;
     client_max_body_size 0;
+    upstream standin_api {{ server 127.0.0.1:{app_port}; keepalive 8; }}
     server {{
         listen 127.0.0.1:{port};
         location = /_standin/git-auth-subrequest {{
@@ -76,8 +77,9 @@ http {{
             fastcgi_request_buffering off;
         }}
         location / {{
-            proxy_pass http://127.0.0.1:{app_port};
+            proxy_pass http://standin_api;
             proxy_http_version 1.1;
+            proxy_set_header Connection "";
             proxy_set_header Host $http_host;
             proxy_buffering off;
         }}

@@ -56,6 +56,7 @@ class GitHub(Flavour):
             "repos/list-commit-statuses-for-ref": self.list_statuses,
             "pulls/merge": self.merge, "git/delete-ref": self.delete_ref,
         }
+        self.extra_paths = {"/api/graphql": self.graphql}
 
     def description(self) -> openapi.ApiDescription:
         return openapi.github_rest()
@@ -331,6 +332,8 @@ class GitHub(Flavour):
             return self.not_found()
         repo, pr = found
         method = (ctx.body or {}).get("merge_method", "merge")
+        if pr.state == "open" and pr.draft:
+            return self.error(405, "Pull Request is still a draft")
         try:
             sha = repo.merge(pr, method, ctx.standin.login, expected_sha=(ctx.body or {}).get("sha"))
         except MergeRefused as refused:
@@ -346,6 +349,29 @@ class GitHub(Flavour):
                 return self.error(405, f"{method.capitalize()} merges are not allowed on this repository.")
             return self.error(405, "Pull Request is not mergeable")
         return Answer(200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
+
+    def graphql(self, ctx: Ctx) -> Answer:
+        """GitHub's GraphQL endpoint (GHES <base>/api/graphql), for the two draft mutations only: REST
+        cannot take a PR out of draft. GitHub's GraphQL schema is not in the pinned packages, so the
+        accepted documents are these two shapes; any other query is a violation."""
+        query, variables = str(ctx.body.get("query", "")), ctx.body.get("variables") or {}
+        m = re.search(r"(markPullRequestReadyForReview|convertPullRequestToDraft)\s*\(\s*input\s*:\s*\{\s*"
+                      r"pullRequestId\s*:\s*(\$\w+|\"[^\"]+\")\s*\}\s*\)", query)
+        if m is None or not query.lstrip().startswith("mutation"):
+            ctx.standin.violation(f"POST /api/graphql: the stand-in serves only markPullRequestReadyForReview and "
+                                  f"convertPullRequestToDraft mutations, not {query[:200]!r}")
+            return Answer(200, {"errors": [{"message": "The stand-in does not serve this GraphQL document"}]})
+        mutation, ref = m.groups()
+        node_id = variables.get(ref[1:]) if ref.startswith("$") else ref.strip('"')
+        for repo in ctx.standin.repos.values():
+            for pr in repo.prs:
+                if f"PR_{pr.id}" == node_id:
+                    pr.draft = mutation == "convertPullRequestToDraft"
+                    pr.updated_at = now()
+                    return Answer(200, {"data": {mutation: {"pullRequest": {"isDraft": pr.draft, "id": node_id,
+                                                                            "number": pr.number}}}})
+        return Answer(200, {"data": {mutation: None}, "errors": [
+            {"type": "NOT_FOUND", "path": [mutation], "message": f"Could not resolve to a node with the global id of '{node_id}'"}]})
 
     def delete_ref(self, ctx: Ctx) -> Answer:
         repo = self._repo(ctx)

@@ -89,8 +89,9 @@ def _null_allowed(validator_cls):
 class ApiDescription:
     """A loaded document: operations by method, validators by JSON pointer."""
 
-    def __init__(self, name: str, document: dict, *, dialect: str, base_path: str):
+    def __init__(self, name: str, document: dict, *, dialect: str, base_path: str, error_body: dict | None = None):
         self.name = name
+        self.error_body = error_body
         self.dialect = dialect  # "openapi3" | "swagger2"
         self.base_path = base_path.rstrip("/")
         self.document = document
@@ -251,11 +252,11 @@ class ApiDescription:
             schema, pointer = (media.get("schema"), f"{pointer}/content/{_escape(kind)}/schema") if media else (None, "")
         else:
             schema, pointer = response.get("schema"), pointer + "/schema"
-        if schema is None and self.dialect == "swagger2" and status >= 400:
-            # go-swagger describes Gitea's error bodies as "headers" (APIError) or as "empty"
-            # (notFound, 405); Gitea sends the JSON APIError {message, url[, errors]} for them.
-            schema, pointer = {"type": "object", "required": ["message"], "properties": {
-                "message": {"type": "string"}, "url": {"type": "string"}, "errors": {"type": "array"}}}, ""
+        if schema is None and status >= 400 and self.error_body is not None:
+            # An error status described without a body: the forge still sends its error JSON (GitHub's
+            # basic-error, e.g. delete-ref's 422 "Reference does not exist"; go-swagger describes
+            # Gitea's APIError {message, url} as response "headers" or as "empty"). Held to that shape.
+            schema, pointer = self.error_body, ""
         if schema is None:
             return [f"{where}: a body is not described for this status"] if has_body and body not in ("", None) else []
         if not has_body:
@@ -274,7 +275,8 @@ def github_rest() -> ApiDescription:
     if not path.exists():
         raise RuntimeError(f"{path} is missing: run `make test` (npm ci of tests/forgestand) first")
     document = _nullable_to_json_schema(json.loads(path.read_text()))
-    return ApiDescription("GitHub's REST description (@octokit/openapi)", document, dialect="openapi3", base_path="")
+    return ApiDescription("GitHub's REST description (@octokit/openapi)", document, dialect="openapi3", base_path="",
+                          error_body={"$ref": "urn:api#/components/schemas/basic-error"})
 
 
 @lru_cache(maxsize=None)
@@ -290,7 +292,10 @@ def github_webhooks() -> ApiDescription:
 def gitea() -> ApiDescription:
     """Gitea 1.22's published swagger.v1.json (Forgejo's v1 API is the same for what we call)."""
     document = json.loads((SPECS / "gitea-1.22-swagger.v1.json").read_text())
-    return ApiDescription("Gitea's swagger.v1.json (1.22)", document, dialect="swagger2", base_path="/api/v1")
+    api_error = {"type": "object", "required": ["message"], "properties": {
+        "message": {"type": "string"}, "url": {"type": "string"}, "errors": {"type": "array"}}}
+    return ApiDescription("Gitea's swagger.v1.json (1.22)", document, dialect="swagger2", base_path="/api/v1",
+                          error_body=api_error)
 
 
 @lru_cache(maxsize=None)

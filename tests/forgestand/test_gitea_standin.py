@@ -44,6 +44,9 @@ def test_a_pull_request_from_push_to_merge(standin, tmp_path):
 
     s.set_check("acme/widget", sha, "ci", "failure", log="boom")
     assert api(s, "GET", f"/repos/acme/widget/commits/{sha}/status").json()["state"] == "failure"
+    wip = api(s, "POST", f"/repos/acme/widget/pulls/{number}/merge", json={"Do": "merge"})
+    assert wip.status_code == 405 and wip.json()["message"] == "Work in progress PRs cannot be merged"
+    assert api(s, "PATCH", f"/repos/acme/widget/pulls/{number}", json={"title": "Fix it"}).json()["draft"] is False
     s.protect_branch("acme/widget", "main", ["ci"])
     refused = api(s, "POST", f"/repos/acme/widget/pulls/{number}/merge", json={"Do": "squash"})
     assert refused.status_code == 405

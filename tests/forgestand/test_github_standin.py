@@ -65,6 +65,15 @@ def test_a_pull_request_from_push_to_merge(github_standin, tmp_path):
     assert runs[0]["conclusion"] == "failure" and "boom" in runs[0]["output"]["text"]
     assert api(s, "GET", f"/repos/acme/widget/commits/{sha}/status").json()["state"] == "failure"
 
+    draft = api(s, "PUT", f"/repos/acme/widget/pulls/{number}/merge", json={"merge_method": "merge"})
+    assert draft.status_code == 405 and draft.json()["message"] == "Pull Request is still a draft"
+    ready = httpx.post(s.base_url + "/api/graphql", headers={"Authorization": f"bearer {s.token}"}, timeout=10, json={
+        "query": "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }",
+        "variables": {"id": created.json()["node_id"]}})
+    assert ready.json() == {"data": {"markPullRequestReadyForReview": {"pullRequest": {
+        "isDraft": False, "id": created.json()["node_id"], "number": number}}}}
+    assert api(s, "GET", f"/repos/acme/widget/pulls/{number}").json()["draft"] is False
+
     s.protect_branch("acme/widget", "main", ["ci"])
     refused = api(s, "PUT", f"/repos/acme/widget/pulls/{number}/merge", json={"merge_method": "squash"})
     assert refused.status_code == 405 and refused.json()["message"] == 'Required status check "ci" is expected.'
@@ -78,6 +87,8 @@ def test_a_pull_request_from_push_to_merge(github_standin, tmp_path):
     assert api(s, "GET", f"/repos/acme/widget/pulls/{number}").json()["merged"] is True
     assert api(s, "DELETE", "/repos/acme/widget/git/refs/heads/agent/issue-1").status_code == 204
     assert s.branch_head("acme/widget", "agent/issue-1") is None
+    gone = api(s, "DELETE", "/repos/acme/widget/git/refs/heads/agent/issue-1")  # GitHub's answer, no violation
+    assert gone.status_code == 422 and gone.json()["message"] == "Reference does not exist"
 
 
 def test_squash_and_rebase_are_real_git(github_standin):
@@ -114,9 +125,20 @@ def test_a_wrong_token_is_refused_on_the_api_and_on_git(github_standin, tmp_path
     assert resp.status_code == 401 and resp.json()["message"] == "Bad credentials"
     wrong = repo.clone_url.replace("http://", "http://x-access-token:nope@")
     done = run_git(tmp_path, "clone", "-q", wrong, str(tmp_path / "c"))
-    assert done.returncode != 0 and "401" in done.stderr or "Authentication failed" in done.stderr
-    assert (f"/acme/secret.git/info/refs?service=git-upload-pack", 401) in s.git_requests
+    assert done.returncode != 0 and ("401" in done.stderr or "Authentication failed" in done.stderr)
+    assert ("/acme/secret.git/info/refs?service=git-upload-pack", 401) in s.git_requests
     assert run_git(tmp_path, "clone", "-q", s.authed_url("acme/secret"), str(tmp_path / "ok")).returncode == 0
+    # a push with a wrong credential is refused too; nothing reaches the bare repository
+    work = tmp_path / "ok"
+    run_git(work, "checkout", "-q", "-b", "sneaky")
+    (work / "x").write_text("x")
+    run_git(work, "add", "x")
+    run_git(work, "commit", "-q", "-m", "x")
+    pushed = run_git(work, "push", "-q", wrong, "sneaky")
+    assert pushed.returncode != 0 and s.branch_head("acme/secret", "sneaky") is None
+    assert ("/acme/secret.git/info/refs?service=git-receive-pack", 401) in s.git_requests
+    assert run_git(work, "push", "-q", "origin", "sneaky").returncode == 0
+    assert s.branch_head("acme/secret", "sneaky") is not None
 
 
 def test_conditional_get_answers_304_and_is_counted(github_standin):

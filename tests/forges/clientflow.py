@@ -117,16 +117,17 @@ def checks_come_back(standin: Any, forge: Forge, conn: Connection, ref: RepoRef,
     assert {c.state for c in forge.checks(conn, ref, sha)} == {"success"}
 
 
-def refused_then_merged(standin: Any, forge: Forge, conn: Connection, ref: RepoRef, pr: PullRequest,
-                        *, leave_draft: bool = True) -> None:
-    """Forges refuse to merge a draft: it leaves draft first (`leave_draft`), then a failing
-    required check refuses the merge with the forge's reason, then a green one merges."""
+def refused_then_merged(standin: Any, forge: Forge, conn: Connection, ref: RepoRef, pr: PullRequest) -> None:
+    """Forges refuse to merge a draft, so it leaves draft first; then a failing required check
+    refuses the merge with the forge's reason, then a green one merges."""
     standin.protect_branch(ref.path, "main", ["ci"])
-    if leave_draft:
-        assert forge.get_pr(conn, ref, pr.number).state == "draft"
-        ready = forge.mark_ready(conn, ref, pr.number)
-        assert ready.state == "open" and not standin.pr(ref.path, pr.number).draft
-        assert forge.mark_ready(conn, ref, pr.number) == ready  # already ready: unchanged
+    draft = forge.get_pr(conn, ref, pr.number)
+    assert draft.state == "draft"
+    with pytest.raises(ForgeRefused):
+        forge.merge(conn, ref, pr.number, method=forge.repo(conn, ref).merge_methods[0], head_sha=draft.head_sha)
+    ready = forge.mark_ready(conn, ref, pr.number)
+    assert ready.state == "open" and not standin.pr(ref.path, pr.number).draft
+    assert same(forge.mark_ready(conn, ref, pr.number), ready)  # already ready: unchanged
     current = forge.get_pr(conn, ref, pr.number)
     standin.set_check(ref.path, current.head_sha, "ci", "failure", log="boom")
     method = forge.repo(conn, ref).merge_methods[0]

@@ -53,9 +53,44 @@ def get(project_id: str, output: Output = OutputOpt) -> None:
         record(p, [], output)
         return
     record(p, [("id", "id"), ("title", "title"), ("description", "description"), ("status", "status"),
-               ("priority", "priority")], output)
+               ("priority", "priority"), ("forge_policy", "forge policy")], output)
     typer.echo("")
     table(p["resources"], RESOURCE_COLS, output, "no resources")
+
+
+@app.command("update")
+def update(
+    project_id: str,
+    title: Optional[str] = typer.Option(None, "--title"),
+    description: Optional[str] = typer.Option(None, "--description"),
+    status: Optional[str] = typer.Option(None, "--status"),
+    priority: Optional[str] = typer.Option(None, "--priority"),
+    auto_push: Optional[bool] = typer.Option(None, "--auto-push/--no-auto-push",
+                                             help="Push an agent's branch to the forge when its run ends."),
+    auto_pr: Optional[bool] = typer.Option(None, "--auto-pr/--no-auto-pr",
+                                           help="Open a pull request for a pushed branch by itself."),
+    draft: Optional[bool] = typer.Option(None, "--draft/--no-draft", help="Open pull requests as drafts."),
+    max_followups: Optional[int] = typer.Option(None, "--max-followups",
+                                                help="Automatic follow-ups per pull request (reviews, failed checks)."),
+    on_merge: Optional[str] = typer.Option(None, "--on-merge", help="done or in_review: where a merged PR's issue goes."),
+    output: Output = OutputOpt,
+) -> None:
+    """Change a project: only the options given change (the forge policy included)."""
+    body: dict[str, Any] = {k: v for k, v in (("title", title), ("description", description), ("status", status),
+                                              ("priority", priority)) if v is not None}
+    policy = {k: v for k, v in (("auto_push", auto_push), ("auto_pr", auto_pr), ("draft", draft),
+                                ("max_followups", max_followups), ("on_merge", on_merge)) if v is not None}
+    if policy:
+        body["forge_policy"] = policy
+    if not body:
+        fail("nothing to change: give --title, --status, --auto-push/--no-auto-push, --max-followups, … (see --help)", 2)
+    p = Client().patch(f"/api/projects/{seg(project_id)}", body)
+    if output == Output.json:
+        record(p, [], output)
+        return
+    fp = p.get("forge_policy") or {}
+    typer.echo(f"Updated project {p['id']} “{p['title']}”; forge policy: "
+               + ", ".join(f"{k}={v}" for k, v in fp.items()) + ".")
 
 
 @resource_app.command("list")

@@ -142,6 +142,15 @@ ACCESS: dict[str, Rule] = {
     "GET /api/tasks/{task_id}/harness/handoff":          MEMBER_DAEMON_TASK,
     "POST /api/tasks/{task_id}/harness/handoff":         Rule(None, daemon=True, task=True),
     "GET /api/issues/{ref}/handoffs":                    MEMBER_OR_TASK,
+    # forge connections (issue 22 §1, docs/forges.md): members see them (never a secret); owners
+    # and admins add, change, remove, test them and rotate the webhook secret
+    "GET /api/forges":                                   MEMBER,
+    "POST /api/forges":                                  ADMIN,
+    "GET /api/forges/{connection_id}":                   MEMBER,
+    "PATCH /api/forges/{connection_id}":                 ADMIN,
+    "DELETE /api/forges/{connection_id}":                ADMIN,
+    "POST /api/forges/{connection_id}/test":             ADMIN,
+    "POST /api/forges/{connection_id}/webhook-secret":   ADMIN,
     # daemons: listing for people, the daemon's own API
     "GET /api/daemons":                                  MEMBER,
     "GET /api/daemons/{daemon_id}":                      MEMBER,

@@ -77,12 +77,46 @@ class ProjectCreate(Strict):
     resources: list[ResourceIn] = Field(default_factory=list, max_length=100)
 
 
+class ForgePolicyPatch(Strict):
+    """A project's forge policy (service/forgepolicy.py): only what is given changes; null
+    returns a setting to its default."""
+
+    auto_push: bool | None = None
+    auto_pr: bool | None = None
+    draft: bool | None = None
+    max_followups: int | None = None
+    on_merge: ShortName | None = None
+
+
 class ProjectUpdate(Strict):
     title: Name | None = None
     description: Body | None = None
     status: ShortName | None = None
     priority: ShortName | None = None
     lead_id: Annotated[str, Field(max_length=100), AfterValidator(_no_nul)] | None = None  # "" clears it
+    forge_policy: ForgePolicyPatch | None = None
+
+
+#: A forge credential: an access token, write-only (service/forges.py checks its shape).
+Credential = Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)]
+UrlText = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)]
+
+
+class ForgeConnectionCreate(Strict):
+    kind: ShortName
+    name: ShortName
+    base_url: UrlText
+    api_url: UrlText | None = None
+    credential: Credential
+    members_may_merge: bool = False
+
+
+class ForgeConnectionUpdate(Strict):
+    name: ShortName | None = None
+    base_url: UrlText | None = None
+    api_url: UrlText | None = None
+    credential: Credential | None = None
+    members_may_merge: bool | None = None
 
 
 class IssueCreate(Strict):

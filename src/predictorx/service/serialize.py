@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store import schema as s
+from .forgepolicy import policy_of
 
 
 def _ts(value) -> str | None:
@@ -25,7 +26,7 @@ def resource(r: s.ProjectResource) -> dict[str, Any]:
 def project(p: s.Project, resources: list[s.ProjectResource] | None = None) -> dict[str, Any]:
     out = {"id": p.id, "workspace_id": p.workspace_id, "title": p.title, "description": p.description,
            "status": p.status, "priority": p.priority, "lead_id": p.lead_id,
-           "created_at": _ts(p.created_at), "updated_at": _ts(p.updated_at)}
+           "forge_policy": policy_of(p), "created_at": _ts(p.created_at), "updated_at": _ts(p.updated_at)}
     if resources is not None:
         out["resources"] = [resource(r) for r in resources]
     return out

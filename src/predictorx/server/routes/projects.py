@@ -4,6 +4,7 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ... import resources as registry
+from ...service import forgepolicy
 from ...service import projects as svc
 from ...service import serialize
 from ..deps import Caller, get_state, user_caller
@@ -48,7 +49,11 @@ def update_project(project_id: str, body: ProjectUpdate, caller: Caller = Depend
                    state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         p = svc.get_project(s, caller.workspace_id, project_id)
-        svc.update_project(s, p, **{k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None})
+        changes = body.model_dump(exclude_unset=True)
+        changes.pop("forge_policy", None)
+        if body.forge_policy is not None:  # one bad value aborts the whole update (the transaction)
+            forgepolicy.set_policy(p, body.forge_policy.model_dump(exclude_unset=True))
+        svc.update_project(s, p, **{k: v for k, v in changes.items() if v is not None})
         return serialize.project(p, svc.list_resources(s, p.id))
 
 

@@ -212,6 +212,12 @@ ACCESS: dict[str, Rule] = {
     "POST /agents/{agent_id}/archive":                   MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/restore":                   MEMBER,   # its owner, or an admin/owner: service
     "GET /daemons":                                      MEMBER,
+    "GET /forges":                                       MEMBER,   # settings → Forges: members see the list
+    "POST /forges":                                      ADMIN,
+    "POST /forges/{connection_id}":                      ADMIN,
+    "POST /forges/{connection_id}/remove":               ADMIN,
+    "POST /forges/{connection_id}/test":                 ADMIN,
+    "POST /forges/{connection_id}/webhook-secret":       ADMIN,
 }
 # fmt: on
 

@@ -13,13 +13,14 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
+from ...service import forgepolicy
 from ...service import members as member_svc
 from ...service import projects as svc
 from ...service import workspaces as ws_svc
-from ..models import ProjectCreate, ProjectUpdate, ResourceIn
+from ..models import ForgePolicyPatch, ProjectCreate, ProjectUpdate, ResourceIn
 from ..routes import projects as api
 from .api import call
-from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
+from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .issues import project_issues_context
 from .pageroute import PageRoute
 from .pagework import in_page_thread
@@ -82,7 +83,19 @@ def head_context(request: Request, who: Viewer, project_id: str, **extra: Any) -
     lead = next((m.name for m in members if m.id == project.lead_id), None)
     return {"viewer": who, "project": project, "lead": lead, "members": members, "editing": False,
             "statuses": svc.PROJECT_STATUSES, "priorities": svc.PRIORITIES, "head_error": None,
-            "values": {}, **extra}
+            "values": {}, "policy": forgepolicy.policy_of(project), "on_merge_choices": forgepolicy.ON_MERGE,
+            "policy_open": False, **extra}
+
+
+def policy_from_form(form: Form) -> ForgePolicyPatch:
+    """The Forge policy form: unticked boxes are false (the form always sends all five)."""
+    try:
+        followups = int(form.get("max_followups") or "0")
+    except ValueError:
+        raise FormError("automatic follow-ups must be a whole number from 0 to 20") from None
+    return ForgePolicyPatch(auto_push=form.get("auto_push") == "on", auto_pr=form.get("auto_pr") == "on",
+                            draft=form.get("draft") == "on", max_followups=followups,
+                            on_merge=form.get("on_merge") or "done")
 
 
 @router.get("/projects/{project_id}")
@@ -101,15 +114,17 @@ async def update_project(request: Request, project_id: str, form: Form = Depends
                          who: Viewer = Depends(viewer)) -> Response:
     """Status and priority from the header's selects; title, description and lead from its
     Edit form (which sends `form=edit`, so an emptied description or lead is a change too)."""
-    changes = {key: form.get(key) for key in ("status", "priority", "title") if form.get(key)}
+    changes: dict[str, Any] = {key: form.get(key) for key in ("status", "priority", "title") if form.get(key)}
     if form.get("form") == "edit":
         changes.update(description=form.get("description"), lead_id=form.get("lead_id"))
     extra: dict[str, Any] = {}
     status = 200
     try:
+        if form.get("form") == "policy":
+            changes["forge_policy"] = policy_from_form(form)
         await call(api.update_project, project_id, ProjectUpdate(**changes), who.caller, request.app.state.px)
     except FORM_ERRORS as e:
         extra, status = {"head_error": message_of(e), "editing": form.get("form") == "edit",
-                         "values": form.values()}, status_of(e)
+                         "policy_open": form.get("form") == "policy", "values": form.values()}, status_of(e)
     context = await in_page_thread(head_context, request, who, project_id, **extra)
     return panel(request, "_project_head.html", context, page_url=f"/projects/{project_id}", status=status)

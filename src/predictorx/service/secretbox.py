@@ -25,8 +25,10 @@ import hashlib
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -232,7 +234,8 @@ def reseal_all(session: Session, old: Keyring, new: Keyring,
     How many values were sealed again."""
     count = 0
     for model, column in sealed_columns():
-        for row in session.scalars(select(model).with_for_update()):
+        rows: list[Any] = list(session.scalars(select(model).with_for_update()))
+        for row in rows:
             value = getattr(row, column)
             if value is None or keep(sealed_key_id(value)):
                 continue
@@ -250,7 +253,7 @@ class Rotation:
     source: str
 
 
-def rotate(open_write: Callable[[], object]) -> Rotation:
+def rotate(open_write: Callable[[], AbstractContextManager[Session]]) -> Rotation:
     """`predictorx server rotate-key` for a key file: add a new key (the old ones still open), re-seal
     every sealed column with it in one transaction, then retire the old keys. A crash between the
     steps leaves a ring that opens everything. With PREDICTORX_SECRET_KEY the operator holds the
@@ -258,7 +261,7 @@ def rotate(open_write: Callable[[], object]) -> Rotation:
     `open_write()` is a context manager giving a write session (Database.write)."""
     ring = load_keyring()
     if ring.source == "env":
-        with open_write() as session:  # type: ignore[attr-defined]
+        with open_write() as session:
             count = reseal_all(session, ring, ring, keep=lambda kid: kid == ring.sealing.id)
         return Rotation(ring.sealing.id, count, tuple(k.id for k in ring.keys[1:]), "env")
     fresh = Key(key_id(material := new_key()), material)
@@ -266,7 +269,7 @@ def rotate(open_write: Callable[[], object]) -> Rotation:
     write_key_file(grown.keys)
     count = 0
     for _ in range(5):  # a value sealed by a running server mid-rotation is caught by the next pass
-        with open_write() as session:  # type: ignore[attr-defined]
+        with open_write() as session:
             done = reseal_all(session, grown, grown, keep=lambda kid: kid == fresh.id)
         count += done
         if not done:

@@ -21,9 +21,11 @@ REFUSED_TOKEN = "tf-refused-token-X1y2"
 REFUSAL = "Bad credentials (the token was revoked)"
 #: A token that makes the forge unreachable (as a timeout would).
 DOWN_TOKEN = "tf-down-token-Z3w4"
+#: A token that makes the client itself break (a bug, not the forge's answer).
+CRASH_TOKEN = "tf-crash-token-V5u6"
 
 
-class TestForge:
+class KitForge:
     kind = KIND
     webhook_auth = "X-Test-Signature"
     calls: list[Connection] = []
@@ -53,22 +55,18 @@ class TestForge:
             raise ForgeRefused(REFUSAL, 401)
         if conn.token == DOWN_TOKEN:
             raise ForgeUnavailable("connection refused by 127.0.0.1:9 (nothing listens there)")
+        if conn.token == CRASH_TOKEN:
+            raise RuntimeError(f"client bug while sending Authorization: token {conn.token}")
         if conn.token != GOOD_TOKEN:
             raise ForgeRefused("Unknown token", 401)
         return "octo-bot"
 
 
-TestForge.__test__ = False  # type: ignore[attr-defined]
-
-
 @contextmanager
-def test_forge_registered() -> Iterator[type[TestForge]]:
-    registry.register(TestForge)
-    TestForge.calls = []
+def registered_kit_forge() -> Iterator[type[KitForge]]:
+    registry.register(KitForge)
+    KitForge.calls = []
     try:
-        yield TestForge
+        yield KitForge
     finally:
         registry.FORGES.unregister(KIND)
-
-
-test_forge_registered.__test__ = False  # type: ignore[attr-defined]

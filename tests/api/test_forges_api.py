@@ -13,12 +13,12 @@ from sqlalchemy import MetaData, select
 from predictorx.service import forges
 from predictorx.store.schema import ForgeConnection, PullRequest
 
-from forge_testkit import DOWN_TOKEN, GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, test_forge_registered
+from forge_testkit import CRASH_TOKEN, DOWN_TOKEN, GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, registered_kit_forge
 
 
 @pytest.fixture(autouse=True)
 def testforge():
-    with test_forge_registered() as forge:
+    with registered_kit_forge() as forge:
         yield forge
 
 
@@ -118,12 +118,15 @@ def test_a_second_connection_of_the_same_name_is_a_conflict(api):
 
 
 @pytest.mark.parametrize("token, status, words", [(REFUSED_TOKEN, 422, REFUSAL),
-                                                  (DOWN_TOKEN, 502, "could not be reached")])
-def test_test_gives_the_forges_own_refusal(api, token, status, words, testforge):
+                                                  (DOWN_TOKEN, 502, "could not be reached"),
+                                                  (CRASH_TOKEN, 502, "forge client failed (RuntimeError)")])
+def test_test_gives_the_forges_own_refusal(api, token, status, words, testforge, caplog):
+    caplog.set_level(logging.DEBUG)
     made = _add(api, credential=token).json()
     r = api.post(f"/api/forges/{made['id']}/test")
     assert r.status_code == status and words in r.json()["detail"], r.text
     assert token not in r.text
+    assert token not in "\n".join(rec.getMessage() for rec in caplog.records)
     assert testforge.calls[-1].token == token and testforge.calls[-1].api_url == "https://forge.test/api/v9"
 
 

@@ -18,7 +18,7 @@ from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
 
-from forge_testkit import GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, test_forge_registered
+from forge_testkit import GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, registered_kit_forge
 from e2e.harness import free_port
 
 
@@ -39,7 +39,7 @@ def server(tmp_path, monkeypatch):
         time.sleep(0.02)
     monkeypatch.setenv("PREDICTORX_SERVER_URL", url)
     monkeypatch.setenv("PREDICTORX_TOKEN", token)
-    with test_forge_registered():
+    with registered_kit_forge():
         yield url
     srv.should_exit = True
     thread.join(timeout=10)

@@ -17,7 +17,7 @@ from predictorx.service import forges, secretbox
 from predictorx.service.secretbox import SecretError, seal, unseal
 from predictorx.store.schema import ForgeConnection, Workspace
 
-from forge_testkit import GOOD_TOKEN, KIND, test_forge_registered
+from forge_testkit import GOOD_TOKEN, KIND, registered_kit_forge
 
 
 def _key() -> str:
@@ -104,7 +104,7 @@ def _raw(db, column: str) -> list[str]:
 
 
 def test_rotation_reseals_every_column_in_one_go_and_retires_the_old_key(db):
-    with test_forge_registered():
+    with registered_kit_forge():
         cid, hook = _connection(db)
         _connection(db, "another-token-5678", "gl")
     old = secretbox.load_keyring()
@@ -129,7 +129,7 @@ def test_rotation_reseals_every_column_in_one_go_and_retires_the_old_key(db):
 def test_rotation_with_the_environment_reseals_with_its_first_key(db, monkeypatch):
     old, new = _key(), _key()
     monkeypatch.setenv("PREDICTORX_SECRET_KEY", old)
-    with test_forge_registered():
+    with registered_kit_forge():
         cid, _ = _connection(db)
     monkeypatch.setenv("PREDICTORX_SECRET_KEY", f"{new},{old}")
     done = secretbox.rotate(db.write)
@@ -146,7 +146,7 @@ def test_server_rotate_key_command(tmp_path):
 
     db = Database(config.database_url())
     db.migrate()
-    with test_forge_registered():
+    with registered_kit_forge():
         cid, _ = _connection(db)
     db.dispose()
     old = secretbox.load_keyring().sealing.id

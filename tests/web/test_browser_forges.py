@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from forge_testkit import GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, test_forge_registered
+from forge_testkit import GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, registered_kit_forge
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(autouse=True)
 def testforge():
-    with test_forge_registered() as forge:
+    with registered_kit_forge() as forge:
         yield forge
 
 

@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from forge_testkit import GOOD_TOKEN, KIND, test_forge_registered
+from forge_testkit import GOOD_TOKEN, KIND, registered_kit_forge
 
 
 @pytest.fixture(autouse=True)
 def testforge():
-    with test_forge_registered() as forge:
+    with registered_kit_forge() as forge:
         yield forge
 
 
@@ -55,3 +55,12 @@ def test_a_rotated_secret_is_shown_once_on_the_page(client):
     shown = re.search(r'value="([^"]+)" id="webhook-secret-value"', r.text).group(1)
     assert len(shown) >= 40
     assert shown not in client.get("/forges").text
+
+
+def test_a_plain_form_post_shows_the_secret_on_the_page_it_answers(client):
+    """Without htmx (no script) the answer to "Add" is the page itself: a redirect would lose the
+    only showing of the webhook secret."""
+    r = client.post("/forges", data={"kind": KIND, "name": "gh", "base_url": "https://forge.test",
+                                     "credential": GOOD_TOKEN})
+    assert r.status_code == 200 and "shown once" in r.text and GOOD_TOKEN not in r.text
+    assert re.search(r'value="([^"]{40,})" id="webhook-secret-value"', r.text)

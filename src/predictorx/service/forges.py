@@ -11,6 +11,7 @@ once, in the answer to add and to rotate-webhook-secret, for the person to paste
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -24,6 +25,8 @@ from ..forges.base import Connection, Forge, ForgeRefused, ForgeUnavailable, Rep
 from ..store.schema import ForgeConnection, PullRequest, new_id
 from . import secretbox
 from .errors import Conflict, Invalid, NotFound, ServiceError
+
+log = logging.getLogger("predictorx.forges")
 
 #: PR states that still need their connection (pushed branch, open or draft PR).
 LIVE_PR_STATES = ("pushed", "open", "draft")
@@ -215,14 +218,17 @@ def call_forge(action: str, fn: Any, *args: Any) -> Any:
         raise ForgeCallFailed(f"{action}: the forge refused — {e}", 422) from None
     except ForgeUnavailable as e:
         raise ForgeCallFailed(f"{action}: the forge could not be reached — {e}", 502) from None
+    except ServiceError:
+        raise
+    except Exception as e:  # noqa: BLE001 — a client's bug is still an answer, not a 500
+        log.warning("forge client failed while %s: %s", action, type(e).__name__)  # its text may quote a request
+        raise ForgeCallFailed(f"{action}: the forge client failed ({type(e).__name__}); the server log has "
+                              "no more, try again or report it", 502) from None
 
 
-def test_connection(kind: str, conn: Connection) -> str:
+def check_connection(kind: str, conn: Connection) -> str:
     """The account the token acts as (`forge test`)."""
     return call_forge("testing the connection", forge_of(kind).whoami, conn)
-
-
-test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
 def _url_host(url: str) -> tuple[str, bool] | None:

@@ -62,12 +62,12 @@ def remove_connection(state: AppState, caller: Caller, ref: str) -> dict:
             "message": f"removed forge connection {name}{said}"}
 
 
-def test_connection(state: AppState, caller: Caller, ref: str) -> dict:
+def check_connection(state: AppState, caller: Caller, ref: str) -> dict:
     with state.read() as s:  # the token is opened after the session ends: no transaction waits on a forge
         row = svc.get_connection(s, caller.workspace_id, ref)
         kind, name = row.kind, row.name
         conn = svc.connection_of(row)
-    account = svc.test_connection(kind, conn)
+    account = svc.check_connection(kind, conn)
     return {"ok": True, "name": name, "kind": kind, "account": account,
             "message": f"{name}: the token works; it acts as {account}"}
 
@@ -110,7 +110,7 @@ def remove(connection_id: str, caller: Caller = Depends(user_caller), state: App
 
 @router.post("/{connection_id}/test")
 async def test(connection_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return await run_in_threadpool(test_connection, state, caller, connection_id)
+    return await run_in_threadpool(check_connection, state, caller, connection_id)
 
 
 @router.post("/{connection_id}/webhook-secret")

@@ -21,7 +21,7 @@ from ..routes import forges as api
 from .forms import FORM_ERRORS, Form, read_form, message_of, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
-from .render import html, panel
+from .render import html, is_htmx, panel
 from .session import Viewer, viewer
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -40,6 +40,8 @@ def forges_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any
 
 async def _answer(request: Request, who: Viewer, *, status: int = 200, **extra: Any) -> Response:
     context = await in_page_thread(forges_context, request, who, **extra)
+    if extra.get("shown_secret") and not is_htmx(request):  # a redirect would lose the one showing
+        return html("forges.html", context)
     return panel(request, "_forges.html", context, page_url="/forges", status=status)
 
 
@@ -101,7 +103,7 @@ async def remove(request: Request, connection_id: str, who: Viewer = Depends(vie
 @router.post("/forges/{connection_id}/test")
 async def test(request: Request, connection_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        done = await in_page_thread(api.test_connection, request.app.state.px, who.caller, connection_id)
+        done = await in_page_thread(api.check_connection, request.app.state.px, who.caller, connection_id)
     except (svc.ForgeCallFailed, *FORM_ERRORS) as e:
         return await _refused(request, who, e, connection_id)
     return await _answer(request, who, notice=done["message"] + ".", notice_for=connection_id)

@@ -94,6 +94,34 @@ def test_update_replaces_the_token_and_rotating_the_webhook_secret_shows_the_new
     assert fresh not in api.get(f"/api/forges/{made['id']}").text
 
 
+def test_moving_a_connection_to_another_host_needs_the_token_again(api, testforge):
+    """An admin must not be able to send the token an owner gave to an address of their choosing."""
+    made = _add(api).json()
+    for change in ({"base_url": "https://evil.test"}, {"api_url": "https://evil.test/api"},
+                   {"base_url": "http://forge.test"}, {"api_url": "https://forge.test:8443/api/v9"}):
+        r = api.patch(f"/api/forges/{made['id']}", json=change)
+        assert r.status_code == 422 and "needs its token again" in r.json()["detail"], (change, r.text)
+    assert api.get(f"/api/forges/{made['id']}").json()["api_url"] == "https://forge.test/api/v9"
+    assert api.post(f"/api/forges/{made['id']}/test").status_code == 200
+    assert testforge.calls[-1].api_url == "https://forge.test/api/v9"
+    r = api.patch(f"/api/forges/{made['id']}", json={"base_url": "https://other.test", "credential": GOOD_TOKEN})
+    assert r.status_code == 200 and r.json()["api_url"] == "https://other.test/api/v9"
+    assert r.json()["host"] == "other.test"
+
+
+def test_who_may_merge_through_a_connection(api, db):
+    made = _add(api).json()
+    with db.read() as s:
+        row = s.get(ForgeConnection, made["id"])
+        assert forges.may_merge(row, "owner") and forges.may_merge(row, "admin")
+        assert not forges.may_merge(row, "member") and not forges.may_merge(row, None)
+        with pytest.raises(forges.Forbidden, match="--members-may-merge"):
+            forges.require_merge_allowed(row, "member")
+    api.patch(f"/api/forges/{made['id']}", json={"members_may_merge": True})
+    with db.read() as s:
+        assert forges.may_merge(s.get(ForgeConnection, made["id"]), "member")
+
+
 @pytest.mark.parametrize("body, status, words", [
     ({"kind": "svn"}, 422, "unknown forge kind 'svn'"),
     ({"base_url": "ftp://forge.test"}, 422, "must be an http(s) URL"),

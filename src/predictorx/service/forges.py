@@ -24,7 +24,7 @@ from ..forges import registry
 from ..forges.base import Connection, Forge, ForgeRefused, ForgeUnavailable, RepoRef
 from ..store.schema import ForgeConnection, PullRequest, new_id
 from . import secretbox
-from .errors import Conflict, Invalid, NotFound, ServiceError
+from .errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 
 log = logging.getLogger("predictorx.forges")
 
@@ -146,19 +146,31 @@ def add_connection(session: Session, workspace_id: str, actor_id: str | None, *,
     return row, webhook_secret
 
 
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
+
+
 def update_connection(session: Session, row: ForgeConnection, *, name: str | None = None,
                       base_url: str | None = None, api_url: str | None = None, credential: str | None = None,
                       members_may_merge: bool | None = None) -> ForgeConnection:
-    """Only what is given changes. A new base URL without an api_url takes the kind's default API."""
+    """Only what is given changes. A new base URL without an api_url takes the kind's default API.
+    Pointing the connection at another host needs the token again: an admin cannot send the
+    token someone else gave to an address of their choosing (and `test` it there)."""
+    base = normalise_base_url(base_url) if base_url is not None else row.base_url
+    if api_url is not None:
+        api = normalise_base_url(api_url, "api_url")
+    elif base_url is not None and base != row.base_url:
+        api = normalise_base_url(forge_of(row.kind).default_api_url(base), "api_url")
+    else:
+        api = row.api_url
+    moved = _origin(base) != _origin(row.base_url) or _origin(api) != _origin(row.api_url)
+    if moved and credential is None:
+        raise Invalid("moving a connection to another host needs its token again (`--token-stdin`, or the token "
+                      "field): a stored token is never sent to a new address")
     if name is not None:
         row.name = _name(name)
-    if base_url is not None:
-        row.base_url = normalise_base_url(base_url)
-        row.host = host_of(row.base_url)
-        if api_url is None:
-            row.api_url = normalise_base_url(forge_of(row.kind).default_api_url(row.base_url), "api_url")
-    if api_url is not None:
-        row.api_url = normalise_base_url(api_url, "api_url")
+    row.base_url, row.api_url, row.host = base, api, host_of(base)
     if credential is not None:
         token = _credential(credential)
         secretbox.seal_into(row, "credential_sealed", token)
@@ -167,6 +179,18 @@ def update_connection(session: Session, row: ForgeConnection, *, name: str | Non
         row.members_may_merge = members_may_merge
     _flush_named(session, row.name)
     return row
+
+
+def may_merge(row: ForgeConnection, role: str | None) -> bool:
+    """Issue 22 §7: owners and admins merge through any connection; members only through one whose
+    `members_may_merge` is set."""
+    return role in ("owner", "admin") or (role == "member" and bool(row.members_may_merge))
+
+
+def require_merge_allowed(row: ForgeConnection, role: str | None) -> None:
+    if not may_merge(row, role):
+        raise Forbidden(f"only owners and admins merge through forge connection {row.name!r}; an owner or admin "
+                        f"can let members merge (`predictorx forge update {row.name} --members-may-merge`)")
 
 
 def rotate_webhook_secret(session: Session, row: ForgeConnection) -> str:

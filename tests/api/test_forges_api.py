@@ -129,6 +129,7 @@ def test_who_may_merge_through_a_connection(api, db):
     ({"credential": "two words-abcdef"}, 422, "one access token"),
     ({"credential": "short"}, 422, "too short"),
     ({"name": ""}, 422, "name"),
+    ({"name": "my forge/1"}, 422, "letters, digits"),
     ({"api_url": "not a url"}, 422, "api_url"),
     ({"surprise": 1}, 422, "surprise"),
 ])

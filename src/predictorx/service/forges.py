@@ -12,6 +12,7 @@ once, in the answer to add and to rotate-webhook-secret, for the person to paste
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -90,10 +91,15 @@ def _credential(token: str) -> str:
     return token
 
 
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
 def _name(name: str) -> str:
+    """A name people type on command lines and in URLs: letters, digits, . _ - (no spaces)."""
     name = (name or "").strip()
-    if not name or len(name) > 100 or any(ord(c) < 32 for c in name):
-        raise Invalid("a connection needs a name of 1 to 100 characters (e.g. gh, gitlab-work)")
+    if not NAME.fullmatch(name):
+        raise Invalid(f"a connection's name is 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or "
+                      f"digit (e.g. gh, gitlab-work); got {name[:100]!r}")
     return name
 
 

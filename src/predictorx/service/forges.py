@@ -239,11 +239,11 @@ def webhook_secret_of(row: ForgeConnection) -> str:
     return secretbox.unseal_from(row, "webhook_secret_sealed")
 
 
-def call_forge(action: str, fn: Any, *args: Any) -> Any:
+def call_forge(action: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run one forge call; its refusal or unavailability becomes an answer with the forge's own
     sentence (422 / 502), never a 500."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except ForgeRefused as e:
         raise ForgeCallFailed(f"{action}: the forge refused — {e}", 422) from None
     except ForgeUnavailable as e:

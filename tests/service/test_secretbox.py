@@ -126,6 +126,31 @@ def test_rotation_reseals_every_column_in_one_go_and_retires_the_old_key(db):
         unseal(before[0], purpose=f"forge_connection:{cid}:credential")
 
 
+def test_two_rotations_at_once_leave_every_value_readable(db):
+    import threading
+
+    with registered_kit_forge():
+        cid, hook = _connection(db)
+    done, errors = [], []
+
+    def rotate_once():
+        try:
+            done.append(secretbox.rotate(db.write))
+        except Exception as e:  # noqa: BLE001 — reported below
+            errors.append(e)
+    threads = [threading.Thread(target=rotate_once) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and len(done) == 3
+    ring = secretbox.load_keyring()
+    assert len(ring.keys) == 1 and ring.sealing.id == done[-1].new_key_id
+    with db.read() as s:
+        row = s.get(ForgeConnection, cid)
+        assert forges.connection_of(row).token == GOOD_TOKEN and forges.webhook_secret_of(row) == hook
+
+
 def test_rotation_with_the_environment_reseals_with_its_first_key(db, monkeypatch):
     old, new = _key(), _key()
     monkeypatch.setenv("PREDICTORX_SECRET_KEY", old)

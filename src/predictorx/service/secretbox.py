@@ -25,7 +25,7 @@ import hashlib
 import os
 import secrets
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -264,6 +264,24 @@ def rotate(open_write: Callable[[], AbstractContextManager[Session]]) -> Rotatio
         with open_write() as session:
             count = reseal_all(session, ring, ring, keep=lambda kid: kid == ring.sealing.id)
         return Rotation(ring.sealing.id, count, tuple(k.id for k in ring.keys[1:]), "env")
+    with _rotation_lock():  # two rotations at once must not retire each other's new key
+        return _rotate_file(open_write)
+
+
+@contextmanager
+def _rotation_lock() -> Iterator[None]:
+    import fcntl
+
+    fd = os.open(key_file().with_name(KEY_FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def _rotate_file(open_write: Callable[[], AbstractContextManager[Session]]) -> Rotation:
+    ring = load_keyring()
     fresh = Key(key_id(material := new_key()), material)
     grown = Keyring((fresh, *ring.keys), ring.source)
     write_key_file(grown.keys)

@@ -31,6 +31,7 @@ from predictorx.store.db import Database
 CALLERS = ("owner", "admin", "member", "outsider", "daemon", "task", "anonymous")
 STREAMS = {"GET /api/events", "GET /api/daemon/events"}  # never opened by an allowed caller here
 SECRET = "SECRET-PROJECT-4f1c"
+FORGE_TOKEN = "ghp_MATRIX-forge-token-9d2e"  # a forge connection's credential: in no answer, to anyone
 
 
 def _route_keys() -> list[str]:
@@ -104,7 +105,9 @@ def world(tmp_path_factory):
                                                                  "assignee": "bot"}))
         claimed = ok(call("POST", "/api/daemon/claim", tokens["daemon"], json={"limit": 1}))["tasks"][0]
         tokens["task"] = claimed["token"]
-        ids = {"ws": ws, "project": project["id"], "resource": project["resources"][0]["id"],
+        forge = ok(call("POST", "/api/forges", owner_token, json={
+            "kind": "github", "name": "gh", "base_url": "https://github.com", "credential": FORGE_TOKEN}))
+        ids = {"ws": ws, "project": project["id"], "connection": forge["id"], "resource": project["resources"][0]["id"],
                "issue": str(issue["number"]), "agent": "bot", "task": claimed["task"]["id"], "daemon": did,
                "user": users["member"]}
         yield call, tokens, ids
@@ -120,7 +123,7 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
         name = m.group(1)
         if name == "op":
             return "note"
-        if harmless or name in ("token_id", "request_id", "comment_id", "connection_id"):
+        if harmless or name in ("token_id", "request_id", "comment_id"):
             return "1999999" if name == "ref" and template.startswith(("/api/issues", "/issues")) else str(uuid.uuid4())
         if name == "ref":
             if template.startswith("/api/workspaces"):
@@ -129,7 +132,8 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
         if name in ("bean", "process", "op"):
             return {"op": "note"}.get(name, "no-such-" + name)
         return {"project_id": ids["project"], "project": ids["project"], "resource_id": ids["resource"], "agent_id": ids["agent"],
-                "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"], "seq": "0"}[name]
+                "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"], "seq": "0",
+                "connection_id": ids["connection"]}[name]
     return _PARAM.sub(fill, template)
 
 
@@ -168,6 +172,7 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):
     if "local-folders" in template:  # pages that exist only where the server's own daemon runs
         (config.state_dir() / "daemon_id").write_text(ids["daemon"] + "\n")
     r = call(method, path, tokens.get(caller), headers=headers, **kw)
+    assert FORGE_TOKEN not in r.text and FORGE_TOKEN[-12:-4] not in r.text, f"{route} shows a forge token"
     if allowed:
         assert r.status_code not in (401, 403), f"{caller} should reach {route}: {r.status_code} {r.text[:300]}"
         if caller == "outsider":

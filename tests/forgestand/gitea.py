@@ -14,7 +14,7 @@ from typing import Any
 
 from . import openapi
 from .app import Answer, Ctx, Flavour
-from .state import PR, MergeRefused, Repo, git, now
+from .state import PR, MergeRefused, Repo, git, now, user_id_of
 from .webhooks import Delivery
 
 WIP_PREFIXES = ("WIP:", "[WIP]")
@@ -57,7 +57,7 @@ class Gitea(Flavour):
 
     # -- shapes ----------------------------------------------------------------------------------
     def user(self, standin: Any, login: str) -> dict:
-        uid = standin.user_id if login == standin.login else abs(hash(login)) % 100000 + 1
+        uid = standin.user_id if login == standin.login else user_id_of(login)
         return {"id": uid, "login": login, "login_name": "", "source_id": 0, "full_name": login,
                 "email": f"{login}@noreply.localhost", "avatar_url": f"{standin.base_url}/avatars/{uid}",
                 "html_url": f"{standin.base_url}/{login}", "language": "", "is_admin": False,

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import openapi
 from .app import Answer, Ctx, Flavour
-from .state import PR, MergeRefused, Repo, now
+from .state import PR, MergeRefused, Repo, now, user_id_of
 from .webhooks import Delivery
 
 DOCS = "https://docs.github.com/rest"
@@ -79,7 +79,7 @@ class GitHub(Flavour):
     @staticmethod
     def user(standin: Any, login: str) -> dict:
         out = example("simple-user")
-        uid = standin.user_id if login == standin.login else abs(hash(login)) % 100000 + 1
+        uid = standin.user_id if login == standin.login else user_id_of(login)
         api = standin.api_url
         out.update(login=login, id=uid, node_id=f"U_{uid}", html_url=f"{standin.base_url}/{login}",
                    url=f"{api}/users/{login}", type="Bot" if login == standin.login else "User")
@@ -446,7 +446,21 @@ class GitHub(Flavour):
             payload.update(repository=repository, sender=self.user(standin, "ci-bot"))
             action = payload["action"]
             return self._checked("check_run", f"check-run-{action}", payload)
-        raise ValueError(f"no GitHub webhook for {event!r}: pr, review, review_comment, comment, check, ping")
+        if event == "status":  # a commit status (the older CI API), for the PR's head
+            run = next(r for r in reversed(repo.checks) if r.name == extra["name"] and r.sha == pr.head_sha)
+            payload = hook_example("status", None)
+            payload["commit"].update(sha=run.sha, url=f"{standin.api_url}/repos/{repo.path}/commits/{run.sha}",
+                                     html_url=f"{repo.web_url}/commit/{run.sha}")
+            payload["commit"]["commit"]["verification"] = {"verified": False, "reason": "unsigned", "signature": None,
+                                                           "payload": None, "verified_at": None}
+            payload.update(id=run.id, sha=run.sha, name=repo.path, context=run.name, state=run.state,
+                           description=run.log[-140:] or None, target_url=f"{repo.web_url}/runs/{run.id}",
+                           created_at=run.created_at, updated_at=run.updated_at, repository=repository,
+                           sender=self.user(standin, "ci-bot"),
+                           branches=[{"name": pr.head, "commit": {"sha": run.sha, "url": payload["commit"]["url"]},
+                                      "protected": False}])
+            return self._checked("status", "status", payload)
+        raise ValueError(f"no GitHub webhook for {event!r}: pr, review, review_comment, comment, check, status, ping")
 
     def hook_repo(self, standin: Any, repo: Repo) -> dict:
         out = hook_example("pull_request", "opened")["repository"]

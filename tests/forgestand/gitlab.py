@@ -15,7 +15,7 @@ from typing import Any
 
 from . import openapi
 from .app import Answer, Ctx, Flavour
-from .state import PR, MergeRefused, Repo, git, now
+from .state import PR, MergeRefused, Repo, git, now, user_id_of
 from .webhooks import Delivery
 
 DRAFT_PREFIXES = ("Draft:", "[Draft]", "(Draft)", "Draft -", "WIP:", "[WIP]")
@@ -64,7 +64,7 @@ class GitLab(Flavour):
 
     # -- shapes ----------------------------------------------------------------------------------
     def user(self, standin: Any, login: str) -> dict:
-        uid = standin.user_id if login == standin.login else abs(hash(login)) % 100000 + 1
+        uid = standin.user_id if login == standin.login else user_id_of(login)
         return {"id": uid, "username": login, "name": login, "state": "active", "locked": False,
                 "avatar_url": None, "web_url": f"{standin.base_url}/{login}"}
 
@@ -74,7 +74,7 @@ class GitLab(Flavour):
                 "name_with_namespace": repo.path.replace("/", " / "), "default_branch": repo.default_branch,
                 "web_url": repo.web_url, "http_url_to_repo": repo.clone_url,
                 "ssh_url_to_repo": f"git@127.0.0.1:{repo.path}.git", "visibility": "private",
-                "namespace": {"id": abs(hash(namespace)) % 10000, "name": namespace.rsplit("/", 1)[-1],
+                "namespace": {"id": user_id_of(namespace), "name": namespace.rsplit("/", 1)[-1],
                               "path": namespace.rsplit("/", 1)[-1], "kind": "group", "full_path": namespace},
                 "merge_method": "merge" if "merge" in repo.merge_methods else "rebase_merge",
                 "squash_option": "default_off" if "squash" in repo.merge_methods else "never",

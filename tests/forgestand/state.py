@@ -13,6 +13,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +40,11 @@ _ids = itertools.count(1001)
 
 def new_id() -> int:
     return next(_ids)
+
+
+def user_id_of(login: str) -> int:
+    """A stable numeric id for an account name (the same in every run)."""
+    return zlib.crc32(login.encode()) % 100000 + 1
 
 
 @dataclass

@@ -154,7 +154,7 @@ def test_conditional_get_answers_304_and_is_counted(github_standin):
     assert s.count("GET", "/pulls") == 3
 
 
-@pytest.mark.parametrize("event", ["pr", "review", "review_comment", "comment", "check"])
+@pytest.mark.parametrize("event", ["pr", "review", "review_comment", "comment", "check", "status", "ping"])
 def test_webhooks_are_schema_valid_and_signed(github_standin, event):
     s = github_standin
     s.create_repo("acme/h")

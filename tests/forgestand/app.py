@@ -21,6 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .openapi import ApiDescription
+from .paging import http_date, last_modified, not_modified_since, paginate
 
 if TYPE_CHECKING:
     from .standin import StandIn
@@ -64,6 +65,12 @@ class Flavour:
     handlers: dict[str, Handler] = {}
     #: Raw paths served outside the description (POST only), e.g. GitHub's /api/graphql.
     extra_paths: dict[str, Handler] = {}
+    #: GitHub answers a single resource with Last-Modified and honours If-Modified-Since.
+    sends_last_modified = False
+
+    def common_headers(self, standin: "StandIn", answer: Answer) -> dict[str, str]:
+        """Headers the forge puts on every API answer (GitHub's rate-limit headers)."""
+        return {}
 
     def description(self) -> ApiDescription:
         raise NotImplementedError
@@ -164,15 +171,31 @@ def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
                 answer = await run_in_threadpool(handler, ctx)
                 for problem in description.check_response(op, answer.status, answer.body, answer.body is not None):
                     standin.violation(f"stand-in answer: {problem}")
-        payload = _encode(answer)
         if request.method == "GET" and answer.status == 200:
-            tag = _etag(payload)
-            answer.headers["ETag"] = tag
-            if tag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
-                answer = Answer(304, None, {"ETag": tag})
+            answer = _conditional(request, answer, raw_path, dict(query_pairs))
+        payload = _encode(answer)
         record.status = answer.status
         standin.calls.append(record)
         return _send(answer, payload)
+
+    def _conditional(request: Request, answer: Answer, raw_path: str, query: dict[str, str]) -> Answer:
+        """A page of a list (as the forge pages it), ETag / If-None-Match, and on GitHub
+        Last-Modified / If-Modified-Since; a 304 when the client's copy is current."""
+        if isinstance(answer.body, list):
+            answer.body, headers = paginate(flavour.kind, standin.base_url + raw_path, query, answer.body)
+            answer.headers.update(headers)
+        tag = _etag(_encode(answer))
+        answer.headers["ETag"] = tag
+        changed = last_modified(answer.body) if flavour.sends_last_modified else None
+        if changed is not None:
+            answer.headers["Last-Modified"] = http_date(changed)
+        if_none_match = request.headers.get("if-none-match")
+        if if_none_match is not None:
+            if tag in [t.strip() for t in if_none_match.split(",")]:
+                return Answer(304, None, {k: v for k, v in answer.headers.items() if k in ("ETag", "Last-Modified")})
+        elif changed is not None and not_modified_since(request.headers.get("if-modified-since", ""), changed):
+            return Answer(304, None, {k: v for k, v in answer.headers.items() if k in ("ETag", "Last-Modified")})
+        return answer
 
     async def _extra(request: Request, raw_path: str) -> Response:
         """A path outside the REST description (GitHub's GraphQL endpoint): its own handler checks it."""
@@ -195,6 +218,7 @@ def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
     def _send(answer: Answer, payload: bytes | None) -> Response:
         if payload is None:
             payload = _encode(answer)
+        answer.headers.update(flavour.common_headers(standin, answer))
         media = None if not payload or "Content-Type" in answer.headers else "application/json; charset=utf-8"
         return Response(payload if answer.status != 304 else b"", status_code=answer.status,
                         headers=answer.headers, media_type=media)

@@ -58,6 +58,18 @@ class GitHub(Flavour):
         }
         self.extra_paths = {"/api/graphql": self.graphql}
 
+    sends_last_modified = True
+    RATE_LIMIT = 5000
+
+    def common_headers(self, standin: Any, answer: Answer) -> dict[str, str]:
+        """GitHub's rate-limit headers; a 304 does not count against the limit (GitHub's rule)."""
+        if answer.status != 304:
+            standin.rate_used += 1
+        return {"X-RateLimit-Limit": str(self.RATE_LIMIT), "X-RateLimit-Used": str(standin.rate_used),
+                "X-RateLimit-Remaining": str(max(0, self.RATE_LIMIT - standin.rate_used)),
+                "X-RateLimit-Reset": str(standin.rate_reset), "X-RateLimit-Resource": "core",
+                "X-GitHub-Media-Type": "github.v3; format=json"}
+
     def description(self) -> openapi.ApiDescription:
         return openapi.github_rest()
 

@@ -49,6 +49,9 @@ class StandIn:
         self.git_requests: list[tuple[str, int]] = []
         self.violations: list[str] = []
         self.deliveries: list[Delivery] = []
+        #: GitHub's rate-limit counter (calls that were not 304) and the reset time it reports.
+        self.rate_used = 0
+        self.rate_reset = int(time.time()) + 3600
         self._lock = threading.Lock()
         self.repos_root = root / "repos"
         self.repos_root.mkdir(parents=True, exist_ok=True)
@@ -164,12 +167,14 @@ class StandIn:
         review.comments = [Comment(new_id(), author, text, file, line, review.id, pr.head_sha)
                            for file, line, text in comments]
         pr.reviews.append(review)
+        pr.updated_at = now()  # a review changes the PR's updated_at, as on the forges
         return review.id
 
     def comment(self, path: str, number: int, body: str, author: str = "reviewer") -> int:
         pr = self.pr(path, number)
         note = Comment(new_id(), author, body, commit_id=pr.head_sha)
         pr.comments.append(note)
+        pr.updated_at = now()
         return note.id
 
     def set_check(self, path: str, sha: str, name: str, state: str, log: str = "") -> CheckRun:

@@ -1,0 +1,52 @@
+"""What a polling client meets: lists come in the forge's pages with Link headers; conditional GETs
+are answered 304 (ETag everywhere, Last-Modified on GitHub); GitHub counts its rate limit without 304s."""
+
+from __future__ import annotations
+
+import re
+
+import httpx2 as httpx
+
+AUTH = {"github": lambda t: {"Authorization": f"Bearer {t}"}, "gitlab": lambda t: {"PRIVATE-TOKEN": t},
+        "gitea": lambda t: {"Authorization": f"token {t}"}, "forgejo": lambda t: {"Authorization": f"token {t}"}}
+LIST = {"github": "/repos/acme/many/pulls?state=all", "gitlab": "/projects/acme%2Fmany/merge_requests?state=all",
+        "gitea": "/repos/acme/many/pulls?state=all", "forgejo": "/repos/acme/many/pulls?state=all"}
+DEFAULT_PAGE = {"github": 30, "gitlab": 20, "gitea": 30, "forgejo": 30}
+
+
+def test_lists_come_in_the_forges_pages(any_standin):
+    s = any_standin
+    s.create_repo("acme/many")
+    for n in range(DEFAULT_PAGE[s.kind] + 2):
+        s.commit_on_server("acme/many", f"b{n}", {"f": str(n)})
+        s.open_pr("acme/many", f"b{n}", title=f"PR {n}")
+    with httpx.Client(headers=AUTH[s.kind](s.token), timeout=10) as client:
+        first = client.get(s.api_url + LIST[s.kind])
+        assert len(first.json()) == DEFAULT_PAGE[s.kind]
+        next_url = re.search(r'<([^>]+)>; rel="next"', first.headers["link"]).group(1)
+        assert next_url.startswith(s.base_url)
+        second = client.get(next_url)
+        assert len(second.json()) == 2 and "next" not in second.headers.get("link", "")
+        numbers = {p.get("number", p.get("iid")) for p in first.json() + second.json()}
+        assert numbers == set(range(1, DEFAULT_PAGE[s.kind] + 3))
+        if s.kind == "gitlab":
+            assert first.headers["x-total"] == str(DEFAULT_PAGE[s.kind] + 2) and first.headers["x-next-page"] == "2"
+
+
+def test_github_if_modified_since_and_rate_limit(github_standin):
+    s = github_standin
+    s.create_repo("acme/r")
+    s.commit_on_server("acme/r", "b", {"f": "1"})
+    pr = s.open_pr("acme/r", "b")
+    with httpx.Client(headers=AUTH["github"](s.token), timeout=10) as client:
+        url = f"{s.api_url}/repos/acme/r/pulls/{pr.number}"
+        first = client.get(url)
+        used = int(first.headers["x-ratelimit-used"])
+        again = client.get(url, headers={"If-Modified-Since": first.headers["last-modified"]})
+        assert again.status_code == 304
+        tagged = client.get(url, headers={"If-None-Match": first.headers["etag"]})
+        assert tagged.status_code == 304 and int(tagged.headers["x-ratelimit-used"]) == used  # 304s are free
+        s.submit_review("acme/r", pr.number, "approved")
+        pr.updated_at = "2099-01-01T00:00:00Z"  # the review moved updated_at; make it visibly later than `first`
+        assert client.get(url, headers={"If-Modified-Since": first.headers["last-modified"]}).status_code == 200
+        assert int(client.get(url).headers["x-ratelimit-remaining"]) == 5000 - used - 2

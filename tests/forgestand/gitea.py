@@ -191,8 +191,12 @@ class Gitea(Flavour):
         pr.draft = pr.title.upper().startswith(WIP_PREFIXES)
         if ctx.body.get("state") == "closed" and pr.state == "open":
             pr.state, pr.closed_at = "closed", now()
+            ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         elif ctx.body.get("state") == "open" and pr.state == "closed":
             pr.state, pr.closed_at = "open", None
+            ctx.standin.emit("pr", repo.path, pr.number, action="reopened")
+        elif {"title", "body", "base"} & set(ctx.body):
+            ctx.standin.emit("pr", repo.path, pr.number, action="edited")
         pr.updated_at = now()
         return Answer(201, self.pr_json(ctx.standin, repo, pr))
 
@@ -262,6 +266,7 @@ class Gitea(Flavour):
             if refused.reason == "method":
                 return self.error(405, f"{do} merge style is not allowed")
             return self.error(405, "Please try again later")
+        ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         if ctx.body.get("delete_branch_after_merge"):
             git(repo.bare, "update-ref", "-d", f"refs/heads/{pr.head}")
         return Answer(200)
@@ -294,17 +299,21 @@ class Gitea(Flavour):
             gitea_action = {"synchronize": "synchronized"}.get(action, action)
             return self._checked("pull_request", {"action": gitea_action, **base}, "pull_request")
         if event in ("review", "review_comment"):
-            review = pr.reviews[-1] if "review_id" not in extra else next(r for r in pr.reviews if r.id == extra["review_id"])
+            if event == "review":
+                review = pr.review(extra.get("review_id"))
+                body = review.body
+            else:
+                review, note = pr.inline_comment(extra.get("comment_id"))
+                body = note.body
             kind = {"approved": "pull_request_review_approved",
                     "changes_requested": "pull_request_review_rejected"}.get(review.state, "pull_request_review_comment")
             if event == "review_comment":
                 kind = "pull_request_review_comment"
-            body = review.body if event == "review" else review.comments[-1].body
             payload = {"action": "reviewed", **base, "sender": self.user(standin, review.author),
                        "commit_id": review.commit_id, "review": {"type": kind, "content": body}}
             return self._checked(kind, payload, kind)
         if event == "comment":
-            c = pr.comments[-1] if "comment_id" not in extra else next(x for x in pr.comments if x.id == extra["comment_id"])
+            c = pr.comment(extra.get("comment_id"))
             issue = {"id": pr.id, "url": shaped["url"], "html_url": shaped["html_url"], "number": pr.number,
                      "user": shaped["user"], "title": pr.title, "body": pr.body, "state": shaped["state"],
                      "pull_request": {"merged": pr.state == "merged", "merged_at": pr.merged_at, "draft": shaped["draft"],

@@ -262,8 +262,10 @@ class GitHub(Flavour):
                 setattr(pr, key, ctx.body[key])
         if ctx.body.get("state") == "closed" and pr.state == "open":
             pr.state, pr.closed_at = "closed", now()
+            ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         elif ctx.body.get("state") == "open" and pr.state == "closed":
             pr.state, pr.closed_at = "open", None
+            ctx.standin.emit("pr", repo.path, pr.number, action="reopened")
         pr.updated_at = now()
         return Answer(200, self.pr_json(ctx.standin, repo, pr))
 
@@ -360,6 +362,7 @@ class GitHub(Flavour):
             if refused.reason == "method":
                 return self.error(405, f"{method.capitalize()} merges are not allowed on this repository.")
             return self.error(405, "Pull Request is not mergeable")
+        ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         return Answer(200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})
 
     def graphql(self, ctx: Ctx) -> Answer:
@@ -380,6 +383,8 @@ class GitHub(Flavour):
                 if f"PR_{pr.id}" == node_id:
                     pr.draft = mutation == "convertPullRequestToDraft"
                     pr.updated_at = now()
+                    ctx.standin.emit("pr", repo.path, pr.number,
+                                     action="converted_to_draft" if pr.draft else "ready_for_review")
                     return Answer(200, {"data": {mutation: {"pullRequest": {"isDraft": pr.draft, "id": node_id,
                                                                             "number": pr.number}}}})
         return Answer(200, {"data": {mutation: None}, "errors": [
@@ -414,7 +419,7 @@ class GitHub(Flavour):
                 base.update(before=extra.get("before", pr.base_sha), after=pr.head_sha)
             return self._checked("pull_request", f"pull-request-{action.replace('_', '-')}", base)
         if event == "review":
-            review = next((r for r in pr.reviews if r.id == extra["review_id"]), None) if "review_id" in extra else pr.reviews[-1]
+            review = pr.review(extra.get("review_id"))
             payload = hook_example("pull_request_review", "submitted")
             shaped = self.review_json(standin, repo, pr, review)
             shaped["state"] = shaped["state"].lower()
@@ -422,8 +427,7 @@ class GitHub(Flavour):
                            sender=self.user(standin, review.author))
             return self._checked("pull_request_review", "pull-request-review-submitted", payload)
         if event == "review_comment":
-            review = pr.reviews[-1]
-            comment = next((c for c in review.comments if c.id == extra["comment_id"]), None) if "comment_id" in extra else review.comments[-1]
+            _review, comment = pr.inline_comment(extra.get("comment_id"))
             payload = hook_example("pull_request_review_comment", "created")
             shaped_comment = self.review_comment_json(standin, repo, pr, comment, False)
             shaped_comment.setdefault("reactions", REACTIONS)
@@ -432,7 +436,7 @@ class GitHub(Flavour):
                            sender=self.user(standin, comment.author))
             return self._checked("pull_request_review_comment", "pull-request-review-comment-created", payload)
         if event == "comment":
-            comment = next((c for c in pr.comments if c.id == extra["comment_id"]), None) if "comment_id" in extra else pr.comments[-1]
+            comment = pr.comment(extra.get("comment_id"))
             payload = hook_example("issue_comment", "created")
             payload["issue"].update(number=pr.number, title=pr.title, body=pr.body, state=pr_hook["state"],
                                     html_url=pr_hook["html_url"], user=pr_hook["user"])

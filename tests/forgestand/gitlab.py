@@ -207,8 +207,12 @@ class GitLab(Flavour):
         pr.draft = is_draft(pr.title)
         if b.get("state_event") == "close" and pr.state == "open":
             pr.state, pr.closed_at = "closed", now()
+            ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         elif b.get("state_event") == "reopen" and pr.state == "closed":
             pr.state, pr.closed_at = "open", None
+            ctx.standin.emit("pr", repo.path, pr.number, action="reopened")
+        elif {"title", "description", "target_branch"} & set(b):
+            ctx.standin.emit("pr", repo.path, pr.number, action="update")
         pr.updated_at = now()
         return Answer(200, self.mr_json(ctx.standin, repo, pr))
 
@@ -229,6 +233,7 @@ class GitLab(Flavour):
             if refused.reason == "conflict":
                 return self.error(422, "Branch cannot be merged")
             return self.error(405, "405 Method Not Allowed")
+        ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         if b.get("should_remove_source_branch"):
             git(repo.bare, "update-ref", "-d", f"refs/heads/{pr.head}")
         return Answer(200, self.mr_json(ctx.standin, repo, pr))
@@ -354,7 +359,7 @@ class GitLab(Flavour):
             action = extra.get("action", "open")
             reviewers = []
             if event == "review":
-                review = pr.reviews[-1]
+                review = pr.review(extra.get("review_id"))
                 action = {"approved": "approved"}.get(review.state, "update")
                 actor = self.user(standin, review.author)
                 reviewers = [{**self.user(standin, review.author),
@@ -368,9 +373,9 @@ class GitLab(Flavour):
             return Delivery("Merge Request Hook", payload, extra_headers={"X-Gitlab-Instance": standin.base_url})
         if event in ("review_comment", "comment"):
             if event == "review_comment":
-                note = pr.reviews[-1].comments[-1]
+                _review, note = pr.inline_comment(extra.get("comment_id"))
             else:
-                note = pr.comments[-1] if "comment_id" not in extra else next(c for c in pr.comments if c.id == extra["comment_id"])
+                note = pr.comment(extra.get("comment_id"))
             shaped = self.note_json(standin, pr, note)
             payload = {"object_kind": "note", "event_type": "note", **common, "user": self.user(standin, note.author),
                        "project_id": repo.id,

@@ -49,6 +49,9 @@ class StandIn:
         self.git_requests: list[tuple[str, int]] = []
         self.violations: list[str] = []
         self.deliveries: list[Delivery] = []
+        #: Deliveries the stand-in sent by itself (send_hooks_to), in order, with the receiver's status.
+        self.hook_log: list[Any] = []
+        self._hooks: Any = None
         #: GitHub's rate-limit counter (calls that were not 304) and the reset time it reports.
         self.rate_used = 0
         self.rate_reset = int(time.time()) + 3600
@@ -79,6 +82,8 @@ class StandIn:
         return self
 
     def stop(self) -> None:
+        if self._hooks:
+            self._hooks.stop()
         if self._front:
             self._front.stop()
         if self._server:
@@ -155,7 +160,8 @@ class StandIn:
             pr = PR(number, new_id(), title, body, head, base, draft, author or self.login, head_sha,
                     repo.head(base) or "")
             repo.prs.append(pr)
-            return pr
+        self.emit("pr", path, pr.number, action="opened")
+        return pr
 
     # -- driving it --------------------------------------------------------------------------------
     def submit_review(self, path: str, number: int, state: str, body: str = "",
@@ -168,6 +174,9 @@ class StandIn:
                            for file, line, text in comments]
         pr.reviews.append(review)
         pr.updated_at = now()  # a review changes the PR's updated_at, as on the forges
+        self.emit("review", path, number, review_id=review.id)
+        for note in review.comments:
+            self.emit("review_comment", path, number, comment_id=note.id)
         return review.id
 
     def comment(self, path: str, number: int, body: str, author: str = "reviewer") -> int:
@@ -175,6 +184,7 @@ class StandIn:
         note = Comment(new_id(), author, body, commit_id=pr.head_sha)
         pr.comments.append(note)
         pr.updated_at = now()
+        self.emit("comment", path, number, comment_id=note.id)
         return note.id
 
     def set_check(self, path: str, sha: str, name: str, state: str, log: str = "") -> CheckRun:
@@ -186,6 +196,9 @@ class StandIn:
             raise KeyError(f"{path} has no commit {sha}")
         run = CheckRun(new_id(), name, state, full, log)
         repo.checks.append(run)
+        for pr in repo.prs:
+            if pr.state == "open" and repo.refresh(pr).head_sha == full:
+                self.emit("check", path, pr.number, name=name)
         return run
 
     def protect_branch(self, path: str, branch: str, required_checks: list[str] = ()) -> None:  # type: ignore[assignment]
@@ -195,11 +208,28 @@ class StandIn:
         pr = self.pr(path, number)
         pr.state = "closed"
         pr.closed_at = pr.updated_at = now()
+        self.emit("pr", path, number, action="closed")
 
     def merge_pr(self, path: str, number: int, method: str = "merge", by: str = "human") -> str:
-        return self.repos[path].merge(self.pr(path, number), method, by)
+        sha = self.repos[path].merge(self.pr(path, number), method, by)
+        self.emit("pr", path, number, action="closed")
+        return sha
 
     # -- webhooks ----------------------------------------------------------------------------------
+    def send_hooks_to(self, url: str) -> None:
+        """Register a webhook: from now on the stand-in delivers its events to `url` by itself
+        (PR opened/closed/merged/ready, pushes to a PR's branch, reviews, inline and conversation
+        comments, checks), signed with `webhook_secret`; see hooks.py. `hook_log` has each delivery."""
+        from .hooks import HookSender
+        if self._hooks:
+            self._hooks.stop()
+        self._hooks = HookSender(self, url)
+
+    def emit(self, event: str, path: str, number: int, **extra: Any) -> None:
+        """Queue an automatic delivery (no-op until send_hooks_to)."""
+        if self._hooks:
+            self._hooks.emit(event, path, number, **extra)
+
     def webhook(self, event: str, path: str, number: int | None = None, **extra: Any) -> Delivery:
         delivery = self.flavour.build_webhook(self, event, self.repos[path], number, **extra)  # type: ignore[attr-defined]
         self.deliveries.append(delivery)

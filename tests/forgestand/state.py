@@ -104,6 +104,19 @@ class PR:
     reviews: list[Review] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
 
+    def review(self, review_id: int | None = None) -> Review:
+        """A review by id, the latest when None (webhook builders)."""
+        return self.reviews[-1] if review_id is None else next(r for r in self.reviews if r.id == review_id)
+
+    def inline_comment(self, comment_id: int | None = None) -> tuple[Review, Comment]:
+        """An inline review comment (with its review) by id, the latest when None."""
+        pairs = [(r, c) for r in self.reviews for c in r.comments]
+        return pairs[-1] if comment_id is None else next(p for p in pairs if p[1].id == comment_id)
+
+    def comment(self, comment_id: int | None = None) -> Comment:
+        """A conversation comment by id, the latest when None."""
+        return self.comments[-1] if comment_id is None else next(c for c in self.comments if c.id == comment_id)
+
 
 class MergeRefused(Exception):
     """Why the forge says no; `reason` is one of protected | conflict | not_open | method."""

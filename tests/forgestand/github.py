@@ -219,12 +219,14 @@ class GitHub(Flavour):
         if repo is None:
             return self.not_found()
         state, head, base = ctx.query.get("state", "open"), ctx.query.get("head"), ctx.query.get("base")
+        if head and ":" not in head:
+            head = None  # GitHub wants "owner:branch" and ignores a bare branch name: every PR comes back
         found = []
         for pr in sorted(repo.prs, key=lambda p: -p.number):
             open_ = pr.state == "open"
             if (state == "open" and not open_) or (state == "closed" and open_):
                 continue
-            if head and head != f"{repo.owner}:{pr.head}" and head != pr.head:
+            if head and head != f"{repo.owner}:{pr.head}":
                 continue
             if base and base != pr.base:
                 continue
@@ -360,7 +362,8 @@ class GitHub(Flavour):
             if refused.reason == "sha":
                 return self.error(409, refused.detail)
             if refused.reason == "method":
-                return self.error(405, f"{method.capitalize()} merges are not allowed on this repository.")
+                said = {"merge": "Merge commits", "squash": "Squash merges", "rebase": "Rebase merges"}[method]
+                return self.error(405, f"{said} are not allowed on this repository.")
             return self.error(405, "Pull Request is not mergeable")
         ctx.standin.emit("pr", repo.path, pr.number, action="closed")
         return Answer(200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"})

@@ -53,6 +53,9 @@ def test_a_pull_request_from_push_to_merge(github_standin, tmp_path):
     number = created.json()["number"]
     listed = api(s, "GET", "/repos/acme/widget/pulls", params={"head": "acme:agent/issue-1", "state": "all"}).json()
     assert [p["number"] for p in listed] == [number] and listed[0]["head"]["sha"] == sha
+    assert api(s, "GET", "/repos/acme/widget/pulls", params={"head": "acme:other", "state": "all"}).json() == []
+    # as on GitHub, a head without its owner is ignored: everything comes back
+    assert len(api(s, "GET", "/repos/acme/widget/pulls", params={"head": "other", "state": "all"}).json()) == 1
 
     s.submit_review("acme/widget", number, "changes_requested", "please", comments=[("a.txt", 1, "say two")])
     reviews = api(s, "GET", f"/repos/acme/widget/pulls/{number}/reviews").json()

@@ -34,6 +34,12 @@ def test_lists_come_in_the_forges_pages(any_standin):
         assert numbers == set(range(1, DEFAULT_PAGE[s.kind] + 3))
         if s.kind == "gitlab":
             assert first.headers["x-total"] == str(DEFAULT_PAGE[s.kind] + 2) and first.headers["x-next-page"] == "2"
+        # a conditional GET of the same page: 304 while nothing changed, counted like any call
+        calls = len(s.calls)
+        same = client.get(s.api_url + LIST[s.kind], headers={"If-None-Match": first.headers["etag"]})
+        assert same.status_code == 304 and same.content == b"" and len(s.calls) == calls + 1
+        s.close_pr("acme/many", DEFAULT_PAGE[s.kind] + 2)  # the newest: on the first page
+        assert client.get(s.api_url + LIST[s.kind], headers={"If-None-Match": first.headers["etag"]}).status_code == 200
 
 
 def test_github_if_modified_since_and_rate_limit(github_standin):

@@ -198,7 +198,17 @@ class ApiDescription:
             else:
                 problems += self._check(self._schema_ref(body_schema, pointer), body, lenient=False,
                                         where=f"{where} body")
+                problems += self._unknown_fields(body_schema, body, where)
         return problems
+
+    def _unknown_fields(self, schema: dict, body: Any, where: str) -> list[str]:
+        """Top-level body fields the description does not list: the forges ignore them silently, so a
+        misspelt field would go unnoticed (the same rule as for query parameters)."""
+        resolved = self.resolve(schema)
+        known = resolved.get("properties")
+        if not isinstance(body, dict) or not isinstance(known, dict) or resolved.get("additionalProperties") is True:
+            return []
+        return [f"{where} body: field {name!r} is not in {self.name}" for name in body if name not in known]
 
     def _check_param(self, param: dict, raw: str, where: str) -> list[str]:
         schema = dict(param.get("schema") or {k: v for k, v in param.items()

@@ -119,6 +119,11 @@ def test_an_invalid_request_is_a_violation_and_the_forges_422(github_standin):
     assert typo.status_code == 422
     assert len(s.violations) == 3 and "draft" in s.violations[0] and "haed" in s.violations[2]
     s.violations.clear()
+    misspelt = api(s, "PUT", "/repos/acme/w/pulls/1/merge", json={"merge_methd": "squash"})
+    assert misspelt.status_code == 422 and s.violations == [
+        "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge (pulls/merge) body: field 'merge_methd' is not in "
+        "GitHub's REST description (@octokit/openapi)"]
+    s.violations.clear()
 
 
 def test_a_wrong_token_is_refused_on_the_api_and_on_git(github_standin, tmp_path):

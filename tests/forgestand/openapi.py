@@ -92,8 +92,11 @@ class ApiDescription:
     """A loaded document: operations by method, validators by JSON pointer."""
 
     def __init__(self, name: str, document: dict, *, dialect: str, base_path: str, error_body: dict | None = None,
-                 strip_prefix: str = "", lists_described_by_item: bool = False):
+                 strip_prefix: str = "", lists_described_by_item: bool = False,
+                 string_path_params: tuple[str, ...] = ()):
         self.name = name
+        #: Path parameters taken as strings whatever the document says (GitLab's project `id`).
+        self.string_path_params = string_path_params
         self.error_body = error_body
         #: grape-swagger (GitLab) describes a list answer by its item's schema: read it as a list of those.
         self.lists_described_by_item = lists_described_by_item
@@ -174,6 +177,8 @@ class ApiDescription:
         declared = {(p.get("in"), p.get("name")): p for p in op.params}
         for name, value in path_values.items():
             param = declared.get(("path", name), {})
+            if name in self.string_path_params:
+                param = {**param, "type": "string", "schema": {"type": "string"}}
             problems += self._check_param(param, value, f"{where} path {name}")
         given: dict[str, list[str]] = {}
         for name, value in query:
@@ -356,7 +361,7 @@ def gitlab_published() -> ApiDescription:
     gitlab_error = {"type": "object", "properties": {"message": {}, "error": {"type": "string"}}, "minProperties": 1}
     return ApiDescription("GitLab's openapi_v2 (published, specs/gitlab-openapi_v2-subset.json)", document,
                           dialect="swagger2", base_path="/api/v4", strip_prefix="/api/v4", error_body=gitlab_error,
-                          lists_described_by_item=True)
+                          lists_described_by_item=True, string_path_params=("id",))
 
 
 @lru_cache(maxsize=None)

@@ -36,6 +36,7 @@ def test_a_merge_request_from_push_to_merge(gitlab_standin, tmp_path):
     assert [m["iid"] for m in listed] == [iid]
 
     s.submit_review("acme/tools/widget", iid, "changes_requested", "please", comments=[("a.txt", 1, "say two")])
+    assert api(s, "GET", f"{project}/merge_requests/{iid}/approvals").json()["approved"] is False
     assert api(s, "GET", f"{project}/merge_requests/{iid}/reviewers").json()[0]["state"] == "requested_changes"
     notes = [n for d in api(s, "GET", f"{project}/merge_requests/{iid}/discussions").json() for n in d["notes"]]
     diff = [n for n in notes if n["type"] == "DiffNote"][0]

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .openapi import ApiDescription
+from .openapi import ApiDescription, Descriptions, Operation
 from .paging import http_date, last_modified, not_modified_since, paginate
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class Flavour:
         """Headers the forge puts on every API answer (GitHub's rate-limit headers)."""
         return {}
 
-    def description(self) -> ApiDescription:
+    def description(self) -> "ApiDescription | Descriptions":
         raise NotImplementedError
 
     def presented_token(self, headers: dict[str, str]) -> str | None:
@@ -112,117 +112,124 @@ def _etag(payload: bytes) -> str:
     return 'W/"' + hashlib.sha1(payload).hexdigest() + '"'
 
 
-def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
-    description = flavour.description()
+class StandInApp:
+    """The ASGI side of one stand-in: git's auth subrequest and every API request."""
 
-    async def git_auth(request: Request) -> Response:
+    def __init__(self, standin: "StandIn", flavour: Flavour):
+        self.standin = standin
+        self.flavour = flavour
+        self.description = flavour.description()
+
+    async def git_auth(self, request: Request) -> Response:
         """nginx's auth_request for a git smart-HTTP request: any user name, the right token."""
         header = request.headers.get("authorization", "")
         ok = False
         if header.lower().startswith("basic "):
             try:
                 _user, _, password = base64.b64decode(header[6:]).decode().partition(":")
-                ok = password == standin.token
+                ok = password == self.standin.token
             except ValueError:
                 ok = False
         status = 200 if ok else 401
-        standin.git_requests.append((request.headers.get("x-original-uri", ""), status))
-        return Response(status_code=status, headers={} if ok else {"WWW-Authenticate": f'Basic realm="{flavour.kind} stand-in"'})
+        self.standin.git_requests.append((request.headers.get("x-original-uri", ""), status))
+        realm = {} if ok else {"WWW-Authenticate": f'Basic realm="{self.flavour.kind} stand-in"'}
+        return Response(status_code=status, headers=realm)
 
-    async def api(request: Request) -> Response:
+    def _authorised(self, request: Request) -> bool:
+        return self.flavour.presented_token({k.lower(): v for k, v in request.headers.items()}) == self.standin.token
+
+    def _done(self, record: Call, answer: Answer, payload: bytes | None = None) -> Response:
+        record.status = answer.status
+        self.standin.calls.append(record)
+        return self._send(answer, payload)
+
+    async def api(self, request: Request) -> Response:
         raw_path = request.scope.get("raw_path", request.url.path.encode()).decode().split("?", 1)[0]
-        if raw_path in flavour.extra_paths and request.method == "POST":
-            return await _extra(request, raw_path)
-        if not raw_path.startswith(flavour.api_prefix + "/"):
-            return _send(flavour.not_found(), None)
-        rest = raw_path[len(flavour.api_prefix):]
+        if raw_path in self.flavour.extra_paths and request.method == "POST":
+            return await self._extra(request, raw_path)
+        if not raw_path.startswith(self.flavour.api_prefix + "/"):
+            return self._send(self.flavour.not_found(), None)
+        rest = raw_path[len(self.flavour.api_prefix):]
         query_pairs = parse_qsl(request.url.query, keep_blank_values=True)
         record = Call(request.method, rest, request.url.query, 0)
-        token = flavour.presented_token({k.lower(): v for k, v in request.headers.items()})
-        if token != standin.token:
-            answer = flavour.unauthorized()
-            record.status = answer.status
-            standin.calls.append(record)
-            return _send(answer, None)
-        found = description.match(request.method, rest)
+        if not self._authorised(request):
+            return self._done(record, self.flavour.unauthorized())
+        found = self.description.match(request.method, rest)
         if found is None:
-            standin.violation(f"{request.method} {flavour.api_prefix}{rest}: no such operation in {description.name}")
-            answer = flavour.not_found()
-            record.status = answer.status
-            standin.calls.append(record)
-            return _send(answer, None)
+            self.standin.violation(f"{request.method} {self.flavour.api_prefix}{rest}: no such operation in "
+                                   f"{self.description.name}")
+            return self._done(record, self.flavour.not_found())
         op, raw_values = found
         record.operation_id = op.operation_id
         body, has_body, not_json = _json_body(await request.body())
-        problems = [not_json] if not_json else description.check_request(op, raw_values, query_pairs, body, has_body)
+        problems = [not_json] if not_json else self.description.check_request(op, raw_values, query_pairs, body, has_body)
+        for problem in problems:
+            self.standin.violation(problem)
         if problems:
-            for problem in problems:
-                standin.violation(problem)
-            answer = flavour.invalid(problems)
+            answer = self.flavour.invalid(problems)
         else:
-            handler = flavour.handlers.get(op.operation_id)
-            if handler is None:
-                standin.violation(f"{op.method} {op.template} ({op.operation_id}) is valid but the stand-in does "
-                                  "not implement it: ask the forge-standins helper")
-                answer = flavour.not_found()
-            else:
-                ctx = Ctx(standin, {k: unquote(v) for k, v in raw_values.items()}, dict(query_pairs), body,
-                          {k.lower(): v for k, v in request.headers.items()})
-                answer = await run_in_threadpool(handler, ctx)
-                for problem in description.check_response(op, answer.status, answer.body, answer.body is not None):
-                    standin.violation(f"stand-in answer: {problem}")
+            answer = await self._handle(request, op, raw_values, dict(query_pairs), body)
         if request.method == "GET" and answer.status == 200:
-            answer = _conditional(request, answer, raw_path, dict(query_pairs))
-        payload = _encode(answer)
-        record.status = answer.status
-        standin.calls.append(record)
-        return _send(answer, payload)
+            answer = self._conditional(request, answer, raw_path, dict(query_pairs))
+        return self._done(record, answer, _encode(answer))
 
-    def _conditional(request: Request, answer: Answer, raw_path: str, query: dict[str, str]) -> Answer:
+    async def _handle(self, request: Request, op: Operation, raw_values: dict[str, str], query: dict[str, str],
+                      body: Any) -> Answer:
+        """Run the flavour's handler for a valid request and hold its answer to the description."""
+        handler = self.flavour.handlers.get(op.operation_id)
+        if handler is None:
+            self.standin.violation(f"{op.method} {op.template} ({op.operation_id}) is valid but the stand-in does "
+                                   "not implement it: ask the forge-standins helper")
+            return self.flavour.not_found()
+        ctx = Ctx(self.standin, {k: unquote(v) for k, v in raw_values.items()}, query, body,
+                  {k.lower(): v for k, v in request.headers.items()})
+        answer = await run_in_threadpool(handler, ctx)
+        for problem in self.description.check_response(op, answer.status, answer.body, answer.body is not None):
+            self.standin.violation(f"stand-in answer: {problem}")
+        return answer
+
+    def _conditional(self, request: Request, answer: Answer, raw_path: str, query: dict[str, str]) -> Answer:
         """A page of a list (as the forge pages it), ETag / If-None-Match, and on GitHub
         Last-Modified / If-Modified-Since; a 304 when the client's copy is current."""
         if isinstance(answer.body, list):
-            answer.body, headers = paginate(flavour.kind, standin.base_url + raw_path, query, answer.body)
+            answer.body, headers = paginate(self.flavour.kind, self.standin.base_url + raw_path, query, answer.body)
             answer.headers.update(headers)
         tag = _etag(_encode(answer))
         answer.headers["ETag"] = tag
-        changed = last_modified(answer.body) if flavour.sends_last_modified else None
+        changed = last_modified(answer.body) if self.flavour.sends_last_modified else None
         if changed is not None:
             answer.headers["Last-Modified"] = http_date(changed)
+        validators = {k: v for k, v in answer.headers.items() if k in ("ETag", "Last-Modified")}
         if_none_match = request.headers.get("if-none-match")
         if if_none_match is not None:
             if tag in [t.strip() for t in if_none_match.split(",")]:
-                return Answer(304, None, {k: v for k, v in answer.headers.items() if k in ("ETag", "Last-Modified")})
+                return Answer(304, None, validators)
         elif changed is not None and not_modified_since(request.headers.get("if-modified-since", ""), changed):
-            return Answer(304, None, {k: v for k, v in answer.headers.items() if k in ("ETag", "Last-Modified")})
+            return Answer(304, None, validators)
         return answer
 
-    async def _extra(request: Request, raw_path: str) -> Response:
+    async def _extra(self, request: Request, raw_path: str) -> Response:
         """A path outside the REST description (GitHub's GraphQL endpoint): its own handler checks it."""
         record = Call(request.method, raw_path, request.url.query, 0, raw_path)
-        token = flavour.presented_token({k.lower(): v for k, v in request.headers.items()})
-        if token != standin.token:
-            answer = flavour.unauthorized()
-        else:
-            body, _has_body, not_json = _json_body(await request.body())
-            if not_json or not isinstance(body, dict):
-                standin.violation(f"POST {raw_path}: {not_json or 'the body is not a JSON object'}")
-                answer = flavour.error(400, "Problems parsing JSON")
-            else:
-                ctx = Ctx(standin, {}, {}, body, {k.lower(): v for k, v in request.headers.items()})
-                answer = await run_in_threadpool(flavour.extra_paths[raw_path], ctx)
-        record.status = answer.status
-        standin.calls.append(record)
-        return _send(answer, None)
+        if not self._authorised(request):
+            return self._done(record, self.flavour.unauthorized())
+        body, _has_body, not_json = _json_body(await request.body())
+        if not_json or not isinstance(body, dict):
+            self.standin.violation(f"POST {raw_path}: {not_json or 'the body is not a JSON object'}")
+            return self._done(record, self.flavour.error(400, "Problems parsing JSON"))
+        ctx = Ctx(self.standin, {}, {}, body, {k.lower(): v for k, v in request.headers.items()})
+        return self._done(record, await run_in_threadpool(self.flavour.extra_paths[raw_path], ctx))
 
-    def _send(answer: Answer, payload: bytes | None) -> Response:
+    def _send(self, answer: Answer, payload: bytes | None) -> Response:
         if payload is None:
             payload = _encode(answer)
-        answer.headers.update(flavour.common_headers(standin, answer))
+        answer.headers.update(self.flavour.common_headers(self.standin, answer))
         media = None if not payload or "Content-Type" in answer.headers else "application/json; charset=utf-8"
         return Response(payload if answer.status != 304 else b"", status_code=answer.status,
                         headers=answer.headers, media_type=media)
 
-    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-    return Starlette(routes=[Route("/_standin/git-auth", git_auth, methods=["GET"]),
-                             Route("/{path:path}", api, methods=methods)])
+
+def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
+    app = StandInApp(standin, flavour)
+    return Starlette(routes=[Route("/_standin/git-auth", app.git_auth, methods=["GET"]),
+                             Route("/{path:path}", app.api, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])

@@ -50,7 +50,7 @@ class GitLab(Flavour):
             "listMergeRequestNotes": self.notes, "getJobLog": self.job_log,
         }
 
-    def description(self) -> openapi.Descriptions:  # type: ignore[override]
+    def description(self) -> openapi.Descriptions:
         return openapi.gitlab()
 
     def presented_token(self, headers: dict[str, str]) -> str | None:

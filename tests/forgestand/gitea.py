@@ -61,7 +61,7 @@ class Gitea(Flavour):
         return {"id": uid, "login": login, "login_name": "", "source_id": 0, "full_name": login,
                 "email": f"{login}@noreply.localhost", "avatar_url": f"{standin.base_url}/avatars/{uid}",
                 "html_url": f"{standin.base_url}/{login}", "language": "", "is_admin": False,
-                "last_login": "0001-01-01T00:00:00Z", "created": now(), "restricted": False, "active": True,
+                "last_login": "0001-01-01T00:00:00Z", "created": "2026-01-01T00:00:00Z", "restricted": False, "active": True,
                 "prohibit_login": False, "location": "", "website": "", "description": "", "visibility": "public",
                 "followers_count": 0, "following_count": 0, "starred_repos_count": 0, "username": login}
 
@@ -73,7 +73,7 @@ class Gitea(Flavour):
                 "ssh_url": f"git@127.0.0.1:{repo.path}.git", "clone_url": repo.clone_url, "original_url": "",
                 "website": "", "stars_count": 0, "forks_count": 0, "watchers_count": 0, "open_issues_count": 0,
                 "open_pr_counter": sum(p.state == "open" for p in repo.prs), "release_counter": 0,
-                "default_branch": repo.default_branch, "archived": False, "created_at": now(), "updated_at": now(),
+                "default_branch": repo.default_branch, "archived": False, "created_at": repo.created_at, "updated_at": repo.created_at,
                 "archived_at": "1970-01-01T00:00:00Z", "has_issues": True, "has_wiki": False,
                 "has_pull_requests": True, "has_projects": False, "has_releases": True, "has_packages": False,
                 "has_actions": False, "ignore_whitespace_conflicts": False,

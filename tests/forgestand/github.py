@@ -8,9 +8,7 @@ payloads start from @octokit/webhooks-examples and are validated against @octoki
 from __future__ import annotations
 
 import copy
-import json
 import re
-from functools import lru_cache
 from typing import Any
 
 from . import openapi
@@ -19,25 +17,10 @@ from .state import PR, MergeRefused, Repo, now, user_id_of
 from .webhooks import Delivery
 
 DOCS = "https://docs.github.com/rest"
-REACTIONS = {"url": "", "total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0, "confused": 0, "heart": 0,
-             "rocket": 0, "eyes": 0}
 
 
 def example(name: str) -> Any:
     return copy.deepcopy(openapi.github_rest().document["components"]["examples"][name]["value"])
-
-
-@lru_cache(maxsize=None)
-def _hook_examples() -> dict[str, list[dict]]:
-    data = json.loads((openapi.NODE_MODULES / "@octokit/webhooks-examples/api.github.com/index.json").read_text())
-    return {entry["name"]: entry["examples"] for entry in data}
-
-
-def hook_example(event: str, action: str | None) -> dict:
-    for candidate in _hook_examples()[event]:
-        if candidate.get("action") == action:
-            return copy.deepcopy(candidate)
-    raise KeyError(f"no {event}/{action} example in @octokit/webhooks-examples")
 
 
 class GitHub(Flavour):
@@ -404,104 +387,5 @@ class GitHub(Flavour):
 
     # -- webhooks ----------------------------------------------------------------------------------
     def build_webhook(self, standin: Any, event: str, repo: Repo, number: int | None, **extra: Any) -> Delivery:
-        pr = standin.pr(repo.path, number) if number is not None else None
-        repository = self.hook_repo(standin, repo)
-        sender = self.user(standin, extra.get("sender", "reviewer"))
-        if event == "ping":
-            payload = hook_example("ping", None)
-            payload.update(repository=repository, sender=sender)
-            return self._checked("ping", "ping", payload)
-        assert pr is not None, f"a {event} webhook needs the PR number"
-        pr_hook = self.pr_json(standin, repo, pr)
-        pr_hook.pop("merge_queue_entry", None)
-        if event == "pr":
-            action = extra.get("action", "opened")
-            base = hook_example("pull_request", action)
-            base.update(action=action, number=pr.number, pull_request=pr_hook, repository=repository, sender=sender)
-            if action == "synchronize":
-                base.update(before=extra.get("before", pr.base_sha), after=pr.head_sha)
-            return self._checked("pull_request", f"pull-request-{action.replace('_', '-')}", base)
-        if event == "review":
-            review = pr.review(extra.get("review_id"))
-            payload = hook_example("pull_request_review", "submitted")
-            shaped = self.review_json(standin, repo, pr, review)
-            shaped["state"] = shaped["state"].lower()
-            payload.update(review=shaped, pull_request=self._pr_in_review_hook(pr_hook), repository=repository,
-                           sender=self.user(standin, review.author))
-            return self._checked("pull_request_review", "pull-request-review-submitted", payload)
-        if event == "review_comment":
-            _review, comment = pr.inline_comment(extra.get("comment_id"))
-            payload = hook_example("pull_request_review_comment", "created")
-            shaped_comment = self.review_comment_json(standin, repo, pr, comment, False)
-            shaped_comment.setdefault("reactions", REACTIONS)
-            payload.update(comment=shaped_comment,
-                           pull_request=self._pr_in_review_hook(pr_hook), repository=repository,
-                           sender=self.user(standin, comment.author))
-            return self._checked("pull_request_review_comment", "pull-request-review-comment-created", payload)
-        if event == "comment":
-            comment = pr.comment(extra.get("comment_id"))
-            payload = hook_example("issue_comment", "created")
-            payload["issue"].update(number=pr.number, title=pr.title, body=pr.body, state=pr_hook["state"],
-                                    html_url=pr_hook["html_url"], user=pr_hook["user"])
-            payload["issue"]["pull_request"] = {"url": pr_hook["url"], "html_url": pr_hook["html_url"],
-                                                "diff_url": pr_hook["diff_url"], "patch_url": pr_hook["patch_url"]}
-            payload["issue"].update(active_lock_reason=None, labels=[], reactions=REACTIONS)
-            payload["comment"].update(performed_via_github_app=None, reactions=REACTIONS)
-            payload["comment"].update(id=comment.id, body=comment.body, user=self.user(standin, comment.author),
-                                      html_url=f"{repo.web_url}/pull/{pr.number}#issuecomment-{comment.id}")
-            payload.update(repository=repository, sender=self.user(standin, comment.author))
-            return self._checked("issue_comment", "issue-comment-created", payload)
-        if event == "check":
-            name = extra["name"]
-            run = next(r for r in reversed(repo.checks) if r.name == name and r.sha == pr.head_sha)
-            payload = hook_example("check_run", "completed" if run.state != "pending" else "created")
-            shaped = self.check_run_json(standin, repo, run)
-            shaped["pull_requests"] = [{"id": pr.id, "number": pr.number, "url": pr_hook["url"],
-                                        "head": {"ref": pr.head, "sha": pr.head_sha, "repo": {"id": repo.id, "name": repo.name, "url": repository["url"]}},
-                                        "base": {"ref": pr.base, "sha": pr.base_sha, "repo": {"id": repo.id, "name": repo.name, "url": repository["url"]}}}]
-            payload["check_run"].update({k: v for k, v in shaped.items() if k in payload["check_run"]})
-            payload["check_run"]["check_suite"].update(head_branch=pr.head, head_sha=pr.head_sha,
-                                                       pull_requests=shaped["pull_requests"])
-            payload.update(repository=repository, sender=self.user(standin, "ci-bot"))
-            action = payload["action"]
-            return self._checked("check_run", f"check-run-{action}", payload)
-        if event == "status":  # a commit status (the older CI API), for the PR's head
-            run = next(r for r in reversed(repo.checks) if r.name == extra["name"] and r.sha == pr.head_sha)
-            payload = hook_example("status", None)
-            payload["commit"].update(sha=run.sha, url=f"{standin.api_url}/repos/{repo.path}/commits/{run.sha}",
-                                     html_url=f"{repo.web_url}/commit/{run.sha}")
-            payload["commit"]["commit"]["verification"] = {"verified": False, "reason": "unsigned", "signature": None,
-                                                           "payload": None, "verified_at": None}
-            payload.update(id=run.id, sha=run.sha, name=repo.path, context=run.name, state=run.state,
-                           description=run.log[-140:] or None, target_url=f"{repo.web_url}/runs/{run.id}",
-                           created_at=run.created_at, updated_at=run.updated_at, repository=repository,
-                           sender=self.user(standin, "ci-bot"),
-                           branches=[{"name": pr.head, "commit": {"sha": run.sha, "url": payload["commit"]["url"]},
-                                      "protected": False}])
-            return self._checked("status", "status", payload)
-        raise ValueError(f"no GitHub webhook for {event!r}: pr, review, review_comment, comment, check, status, ping")
-
-    def hook_repo(self, standin: Any, repo: Repo) -> dict:
-        out = hook_example("pull_request", "opened")["repository"]
-        full = self.repo_json(standin, repo)
-        out.update({k: full[k] for k in ("id", "node_id", "name", "full_name", "owner", "html_url", "url", "clone_url",
-                                          "git_url", "ssh_url", "svn_url", "default_branch", "private", "fork")})
-        for key, value in list(out.items()):
-            if isinstance(value, str) and key not in full:
-                out[key] = re.sub(r"^https://api\.github\.com/repos/[^/]+/[^/{]+", full["url"], value)
-        return out
-
-    @staticmethod
-    def _pr_in_review_hook(pr_hook: dict) -> dict:
-        out = {k: v for k, v in pr_hook.items() if k not in (
-            "merged", "mergeable", "mergeable_state", "merged_by", "rebaseable", "comments", "review_comments",
-            "maintainer_can_modify", "commits", "additions", "deletions", "changed_files")}
-        return out
-
-    def _checked(self, header: str, webhook_key: str, payload: dict) -> Delivery:
-        description = openapi.github_webhooks()
-        pointer = f"/webhooks/{webhook_key}/post/requestBody/content/application~1json/schema"
-        problems = description.check_schema_at(pointer, payload, f"webhook {webhook_key}")
-        if problems:
-            raise AssertionError("the stand-in built a webhook its schema refuses: " + "; ".join(problems))
-        return Delivery(header, payload)
+        from .github_hooks import build
+        return build(self, standin, event, repo, number, extra)

@@ -267,7 +267,7 @@ class GitLab(Flavour):
         if not found:
             return self.not_found()
         repo, pr = found
-        approvers = []
+        approvers: list[str] = []
         for review in pr.reviews:  # a reviewer's latest word counts
             approvers = [a for a in approvers if a != review.author] + ([review.author] if review.state == "approved" else [])
         return Answer(200, {"id": pr.id, "iid": pr.number, "project_id": repo.id, "title": pr.title,
@@ -342,77 +342,7 @@ class GitLab(Flavour):
         git(repo.bare, "update-ref", "-d", f"refs/heads/{branch}")
         return Answer(204)
 
-    # -- webhooks (GitLab's documented payloads, doc/user/project/integrations/webhook_events.md) ----
+    # -- webhooks ----------------------------------------------------------------------------------
     def build_webhook(self, standin: Any, event: str, repo: Repo, number: int | None, **extra: Any) -> Delivery:
-        project = self.project_json(standin, repo)
-        hook_project = {"id": repo.id, "name": repo.name, "description": "", "web_url": repo.web_url,
-                        "git_http_url": repo.clone_url, "git_ssh_url": project["ssh_url_to_repo"],
-                        "namespace": project["namespace"]["name"], "path_with_namespace": repo.path,
-                        "default_branch": repo.default_branch, "homepage": repo.web_url, "url": repo.clone_url,
-                        "http_url": repo.clone_url, "visibility_level": 0}
-        repository = {"name": repo.name, "url": repo.clone_url, "description": "", "homepage": repo.web_url}
-        pr = standin.pr(repo.path, number)
-        mr = self.mr_json(standin, repo, pr)
-        attrs = {"id": pr.id, "iid": pr.number, "title": pr.title, "description": pr.body, "state": mr["state"],
-                 "source_branch": pr.head, "target_branch": pr.base, "source_project_id": repo.id,
-                 "target_project_id": repo.id, "author_id": mr["author"]["id"], "url": mr["web_url"],
-                 "draft": mr["draft"], "work_in_progress": mr["draft"], "merge_status": mr["merge_status"],
-                 "detailed_merge_status": mr["detailed_merge_status"], "created_at": pr.created_at,
-                 "updated_at": pr.updated_at, "merge_commit_sha": pr.merged_sha,
-                 "last_commit": {"id": pr.head_sha, "message": "", "url": f"{repo.web_url}/-/commit/{pr.head_sha}"},
-                 "source": hook_project, "target": hook_project}
-        actor = self.user(standin, extra.get("sender", "reviewer"))
-        actor.pop("locked", None)
-        common = {"user": actor, "project": hook_project, "repository": repository}
-        if event in ("pr", "review"):
-            action = extra.get("action", "open")
-            reviewers = []
-            if event == "review":
-                review = pr.review(extra.get("review_id"))
-                action = {"approved": "approved"}.get(review.state, "update")
-                actor = self.user(standin, review.author)
-                reviewers = [{**self.user(standin, review.author),
-                              "state": {"approved": "approved", "changes_requested": "requested_changes"}.get(review.state, "reviewed")}]
-            action = {"opened": "open", "closed": "close", "reopened": "reopen", "synchronize": "update"}.get(action, action)
-            if action == "close" and pr.state == "merged":
-                action = "merge"
-            payload = {"object_kind": "merge_request", "event_type": "merge_request", **common, "user": actor,
-                       "object_attributes": {**attrs, "action": action, **({"oldrev": extra["before"]} if "before" in extra else {})},
-                       "labels": [], "changes": {}, "reviewers": reviewers}
-            return Delivery("Merge Request Hook", payload, extra_headers={"X-Gitlab-Instance": standin.base_url})
-        if event in ("review_comment", "comment"):
-            if event == "review_comment":
-                _review, note = pr.inline_comment(extra.get("comment_id"))
-            else:
-                note = pr.comment(extra.get("comment_id"))
-            shaped = self.note_json(standin, pr, note)
-            payload = {"object_kind": "note", "event_type": "note", **common, "user": self.user(standin, note.author),
-                       "project_id": repo.id,
-                       "object_attributes": {"id": note.id, "note": note.body, "noteable_type": "MergeRequest",
-                                             "author_id": shaped["author"]["id"], "created_at": note.created_at,
-                                             "updated_at": note.created_at, "project_id": repo.id, "commit_id": note.commit_id,
-                                             "noteable_id": pr.id, "system": False, "type": shaped["type"],
-                                             "position": shaped["position"], "line_code": None,
-                                             "url": f"{mr['web_url']}#note_{note.id}", "action": "create"},
-                       "merge_request": {k: attrs[k] for k in attrs if k not in ("source", "target")}}
-            return Delivery("Note Hook", payload, extra_headers={"X-Gitlab-Instance": standin.base_url})
-        if event == "check":
-            pipeline = self.pipeline_for(repo, pr, pr.head_sha)
-            assert pipeline, "set_check first"
-            builds = [{"id": r.id, "stage": "test", "name": r.name, "status": STATUS[r.state], "created_at": r.created_at,
-                       "started_at": r.created_at, "finished_at": r.updated_at, "allow_failure": False,
-                       "failure_reason": "script_failure" if r.state == "failure" else None,
-                       "user": self.user(standin, "ci-bot")} for r in repo.checks_for(pr.head_sha)]
-            payload = {"object_kind": "pipeline", **common, "user": self.user(standin, "ci-bot"),
-                       "object_attributes": {"id": pipeline["id"], "iid": pipeline["iid"], "ref": pr.head,
-                                             "sha": pr.head_sha, "status": pipeline["status"],
-                                             "detailed_status": pipeline["status"], "source": "merge_request_event",
-                                             "stages": ["test"], "created_at": pipeline["created_at"],
-                                             "url": pipeline["web_url"]},
-                       "merge_request": {"id": pr.id, "iid": pr.number, "title": pr.title, "source_branch": pr.head,
-                                         "target_branch": pr.base, "state": mr["state"], "url": mr["web_url"],
-                                         "detailed_merge_status": mr["detailed_merge_status"]},
-                       "commit": {"id": pr.head_sha, "message": "", "url": f"{repo.web_url}/-/commit/{pr.head_sha}"},
-                       "builds": builds}
-            return Delivery("Pipeline Hook", payload, extra_headers={"X-Gitlab-Instance": standin.base_url})
-        raise ValueError(f"no GitLab webhook for {event!r}: pr, review, review_comment, comment, check")
+        from .gitlab_hooks import build
+        return build(self, standin, event, repo, standin.pr(repo.path, number), extra)

@@ -184,15 +184,15 @@ class ApiDescription:
         for name, value in query:
             given.setdefault(name, []).append(value)
         for name, values in given.items():
-            param = declared.get(("query", name)) or declared.get(("query", name.removesuffix("[]")))
-            if param is None:
+            query_param = declared.get(("query", name)) or declared.get(("query", name.removesuffix("[]")))
+            if query_param is None:
                 problems.append(f"{where}: query parameter {name!r} is not in {self.name}")
                 continue
-            for value in values:
-                problems += self._check_param(param, value, f"{where} query {name}")
-        for (loc, name), param in declared.items():
-            if loc == "query" and param.get("required") and name not in given:
-                problems.append(f"{where}: required query parameter {name!r} missing")
+            for raw in values:
+                problems += self._check_param(query_param, raw, f"{where} query {name}")
+        for (loc, declared_name), param in declared.items():
+            if loc == "query" and param.get("required") and declared_name not in given:
+                problems.append(f"{where}: required query parameter {declared_name!r} missing")
         body_schema, pointer, required = self._request_body(op)
         if has_body and body_schema is None:
             problems.append(f"{where}: a request body is not described by {self.name}")

@@ -139,6 +139,7 @@ class Repo:
     prs: list[PR] = field(default_factory=list)
     checks: list[CheckRun] = field(default_factory=list)
     protected: dict[str, list[str]] = field(default_factory=dict)
+    created_at: str = field(default_factory=now)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property

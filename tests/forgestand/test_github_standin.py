@@ -92,6 +92,9 @@ def test_a_pull_request_from_push_to_merge(github_standin, tmp_path):
     assert s.branch_head("acme/widget", "agent/issue-1") is None
     gone = api(s, "DELETE", "/repos/acme/widget/git/refs/heads/agent/issue-1")  # GitHub's answer, no violation
     assert gone.status_code == 422 and gone.json()["message"] == "Reference does not exist"
+    # the stand-in's own logs (nginx, fcgiwrap) never hold the token a push carried
+    logs = [p for p in s.root.rglob("*") if p.is_file() and p.suffix in (".log", ".stderr")]
+    assert logs and not [p for p in logs if s.token in p.read_text(errors="replace")]
 
 
 def test_squash_and_rebase_are_real_git(github_standin):

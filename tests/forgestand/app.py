@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import parse_qsl, unquote
@@ -84,6 +85,12 @@ class Flavour:
     def unauthorized(self) -> Answer:
         return self.error(401, "Bad credentials")
 
+    def rate_limited(self, standin: "StandIn", retry_after: int) -> Answer:
+        """An exhausted rate limit (GitLab and Gitea: 429 with Retry-After)."""
+        answer = self.error(429, "Retry later")
+        answer.headers["Retry-After"] = str(retry_after)
+        return answer
+
     def not_found(self) -> Answer:
         return self.error(404, "Not Found")
 
@@ -154,6 +161,9 @@ class StandInApp:
         record = Call(request.method, rest, request.url.query, 0)
         if not self._authorised(request):
             return self._done(record, self.flavour.unauthorized())
+        if self.standin.rate_limited_until > time.time():
+            wait = max(1, int(self.standin.rate_limited_until - time.time()))
+            return self._done(record, self.flavour.rate_limited(self.standin, wait))
         found = self.description.match(request.method, rest)
         if found is None:
             self.standin.violation(f"{request.method} {self.flavour.api_prefix}{rest}: no such operation in "

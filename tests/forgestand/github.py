@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from typing import Any
 
 from . import openapi
@@ -65,6 +66,13 @@ class GitHub(Flavour):
 
     def unauthorized(self) -> Answer:
         return Answer(401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"})
+
+    def rate_limited(self, standin: Any, retry_after: int) -> Answer:
+        """GitHub's primary rate limit: 403, X-RateLimit-Remaining 0 and the reset time."""
+        standin.rate_used = self.RATE_LIMIT
+        standin.rate_reset = int(time.time()) + retry_after
+        return Answer(403, {"message": f"API rate limit exceeded for user ID {standin.user_id}.",
+                            "documentation_url": DOCS + "/overview/rate-limits-for-the-rest-api"})
 
     def invalid(self, problems: list[str]) -> Answer:
         return Answer(422, {"message": "Validation Failed", "documentation_url": DOCS,
@@ -229,6 +237,10 @@ class GitHub(Flavour):
             return Answer(422, {"message": "Validation Failed", "documentation_url": DOCS, "errors": [
                 {"resource": "PullRequest", "code": "custom",
                  "message": f"A pull request already exists for {repo.owner}:{head}."}]})
+        if body.get("draft") and not repo.draft_prs:
+            return Answer(422, {"message": "Validation Failed", "documentation_url": DOCS, "errors": [
+                {"resource": "PullRequest", "code": "custom",
+                 "message": "Draft pull requests are not supported in this repository."}]})
         pr = ctx.standin.open_pr(repo.path, head, body["base"], body.get("title", ""), body.get("body") or "",
                                  bool(body.get("draft")))
         return Answer(201, self.pr_json(ctx.standin, repo, pr), {"Location": f"{ctx.standin.api_url}/repos/{repo.path}/pulls/{pr.number}"})

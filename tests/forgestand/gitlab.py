@@ -68,6 +68,10 @@ class GitLab(Flavour):
     def not_found(self) -> Answer:
         return Answer(404, {"message": "404 Not found"})
 
+    def rate_limited(self, standin: Any, retry_after: int) -> Answer:
+        return Answer(429, {"message": "429 Too Many Requests"}, {"Retry-After": str(retry_after),
+                                                                  "RateLimit-Remaining": "0"})
+
     def invalid(self, problems: list[str]) -> Answer:
         return Answer(400, {"error": "; ".join(problems)})
 

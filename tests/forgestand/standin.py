@@ -52,6 +52,8 @@ class StandIn:
         #: Deliveries the stand-in sent by itself (send_hooks_to), in order, with the receiver's status.
         self.hook_log: list[Any] = []
         self._hooks: Any = None
+        #: While > now (time.time()), every API call is refused as the forge refuses an exhausted rate limit.
+        self.rate_limited_until = 0.0
         #: GitHub's rate-limit counter (calls that were not 304) and the reset time it reports.
         self.rate_used = 0
         self.rate_reset = int(time.time()) + 3600
@@ -101,6 +103,13 @@ class StandIn:
         return Connection(kind=self.kind, base_url=self.base_url, api_url=self.api_url, token=self.token,
                           git_username=self.git_username)
 
+    def limit_rate(self, seconds: float = 60) -> None:
+        """Exhaust the rate limit for `seconds`: GitHub answers 403 with X-RateLimit-Remaining: 0,
+        GitLab and Gitea 429 with Retry-After; `limit_rate(0)` lifts it."""
+        self.rate_limited_until = time.time() + seconds if seconds > 0 else 0.0
+        if seconds <= 0:
+            self.rate_used = 0
+
     def violation(self, sentence: str) -> None:
         with self._lock:
             self.violations.append(sentence)
@@ -110,7 +119,8 @@ class StandIn:
 
     # -- repositories ----------------------------------------------------------------------------
     def create_repo(self, path: str, files: dict[str, str] | None = None, default_branch: str = "main",
-                    merge_methods: tuple[str, ...] = ("merge", "squash", "rebase")) -> Repo:
+                    merge_methods: tuple[str, ...] = ("merge", "squash", "rebase"), draft_prs: bool = True) -> Repo:
+        """A repository on the forge; `draft_prs=False`: GitHub refuses drafts there (a plan without them)."""
         if path in self.repos:
             raise ValueError(f"{path} exists")
         if self.kind != "gitlab" and path.count("/") != 1:
@@ -118,7 +128,7 @@ class StandIn:
         bare = self.repos_root / f"{path}.git"
         init_bare(bare, default_branch, files if files is not None else {"README.md": f"# {path}\n"})
         repo = Repo(new_id(), path, bare, default_branch, tuple(merge_methods),
-                    clone_url=f"{self.base_url}/{path}.git", web_url=f"{self.base_url}/{path}")
+                    clone_url=f"{self.base_url}/{path}.git", web_url=f"{self.base_url}/{path}", draft_prs=draft_prs)
         self.repos[path] = repo
         return repo
 

@@ -140,6 +140,7 @@ class Repo:
     checks: list[CheckRun] = field(default_factory=list)
     protected: dict[str, list[str]] = field(default_factory=dict)
     created_at: str = field(default_factory=now)
+    draft_prs: bool = True
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @property

@@ -59,3 +59,32 @@ def test_github_if_modified_since_and_rate_limit(github_standin):
         pr.updated_at = "2099-01-01T00:00:00Z"  # the review moved updated_at; make it visibly later than `first`
         assert client.get(url, headers={"If-Modified-Since": first.headers["last-modified"]}).status_code == 200
         assert int(client.get(url).headers["x-ratelimit-remaining"]) == 5000 - used - 2
+
+
+def test_an_exhausted_rate_limit_is_refused_as_the_forge_refuses_it(any_standin):
+    s = any_standin
+    s.create_repo("acme/r")
+    url = s.api_url + ("/projects/acme%2Fr" if s.kind == "gitlab" else "/repos/acme/r")
+    with httpx.Client(headers=AUTH[s.kind](s.token), timeout=10) as client:
+        s.limit_rate(30)
+        limited = client.get(url)
+        if s.kind == "github":
+            assert limited.status_code == 403 and limited.headers["x-ratelimit-remaining"] == "0"
+            assert limited.json()["message"].startswith("API rate limit exceeded")
+            assert int(limited.headers["x-ratelimit-reset"]) > 0
+        else:
+            assert limited.status_code == 429 and 0 < int(limited.headers["retry-after"]) <= 30
+        s.limit_rate(0)
+        assert client.get(url).status_code == 200
+
+
+def test_github_refuses_a_draft_where_the_repository_has_none(github_standin):
+    s = github_standin
+    s.create_repo("acme/free", draft_prs=False)
+    s.commit_on_server("acme/free", "b", {"f": "1"})
+    with httpx.Client(headers=AUTH["github"](s.token), timeout=10) as client:
+        body = {"title": "t", "head": "b", "base": "main", "draft": True}
+        refused = client.post(s.api_url + "/repos/acme/free/pulls", json=body)
+        assert refused.status_code == 422
+        assert refused.json()["errors"][0]["message"] == "Draft pull requests are not supported in this repository."
+        assert client.post(s.api_url + "/repos/acme/free/pulls", json={**body, "draft": False}).status_code == 201

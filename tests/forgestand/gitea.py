@@ -297,7 +297,8 @@ class Gitea(Flavour):
         if event == "pr":
             action = extra.get("action", "opened")
             gitea_action = {"synchronize": "synchronized"}.get(action, action)
-            return self._checked("pull_request", {"action": gitea_action, **base}, "pull_request")
+            return self._checked("pull_request", {"action": gitea_action, **base},
+                                 "pull_request_sync" if gitea_action == "synchronized" else "pull_request")
         if event in ("review", "review_comment"):
             if event == "review":
                 review = pr.review(extra.get("review_id"))
@@ -311,7 +312,8 @@ class Gitea(Flavour):
                 kind = "pull_request_review_comment"
             payload = {"action": "reviewed", **base, "sender": self.user(standin, review.author),
                        "commit_id": review.commit_id, "review": {"type": kind, "content": body}}
-            return self._checked(kind, payload, kind)
+            # X-Gitea-Event is the short name (Gitea's HookEventType.Event()), X-Gitea-Event-Type the type
+            return self._checked(kind.replace("_review_", "_"), payload, kind)
         if event == "comment":
             c = pr.comment(extra.get("comment_id"))
             issue = {"id": pr.id, "url": shaped["url"], "html_url": shaped["html_url"], "number": pr.number,

@@ -40,7 +40,8 @@ def test_deliveries_are_signed_replayable_and_forgeable(any_standin, webhook_rec
     else:
         ids = [h["x-gitea-delivery"] for h in (h1, h2)]
         assert h1["x-gitea-signature"] == mac and h3["x-gitea-signature"] != mac
-        assert h1["x-gitea-event"] == "pull_request_review_approved"
+        assert h1["x-gitea-event"] == "pull_request_approved"
+        assert h1["x-gitea-event-type"] == "pull_request_review_approved"
         if s.kind == "forgejo":
             assert h1["x-forgejo-signature"] == mac and h1["x-forgejo-delivery"] == ids[0]
     assert ids[0] == ids[1] == delivery.delivery_id
@@ -86,6 +87,7 @@ def test_a_registered_hook_gets_the_forges_events_in_order(any_standin, webhook_
         assert [b["object_attributes"].get("action") for b in bodies if b["object_kind"] == "merge_request"] == [
             "open", "update", "update", "merge"]
     else:
-        assert events == ["pull_request", "pull_request", "pull_request_review_rejected", "pull_request_review_comment",
+        assert events == ["pull_request", "pull_request", "pull_request_rejected", "pull_request_comment",
                           "status", "pull_request"]
+        assert got[1][0]["x-gitea-event-type"] == "pull_request_sync"
         assert bodies[1]["action"] == "synchronized" and bodies[-1]["pull_request"]["merged"] is True

@@ -83,5 +83,11 @@ def test_webhooks_are_signed_like_the_forge(standin, event):
     assert signature_ok(s.kind, headers, delivery.body, s.webhook_secret)
     assert signature_ok("gitea", headers, delivery.body, s.webhook_secret)  # Forgejo sends both
     assert not signature_ok(s.kind, delivery.headers(s.kind, s.webhook_secret, tamper=True), delivery.body, s.webhook_secret)
-    if event == "review":
-        assert headers["X-Gitea-Event"] == "pull_request_review_rejected"
+    if event == "review":  # as Gitea sends them: the event's short name, and its type
+        assert headers["X-Gitea-Event"] == "pull_request_rejected"
+        assert headers["X-Gitea-Event-Type"] == "pull_request_review_rejected"
+    if event == "review_comment":
+        assert (headers["X-Gitea-Event"], headers["X-Gitea-Event-Type"]) == ("pull_request_comment",
+                                                                              "pull_request_review_comment")
+    if event == "comment":
+        assert (headers["X-Gitea-Event"], headers["X-Gitea-Event-Type"]) == ("issue_comment", "pull_request_comment")

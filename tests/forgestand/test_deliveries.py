@@ -42,6 +42,9 @@ def test_deliveries_are_signed_replayable_and_forgeable(any_standin, webhook_rec
         assert h1["x-gitea-signature"] == mac and h3["x-gitea-signature"] != mac
         assert h1["x-gitea-event"] == "pull_request_approved"
         assert h1["x-gitea-event-type"] == "pull_request_review_approved"
+        # Gitea also sends GitHub's headers (a receiver must know the forge by the hook, not by them)
+        assert h1["x-github-event"] == "pull_request_approved" and h1["x-hub-signature-256"] == "sha256=" + mac
+        assert h1["x-hub-signature"] == "sha1=" + hmac.new(s.webhook_secret.encode(), b1, hashlib.sha1).hexdigest()
         if s.kind == "forgejo":
             assert h1["x-forgejo-signature"] == mac and h1["x-forgejo-delivery"] == ids[0]
     assert ids[0] == ids[1] == delivery.delivery_id

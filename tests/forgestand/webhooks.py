@@ -2,8 +2,9 @@
 
 - GitHub: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>`, `X-GitHub-Event`,
   `X-GitHub-Delivery` (a GUID), `X-GitHub-Hook-ID`.
-- Gitea: `X-Gitea-Signature: <hex HMAC-SHA256>`, `X-Gitea-Event`, `X-Gitea-Event-Type`,
-  `X-Gitea-Delivery`; Forgejo sends the same plus `X-Forgejo-Signature`/`-Event`/`-Delivery`.
+- Gitea: `X-Gitea-Signature: <hex HMAC-SHA256>`, `X-Gitea-Event` (short name), `X-Gitea-Event-Type`,
+  `X-Gitea-Delivery`, the same as `X-Gogs-*`, and GitHub's (`X-Hub-Signature(-256)`, `X-GitHub-Event`,
+  `X-GitHub-Delivery`); Forgejo sends all of that plus `X-Forgejo-*`.
 - GitLab: `X-Gitlab-Token: <secret>` (no HMAC), `X-Gitlab-Event`, `X-Gitlab-Event-UUID`.
 The payloads themselves are built by the forge modules (github.py, gitlab.py, gitea.py).
 """
@@ -46,14 +47,18 @@ class Delivery:
             return {**common, "X-Gitlab-Event": self.event, "X-Gitlab-Event-UUID": self.delivery_id,
                     "X-Gitlab-Webhook-UUID": "standin-hook", "User-Agent": "GitLab/standin",
                     "X-Gitlab-Token": "wrong-token" if tamper else secret}
-        headers = {**common, "X-Gitea-Event": self.event, "X-Gitea-Delivery": self.delivery_id,
-                   "X-Gitea-Signature": mac, "X-Gogs-Event": self.event, "X-Gogs-Delivery": self.delivery_id,
-                   "X-Gogs-Signature": mac, "User-Agent": "Go-http-client/1.1"}
-        if kind == "forgejo":
-            headers.update({"X-Forgejo-Event": self.event, "X-Forgejo-Delivery": self.delivery_id,
-                            "X-Forgejo-Signature": mac})
-            if "X-Gitea-Event-Type" in headers:
-                headers["X-Forgejo-Event-Type"] = headers["X-Gitea-Event-Type"]
+        # Gitea (services/webhook/deliver.go) sends its own, Gogs' and GitHub's headers; Forgejo adds
+        # X-Forgejo-*. A receiver must not take a Gitea delivery for GitHub's because of X-GitHub-Event.
+        event_type = self.extra_headers.get("X-Gitea-Event-Type", self.event)
+        sha1 = hmac.new(b"not-the-secret" if tamper else secret.encode(), body, hashlib.sha1).hexdigest()
+        prefixes = (["X-Forgejo"] if kind == "forgejo" else []) + ["X-Gitea", "X-Gogs"]
+        headers = {"Content-Type": "application/json", "User-Agent": "Go-http-client/1.1"}
+        for prefix in prefixes:
+            headers.update({f"{prefix}-Delivery": self.delivery_id, f"{prefix}-Event": self.event,
+                            f"{prefix}-Event-Type": event_type, f"{prefix}-Signature": mac})
+        headers.update({"X-Hub-Signature": "sha1=" + sha1, "X-Hub-Signature-256": "sha256=" + mac,
+                        "X-GitHub-Delivery": self.delivery_id, "X-GitHub-Event": self.event,
+                        "X-GitHub-Event-Type": event_type})
         return headers
 
 

@@ -25,6 +25,27 @@ from typing import Any
 from predictorx.testing import DaemonProcess, ServerProcess, free_port, stop_group, wait_until  # noqa: F401
 
 PYTHON = sys.executable
+
+
+def _isolated_from_the_person() -> None:
+    """A bench, like a test, never reads or writes the person's own state: the per-user dirs that
+    processes it starts would otherwise fall back to (the in-place lock dir under ~/.cache, the
+    agents-room store, XDG data and state) point into one temp dir, removed at exit. A variable
+    the caller set is kept."""
+    import atexit
+
+    root = Path(tempfile.mkdtemp(prefix="px-bench-user-"))
+    atexit.register(shutil.rmtree, root, True)
+    for var, sub in (("XDG_CACHE_HOME", "cache"), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
+                     ("XDG_CONFIG_HOME", "config"), ("PREDICTORX_LOCK_DIR", "locks"),
+                     ("AGENTS_ROOM_DB", "agents-room/room.db")):
+        if not os.environ.get(var):
+            path = root / sub
+            (path.parent if var == "AGENTS_ROOM_DB" else path).mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.environ[var] = str(path)
+
+
+_isolated_from_the_person()
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
 _T0 = time.monotonic()
 

@@ -20,7 +20,7 @@ from typing import Any
 from .. import __version__, agents, allowhosts, config, hardening, resources
 from ..agents import descendants
 from ..apiclient import fail
-from . import contextrecovery, identity, runcheckouts, worktree
+from . import contextrecovery, forgework, identity, runcheckouts, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer
 from .repocache import RepoCache
@@ -86,6 +86,7 @@ class Daemon:
         self.unreported: dict[str, dict[str, Any]] = {}  # finishes the server has not acknowledged
         self._push_connected = False
         self._stopping = asyncio.Event()
+        self._forge_jobs: set[asyncio.Task] = set()
 
     # -- slots ------------------------------------------------------------------------------------
     def slot_released(self) -> None:
@@ -276,6 +277,11 @@ class Daemon:
             if run is not None:
                 log.info("task %s cancelled", run.id)
                 run.cancel()
+        elif kind == "request" and event.get("op") in forgework.OPS:
+            # A push can take minutes: kept referenced until done (a bare task could be collected).
+            job = asyncio.create_task(forgework.handle(self, event))
+            self._forge_jobs.add(job)
+            job.add_done_callback(self._forge_jobs.discard)
         elif kind == "request":
             asyncio.create_task(self._answer(event))
 

@@ -83,6 +83,9 @@ def branch_review(repo: Path, base: str, branch: str | None, *, mode: str, repo_
         log.warning("could not diff %s against %s in %s: %s", branch, base[:12], repo, e)
         review["error"] = f"the diff could not be made ({e})"
         return review
+    tip = git(["rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}"], cwd=repo, timeout=TIMEOUT,
+              check=False).stdout.decode().strip()
+    review["tip"] = tip or None  # where the branch was when reported: a discard deletes only that
     review.update(changed=bool(files), files=files, patch=patch, truncated=truncated,
                   added=sum(f["added"] for f in files), removed=sum(f["removed"] for f in files))
     return review

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import agents, unconfined
 from ..agents import RunSpec
-from . import (cliconfig, contextrecord, delivery, envroot, harness, netpolicy, review, rooms, runcheckouts, sandbox,
+from . import (cliconfig, contextrecord, delivery, envroot, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, worktree)
 from .branches import task_branch
 from .context import TaskContext, allowed_repo_urls, prepare_context
@@ -159,7 +159,12 @@ class TaskRun:
                                              "resolves to another place than when the task started; not run")
                         await self.daemon.acquire_slot()
                         self.holds_slot = True
-                    outcome = await self._execute(ctx, env, real, real)
+                    begun = await asyncio.to_thread(inplace.start, real)
+                    try:
+                        outcome = await self._execute(ctx, env, real, real)
+                    finally:
+                        if begun is not None:
+                            await asyncio.shield(self._in_place_review(begun))
             elif placement.kind == where.WORKTREE:
                 outcome = await self._in_worktree(ctx, env, real)
             else:
@@ -269,9 +274,26 @@ class TaskRun:
                 prepared.repo_dir, prepared.baseline_commit, done.branch, mode="worktree",
                 repo_label=str(prepared.repo_dir), worktree_path=str(prepared.worktree_dir) if done.kept_worktree else None,
                 note=done.message, head=prepared.base_commit)
+            if self.review is not None:
+                self.review["origin_url"] = await asyncio.to_thread(inplace.origin_url, prepared.repo_dir)
             if done.error:
                 outcome = {"status": "failed", "failure_reason": done.message}
         return outcome
+
+    async def _in_place_review(self, begun: inplace.Start) -> None:
+        """The agent's own commits in the person's folder, named by the task's branch (inplace.py)."""
+        try:
+            branch = await asyncio.to_thread(inplace.record, begun, self.agent["name"], self.id)
+        except GitError as e:
+            log.warning("task %s: could not name its in-place commits (%s)", self.id, e)
+            return
+        self.branch = branch
+        said = (f"The agent's commits in your folder are named by branch {branch} (your branch was neither "
+                "switched nor committed to by Predictor X)." if branch else None)
+        self.review = await self._review(begun.top, begun.head, branch, mode="in_place", repo_label=str(begun.top),
+                                         note=said, head=begun.head)
+        if self.review is not None:
+            self.review["origin_url"] = await asyncio.to_thread(inplace.origin_url, begun.top)
 
     async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot,
                               placement: Placement | None = None) -> dict[str, Any]:
@@ -334,6 +356,8 @@ class TaskRun:
         await self._note("system", {"event": "checkout", "message": said, "branch": branch})
         self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=co.url,
                                          worktree_path=str(co.path), note=said, head=co.commit)
+        if self.review is not None:
+            self.review["origin_url"] = inplace.without_credentials(co.url)
 
     async def _deliver_run_checkouts(self, ctx: TaskContext, env: envroot.EnvRoot) -> None:
         """What the agent checked out itself (`predictorx repo checkout`) reaches the cache too."""

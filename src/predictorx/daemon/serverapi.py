@@ -121,8 +121,21 @@ class ServerApi:
     async def messages(self, task_id: str, batch: list[dict[str, Any]]) -> int:
         return (await self.call("POST", f"/api/tasks/{task_id}/messages", {"messages": batch}, retries=0))["last_seq"]
 
-    async def answer(self, request_id: str, ok: bool, error: str | None = None) -> None:
-        await self.call("POST", f"/api/daemon/requests/{request_id}", {"ok": ok, "error": error}, retries=1)
+    async def answer(self, request_id: str, ok: bool, error: str | None = None,
+                     data: dict[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {"ok": ok, "error": error}
+        if data is not None:
+            body["data"] = data
+        await self.call("POST", f"/api/daemon/requests/{request_id}", body, retries=1)
+
+    async def forge_target(self, task_id: str) -> dict[str, Any]:
+        """Where and with what this daemon pushes (or fetches) the task's branch: its answer holds
+        the forge credential, which goes only into git's environment (daemon/forgepush.py)."""
+        return await self.call("GET", f"/api/daemon/tasks/{task_id}/forge-target", retries=2)
+
+    async def forge_pushed(self, task_id: str, ok: bool, sha: str | None = None, error: str | None = None) -> None:
+        await self.call("POST", f"/api/daemon/tasks/{task_id}/forge-push", {"ok": ok, "sha": sha, "error": error},
+                        retries=6)
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """The push connection: server-sent events, one JSON object each."""

@@ -162,6 +162,13 @@ ACCESS: dict[str, Rule] = {
     "POST /api/daemon/tasks/{task_id}/finish":           DAEMON,
     "POST /api/daemon/requests/{request_id}":            DAEMON,
     "GET /api/daemon/events":                            DAEMON,
+    # a task's branch and its forge (routes/daemon_forge.py): the push target (with the forge's
+    # credential) and its report only for the daemon that ran the task (service: else 404)
+    "GET /api/daemon/tasks/{task_id}/forge-target":      DAEMON,
+    "POST /api/daemon/tasks/{task_id}/forge-push":       DAEMON,
+    "POST /api/tasks/{task_id}/push":                    MEMBER,
+    "POST /api/tasks/{task_id}/local-merge":             MEMBER,   # the folder's daemon's owner only: forgeasks
+    "POST /api/tasks/{task_id}/local-discard":           MEMBER,   # the folder's daemon's owner only: forgeasks
     "GET /api/events":                                   MEMBER,
     # web pages
     "GET /login":                                        PUBLIC,

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import serialize, tasks
+from ...service import forgepush, serialize, tasks
 from ...service.errors import Forbidden
 from ...store.schema import Daemon
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
@@ -62,10 +62,10 @@ def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: A
         return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids, svc.daemon_timeout())}
 
 
-def _claimed(claimed: list[dict]) -> list[dict]:
+def _claimed(s, claimed: list[dict]) -> list[dict]:
     """What a daemon needs to run each claimed task; built inside the claiming transaction, so a
     claim whose answer cannot be made is not committed either (the routes also render the JSON
-    there, for the same reason)."""
+    there, for the same reason). A follow-up of a pull request carries the branch it continues."""
     return [{
         "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
         "agent": serialize.agent(c["agent"]),
@@ -73,6 +73,7 @@ def _claimed(claimed: list[dict]) -> list[dict]:
         "context": c["context"],
         "token": c["token"],
         "resume_session_id": c.get("resume_session_id"),
+        **({"continue_branch": forgepush.continue_branch(s, c["task"])} if c["task"].pull_request_id else {}),
     } for c in claimed]
 
 
@@ -83,7 +84,7 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
                                  task_id=body.task_id)
         if not claimed:
             _me(s, caller)  # a daemon no longer registered is told so (a claim for it finds nothing)
-        return SafeJSONResponse({"tasks": _claimed(claimed)})
+        return SafeJSONResponse({"tasks": _claimed(s, claimed)})
 
 
 @router.post("/daemon/tasks/{task_id}/status")
@@ -108,9 +109,11 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
         t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next"}))
+        if body.status == "completed" and body.review and body.review.get("branch"):
+            forgepush.task_finished(s, task_id)  # its daemon pushes the branch if its forge and project say so
         out = serialize.task(t)
         if body.claim_next:  # the finish found this daemon registered (or refused the request)
-            out["claimed"] = _claimed(tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
+            out["claimed"] = _claimed(s, tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
                                                      limit=body.claim_next))
         return SafeJSONResponse(out)
 

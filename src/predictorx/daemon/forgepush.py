@@ -1,0 +1,130 @@
+"""Pushing a task's branch to its forge, and fetching a branch from there (issue 22 §2, §5).
+
+The forge's credential reaches git only through git's environment, as one HTTP header scoped to
+the remote's URL:
+
+    GIT_CONFIG_COUNT=N, GIT_CONFIG_KEY_i=http.<remote url>.extraHeader,
+    GIT_CONFIG_VALUE_i=Authorization: Basic base64(user:token)
+
+— never argv (every process's argv is readable by every user of the machine), never a config
+file, never the agent's environment (the push runs in the daemon, after the run, in the daemon's
+own repository: the repo cache or the person's repository). System and global config are off,
+credential helpers are off (so a refused header never sends git asking a helper, nor a helper
+storing it) and git never prompts. What git says on failure is scrubbed of the token (and its
+base64 form) before it is reported or logged.
+
+A push overwrites the forge's branch only when the forge still has what Predictor X pushed last
+(`--force-with-lease=<ref>:<last pushed sha>`, or "must not exist yet" before the first push): a
+person's commit pushed there meanwhile is never lost, the push is refused with a sentence instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..forges.base import PushTarget
+from .gitcmd import GitError, git
+
+PUSH_TIMEOUT = 300.0
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+#: What Predictor X keeps a fetched forge branch under in the repository it fetched into.
+FETCHED_REFS = "refs/predictorx/forge"
+
+
+class PushError(RuntimeError):
+    """The push or fetch did not happen; the message is a sentence for the task's page (no secret)."""
+
+
+@dataclass(frozen=True)
+class Pushed:
+    sha: str
+
+
+def credential_env(target: PushTarget) -> dict[str, str]:
+    """git's environment for talking to `target.remote_url` with its credential (see the module)."""
+    basic = base64.b64encode(f"{target.username}:{target.token}".encode()).decode()
+    pairs = [
+        (f"http.{target.remote_url}.extraHeader", f"Authorization: Basic {basic}"),
+        ("credential.helper", ""),  # an empty value resets the list: no helper is asked
+        ("core.askPass", ""),
+    ]
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
+           "GIT_ASKPASS": "", "SSH_ASKPASS": "", "GCM_INTERACTIVE": "never",
+           "GIT_ALLOW_PROTOCOL": "https:http", "GIT_CONFIG_COUNT": str(len(pairs))}
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def scrub(text: str, target: PushTarget) -> str:
+    """`text` without the credential in any form git could echo it."""
+    basic = base64.b64encode(f"{target.username}:{target.token}".encode()).decode()
+    for secret in (basic, target.token):
+        if secret:
+            text = text.replace(secret, "***")
+    return re.sub(r"(://)[^/@\s]+@", r"\1***@", text)
+
+
+def _check(target: PushTarget) -> None:
+    if not target.remote_url.startswith(("https://", "http://")):
+        raise PushError(f"the forge remote {target.remote_url!r} is not an http(s) URL; nothing was pushed")
+    if not target.branch or target.branch.startswith("-") or ".." in target.branch:
+        raise PushError(f"{target.branch!r} is not a branch name Predictor X pushes")
+
+
+def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,
+         timeout: float = PUSH_TIMEOUT) -> Pushed:
+    """Push `local_ref` (a ref or commit in the git dir or working copy `repo`) to
+    `refs/heads/<target.branch>` at `target.remote_url`. `lease`: the sha Predictor X pushed
+    there last (the forge's branch must still be that), or None (it must not exist yet).
+    Raises PushError with a scrubbed sentence."""
+    _check(target)
+    try:
+        sha = git(["rev-parse", "--verify", "-q", f"{local_ref}^{{commit}}"], cwd=repo,
+                  timeout=60).stdout.decode().strip()
+    except GitError as e:
+        raise PushError(f"the branch {local_ref} is not in {repo} any more ({e}); nothing was pushed") from None
+    remote_ref = f"refs/heads/{target.branch}"
+    expect = lease if lease and _SHA.match(lease) else ""
+    args = ["push", "--porcelain", "--no-verify", f"--force-with-lease={remote_ref}:{expect}",
+            target.remote_url, f"{sha}:{remote_ref}"]
+    done = _run(repo, args, target, timeout)
+    if done.returncode != 0:
+        said = scrub(done.stderr.decode("utf-8", "replace") + done.stdout.decode("utf-8", "replace"), target)
+        if "stale info" in said or "fetch first" in said or "rejected" in said:
+            raise PushError(f"the forge's branch {target.branch} was changed since Predictor X last pushed it "
+                            "(someone else pushed there), so it was not overwritten; look at it on the forge")
+        raise PushError(f"git push to {scrub(target.remote_url, target)} failed: {_tail(said)}")
+    return Pushed(sha)
+
+
+def fetch(repo: Path, target: PushTarget, dest_ref: str, *, timeout: float = PUSH_TIMEOUT) -> str:
+    """Fetch `refs/heads/<target.branch>` from the forge into `dest_ref` of `repo`; return its sha."""
+    _check(target)
+    args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", target.remote_url,
+            f"+refs/heads/{target.branch}:{dest_ref}"]
+    done = _run(repo, args, target, timeout)
+    if done.returncode != 0:
+        said = scrub(done.stderr.decode("utf-8", "replace"), target)
+        raise PushError(f"could not fetch branch {target.branch} from {scrub(target.remote_url, target)}: {_tail(said)}")
+    sha = git(["rev-parse", "--verify", "-q", f"{dest_ref}^{{commit}}"], cwd=repo, timeout=60,
+              check=False).stdout.decode().strip()
+    if not _SHA.match(sha):
+        raise PushError(f"branch {target.branch} fetched from the forge holds no commit")
+    return sha
+
+
+def _run(repo: Path, args: list[str], target: PushTarget, timeout: float):
+    try:
+        return git(args, cwd=repo, env=credential_env(target), timeout=timeout, check=False)
+    except GitError as e:  # only a timeout raises with check=False
+        raise PushError(f"git {args[0]} to the forge {scrub(str(e), target)}") from None
+
+
+def _tail(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("To ", "Done"))]
+    return " / ".join(lines[-3:]) or "no reason given"

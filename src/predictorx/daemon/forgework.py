@@ -1,0 +1,114 @@
+"""What the server asks of this daemon about a task's branch after its run (issue 22 §2, §6):
+push it to its forge (`forge_push`: asynchronous; the daemon fetches the target with its own
+token and reports back), or merge / discard it in the person's repository (`local_merge`,
+`local_discard`: answered on the request, the server waits for it).
+
+The server names the repository and branch the daemon itself reported with the task's end; the
+daemon still checks them: a repository is acted on only when it is one of this daemon's repo
+caches or a folder the local-directory path rules allow (R-LD-1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from .. import resources
+from ..forges.base import PushTarget
+from . import forgepush, localmerge
+from .gitcmd import GitError
+from .host import RunHost
+from .repocache import CACHE_DIR_NAME
+from .serverapi import ServerError
+
+log = logging.getLogger("predictorx.daemon")
+OPS = ("forge_push", "local_merge", "local_discard")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real.startswith(top + os.sep)
+
+
+def checked_repository(daemon: RunHost, path: str) -> Path:
+    """`path` when this daemon may act on it: one of its repo caches, or an allowed local folder."""
+    if not path or not os.path.isabs(path):
+        raise ValueError(f"{path!r} is not a repository this daemon knows")
+    if _inside(Path(path), daemon.workspaces_root / CACHE_DIR_NAME):
+        return Path(os.path.realpath(path))
+    try:
+        return Path(resources.get("local_directory").check_folder(path))
+    except resources.PathRuleError as e:
+        raise ValueError(f"{path} cannot be used: {e}") from None
+
+
+def target_from(answer: dict[str, Any]) -> PushTarget:
+    return PushTarget(remote_url=str(answer["remote_url"]), branch=str(answer["branch"]),
+                      username=str(answer["username"]), token=str(answer["token"]),
+                      extra={str(k): str(v) for k, v in (answer.get("extra") or {}).items()})
+
+
+async def handle(daemon: RunHost, event: dict[str, Any]) -> None:
+    op = event.get("op")
+    if op == "forge_push":
+        await push_task(daemon, str(event.get("task_id", "")))
+    elif op in ("local_merge", "local_discard"):
+        await _answer_local(daemon, event)
+
+
+async def push_task(daemon: RunHost, task_id: str) -> None:
+    """Push the task's branch where the server says, and report how it went."""
+    try:
+        target = target_from(await daemon.api.forge_target(task_id))
+    except ServerError as e:
+        log.warning("task %s: no push target (%s)", task_id, e.detail)
+        return
+    except (KeyError, TypeError, ValueError):
+        log.warning("task %s: the server's push target was unreadable", task_id)
+        return
+    ok, sha, error = False, None, None
+    try:
+        repo = checked_repository(daemon, target.extra.get("repo_path", ""))
+        local = target.extra.get("local_branch") or target.branch
+        done = await asyncio.to_thread(forgepush.push, repo, f"refs/heads/{local}", target,
+                                       lease=target.extra.get("lease") or None)
+        ok, sha = True, done.sha
+        log.info("task %s: pushed %s to the forge's branch %s", task_id, done.sha[:12], target.branch)
+    except (forgepush.PushError, ValueError) as e:
+        error = str(e)
+        log.warning("task %s: push failed: %s", task_id, error)
+    finally:
+        del target  # the credential lives no longer than the push
+    try:
+        await daemon.api.forge_pushed(task_id, ok, sha, error)
+    except ServerError as e:
+        log.warning("task %s: could not report its push (%s)", task_id, e.detail)
+
+
+async def _answer_local(daemon: RunHost, event: dict[str, Any]) -> None:
+    ok, error, data = False, None, None
+    try:
+        repo = checked_repository(daemon, str(event.get("repo_path", "")))
+        branch = str(event.get("branch") or "")
+        if not branch.startswith("agent/") and not event.get("continued"):
+            raise ValueError(f"{branch!r} is not a task's branch")
+        if event["op"] == "local_merge":
+            out = await asyncio.to_thread(localmerge.merge, repo, branch, issue=str(event.get("issue", "")),
+                                          task_id=str(event.get("task_id", "")))
+        else:
+            kept = event.get("kept_folder")
+            out = await asyncio.to_thread(localmerge.discard, repo, branch, expected=event.get("expected") or None,
+                                          kept_folder=Path(kept) if kept else None, kept_root=daemon.workspaces_root,
+                                          start=event.get("start") or None)
+        ok, data = True, {"sha": out.sha, "how": out.how, "into": out.into, "message": out.message}
+    except (localmerge.Refused, ValueError) as e:
+        error = str(e)
+    except GitError as e:
+        error = f"git failed in the repository: {e}"
+    try:
+        await daemon.api.answer(event["request_id"], ok, error, data)
+    except ServerError as e:
+        log.warning("could not answer a %s request: %s", event.get("op"), e)

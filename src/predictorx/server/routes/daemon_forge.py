@@ -1,0 +1,67 @@
+"""A task's branch and its forge (issue 22 §2, §6): the daemon-only wire (the push target, with
+the forge credential, for the daemon that ran the task; its report back), and a person's asks —
+push now, merge or discard locally."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from pydantic import Field
+
+from ...service import forgepush
+from ...service import tasks as task_service
+from ..deps import Caller, daemon_caller, get_state, user_caller
+from ..forgeasks import local_action
+from ..models import Body, Strict
+from ..safejson import SafeJSONResponse
+from ..state import AppState
+
+router = APIRouter(prefix="/api", tags=["forges"])
+
+
+class PushReport(Strict):
+    ok: bool
+    sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
+    error: Body | None = None
+
+
+@router.get("/daemon/tasks/{task_id}/forge-target", response_model=None)
+def forge_target(task_id: str, caller: Caller = Depends(daemon_caller),
+                 state: AppState = Depends(get_state)) -> SafeJSONResponse:
+    """Only to the daemon that ran the task (anyone else: 404); never cached."""
+    with state.read() as s:
+        target = forgepush.push_target(s, caller.principal.daemon_id, task_id)
+    return SafeJSONResponse(asdict(target), headers={"Cache-Control": "no-store"})
+
+
+@router.post("/daemon/tasks/{task_id}/forge-push")
+def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
+                 state: AppState = Depends(get_state)) -> dict[str, Any]:
+    with state.write() as s:
+        pr = forgepush.push_reported(s, caller.principal.daemon_id, task_id, ok=body.ok, sha=body.sha,
+                                     error=body.error)
+        return {"pull_request_id": pr.id if pr is not None else None}
+
+
+@router.post("/tasks/{task_id}/push", status_code=202)
+def push(task_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    """Ask the task's daemon to push its branch to the forge now (it answers on its own time)."""
+    with state.write() as s:
+        task = task_service.get_task(s, caller.workspace_id, task_id)
+        forgepush.request_push(s, task)
+        daemon_id = task.daemon_id
+    return {"asked": True, "daemon_connected": bool(daemon_id) and state.hub.daemon_connected(daemon_id)}
+
+
+@router.post("/tasks/{task_id}/local-merge")
+async def local_merge(task_id: str, caller: Caller = Depends(user_caller),
+                      state: AppState = Depends(get_state)) -> dict:
+    return await local_action(state, caller.workspace_id, caller.user_id, task_id, "local_merge")
+
+
+@router.post("/tasks/{task_id}/local-discard")
+async def local_discard(task_id: str, caller: Caller = Depends(user_caller),
+                        state: AppState = Depends(get_state)) -> dict:
+    return await local_action(state, caller.workspace_id, caller.user_id, task_id, "local_discard")

@@ -128,3 +128,29 @@ def _run(repo: Path, args: list[str], target: PushTarget, timeout: float):
 def _tail(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("To ", "Done"))]
     return " / ".join(lines[-3:]) or "no reason given"
+
+
+def adopt(repo: Path, branch: str, forge_sha: str, keep_as: str, *, timeout: float = 60.0) -> str:
+    """Make `refs/heads/<branch>` of `repo` (the repo cache, the person's repository) hold the
+    forge's head `forge_sha` before a follow-up run continues it; return where the run starts.
+    A local branch behind the forge moves forward; one ahead of it (work not pushed yet) stays
+    and the run starts there; one that went elsewhere is kept as `keep_as` and the run starts
+    from the forge's head — nothing local is lost."""
+    ref = f"refs/heads/{branch}"
+    out = git(["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"], cwd=repo, timeout=timeout, check=False)
+    local = out.stdout.decode().strip() if out.returncode == 0 else ""
+    if local == forge_sha:
+        return forge_sha
+    if not local:
+        git(["update-ref", ref, forge_sha, ""], cwd=repo, timeout=timeout)
+        return forge_sha
+
+    def ancestor(a: str, b: str) -> bool:
+        return git(["merge-base", "--is-ancestor", a, b], cwd=repo, timeout=timeout, check=False).returncode == 0
+
+    if ancestor(forge_sha, local):
+        return local
+    if not ancestor(local, forge_sha):
+        git(["update-ref", keep_as, local], cwd=repo, timeout=timeout)
+    git(["update-ref", ref, forge_sha, local], cwd=repo, timeout=timeout)
+    return forge_sha

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import filelock
@@ -366,6 +366,28 @@ class RepoCache:
                 raise
             touch_last_used(cache)
         return Checkout(url=url, path=dest_dir, branch=name, commit=commit, ref=described,
+                        cache=cache, fetch_error=fetch_error)
+
+    def checkout_continuing(self, url: str, dest_dir: Path, branch: str,
+                            start_at: Callable[[Path], str]) -> Checkout:
+        """`checkout` for a follow-up that continues `branch` (issue 22 §5): `start_at(cache)`
+        fetches the branch's head from its forge into the cache and puts `refs/heads/<branch>`
+        where the run starts (daemon/forgepush.py `fetch`, `adopt`); the checkout is on that same
+        branch name, so the run's work is delivered onto it."""
+        dest_dir = Path(dest_dir).absolute()
+        if dest_dir.exists() and (not dest_dir.is_dir() or any(dest_dir.iterdir())):
+            raise RepoCacheError(f"cannot check {url} out into {dest_dir}: it exists and is not an empty directory")
+        dest_dir.parent.mkdir(parents=True, exist_ok=True)
+        with self.lock(url):
+            cache, fetch_error = self._ensure_locked(url, refresh=True, tolerate_fetch_error=True)
+            commit = start_at(cache)
+            try:
+                runrepo.create(cache, dest_dir, branch=branch, commit=commit, remote_url=url, timeout=self.git_timeout)
+            except BaseException:
+                shutil.rmtree(dest_dir, ignore_errors=True)
+                raise
+            touch_last_used(cache)
+        return Checkout(url=url, path=dest_dir, branch=branch, commit=commit, ref=f"the forge's {branch}",
                         cache=cache, fetch_error=fetch_error)
 
     def checkout_in_run(self, url: str, ref: str | None, dest_dir: Path, branch: str) -> Checkout:

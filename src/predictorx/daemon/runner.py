@@ -17,17 +17,17 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import agents, unconfined
 from ..agents import RunSpec
-from . import (cliconfig, contextrecord, delivery, envroot, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
+from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, worktree)
-from .branches import task_branch
+from .branches import ref_component, task_branch
 from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
 from ..resources import placement as where
-from .gitcmd import GitError
+from .gitcmd import KEPT_REFS, GitError
 from .host import RunHost
 from .repocache import RepoCacheError, repo_name
 from .serverapi import ServerError
@@ -96,6 +96,9 @@ class TaskRun:
         self.token = claim["token"]
         # The agent's earlier CLI session on this issue, kept on this machine: continued (R-EX-10).
         self.resume_session_id: str | None = claim.get("resume_session_id")
+        #: A follow-up of a pull request continues its branch (issue 22 §5): {branch, remote_url, …}.
+        self.continue_branch: dict[str, Any] | None = claim.get("continue_branch") or None
+        self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
         self.id: str = self.task["id"]
         self.cancel_event = asyncio.Event()
         #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
@@ -247,7 +250,11 @@ class TaskRun:
         workdir = env.path / "workdir"
         if workdir.is_dir() and not any(workdir.iterdir()):
             workdir.rmdir()  # git makes it
-        making = asyncio.ensure_future(asyncio.to_thread(worktree.prepare, real, env.path, self.agent["name"], self.id))
+        continuing = None
+        if self.continue_branch:  # a follow-up: the same branch, from its forge's head (issue 22 §5)
+            continuing = (self.continue_branch["branch"], await self._forge_start(self.continue_branch))
+        making = asyncio.ensure_future(asyncio.to_thread(worktree.prepare, real, env.path, self.agent["name"], self.id,
+                                                         continuing=continuing))
         try:
             prepared = await asyncio.shield(making)
         except asyncio.CancelledError:
@@ -303,11 +310,16 @@ class TaskRun:
         co = None
         if placement is not None and placement.kind == where.CHECKOUT:
             repo = placement
+            dest = env.workdir / repo_name(repo.url)
             try:
-                co = await asyncio.to_thread(self._repo_cache().checkout, repo.url, repo.ref,
-                                             env.workdir / repo_name(repo.url),
-                                             task_branch(self.agent["name"], self.id))
-            except (RepoCacheError, GitError) as e:
+                if self.continue_branch:  # a follow-up: the same branch, from its forge's head (issue 22 §5)
+                    start_at = await self._forge_start(self.continue_branch)
+                    co = await asyncio.to_thread(self._repo_cache().checkout_continuing, repo.url, dest,
+                                                 self.continue_branch["branch"], start_at)
+                else:
+                    co = await asyncio.to_thread(self._repo_cache().checkout, repo.url, repo.ref, dest,
+                                                 task_branch(self.agent["name"], self.id))
+            except (RepoCacheError, GitError, forgepush.PushError) as e:
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch
@@ -327,6 +339,24 @@ class TaskRun:
                 runcheckouts.mark_pending(env.path, **pending, state="kept", why="; ".join(self._undelivered))
             else:
                 runcheckouts.clear_pending(env.path)
+
+    async def _forge_start(self, wanted: dict[str, Any]) -> Callable[[Path], str]:
+        """For a follow-up: a function that fetches the continued branch from its forge into a
+        repository (the credential in git's environment only) and readies the branch there;
+        what the forge held is noted for the push's lease."""
+        try:
+            target = forgework.target_from(await self.daemon.api.forge_target(self.id))
+        except (ServerError, KeyError, TypeError, ValueError) as e:
+            raise TaskFailed(f"this follow-up continues branch {wanted.get('branch')} but its forge could not "
+                             f"be named ({e}); not run on another branch") from None
+        fetched = f"{forgepush.FETCHED_REFS}/{ref_component(self.id, 'task')}"
+        kept = f"{KEPT_REFS}/{ref_component(self.id, 'task')}-before"
+
+        def start_at(repo: Path) -> str:
+            forge_sha = forgepush.fetch(repo, target, fetched)
+            self.continued_from = forge_sha
+            return forgepush.adopt(repo, target.branch, forge_sha, kept)
+        return start_at
 
     def _repo_cache(self) -> Any:
         """This task's workspace's repo caches (no other workspace's runs see them)."""
@@ -383,6 +413,8 @@ class TaskRun:
             log.warning("task %s: no review of its branch (%s)", self.id, e)
             return None
         out["head"] = head
+        if self.continued_from:
+            out["continued_from"] = self.continued_from
         return out
 
     async def _note(self, kind: str, content: dict[str, Any]) -> None:

@@ -44,7 +44,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +85,8 @@ class Prepared:
     agent_name: str = ""
     task_id: str = ""
     git_dir: Path | None = None  # the person's repository's (common) git dir; found again if None
+    #: A follow-up continuing an existing branch (issue 22 §5): the branch is never deleted here.
+    continuing: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ def prepare(
     max_untracked_files: int = MAX_UNTRACKED_FILES,
     max_untracked_bytes: int = MAX_UNTRACKED_BYTES,
     timeout: float = TIMEOUT,
+    continuing: tuple[str, Callable[[Path], str]] | None = None,
 ) -> Prepared:
     """Make the task's worktree from what the person sees in `local_path`; raise WorktreeError.
 
@@ -135,6 +138,10 @@ def prepare(
         raise WorktreeError(f"{wt_dir} already exists; a task's worktree is made only once")
     env.mkdir(parents=True, exist_ok=True)
 
+    if continuing is not None:
+        # A follow-up starts from its branch (brought up to its forge's head by `start_at`), not
+        # from what the person sees: their working copy is on another branch of their own.
+        return _prepare_continuing(top, prefix, Path(common), env, wt_dir, agent_name, task_id, continuing, timeout)
     untracked = _untracked_files(top, max_untracked_files, max_untracked_bytes, timeout)
     baseline = _baseline_commit(top, index_path, env, untracked, base, base_tree, task_id, timeout)
 
@@ -174,6 +181,35 @@ def prepare(
             raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
         raise
     return Prepared(wt_dir, start, branch, baseline, base, top, env, agent_name, task_id, Path(common))
+
+
+def _prepare_continuing(top: Path, prefix: str, common: Path, env: Path, wt_dir: Path, agent_name: str,
+                        task_id: str, continuing: tuple[str, Callable[[Path], str]], timeout: float) -> Prepared:
+    branch, start_at = continuing
+    try:
+        start = start_at(common)
+    except (GitError, RuntimeError) as e:  # RuntimeError: forgepush.PushError, a sentence already
+        raise WorktreeError(f"could not bring branch {branch} of {top} up to date from its forge: {e}") from e
+    marker = env / MARKER
+    record = {"version": 1, "state": "preparing", "repo_dir": str(top), "worktree_dir": str(wt_dir),
+              "start_dir": str(wt_dir / prefix), "branch": branch, "baseline_commit": start,
+              "base_commit": start, "env_root": str(env), "agent_name": agent_name, "task_id": task_id,
+              "continuing": True, **_owner()}
+    _write_marker(marker, record)
+    try:
+        runrepo.create(common, wt_dir, branch=branch, commit=start, remote_url=_origin_url(top, timeout),
+                       refs=PERSONS_REFS, timeout=timeout)
+        (wt_dir / prefix).mkdir(parents=True, exist_ok=True)
+        record["state"] = "ready"
+        _write_marker(marker, record)
+    except BaseException as e:
+        shutil.rmtree(wt_dir, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+        if isinstance(e, GitError):
+            raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
+        raise
+    return Prepared(wt_dir, wt_dir / prefix, branch, start, start, top, env, agent_name, task_id, common,
+                    continuing=True)
 
 
 def _origin_url(top: Path, timeout: float) -> str | None:
@@ -364,6 +400,9 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
                    f"{'s' if len(commits) != 1 else ''}); review it with git log / git diff — "
                    "nothing was merged.")
         branch: str | None = p.branch
+    elif p.continuing:  # the branch holds earlier tasks' work: it stays, this task added nothing
+        message = f"The task added nothing to branch {p.branch}; it stays as it was."
+        branch = None
     else:
         # Only when the branch still points at the baseline: the old value guards every commit.
         r = git(["update-ref", "-d", ref, p.baseline_commit], cwd=top, timeout=timeout, check=False)
@@ -413,6 +452,10 @@ def _recover_one(marker: Path, timeout: float) -> str | None:
     if not top.is_dir():
         return (f"The repository {top} of task {task} is gone; its worktree {wt} was left as it is "
                 f"(remove {marker} once you have looked).")
+    if rec.get("state") == "preparing" and rec.get("continuing"):  # the branch was there before: keep it
+        shutil.rmtree(wt, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+        return f"Removed the half-made worktree {wt} of task {task} (the agent never ran)."
     if rec.get("state") == "preparing" or not rec.get("branch"):
         kept = _undo_prepare(top, wt, rec.get("branch"), rec["baseline_commit"], timeout, task or "")
         marker.unlink(missing_ok=True)
@@ -420,7 +463,8 @@ def _recover_one(marker: Path, timeout: float) -> str | None:
                 "(a previous run stopped while making it; the agent never ran)."
                 + (f" {kept}" if kept else ""))
     prepared = Prepared(wt, Path(rec["start_dir"]), rec["branch"], rec["baseline_commit"], rec["base_commit"],
-                        top, Path(rec["env_root"]), rec.get("agent_name", ""), task or "")
+                        top, Path(rec["env_root"]), rec.get("agent_name", ""), task or "",
+                        continuing=bool(rec.get("continuing")))
     try:
         result = finalize(prepared, timeout=timeout)
     except WorktreeError as e:

@@ -1,0 +1,178 @@
+"""A task's branch pushed to its forge by the daemon that ran it (issue 22 §2, §5), through real
+git smart HTTP (`git http-backend` behind nginx with basic auth: tests/forgestand), with the
+credential never on a command line, in a log or in an agent's environment; a follow-up continues
+the same branch; a daemon that did not run the task gets 404 for its push target."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .harness import UNCONFINED, git, wait_until
+
+pytest.importorskip("predictorx.service.forges", reason="forge-core's service/forges.py is not merged here yet")
+pytest.importorskip("predictorx.forges.github", reason="forge-clients' GitHub client is not merged here yet")
+
+from forgestand.fixtures import forge_standin_factory, github_standin  # noqa: E402,F401  (fixtures)
+
+REPO = "acme/shop"
+#: The agent writes its environment into its work (which is pushed): the token must never be there.
+AGENT = "env > agent-env.txt; echo \"print('v2')\" > app.py"
+
+
+class ArgvWatch:
+    """Every process's command line, read from /proc as fast as it goes while the push runs."""
+
+    def __init__(self, secrets: list[str]):
+        self.secrets = [s.encode() for s in secrets]
+        self.found: list[str] = []
+        self.seen = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._scan, daemon=True)
+
+    def __enter__(self) -> "ArgvWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _scan(self) -> None:
+        while not self._stop.is_set():
+            out = subprocess.run(["ps", "-eo", "pid,args", "--no-headers", "-ww"], capture_output=True,
+                                 timeout=10).stdout
+            self.seen += 1
+            for line in out.splitlines():
+                if any(s in line for s in self.secrets):
+                    self.found.append(line.decode("utf-8", "replace"))
+
+
+def _person_clone(standin, tmp_path: Path) -> Path:
+    folder = tmp_path / "shop"
+    git(tmp_path, "clone", "-q", standin.authed_url(REPO), str(folder))
+    git(folder, "remote", "set-url", "origin", standin.repo(REPO).clone_url)  # as people keep it: no token
+    git(folder, "config", "user.name", "Person")
+    git(folder, "config", "user.email", "person@example.com")
+    return folder
+
+
+def _connect(server, standin) -> None:
+    server.api("POST", "/api/forges", {"kind": "github", "name": "gh", "base_url": standin.base_url,
+                                       "api_url": standin.api_url, "credential": standin.token})
+
+
+def _project(server, daemon, folder: Path, **policy) -> dict:
+    project = server.api("POST", "/api/projects", {"title": "Shop", "resources": [{
+        "resource_type": "local_directory", "label": "shop",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "worktree"}}]})
+    server.api("PATCH", f"/api/projects/{project['id']}", {"forge_policy": {"auto_pr": False, **policy}})
+    return project
+
+
+def _secrets(standin) -> list[str]:
+    basic = base64.b64encode(f"{standin.git_username}:{standin.token}".encode()).decode()
+    return [standin.token, basic]
+
+
+def test_push_through_smart_http_never_shows_the_token_and_a_follow_up_continues_the_branch(
+        server, start_daemon, github_standin, tmp_path):
+    standin = github_standin
+    standin.create_repo(REPO, {"app.py": "print('v1')\n"})
+    folder = _person_clone(standin, tmp_path)
+    daemon = start_daemon()
+    _connect(server, standin)
+    project = _project(server, daemon, folder)
+    server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "command": ["sh", "-c", AGENT],
+                                       **UNCONFINED})
+    issue = server.api("POST", "/api/issues", {"title": "v2", "project_id": project["id"], "assignee": "coder"})
+    with ArgvWatch(_secrets(standin)) as watch:
+        task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
+        assert task["status"] == "completed", task
+        branch = task["branch_name"]
+        head = wait_until(lambda: standin.branch_head(REPO, branch), 30, 0.1, "the branch on the forge")
+    assert watch.seen > 3 and watch.found == [], watch.found
+    review = server.api("GET", f"/api/tasks/{task['id']}/review")
+    assert review["pushed"]["sha"] == head == git(folder, "rev-parse", branch).strip()
+    assert review["origin_url"] == standin.repo(REPO).clone_url
+    pushed_env = subprocess.run(["git", "--git-dir", str(standin.repo(REPO).bare), "show", f"{head}:agent-env.txt"],
+                                capture_output=True, text=True, check=True, timeout=30).stdout
+    assert "PREDICTORX_TOKEN" in pushed_env  # it is the agent's environment…
+    for secret in _secrets(standin):  # …and the forge's credential is not in it, nor in any log
+        assert secret not in pushed_env
+        assert secret not in daemon.output()
+        assert secret not in server.log_path.read_text()
+    messages = server.api("GET", f"/api/tasks/{task['id']}/messages")
+    assert any(m["content"].get("event") == "forge_push" for m in messages)
+
+    # Someone else pushes to the branch on the forge meanwhile: the follow-up starts from there.
+    theirs = standin.commit_on_server(REPO, branch, {"NOTES.md": "from the reviewer\n"}, "a reviewer's note")
+    follow_up = _queue_follow_up(server, issue["number"], branch)
+    daemon.stop()  # started again, it claims what is queued at once (its "hello")
+    daemon = start_daemon()  # the same home: the same daemon
+    done = server.wait_task(follow_up, timeout=60)
+    assert done["status"] == "completed", done
+    assert done["branch_name"] == branch  # the same branch, not a new agent/<agent>/<task>
+    new_head = wait_until(lambda: (h := standin.branch_head(REPO, branch)) != theirs and h, 30, 0.1,
+                          "the follow-up's push")
+    assert git(folder, "merge-base", "--is-ancestor", theirs, new_head) == ""  # built on the forge's head
+    second_env = subprocess.run(["git", "--git-dir", str(standin.repo(REPO).bare), "show",
+                                 f"{new_head}:agent-env.txt"], capture_output=True, text=True, check=True,
+                                timeout=30).stdout
+    assert done["id"] in second_env and all(s not in second_env for s in _secrets(standin))
+    assert all(s not in daemon.output() for s in _secrets(standin))
+
+
+def _queue_follow_up(server, issue_number: int, branch: str) -> str:
+    """A follow-up on the pull request's branch, as the forge loop queues one (service level: the
+    loop's own routes are another helper's); the daemon takes it when it hears of queued work."""
+    from predictorx.service import tasks as task_service
+    from predictorx.store.db import Database
+    from predictorx.store.schema import Agent, Issue, PullRequest
+
+    db = Database(server.database_url)
+    try:
+        with db.write() as s:
+            issue = s.query(Issue).filter_by(number=issue_number).one()
+            pr = s.query(PullRequest).filter_by(issue_id=issue.id, branch=branch).one()
+            agent = s.query(Agent).filter_by(name="coder").one()
+            task = task_service.follow_up(s, issue, agent, "Address the reviewer's note.")
+            task.pull_request_id = pr.id
+            task_id = task.id
+    finally:
+        db.dispose()
+    return task_id
+
+
+def test_only_the_daemon_that_ran_the_task_gets_its_push_target(server, start_daemon, github_standin, tmp_path):
+    standin = github_standin
+    standin.create_repo(REPO, {"app.py": "print('v1')\n"})
+    folder = _person_clone(standin, tmp_path)
+    daemon = start_daemon()
+    _connect(server, standin)
+    project = _project(server, daemon, folder, auto_push=False)  # pushed only when asked
+    server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "command": ["sh", "-c", AGENT],
+                                       **UNCONFINED})
+    issue = server.api("POST", "/api/issues", {"title": "v2", "project_id": project["id"], "assignee": "coder"})
+    task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
+    assert task["status"] == "completed" and task["branch_name"]
+    assert standin.branch_head(REPO, task["branch_name"]) is None  # auto_push off: nothing pushed
+    other = server.api("POST", "/api/daemon/register", {"daemon_id": "0" * 8 + "-0000-4000-8000-" + "0" * 12,
+                                                        "name": "other", "runtimes": [{"provider": "command"}]})
+    for token, path in ((other["token"], "forge-target"), (other["token"], "forge-push")):
+        r = httpx.request("GET" if path == "forge-target" else "POST",
+                          f"{server.url}/api/daemon/tasks/{task['id']}/{path}",
+                          headers={"Authorization": f"Bearer {token}"},
+                          json=None if path == "forge-target" else {"ok": True, "sha": "a" * 40}, timeout=30)
+        assert r.status_code == 404, r.text
+        assert standin.token not in r.text
+    r = httpx.get(f"{server.url}/api/daemon/tasks/{task['id']}/forge-target", headers=server.headers(), timeout=30)
+    assert r.status_code == 403  # a person's token is no daemon's
+    asked = server.api("POST", f"/api/tasks/{task['id']}/push")
+    assert asked["asked"] and asked["daemon_connected"]
+    wait_until(lambda: standin.branch_head(REPO, task["branch_name"]), 30, 0.1, "the asked-for push")

@@ -10,7 +10,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from .harness import UNCONFINED, git, wait_until

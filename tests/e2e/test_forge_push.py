@@ -91,12 +91,15 @@ def test_push_through_smart_http_never_shows_the_token_and_a_follow_up_continues
     server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "command": ["sh", "-c", AGENT],
                                        **UNCONFINED})
     issue = server.api("POST", "/api/issues", {"title": "v2", "project_id": project["id"], "assignee": "coder"})
-    with ArgvWatch(_secrets(standin)) as watch:
+    control = "CONTROL-" + standin.token[::-1]  # proves the watch sees a secret in an argv when there is one
+    with ArgvWatch([*_secrets(standin), control]) as watch:
+        subprocess.run(["sh", "-c", "sleep 0.5", control], check=True, timeout=30)
         task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
         assert task["status"] == "completed", task
         branch = task["branch_name"]
         head = wait_until(lambda: standin.branch_head(REPO, branch), 30, 0.1, "the branch on the forge")
-    assert watch.seen > 3 and watch.found == [], watch.found
+    assert watch.seen > 3 and any(control in line for line in watch.found)
+    assert [line for line in watch.found if control not in line] == []
     review = server.api("GET", f"/api/tasks/{task['id']}/review")
     assert review["pushed"]["sha"] == head == git(folder, "rev-parse", branch).strip()
     assert review["origin_url"] == standin.repo(REPO).clone_url

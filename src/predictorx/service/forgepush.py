@@ -73,7 +73,11 @@ def _forges() -> Any:
 
 
 def connection_for_url(session: Session, workspace_id: str, url: str) -> tuple[ForgeConnection, Any] | None:
-    return _forges().connection_for_url(session, workspace_id, url)
+    try:
+        forges = _forges()
+    except ImportError:  # a server without forge connections (service/forges.py) maps nothing
+        return None
+    return forges.connection_for_url(session, workspace_id, url)
 
 
 def _connection_of(row: ForgeConnection) -> Any:
@@ -152,10 +156,7 @@ def task_finished(session: Session, task_id: str) -> bool:
         return False
     if not policy(session, task.project_id).get("auto_push", True):
         return False
-    try:
-        if _tracked(session, task) is None:
-            return False
-    except ImportError:  # no forge connections in this server yet (service/forges.py)
+    if _tracked(session, task) is None:
         return False
     _ask_push(session, task)
     return True

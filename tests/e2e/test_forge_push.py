@@ -18,7 +18,7 @@ from .harness import UNCONFINED, git, wait_until
 pytest.importorskip("predictorx.service.forges", reason="forge-core's service/forges.py is not merged here yet")
 pytest.importorskip("predictorx.forges.github", reason="forge-clients' GitHub client is not merged here yet")
 
-from forgestand.fixtures import forge_standin_factory, github_standin  # noqa: E402,F401  (fixtures)
+pytest_plugins = ["forgestand.fixtures"]  # github_standin: tests/forgestand (STANDIN-API.md)
 
 REPO = "acme/shop"
 #: The agent writes its environment into its work (which is pushed): the token must never be there.

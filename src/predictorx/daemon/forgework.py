@@ -14,15 +14,16 @@ import asyncio
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import resources
 from ..forges.base import PushTarget
 from . import forgepush, localmerge
-from .gitcmd import GitError
+from .branches import ref_component
+from .gitcmd import KEPT_REFS, GitError
 from .host import RunHost
 from .repocache import CACHE_DIR_NAME
-from .serverapi import ServerError
+from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
 OPS = ("forge_push", "local_merge", "local_discard")
@@ -49,6 +50,28 @@ def target_from(answer: dict[str, Any]) -> PushTarget:
     return PushTarget(remote_url=str(answer["remote_url"]), branch=str(answer["branch"]),
                       username=str(answer["username"]), token=str(answer["token"]),
                       extra={str(k): str(v) for k, v in (answer.get("extra") or {}).items()})
+
+
+class NoTarget(RuntimeError):
+    """The server named no forge branch for the task."""
+
+
+async def continuing_start(api: ServerApi, task_id: str, fetched: Callable[[str], None]) -> Callable[[Path], str]:
+    """For a follow-up (issue 22 §5): a function that, given a repository (the repo cache, the
+    person's git dir), fetches the continued branch from its forge — the credential in git's
+    environment only — readies the branch there (`forgepush.adopt`) and returns where the run
+    starts; `fetched(sha)` hears what the forge held."""
+    try:
+        target = target_from(await api.forge_target(task_id))
+    except (ServerError, KeyError, TypeError, ValueError) as e:
+        raise NoTarget(str(e)) from None
+    name = ref_component(task_id, "task")
+
+    def start_at(repo: Path) -> str:
+        forge_sha = forgepush.fetch(repo, target, f"{forgepush.FETCHED_REFS}/{name}")
+        fetched(forge_sha)
+        return forgepush.adopt(repo, target.branch, forge_sha, f"{KEPT_REFS}/{name}-before")
+    return start_at
 
 
 async def handle(daemon: RunHost, event: dict[str, Any]) -> None:

@@ -23,11 +23,11 @@ from .. import agents, unconfined
 from ..agents import RunSpec
 from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, worktree)
-from .branches import ref_component, task_branch
+from .branches import task_branch
 from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
 from ..resources import placement as where
-from .gitcmd import KEPT_REFS, GitError
+from .gitcmd import GitError
 from .host import RunHost
 from .repocache import RepoCacheError, repo_name
 from .serverapi import ServerError
@@ -294,9 +294,11 @@ class TaskRun:
         except GitError as e:
             log.warning("task %s: could not name its in-place commits (%s)", self.id, e)
             return
+        if branch is None:
+            return  # it committed nothing of its own: no branch, no review (as before)
         self.branch = branch
         said = (f"The agent's commits in your folder are named by branch {branch} (your branch was neither "
-                "switched nor committed to by Predictor X)." if branch else None)
+                "switched nor committed to by Predictor X).")
         self.review = await self._review(begun.top, begun.head, branch, mode="in_place", repo_label=str(begun.top),
                                          note=said, head=begun.head)
         if self.review is not None:
@@ -341,22 +343,14 @@ class TaskRun:
                 runcheckouts.clear_pending(env.path)
 
     async def _forge_start(self, wanted: dict[str, Any]) -> Callable[[Path], str]:
-        """For a follow-up: a function that fetches the continued branch from its forge into a
-        repository (the credential in git's environment only) and readies the branch there;
-        what the forge held is noted for the push's lease."""
+        """A follow-up's start: its branch fetched from its forge (forgework.continuing_start)."""
+        def fetched(sha: str) -> None:
+            self.continued_from = sha  # what the forge held: the push's lease
         try:
-            target = forgework.target_from(await self.daemon.api.forge_target(self.id))
-        except (ServerError, KeyError, TypeError, ValueError) as e:
+            return await forgework.continuing_start(self.daemon.api, self.id, fetched)
+        except forgework.NoTarget as e:
             raise TaskFailed(f"this follow-up continues branch {wanted.get('branch')} but its forge could not "
                              f"be named ({e}); not run on another branch") from None
-        fetched = f"{forgepush.FETCHED_REFS}/{ref_component(self.id, 'task')}"
-        kept = f"{KEPT_REFS}/{ref_component(self.id, 'task')}-before"
-
-        def start_at(repo: Path) -> str:
-            forge_sha = forgepush.fetch(repo, target, fetched)
-            self.continued_from = forge_sha
-            return forgepush.adopt(repo, target.branch, forge_sha, kept)
-        return start_at
 
     def _repo_cache(self) -> Any:
         """This task's workspace's repo caches (no other workspace's runs see them)."""

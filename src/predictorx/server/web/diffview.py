@@ -217,6 +217,9 @@ def commands(review: dict[str, Any]) -> list[dict[str, str]]:
         return [{"what": "See the commits", "cmd": f"git -C {q} log --oneline {base[:12]}..{b}" if base else f"git -C {q} log {b}"},
                 {"what": merge_what, "cmd": merge},
                 {"what": "Discard the work (deletes the branch)", "cmd": f"git -C {q} branch -D {b}"}]
+    if review.get("mode") == "in_place":  # the commits are on the person's branch already (docs/forge-push.md)
+        return [{"what": "See the commits", "cmd": f"git -C {q} log --oneline {base[:12]}..{b}" if base else f"git -C {q} log {b}"},
+                {"what": "Drop the name (your branch keeps the commits)", "cmd": f"git -C {q} branch -D {b}"}]
     return [{"what": "Fetch the branch into your own clone of the repository",
              "cmd": f"git fetch {q} {b}:{b}"},
             {"what": "Or push it from the daemon's cache to the repository's remote",

@@ -16,9 +16,11 @@ GC knows never to touch it, and the repository URLs the task used.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -199,3 +201,19 @@ def mark_finished(env: EnvRoot | Path, *, now: datetime | None = None, status: s
     if status is not None:
         data["status"] = status
     _write_meta(path, data)
+
+
+def disk_full_reason(exc: BaseException, workspaces_root: Path) -> str | None:
+    """A sentence naming the full disk, when that is why the task could not run."""
+    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and "No space left on device" not in str(exc):
+        return None
+    mount = Path(os.path.realpath(workspaces_root))
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    try:
+        free = f"{shutil.disk_usage(mount).free / 1e6:.1f} MB free"
+    except OSError:
+        free = "free space unknown"
+    return (f"the disk holding the task's env root is full: the filesystem mounted at {mount} ({free}; "
+            f"env roots live under {workspaces_root}). Free space there, or point PREDICTORX_WORKSPACES_ROOT "
+            "at a bigger disk and restart the daemon, then assign the issue again.")

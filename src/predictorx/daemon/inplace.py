@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from . import review
 from .branches import NoFreeBranch, create_free_branch, task_branch
 from .gitcmd import GitError, git, git_text
 
@@ -26,8 +28,10 @@ class Start:
     head: str
 
 
-def start(folder: Path) -> Start | None:
+def start(folder: Path | None) -> Start | None:
     """Where the folder's repository is when the run starts (None: not a repository with a commit)."""
+    if folder is None:
+        return None
     try:
         out = git_text(["rev-parse", "--show-toplevel", "HEAD^{commit}"], cwd=folder, timeout=TIMEOUT)
     except GitError:
@@ -65,3 +69,17 @@ def origin_url(repo: Path) -> str | None:
 def without_credentials(url: str) -> str:
     """A URL as the server may see it: never a `user:token@` part."""
     return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url)
+
+
+def reviewed(begun: Start, agent_name: str, task_id: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(the task's branch, its review for the task page) — (None, None) when the agent committed
+    nothing of its own in place."""
+    branch = record(begun, agent_name, task_id)
+    if branch is None:
+        return None, None
+    said = (f"The agent's commits in your folder are named by branch {branch} (your branch was neither "
+            "switched nor committed to by Predictor X).")
+    out = review.branch_review(begun.top, begun.head, branch, mode="in_place", repo_label=str(begun.top), note=said)
+    out["head"] = begun.head
+    out["origin_url"] = origin_url(begun.top)
+    return branch, out

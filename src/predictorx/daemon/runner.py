@@ -11,10 +11,8 @@ A checkout is a repository of the run's own (`runrepo`); its work comes back thr
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -36,22 +34,6 @@ from .uploader import MessageUploader
 log = logging.getLogger("predictorx.daemon")
 #: In the env root, outside everything a run can write: where the daemon's quarantine repositories go.
 DELIVERY_SCRATCH = ".delivery"
-
-
-def disk_full_reason(exc: BaseException, workspaces_root: Path) -> str | None:
-    """A sentence naming the full disk, when that is why the task could not run."""
-    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and "No space left on device" not in str(exc):
-        return None
-    mount = Path(os.path.realpath(workspaces_root))
-    while not os.path.ismount(mount) and mount != mount.parent:
-        mount = mount.parent
-    try:
-        free = f"{shutil.disk_usage(mount).free / 1e6:.1f} MB free"
-    except OSError:
-        free = "free space unknown"
-    return (f"the disk holding the task's env root is full: the filesystem mounted at {mount} ({free}; "
-            f"env roots live under {workspaces_root}). Free space there, or point PREDICTORX_WORKSPACES_ROOT "
-            "at a bigger disk and restart the daemon, then assign the issue again.")
 
 
 class TaskFailed(Exception):
@@ -177,7 +159,7 @@ class TaskRun:
         except TaskFailed as e:
             outcome = {"status": "failed", "failure_reason": str(e)}
         except Exception as e:  # report every failure on the task, never lose it
-            full = disk_full_reason(e, self.daemon.workspaces_root)
+            full = envroot.disk_full_reason(e, self.daemon.workspaces_root)
             if full:
                 log.error("task %s: %s", self.id, full)
             else:
@@ -280,9 +262,8 @@ class TaskRun:
             self.review = await self._review(
                 prepared.repo_dir, prepared.baseline_commit, done.branch, mode="worktree",
                 repo_label=str(prepared.repo_dir), worktree_path=str(prepared.worktree_dir) if done.kept_worktree else None,
-                note=done.message, head=prepared.base_commit)
-            if self.review is not None:
-                self.review["origin_url"] = await asyncio.to_thread(inplace.origin_url, prepared.repo_dir)
+                note=done.message, head=prepared.base_commit,
+                origin=await asyncio.to_thread(inplace.origin_url, prepared.repo_dir))
             if done.error:
                 outcome = {"status": "failed", "failure_reason": done.message}
         return outcome
@@ -290,19 +271,9 @@ class TaskRun:
     async def _in_place_review(self, begun: inplace.Start) -> None:
         """The agent's own commits in the person's folder, named by the task's branch (inplace.py)."""
         try:
-            branch = await asyncio.to_thread(inplace.record, begun, self.agent["name"], self.id)
-        except GitError as e:
-            log.warning("task %s: could not name its in-place commits (%s)", self.id, e)
-            return
-        if branch is None:
-            return  # it committed nothing of its own: no branch, no review (as before)
-        self.branch = branch
-        said = (f"The agent's commits in your folder are named by branch {branch} (your branch was neither "
-                "switched nor committed to by Predictor X).")
-        self.review = await self._review(begun.top, begun.head, branch, mode="in_place", repo_label=str(begun.top),
-                                         note=said, head=begun.head)
-        if self.review is not None:
-            self.review["origin_url"] = await asyncio.to_thread(inplace.origin_url, begun.top)
+            self.branch, self.review = await asyncio.to_thread(inplace.reviewed, begun, self.agent["name"], self.id)
+        except Exception as e:  # noqa: BLE001 — the review is a view; the run's end must still be reported
+            log.warning("task %s: no review of its in-place commits (%s)", self.id, e)
 
     async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot,
                               placement: Placement | None = None) -> dict[str, Any]:
@@ -312,15 +283,16 @@ class TaskRun:
         co = None
         if placement is not None and placement.kind == where.CHECKOUT:
             repo = placement
-            dest = env.workdir / repo_name(repo.url)
             try:
+                dest = env.workdir / repo_name(repo.url)
                 if self.continue_branch:  # a follow-up: the same branch, from its forge's head (issue 22 §5)
                     start_at = await self._forge_start(self.continue_branch)
-                    co = await asyncio.to_thread(self._repo_cache().checkout_continuing, repo.url, dest,
-                                                 self.continue_branch["branch"], start_at)
+                    made = asyncio.to_thread(self._repo_cache().checkout_continuing, repo.url, dest,
+                                             self.continue_branch["branch"], start_at)
                 else:
-                    co = await asyncio.to_thread(self._repo_cache().checkout, repo.url, repo.ref, dest,
-                                                 task_branch(self.agent["name"], self.id))
+                    made = asyncio.to_thread(self._repo_cache().checkout, repo.url, repo.ref, dest,
+                                             task_branch(self.agent["name"], self.id))
+                co = await made
             except (RepoCacheError, GitError, forgepush.PushError) as e:
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
             envroot.record_repo_urls(env, [repo.url])
@@ -343,11 +315,11 @@ class TaskRun:
                 runcheckouts.clear_pending(env.path)
 
     async def _forge_start(self, wanted: dict[str, Any]) -> Callable[[Path], str]:
-        """A follow-up's start: its branch fetched from its forge (forgework.continuing_start)."""
-        def fetched(sha: str) -> None:
-            self.continued_from = sha  # what the forge held: the push's lease
+        """A follow-up's start: its branch fetched from its forge (forgework.continuing_start); what
+        the forge held then is the push's lease."""
         try:
-            return await forgework.continuing_start(self.daemon.api, self.id, fetched)
+            return await forgework.continuing_start(self.daemon.api, self.id,
+                                                    lambda sha: setattr(self, "continued_from", sha))
         except forgework.NoTarget as e:
             raise TaskFailed(f"this follow-up continues branch {wanted.get('branch')} but its forge could not "
                              f"be named ({e}); not run on another branch") from None
@@ -379,9 +351,8 @@ class TaskRun:
         self.branch = branch
         await self._note("system", {"event": "checkout", "message": said, "branch": branch})
         self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=co.url,
-                                         worktree_path=str(co.path), note=said, head=co.commit)
-        if self.review is not None:
-            self.review["origin_url"] = inplace.without_credentials(co.url)
+                                         worktree_path=str(co.path), note=said, head=co.commit,
+                                         origin=inplace.without_credentials(co.url))
 
     async def _deliver_run_checkouts(self, ctx: TaskContext, env: envroot.EnvRoot) -> None:
         """What the agent checked out itself (`predictorx repo checkout`) reaches the cache too."""
@@ -400,15 +371,16 @@ class TaskRun:
             await self._note("system", {"event": "checkouts", "message": "Repositories the agent checked out: "
                                         + "; ".join(said) + "."})
 
-    async def _review(self, repo: Path, base: str, branch: str | None, *, head: str, **kw: Any) -> dict[str, Any] | None:
+    async def _review(self, repo: Path, base: str, branch: str | None, *, head: str, origin: str | None,
+                      **kw: Any) -> dict[str, Any] | None:
+        """The branch's review, with where it came from: the repository's origin URL (how the
+        server finds its forge) and, for a follow-up, what the forge held when it started."""
         try:
             out = await asyncio.to_thread(review.branch_review, repo, base, branch, **kw)
         except Exception as e:  # noqa: BLE001 — the review is a view; the run's end must still be reported
             log.warning("task %s: no review of its branch (%s)", self.id, e)
             return None
-        out["head"] = head
-        if self.continued_from:
-            out["continued_from"] = self.continued_from
+        out.update(head=head, origin_url=origin, **({"continued_from": self.continued_from} if self.continued_from else {}))
         return out
 
     async def _note(self, kind: str, content: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ the task and `review["merged"]` / `review["discarded"]` = {by, sha, how, into, a
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
@@ -67,9 +68,8 @@ def policy(session: Session, project_id: str | None) -> dict[str, Any]:
 
 
 def _forges() -> Any:
-    from . import forges  # service/forges.py (forge-core): connections, their mapping, their credential
-
-    return forges
+    """service/forges.py (forge-core's): connections, their mapping, their credential."""
+    return importlib.import_module(".forges", __package__)
 
 
 def connection_for_url(session: Session, workspace_id: str, url: str) -> tuple[ForgeConnection, Any] | None:
@@ -134,9 +134,10 @@ def _tracked(session: Session, task: Task) -> tuple[ForgeConnection, str, str, P
     if found is None:
         return None
     conn, ref = found
-    pr = session.scalar(select(PullRequest).where(
+    branch = str((task.review or {}).get("branch") or "")
+    pr = session.scalars(select(PullRequest).where(
         PullRequest.issue_id == task.issue_id, PullRequest.connection_id == conn.id,
-        PullRequest.repo_path == ref.path, PullRequest.branch == task.review["branch"]))
+        PullRequest.repo_path == ref.path, PullRequest.branch == branch)).first()
     return conn, ref.path, remote_url(url, conn.base_url, ref.path), pr
 
 

@@ -32,7 +32,7 @@ def forge_target(task_id: str, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> SafeJSONResponse:
     """Only to the daemon that ran the task (anyone else: 404); never cached."""
     with state.read() as s:
-        target = forgepush.push_target(s, caller.principal.daemon_id, task_id)
+        target = forgepush.push_target(s, caller.principal.daemon_id or "", task_id)
     return SafeJSONResponse(asdict(target), headers={"Cache-Control": "no-store"})
 
 
@@ -40,7 +40,7 @@ def forge_target(task_id: str, caller: Caller = Depends(daemon_caller),
 def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
     with state.write() as s:
-        pr = forgepush.push_reported(s, caller.principal.daemon_id, task_id, ok=body.ok, sha=body.sha,
+        pr = forgepush.push_reported(s, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
                                      error=body.error)
         return {"pull_request_id": pr.id if pr is not None else None}
 
@@ -52,7 +52,7 @@ def push(task_id: str, caller: Caller = Depends(user_caller), state: AppState = 
         task = task_service.get_task(s, caller.workspace_id, task_id)
         forgepush.request_push(s, task)
         daemon_id = task.daemon_id
-    return {"asked": True, "daemon_connected": bool(daemon_id) and state.hub.daemon_connected(daemon_id)}
+    return {"asked": True, "daemon_connected": state.hub.daemon_connected(daemon_id or "")}
 
 
 @router.post("/tasks/{task_id}/local-merge")

@@ -179,3 +179,55 @@ def test_only_the_daemon_that_ran_the_task_gets_its_push_target(server, start_da
     asked = server.api("POST", f"/api/tasks/{task['id']}/push")
     assert asked["asked"] and asked["daemon_connected"]
     wait_until(lambda: standin.branch_head(REPO, task["branch_name"]), 30, 0.1, "the asked-for push")
+
+
+def test_a_follow_up_in_a_repository_checkout_continues_the_forge_branch(server, start_daemon, github_standin,
+                                                                           tmp_path):
+    """A checkout follow-up starts from the branch's head fetched from the forge into the repo cache
+    and delivers onto the same branch name, then pushes it (leased on that head)."""
+    standin = github_standin
+    repo = standin.create_repo("acme/api", {"app.py": "print('v1')\n"})
+    branch = "agent/coder/earlier-task"
+    earlier = standin.commit_on_server("acme/api", branch, {"app.py": "print('earlier')\n"}, "an earlier run")
+    _connect(server, standin)
+    # The project's repository is the forge's, read from disk (the repo cache needs no credential for
+    # it); the follow-up names its branch on the forge through the pull request it continues.
+    project = server.api("POST", "/api/projects", {"title": "Api", "resources": [
+        {"resource_type": "github_repo", "resource_ref": {"url": f"file://{repo.bare}"}}]})
+    server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "command": ["sh", "-c", AGENT],
+                                       **UNCONFINED})
+    issue = server.api("POST", "/api/issues", {"title": "more", "project_id": project["id"]})
+    task_id = _queue_on_branch(server, issue["number"], "acme/api", repo.clone_url, branch, earlier)
+    start_daemon()
+    done = server.wait_task(task_id, timeout=60)
+    assert done["status"] == "completed", done
+    assert done["branch_name"] == branch
+    review = server.api("GET", f"/api/tasks/{task_id}")
+    head = wait_until(lambda: (h := standin.branch_head("acme/api", branch)) != earlier and h, 30, 0.1, "the push")
+    log = subprocess.run(["git", "--git-dir", str(repo.bare), "log", "--format=%H", head], capture_output=True,
+                         text=True, check=True, timeout=30).stdout.split()
+    assert earlier in log  # built on the forge's head, not on the default branch
+    out = subprocess.run(["git", "--git-dir", str(repo.bare), "show", f"{head}:app.py"], capture_output=True,
+                         text=True, check=True, timeout=30).stdout
+    assert out == "print('v2')\n" and review["status"] == "completed"
+
+
+def _queue_on_branch(server, issue_number: int, repo_path: str, repo_url: str, branch: str, head: str) -> str:
+    from predictorx.service import tasks as task_service
+    from predictorx.store.db import Database
+    from predictorx.store.schema import Agent, ForgeConnection, Issue, PullRequest
+
+    db = Database(server.database_url)
+    try:
+        with db.write() as s:
+            issue = s.query(Issue).filter_by(number=issue_number).one()
+            conn = s.query(ForgeConnection).one()
+            pr = PullRequest(workspace_id=issue.workspace_id, issue_id=issue.id, connection_id=conn.id,
+                             repo_path=repo_path, repo_url=repo_url, branch=branch, state="open", head_sha=head)
+            s.add(pr)
+            s.flush()
+            task = task_service.follow_up(s, issue, s.query(Agent).filter_by(name="coder").one(), "Go on.")
+            task.pull_request_id = pr.id
+            return task.id
+    finally:
+        db.dispose()

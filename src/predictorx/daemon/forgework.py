@@ -82,10 +82,11 @@ async def handle(daemon: RunHost, event: dict[str, Any]) -> None:
         await _answer_local(daemon, event)
 
 
-async def push_task(daemon: RunHost, task_id: str) -> None:
-    """Push the task's branch where the server says, and report how it went."""
+async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None = None) -> None:
+    """Push the task's branch where the server says (`given`: the target its finish's answer
+    carried; else fetched now), and report how it went."""
     try:
-        target = target_from(await daemon.api.forge_target(task_id))
+        target = target_from(given if given is not None else await daemon.api.forge_target(task_id))
     except ServerError as e:
         log.warning("task %s: no push target (%s)", task_id, e.detail)
         return

@@ -128,6 +128,8 @@ class Daemon:
             log.warning("task %s: could not report its end (%s); will retry", task_id, e.detail)
             self.unreported[task_id] = fields
             return
+        if (answer or {}).get("forge_push"):  # its project pushes at run end (daemon/forgework.py)
+            self._forge_job(forgework.push_task(self, task_id, answer.pop("forge_push")))
         # The same request claimed the next tasks (one round trip per task turned over).
         for item in (answer or {}).get("claimed", []):
             self._start(item)
@@ -278,12 +280,15 @@ class Daemon:
                 log.info("task %s cancelled", run.id)
                 run.cancel()
         elif kind == "request" and event.get("op") in forgework.OPS:
-            # A push can take minutes: kept referenced until done (a bare task could be collected).
-            job = asyncio.create_task(forgework.handle(self, event))
-            self._forge_jobs.add(job)
-            job.add_done_callback(self._forge_jobs.discard)
+            self._forge_job(forgework.handle(self, event))
         elif kind == "request":
             asyncio.create_task(self._answer(event))
+
+    def _forge_job(self, work: Any) -> None:
+        """A push can take minutes: kept referenced until done (a bare task could be collected)."""
+        job = asyncio.create_task(work)
+        self._forge_jobs.add(job)
+        job.add_done_callback(self._forge_jobs.discard)
 
     async def _answer(self, event: dict[str, Any]) -> None:
         # The resource type whose check it is answers it, on this machine (e.g. R-LD-1's path rules).

@@ -3,11 +3,11 @@
 Push: when a task ends with a branch whose repository maps to one of the workspace's forge
 connections (a repository checkout by its URL, a local folder by its `origin` remote, as the daemon
 reported them in the task's review), and the project pushes automatically (its forge policy), the
-task's own daemon is asked over its event stream to push (a private `request` with op
-`forge_push`; `request_push` asks the same when a person does). The daemon then fetches the
-`PushTarget` — remote URL, branch, and the connection's credential — from a daemon-only route that
-answers only the daemon that ran the task, pushes with the credential in git's environment only,
-and reports back; a success creates or updates the PullRequest row of (issue, connection,
+answer to the task's finish hands its daemon the `PushTarget` — remote URL, branch, and the
+connection's credential (`target_at_finish`). When a person asks (`request_push`), the task's
+daemon is asked over its event stream (a private `request` with op `forge_push`) and fetches the
+target from a daemon-only route that answers only the daemon that ran the task. Either way it
+pushes with the credential in git's environment only and reports back; a success creates or updates the PullRequest row of (issue, connection,
 repository, branch) in state "pushed" (a PR already open keeps its state) and calls `after_push`
 listeners (the forge loop opens the PR there when the project says so).
 
@@ -149,18 +149,16 @@ def _ask_push(session: Session, task: Task) -> None:
          request_id=f"push-{task.id}")
 
 
-def task_finished(session: Session, task_id: str) -> bool:
-    """After a daemon's finish: ask it to push if the task completed with a branch on a mapped
-    repository and the project pushes automatically. True when asked."""
+def target_at_finish(session: Session, daemon_id: str, task_id: str) -> PushTarget | None:
+    """After a daemon's finish: the push target, handed back in the finish's answer to that daemon
+    (one round trip instead of a request on its stream and a fetch), when the task completed with
+    a branch on a mapped repository and its project pushes automatically; else None."""
     task = session.get(Task, task_id)
-    if task is None or task.status != "completed" or _pushable(task) is not None:
-        return False
-    if not policy(session, task.project_id).get("auto_push", True):
-        return False
-    if _tracked(session, task) is None:
-        return False
-    _ask_push(session, task)
-    return True
+    if task is None or task.daemon_id != daemon_id or task.status != "completed" or _pushable(task) is not None:
+        return None
+    if not policy(session, task.project_id).get("auto_push", True) or _tracked(session, task) is None:
+        return None
+    return push_target(session, daemon_id, task_id)
 
 
 def request_push(session: Session, task: Task) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -109,9 +110,13 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
         t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next"}))
-        if body.status == "completed" and body.review and body.review.get("branch"):
-            forgepush.task_finished(s, task_id)  # its daemon pushes the branch if its forge and project say so
         out = serialize.task(t)
+        if body.status == "completed" and body.review and body.review.get("branch"):
+            # Its daemon pushes the branch if its forge and project say so: the target (with the
+            # forge's credential) goes in this answer, to this daemon only (service/forgepush.py).
+            target = forgepush.target_at_finish(s, caller.principal.daemon_id or "", task_id)
+            if target is not None:
+                out["forge_push"] = asdict(target)
         if body.claim_next:  # the finish found this daemon registered (or refused the request)
             out["claimed"] = _claimed(s, tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
                                                      limit=body.claim_next))

@@ -231,3 +231,26 @@ def _queue_on_branch(server, issue_number: int, repo_path: str, repo_url: str, b
             return task.id
     finally:
         db.dispose()
+
+
+def test_an_in_place_agents_own_commits_are_pushed_as_its_branch(server, start_daemon, github_standin, tmp_path):
+    """In place nothing is switched or committed for the agent; what it committed itself is named
+    by the task's branch in the person's repository, and that branch is what reaches the forge."""
+    standin = github_standin
+    standin.create_repo(REPO, {"app.py": "print('v1')\n"})
+    folder = _person_clone(standin, tmp_path)
+    daemon = start_daemon()
+    _connect(server, standin)
+    project = server.api("POST", "/api/projects", {"title": "Shop", "resources": [{
+        "resource_type": "local_directory", "label": "shop",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "in_place"}}]})
+    server.api("PATCH", f"/api/projects/{project['id']}", {"forge_policy": {"auto_pr": False}})
+    script = "echo \"print('v2')\" > app.py && git commit -qam 'v2, by the agent'"
+    server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "command": ["sh", "-c", script],
+                                       **UNCONFINED})
+    issue = server.api("POST", "/api/issues", {"title": "v2", "project_id": project["id"], "assignee": "coder"})
+    task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
+    assert task["status"] == "completed" and task["branch_name"].startswith("agent/coder/"), task
+    head = git(folder, "rev-parse", "HEAD").strip()
+    assert git(folder, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert wait_until(lambda: standin.branch_head(REPO, task["branch_name"]), 30, 0.1, "the push") == head

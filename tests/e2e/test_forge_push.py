@@ -100,7 +100,9 @@ def test_push_through_smart_http_never_shows_the_token_and_a_follow_up_continues
         head = wait_until(lambda: standin.branch_head(REPO, branch), 30, 0.1, "the branch on the forge")
     assert watch.seen > 3 and any(control in line for line in watch.found)
     assert [line for line in watch.found if control not in line] == []
-    review = server.api("GET", f"/api/tasks/{task['id']}/review")
+    # The daemon reports the push after git is done: wait for the report, not only the branch.
+    review = wait_until(lambda: (r := server.api("GET", f"/api/tasks/{task['id']}/review")).get("pushed") and r,
+                        30, 0.05, "the push's report")
     assert review["pushed"]["sha"] == head == git(folder, "rev-parse", branch).strip()
     assert review["origin_url"] == standin.repo(REPO).clone_url
     pushed_env = subprocess.run(["git", "--git-dir", str(standin.repo(REPO).bare), "show", f"{head}:agent-env.txt"],

@@ -233,9 +233,10 @@ def _run_config_serve() -> int:
     import contextlib
     import io
 
-    from . import integration, room  # noqa: F401 — the imports are the work done ahead
+    from . import bytecode, integration, room  # noqa: F401 — the imports are the work done ahead
 
     _parser()  # built once (cached), ahead of the first run
+    bytecode.ensure()  # (and the runs' hooks and MCP front compiled, ahead of the first run too)
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -39,6 +39,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import bytecode
 from .harness_config import MCP_NAME, hooks_spec, mcp_entry, toml_inline
 from .naming import normalize_room, repo_of
 
@@ -137,6 +138,7 @@ def prepare_agent_run(
         session, intro = _join_ahead(db, cwd=Path(cwd).resolve(), rooms=norm, label=label, autonomy=level)
         if session:
             env["AGENTS_ROOM_SESSION"] = session
+    bytecode.ensure()  # the run's hooks and MCP front start from this package's bytecode
     hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db, session_start=session is None,
                        fast=True)
     entry = mcp_entry(harness, db, fast=True)

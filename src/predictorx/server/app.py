@@ -92,6 +92,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
 async def _sweeper(state: AppState, interval: float) -> None:
     def once() -> None:
+        with state.read() as s:  # a read first: nothing due, nothing written
+            if not tasks.sweep_due(s, daemon_timeout()):
+                return
         with state.write() as s:
             swept = tasks.sweep(s, daemon_timeout())
             for t in swept:

@@ -471,15 +471,26 @@ def _lost(session: Session, task: Task, why: str) -> None:
 
 # -- the sweeper (R-EX-6) ---------------------------------------------------------------------
 
-def sweep(session: Session, daemon_timeout: timedelta) -> list[Task]:
-    """Re-queue tasks whose prepare lease ran out or whose daemon went silent before they started;
-    fail the ones that had started on a daemon that went silent (their run is lost)."""
+def _sweepable(daemon_timeout: timedelta) -> Any:
+    """The tasks sweep() ends or re-queues: held by a silent daemon, or past their prepare lease."""
     now = utcnow()
     dead = select(Daemon.id).where(or_(Daemon.last_heartbeat_at.is_(None),
                                        Daemon.last_heartbeat_at < now - daemon_timeout))
-    q = select(Task).where(Task.status.in_(ACTIVE_STATUSES[1:]), or_(
+    return select(Task).where(Task.status.in_(ACTIVE_STATUSES[1:]), or_(
         Task.daemon_id.in_(dead),
         and_(Task.status == "dispatched", Task.lease_expires_at < now)))
+
+
+def sweep_due(session: Session, daemon_timeout: timedelta) -> bool:
+    """Whether sweep() has anything to do: a read, so a server with nothing to sweep writes nothing
+    (a write transaction every few seconds was most of an idle server's cost, issue 30)."""
+    return session.scalar(select(_sweepable(daemon_timeout).exists())) or False
+
+
+def sweep(session: Session, daemon_timeout: timedelta) -> list[Task]:
+    """Re-queue tasks whose prepare lease ran out or whose daemon went silent before they started;
+    fail the ones that had started on a daemon that went silent (their run is lost)."""
+    q = _sweepable(daemon_timeout)
     if session.bind.dialect.name == "postgresql":
         q = q.with_for_update(skip_locked=True)
     swept = []

@@ -20,7 +20,7 @@ from typing import Any
 from .. import __version__, agents, allowhosts, config, hardening, resources
 from ..agents import descendants
 from ..apiclient import fail
-from . import contextrecovery, forgework, identity, runcheckouts, worktree
+from . import bytecode, contextrecovery, forgework, identity, runcheckouts, worktree
 from .dirlock import DirLocks
 from .gc import GcTimer
 from .repocache import RepoCache
@@ -198,6 +198,7 @@ class Daemon:
         from .rooms import start_ahead
 
         await asyncio.to_thread(start_ahead, self.runtimes)  # agents-room's configuration process
+        await asyncio.to_thread(bytecode.ensure)  # the runs' own Python processes start from bytecode
         jobs = [asyncio.create_task(self._push_loop(), name="push"),
                 asyncio.create_task(self._claim_loop(), name="claim"),
                 asyncio.create_task(self._heartbeat_loop(), name="heartbeat")]

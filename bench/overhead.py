@@ -162,6 +162,27 @@ def _pss_mb(pid: int) -> float:
     return 0.0
 
 
+def _label(pid: int) -> str | None:
+    """What a process is, for the per-process breakdown: its program, and for an interpreter or a
+    shell the script or module it runs ("python mcp_stdio.py", "python -m agents_room")."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return None
+    if not argv:
+        return None
+    exe = os.path.basename(argv[0])
+    if exe.startswith(("python", "node", "sh", "bash")):
+        rest = iter(argv[1:])
+        for arg in rest:
+            if arg in ("-m", "-c"):
+                return f"{exe} {arg} {next(rest, '')[:40] if arg == '-m' else ''}".strip()
+            if not arg.startswith("-"):
+                return f"{exe} {os.path.basename(arg)[:40]}"
+    return exe
+
+
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
@@ -178,6 +199,7 @@ class Seen:
     first_cpu: float  # at its first sight (0 if it started within the phase)
     last_cpu: float
     pss_mb: float = 0.0
+    label: str = ""
 
 
 @dataclass
@@ -188,6 +210,8 @@ class Phase:
     seen: dict[tuple[int, int], Seen] = field(default_factory=dict)
     pss_sums: dict[str, float] = field(default_factory=dict)
     pss_samples: int = 0
+    #: CPU seconds of the per-run processes by what they are (`_label`), filled in by cpu()
+    by_label: dict[str, float] = field(default_factory=dict)
 
     def category(self, pid: int, name: str, parent: int) -> str:
         kind = self.roots.get(pid)
@@ -212,6 +236,7 @@ class Phase:
             if item is None:
                 item = self.seen[key] = Seen(pid, st[1], category, st[2] if at_start else 0.0, st[2])
             item.last_cpu, item.category = st[2], category  # (the leader is `sh`, then `claude`: same pid)
+            item.label = _label(pid) or item.label or st[1]
             if pss:
                 sums[item.category] = sums.get(item.category, 0.0) + _pss_mb(pid)
             todo += [(child, pid) for child in tree.get(pid, [])]
@@ -231,13 +256,25 @@ class Phase:
             e = by_pid.get(s.pid)
             final = e.cpu_s if e is not None and _stat(s.pid) is None else s.last_cpu
             totals[s.category] = totals.get(s.category, 0.0) + max(0.0, final - s.first_cpu)
+            if s.category == "per_run":
+                self._by_label(s.label, max(0.0, final - s.first_cpu))
         for e in exited:  # exited before any sample saw it
             if e.pid in live_pids:
                 continue
             cat = self._category_of_unseen(e, by_pid, categories)
             if cat is not None:
                 totals[cat] = totals.get(cat, 0.0) + e.cpu_s
+                if cat == "per_run":
+                    self._by_label(f"{e.comm} (unsampled)", e.cpu_s)
         return totals
+
+    def _by_label(self, label: str, cpu_s: float) -> None:
+        self.by_label[label] = self.by_label.get(label, 0.0) + cpu_s
+
+    def top_labels(self, n: int, runs: int) -> dict[str, float]:
+        """The per-run processes that cost most, per run (CPU seconds)."""
+        top = sorted(self.by_label.items(), key=lambda kv: -kv[1])[:n]
+        return {label: round(cpu / runs, 4) for label, cpu in top}
 
     def _category_of_unseen(self, e: Exited, by_pid: dict[int, Exited], categories: dict[int, str]) -> str | None:
         """A process no sample saw is the run's if an ancestor is (acct names each one's parent)."""
@@ -353,9 +390,10 @@ def bare_runs(n: int, env: dict[str, str], workdir: Path, acct: Accounting, inte
                "per_run_cpu_s_by_process": cpu.get("per_run", 0.0) / n,
                "cli_pss_mb": pss.get("cli", 0.0) / n, "per_run_pss_mb": pss.get("per_run", 0.0) / n}
     per_run["total_cpu_s"] = sum(usage) / n
+    per_run_by_process = phase.top_labels(8, n)
     failed = sum(1 for p in procs if p.returncode != 0)
     return {"runs": n, "failed": failed, "wall_s": round(wall, 1), "per_run": _round(per_run),
-            "loadavg_1_5_15": _loadavg()}
+            "per_run_top_processes": per_run_by_process, "loadavg_1_5_15": _loadavg()}
 
 
 #: How often the bench asks whether its tasks ended: its own requests are not the platform's cost,
@@ -395,6 +433,7 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
     return {"runs": n, "failed": sum(1 for t in tasks if t["status"] != "completed"),
             "failure_reasons": sorted({str(t.get("failure_reason")) for t in tasks if t["status"] != "completed"})[:3],
             "wall_s": round(wall, 1), "run_minutes": round(run_minutes, 2), "per_run": _round(per_run),
+            "per_run_top_processes": phase.top_labels(12, n),
             "daemon_cpu_s_per_run_minute": round(daemon_cpu / run_minutes, 4) if run_minutes else None,
             "daemon_cpu_s_per_run_minute_while_streaming": window.per_run_minute(),
             "streaming_window_s": window.seconds(),

@@ -37,6 +37,10 @@ log = logging.getLogger("predictorx.daemon")
 DAEMON_CAPABILITIES = [*resources.daemon_capabilities(), allowhosts.DAEMON_CAPABILITY]
 
 
+#: heartbeat interval bounds and the default before (or without) the server's answer
+DEFAULT_HEARTBEAT_S, MIN_HEARTBEAT_S, MAX_HEARTBEAT_S = 5.0, 0.1, 60.0
+
+
 def _env_float(name: str, default: float) -> float:
     try:
         return float(os.environ.get(name, default))
@@ -77,7 +81,10 @@ class Daemon:
         self.runs: dict[str, TaskRun] = {}
         self.busy_slots = 0
         self.task_timeout = _env_float("PREDICTORX_TASK_TIMEOUT", 0) or None
-        self.heartbeat_interval = _env_float("PREDICTORX_HEARTBEAT_INTERVAL", 5)
+        #: PREDICTORX_HEARTBEAT_INTERVAL if set; else what the server asks for when it registers us
+        #: (a third of its daemon timeout: each heartbeat is a write on the server, issue 30)
+        self.heartbeat_interval = _env_float("PREDICTORX_HEARTBEAT_INTERVAL", 0) or DEFAULT_HEARTBEAT_S
+        self._heartbeat_from_env = bool(_env_float("PREDICTORX_HEARTBEAT_INTERVAL", 0))
         self.poll_interval = _env_float("PREDICTORX_POLL_INTERVAL", 3)
         self.safety_poll_interval = 30.0
         self.runtimes: list[dict[str, Any]] = []
@@ -178,7 +185,15 @@ class Daemon:
             await asyncio.to_thread(identity.save_token, self.api.server_key, ws, self.api.workspace, self.api.token)
         names = ", ".join(f"{r['provider']} {r['version'] or ''}".strip() for r in self.runtimes)
         log.info("registered daemon %s (%s) with runtimes: %s", self.daemon_id, self.name, names)
+        self._heartbeat_as_asked(answer.get("heartbeat_interval_s"))
         return answer
+
+    def _heartbeat_as_asked(self, asked: Any) -> None:
+        """The server's heartbeat interval, unless PREDICTORX_HEARTBEAT_INTERVAL says otherwise
+        (an older server asks nothing: DEFAULT_HEARTBEAT_S)."""
+        if self._heartbeat_from_env or not isinstance(asked, (int, float)) or isinstance(asked, bool):
+            return
+        self.heartbeat_interval = min(MAX_HEARTBEAT_S, max(MIN_HEARTBEAT_S, float(asked)))
 
     def recover(self) -> None:
         """Say what a previous run left (locks, worktrees) and finish or clean it."""

@@ -9,7 +9,7 @@ from ..store.schema import Agent, Daemon, Runtime, Token, utcnow
 from . import auth, tasks
 from .errors import Forbidden, Invalid, NotFound
 from .events import emit
-from .liveness import daemon_timeout, is_online  # noqa: F401  (part of this service's API)
+from .liveness import daemon_timeout, heartbeat_interval, is_online  # noqa: F401  (part of this service's API)
 
 
 def register(session: Session, workspace_id: str, principal: auth.Principal, *, daemon_id: str, name: str,

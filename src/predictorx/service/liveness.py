@@ -16,3 +16,10 @@ def daemon_timeout() -> timedelta:
 
 def is_online(d: Daemon) -> bool:
     return d.last_heartbeat_at is not None and utcnow() - d.last_heartbeat_at < daemon_timeout()
+
+
+def heartbeat_interval() -> timedelta:
+    """How often a daemon is asked to heartbeat: a third of the timeout, so two heartbeats may be
+    lost before it counts as offline. Each heartbeat is a write on the server, so no more often than
+    that (every 5 s was most of an idle server's cost with a 30 s timeout, issue 30)."""
+    return daemon_timeout() / 3

@@ -63,3 +63,47 @@ def test_an_empty_cgroup_a_killed_daemon_left_is_removed_at_the_next_run(monkeyp
         busy.wait_empty(10)
         busy.remove()
         left.remove()
+
+
+def _escapee_in(group: runcgroup.RunCgroup) -> int:
+    """A `setsid` grandchild that ignores SIGTERM, left in `group` by an agent that exited."""
+    agent = subprocess.Popen([*group.launcher(), "sh", "-c",
+                              "setsid sh -c 'trap \"\" TERM; exec sleep 600' </dev/null >/dev/null 2>&1 & echo $!"],
+                             stdout=subprocess.PIPE, text=True)
+    out, _ = agent.communicate(timeout=30)
+    return int(out.strip())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_killed_daemons_run_cgroups_are_emptied_and_removed_at_its_next_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 of a daemon leaves its runs' cgroups, with any escapee still in them; the same
+    daemon's next start kills those and removes the cgroups, and leaves another daemon's alone."""
+    monkeypatch.setattr(runcgroup, "_owner", "")
+    runcgroup.set_owner("0123abcd-0000-4000-8000-000000000001")
+    mine, empty = runcgroup.RunCgroup.make(new_tag()), runcgroup.RunCgroup.make(new_tag())
+    runcgroup.set_owner("feedbeef-0000-4000-8000-000000000002")
+    theirs = runcgroup.RunCgroup.make(new_tag())
+    assert mine is not None and empty is not None and theirs is not None
+    assert mine.path.name.startswith(runcgroup.PREFIX + "0123abcd00004000-")
+    escapee, other = _escapee_in(mine), _escapee_in(theirs)
+    try:
+        runcgroup.set_owner("0123abcd-0000-4000-8000-000000000001")  # the same daemon, started again
+        said = runcgroup.recover()
+        assert not mine.path.exists() and not empty.path.exists()
+        assert not _alive(escapee)
+        assert any(str(escapee) in s for s in said), said
+        assert theirs.path.exists() and _alive(other)  # another daemon's run: untouched
+    finally:
+        theirs.signal(signal.SIGKILL)
+        theirs.wait_empty(10)
+        theirs.remove()
+        for group in (mine, empty):
+            group.signal(signal.SIGKILL)
+            group.wait_empty(10)
+            group.remove()

@@ -7,7 +7,10 @@ lasts: that the cgroup emptied is an event (`cgroup.events` changes; we wait on 
 
 The cgroup is made below this process's own one (`/proc/self/cgroup`, on the cgroup2 mount named
 in `/proc/self/mountinfo`), no controller is enabled (membership is all we use), and it is removed
-when the run ends (those of a killed daemon when the next run starts, once empty). The agent
+when the run ends. A daemon names its runs' cgroups after itself (`set_owner`): at its next start
+the cgroups a killed incarnation left are emptied with `cgroup.kill` (a `setsid` escapee that
+ignores SIGTERM included) and removed (`recover`); other daemons' are left alone, except empty
+ones older than ABANDONED_AFTER_S, removed when a run starts. The agent
 joins it before it runs anything: `launcher()` is a `sh` that writes itself into `cgroup.procs`
 and then execs the agent, keeping its pid. Where no cgroup can be made
 (no cgroup2, a hierarchy we may not write, not Linux, `PREDICTORX_RUN_CGROUPS=0`) `make` returns
@@ -33,6 +36,44 @@ ENV_SWITCH = "PREDICTORX_RUN_CGROUPS"
 #: An empty run cgroup older than this is left from a daemon that was killed: it is removed.
 ABANDONED_AFTER_S = 60.0
 _JOIN = 'echo 0 > "$0/cgroup.procs" || exit 125; exec "$@"'
+#: How long recover() waits for a leftover cgroup to empty after cgroup.kill.
+RECOVER_WAIT_S = 10.0
+#: This process's runs' cgroups are named PREFIX + owner + "-" + tag (set_owner); "" before that.
+_owner = ""
+
+
+def set_owner(owner: str) -> None:
+    """Name this process's runs' cgroups after `owner` (the daemon's id: one daemon per state dir),
+    so that its next start knows which leftovers are its own (`recover`)."""
+    global _owner
+    _owner = "".join(c for c in owner.lower() if c.isalnum())[:16]
+
+
+def recover() -> list[str]:
+    """At the daemon's start: end and remove the run cgroups its killed predecessor left (named
+    after the same owner). Whatever is still in one — a `setsid` escapee ignoring SIGTERM, say —
+    is killed with `cgroup.kill`, its emptying awaited as an event. Sentences for the log."""
+    if not _owner or not available():
+        return []
+    _, base = _base()  # type: ignore[misc]
+    mine = f"{PREFIX}{_owner}-"
+    try:
+        found = sorted(p for p in base.iterdir() if p.name.startswith(mine))
+    except OSError:
+        return []
+    said = []
+    for path in found:
+        group = RunCgroup(path, path.name)
+        left = group.pids()
+        if left:
+            group.signal(signal.SIGKILL)
+            if not group.wait_empty(RECOVER_WAIT_S):
+                said.append(f"the run cgroup {path} a killed daemon left still holds processes {group.pids()}")
+                continue
+        group.remove()
+        said.append(f"removed the run cgroup {path.name} a killed daemon left"
+                    + (f", ending its {len(left)} process(es) {left}" if left else " (empty)"))
+    return said
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,12 +116,13 @@ class RunCgroup:
             return None
         own, base = _base()  # type: ignore[misc]
         _remove_abandoned(base)
+        name = f"{PREFIX}{_owner}-{tag}" if _owner else f"{PREFIX}{tag}"
         try:
-            (base / f"{PREFIX}{tag}").mkdir()
+            (base / name).mkdir()
         except OSError as exc:
             log.info("no cgroup for agent runs here (%s); ending their processes by group and tag", exc)
             return None
-        return cls(base / f"{PREFIX}{tag}", "0::" + own.rstrip("/") + f"/{PREFIX}{tag}")
+        return cls(base / name, "0::" + own.rstrip("/") + f"/{name}")
 
     def launcher(self) -> list[str]:
         """argv prefix: join the cgroup, then exec the rest (same pid, same session)."""

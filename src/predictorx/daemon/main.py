@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, agents, allowhosts, config, hardening, resources
-from ..agents import descendants
+from ..agents import descendants, runcgroup
 from ..apiclient import fail
 from . import bytecode, contextrecovery, forgework, identity, runcheckouts, worktree
 from .dirlock import DirLocks
@@ -196,7 +196,10 @@ class Daemon:
         self.heartbeat_interval = min(MAX_HEARTBEAT_S, max(MIN_HEARTBEAT_S, float(asked)))
 
     def recover(self) -> None:
-        """Say what a previous run left (locks, worktrees) and finish or clean it."""
+        """Say what a previous run left (locks, worktrees, run cgroups) and finish or clean it."""
+        runcgroup.set_owner(self.daemon_id)
+        for sentence in runcgroup.recover():  # a killed daemon's runs' escapees end here
+            log.info("recovery: %s", sentence)
         for sentence in self.dir_locks.recover():
             log.info("recovery: %s", sentence)
         # Before the worktrees: a crashed task's block must not be committed to its branch.

@@ -19,6 +19,7 @@ from .apiclient import fail
 from .server.app import create_app
 from .server.bodyguard import max_body_bytes
 from .server.connguard import uvicorn_options
+from .server.quietserver import QuietServer
 from .server.web.pagework import page_threads
 from .server.web.render import compile_templates
 from .server.run import bootstrap, port_free
@@ -65,7 +66,7 @@ def run_up(host: str, port: int, *, with_daemon: bool, demo: bool, sandbox: bool
         pass
 
 
-class _UpServer(uvicorn.Server):
+class _UpServer(QuietServer):
     """uvicorn's server, stopping the local daemon first on Ctrl-C or SIGTERM: a stopping daemon hands
     its work back over HTTP and closes its push connection, so it needs the server still up."""
 

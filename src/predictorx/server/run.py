@@ -15,6 +15,7 @@ from ..apiclient import fail
 from .app import create_app
 from .bodyguard import max_body_bytes
 from .connguard import uvicorn_options
+from . import quietserver
 from .web.pagework import page_threads
 from .web.render import compile_templates
 
@@ -72,8 +73,8 @@ def serve(host: str = "127.0.0.1", port: int = 8484, *, db_url: str | None = Non
         return
     app = create_app(db, migrate=False)
     compile_templates()
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
-                **connections)
+    quietserver.serve(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
+                      **connections)
 
 
 def worker_app():  # uvicorn's factory for each worker process (migrated by the parent)

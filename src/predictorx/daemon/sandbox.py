@@ -217,24 +217,25 @@ def kept_from_others(roots: Iterable[str]) -> list[str]:
     system dirs: `/etc/shadow`, `/etc/ssl/private`, the SSH host keys, a database's `pg_hba.conf`.
     The sandbox sees of them what any user of the machine sees."""
     found: list[str] = []
-    for root in roots:
-        for folder, dirs, files in os.walk(root):
-            entered = []
-            for name in dirs:
-                path = os.path.join(folder, name)
-                mode = _lstat_mode(path)
-                if mode is None:
-                    continue
-                if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
-                    found.append(path)
+    todo = list(roots)
+    while todo:  # one lstat per entry through scandir (os.walk and a path join per entry cost twice as much)
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if not mode & stat.S_IXOTH:
+                    found.append(entry.path)
                 else:
-                    entered.append(name)
-            dirs[:] = entered
-            for name in files:
-                path = os.path.join(folder, name)
-                mode = _lstat_mode(path)
-                if mode is not None and stat.S_ISREG(mode) and not mode & stat.S_IROTH:
-                    found.append(path)
+                    todo.append(entry.path)
+            elif stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                found.append(entry.path)
     return found
 
 

@@ -212,6 +212,7 @@ class Phase:
     pss_samples: int = 0
     #: CPU seconds of the per-run processes by what they are (`_label`), filled in by cpu()
     by_label: dict[str, float] = field(default_factory=dict)
+    count_by_label: dict[str, int] = field(default_factory=dict)
 
     def category(self, pid: int, name: str, parent: int) -> str:
         kind = self.roots.get(pid)
@@ -254,7 +255,9 @@ class Phase:
         categories = {s.pid: s.category for s in self.seen.values()}
         for s in self.seen.values():
             e = by_pid.get(s.pid)
-            final = e.cpu_s if e is not None and _stat(s.pid) is None else s.last_cpu
+            # At least its last sample: acct's figure for a process that exited can be below it
+            # (seen for Claude Code's node by 0.06-0.09 s; the rest then counted as its children's).
+            final = max(e.cpu_s, s.last_cpu) if e is not None and _stat(s.pid) is None else s.last_cpu
             totals[s.category] = totals.get(s.category, 0.0) + max(0.0, final - s.first_cpu)
             if s.category == "per_run":
                 self._by_label(s.label, max(0.0, final - s.first_cpu))
@@ -270,6 +273,12 @@ class Phase:
 
     def _by_label(self, label: str, cpu_s: float) -> None:
         self.by_label[label] = self.by_label.get(label, 0.0) + cpu_s
+        self.count_by_label[label] = self.count_by_label.get(label, 0) + 1
+
+    def top_counts(self, n: int, runs: int) -> dict[str, float]:
+        """The per-run processes started most often, per run (acct counts one under 10 ms as 0 s)."""
+        top = sorted(self.count_by_label.items(), key=lambda kv: -kv[1])[:n]
+        return {label: round(count / runs, 2) for label, count in top}
 
     def top_labels(self, n: int, runs: int) -> dict[str, float]:
         """The per-run processes that cost most, per run (CPU seconds)."""
@@ -393,13 +402,30 @@ def bare_runs(n: int, env: dict[str, str], workdir: Path, acct: Accounting, inte
     per_run_by_process = phase.top_labels(8, n)
     failed = sum(1 for p in procs if p.returncode != 0)
     return {"runs": n, "failed": failed, "wall_s": round(wall, 1), "per_run": _round(per_run),
-            "per_run_top_processes": per_run_by_process, "loadavg_1_5_15": _loadavg()}
+            "per_run_top_processes": per_run_by_process, "per_run_process_counts": phase.top_counts(12, n),
+            "loadavg_1_5_15": _loadavg()}
 
 
 #: How often the bench asks whether its tasks ended: its own requests are not the platform's cost,
 #: and at 0.2 s they were most of the server's CPU in a 40 s run (~200 GETs, ~3 ms each). One
 #: request for all of them (a GET per task every 2 s was still ~0.04 s of server CPU per task).
 POLL_S = 2.0
+
+
+def _wait_ended(server: Server, model: SlowModel, ids: list[str], seen: int) -> list[dict]:
+    """The tasks `ids` once they ended. Asked of the server only once every answer has streamed
+    (the model server says so, in this process), and every POLL_S before that only as a safety
+    net for a task that fails before its answer: the bench's own requests are not the platform's."""
+    deadline, last_asked = time.monotonic() + 600, time.monotonic()
+    while time.monotonic() < deadline:
+        answers = [r.at for r in model.requests[seen:] if r.turn == "answer"]
+        streamed = len(answers) >= len(ids) and time.time() > max(answers) + model.stream_s
+        if streamed or time.monotonic() - last_asked > 5 * POLL_S:
+            last_asked = time.monotonic()
+            if (ended := _ended(server, ids)) is not None:
+                return ended
+        time.sleep(0.25 if streamed else 0.5)
+    raise TimeoutError(f"the {len(ids)} tasks did not end in 600 s")
 
 
 def _ended(server: Server, ids: list[str]) -> list[dict] | None:
@@ -424,7 +450,7 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
         for i in range(n):
             issue = server.api("POST", "/api/issues", {"title": f"overhead {label} run {i}", "assignee": "claude-bench"})
             ids.append(server.api("GET", f"/api/issues/{issue['number']}/runs")[0]["id"])
-        tasks = wait_until(lambda: _ended(server, ids), 600, POLL_S, f"the {n} tasks to end")
+        tasks = _wait_ended(server, model, ids, seen_requests)
     wall = time.monotonic() - t0
     daemon_cpu, server_cpu = _own_cpu(daemon.proc.pid) - d0, _own_cpu(server.proc.pid) - s0
     reaped = _children_cpu(daemon.proc.pid) - reaped0  # the CLIs, their trees, git, orphans: exact
@@ -441,7 +467,7 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
     return {"runs": n, "failed": sum(1 for t in tasks if t["status"] != "completed"),
             "failure_reasons": sorted({str(t.get("failure_reason")) for t in tasks if t["status"] != "completed"})[:3],
             "wall_s": round(wall, 1), "run_minutes": round(run_minutes, 2), "per_run": _round(per_run),
-            "per_run_top_processes": phase.top_labels(12, n),
+            "per_run_top_processes": phase.top_labels(12, n), "per_run_process_counts": phase.top_counts(12, n),
             "daemon_cpu_s_per_run_minute": round(daemon_cpu / run_minutes, 4) if run_minutes else None,
             "daemon_cpu_s_per_run_minute_while_streaming": window.per_run_minute(),
             "streaming_window_s": window.seconds(),
@@ -486,7 +512,12 @@ def main() -> None:
     ap.add_argument("--stream-seconds", type=float, default=30.0, help="how long the model streams its answer")
     ap.add_argument("--delta-interval", type=float, default=0.1, help="seconds between the answer's deltas")
     ap.add_argument("--idle-seconds", type=float, default=10.0, help="the idle daemon and server measured this long")
-    ap.add_argument("--sample-interval", type=float, default=0.2, help="seconds between process samples")
+    ap.add_argument("--no-warmup", dest="warmup", action="store_false",
+                    help="measure from the first task on (by default one short task and one bare run go first, "
+                         "unmeasured: a fresh server builds each router's routes on its first request, ~0.05 s "
+                         "per router, and a fresh daemon imports what a run needs once)")
+    ap.add_argument("--sample-interval", type=float, default=0.05,
+                    help="seconds between process samples (a CLI's CPU after its last sample is counted as its children's)")
     args = ap.parse_args()
     if CLAUDE.path() is None:
         sys.exit("the pinned Claude Code is not installed: run `make test` once (npm ci in tests/realcli)")
@@ -509,6 +540,15 @@ def main() -> None:
                             PREDICTORX_WORKSPACES_ROOT=str(root / "ws"), **env)
             server.api("POST", "/api/agents", {"name": "claude-bench", "provider": "claude",
                                                "max_concurrent_tasks": max(args.concurrency)})
+            if args.warmup:
+                log("warm-up: one task and one bare run, not measured")
+                warm = model.stream_s
+                model.stream_s = 1.0
+                try:
+                    bare_runs(1, bare_env, root / "bare", acct, args.sample_interval)
+                    platform_runs(1, server, daemon, model, acct, args.sample_interval, "warm-up")
+                finally:
+                    model.stream_s = warm
             log(f"the daemon and server idle for {args.idle_seconds:.0f} s")
             idle = idle_cost(server, daemon, args.idle_seconds)
             for n in args.concurrency:

@@ -22,7 +22,14 @@ Printed per run, for each N (CPU seconds, PSS MB):
 - `daemon`, `server`: those processes themselves (a share of one, per run);
 - `daemon_cpu_s_per_run_minute` (target ≤ 0.05 at every N), `platform_over_cli` = (per_run +
   daemon + server) ÷ cli (target ≤ 0.2 at N=4), `task_over_bare` = a task's CPU ÷ a bare run's
-  (target ≤ 1.3).
+  (target ≤ 1.3); beside it `platform_added_over_cli`, the same less the bare run's own `per_run`
+  (its tool's commands, and the CLI's CPU after its last sample: both runs have them);
+- `per_run_top_processes`, `per_run_process_counts`: the per-run processes by what they are.
+
+Before the measured phases one short task and one bare run go unmeasured (`--no-warmup` skips
+them): a fresh server builds each router's routes on its first request. The bench asks the server
+whether its tasks ended only once the model has streamed every answer (and every 20 s before, in
+case one failed): its own requests are not the platform's cost.
 
 Usage: .venv/bin/python bench/overhead.py [--concurrency 1 4 8] [--stream-seconds 30]
 """
@@ -46,7 +53,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
-from _common import Daemon, Server, emit, log, machine, sqlite_url, tempdir, wait_until  # noqa: E402
+from _common import Daemon, Server, emit, log, machine, sqlite_url, tempdir  # noqa: E402
 from realcli.clis import CLAUDE  # noqa: E402
 from realcli.modelserver import AnthropicServer  # noqa: E402
 from realcli.modelserver.base import Recorded, Reply  # noqa: E402
@@ -417,23 +424,20 @@ def _wait_ended(server: Server, model: SlowModel, ids: list[str], seen: int) -> 
     (the model server says so, in this process), and every POLL_S before that only as a safety
     net for a task that fails before its answer: the bench's own requests are not the platform's."""
     deadline, last_asked = time.monotonic() + 600, time.monotonic()
+    ended: dict[str, dict] = {}
     while time.monotonic() < deadline:
         answers = [r.at for r in model.requests[seen:] if r.turn == "answer"]
         streamed = len(answers) >= len(ids) and time.time() > max(answers) + model.stream_s
-        if streamed or time.monotonic() - last_asked > 5 * POLL_S:
+        if streamed or time.monotonic() - last_asked > 10 * POLL_S:
             last_asked = time.monotonic()
-            if (ended := _ended(server, ids)) is not None:
-                return ended
-        time.sleep(0.25 if streamed else 0.5)
+            for i in ids:  # (a GET of one task is ~2 ms of server CPU; a list of them all grows with the bench)
+                if i not in ended and (t := server.api("GET", f"/api/tasks/{i}"))["status"] in (
+                        "completed", "failed", "cancelled"):
+                    ended[i] = t
+            if len(ended) == len(ids):
+                return [ended[i] for i in ids]
+        time.sleep(0.5)
     raise TimeoutError(f"the {len(ids)} tasks did not end in 600 s")
-
-
-def _ended(server: Server, ids: list[str]) -> list[dict] | None:
-    """The tasks `ids`, once all of them ended (one request for all), else None."""
-    by_id = {t["id"]: t for t in server.api("GET", "/api/tasks?limit=1000")}
-    if all(by_id.get(i, {}).get("status") in ("completed", "failed", "cancelled") for i in ids):
-        return [by_id[i] for i in ids]
-    return None
 
 
 def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct: Accounting, interval: float,
@@ -558,6 +562,11 @@ def main() -> None:
                 task = platform_runs(n, server, daemon, model, acct, args.sample_interval, f"n{n}")
                 bare_total = bare["per_run"]["total_cpu_s"]
                 task["task_over_bare"] = round(task["per_run"]["total_cpu_s"] / bare_total, 3) if bare_total else None
+                # What the platform adds, less what a bare run has too (its tool's commands, the CLI's
+                # own git and shell, and the CLI's CPU after its last sample, counted as its children's).
+                t, cli = task["per_run"], task["per_run"]["cli_cpu_s"]
+                added = max(0.0, t["per_run_cpu_s"] - bare["per_run"]["per_run_cpu_s"]) + t["daemon_cpu_s"] + t["server_cpu_s"]
+                task["platform_added_over_cli"] = round(added / cli, 3) if cli else None
                 results[str(n)] = {"bare": bare, "task": task}
         finally:
             acct.stop()
@@ -578,6 +587,7 @@ def main() -> None:
         "daemon_cpu_s_per_run_minute_while_streaming_max": max(
             (r["task"]["daemon_cpu_s_per_run_minute_while_streaming"] or 0 for r in results.values()), default=None),
         "platform_over_cli_at_4": four.get("platform_over_cli"),
+        "platform_added_over_cli_at_4": four.get("platform_added_over_cli"),
         "task_over_bare_max": max((r["task"]["task_over_bare"] or 0 for r in results.values()), default=None),
         "targets": {"daemon_cpu_s_per_run_minute": TARGET_DAEMON_CPU_PER_RUN_MINUTE_S,
                     "platform_over_cli_at_4": TARGET_PLATFORM_OVER_CLI_AT_4, "task_over_bare": TARGET_TASK_OVER_BARE},

@@ -345,3 +345,54 @@ def test_wake_reminds_of_an_offer_dated_in_the_future(db, repos):
     res = hook("claude", "Stop", payload("claude", "Stop", repos["api"]), "--wake", "--wake-interval=0.05",
                "--wake-timeout=1.5")
     assert res.returncode == 2 and "1 unread message" in res.stderr
+
+
+def test_wake_sleeps_on_the_store_and_wakes_when_a_message_is_written(db, repos):
+    """Issue 30: the wake waiter sleeps until the store changes, not a look every second; with a
+    30 s longest sleep it still wakes at once on a message (a write to the store)."""
+    me = _start("claude", repos["api"], autonomy="wake")
+    r, peer = _peer(db, repos["web"])
+    p = subprocess.Popen(
+        [PY, "-m", "agents_room", "hook", "--event=Stop", "--harness=claude", "--wake", "--wake-interval=30",
+         "--wake-timeout=60"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    p.stdin.write(json.dumps(payload("claude", "Stop", repos["api"])))
+    p.stdin.close()
+    deadline = time.monotonic() + 20
+    while r.session_row(me)["wake_waiter"] is None:
+        assert time.monotonic() < deadline and p.poll() is None, "the wake waiter never registered"
+        time.sleep(0.02)
+    time.sleep(0.5)  # (past its first look: it now sleeps)
+    began = time.monotonic()
+    r.send(peer, me, "wake up")
+    p.wait(timeout=40)
+    assert p.returncode == 2 and "1 unread message" in p.stderr.read()
+    assert time.monotonic() - began < 10  # a look every 30 s would have taken up to 30
+
+
+def test_store_watch_returns_on_a_write_and_sleeps_otherwise(tmp_path):
+    import sqlite3
+
+    from agents_room.storewatch import StoreWatch
+
+    store = tmp_path / "room.db"
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    watch = StoreWatch(str(store))
+    try:
+        if not watch.watching:
+            pytest.skip("no inotify here: the wake waiter sleeps its interval, as before")
+        while watch.wait(0.2):  # (what the set-up wrote)
+            pass
+        began = time.monotonic()
+        assert watch.wait(0.5) is False and time.monotonic() - began >= 0.45
+        conn.execute("INSERT INTO t VALUES (1)")
+        conn.commit()
+        began = time.monotonic()
+        assert watch.wait(10) is True and time.monotonic() - began < 2
+    finally:
+        watch.close()
+        conn.close()

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
 HARNESSES = ("claude", "codex")
+#: The wake hook's longest sleep while it watches the store (storewatch.py): what is due with time
+#: alone (a message offered long ago, still unread) is seen within this.
+WAKE_RECHECK_S = 60.0
 READ_TOOLS = {"Read", "read_file", "view"}
 WRITE_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit", "write_file", "edit_file"}
 _PATCH_FILE = r"^\*\*\* (?:Add|Update|Delete) File: (.+)$"  # re.M
@@ -275,19 +278,27 @@ def _wake(room, row, opts: dict) -> tuple[str, int, str]:
 
     if row["autonomy"] < WAKE:
         return "", 0, ""
+    from .storewatch import StoreWatch
+
     sid = row["id"]
     token = room.wake_register(sid)
     deadline = time.monotonic() + float(opts.get("wake_timeout") or 3600)
-    interval = float(opts.get("wake_interval") or 1.0)
-    while time.monotonic() < deadline:
-        if not room.wake_current(sid, token):
-            return "", 0, ""  # superseded, busy again, or ended
-        if room.has_due(sid, "stop"):
-            offer = room.pending(sid, "stop")
-            if offer:
-                room.wake_release(sid, token)
-                return "", 2, offer.nudge
-        time.sleep(interval)
+    watch = StoreWatch(room.conn.execute("PRAGMA database_list").fetchone()[2])
+    # Watched, the store is asked again when it changed (a message is a write), and at least
+    # every WAKE_RECHECK_S for what becomes due with time alone; else every second, as before.
+    interval = float(opts.get("wake_interval") or (WAKE_RECHECK_S if watch.watching else 1.0))
+    try:
+        while time.monotonic() < deadline:
+            if not room.wake_current(sid, token):
+                return "", 0, ""  # superseded, busy again, or ended
+            if room.has_due(sid, "stop"):
+                offer = room.pending(sid, "stop")
+                if offer:
+                    room.wake_release(sid, token)
+                    return "", 2, offer.nudge
+            watch.wait(min(interval, deadline - time.monotonic()))
+    finally:
+        watch.close()
     return "", 0, ""
 
 
@@ -345,7 +356,7 @@ def parse_args(argv: list[str]) -> dict | None:
     Returns None for anything unusual; argparse then handles it.
     """
     opts: dict = {"harness": "claude", "autonomy": None, "rooms": [], "label": None, "wake": False,
-                  "wake_timeout": 3600.0, "wake_interval": 1.0, "db": None, "event": None}
+                  "wake_timeout": 3600.0, "wake_interval": None, "db": None, "event": None}
     seen_hook = False
     it = iter(argv)
     for arg in it:

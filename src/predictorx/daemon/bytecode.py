@@ -17,9 +17,10 @@ from pathlib import Path
 log = logging.getLogger("predictorx.daemon")
 
 
-def ensure() -> bool:
-    """Compile Predictor X's modules whose bytecode is missing or stale; whether all now have it."""
-    package = Path(__file__).resolve().parents[1]
+def ensure(package: Path | None = None) -> bool:
+    """Compile Predictor X's modules (or `package`'s) whose bytecode is missing or stale; whether
+    all now have it."""
+    package = package or Path(__file__).resolve().parents[1]
     try:
         ok = bool(compileall.compile_dir(str(package), quiet=2, workers=1))
     except OSError as e:

@@ -16,7 +16,7 @@ import pytest
 
 LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| *(\S+)$")
 SERVER_SIDE = ("sqlalchemy", "fastapi", "starlette", "uvicorn", "alembic", "predictorx.server", "predictorx.service",
-               "predictorx.store", "predictorx.daemon", "predictorx.harness")
+               "predictorx.store", "predictorx.daemon", "predictorx.workflows", "predictorx.workflowmcp")
 ONE_REQUEST = ["issue", "list", "--output", "json"]
 ENV = {**os.environ, "PREDICTORX_SERVER_URL": "http://127.0.0.1:9", "PREDICTORX_TOKEN": "pxt_nobody"}
 

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 def mcp(env_file: Optional[Path] = typer.Option(None, "--env-file", help="A JSON file of PREDICTORX_* values "
                                                                       "(the daemon writes one per run, 0600).")) -> None:
     """The harness's MCP server over stdio, for the agent of a task (uses PREDICTORX_TOKEN)."""
-    from ..harness.mcp_stdio import load_env_file, run  # the SDK is imported on the first tool call only
+    from ..workflowmcp.mcp_stdio import load_env_file, run  # the SDK is imported on the first tool call only
 
     if env_file is not None:
         try:

@@ -15,9 +15,8 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError, Statemen
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..harness import classification  # noqa: F401  registers the classifier on the issue hooks (R-HAR-2)
 from ..resources import ResourceError
-from ..service import tasks
+from ..service import classification, tasks
 from ..service.daemons import daemon_timeout
 from ..service.errors import ServiceError
 from ..store.bounded import ValueTooLong
@@ -108,6 +107,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     db = db or Database()
     if migrate:
         db.migrate()
+    classification.register()  # new issues and @-comments are classified and routed (R-HAR-2)
     hub = Hub()
     state = AppState(db, hub)
     streams = StreamWatch(state)

@@ -61,7 +61,7 @@ class WorkflowStep(Base):
     enforcement: Mapped[str] = mapped_column(String(10), default="advisory")
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     # a refused row stands for this many attempts: repeats of the same refusal are counted on it
-    # (harness/instances.record_refusal); migration 0010
+    # (service/workflow_instances.record_refusal); migration 0010
     attempts: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     last_attempt_at: Mapped[datetime | None] = mapped_column(TS)
 
@@ -97,7 +97,7 @@ class Bean(Base):
     notes: Mapped[list] = mapped_column(JSON, default=list)
     scrap_reason: Mapped[str | None] = mapped_column(Text)
     claimed_by: Mapped[str | None] = mapped_column(String(200))
-    # the workflow instance whose step last named it (harness/bean_rules.py): while that instance
+    # the workflow instance whose step last named it (service/bean_rules.py): while that instance
     # is not completed, the bean's status changes only through its steps; migration 0015
     instance_id: Mapped[str | None] = mapped_column(String(36), index=True)
     version: Mapped[int] = mapped_column(Integer, default=1)

@@ -8,8 +8,8 @@ from typing import Optional
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import classification as svc
-from ...harness.classify import classify
+from ...service import classification as svc
+from ...workflows.classify import classify
 from ...service import auth
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState

@@ -10,8 +10,8 @@ from typing import Optional
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import handoff as handoff_svc
-from ...harness import sweep as sweep_svc
+from ...service import workflow_handoff as handoff_svc
+from ...service import workflow_sweep as sweep_svc
 from ...service import tasks
 from ...service.errors import Forbidden, NotFound
 from ...store.schema import Task

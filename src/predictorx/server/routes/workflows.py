@@ -11,13 +11,14 @@ from typing import Any, Optional
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import instances as inst_svc
-from ...harness import interaction, prov
-from ...harness import record as record_svc
-from ...harness.dispatch import after_change
-from ...harness.engine import Actor
-from ...harness.library import Library, active_library
-from ...harness.loader import DiagramError
+from ...service import workflow_instances as inst_svc
+from ...service import workflow_interaction as interaction
+from ...workflows import prov
+from ...service import workflow_record as record_svc
+from ...service.workflow_dispatch import after_change
+from ...workflows.engine import Actor
+from ...workflows.library import Library, active_library
+from ...workflows.loader import DiagramError
 from ...service import auth
 from ...service import issues as issue_svc
 from ...service.errors import Forbidden, Invalid
@@ -81,7 +82,7 @@ def actor_for(s, caller: Caller, issue: Issue, lib: Library | None) -> tuple[Act
 
 def acting_agent(s, caller: Caller) -> Agent | None:
     """The agent a task token acts for (None for a person): what it changes dispatches workflow
-    steps only to agents of that agent's owner (harness/dispatch.py, R-SEC-6)."""
+    steps only to agents of that agent's owner (service/workflow_dispatch.py, R-SEC-6)."""
     if caller.principal.kind != "task":
         return None
     agent = auth.agent_of(s, caller.principal)

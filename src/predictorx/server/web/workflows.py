@@ -12,10 +12,14 @@ from fastapi.responses import Response
 from markupsafe import Markup
 from pydantic import ValidationError
 
-from ...harness import beans as bean_svc
-from ...harness import classification, diagram, handoff, instances, interaction
-from ...harness.library import active_library
-from ...harness.loader import DiagramError
+from ...service import beans as bean_svc
+from ...service import classification
+from ...workflows import diagram
+from ...service import workflow_handoff as handoff
+from ...service import workflow_instances as instances
+from ...service import workflow_interaction as interaction
+from ...workflows.library import active_library
+from ...workflows.loader import DiagramError
 from ...service import issues as issue_svc
 from ..routes import workflows as api
 from ..routes.workflows import StepIn

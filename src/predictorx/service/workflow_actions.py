@@ -34,11 +34,7 @@ def library() -> Library:
         raise Invalid(f"the workflow library does not load: {e}") from None
 
 
-def issue_for(s: Session, principal: auth.Principal, workspace_id: str, ref: str) -> Issue:
-    issue = issue_svc.get_issue(s, workspace_id, ref)
-    if auth.may_act_on_issue(s, principal, issue.id):
-        return issue
-    raise Forbidden("this token may not act on that issue")
+issue_for = issue_svc.issue_for  # the issue, if the principal may act on it
 
 
 def actor_for(s: Session, principal: auth.Principal, issue: Issue, lib: Library | None) -> tuple[Actor, str | None]:

@@ -1,9 +1,11 @@
-"""The architecture's boundaries hold (issue 10 §5): import-linter's contracts in pyproject.toml
-(agents-room stands alone, the daemon only speaks HTTP, the server never imports the daemon, the
-CLI is thin, no cycles inside a package), and no source file grows past 600 lines."""
+"""The architecture's boundaries hold (issue 10 §5, issue 23): import-linter's contracts in
+pyproject.toml (agents-room stands alone, the daemon only speaks HTTP, the server never imports the
+daemon, the CLI is thin, the workflow engine is pure, routes and pages never import the store, no
+cycles inside a package), no page imports a route, and no source file grows past 600 lines."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -21,6 +23,32 @@ def test_import_contracts_hold():
     res = subprocess.run([str(lint), "--no-cache", str(ROOT / "pyproject.toml")], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+
+
+def _imported_modules(path: Path, package: str) -> set[str]:
+    """Every module `path` imports (relative imports resolved against `package`), at any depth."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def test_no_page_imports_a_route_module():
+    """A page and an API route doing the same thing call the same service use case: a page never
+    calls a route function (issue 23 item 2)."""
+    web = ROOT / "src" / "predictorx" / "server" / "web"
+    offenders = sorted(f"{path.relative_to(ROOT)} imports {m}" for path in web.rglob("*.py")
+                       for m in _imported_modules(path, "predictorx.server.web")
+                       if m == "predictorx.server.routes" or m.startswith("predictorx.server.routes."))
+    assert not offenders, "call the service's use case instead:\n" + "\n".join(offenders)
 
 
 def test_no_source_file_over_600_lines():

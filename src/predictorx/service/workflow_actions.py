@@ -42,10 +42,14 @@ def actor_for(s: Session, principal: auth.Principal, issue: Issue, lib: Library 
     (none looked up without a library: who it is, for attribution)."""
     if principal.kind == "task":
         task, agent = auth.task_of(s, principal), auth.agent_of(s, principal)
+        if task is None or agent is None:
+            raise Forbidden("this task token's task or agent is gone")
         roles = inst_svc.actor_roles(s, lib, issue, "agent", agent.id) if lib else frozenset()
         return Actor("agent", agent.id, agent.name, roles), task.id
     if principal.kind == "user":
         user = auth.user_of(s, principal)
+        if user is None:
+            raise Forbidden("this token's person is gone")
         roles = inst_svc.actor_roles(s, lib, issue, "person", user.id) if lib else frozenset()
         return Actor("person", user.id, user.name, roles), None
     raise Forbidden("workflow steps are taken by people or by agents in their task, not by daemons")
@@ -65,7 +69,10 @@ def acting_agent(s: Session, principal: auth.Principal) -> Agent | None:
 def agent_id_for(s: Session, principal: auth.Principal, workspace_id: str, issue: Issue, ref: str | None) -> str:
     """Whose interaction state: the task's agent, a named agent, or the issue's assigned agent."""
     if principal.kind == "task":
-        return auth.task_of(s, principal).agent_id
+        task = auth.task_of(s, principal)
+        if task is None:
+            raise Forbidden("this task token's task is gone")
+        return task.agent_id
     if ref:
         from .agents import find_agent
         return find_agent(s, workspace_id, ref).id

@@ -5,7 +5,7 @@ by the agent (its part) and by its daemon at the end (git facts and result)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,10 +14,12 @@ from ...service import workflow_handoff as handoff_svc
 from ...service import workflow_sweep as sweep_svc
 from ...service import tasks
 from ...service.errors import Forbidden, NotFound
-from ...store.schema import Task
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 from .workflows import issue_for, library
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Task
 
 router = APIRouter(tags=["harness"])
 

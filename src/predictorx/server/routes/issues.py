@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.encoders import jsonable_encoder
 
 from ...service import issues as svc
 from ...service import auth, serialize, tasks
-from ...store.schema import Issue
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..safejson import SafeJSONResponse
 from ..state import AppState
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Issue
 
 router = APIRouter(prefix="/api/issues", tags=["issues"])
 

@@ -4,7 +4,7 @@ calls too; a route parses, calls, answers."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from fastapi import APIRouter, Depends, Query
 from sqlalchemy.orm import Session
@@ -15,13 +15,15 @@ from ...service import workflow_instances as inst_svc
 from ...service import workflow_interaction as interaction
 from ...service import workflow_record as record_svc
 from ...service.errors import Forbidden
-from ...store.schema import Agent, Issue
 from ...workflows import prov
 from ...workflows.engine import Actor
 from ...workflows.library import Library
 from ..deps import Caller, get_caller, get_state
 from ..models import AgentRef, StartIn, StepIn
 from ..state import AppState
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Agent, Issue
 
 router = APIRouter(tags=["workflows"])
 

@@ -8,7 +8,7 @@ refresh at once, before the event stream reports the new task.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
@@ -18,7 +18,6 @@ from ...service import agents as agent_svc
 from ...service import discussion
 from ...service import issues as svc
 from ...service import projects as project_svc
-from ...store.schema import Issue, Project
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
@@ -26,6 +25,9 @@ from .pagework import in_page_thread
 from .render import html, is_htmx, panel, redirect
 from .session import Viewer, viewer
 from .tasks import issue_runs_context
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Issue, Project
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 TASKS_CHANGED = {"HX-Trigger": "px-tasks-changed"}

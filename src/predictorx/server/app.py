@@ -15,11 +15,9 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError, Statemen
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..resources import ResourceError
+from ..errors import ClientError
 from ..service import classification, tasks
 from ..service.daemons import daemon_timeout
-from ..service.errors import ServiceError
-from ..store.bounded import ValueTooLong
 from ..store.db import Database
 from .access import enforce
 from .bodyguard import BodyGuard, max_body_bytes
@@ -49,21 +47,13 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def _service(_: Request, exc: ServiceError) -> JSONResponse:
-        return _error(exc.status, exc.message)
-
-    @app.exception_handler(ResourceError)
-    async def _resource(_: Request, exc: ResourceError) -> JSONResponse:
+    @app.exception_handler(ClientError)  # the one root: services, resource types, the store's lengths
+    async def _client(_: Request, exc: ClientError) -> JSONResponse:
         return _error(exc.status, exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, _validation_message(exc))
-
-    @app.exception_handler(ValueTooLong)
-    async def _too_long(_: Request, exc: ValueTooLong) -> JSONResponse:
-        return _error(422, f"invalid request — {exc}")
 
     @app.exception_handler(IntegrityError)
     async def _integrity(_: Request, exc: IntegrityError) -> JSONResponse:

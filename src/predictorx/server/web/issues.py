@@ -115,7 +115,7 @@ def board_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]
 
 def more_cards_context(request: Request, who: Viewer, status: str, offset: int) -> dict[str, Any]:
     if status not in svc.ISSUE_STATUSES:
-        raise FormError(f"no board column {status!r}; the columns are {', '.join(svc.ISSUE_STATUSES)}")
+        raise FormError(f"no board column {status!r}; the columns are {', '.join(svc.ISSUE_STATUSES)}", status=400)
     with request.app.state.px.read() as s:
         total = svc.status_counts(s, who.workspace_id).get(status, 0)
         return {"col": _column(s, who, status, total, offset, MORE_CARDS)}
@@ -139,7 +139,7 @@ def _move_target(form: Form) -> tuple[str, str]:
     """A board move: `m=<number> <status>` (a card's ← → button, or a card dropped on a column)."""
     number, _, status = form.get("m").partition(" ")
     if not number.isdigit() or status not in svc.ISSUE_STATUSES:
-        raise FormError("choose the column (status) to move the issue to")
+        raise FormError("choose the column (status) to move the issue to", status=400)
     return number, status
 
 

@@ -142,7 +142,7 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.harness_schema import WorkflowInstance, WorkflowStep
+    from predictorx.store.workflow_schema import WorkflowInstance, WorkflowStep
     from predictorx.store.schema import Issue
 
     lib = _loop_lib(tmp)
@@ -188,7 +188,7 @@ def bench_db(tmp: Path) -> dict:
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.harness_schema import WorkflowInstance
+    from predictorx.store.workflow_schema import WorkflowInstance
     from predictorx.store.schema import Task
 
     db = Database(f"sqlite:///{tmp / 'bench.db'}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from predictorx.service import beans as bean_svc
 from predictorx.workflows import qaqc
 from predictorx.workflows.library import SHIPPED, load_library
-from predictorx.store.harness_schema import Bean
+from predictorx.store.workflow_schema import Bean
 from tests.api.test_redteam import _member
 from tests.workflows.test_api import _agent_token, _step
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..store.harness_schema import Bean, WorkflowInstance
+from ..store.workflow_schema import Bean, WorkflowInstance
 from ..store.schema import utcnow
 from ..workflows.engine import Actor, Run
 from ..workflows.library import Library
@@ -112,7 +112,7 @@ def history_row(inst: WorkflowInstance, lib: Library, bean: Bean, op: str, actor
 def record_outside(session: Session, lib: Library, inst: WorkflowInstance, bean: Bean, op: str, actor: Actor,
                    role: str | None, reason: str | None = None) -> None:
     """The person's change outside the steps, as a row of the instance's history."""
-    from ..store.harness_schema import WorkflowStep
+    from ..store.workflow_schema import WorkflowStep
 
     row = history_row(inst, lib, bean, op, actor, None, role, status="done")
     row["reason"] = reason

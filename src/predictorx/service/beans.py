@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .errors import Conflict, Invalid, NotFound
-from ..store.harness_schema import Bean
+from ..store.workflow_schema import Bean
 from ..store.schema import Issue, utcnow
 from .workflow_refusals import StepForbidden
 

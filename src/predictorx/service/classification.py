@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, object_session
 
 from . import issue_hooks
 from .errors import Invalid, NotFound
-from ..store.harness_schema import Classification, WorkflowInstance
+from ..store.workflow_schema import Classification, WorkflowInstance
 from ..store.schema import Agent, Comment, Issue
 from . import workflow_interaction as interaction
 from ..workflows.classify import CATEGORIES, FOLIO_TYPES, classify, workflow_of

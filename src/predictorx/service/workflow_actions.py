@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..store.harness_schema import WorkflowInstance
+from ..store.workflow_schema import WorkflowInstance
 from ..store.schema import Agent, Issue
 from ..workflows.engine import Actor
 from ..workflows.library import Library, active_library

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from . import tasks
 from .mentions import may_ask
-from ..store.harness_schema import WorkflowInstance
+from ..store.workflow_schema import WorkflowInstance
 from ..store.schema import Agent, Issue
 from ..workflows.library import Library
 from ..workflows.odrl import PERMIT, Request, evaluate

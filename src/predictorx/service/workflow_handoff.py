@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.harness_schema import Bean, TaskHandoff, WorkflowInstance
+from ..store.workflow_schema import Bean, TaskHandoff, WorkflowInstance
 from ..store.schema import Task, utcnow
 from ..workflows.engine import Run
 from ..workflows.library import Library

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from .errors import Conflict, NotFound
-from ..store.harness_schema import WorkflowInstance, WorkflowStep
+from ..store.workflow_schema import WorkflowInstance, WorkflowStep
 from ..store.schema import Issue, utcnow
 from . import workflow_roles as role_svc
 from ..workflows.engine import Actor, Run, StepRefused

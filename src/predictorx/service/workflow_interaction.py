@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .errors import Conflict, Invalid
-from ..store.harness_schema import InteractionState, WorkflowInstance
+from ..store.workflow_schema import InteractionState, WorkflowInstance
 from ..store.schema import Issue, utcnow
 from ..workflows.library import Library
 

@@ -16,7 +16,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from .errors import Invalid
-from ..store.harness_schema import Bean, WorkflowInstance, WorkflowStep
+from ..store.workflow_schema import Bean, WorkflowInstance, WorkflowStep
 from ..store.schema import Issue
 from .workflow_instances import instance_dict, step_dict
 

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .errors import Invalid
-from ..store.harness_schema import RoleBinding
+from ..store.workflow_schema import RoleBinding
 from ..store.schema import Agent, Issue
 from ..workflows.library import Library
 

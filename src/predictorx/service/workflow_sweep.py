@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.harness_schema import Bean, InteractionState, TaskHandoff, WorkflowInstance
+from ..store.workflow_schema import Bean, InteractionState, TaskHandoff, WorkflowInstance
 from ..store.schema import Agent, Issue, Task
 from ..workflows.engine import Run
 from ..workflows.library import Library

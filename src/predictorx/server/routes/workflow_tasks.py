@@ -1,4 +1,4 @@
-"""A task's harness context: the task-start sweep and the handoff it leaves (R-HAR-7).
+"""A task's workflow context: the task-start sweep and the handoff it leaves (R-HAR-7).
 
 The sweep is read by the daemon that holds the task (or the task itself); the handoff is written
 by the agent (its part) and by its daemon at the end (git facts and result)."""

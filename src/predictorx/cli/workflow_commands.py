@@ -1,4 +1,5 @@
-"""The harness's commands, registered on the main app in one call (SPEC §10)."""
+"""The workflow commands (workflow, bean, check, prov, classify, mcp), registered on the main app in
+one call (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tables of the agentic harness (SPEC §10): workflow instances and their history, role bindings,
+"""Tables of the workflows (SPEC §10): workflow instances and their history, role bindings,
 beans, the interaction state per agent session, classifications and task handoffs.
 Migration 0007 mirrors this file."""
 

@@ -20,11 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import emit, log, machine, summary_ms
 
 from predictorx.service import beans
-from predictorx.workflows import classify
 from predictorx.service import workflow_instances as instances
-from predictorx.workflows import qaqc
 from predictorx.service import workflow_sweep as sweep
 from predictorx.workflowmcp import sweep_text
+from predictorx.workflows import classify, qaqc
 from predictorx.workflows.engine import Actor, Run
 from predictorx.workflows.library import SHIPPED, load_library
 
@@ -142,8 +141,8 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.workflow_schema import WorkflowInstance, WorkflowStep
     from predictorx.store.schema import Issue
+    from predictorx.store.workflow_schema import WorkflowInstance, WorkflowStep
 
     lib = _loop_lib(tmp)
     path = tmp / "loop.db"
@@ -188,8 +187,8 @@ def bench_db(tmp: Path) -> dict:
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.workflow_schema import WorkflowInstance
     from predictorx.store.schema import Task
+    from predictorx.store.workflow_schema import WorkflowInstance
 
     db = Database(f"sqlite:///{tmp / 'bench.db'}")
     db.migrate()

@@ -27,4 +27,7 @@ def person() -> Actor:
     return Actor("person", "u-1", "ann", frozenset({"stakeholder", "reviewer"}))
 
 
-from tests.api.conftest import api, app  # noqa: E402,F401 — the API fixtures, for the route tests
+from tests.api.conftest import (  # noqa: E402,F401 — the API fixtures, for the route tests
+    api,
+    app,
+)

@@ -5,12 +5,13 @@ Before the fix the agent's `resolve` and `scrap` answered 200 and left nothing i
 
 from __future__ import annotations
 
-from predictorx.service import beans as bean_svc
-from predictorx.workflows import qaqc
-from predictorx.workflows.library import SHIPPED, load_library
-from predictorx.store.workflow_schema import Bean
 from tests.api.test_redteam import _member
 from tests.workflows.test_api import _agent_token, _step
+
+from predictorx.service import beans as bean_svc
+from predictorx.store.workflow_schema import Bean
+from predictorx.workflows import qaqc
+from predictorx.workflows.library import SHIPPED, load_library
 
 P = "authoring-a-paper"
 WORK = {"bean": "Introduction", "branch": "agent/a1/intro", "commit": "abc1234"}

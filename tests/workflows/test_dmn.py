@@ -3,13 +3,19 @@ against a table oracle built from the same rules as Python predicates (R-HAR-4).
 
 from __future__ import annotations
 
+from xml.sax.saxutils import escape
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
-from xml.sax.saxutils import escape
 
-from predictorx.workflows.dmn import CellError, DecisionError, parse_table, parse_unary_tests
+from predictorx.workflows.dmn import (
+    CellError,
+    DecisionError,
+    parse_table,
+    parse_unary_tests,
+)
 
 
 @pytest.mark.parametrize("cell, yes, no", [

@@ -7,10 +7,10 @@ import pytest
 
 from predictorx.service import beans
 from predictorx.service import workflow_instances as instances
-from predictorx.workflows.engine import Actor
-from predictorx.service.workflow_instances import Completion, StepForbidden
 from predictorx.service.auth import bootstrap_owner
 from predictorx.service.issues import create_issue
+from predictorx.service.workflow_instances import Completion, StepForbidden
+from predictorx.workflows.engine import Actor
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ from rdflib import Graph, URIRef
 from rdflib.compare import isomorphic
 from rdflib.namespace import PROV, RDF
 
-from predictorx.workflows import prov
-from predictorx.workflows import qaqc
+from predictorx.workflows import prov, qaqc
 from predictorx.workflows.odrl import PolicyError, Request, evaluate, parse_policy
 
 CTX = "http://www.w3.org/ns/odrl.jsonld"

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from tests.workflows.test_api import _agent_token, _step
+
 from predictorx.service import workflow_instances as instances
 from predictorx.workflows import qaqc
 from predictorx.workflows.library import SHIPPED, load_library
-from tests.workflows.test_api import _agent_token, _step
 
 
 def _denied_signoff(api):
@@ -62,11 +63,11 @@ def test_refused_rows_per_instance_are_capped_with_a_sentence(api, monkeypatch):
 
 def test_the_panel_shows_the_count_and_only_the_latest_steps(db, monkeypatch):
     from starlette.testclient import TestClient
+    from tests.api.conftest import Api
 
     from predictorx.server.app import create_app
     from predictorx.server.run import bootstrap
     from predictorx.server.web import workflows as panel
-    from tests.api.conftest import Api
 
     monkeypatch.setattr(panel, "HISTORY_SHOWN", 2)
     token = bootstrap(db, "http://testserver")

@@ -6,9 +6,10 @@ content lifecycle a strict policy keeps publishing from an agent even when it ho
 
 from __future__ import annotations
 
+from tests.workflows.test_api import _agent_token, _step
+
 from predictorx.workflows import qaqc
 from predictorx.workflows.library import SHIPPED, load_library
-from tests.workflows.test_api import _agent_token, _step
 
 WORK = {"bean": "Introduction", "branch": "agent/a1/intro", "commit": "abc1234"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from predictorx.workflows import beanfile
 from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
+from predictorx.workflows import beanfile
 
 
 def test_workflows_panel_shows_instance_diagram_and_history(db):

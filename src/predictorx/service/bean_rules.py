@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..store.workflow_schema import Bean, WorkflowInstance
 from ..store.schema import utcnow
+from ..store.workflow_schema import Bean, WorkflowInstance
 from ..workflows.engine import Actor, Run
 from ..workflows.library import Library
 from ..workflows.model import ProcessModel

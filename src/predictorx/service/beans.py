@@ -19,9 +19,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from .errors import Conflict, Invalid, NotFound
-from ..store.workflow_schema import Bean
 from ..store.schema import Issue, utcnow
+from ..store.workflow_schema import Bean
+from .errors import Conflict, Invalid, NotFound
 from .workflow_refusals import StepForbidden
 
 STATUSES = ("created", "in-progress", "resolved", "scrapped")

@@ -13,15 +13,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, object_session
 
-from . import issue_hooks
-from .errors import Invalid, NotFound
-from ..store.workflow_schema import Classification, WorkflowInstance
 from ..store.schema import Agent, Comment, Issue
-from . import workflow_interaction as interaction
+from ..store.workflow_schema import Classification, WorkflowInstance
 from ..workflows.classify import CATEGORIES, FOLIO_TYPES, classify, workflow_of
-from .workflow_dispatch import after_change
 from ..workflows.library import Library, active_library
 from ..workflows.loader import DiagramError
+from . import issue_hooks
+from . import workflow_interaction as interaction
+from .errors import Invalid, NotFound
+from .workflow_dispatch import after_change
 
 log = logging.getLogger("predictorx.workflows")
 _MENTION = re.compile(r"(?<![\w.])@([A-Za-z0-9][A-Za-z0-9_.-]{0,99})")

@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..store.workflow_schema import WorkflowInstance
 from ..store.schema import Agent, Issue
+from ..store.workflow_schema import WorkflowInstance
 from ..workflows.engine import Actor
 from ..workflows.library import Library, active_library
 from ..workflows.loader import DiagramError

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from . import tasks
-from .mentions import may_ask
-from ..store.workflow_schema import WorkflowInstance
 from ..store.schema import Agent, Issue
+from ..store.workflow_schema import WorkflowInstance
 from ..workflows.library import Library
 from ..workflows.odrl import PERMIT, Request, evaluate
+from . import tasks
+from .mentions import may_ask
 from .workflow_roles import agents_for, roles_of
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.workflow_schema import Bean, TaskHandoff, WorkflowInstance
 from ..store.schema import Task, utcnow
+from ..store.workflow_schema import Bean, TaskHandoff, WorkflowInstance
 from ..workflows.engine import Run
 from ..workflows.library import Library
 

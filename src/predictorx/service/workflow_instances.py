@@ -4,21 +4,21 @@ policy check, bean operation and history row — one transaction (R-HAR-3, R-HAR
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from .errors import Conflict, NotFound
-from ..store.workflow_schema import WorkflowInstance, WorkflowStep
 from ..store.schema import Issue, utcnow
-from . import workflow_roles as role_svc
+from ..store.workflow_schema import WorkflowInstance, WorkflowStep
 from ..workflows.engine import Actor, Run, StepRefused
 from ..workflows.library import Library
 from ..workflows.loader import DiagramError
 from ..workflows.odrl import PERMIT, Request, evaluate
+from . import workflow_roles as role_svc
+from .errors import Conflict, NotFound
 from .workflow_refusals import StepForbidden  # (callers catch it from here too)
 
 _NS = uuid.UUID("6d1c5f0e-8a61-4f3a-9d0f-2b7f3c1a9e55")

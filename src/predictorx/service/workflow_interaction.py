@@ -10,10 +10,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from .errors import Conflict, Invalid
-from ..store.workflow_schema import InteractionState, WorkflowInstance
 from ..store.schema import Issue, utcnow
+from ..store.workflow_schema import InteractionState, WorkflowInstance
 from ..workflows.library import Library
+from .errors import Conflict, Invalid
 
 
 def _row(session: Session, issue: Issue, agent_id: str) -> InteractionState:

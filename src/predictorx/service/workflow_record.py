@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from .errors import Invalid
-from ..store.workflow_schema import Bean, WorkflowInstance, WorkflowStep
 from ..store.schema import Issue
+from ..store.workflow_schema import Bean, WorkflowInstance, WorkflowStep
+from .errors import Invalid
 from .workflow_instances import instance_dict, step_dict
 
 DEFAULT_LIMIT = 1000

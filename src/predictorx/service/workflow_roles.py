@@ -10,10 +10,10 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .errors import Invalid
-from ..store.workflow_schema import RoleBinding
 from ..store.schema import Agent, Issue
+from ..store.workflow_schema import RoleBinding
 from ..workflows.library import Library
+from .errors import Invalid
 
 AGENT_ROLE = "agent"
 

@@ -12,8 +12,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.workflow_schema import Bean, InteractionState, TaskHandoff, WorkflowInstance
 from ..store.schema import Agent, Issue, Task
+from ..store.workflow_schema import (
+    Bean,
+    InteractionState,
+    TaskHandoff,
+    WorkflowInstance,
+)
 from ..workflows.engine import Run
 from ..workflows.library import Library
 

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...service import bean_rules
-from ...workflows import beanfile
 from ...service import beans as svc
 from ...service import workflow_instances as inst_svc
 from ...service.errors import Invalid
+from ...workflows import beanfile
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 from .workflows import actor_for, issue_for, library

@@ -8,9 +8,9 @@ from typing import Optional
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...service import auth
 from ...service import classification as svc
 from ...workflows.classify import classify
-from ...service import auth
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 from .workflows import acting_agent, agent_id_for, issue_for, library

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Optional
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...service import tasks
 from ...service import workflow_handoff as handoff_svc
 from ...service import workflow_sweep as sweep_svc
-from ...service import tasks
 from ...service.errors import Forbidden, NotFound
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState

@@ -19,9 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import emit, log, machine, summary_ms
 
-from predictorx.harness import beans, classify, instances, qaqc, sweep, sweep_text
-from predictorx.harness.engine import Actor, Run
-from predictorx.harness.library import SHIPPED, load_library
+from predictorx.service import beans
+from predictorx.service import workflow_instances as instances
+from predictorx.service import workflow_sweep as sweep
+from predictorx.workflowmcp import sweep_text
+from predictorx.workflows import classify, qaqc
+from predictorx.workflows.engine import Actor, Run
+from predictorx.workflows.library import SHIPPED, load_library
 
 HEAD = ('<?xml version="1.0"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" '
         'xmlns:h="urn:cat-harness.processes" id="d" targetNamespace="x">')
@@ -137,8 +141,8 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.harness_schema import WorkflowInstance, WorkflowStep
     from predictorx.store.schema import Issue
+    from predictorx.store.workflow_schema import WorkflowInstance, WorkflowStep
 
     lib = _loop_lib(tmp)
     path = tmp / "loop.db"
@@ -179,15 +183,16 @@ def bench_db_loop(tmp: Path, iterations: int) -> dict:
 
 
 def bench_db(tmp: Path) -> dict:
-    from predictorx.harness import classification  # noqa: F401 — registers the classifier on new issues, as the server does
+    from predictorx.service import classification
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.harness_schema import WorkflowInstance
     from predictorx.store.schema import Task
+    from predictorx.store.workflow_schema import WorkflowInstance
 
     db = Database(f"sqlite:///{tmp / 'bench.db'}")
     db.migrate()
+    classification.register()  # new issues are classified and routed, as the server does
     lib = load_library([SHIPPED])
     with db.write() as s:
         _, ws, user = bootstrap_owner(s)

@@ -16,7 +16,7 @@ import pytest
 
 LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| *(\S+)$")
 SERVER_SIDE = ("sqlalchemy", "fastapi", "starlette", "uvicorn", "alembic", "predictorx.server", "predictorx.service",
-               "predictorx.store", "predictorx.daemon", "predictorx.harness")
+               "predictorx.store", "predictorx.daemon", "predictorx.workflows", "predictorx.workflowmcp")
 ONE_REQUEST = ["issue", "list", "--output", "json"]
 ENV = {**os.environ, "PREDICTORX_SERVER_URL": "http://127.0.0.1:9", "PREDICTORX_TOKEN": "pxt_nobody"}
 
@@ -59,7 +59,7 @@ def test_a_command_that_makes_one_request_loads_its_commands_only(bare: float) -
     modules = imports("-m", "predictorx", *ONE_REQUEST)
     # No server code, no HTTP library (http.client does), no tables for JSON, no other command group.
     assert loaded(modules, "httpx2", "httpcore2", "rich", "predictorx.resources", "predictorx.cli.projects",
-                  "predictorx.cli.harness", *SERVER_SIDE) == []
+                  "predictorx.cli.workflow_commands", *SERVER_SIDE) == []
     assert "http.client" in modules and "predictorx.cli.issues" in modules
     # Today ~16× (typer's own start, which coerces every option through pydantic, is most of it);
     # before issue 23 ~28×.

@@ -1,4 +1,4 @@
-"""`predictorx mcp`'s fast stdio front (harness/mcp_stdio.py): the handshake and tools/list come
+"""`predictorx mcp`'s fast stdio front (workflowmcp/mcp_stdio.py): the handshake and tools/list come
 from mcp_tools.json without importing the MCP SDK (Claude Code waits for its MCP servers before
 its first model request; the SDK import is ~1 s of CPU per task), and that file is the SDK server's
 own listing. Tool calls through the front: tests/e2e/test_harness_mcp.py."""
@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 from predictorx.daemon.harness import mcp_setup
-from predictorx.harness.mcp_server import build_server
-from predictorx.harness.mcp_stdio import TOOLS_FILE, listing_of
+from predictorx.workflowmcp.mcp_server import build_server
+from predictorx.workflowmcp.mcp_stdio import TOOLS_FILE, listing_of
 
 
 def test_mcp_tools_json_is_the_sdk_servers_listing():
     assert json.loads(Path(TOOLS_FILE).read_text()) == listing_of(build_server()), \
-        "mcp_tools.json is stale: run python -m predictorx.harness.mcp_stdio --write"
+        "mcp_tools.json is stale: run python -m predictorx.workflowmcp.mcp_stdio --write"
 
 
 def test_the_daemons_mcp_command_answers_the_handshake_without_the_sdk(tmp_path):
@@ -45,7 +45,7 @@ def test_the_daemons_mcp_command_answers_the_handshake_without_the_sdk(tmp_path)
 def test_a_bad_env_file_is_a_sentence(tmp_path):
     bad = tmp_path / "x.json"
     bad.write_text("{nope")
-    p = subprocess.run([sys.executable, "-m", "predictorx.harness.mcp_stdio", "--env-file", str(bad)],
+    p = subprocess.run([sys.executable, "-m", "predictorx.workflowmcp.mcp_stdio", "--env-file", str(bad)],
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert p.returncode != 0 and "is not a readable JSON file" in p.stderr and "Traceback" not in p.stderr
 
@@ -60,4 +60,4 @@ def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert json.loads(p.stdout)["id"] == 0, p.stderr
     imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
-    assert not imported & {"runpy", "pathlib", "typing", "predictorx", "predictorx.harness"}, imported
+    assert not imported & {"runpy", "pathlib", "typing", "predictorx", "predictorx.workflowmcp"}, imported

@@ -385,8 +385,8 @@ def _with_store(args) -> int:
     """Commands that open the store: every failure is one sentence on stderr and exit 1."""
     import sqlite3
 
-    from .naming import NameError_
-    from .room import Room, RoomError
+    from .errors import AgentsRoomError
+    from .room import Room
     from .store import StoreError, default_db_path, diagnose
 
     path = args.db or default_db_path()
@@ -407,7 +407,7 @@ def _with_store(args) -> int:
         from .commands import run
 
         return run(args, room)
-    except (RoomError, NameError_, StoreError) as exc:
+    except AgentsRoomError as exc:  # the one root: what the caller should read
         print(f"agents-room: {exc}", file=sys.stderr)
         return 1
     except sqlite3.Error as exc:

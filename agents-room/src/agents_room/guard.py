@@ -17,12 +17,14 @@ import subprocess
 import sys
 import time
 
+from .errors import AgentsRoomError
+
 MARK = "agents-room guard"
 REFUSED = 3  # the check's exit code for "refuse"; the hook script turns it into 1, any other failure into 0
 GIT_TIMEOUT_S = 10.0
 
 
-class GuardError(Exception):
+class GuardError(AgentsRoomError):
     """A reason `guard install` did nothing; one sentence."""
 
 

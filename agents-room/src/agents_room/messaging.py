@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 from .naming import (
-    NameError_,
+    InvalidName,
     globs_overlap,
     normalize_room,
     rel_path,
@@ -61,7 +61,7 @@ class Messaging(RoomBase):
             if rid is None:
                 try:
                     rid = self._room_id(normalize_room(room), create=False)
-                except NameError_ as exc:
+                except InvalidName as exc:
                     raise RoomError(str(exc)) from None
             if rid is None or not self.conn.execute(
                 "SELECT 1 FROM memberships WHERE session_id=? AND room_id=?", (sid, rid)
@@ -379,7 +379,7 @@ class Messaging(RoomBase):
             if self._room_id(name, create=False) is None:
                 try:
                     name = normalize_room(name)
-                except NameError_ as exc:
+                except InvalidName as exc:
                     raise RoomError(str(exc)) from None
             if self._room_id(name, create=False) is None:
                 raise RoomError(f"no room named {room!r}; your rooms: {', '.join(rooms) or 'none'}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import os
 
+from .errors import AgentsRoomError
+
 # pathlib (with urllib.parse and ipaddress), re and fnmatch are imported where they are used:
 # the Room every hook opens imports this module, and the hooks' usual path needs none of them
 TYPE_CHECKING = False
@@ -17,7 +19,7 @@ _PREFIXES = (SHARED, REPO)
 _BAD = r"[\s,]"
 
 
-class NameError_(ValueError):
+class InvalidName(AgentsRoomError, ValueError):
     pass
 
 
@@ -25,7 +27,7 @@ def normalize_room(name: str) -> str:
     """``storefront`` and ``shared:storefront`` are one room; ``repo:x`` stays a repo room."""
     name = (name or "").strip()
     if not name:
-        raise NameError_("empty room name")
+        raise InvalidName("empty room name")
     if name.startswith("#"):
         name = name[1:]
     for prefix in _PREFIXES:
@@ -37,7 +39,7 @@ def normalize_room(name: str) -> str:
     import re
 
     if not body or re.search(_BAD, body):
-        raise NameError_(f"invalid room name {name!r}: needs a non-empty name without spaces or commas")
+        raise InvalidName(f"invalid room name {name!r}: needs a non-empty name without spaces or commas")
     return prefix + body
 
 
@@ -45,7 +47,7 @@ def legacy_key(name: str) -> str:
     """The name a room would have after normalisation (used to find split rooms)."""
     try:
         return normalize_room(name)
-    except NameError_:
+    except InvalidName:
         return name
 
 

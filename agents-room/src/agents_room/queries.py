@@ -7,6 +7,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from .errors import AgentsRoomError
 from . import liveness
 
 TYPE_CHECKING = False  # typing is not imported at run time: the hook runs on every tool call
@@ -57,7 +58,7 @@ AUTO_PRUNE_EVERY = 24 * 3600.0
 
 
 
-class RoomError(Exception):
+class RoomError(AgentsRoomError):
     """An error meant for the caller (agent or person): the message says what to do."""
 
 

@@ -59,9 +59,9 @@ class Search(RoomBase):
         return {"query": query, "matches": len(rows), "messages": self._msgs(rows, set(self._rooms_of(me["id"])))}
 
     def _normalized(self, room: str) -> str:
-        from .naming import NameError_, normalize_room
+        from .naming import InvalidName, normalize_room
 
         try:
             return normalize_room(room)
-        except NameError_ as exc:
+        except InvalidName as exc:
             raise RoomError(str(exc)) from None

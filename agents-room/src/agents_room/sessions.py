@@ -9,7 +9,7 @@ import os
 from . import liveness
 
 from .naming import (
-    NameError_,
+    InvalidName,
     normalize_room,
     repo_of,
 )
@@ -49,7 +49,7 @@ class Sessions(RoomBase):
         level = parse_autonomy(autonomy)
         try:
             wanted = [normalize_room(r) for r in (rooms or []) if r and r.strip()]
-        except NameError_ as exc:
+        except InvalidName as exc:
             raise RoomError(str(exc)) from None
         # A rejoin by session id without an explicit cwd keeps the session where it is: the
         # caller's own directory (another repository, perhaps) says nothing about that chat.
@@ -185,7 +185,7 @@ class Sessions(RoomBase):
                         try:
                             rid = self._room_id(normalize_room(name), create=False)
                             name = normalize_room(name)
-                        except NameError_:
+                        except InvalidName:
                             rid = None
                     if rid is not None:
                         cur = self.conn.execute("DELETE FROM memberships WHERE session_id=? AND room_id=?", (sid, rid))
@@ -257,7 +257,7 @@ class Sessions(RoomBase):
             if rid is None:
                 try:
                     rid = self._room_id(normalize_room(room), create=False)
-                except NameError_:
+                except InvalidName:
                     rid = None
             if rid is None:
                 return {"sessions": [], "note": f"no room named {room!r}"}

@@ -13,6 +13,8 @@ import os
 import sqlite3
 import time
 
+from .errors import AgentsRoomError
+
 TYPE_CHECKING = False  # pathlib and contextlib stay off the hooks' path (one hook process per tool call)
 if TYPE_CHECKING:
     from pathlib import Path
@@ -200,7 +202,7 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class StoreError(Exception):
+class StoreError(AgentsRoomError):
     """The store cannot be used: the message is one sentence saying what is wrong and what to do."""
 
 

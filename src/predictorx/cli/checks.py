@@ -15,7 +15,7 @@ prov_app = typer.Typer(help="The PROV-O execution record.", no_args_is_help=True
 
 
 def _roots(paths: list[Path] | None) -> list[Path]:
-    from ..harness.library import library_roots
+    from ..workflows.library import library_roots
 
     roots = list(paths or library_roots())
     for p in roots:
@@ -30,7 +30,7 @@ def workflow_refs(paths: Optional[list[Path]] = typer.Argument(None, help="Folde
                   as_json: bool = typer.Option(False, "--json", help="Print JSON."),
                   strict: bool = typer.Option(False, "--strict", help="Uncovered activities are errors too.")) -> None:
     """Per diagram: computed / judgement / undeclared gateways, dangling refs, uncovered activities."""
-    from ..harness import refs
+    from ..workflows import refs
 
     result = refs.check(_roots(paths), strict=strict)
     typer.echo(refs.to_json(result) if as_json else refs.to_text(result), nl=False)
@@ -68,9 +68,9 @@ def qaqc_cmd(issue: Optional[str] = typer.Option(None, "--issue", help="Only thi
              out: Optional[Path] = typer.Option(None, "--out", help="Write qaqc.md and qaqc.json into this folder."),
              as_json: bool = typer.Option(False, "--json", help="Print the JSON report instead of Markdown.")) -> None:
     """Re-check every recorded step against the policies and the current diagrams."""
-    from ..harness import qaqc
-    from ..harness.library import load_library
-    from ..harness.loader import DiagramError
+    from ..workflows import qaqc
+    from ..workflows.library import load_library
+    from ..workflows.loader import DiagramError
 
     if source is not None:
         try:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..harness.sweep_text import render
+from ..workflowmcp.sweep_text import render
 from . import gitview
 from .gitcmd import GitError, git_text
 
@@ -99,7 +99,7 @@ def _mcp_command() -> list[str]:
     answers the handshake and tools/list in ~20 ms (Claude Code waits for it before its first
     model request) and imports the MCP SDK only when the agent calls a tool. Started as a file,
     not with -m: no package import and no runpy before its first answer (issue 9)."""
-    from ..harness import mcp_stdio
+    from ..workflowmcp import mcp_stdio
 
     return [sys.executable, mcp_stdio.__file__]
 

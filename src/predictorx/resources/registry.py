@@ -15,17 +15,15 @@ import html
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Iterable, Protocol
 
+from ..errors import ClientError
 from ..plugins import Registry
 from .placement import CHECKOUT, OWN, RANK, Placement
 
 
-class ResourceError(ValueError):
+class ResourceError(ClientError, ValueError):
     """A resource payload a client sent is wrong. `status` is the HTTP status to answer with."""
 
-    def __init__(self, message: str, status: int = 422):
-        super().__init__(message)
-        self.message = message
-        self.status = status
+    status = 422
 
 
 @dataclass(frozen=True)

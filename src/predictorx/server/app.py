@@ -15,19 +15,16 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError, Statemen
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..harness import classification  # noqa: F401  registers the classifier on the issue hooks (R-HAR-2)
-from ..resources import ResourceError
-from ..service import tasks
+from ..errors import ClientError
+from ..service import classification, tasks
 from ..service.daemons import daemon_timeout
-from ..service.errors import ServiceError
-from ..store.bounded import ValueTooLong
 from ..store.db import Database
 from .access import enforce
 from .bodyguard import BodyGuard, max_body_bytes
 from .hub import Hub
 from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
-from .routes import beans as bean_routes, classifications, harness_tasks, roles as role_routes
+from .routes import beans as bean_routes, classifications, workflow_tasks, roles as role_routes
 from .routes import daemon_forge, forges as forge_routes, workflows as workflow_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
@@ -50,21 +47,13 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def _service(_: Request, exc: ServiceError) -> JSONResponse:
-        return _error(exc.status, exc.message)
-
-    @app.exception_handler(ResourceError)
-    async def _resource(_: Request, exc: ResourceError) -> JSONResponse:
+    @app.exception_handler(ClientError)  # the one root: services, resource types, the store's lengths
+    async def _client(_: Request, exc: ClientError) -> JSONResponse:
         return _error(exc.status, exc.message)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         return _error(422, _validation_message(exc))
-
-    @app.exception_handler(ValueTooLong)
-    async def _too_long(_: Request, exc: ValueTooLong) -> JSONResponse:
-        return _error(422, f"invalid request — {exc}")
 
     @app.exception_handler(IntegrityError)
     async def _integrity(_: Request, exc: IntegrityError) -> JSONResponse:
@@ -111,6 +100,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     db = db or Database()
     if migrate:
         db.migrate()
+    classification.register()  # new issues and @-comments are classified and routed (R-HAR-2)
     hub = Hub()
     state = AppState(db, hub)
     streams = StreamWatch(state)
@@ -150,7 +140,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     # The daemons' routes first: a request is matched against the routes in order, and theirs are
     # the busiest (every task a daemon turns over). No two routes share a path, so order is free.
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
-                   bean_routes, classifications, role_routes, harness_tasks, forge_routes, daemon_forge):
+                   bean_routes, classifications, role_routes, workflow_tasks, forge_routes, daemon_forge):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..service.workflow_instances import Completion
 from ..textsafe import clip
 
 
@@ -242,3 +243,26 @@ class RpcAnswer(Strict):
     ok: bool
     error: Body | None = None
     data: dict[str, Any] | None = None
+
+
+# -- workflows (routes/workflows.py and the issue page's Workflows panel) ----------------------
+
+class StartIn(Strict):
+    process: str = Field(min_length=1, max_length=200)
+
+
+class StepIn(Strict):
+    step: str = Field(min_length=1, max_length=200, description="Node id (or engine task id) of an enabled step.")
+    facts: dict[str, str | int | float | bool | None] = Field(default_factory=dict, max_length=100)
+    outcome: str | None = Field(default=None, max_length=200)
+    reason: str | None = Field(default=None, max_length=10_000)
+    produced: dict[str, str] = Field(default_factory=dict, max_length=50)
+    if_version: int | None = Field(default=None, ge=1)
+
+    def completion(self) -> Completion:
+        """The step as the use case takes it (service/workflow_actions.complete)."""
+        return Completion(self.step, dict(self.facts), self.outcome, self.reason, dict(self.produced), self.if_version)
+
+
+class AgentRef(Strict):
+    agent: str | None = Field(default=None, max_length=200)

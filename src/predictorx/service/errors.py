@@ -1,16 +1,13 @@
-"""Errors a client caused. Routes turn them into HTTP answers with the message as `detail`."""
+"""Errors a client caused, as the services raise them: the service branch of the one root
+(predictorx/errors.py), answered with their status and the message as `detail`."""
 
 from __future__ import annotations
 
+from ..errors import ClientError
 
-class ServiceError(Exception):
+
+class ServiceError(ClientError):
     status = 400
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        if status is not None:
-            self.status = status
 
 
 class Invalid(ServiceError):

@@ -1,8 +1,9 @@
 """What other parts of the platform do when an issue is filed or commented on.
 
 The issue service calls these hooks inside the request's transaction, so whatever a hook writes
-commits or rolls back with the issue. A part that cares (the harness's classifier, R-HAR-2)
-registers itself, so service/ imports nothing from it and the two packages form no cycle.
+commits or rolls back with the issue. A part that cares (the workflow classifier,
+service/classification.py, R-HAR-2) is registered on them at app start (`classification.register()`
+in server/app.py), so the issue service does not import the workflow use cases.
 """
 
 from __future__ import annotations

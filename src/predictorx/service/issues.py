@@ -11,7 +11,8 @@ from .. import richtext
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
 from . import issue_hooks, mentions, tasks
 from .agents import find_agent
-from .errors import Invalid, NotFound
+from .auth import Principal, may_act_on_issue
+from .errors import Forbidden, Invalid, NotFound
 from .projects import PRIORITIES, get_project
 
 _ISSUE_REF = re.compile(r"^#?(\d{1,9})$")  # 12 or #12
@@ -32,6 +33,33 @@ def get_issue(session: Session, workspace_id: str, ref: str | int) -> Issue:
             issue = None
     if issue is None:
         raise NotFound(f"issue {text!r} not found; `predictorx issue list` shows the issues")
+    return issue
+
+
+def issue_for(session: Session, principal: Principal, workspace_id: str, ref: str | int) -> Issue:
+    """The issue, if this principal may act on it: a task token only on its own issue (R-EX-4)."""
+    issue = get_issue(session, workspace_id, ref)
+    if not may_act_on_issue(session, principal, issue.id):
+        raise Forbidden("this token may not act on that issue")
+    return issue
+
+
+def change_issue(session: Session, principal: Principal, workspace_id: str, ref: str | int,
+                 changes: dict[str, str]) -> Issue:
+    """Title, body, status, priority (what is given): the API's PATCH and the page's status and
+    priority controls. An agent's task token may only move its own issue's status, never to closed."""
+    issue = issue_for(session, principal, workspace_id, ref)
+    if principal.kind == "task" and set(changes) - {"status"}:
+        raise Forbidden("an agent's task token may only change the issue's status")
+    if principal.kind == "task" and changes.get("status") in ("done", "cancelled"):
+        raise Forbidden("an agent never closes an issue; set in_review and a person will close it")
+    if "status" in changes and changes["status"] not in ISSUE_STATUSES:
+        raise Invalid(f"status must be one of {', '.join(ISSUE_STATUSES)}")
+    if "priority" in changes and changes["priority"] not in PRIORITIES:
+        raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
+    for key, value in changes.items():
+        setattr(issue, key, value)
+    session.flush()
     return issue
 
 

@@ -65,7 +65,7 @@ def queue_followups(session: Session, issue: Issue, comment: Comment) -> list[Ta
 def may_ask(author: Agent | None, agent: Agent) -> bool:
     """Whether what an agent does with its task token (possibly prompt-injected) may give `agent`
     work: only an agent of the same owner (R-SEC-6). Its mentions here, and the workflow steps the
-    harness dispatches after a change it made (harness/dispatch.py)."""
+    harness dispatches after a change it made (service/workflow_dispatch.py)."""
     return author is not None and agent.owner_id is not None and agent.owner_id == author.owner_id
 
 

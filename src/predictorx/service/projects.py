@@ -123,16 +123,16 @@ def _check_owner_daemon(session: Session, workspace_id: str, actor_id: str | Non
         )
 
 
-def _validate(session: Session, workspace_id: str, actor_id: str | None, resource_type: str, ref: Any,
-              label: str | None, validate_path=None) -> tuple[registry.ResourceType, dict, str | None]:
+def check_resource(session: Session, workspace_id: str, actor_id: str | None, resource_type: str, ref: Any,
+                   label: str | None) -> tuple[registry.ResourceType, dict, str | None]:
+    """The type's handler, the payload normalised and its label: a resource's one rule, applied
+    by the daemon check before it asks (service/daemon_check.py) and by the saving transaction."""
     handler = registry.get(resource_type)
     if not isinstance(ref, dict):
         raise Invalid("resource_ref must be a JSON object")
     ref, label = registry.split_label(ref, label)
     ref = handler.normalize(ref)
     _check_owner_daemon(session, workspace_id, actor_id, handler, ref)
-    if validate_path is not None:
-        validate_path(handler, ref)
     return handler, ref, label
 
 
@@ -151,7 +151,7 @@ def _flush_unique(session: Session, handler, ref) -> None:
 
 def create_project(session: Session, workspace_id: str, user_id: str | None, *, title: str,
                    description: str = "", status: str = "planned", priority: str = "none",
-                   lead_id: str | None = None, resources: list[dict] = (), validate_path=None) -> Project:
+                   lead_id: str | None = None, resources: list[dict] = ()) -> Project:
     """One transaction (R-RES-5): an invalid resource aborts the whole creation."""
     if status not in PROJECT_STATUSES:
         raise Invalid(f"status must be one of {', '.join(PROJECT_STATUSES)}")
@@ -166,8 +166,8 @@ def create_project(session: Session, workspace_id: str, user_id: str | None, *, 
     session.flush()
     for i, spec in enumerate(resources):
         try:
-            handler, ref, label = _validate(session, workspace_id, user_id, spec["resource_type"],
-                                            spec.get("resource_ref"), spec.get("label"), validate_path)
+            handler, ref, label = check_resource(session, workspace_id, user_id, spec["resource_type"],
+                                            spec.get("resource_ref"), spec.get("label"))
         except ResourceError as e:
             raise type(e)(f"resource {i + 1}: {e.message}", e.status) from None
         pos = spec.get("position")
@@ -177,10 +177,8 @@ def create_project(session: Session, workspace_id: str, user_id: str | None, *, 
 
 
 def add_resource(session: Session, project: Project, user_id: str | None, *, resource_type: str,
-                 resource_ref: Any, label: str | None = None, position: int | None = None,
-                 validate_path=None) -> ProjectResource:
-    handler, ref, label = _validate(session, project.workspace_id, user_id, resource_type, resource_ref, label,
-                                    validate_path)
+                 resource_ref: Any, label: str | None = None, position: int | None = None) -> ProjectResource:
+    handler, ref, label = check_resource(session, project.workspace_id, user_id, resource_type, resource_ref, label)
     if position is None:
         top = session.scalar(select(func.max(ProjectResource.position))
                              .where(ProjectResource.project_id == project.id))
@@ -200,7 +198,7 @@ def get_resource(session: Session, project: Project, resource_id: str) -> Projec
 
 
 def update_resource(session: Session, project: Project, resource_id: str, patch: dict[str, Any],
-                    validate_path=None, *, actor_id: str | None) -> ProjectResource:
+                    *, actor_id: str | None) -> ProjectResource:
     """Partial update: omitted fields are kept, fields set to null are cleared."""
     row = get_resource(session, project, resource_id)
     if "resource_type" in patch and patch["resource_type"] != row.resource_type:
@@ -216,8 +214,8 @@ def update_resource(session: Session, project: Project, resource_id: str, patch:
         label = patch["label"]
     if label is not None and not isinstance(label, str):
         raise Invalid("label must be a string or null")
-    handler, ref, _ = _validate(session, project.workspace_id, actor_id, row.resource_type,
-                                registry.merge_patch(row.resource_ref, ref_patch), None, validate_path)
+    handler, ref, _ = check_resource(session, project.workspace_id, actor_id, row.resource_type,
+                                registry.merge_patch(row.resource_ref, ref_patch), None)
     if actor_id is not None and actor_id != row.created_by and handler.adders_machines_only(ref):
         raise Forbidden(f"{handler.name} {ref.get('url') or ''} is a file:// repository, a folder on the machine that "
                         "fetches it: only the member who added this resource changes it (only their daemons "
@@ -233,3 +231,7 @@ def update_resource(session: Session, project: Project, resource_id: str, patch:
 
 def remove_resource(session: Session, project: Project, resource_id: str) -> None:
     session.delete(get_resource(session, project, resource_id))
+
+
+def delete_project(session: Session, workspace_id: str, project_id: str) -> None:
+    session.delete(get_project(session, workspace_id, project_id))

@@ -13,10 +13,15 @@ from __future__ import annotations
 from sqlalchemy import String, event, inspect
 from sqlalchemy.orm import Session
 
+from ..errors import ClientError
 
-class ValueTooLong(ValueError):
+
+class ValueTooLong(ClientError, ValueError):
+    status = 422
+
     def __init__(self, table: str, column: str, length: int, limit: int):
-        super().__init__(f"{column} is {length} characters long; at most {limit} fit ({table}.{column})")
+        super().__init__(f"invalid request — {column} is {length} characters long; at most {limit} fit "
+                         f"({table}.{column})")
         self.table, self.column, self.limit = table, column, limit
 
 

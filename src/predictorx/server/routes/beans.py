@@ -10,9 +10,11 @@ from typing import Literal, Optional
 from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import bean_rules, beanfile, beans as svc
-from ...harness import instances as inst_svc
+from ...service import bean_rules
+from ...service import beans as svc
+from ...service import workflow_instances as inst_svc
 from ...service.errors import Invalid
+from ...workflows import beanfile
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 from .workflows import actor_for, issue_for, library

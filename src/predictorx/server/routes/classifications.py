@@ -8,12 +8,12 @@ from typing import Optional
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import classification as svc
-from ...harness.classify import classify
 from ...service import auth
+from ...service import classification as svc
+from ...workflows.classify import classify
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
-from .workflows import _agent_id, acting_agent, issue_for, library
+from .workflows import acting_agent, agent_id_for, issue_for, library
 
 router = APIRouter(tags=["classification"])
 
@@ -50,6 +50,6 @@ def judge(ref: str, body: JudgementIn, caller: Caller = Depends(get_caller), sta
         p = caller.principal
         by = f"agent task {p.task_id}" if p.kind == "task" else f"user {p.user_id}"
         agent_id = auth.task_of(s, p).agent_id if p.kind == "task" else (
-            _agent_id(s, caller, issue, body.agent) if (body.agent or issue.assignee_type == "agent") else None)
+            agent_id_for(s, caller, issue, body.agent) if (body.agent or issue.assignee_type == "agent") else None)
         return svc.as_dict(svc.judge(s, lib, issue, category=body.category, reason=body.reason, by=by,
                                      agent_id=agent_id, folio=body.folio, by_agent=acting_agent(s, caller)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -13,12 +14,14 @@ from fastapi.concurrency import run_in_threadpool
 from ...service import daemons as svc
 from ...service import forgepush, serialize, tasks
 from ...service.errors import Forbidden
-from ...store.schema import Daemon
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
 from ..safejson import SafeJSONResponse
 from ..state import AppState
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Daemon
 
 router = APIRouter(prefix="/api", tags=["daemons"])
 PING_SECONDS = 15

@@ -8,7 +8,7 @@ from typing import Literal
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...harness import roles as svc
+from ...service import workflow_roles as svc
 from ...service.agents import find_agent
 from ...service.errors import Forbidden
 from ...service.members import find_member_user, role_of

@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fastapi import APIRouter, Depends, Request
 
 from ...service import auth, serialize
 from ...service import workspaces as ws_svc
-from ...store.schema import Workspace
 from ..deps import Caller, get_principal, get_state, user_caller
 from ..models import WorkspaceCreate, WorkspaceUpdate
 from ..state import AppState
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Workspace
 
 router = APIRouter(prefix="/api", tags=["workspaces"])
 

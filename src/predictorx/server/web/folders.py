@@ -20,8 +20,7 @@ from ... import resources as registry
 from ...resources.placement import IN_PLACE, WORKTREE
 from ...service import projects as svc
 from ..models import ResourceIn
-from ..routes import projects as api
-from .api import call
+from ...service import project_actions as actions
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .machine import is_local_request, local_daemon_id, local_folder_button
 from .pageroute import PageRoute, error_page
@@ -142,7 +141,9 @@ async def save(request: Request, project_id: str, form: Form = Depends(read_form
         body = ResourceIn(resource_type=picker.name, label=form.optional("label"),
                           resource_ref=picker.folder_ref(os.path.abspath(path), local_daemon_id() or "",
                                                          form.get("execution_mode") or IN_PLACE))
-        await call(api.add_resource, project_id, body, who.caller, request.app.state.px)
+        state = request.app.state.px
+        await actions.add_resource(state, state.hub, in_page_thread, who.workspace_id, who.caller.user_id, project_id,
+                                   body.model_dump())
     except FORM_ERRORS as e:
         context = await in_page_thread(browser_context, request, who, project_id, path or None,
                                           error=message_of(e), label=form.get("label"),

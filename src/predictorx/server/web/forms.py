@@ -14,14 +14,16 @@ from fastapi import Request
 from pydantic import ValidationError
 from sqlalchemy.exc import StatementError
 
-from ...resources import ResourceError
-from ...service.errors import ServiceError
+from ...errors import ClientError
 
 MAX_FORM_BYTES = 1_000_000
 
 
-class FormError(Exception):
-    """Input a form cannot accept; the message is shown next to the form."""
+class FormError(ClientError):
+    """Input a form cannot accept; the message is shown next to the form (422). A request that
+    is itself unreadable — the body, a query value — says 400 and gets the error page."""
+
+    status = 422
 
 
 class Form:
@@ -48,18 +50,18 @@ class Form:
 async def read_form(request: Request) -> Form:
     body = await request.body()
     if len(body) > MAX_FORM_BYTES:
-        raise FormError("the form is too large")
+        raise FormError("the form is too large", status=400)
     text = body.decode("utf-8", errors="replace").replace("\x00", "")
     try:
         return Form(parse_qsl(text, keep_blank_values=True, max_num_fields=2000))
     except ValueError:
-        raise FormError("the form has too many fields") from None
+        raise FormError("the form has too many fields", status=400) from None
 
 
 def message_of(exc: Exception) -> str:
     """The one line a person should read for an error a service, a resource handler or a
     request model raised."""
-    if isinstance(exc, (ServiceError, ResourceError)):
+    if isinstance(exc, ClientError):
         return exc.message
     if isinstance(exc, ValidationError):
         parts = []
@@ -87,4 +89,4 @@ def json_object(text: str, what: str = "payload") -> dict[str, Any]:
     return value
 
 
-FORM_ERRORS = (ServiceError, ResourceError, ValidationError, FormError, StatementError)
+FORM_ERRORS = (ClientError, ValidationError, StatementError)

@@ -8,7 +8,7 @@ refresh at once, before the event stream reports the new task.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
@@ -18,10 +18,7 @@ from ...service import agents as agent_svc
 from ...service import discussion
 from ...service import issues as svc
 from ...service import projects as project_svc
-from ...store.schema import Issue, Project
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
-from ..routes import issues as api
-from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
@@ -29,8 +26,18 @@ from .render import html, is_htmx, panel, redirect
 from .session import Viewer, viewer
 from .tasks import issue_runs_context
 
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Issue, Project
+
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 TASKS_CHANGED = {"HX-Trigger": "px-tasks-changed"}
+
+
+def _change(request: Request, who: Viewer, ref: str | int, body: IssueUpdate) -> None:
+    """Status or priority changed from the board or the side panel: the API's own use case."""
+    with request.app.state.px.write() as s:
+        svc.change_issue(s, who.caller.principal, who.workspace_id, ref,
+                         body.model_dump(exclude_unset=True, exclude_none=True))
 
 
 def _issue_rows(s: Session, issues: list[Issue]) -> list[dict[str, Any]]:
@@ -108,7 +115,7 @@ def board_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]
 
 def more_cards_context(request: Request, who: Viewer, status: str, offset: int) -> dict[str, Any]:
     if status not in svc.ISSUE_STATUSES:
-        raise FormError(f"no board column {status!r}; the columns are {', '.join(svc.ISSUE_STATUSES)}")
+        raise FormError(f"no board column {status!r}; the columns are {', '.join(svc.ISSUE_STATUSES)}", status=400)
     with request.app.state.px.read() as s:
         total = svc.status_counts(s, who.workspace_id).get(status, 0)
         return {"col": _column(s, who, status, total, offset, MORE_CARDS)}
@@ -132,7 +139,7 @@ def _move_target(form: Form) -> tuple[str, str]:
     """A board move: `m=<number> <status>` (a card's ← → button, or a card dropped on a column)."""
     number, _, status = form.get("m").partition(" ")
     if not number.isdigit() or status not in svc.ISSUE_STATUSES:
-        raise FormError("choose the column (status) to move the issue to")
+        raise FormError("choose the column (status) to move the issue to", status=400)
     return number, status
 
 
@@ -146,7 +153,7 @@ async def move(request: Request, form: Form = Depends(read_form), who: Viewer = 
         with request.app.state.px.read() as s:
             return svc.get_issue(s, who.workspace_id, number).status
     old = await in_page_thread(before)
-    await call(api.update_issue, number, IssueUpdate(status=status), who.caller, request.app.state.px)
+    await in_page_thread(_change, request, who, number, IssueUpdate(status=status))
     if not is_htmx(request):
         return redirect(request, f"/issues?view=board#c{number}")
     context = await in_page_thread(board_context, request, who)
@@ -263,7 +270,7 @@ async def update(request: Request, ref: str, form: Form = Depends(read_form), wh
     """Status and priority, changed from the issue's side panel."""
     changes = {key: form.get(key) for key in ("status", "priority") if form.get(key)}
     try:
-        await call(api.update_issue, ref, IssueUpdate(**changes), who.caller, request.app.state.px)
+        await in_page_thread(_change, request, who, ref, IssueUpdate(**changes))
     except FORM_ERRORS as e:
         context = await in_page_thread(issue_context, request, who, ref, error=message_of(e), error_for="update")
         return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))

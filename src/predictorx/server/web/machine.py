@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 from sqlalchemy.orm import Session
@@ -19,7 +20,9 @@ from ... import config
 from ... import resources as registry
 from ...resources.placement import WORKTREE
 from ...service.daemons import declared_capabilities, find_daemon, is_online
-from ...store.schema import ProjectResource
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import ProjectResource
 
 _PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 

@@ -18,11 +18,8 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from ...resources import ResourceError
+from ...errors import ClientError
 from ...service.auth import Unauthorized
-from ...service.errors import ServiceError
-from ...store.bounded import ValueTooLong
-from .forms import FormError
 from .render import html, is_htmx
 
 TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 409: "Conflict",
@@ -56,10 +53,8 @@ class PageRoute(APIRoute):
                 return await handler(request)
             except Unauthorized:
                 return login_page(request)
-            except (ServiceError, ResourceError) as e:
+            except ClientError as e:  # the one root: services, resource types, the store, forms
                 return error_page(request, e.status, e.message)
-            except (FormError, ValueTooLong) as e:
-                return error_page(request, 400, str(e))
             except RequestValidationError as e:
                 # Ids in paths are plain strings, so what fails here is a query value.
                 return error_page(request, 400, "; ".join(str(err.get("msg")) for err in e.errors()[:3]))

@@ -2,7 +2,7 @@
 Resources, Issues and Runs panels (R-WEB-1).
 
 A new project is created in one POST with its repositories as `github_repo` resources, through
-the API's own route function: an invalid repository aborts the whole creation (R-RES-5) and the
+the API's own use case (service/project_actions.py): an invalid repository aborts the whole creation (R-RES-5) and the
 form comes back with the server's message and everything typed still in it.
 """
 
@@ -15,11 +15,10 @@ from fastapi.responses import Response
 
 from ...service import forgepolicy
 from ...service import members as member_svc
+from ...service import project_actions as actions
 from ...service import projects as svc
 from ...service import workspaces as ws_svc
 from ..models import ForgePolicyPatch, ProjectCreate, ProjectUpdate, ResourceIn
-from ..routes import projects as api
-from .api import call
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .issues import project_issues_context
 from .pageroute import PageRoute
@@ -68,7 +67,10 @@ async def create_project(request: Request, form: Form = Depends(read_form), who:
             lead_id=form.optional("lead_id"),
             resources=[ResourceIn(resource_type="github_repo", resource_ref={"url": url})
                        for url in picked_repos(form)])
-        made = await call(api.create_project, body, who.caller, request.app.state.px)
+        state = request.app.state.px
+        made = await actions.create_project(state, state.hub, in_page_thread, who.workspace_id, who.caller.user_id,
+                                            body.model_dump(exclude={"resources"}),
+                                            [r.model_dump() for r in body.resources])
     except FORM_ERRORS as e:
         context = await in_page_thread(list_context, request, who, error=message_of(e), values=form.values(),
                                           picked=form.getlist("repo"), pasted=form.get("repo_urls"), open=True)
@@ -122,7 +124,8 @@ async def update_project(request: Request, project_id: str, form: Form = Depends
     try:
         if form.get("form") == "policy":
             changes["forge_policy"] = policy_from_form(form)
-        await call(api.update_project, project_id, ProjectUpdate(**changes), who.caller, request.app.state.px)
+        await in_page_thread(actions.update_project, request.app.state.px, who.workspace_id, project_id,
+                             ProjectUpdate(**changes).model_dump(exclude_unset=True))
     except FORM_ERRORS as e:
         extra, status = {"head_error": message_of(e), "editing": form.get("form") == "edit",
                          "policy_open": form.get("form") == "policy", "values": form.values()}, status_of(e)

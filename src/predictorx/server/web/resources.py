@@ -2,7 +2,8 @@
 
 Each resource is drawn by its type's own `render_html`, and types without a form of their own
 get the generic one (a JSON payload), so a new resource type needs no web code (R-RES-1). Every
-change goes through the API's route functions, so the page applies exactly the API's rules:
+change goes through the API's own use cases (service/project_actions.py), so the page applies
+exactly the API's rules:
 validation, the daemon's path check and the 409 on a second local folder per machine.
 """
 
@@ -15,9 +16,9 @@ from fastapi.responses import Response
 
 from ... import resources as registry
 from ...service import projects as svc
+from ...service import serialize
 from ..models import ResourceIn, ResourcePatch
-from ..routes import projects as api
-from .api import call
+from ...service import project_actions as actions
 from .forms import FORM_ERRORS, Form, json_object, message_of, read_form, status_of
 from .machine import local_folder_button
 from .pageroute import PageRoute
@@ -80,7 +81,9 @@ async def add(request: Request, project_id: str, form: Form = Depends(read_form)
     typed = registry.by_web_form(form.get("form") or "")
     which = f"add_{typed.web_form.id}" if typed is not None and typed.web_form else "add_other"
     try:
-        await call(api.add_resource, project_id, _new_resource(form), who.caller, request.app.state.px)
+        state = request.app.state.px
+        await actions.add_resource(state, state.hub, in_page_thread, who.workspace_id, who.caller.user_id, project_id,
+                                   _new_resource(form).model_dump())
     except FORM_ERRORS as e:
         return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
                                       error_for=which, values=form.values())
@@ -108,15 +111,21 @@ def _choice_keys(resource_type: str) -> tuple[str, ...]:
         return ()
 
 
+def _resource(state: Any, who: Viewer, project_id: str, resource_id: str) -> dict[str, Any]:
+    with state.read() as s:
+        return serialize.resource(svc.get_resource(s, svc.get_project(s, who.workspace_id, project_id), resource_id))
+
+
 @router.post("/projects/{project_id}/resources/{resource_id}")
 async def edit(request: Request, project_id: str, resource_id: str, form: Form = Depends(read_form),
                who: Viewer = Depends(viewer)) -> Response:
     state = request.app.state.px
     try:
-        current = await call(api.get_resource, project_id, resource_id, who.caller, state)
+        current = await in_page_thread(_resource, state, who, project_id, resource_id)
         ref_patch = _ref_patch(current["resource_ref"], form, _choice_keys(current["resource_type"]))
         patch = ResourcePatch(label=form.optional("label"), **({"resource_ref": ref_patch} if ref_patch else {}))
-        await call(api.update_resource, project_id, resource_id, patch, who.caller, state)
+        await actions.update_resource(state, state.hub, in_page_thread, who.workspace_id, who.caller.user_id,
+                                      project_id, resource_id, patch.model_dump(exclude_unset=True))
     except FORM_ERRORS as e:
         return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
                                       error_for=resource_id, values=form.values())
@@ -126,7 +135,7 @@ async def edit(request: Request, project_id: str, resource_id: str, form: Form =
 @router.post("/projects/{project_id}/resources/{resource_id}/remove")
 async def remove(request: Request, project_id: str, resource_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        await call(api.remove_resource, project_id, resource_id, who.caller, request.app.state.px)
+        await in_page_thread(actions.remove_resource, request.app.state.px, who.workspace_id, project_id, resource_id)
     except FORM_ERRORS as e:
         return await render_resources(request, who, project_id, status=status_of(e), error=message_of(e),
                                       error_for="remove")

@@ -7,7 +7,7 @@ fetched incrementally (`?after=<seq>`) when it says new ones arrived (see static
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
@@ -18,13 +18,15 @@ from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
 from ...service.errors import NotFound
-from ...store.schema import ACTIVE_STATUSES, Agent, Issue, Task
 from . import diffview
 from .forms import FORM_ERRORS, message_of, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
 from .render import html, panel, redirect
 from .session import Viewer, viewer
+
+if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from ...store.schema import Agent, Issue, Task
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MESSAGES_PER_PAGE = 5000
@@ -45,7 +47,7 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
             agents[t.agent_id], issues[t.issue_id] = svc.agent_and_issue(s, t)
         agent, issue = agents[t.agent_id], issues[t.issue_id]
         rows.append({"task": t, "agent": agent.name if agent else "(deleted agent)", "issue": issue,
-                     "active": t.status in ACTIVE_STATUSES,
+                     "active": t.status in svc.ACTIVE_STATUSES,
                      "agent_archived": agent is not None and agent.archived_at is not None})
     return rows
 
@@ -121,7 +123,7 @@ def review_context(request: Request, who: Viewer, task_id: str, view: str) -> di
         files = diffview.parse(review.get("patch") or "") if review else []
     return {"task": task, "review": review, "files": files, "view": "split" if view == "split" else "unified",
             "commands": diffview.commands(review) if review else [], "daemon": daemon,
-            "active": task.status in ACTIVE_STATUSES}
+            "active": task.status in svc.ACTIVE_STATUSES}
 
 
 @router.get("/tasks/{task_id}")

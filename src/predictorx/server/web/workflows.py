@@ -1,7 +1,7 @@
 """The issue page's Workflows panel (R-HAR-3…7 on the web): each instance with its current
 steps drawn on the diagram, the history with verdicts, the interaction state, beans and the last
 handoff. A person takes the enabled steps their roles allow from the panel as well as from the CLI
-(`predictorx workflow complete`), through the same route function as the API; agents use MCP."""
+(`predictorx workflow complete`), through the same use case as the API; agents use MCP."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ from fastapi.responses import Response
 from markupsafe import Markup
 from pydantic import ValidationError
 
-from ...harness import beans as bean_svc
-from ...harness import classification, diagram, handoff, instances, interaction
-from ...harness.library import active_library
-from ...harness.loader import DiagramError
+from ...service import beans as bean_svc
+from ...service import classification
 from ...service import issues as issue_svc
-from ..routes import workflows as api
-from ..routes.workflows import StepIn
-from .api import call
+from ...service import workflow_actions as actions
+from ...service import workflow_handoff as handoff
+from ...service import workflow_instances as instances
+from ...service import workflow_interaction as interaction
+from ...workflows import diagram
+from ...workflows.library import active_library
+from ...workflows.loader import DiagramError
+from ..models import StepIn
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
@@ -108,11 +111,12 @@ def _step_in(form: Form) -> StepIn:
 @router.post("/issues/{ref}/workflows/{process}/steps")
 async def take_step(request: Request, ref: str, process: str, form: Form = Depends(read_form),
                     who: Viewer = Depends(viewer)) -> Response:
-    """A person completes an enabled step (or passes a gate) from the panel: the API's own route
-    function, so the engine's refusals, the strict policies and the record are the same."""
+    """A person completes an enabled step (or passes a gate) from the panel: the API's own use
+    case, so the engine's refusals, the strict policies and the record are the same."""
     try:
         body = _step_in(form)
-        await call(api.complete, ref, process, body, who.caller, request.app.state.px)
+        await in_page_thread(actions.complete, request.app.state.px, who.caller.principal, who.caller.workspace_id,
+                             ref, process, body.completion())
     except FORM_ERRORS as e:
         context = await in_page_thread(workflows_context, request, who, ref, error=message_of(e),
                                           error_for=f"{process}#{form.get('step')}", values=form.values())

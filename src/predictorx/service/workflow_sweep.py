@@ -1,0 +1,69 @@
+"""The task-start sweep (R-HAR-7): what an agent must know before it does anything — the beans
+of its issue, the open workflow instances with their enabled steps (who may take them, their
+skills, what to produce), its suspended stack, the last handoff on the issue, and sibling agent
+branches. The daemon adds how far the default branch moved (a git fact only it can see).
+
+One query per table, no per-bean work: the bench asks for well under a second with 200 beans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..store.schema import Agent, Issue, Task
+from ..store.workflow_schema import (
+    Bean,
+    InteractionState,
+    TaskHandoff,
+    WorkflowInstance,
+)
+from ..workflows.engine import Run
+from ..workflows.library import Library
+
+MAX_BEANS_SHOWN = 50
+
+
+def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
+    issue = session.get(Issue, task.issue_id)
+    beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
+    counts: dict[str, int] = {}
+    for b in beans:
+        counts[b.status] = counts.get(b.status, 0) + 1
+    open_beans = [b for b in beans if b.status in ("created", "in-progress")]
+    instances, running = [], {}
+    for inst in session.scalars(select(WorkflowInstance).where(WorkflowInstance.issue_id == issue.id)
+                                .order_by(WorkflowInstance.created_at)):
+        item = {"process": inst.process_id, "status": inst.status, "version": inst.version, "enabled": []}
+        if inst.status != "completed":
+            running[inst.id] = inst.process_id
+        if inst.status == "running" and inst.process_id in lib.processes:
+            item["enabled"] = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+        instances.append(item)
+    state = session.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
+                                                          InteractionState.agent_id == task.agent_id))
+    active = session.get(WorkflowInstance, state.active_instance_id) if state and state.active_instance_id else None
+    last = session.scalar(select(TaskHandoff).join(Task, Task.id == TaskHandoff.task_id)
+                          .where(TaskHandoff.issue_id == issue.id, TaskHandoff.task_id != task.id)
+                          .order_by(Task.created_at.desc()).limit(1))
+    siblings = []
+    for t, name in session.execute(select(Task, Agent.name).join(Agent, Agent.id == Task.agent_id)
+                                   .where(Task.issue_id == issue.id, Task.id != task.id,
+                                          Task.branch_name.is_not(None), Task.branch_name != "")
+                                   .order_by(Task.created_at)):
+        siblings.append({"task": t.id, "agent": name, "branch": t.branch_name, "status": t.status})
+    return {
+        "issue": {"number": issue.number, "title": issue.title, "status": issue.status},
+        # `workflow`: the running workflow holding the bean — its steps change its status (bean_rules)
+        "beans": {"counts": counts, "open": [{"id": b.id, "title": b.title, "status": b.status, "etag": b.version,
+                                              "workflow": running.get(b.instance_id)}
+                                             for b in open_beans[:MAX_BEANS_SHOWN]],
+                  "open_total": len(open_beans)},
+        "instances": instances,
+        "interaction": {"state": state.state if state else "idle",
+                        "active": active.process_id if active else None,
+                        "stack": list(reversed(state.stack)) if state else []},
+        "last_handoff": last.content if last else None,
+        "sibling_branches": siblings,
+    }

@@ -1,0 +1,174 @@
+"""`predictorx mcp`: the stdio transport in front of the SDK server (mcp_server.py), fast to start.
+
+Claude Code waits for its MCP servers before its first model request, and importing the MCP SDK
+costs about a second of CPU per task. So the handshake (`initialize`, `ping`) and `tools/list` are
+answered here with the standard library, from mcp_tools.json — the SDK server's own listing,
+written by `python -m predictorx.workflowmcp.mcp_stdio --write` and checked against the live SDK by
+tests/test_harness_mcp_front.py — and the SDK is imported only when a tool is called, which then
+runs exactly as the SDK server runs it (`MCPServer.call_tool`). agents-room's `agents-room mcp`
+does the same (its own copy: it is a separate distribution that shares no code with this one).
+
+The daemon starts it as `python <this file> --env-file F`: no package `__init__`, no runpy, no CLI
+import, and only json, os and sys before the first answer (issue 9: Claude Code waits for it).
+Newline-delimited JSON-RPC 2.0 over stdin/stdout, the MCP stdio transport, one request at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+if __name__ == "__main__" and not __package__:  # started as a file: its package's root, not its folder, on the path
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TYPE_CHECKING = False  # (typing, like pathlib, costs start-up time this front exists to save)
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+TOOLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_tools.json")
+#: Revisions reached through the `initialize` handshake; a client offering another gets the newest.
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, PARSE_ERROR = -32601, -32602, -32603, -32700
+#: Lists the SDK server answers, empty here as there.
+_EMPTY = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}
+
+
+class Front:
+    """One stdio session: `listing` is {"name", "instructions", "tools"}; `build` makes the SDK server."""
+
+    def __init__(self, listing: dict[str, Any], build: Callable[[], Any]) -> None:
+        self.listing = listing
+        self.build = build
+        self._app: Any = None
+        self._loop: Any = None
+
+    def handle(self, msg: Any) -> dict[str, Any] | None:
+        if not isinstance(msg, dict) or "method" not in msg:
+            return None  # a response to us (we send no requests) or junk without an id
+        if "id" not in msg:
+            return None  # a notification (initialized, cancelled, …)
+        mid, method, params = msg["id"], msg["method"], msg.get("params") or {}
+        try:
+            if method == "initialize":
+                offered = params.get("protocolVersion")
+                result: Any = {
+                    "protocolVersion": offered if offered in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
+                    "capabilities": {"prompts": {"listChanged": False},
+                                     "resources": {"listChanged": False, "subscribe": False},
+                                     "tools": {"listChanged": False}},
+                    "serverInfo": {"name": self.listing["name"], "version": ""},
+                    "instructions": self.listing["instructions"],
+                }
+            elif method == "ping":
+                result = {}
+            elif method == "tools/list":
+                result = {"tools": self.listing["tools"]}
+            elif method in _EMPTY:
+                result = {_EMPTY[method]: []}
+            elif method == "tools/call":
+                if not isinstance(params.get("name"), str):
+                    return _error(mid, INVALID_PARAMS, "tools/call needs a tool name")
+                result = self._call(params["name"], params.get("arguments") or {})
+            else:
+                return _error(mid, METHOD_NOT_FOUND, "Method not found", method)
+        except _RpcError as e:
+            return _error(mid, e.code, e.message, e.data)
+        except Exception as e:  # noqa: BLE001 — one bad request never ends the session
+            return _error(mid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
+        return {"jsonrpc": "2.0", "id": mid, "result": result}
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        import asyncio
+
+        from mcp.shared.exceptions import MCPError
+
+        if self._app is None:
+            self._app = self.build()
+            self._loop = asyncio.new_event_loop()
+        try:
+            res = self._loop.run_until_complete(self._app.call_tool(name, arguments))
+        except MCPError as e:
+            raise _RpcError(e.error.code, e.error.message, e.error.data) from None
+        except Exception as e:  # noqa: BLE001 — as the SDK server answers a failed tool
+            return {"content": [{"type": "text", "text": str(e)}], "isError": True}
+        out = res.model_dump(by_alias=True, mode="json", exclude_none=True)
+        out.pop("resultType", None)  # the 2026-07-28 envelope's; handshake revisions do not carry it
+        return out
+
+
+class _RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+def _error(mid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": mid, "error": err}
+
+
+def serve(front: Front, stdin: Any = None, stdout: Any = None) -> None:
+    """Binary streams (UTF-8 on the wire whatever the locale); sys.stdin/sys.stdout by default."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    for raw in stdin:
+        if not raw.strip():
+            continue
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            reply: dict[str, Any] | None = _error(None, PARSE_ERROR, "Parse error")
+        else:
+            reply = front.handle(msg)
+        if reply is not None:
+            stdout.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+            stdout.flush()
+
+
+def _read_json(path: str | os.PathLike[str]) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def listing_of(app: Any) -> dict[str, Any]:
+    """The SDK server's name, instructions and tools/list, as this front serves them."""
+    import asyncio
+
+    tools = asyncio.run(app.list_tools())
+    return {"name": app.name, "instructions": app.instructions,
+            "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]}
+
+
+def load_env_file(path: str | os.PathLike[str]) -> None:
+    """PREDICTORX_* values from the daemon's 0600 file into this process's environment."""
+    try:
+        values = _read_json(path)
+    except (OSError, ValueError):
+        raise SystemExit(f"{path} is not a readable JSON file of PREDICTORX_* values") from None
+    os.environ.update({k: str(v) for k, v in values.items() if k.startswith("PREDICTORX_")})
+
+
+def run() -> None:
+    def build() -> Any:
+        from predictorx.workflowmcp.mcp_server import build_server
+
+        return build_server()
+
+    serve(Front(_read_json(TOOLS_FILE), build))
+
+
+if __name__ == "__main__":
+    # --write: refresh mcp_tools.json; --env-file F: serve, as the daemon starts it
+    if sys.argv[1:] == ["--write"]:
+        from predictorx.workflowmcp.mcp_server import build_server
+
+        with open(TOOLS_FILE, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n")
+    elif len(sys.argv) == 3 and sys.argv[1] == "--env-file":
+        load_env_file(sys.argv[2])
+        run()
+    else:
+        sys.exit("usage: python -m predictorx.workflowmcp.mcp_stdio --env-file FILE | --write")

@@ -1,0 +1,58 @@
+"""The task-start sweep (R-HAR-7) as the Markdown section the agent reads in its prompt.
+
+Pure: it turns the sweep's JSON (GET /api/tasks/{id}/harness/sweep, built by service/workflow_sweep.py)
+into text, so the daemon renders it without importing anything that reaches the database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render(s: dict[str, Any], drift: str | None = None) -> str:
+    """The sweep as the Markdown section the agent reads in its prompt."""
+    out = ["## Session start (Predictor X harness)", ""]
+    inter = s["interaction"]
+    out.append(f"Interaction state: **{inter['state']}**" + (f", active workflow `{inter['active']}`"
+                                                              if inter["active"] else ""))
+    for f in inter["stack"]:
+        out.append(f"- suspended: `{f['process']}` at {', '.join(f['activity']) or '-'} (resume pops the latest)")
+    for inst in s["instances"]:
+        out.append(f"\nWorkflow `{inst['process']}` — {inst['status']} (version {inst['version']})")
+        for e in inst["enabled"]:
+            what = (f"gate ({e['gate'] or 'judgement'}; outcomes: {', '.join(e['outcomes'])})"
+                    if e["kind"] == "gate" else "step")
+            extra = []
+            if e["skills"]:
+                extra.append("skills: " + ", ".join(e["skills"]))
+            if e["capture"]:
+                extra.append("produce: " + ", ".join(e["capture"]))
+            if e["bean_op"]:
+                extra.append(f"bean: {e['bean_op']}")
+            out.append(f"- enabled {what} `{e['node']}` “{e['name']}” for role {e['role'] or 'any'}"
+                       f" [{e['enforcement']}]" + (f" — {'; '.join(extra)}" if extra else ""))
+    b = s["beans"]
+    out.append(f"\nBeans: {', '.join(f'{k} {v}' for k, v in sorted(b['counts'].items())) or 'none'}")
+    for bean in b["open"]:
+        held = (f"; workflow {bean['workflow']} holds it: its steps change its status"
+                if bean.get("workflow") else "")
+        out.append(f"- [{bean['status']}] {bean['title']} (etag {bean['etag']}{held})")
+    if b["open_total"] > len(b["open"]):
+        out.append(f"- … {b['open_total'] - len(b['open'])} more (`predictorx bean list {s['issue']['number']}`)")
+    if drift:
+        out.append(f"\nDefault branch: {drift}")
+    if s["sibling_branches"]:
+        out.append("\nAgent branches on this issue: " + ", ".join(
+            f"{x['branch']} ({x['agent']}, {x['status']})" for x in s["sibling_branches"]))
+    h = s["last_handoff"]
+    if h:
+        out += ["", "### Handoff from the previous task (start exactly here)",
+                f"- done: {h.get('done') or '-'}", f"- branch: {h.get('branch') or '-'}",
+                f"- commits: {', '.join(h.get('commits') or []) or '-'}",
+                f"- beans touched: {', '.join(x['title'] for x in h.get('beans') or []) or '-'}",
+                f"- workflow position: {h.get('position_text') or '-'}",
+                f"- open questions: {'; '.join(h.get('open_questions') or []) or '-'}",
+                f"- next step: {h.get('next_step') or '-'}"]
+    out += ["", "Drive the workflow with the `predictorx` MCP tools (or `predictorx workflow …`): a step is "
+            "refused unless it is enabled and yours; decisions take facts, judgements a reason. "
+            "Before you stop, write the handoff (tool `handoff_write`). Never close the issue."]
+    return "\n".join(out) + "\n"

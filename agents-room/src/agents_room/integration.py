@@ -139,9 +139,8 @@ def prepare_agent_run(
         if session:
             env["AGENTS_ROOM_SESSION"] = session
     bytecode.ensure()  # the run's hooks and MCP front start from this package's bytecode
-    hooks = hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db, session_start=session is None,
-                       fast=True)
-    entry = mcp_entry(harness, db, fast=True)
+    hooks, entry = (hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db,
+                               session_start=session is None, fast=True), mcp_entry(harness, db, fast=True))
     files: list[Path] = []
     if harness == "claude":
         mcp_file = config_dir / "agents-room.mcp.json"

@@ -100,7 +100,9 @@ def _queue_pending(session: Session, task: Task) -> None:
     if issue is None or agent is None:
         return
     session.flush()  # the finished task's active_key is gone before the next one claims it
-    follow_up(session, issue, agent, request)
+    nxt = follow_up(session, issue, agent, request)
+    if task.pull_request_id and nxt.pull_request_id is None:  # a PR's follow-up continues its branch
+        nxt.pull_request_id = task.pull_request_id
 
 
 def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> None:

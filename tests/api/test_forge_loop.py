@@ -231,6 +231,15 @@ def test_a_mention_in_a_pr_comment_asks_the_agent(world):
     assert world.pr_of(task_id)["followups"] == 0  # a person's request is not counted
 
 
+def test_a_mention_on_the_issue_continues_the_agents_open_pr(world):
+    issue, task_id = world.run()
+    pr = world.opened(task_id)
+    r = world.api.post(f"/api/issues/{issue['number']}/comments", json={"body": "@bot also handle the empty case"})
+    assert r.status_code == 201, r.text
+    follow = world.runs(issue["number"])[-1]
+    assert follow["status"] == "queued" and follow["pull_request_id"] == pr["id"]
+
+
 def test_forged_and_replayed_webhooks_change_nothing(world):
     issue, task_id = world.run()
     pr = world.opened(task_id)

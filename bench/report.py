@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES: dict[str, list[str]] = {
     "api": [], "claim": [], "cli_start": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [],
     "netproxy": [], "overhead": [], "pagestall": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [],
-    "worktree": [],
+    "worktree": [], "forge_loop": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
 SMOKE: dict[str, list[str]] = {
@@ -57,6 +57,7 @@ SMOKE: dict[str, list[str]] = {
     "web": ["--messages", "200", "--issues", "50", "--repeat", "1"],
     "worktree": ["--scale", "0.02"],
     "pagestall": ["--seconds", "3", "--clients", "2"],
+    "forge_loop": ["--followups", "2", "--runs", "2"],
 }
 TIMEOUT_S = 3600
 
@@ -177,6 +178,12 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
         lambda v: v <= 80, _get(cli, "bare_python", "p50_ms"), " ms bare python")
     add("cli_start", "`predictorx issue list --output json` (one request), p50", _get(cli, "one_request_json", "p50_ms"),
         " ms", "≤ 120 ms", lambda v: v <= 120, _get(cli, "bare_python", "p50_ms"), " ms bare python")
+    forge = results.get("forge_loop")
+    add("forge_loop", "webhook → follow-up's agent started, p50", _get(forge, "webhook_to_followup_agent_started", "p50_ms"),
+        " ms", "≤ 1000 ms", lambda v: v <= 1000, _get(forge, "webhook_to_followup_agent_started", "p99_ms"), " ms p99")
+    add("forge_loop", "run ended → PR opened (with push) ÷ bare git push, p50",
+        _get(forge, "pr_opened_over_bare_push_p50", "ratio"), "×", "≤ 1.5×", lambda v: v <= 1.5,
+        _get(forge, "bare_git_push_same_branch", "p50_ms"), " ms bare push")
     _harness_rows(results.get("harness"), add)
     _realcli_rows(results.get("realcli"), add)
     _overhead_rows(results.get("overhead"), add)

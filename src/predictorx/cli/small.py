@@ -196,6 +196,49 @@ def task_cancel(task_id: str) -> None:
     typer.echo(f"Task {t['id']} is {t['status']}.")
 
 
+PR_FIELDS = [("id", "pull request"), ("state", "state"), ("url", "url"), ("branch", "branch"),
+             ("base_branch", "base"), ("review_state", "review"), ("check_state", "checks"),
+             ("followups", "follow-ups"), ("waiting_reason", "waiting for"), ("merged_by", "merged by")]
+
+
+@task_app.command("pr")
+def task_pr(task_id: str, output: Output = OutputOpt) -> None:
+    """Open the pull request of a task's branch (pushing it first when needed); opening twice
+    shows the same one."""
+    out = Client().post(f"/api/tasks/{seg(task_id)}/pr")
+    if out.get("pushing"):
+        typer.echo("The branch is being pushed; the pull request opens when the push lands "
+                   f"(`predictorx task pr {task_id}` again shows it).")
+        return
+    record(out, PR_FIELDS, output)
+
+
+@task_app.command("merge")
+def task_merge(task_id: str, method: Optional[str] = typer.Option(
+        None, "--method", help="merge, squash or rebase (as the repository allows; default its first)"),
+        output: Output = OutputOpt) -> None:
+    """Merge a task's pull request through its forge (or, for a local folder with no forge, the
+    branch into your checked-out branch)."""
+    if method is not None and method not in ("merge", "squash", "rebase"):
+        fail("--method must be merge, squash or rebase")
+    out = Client().post(f"/api/tasks/{seg(task_id)}/merge", {"method": method})
+    if "local" in out:
+        typer.echo(str(out["local"].get("message") or out["local"]) if isinstance(out["local"], dict) else str(out["local"]))
+        return
+    record(out, PR_FIELDS, output)
+
+
+@task_app.command("discard")
+def task_discard(task_id: str, output: Output = OutputOpt) -> None:
+    """Discard a task's work: close its pull request and delete its branch on the forge (or the
+    local branch, for a local folder)."""
+    out = Client().post(f"/api/tasks/{seg(task_id)}/discard")
+    if "local" in out:
+        typer.echo(str(out["local"].get("message") or out["local"]) if isinstance(out["local"], dict) else str(out["local"]))
+        return
+    record(out, PR_FIELDS, output)
+
+
 member_app = typer.Typer(help="Members of a workspace.", no_args_is_help=True)
 workspace_app.add_typer(member_app, name="member")
 token_app = typer.Typer(help="Your personal tokens (for `predictorx login` elsewhere).", no_args_is_help=True)

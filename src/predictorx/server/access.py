@@ -152,6 +152,18 @@ ACCESS: dict[str, Rule] = {
     "POST /api/forges/{connection_id}/test":             ADMIN,
     "POST /api/forges/{connection_id}/webhook-secret":   ADMIN,
     # daemons: listing for people, the daemon's own API
+    # pull requests (issue 22): merge and discard need an owner/admin, or a member where the
+    # forge connection allows members to merge (service/pullrequests.may_merge)
+    "GET /api/pull-requests/{pr_id}":                    MEMBER,
+    "GET /api/issues/{ref}/pull-requests":               MEMBER,
+    "GET /api/tasks/{task_id}/pr":                       MEMBER,
+    "POST /api/tasks/{task_id}/pr":                      MEMBER,
+    "POST /api/tasks/{task_id}/merge":                   MEMBER,   # members where the connection allows: service
+    "POST /api/tasks/{task_id}/discard":                 MEMBER,   # members where the connection allows: service
+    "POST /api/pull-requests/{pr_id}/merge":             MEMBER,   # members where the connection allows: service
+    "POST /api/pull-requests/{pr_id}/discard":           MEMBER,   # members where the connection allows: service
+    "POST /api/pull-requests/{pr_id}/ask-again":         MEMBER,
+    "POST /api/forges/{connection_id}/webhook":          PUBLIC,   # the forge's own signature: service/forgeevents
     "GET /api/daemons":                                  MEMBER,
     "GET /api/daemons/{daemon_id}":                      MEMBER,
     "POST /api/daemon/register":                         Rule("member", daemon=True),  # a daemon: itself only
@@ -219,6 +231,12 @@ ACCESS: dict[str, Rule] = {
     "POST /agents/{agent_id}/archive":                   MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/restore":                   MEMBER,   # its owner, or an admin/owner: service
     "GET /daemons":                                      MEMBER,
+    "GET /tasks/{task_id}/pr":                           MEMBER,   # the pull-request panel (web/pullrequests.py)
+    "GET /issues/{ref}/pr":                              MEMBER,
+    "POST /tasks/{task_id}/pr":                          MEMBER,
+    "POST /pull-requests/{pr_id}/merge":                 MEMBER,   # members where the connection allows: service
+    "POST /pull-requests/{pr_id}/discard":               MEMBER,   # members where the connection allows: service
+    "POST /pull-requests/{pr_id}/ask-again":             MEMBER,
     "GET /forges":                                       MEMBER,   # settings → Forges: members see the list
     "POST /forges":                                      ADMIN,
     "POST /forges/{connection_id}":                      ADMIN,

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import ClientError
-from ..service import classification, tasks
+from ..service import classification, forgeevents, prflow, tasks
 from ..service.daemons import daemon_timeout
 from ..store.db import Database
 from .access import enforce
@@ -26,6 +26,7 @@ from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
 from .routes import beans as bean_routes, classifications, workflow_tasks, roles as role_routes
 from .routes import daemon_forge, forges as forge_routes, workflows as workflow_routes
+from .routes import forgehooks, pullrequests as pr_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -96,6 +97,18 @@ async def _sweeper(state: AppState, interval: float) -> None:
             log.exception("sweep failed")
 
 
+async def _forge_poller(state: AppState) -> None:
+    """Asks forges about open PRs that heard no webhook lately (service/forgeevents.Poller: a
+    bounded number of requests per minute per connection, conditional where the client can)."""
+    poller = forgeevents.Poller()
+    while True:
+        await asyncio.sleep(min(poller.interval, 15.0))
+        try:
+            await run_in_threadpool(poller.once, state)
+        except Exception:  # the poller must outlive a forge's bad moment
+            log.exception("forge poll failed")
+
+
 def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = True) -> FastAPI:
     db = db or Database()
     if migrate:
@@ -110,6 +123,9 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
         hub.bind(asyncio.get_running_loop())
         jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5")))),
                 asyncio.create_task(streams.every())]
+        if forgeevents.poll_interval() > 0:
+            jobs.append(asyncio.create_task(_forge_poller(state)))
+        prflow.bind(state)  # a push's report opens its PR after the report's transaction
         if state.postgres:
             url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
             jobs.append(asyncio.create_task(hub.listen_postgres(url)))
@@ -140,7 +156,8 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     # The daemons' routes first: a request is matched against the routes in order, and theirs are
     # the busiest (every task a daemon turns over). No two routes share a path, so order is free.
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
-                   bean_routes, classifications, role_routes, workflow_tasks, forge_routes, daemon_forge):
+                   bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
+                   pr_routes, daemon_forge):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

@@ -24,6 +24,7 @@ from ..store.schema import (
     Agent,
     Daemon,
     Issue,
+    PullRequest,
     Runtime,
     Task,
     TaskMessage,
@@ -81,12 +82,21 @@ def follow_up(session: Session, issue: Issue, agent: Agent, request: str) -> Tas
     if existing is None:
         task = enqueue(session, issue, agent)
         task.prompt = request
+        task.pull_request_id = task.pull_request_id or _open_pull_request(session, issue, agent)
         return task
     if existing.status == "queued":
         existing.prompt = _joined(existing.prompt, request)
     else:
         existing.pending_prompt = _joined(existing.pending_prompt, request)
     return existing
+
+
+def _open_pull_request(session: Session, issue: Issue, agent: Agent) -> str | None:
+    """The agent's open (or pushed, not yet opened) PR on the issue: a request for more work there
+    continues its branch, so its commits update the same PR (issue 22 §5)."""
+    return session.scalar(select(PullRequest.id).where(
+        PullRequest.issue_id == issue.id, PullRequest.agent_id == agent.id,
+        one_of(PullRequest.state, ("pushed", "open", "draft"))).order_by(PullRequest.created_at.desc()).limit(1))
 
 
 def _joined(before: str | None, more: str) -> str:
@@ -100,7 +110,9 @@ def _queue_pending(session: Session, task: Task) -> None:
     if issue is None or agent is None:
         return
     session.flush()  # the finished task's active_key is gone before the next one claims it
-    follow_up(session, issue, agent, request)
+    nxt = follow_up(session, issue, agent, request)
+    if task.pull_request_id and nxt.pull_request_id is None:  # a PR's follow-up continues its branch
+        nxt.pull_request_id = task.pull_request_id
 
 
 def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> None:

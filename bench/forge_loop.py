@@ -1,0 +1,166 @@
+"""The forge loop's latencies (issue 22 Measure), on SQLite, against the GitHub stand-in
+(tests/forgestand: its REST API in-process, git smart HTTP through nginx + git http-backend).
+
+1. Webhook received → the follow-up's agent process started: a "changes requested" review is
+   delivered, signed, to `POST /api/forges/{id}/webhook`; the agent (a `command` agent, sandbox
+   off so it may write its stamp outside its worktree) writes CLOCK_REALTIME as its first
+   instruction. Latency = stamp − the moment the delivery was sent. Each follow-up completes and
+   its push lands before the next review (one at a time: latency, not queueing). Target p50 ≤ 1 s.
+2. Run ended → PR opened (with push), against a bare `git push` of the same branch to the same
+   git server: the run's end is the task's `finished_at` (the server's clock, this machine); the
+   PR counts as opened when `GET /api/tasks/{id}/pr` first shows its number (polled every 10 ms,
+   so up to 10 ms late). The bare push sends the same branch, from the person's folder, to a
+   second repository on the same stand-in that holds the same history (so it carries the same new
+   objects). Target: p50 ratio ≤ 1.5.
+
+Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+from _common import Daemon, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until  # noqa: E402
+from forgestand import start_standin  # noqa: E402
+
+TARGET_FOLLOWUP_P50_MS = 1000.0
+TARGET_PR_RATIO = 1.5
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def agent_script(stamps: Path) -> str:
+    return (f'echo "$PREDICTORX_TASK_ID $(date +%s.%N)" >> {stamps}; n=$(ls runs 2>/dev/null | wc -l); mkdir -p runs; '
+            'echo "run $n" > runs/$n.txt; git add runs && git -c user.name=bench -c user.email=b@example.com '
+            'commit -qm "run $n"')
+
+
+def stamp_of(stamps: Path, task_id: str) -> float | None:
+    if not stamps.exists():
+        return None
+    for line in stamps.read_text().splitlines():
+        tid, _, at = line.partition(" ")
+        if tid == task_id:
+            return float(at)
+    return None
+
+
+def runs_of(server: Server, number: int) -> list[dict]:
+    return server.api("GET", f"/api/issues/{number}/runs")
+
+
+def _ts(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--followups", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=10)
+    args = ap.parse_args()
+    with tempdir("px-bench-forge-") as root:
+        forge = start_standin("github", root / "standin")
+        server = daemon = None
+        try:
+            server = Server(root, sqlite_url(root), PREDICTORX_FORGE_POLL_INTERVAL="0")
+            daemon = Daemon(server, root / "daemon")
+            emit({"bench": "forge_loop", "database": "sqlite", "machine": machine(),
+                  **measure(server, daemon, forge, root, args)})
+        finally:
+            for p in (daemon, server):
+                if p is not None:
+                    p.stop()
+            forge.stop()
+
+
+def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Namespace) -> dict:
+    repo = forge.create_repo("octo/app")
+    twin = forge.create_repo("octo/app-bare")  # the bare push's target: the same history
+    folder = root / "folder"
+    git(root, "clone", "-q", forge.authed_url(repo.path), str(folder))
+    git(folder, "remote", "set-url", "origin", repo.clone_url)
+    git(folder, "push", "-q", "-f", forge.authed_url(twin.path), "main:main")
+    stamps = root / "stamps.txt"
+    conn = server.api("POST", "/api/forges", {"kind": "github", "name": "gh", "base_url": forge.base_url,
+                                              "api_url": forge.api_url, "credential": forge.token})
+    hook = f"{server.url}/api/forges/{conn['id']}/webhook"
+    server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "sandbox": False,
+                                       "command": ["sh", "-c", agent_script(stamps)]})
+    project = server.api("POST", "/api/projects", {"title": "Bench", "resources": [{
+        "resource_type": "local_directory", "label": "app",
+        "resource_ref": {"local_path": str(folder), "daemon_id": daemon.id, "execution_mode": "worktree"}}]})
+    server.api("PATCH", f"/api/projects/{project['id']}", {"forge_policy": {"max_followups": 20, "draft": False}})
+
+    # -- 2: run ended → PR opened, and the bare push of the same branch -----------------------------
+    opened, bare, pushed = [], [], []
+    first_issue = first_task = None
+    for i in range(args.runs):
+        issue = server.api("POST", "/api/issues", {"title": f"Run {i}", "project_id": project["id"], "assignee": "coder"})
+        task_id = runs_of(server, issue["number"])[0]["id"]
+        pushed_at = None
+
+        def pr_open() -> dict | None:
+            nonlocal pushed_at
+            p = server.api("GET", f"/api/tasks/{task_id}/pr")
+            if p and pushed_at is None:
+                pushed_at = time.time()
+            return p if p.get("number") else None
+        pr = wait_until(pr_open, 60, 0.01, "the PR to open")
+        seen = time.time()
+        task = server.api("GET", f"/api/tasks/{task_id}")
+        opened.append(seen - _ts(task["finished_at"]))
+        pushed.append((pushed_at or seen) - _ts(task["finished_at"]))
+        t0 = time.monotonic()
+        git(folder, "push", "-q", forge.authed_url(twin.path), f"{pr['branch']}:refs/heads/{pr['branch']}")
+        bare.append(time.monotonic() - t0)
+        if first_issue is None:
+            first_issue, first_task = issue, task_id
+        log(f"run {i}: PR #{pr['number']} {opened[-1] * 1000:.0f} ms after the run ended; bare push {bare[-1] * 1000:.0f} ms")
+
+    # -- 1: webhook → follow-up's agent process started ----------------------------------------------
+    pr = server.api("GET", f"/api/tasks/{first_task}/pr")
+    latencies = []
+    for i in range(args.followups):
+        head = forge.branch_head(repo.path, pr["branch"])
+        forge.submit_review(repo.path, pr["number"], "changes_requested", body=f"Round {i}.",
+                            comments=[("runs/0.txt", 1, f"Change {i}.")])
+        delivery = forge.webhook("review", repo.path, pr["number"])
+        before = len(runs_of(server, first_issue["number"]))
+        sent = time.time()
+        assert forge.deliver(hook, delivery, secret=conn["webhook_secret"]) == 200
+        runs = wait_until(lambda: (r := runs_of(server, first_issue["number"])) and len(r) > before and r, 30, 0.01,
+                          "the follow-up")
+        follow = runs[-1]["id"]
+        started = wait_until(lambda: stamp_of(stamps, follow), 30, 0.01, "the agent's stamp")
+        latencies.append(started - sent)
+        wait_until(lambda: server.api("GET", f"/api/tasks/{follow}")["status"] in ("completed", "failed"), 60, 0.02, "the follow-up to end")
+        wait_until(lambda: forge.branch_head(repo.path, pr["branch"]) != head, 60, 0.02, "the follow-up's push")
+        log(f"follow-up {i}: agent started {latencies[-1] * 1000:.0f} ms after the webhook was sent")
+
+    followup = summary_ms(latencies)
+    pr_open, push = summary_ms(opened), summary_ms(bare)
+    ratio = round(pr_open["p50_ms"] / push["p50_ms"], 2) if push.get("p50_ms") else None
+    return {"webhook_to_followup_agent_started": {**followup, "target_p50_ms": TARGET_FOLLOWUP_P50_MS,
+                                                  "met": followup["p50_ms"] <= TARGET_FOLLOWUP_P50_MS},
+            "run_ended_to_pr_opened_with_push": pr_open,
+            "of_which_run_ended_to_push_recorded": summary_ms(pushed), "bare_git_push_same_branch": push,
+            "pr_opened_over_bare_push_p50": {"ratio": ratio, "target": TARGET_PR_RATIO,
+                                             "met": ratio is not None and ratio <= TARGET_PR_RATIO},
+            "notes": "GitHub stand-in on loopback (API in-process uvicorn, git via nginx + git http-backend); "
+                     "agent = sh command, sandbox off; PR-open time polled every 10 ms"}
+
+
+if __name__ == "__main__":
+    tempfile.tempdir = None
+    main()

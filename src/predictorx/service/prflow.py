@@ -1,0 +1,157 @@
+"""The pull-request use cases as the API routes, the pages and the CLI reach them (issue 22 §3, §6):
+by task or by PR, answering plain dicts. A task whose branch is not on a forge yet is pushed first
+(service/forgepush.py asks its daemon) and its PR opens when the push lands; a local folder with
+no forge is merged or discarded in place by its daemon.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from ..store.schema import PullRequest, Task, User
+from . import forgefeedback, forgepush, issues
+from . import pullrequests as prs
+from .pullrequests import announce
+from . import tasks as task_svc
+from .errors import Conflict, Forbidden, NotFound
+
+log = logging.getLogger("predictorx.forges")
+
+#: Tasks whose person asked for a PR before the branch was pushed: opened when the push lands,
+#: whatever the project's auto_pr says. (In this process; a restart forgets it and the person
+#: presses again — the open is idempotent.)
+_open_when_pushed: set[str] = set()
+_lock = threading.Lock()
+
+
+def of_task_id(s: Session, workspace_id: str, task_id: str) -> PullRequest | None:
+    return prs.of_task(s, task_svc.get_task(s, workspace_id, task_id))
+
+
+def of_issue(s: Session, workspace_id: str, ref: str) -> list[PullRequest]:
+    return prs.for_issue(s, issues.get_issue(s, workspace_id, ref).id)
+
+
+def _out(db: prs.Transactions, workspace_id: str, pr_id: str, **extra: Any) -> dict[str, Any]:
+    with db.read() as s:
+        return {**prs.serialize(prs.get(s, workspace_id, pr_id)), **extra}
+
+
+def open_for_task(db: prs.Transactions, workspace_id: str, task_id: str, link_base: str | None = None) -> dict[str, Any]:
+    with db.write() as s:
+        task = task_svc.get_task(s, workspace_id, task_id)
+        pr = prs.of_task(s, task)
+        if pr is None or (pr.head_sha is None and pr.number is None):
+            if task.status != "completed":
+                raise Conflict(f"this run is {task.status}; a pull request opens for a completed run's branch")
+            if not task.branch_name:
+                raise Conflict("this run left no branch (no changes), so there is nothing to open a pull request for")
+            with _lock:
+                _open_when_pushed.add(task.id)
+            forgepush.request_push(s, task)
+            return {"pushing": True, "task_id": task.id}
+        pr_id = pr.id
+    return _out(db, workspace_id, prs.open_pr(db, workspace_id, pr_id, link_base=link_base))
+
+
+def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, task_id: str | None) -> None:
+    """After a push landed: open the PR when the person asked for it or the policy says auto_pr.
+    Runs outside the transaction that recorded the push (it calls the forge)."""
+    with db.read() as s:
+        pr = s.get(PullRequest, pr_id)
+        if pr is None or pr.state not in ("pushed",) + prs.OPEN_STATES:
+            return
+        wanted = prs.policy_of(s, pr)["auto_pr"]
+    with _lock:
+        asked = task_id in _open_when_pushed
+        _open_when_pushed.discard(task_id or "")
+    if pr.number is None and (wanted or asked):
+        try:
+            prs.open_pr(db, workspace_id, pr_id)
+        except Exception as e:  # noqa: BLE001 — a background open must not take the push report down
+            log.warning("opening the pull request of %s failed: %s", pr_id, e)
+            prs.note(db, workspace_id, pr_id, f"Opening the pull request failed: {getattr(e, 'message', e)}")
+
+
+def _actor_named(db: prs.Transactions, actor: prs.Actor) -> prs.Actor:
+    if actor.name or not actor.user_id:
+        return actor
+    with db.read() as s:
+        user = s.get(User, actor.user_id)
+        return prs.Actor(actor.user_id, user.name if user is not None else "", actor.role)
+
+
+def merge_pr(db: prs.Transactions, workspace_id: str, pr_id: str, actor: prs.Actor, method: str | None) -> dict[str, Any]:
+    return _out(db, workspace_id, prs.merge(db, workspace_id, pr_id, _actor_named(db, actor), method))
+
+
+def discard_pr(db: prs.Transactions, workspace_id: str, pr_id: str, actor: prs.Actor) -> dict[str, Any]:
+    _must_act(db, workspace_id, pr_id, actor)
+    return _out(db, workspace_id, prs.discard(db, workspace_id, pr_id, actor))
+
+
+def _must_act(db: prs.Transactions, workspace_id: str, pr_id: str, actor: prs.Actor) -> None:
+    from ..store.schema import ForgeConnection
+
+    with db.read() as s:
+        pr = prs.get(s, workspace_id, pr_id)
+        conn = s.get(ForgeConnection, pr.connection_id)
+        if conn is None:
+            raise NotFound("the forge connection of this pull request was removed")
+        if not prs.may_merge(actor, conn):
+            raise Forbidden(f"members may not discard through the connection {conn.name!r}; "
+                            "an owner or admin can, or can allow members to")
+
+
+def pr_id_of_task(db: prs.Transactions, workspace_id: str, task_id: str) -> str | None:
+    """The id of the PR the task's work went to, or None (404 for no such task)."""
+    with db.read() as s:
+        pr = prs.of_task(s, task_svc.get_task(s, workspace_id, task_id))
+        return pr.id if pr is not None else None
+
+
+def ask_again(db: prs.Transactions, workspace_id: str, pr_id: str, user_id: str | None,
+              request: str | None = None) -> dict[str, Any]:
+    with db.write() as s:
+        pr = prs.get(s, workspace_id, pr_id)
+        user = s.get(User, user_id) if user_id else None
+        task = forgefeedback.ask_again(s, pr, user.name if user is not None else "A person", request)
+        out = prs.serialize(pr)
+        out["queued_task_id"] = task.id if task is not None else None
+        return out
+
+
+# -- opening on push ---------------------------------------------------------------------------
+
+#: The server's transactions, for work that runs after a push report's transaction committed
+#: (server/app.py binds them at start; None: no server in this process, nothing opens on push).
+_bound: prs.Transactions | None = None
+
+
+def bind(db: prs.Transactions | None) -> None:
+    global _bound
+    _bound = db
+
+
+def _after_push(session: Session, pr: PullRequest, task: Task) -> None:
+    """forgepush's listener: once the push's transaction commits, open the PR in a thread of its
+    own (a forge call never runs inside a transaction, nor in the daemon's report request)."""
+    forgefeedback.forget_stale_checks(pr)  # the push moved the head
+    announce(session, pr)
+    db, ws, pr_id, task_id = _bound, pr.workspace_id, pr.id, task.id
+    if db is None:
+        return
+
+    def start(_session: Session) -> None:
+        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, task_id),
+                         name="px-open-pr", daemon=True).start()
+
+    event.listen(session, "after_commit", start, once=True)
+
+
+forgepush.after_push.append(_after_push)

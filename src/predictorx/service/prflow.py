@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from ..store.schema import PullRequest, Task, User
+from ..store.schema import ForgeConnection, PullRequest, Task, User
 from . import forgefeedback, forgepush, issues
 from . import pullrequests as prs
 from .pullrequests import announce
@@ -35,6 +35,14 @@ def of_task_id(s: Session, workspace_id: str, task_id: str) -> PullRequest | Non
 
 def of_issue(s: Session, workspace_id: str, ref: str) -> list[PullRequest]:
     return prs.for_issue(s, issues.get_issue(s, workspace_id, ref).id)
+
+
+def panel_row(s: Session, pr: PullRequest) -> dict[str, Any]:
+    """A PR as the pages' panel shows it: the row, the merge methods its repository allows, and
+    which forge connection it is on (its name, or "(removed)")."""
+    conn = s.get(ForgeConnection, pr.connection_id)
+    return {"pr": pr, "methods": prs.allowed_merge_methods(pr), "forge": conn.name if conn else "(removed)",
+            "kind": conn.kind if conn else ""}
 
 
 def _out(db: prs.Transactions, workspace_id: str, pr_id: str, **extra: Any) -> dict[str, Any]:

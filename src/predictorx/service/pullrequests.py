@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from ..forges import base as forge_api
 from ..forges import registry
-from ..store.harness_schema import TaskHandoff
+from ..store.workflow_schema import TaskHandoff
 from ..store.schema import ForgeConnection, Issue, Project, ProjectResource, PullRequest, Task, utcnow
 from . import forgepolicy
 from . import forges as connections

@@ -18,7 +18,6 @@ from ...service import issues as issue_svc
 from ...service import prflow
 from ...service import pullrequests as prs
 from ...service import tasks as task_svc
-from ...store.schema import ForgeConnection
 from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
@@ -28,17 +27,11 @@ from .session import Viewer, viewer
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 
-def _row(s, pr) -> dict[str, Any]:
-    conn = s.get(ForgeConnection, pr.connection_id)
-    return {"pr": pr, "methods": prs.allowed_merge_methods(pr), "forge": conn.name if conn else "(removed)",
-            "kind": conn.kind if conn else ""}
-
-
 def task_panel_context(request: Request, who: Viewer, task_id: str, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         task = task_svc.get_task(s, who.workspace_id, task_id)
         pr = prs.of_task(s, task)
-        return {"task": task, "rows": [_row(s, pr)] if pr is not None else [], "panel_url": f"/tasks/{task.id}/pr",
+        return {"task": task, "rows": [prflow.panel_row(s, pr)] if pr is not None else [], "panel_url": f"/tasks/{task.id}/pr",
                 "can_open": pr is None and task.status == "completed" and bool(task.branch_name),
                 "error": None, **extra}
 
@@ -46,7 +39,7 @@ def task_panel_context(request: Request, who: Viewer, task_id: str, **extra: Any
 def issue_panel_context(request: Request, who: Viewer, ref: str, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         issue = issue_svc.get_issue(s, who.workspace_id, ref)
-        rows = [_row(s, pr) for pr in prs.for_issue(s, issue.id)]
+        rows = [prflow.panel_row(s, pr) for pr in prs.for_issue(s, issue.id)]
         return {"task": None, "rows": rows, "panel_url": f"/issues/{issue.number}/pr", "can_open": False,
                 "error": None, **extra}
 

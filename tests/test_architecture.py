@@ -135,6 +135,19 @@ def test_no_function_grows_past_80_lines():
                         "`.venv/bin/python tests/test_architecture.py --shrink-long-functions`:\n" + "\n".join(shrunk))
 
 
+def test_test_modules_outside_packages_have_unique_names():
+    """pytest imports a test file in a folder without __init__.py by its bare name: two such files
+    with one name (tests/daemon/test_x.py and agents-room/tests/test_x.py) stop the whole run at
+    collection, and only when both are collected — a helper running its own folder never sees it."""
+    seen: dict[str, list[str]] = {}
+    for base in (ROOT / "tests", ROOT / "agents-room" / "tests"):
+        for f in base.rglob("test_*.py"):
+            if "node_modules" not in f.parts and not (f.parent / "__init__.py").exists():
+                seen.setdefault(f.name, []).append(str(f.relative_to(ROOT)))
+    clashes = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not clashes, f"rename one of each (pytest cannot collect both): {clashes}"
+
+
 def write_long_functions(lengths: dict[tuple[str, str], int]) -> None:
     rows = [f"{p} {name} {n}" for (p, name), n in sorted(lengths.items()) if n > MAX_FUNCTION_LINES]
     LONG_FUNCTIONS.write_text(f"# functions over {MAX_FUNCTION_LINES} lines allowed, with their length "

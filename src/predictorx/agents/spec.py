@@ -35,3 +35,5 @@ class RunSpec:
     #: Turns the finished argv (and the agent's env) into the sandboxed command line, e.g.
     #: `bwrap … -- argv` (daemon/sandbox.py); None: the agent runs unconfined.
     sandbox: Callable[[list[str], dict[str, str]], list[str]] | None = None
+    #: How an agent's permission requests are answered (ACP): allow or deny.
+    permission_policy: str | None = None

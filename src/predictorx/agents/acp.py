@@ -22,22 +22,13 @@ stopped, so a cancel still ends within the runner's 5 s budget.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-from acp import PROTOCOL_VERSION, connect_to_agent, text_block
-from acp.schema import Implementation, McpServerStdio
-
 from . import acp_profiles
-from . import message as m
-from .acp_client import CAPABILITIES, PredictorClient
-from .acp_link import LineTransport, split_overrides
-from .acp_updates import add_prompt_usage, flush, map_update
+from .acp_link import split_overrides
 from .adapter import AgentAdapter, MessageHandler, _with_stderr
-from .message import AgentMessage
-from .process import ProcessOutcome, ProcessRequest, run_process
+from .process import ProcessOutcome
 from .registry import register
 from .result import RunResult
 from .spec import RunSpec
@@ -45,22 +36,9 @@ from .stream_state import StreamState
 
 log = logging.getLogger(__name__)
 
-CANCEL_GRACE_S = 1.0
-EXIT_GRACE_S = 2.0
-#: After the process is gone, how long the conversation may take to notice.
-SETTLE_S = 2.0
 _FAILED_STOPS = {"max_tokens": "the agent stopped: its model reached its token limit",
                  "max_turn_requests": "the agent stopped: it reached its limit of model requests for one turn",
                  "refusal": "the agent refused to continue"}
-
-
-@dataclass
-class _Talk:
-    """How the conversation went."""
-    stop_reason: str | None = None
-    error: str | None = None
-    load_failed: bool = False
-
 
 class AcpAdapter(AgentAdapter):
     provider = "acp"
@@ -73,7 +51,12 @@ class AcpAdapter(AgentAdapter):
     def probe(self, path: str | None = None) -> str | None:
         if path:
             return super().probe(path)
-        return f"agent-client-protocol {PROTOCOL_VERSION}"
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"agent-client-protocol {version('agent-client-protocol')}"
+        except PackageNotFoundError:
+            return None
 
     def build_argv(self, spec: RunSpec) -> list[str]:
         problem = acp_profiles.check_command(spec.argv_override)
@@ -102,34 +85,12 @@ class AcpAdapter(AgentAdapter):
         env = self.build_env(spec)
         if spec.sandbox is not None:
             argv = spec.sandbox(argv, env)
-        state, talk = StreamState(), _Talk()
-        outbox: asyncio.Queue[AgentMessage | None] = asyncio.Queue()
-        delivery = asyncio.create_task(_deliver(outbox, on_message))
+        from .acp_session import run_conversation  # the SDK loads with the first ACP run, not the daemon
 
-        async def noise(line: str) -> None:
-            outbox.put_nowait(m.system("output", text=line))
-
-        link = LineTransport(noise)
-        stop = asyncio.Event()
-        request = ProcessRequest(argv=argv, cwd=spec.cwd, env=env, stdin_data=None, stdin_session=link.hold_stdin,
-                                 stream_log=spec.logs_dir / "acp.stream.jsonl",
-                                 stderr_log=spec.logs_dir / "acp.stderr.log", timeout_s=spec.timeout_s)
-        process = asyncio.create_task(run_process(request, link.on_line, stop))
-        session = _Session(spec, state, talk, link, outbox, _policy(spec))
-        conversation = asyncio.create_task(session.converse())
-        try:
-            outcome = await _supervise(process, conversation, session, link, stop, cancel)
-        finally:
-            for task in (process, conversation):
-                task.cancel()
-            for msg in flush(state):
-                outbox.put_nowait(msg)
-            outbox.put_nowait(None)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(delivery, SETTLE_S)
+        state, talk, outcome = await run_conversation(spec, argv, env, on_message, cancel, _policy(spec))
         return self._conclude(state, talk, outcome, spec, cancel)
 
-    def _conclude(self, state: StreamState, talk: _Talk, outcome: ProcessOutcome, spec: RunSpec,
+    def _conclude(self, state: StreamState, talk: Any, outcome: ProcessOutcome, spec: RunSpec,
                   cancel: asyncio.Event) -> RunResult:
         answer = state.last_text
 
@@ -151,130 +112,8 @@ class AcpAdapter(AgentAdapter):
         reason = talk.error or f"{name} ended before answering the prompt (exit code {outcome.exit_code})"
         return ended("failed", _with_stderr(f"ACP: {reason}", outcome))
 
-
-class _Session:
-    """One run's conversation with the agent."""
-
-    def __init__(self, spec: RunSpec, state: StreamState, talk: _Talk, link: LineTransport,
-                 outbox: asyncio.Queue[AgentMessage | None], policy: str):
-        self.spec, self.state, self.talk, self.outbox = spec, state, talk, outbox
-        self.replaying = False
-        self.session_id: str | None = None
-        client = PredictorClient(spec.cwd, policy, self._record)
-        self.conn = connect_to_agent(client, link, observers=[self._observe])
-
-    def _record(self, msg: AgentMessage) -> None:
-        for held in flush(self.state):
-            self.outbox.put_nowait(held)
-        self.outbox.put_nowait(msg)
-
-    def _observe(self, event: Any) -> None:
-        """Every message as it arrives, in order (the SDK handles them as concurrent tasks)."""
-        message = event.message
-        if event.direction.value != "incoming" or message.get("method") != "session/update" or self.replaying:
-            return
-        update = (message.get("params") or {}).get("update")
-        if isinstance(update, dict):
-            for msg in map_update(update, self.state):
-                self.outbox.put_nowait(msg)
-
-    async def converse(self) -> None:
-        try:
-            await self._converse()
-        except Exception as exc:  # noqa: BLE001 — the agent's error is the run's failure reason
-            self.talk.error = _describe(exc)
-
-    async def _converse(self) -> None:
-        spec = self.spec
-        init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CAPABILITIES,
-                                          client_info=Implementation(name="predictorx", version=_version()))
-        can_load = bool(init.agent_capabilities and init.agent_capabilities.load_session)
-        mcp = [McpServerStdio(**s) for s in split_overrides(spec.extra_args)[0]]
-        cwd = str(spec.cwd)
-        if spec.resume_session_id and can_load:
-            self.replaying = True
-            try:
-                await self.conn.load_session(cwd=cwd, session_id=spec.resume_session_id, mcp_servers=mcp)
-            finally:
-                self.replaying = False
-            self.session_id = spec.resume_session_id
-        else:
-            if spec.resume_session_id:
-                self._record(m.system("resume_skipped", session_id=spec.resume_session_id,
-                                      message="this ACP agent does not offer session/load: a new session was started"))
-            self.session_id = (await self.conn.new_session(cwd=cwd, mcp_servers=mcp)).session_id
-        self.state.session_id = self.session_id
-        self._record(m.system("session", session_id=self.session_id, protocol_version=init.protocol_version,
-                              agent=_agent_info(init), load_session=can_load))
-        prompt = spec.prompt + (await spec.prompt_tail if spec.prompt_tail is not None else "")
-        reply = await self.conn.prompt(session_id=self.session_id, prompt=[text_block(prompt)])
-        self.talk.stop_reason = str(reply.stop_reason)
-        add_prompt_usage(reply.usage.model_dump(by_alias=True) if reply.usage else None, self.state)
-
-    async def cancel(self) -> None:
-        if self.session_id is None:
-            return
-        with contextlib.suppress(Exception):
-            await self.conn.cancel(session_id=self.session_id)
-
-
-async def _supervise(process: asyncio.Task[ProcessOutcome], conversation: asyncio.Task[None], session: _Session,
-                     link: LineTransport, stop: asyncio.Event, cancel: asyncio.Event) -> ProcessOutcome:
-    """Wait for the first of: the conversation's end, the process's end, a cancel; then end the rest."""
-    cancelled = asyncio.ensure_future(cancel.wait())
-    try:
-        await asyncio.wait({process, conversation, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-        if cancel.is_set() and not process.done():
-            await session.cancel()
-            await asyncio.wait({process, conversation}, timeout=CANCEL_GRACE_S, return_when=asyncio.FIRST_COMPLETED)
-            stop.set()
-        if not process.done():
-            link.close_stdin()  # the conversation is over: EOF asks the agent to exit
-            await asyncio.wait({process}, timeout=EXIT_GRACE_S)
-            stop.set()  # what is left of its group is stopped by the runner
-        outcome = await process
-        link.end()
-        await asyncio.wait({conversation}, timeout=SETTLE_S)
-        return outcome
-    finally:
-        cancelled.cancel()
-        await asyncio.gather(session.conn.close(), return_exceptions=True)
-
-
-async def _deliver(outbox: asyncio.Queue[AgentMessage | None], on_message: MessageHandler) -> None:
-    while (msg := await outbox.get()) is not None:
-        try:
-            await on_message(msg)
-        except Exception:  # one failed delivery must not lose the rest
-            log.exception("acp: delivering a message failed")
-
-
 def _policy(spec: RunSpec) -> str:
     return spec.permission_policy or "allow"
-
-
-def _agent_info(init: Any) -> dict[str, Any] | None:
-    info = getattr(init, "agent_info", None)
-    return info.model_dump(mode="json", exclude_none=True) if info is not None else None
-
-
-def _describe(exc: BaseException) -> str:
-    data = getattr(exc, "data", None)
-    text = str(exc) or type(exc).__name__
-    if isinstance(data, dict) and data.get("details"):
-        text += f": {data['details']}"
-    elif data:
-        text += f": {data}"
-    return text
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("predictorx")
-    except PackageNotFoundError:
-        return "0"
 
 
 register(AcpAdapter)

@@ -9,10 +9,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .. import allowhosts
+from ..agents import acp_profiles
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
-PROVIDERS = ("claude", "codex", "gemini", "opencode", "command")
+PROVIDERS = ("claude", "codex", "gemini", "opencode", "command", "acp")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -52,6 +53,8 @@ def _check(name: str, provider: str, command: list[str] | None, max_concurrent_t
         raise Invalid(f"unknown provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
     if provider == "command" and not command:
         raise Invalid("a command agent needs its command line (--command 'prog arg …')")
+    if provider == "acp" and (problem := acp_profiles.check_command(command)):
+        raise Invalid(problem)
     if command is not None and (not isinstance(command, list) or not all(isinstance(c, str) and c for c in command)):
         raise Invalid("command must be a non-empty list of strings")
     if not 1 <= max_concurrent_tasks <= 64:
@@ -138,7 +141,7 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
     new_name = name if name is not None else agent.name
     new_provider = provider if provider is not None else agent.provider
     new_command = agent.command if command is _UNSET else command
-    if new_provider != "command" and command is _UNSET:
+    if new_provider not in ("command", "acp") and command is _UNSET:
         new_command = None if provider is not None else agent.command
     new_limit = max_concurrent_tasks if max_concurrent_tasks is not None else agent.max_concurrent_tasks
     _check(new_name, new_provider, new_command, new_limit)

@@ -58,6 +58,10 @@ class AcpAdapter(AgentAdapter):
         except PackageNotFoundError:
             return None
 
+    def config_provider(self, command: list[str] | None) -> str:
+        profile = acp_profiles.for_command(list(command or []))
+        return profile.config_of if profile else self.provider
+
     def build_argv(self, spec: RunSpec) -> list[str]:
         problem = acp_profiles.check_command(spec.argv_override)
         if problem:

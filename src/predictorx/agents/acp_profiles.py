@@ -1,11 +1,12 @@
 """Launch profiles for ACP agents: what starts an agent's ACP server and what it needs around it.
 
 A profile is data, not code: the command and arguments, environment set unless the daemon's own
-says otherwise, how a model is chosen, and the instruction file the agent reads. An ACP agent is
-stored with its whole command line (`predictorx agent create --provider acp --acp-command "…"`, or
+says otherwise, how a model is chosen, and whose config dir and instruction file are the agent's.
+An ACP agent is stored with its whole command line (`predictorx agent create --provider acp --acp-command "…"`, or
 `--acp-profile NAME`, which stores the profile's); the adapter finds the profile again by the
 command's executable name, so a workspace's own ACP agent needs no profile at all (it then gets
-the defaults: no extra environment, `AGENTS.md`, the model only through the agent's own config).
+the defaults: no extra environment, no config dir copied into its sandbox, `AGENTS.md`, the model
+only through the agent's own config).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ class AcpProfile:
     env: dict[str, str] = field(default_factory=dict)
     #: The flag the model goes after (`--model M`); empty: the agent's model is not set by us.
     model_flag: str = ""
-    instruction_file: str = "AGENTS.md"
+    #: The native provider whose config dir the sandbox copies for it and whose instruction file
+    #: carries the Project Context (daemon/cliconfig.py, daemon/context.py): the same CLI's.
+    config_of: str = "acp"
     #: What it needs in its config dir / environment to reach a model (docs/agents.md says more).
     needs: str = ""
 
@@ -37,19 +40,19 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
     AcpProfile(
         "gemini", "gemini", ("--experimental-acp",),
         # A task's workdir is new to Gemini; an untrusted folder would refuse to edit.
-        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}, model_flag="--model", instruction_file="GEMINI.md",
+        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}, model_flag="--model", config_of="gemini",
         needs="GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint); ~/.gemini/settings.json "
               "with security.auth.selectedType"),
     AcpProfile(
         "opencode", "opencode", ("acp",),
         env={"OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"},
+             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}, config_of="opencode",
         needs="~/.config/opencode/opencode.json with its provider and model"),
     AcpProfile(
-        "claude-code-acp", "claude-code-acp",
+        "claude-code-acp", "claude-code-acp", config_of="claude",
         needs="ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint); the `claude` CLI's config"),
     AcpProfile(
-        "codex-acp", "codex-acp",
+        "codex-acp", "codex-acp", config_of="codex",
         needs="OPENAI_API_KEY or ~/.codex/config.toml with its model provider"),
 )}
 

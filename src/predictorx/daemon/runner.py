@@ -404,7 +404,8 @@ class TaskRun:
         prepared = None
         try:
             harness_args = harness.mcp_args(self, env.path, base_env)
-            prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
+            prepared = await prepare_context(cwd, adapter.config_provider(self.agent.get("command")), self.id, ctx,
+                                             checkouts=self._checkouts,
                                              record=env.path / contextrecord.RECORD_NAME)
             extra_args, extra_env, room_intro = await rooms_ready
         except BaseException:
@@ -552,7 +553,7 @@ class TaskRun:
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
-        provider = self.agent["provider"]
+        provider = agents.get(self.agent["provider"]).config_provider(self.agent.get("command"))
         overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
                                      cliconfig.sessions_dir(self.daemon.workspaces_root,
                                                            self.agent.get("id") or self.agent["name"]))

@@ -91,7 +91,10 @@ class AcpAdapter(AgentAdapter):
             argv = spec.sandbox(argv, env)
         from .acp_session import run_conversation  # the SDK loads with the first ACP run, not the daemon
 
-        state, talk, outcome = await run_conversation(spec, argv, env, on_message, cancel, _policy(spec))
+        profile = acp_profiles.for_command(list(spec.argv_override or []))
+        on_argv = bool(profile and profile.model_flag)  # else through the session's model option
+        state, talk, outcome = await run_conversation(spec, argv, env, on_message, cancel, _policy(spec),
+                                                      None if on_argv else spec.model)
         return self._conclude(state, talk, outcome, spec, cancel)
 
     def _conclude(self, state: StreamState, talk: Any, outcome: ProcessOutcome, spec: RunSpec,

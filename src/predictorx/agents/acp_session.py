@@ -39,14 +39,15 @@ class Talk:
     """How the conversation went."""
     stop_reason: str | None = None
     error: str | None = None
-    load_failed: bool = False
+
 
 class Session:
     """One run's conversation with the agent."""
 
     def __init__(self, spec: RunSpec, state: StreamState, talk: Talk, link: LineTransport,
-                 outbox: asyncio.Queue[AgentMessage | None], policy: str):
+                 outbox: asyncio.Queue[AgentMessage | None], policy: str, session_model: str | None):
         self.spec, self.state, self.talk, self.outbox = spec, state, talk, outbox
+        self.session_model = session_model
         self.replaying = False
         self.session_id: str | None = None
         client = PredictorClient(spec.cwd, policy, self._record)
@@ -83,7 +84,7 @@ class Session:
         if spec.resume_session_id and can_load:
             self.replaying = True
             try:
-                await self.conn.load_session(cwd=cwd, session_id=spec.resume_session_id, mcp_servers=mcp)
+                opened: Any = await self.conn.load_session(cwd=cwd, session_id=spec.resume_session_id, mcp_servers=mcp)
             finally:
                 self.replaying = False
             self.session_id = spec.resume_session_id
@@ -91,14 +92,31 @@ class Session:
             if spec.resume_session_id:
                 self._record(m.system("resume_skipped", session_id=spec.resume_session_id,
                                       message="this ACP agent does not offer session/load: a new session was started"))
-            self.session_id = (await self.conn.new_session(cwd=cwd, mcp_servers=mcp)).session_id
+            opened = await self.conn.new_session(cwd=cwd, mcp_servers=mcp)
+            self.session_id = opened.session_id
         self.state.session_id = self.session_id
         self._record(m.system("session", session_id=self.session_id, protocol_version=init.protocol_version,
                               agent=_agent_info(init), load_session=can_load))
+        await self._choose_model(getattr(opened, "config_options", None) or [])
         prompt = spec.prompt + (await spec.prompt_tail if spec.prompt_tail is not None else "")
         reply = await self.conn.prompt(session_id=self.session_id, prompt=[text_block(prompt)])
         self.talk.stop_reason = str(reply.stop_reason)
         add_prompt_usage(reply.usage.model_dump(by_alias=True) if reply.usage else None, self.state)
+
+    async def _choose_model(self, options: list[Any]) -> None:
+        """The agent's model through its `model` config option, for agents that take no model flag
+        (OpenCode): ACP's own way, so no config file of the agent is written for it."""
+        if not self.session_model or self.session_id is None:
+            return
+        dumped = [o.model_dump(mode="json", by_alias=True) if hasattr(o, "model_dump") else o for o in options]
+        option = next((o for o in dumped if isinstance(o, dict) and o.get("category") == "model"), None)
+        if option is None:
+            self._record(m.system("model_not_set", model=self.session_model,
+                                  message="this ACP agent offers no model option; it uses its configured model"))
+            return
+        if option.get("currentValue") != self.session_model:
+            await self.conn.set_config_option(config_id=option["id"], session_id=self.session_id,
+                                              value=self.session_model)
 
     async def cancel(self) -> None:
         if self.session_id is None:
@@ -162,7 +180,8 @@ def _version() -> str:
 
 
 async def run_conversation(spec: RunSpec, argv: list[str], env: dict[str, str], on_message: MessageHandler,
-                           cancel: asyncio.Event, policy: str) -> tuple[StreamState, Talk, ProcessOutcome]:
+                           cancel: asyncio.Event, policy: str,
+                           session_model: str | None) -> tuple[StreamState, Talk, ProcessOutcome]:
     """Start the agent (sandboxed `argv`) through the shared runner and hold the conversation."""
     state, talk = StreamState(), Talk()
     outbox: asyncio.Queue[AgentMessage | None] = asyncio.Queue()
@@ -177,7 +196,7 @@ async def run_conversation(spec: RunSpec, argv: list[str], env: dict[str, str], 
                              stream_log=spec.logs_dir / "acp.stream.jsonl",
                              stderr_log=spec.logs_dir / "acp.stderr.log", timeout_s=spec.timeout_s)
     process = asyncio.create_task(run_process(request, link.on_line, stop))
-    session = Session(spec, state, talk, link, outbox, policy)
+    session = Session(spec, state, talk, link, outbox, policy, session_model)
     conversation = asyncio.create_task(session.converse())
     try:
         outcome = await supervise(process, conversation, session, link, stop, cancel)

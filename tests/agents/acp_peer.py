@@ -3,9 +3,10 @@
 The prompt's words choose what it does:
 - always: a thought, text in two chunks, a plan, a tool call (pending → permission → completed)
   whose work is `fs/write_text_file` of `note.txt` in the session's folder, with a diff;
-- ``outside``: also asks to read /etc/hostname (the client must refuse);
-- ``hang``: then waits until `session/cancel` and answers `cancelled`;
-- ``spawn``: first starts a `sleep 300` child in its process group (cancel must stop it; its pid
+- ``PEER_MCP``: first says the names of the MCP servers session/new gave it;
+- ``PEER_OUTSIDE``: also asks to read /etc/hostname (the client must refuse);
+- ``PEER_HANG``: then waits until `session/cancel` and answers `cancelled`;
+- ``PEER_SPAWN``: first starts a `sleep 300` child in its process group (cancel must stop it; its pid
   goes in `child.pid` in the folder).
 `session/load` replays one user and one agent chunk, which the client must not record again. The
 permission's choice is written into the note, so a test sees what the client answered.
@@ -76,7 +77,9 @@ class Peer:
         cwd = self.cwd[session_id]
         self.cancelled[session_id] = asyncio.Event()
         say = self.conn.session_update
-        if "spawn" in words:
+        if "PEER_MCP" in words:
+            await say(session_id, update_agent_message_text(f"mcp={Path(cwd, 'mcp.txt').read_text()} "))
+        if "PEER_SPAWN" in words:
             child = subprocess.Popen(["sleep", "300"])
             Path(cwd, "child.pid").write_text(str(child.pid))
         await say(session_id, update_agent_thought_text("thinking it over"))
@@ -100,13 +103,13 @@ class Peer:
         else:
             await say(session_id, update_tool_call("call-1", status="failed",
                                                    content=[tool_content(text_block(f"not allowed ({choice})"))]))
-        if "outside" in words:
+        if "PEER_OUTSIDE" in words:
             try:
                 await self.conn.read_text_file(session_id=session_id, path="/etc/hostname")
                 await say(session_id, update_agent_message_text("read outside"))
             except Exception as e:  # noqa: BLE001 — what the client said is the point
                 await say(session_id, update_agent_message_text(f" refused: {e}"))
-        if "hang" in words:
+        if "PEER_HANG" in words:
             await self.cancelled[session_id].wait()
             return PromptResponse(stop_reason="cancelled")
         await say(session_id, update_agent_message_text(" Done."))

@@ -75,7 +75,7 @@ async def test_deny_policy_rejects_and_is_recorded(task: Task):
 
 
 async def test_files_outside_the_workdir_are_refused(task: Task):
-    messages, result = await run_agent("acp", task.spec("go outside", argv_override=PEER))
+    messages, result = await run_agent("acp", task.spec("go PEER_OUTSIDE", argv_override=PEER))
 
     assert result.status == "completed", result.failure_reason
     said = "".join(m.content["text"] for m in by_kind(messages, "text"))
@@ -107,7 +107,7 @@ async def test_an_unknown_session_fails_then_starts_afresh(task: Task):
 
 async def test_cancel_sends_session_cancel_and_stops_the_group(task: Task):
     cancel = asyncio.Event()
-    run = asyncio.create_task(run_agent("acp", task.spec("spawn then hang", argv_override=PEER), cancel))
+    run = asyncio.create_task(run_agent("acp", task.spec("PEER_SPAWN then PEER_HANG", argv_override=PEER), cancel))
     pid_file = task.workdir / "child.pid"
     deadline = time.monotonic() + 20
     while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:

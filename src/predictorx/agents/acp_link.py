@@ -96,7 +96,9 @@ def split_overrides(args: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
     for name, spec in servers.items():
         if not isinstance(spec.get("command"), str):
             continue
-        env = spec.get("env") if isinstance(spec.get("env"), dict) else {}
+        env = spec.get("env")
+        if not isinstance(env, dict):
+            env = {}
         out.append({"name": name, "command": spec["command"], "args": [str(a) for a in spec.get("args") or []],
                     "env": [{"name": str(k), "value": str(v)} for k, v in env.items()]})
     return out, rest

@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, connect_to_agent, text_block
+from acp import PROTOCOL_VERSION, Client, connect_to_agent, text_block
 from acp.schema import Implementation, McpServerStdio
 
 from . import message as m
@@ -51,7 +51,9 @@ class Session:
         self.replaying = False
         self.session_id: str | None = None
         client = PredictorClient(spec.cwd, policy, self._record)
-        self.conn = connect_to_agent(client, link, observers=[self._observe])
+        # The SDK's Client protocol lists terminal and elicitation methods too; the router answers
+        # what a client leaves out with method-not-found, which is what we declare.
+        self.conn = connect_to_agent(cast(Client, client), link, observers=[self._observe])
 
     def _record(self, msg: AgentMessage) -> None:
         for held in flush(self.state):
@@ -79,7 +81,7 @@ class Session:
         init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CAPABILITIES,
                                           client_info=Implementation(name="predictorx", version=_version()))
         can_load = bool(init.agent_capabilities and init.agent_capabilities.load_session)
-        mcp = [McpServerStdio(**s) for s in split_overrides(spec.extra_args)[0]]
+        mcp: list[Any] = [McpServerStdio(**s) for s in split_overrides(spec.extra_args)[0]]
         cwd = str(spec.cwd)
         if spec.resume_session_id and can_load:
             self.replaying = True

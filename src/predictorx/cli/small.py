@@ -57,6 +57,8 @@ def _network_mode(value: str) -> str:
     return value
 
 
+PERMISSIONS_HELP = ("acp provider: how its permission requests are answered: allow (its allow option) or "
+                    "deny (its reject option); each answer is in the task's messages.")
 ACP_COMMAND_HELP = "acp provider: the command that starts the agent's ACP server on stdio ('gemini --experimental-acp')."
 ACP_PROFILE_HELP = "acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp)."
 
@@ -95,6 +97,7 @@ def agent_create(
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
     acp_command: Optional[str] = typer.Option(None, "--acp-command", help=ACP_COMMAND_HELP),
     acp_profile: Optional[str] = typer.Option(None, "--acp-profile", help=ACP_PROFILE_HELP),
+    permissions: str = typer.Option("allow", "--permissions", help=PERMISSIONS_HELP),
     instructions: str = typer.Option("", "--instructions"),
     max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
     sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox (the "
@@ -109,7 +112,8 @@ def agent_create(
     a = Client().post("/api/agents", {"name": name, "provider": provider, "runtime": runtime, "model": model,
                                        "command": argv, "instructions": instructions,
                                        "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox,
-                                       "network": _network_mode(network), "allow_hosts": allow_host})
+                                       "network": _network_mode(network), "allow_hosts": allow_host,
+                                       "permissions": permissions})
     if not a.get("sandbox", True):
         typer.echo(unconfined.agent_warning(a["name"]), err=True)
     if output == Output.json:
@@ -127,6 +131,7 @@ def agent_update(
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
     acp_command: Optional[str] = typer.Option(None, "--acp-command", help=ACP_COMMAND_HELP),
     acp_profile: Optional[str] = typer.Option(None, "--acp-profile", help=ACP_PROFILE_HELP),
+    permissions: Optional[str] = typer.Option(None, "--permissions", help=PERMISSIONS_HELP),
     instructions: Optional[str] = typer.Option(None, "--instructions"),
     max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
     sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, "
@@ -139,13 +144,13 @@ def agent_update(
     body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
             "command": _command_argv(command, acp_command, acp_profile), "max_concurrent_tasks": max_concurrent_tasks,
             "sandbox": sandbox, "network": _network_mode(network) if network is not None else None,
-            "allow_hosts": allow_host or None}
+            "allow_hosts": allow_host or None, "permissions": permissions}
     body = {k: v for k, v in body.items() if v is not None}
     if body.get("runtime") == "":
         body["runtime"] = None  # any of your daemons with its provider may run it
     if not body:
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
-             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host", code=2)
+             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host, --permissions", code=2)
     a = Client().patch(f"/api/agents/{seg(ref)}", body)
     if sandbox is False:
         typer.echo(unconfined.agent_warning(a["name"]), err=True)

@@ -436,7 +436,7 @@ class TaskRun:
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan,
-            resume_session_id=resume,
+            resume_session_id=resume, permission_policy=self.agent.get("permissions"),
         )
         ended_well = False
         try:

@@ -155,6 +155,7 @@ class AgentCreate(Strict):
     sandbox: bool = True
     network: Literal["open", "allowlist"] = "open"
     allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
+    permissions: Literal["allow", "deny"] = "allow"
 
 
 class AgentUpdate(Strict):
@@ -168,6 +169,7 @@ class AgentUpdate(Strict):
     sandbox: bool | None = None
     network: Literal["open", "allowlist"] | None = None
     allow_hosts: list[AllowedHost] | None = Field(default=None, max_length=64)
+    permissions: Literal["allow", "deny"] | None = None
 
 
 class RuntimeIn(Strict):

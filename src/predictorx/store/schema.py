@@ -199,6 +199,9 @@ class Agent(Base):
     #: `allow_hosts` through the daemon's proxy (daemon/netpolicy.py; migration 0013).
     network: Mapped[str] = mapped_column(String(16), default="open", server_default="open")
     allow_hosts: Mapped[list | None] = mapped_column(JSON, default=list)
+    #: How an ACP agent's permission requests are answered: "allow" or "deny" (agents/acp_client.py;
+    #: migration 0017). The other CLIs run with their own unattended flags.
+    permissions: Mapped[str] = mapped_column(String(8), default="allow", server_default="allow")
     runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
     # The person whose machines run it (R-SEC-6): it runs only on their daemons, only they edit it.
     owner_id: Mapped[str | None] = mapped_column(String(36), index=True)

@@ -162,3 +162,21 @@ def _spec(argv: list[str], **kwargs):
     from predictorx.agents import RunSpec
 
     return RunSpec(prompt="p", cwd=Path("/tmp"), env={}, logs_dir=Path("/tmp"), argv_override=argv, **kwargs)
+
+
+def test_a_call_announced_twice_is_one_tool_use_with_its_input():
+    from predictorx.agents.acp_updates import flush, map_update
+    from predictorx.agents.stream_state import StreamState
+
+    state = StreamState()
+    out = map_update({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Terminal", "kind": "execute",
+                      "status": "pending", "rawInput": {}}, state)
+    out += map_update({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "`ls`", "kind": "execute",
+                       "status": "pending", "rawInput": {"command": "ls"}}, state)
+    out += map_update({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
+                       "content": [{"type": "content", "content": {"type": "text", "text": "a b"}}]}, state)
+    out += map_update({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "Read", "status": "pending"}, state)
+    out += flush(state)
+    assert [(o.kind, o.content.get("name"), o.content.get("input")) for o in out] == [
+        ("tool_use", "`ls`", {"command": "ls"}), ("tool_result", None, None), ("tool_use", "Read", None)]
+    assert out[1].content["output"] == "a b"

@@ -50,9 +50,14 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
         needs="~/.config/opencode/opencode.json with its provider and model"),
     AcpProfile(
         "claude-code-acp", "claude-code-acp", config_of="claude",
-        needs="ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint); the `claude` CLI's config"),
+        needs="ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint); the `claude` CLI's config; "
+              "CLAUDE_CODE_EXECUTABLE naming the person's `claude` (its SDK's own copy failed in the sandbox)"),
     AcpProfile(
-        "codex-acp", "codex-acp", config_of="codex",
+        # Codex's own sandbox helper is not there (and ours is around it), and a run has no one to
+        # approve: as the native adapter's --dangerously-bypass-approvals-and-sandbox. Not through
+        # session/set_mode, which writes the person's (read-only) config.toml.
+        "codex-acp", "codex-acp", ("-c", 'sandbox_mode="danger-full-access"', "-c", 'approval_policy="never"'),
+        config_of="codex",
         needs="OPENAI_API_KEY or ~/.codex/config.toml with its model provider"),
 )}
 

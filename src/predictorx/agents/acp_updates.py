@@ -5,7 +5,8 @@ The updates arrive as their wire dicts (camelCase, as the agent sent them):
 - ``agent_message_chunk`` / ``agent_thought_chunk`` — text in pieces, joined here into one text
   (or thinking) message per stretch, as the other adapters do with their deltas.
 - ``tool_call`` — a tool call starts: ``tool_use`` {id, name (its title), input (rawInput), kind,
-  status}; one already finished also gets its ``tool_result``.
+  status}; one already finished also gets its ``tool_result``. A call announced without input is
+  held until its next update (which fills it in) or any other update.
 - ``tool_call_update`` — its status moves on; ``completed``/``failed`` give the ``tool_result``
   (output: the text content, else rawOutput; diffs as {path, old_text, new_text}).
 - ``plan`` — ``system`` {event: plan, entries}.
@@ -30,7 +31,17 @@ def map_update(update: dict[str, Any], state: StreamState) -> list[AgentMessage]
     kind = update.get("sessionUpdate")
     if kind in _BUFFERED:
         return _buffer(_BUFFERED[kind], _block_text(update.get("content")), state)
+    held = state.scratch.setdefault("held_tools", {})
+    if kind in ("tool_call", "tool_call_update") and update.get("toolCallId") in held:
+        # The call announced without its input: now with it (Claude Code's adapter sends it twice).
+        first = held.pop(update.get("toolCallId"))
+        update = {**first, **{k: v for k, v in update.items() if v not in (None, {}, [], "")},
+                  "sessionUpdate": "tool_call"}
+        kind = "tool_call"
     out = flush(state)
+    if kind == "tool_call" and not update.get("rawInput") and update.get("status") in (None, "pending"):
+        state.scratch.setdefault("held_tools", {})[update.get("toolCallId")] = update  # until its input, or anything else
+        return out
     if kind == "tool_call":
         out += _tool_start(update, state)
     elif kind == "tool_call_update":
@@ -52,14 +63,17 @@ def map_update(update: dict[str, Any], state: StreamState) -> list[AgentMessage]
 
 
 def flush(state: StreamState) -> list[AgentMessage]:
-    """The text or thinking held back so far, as one message."""
+    """What is held back so far: text or thinking as one message, tool calls still without input."""
+    out: list[AgentMessage] = []
     kind, text = state.scratch.pop("buffer_kind", None), state.scratch.pop("buffer", "")
-    if not kind or not text:
-        return []
-    if kind == "text":
+    if kind == "text" and text:
         state.last_text = text
-        return [m.text(text)]
-    return [m.thinking(text)]
+        out.append(m.text(text))
+    elif kind and text:
+        out.append(m.thinking(text))
+    for update in state.scratch.pop("held_tools", {}).values():
+        out += _tool_start(update, state)
+    return out
 
 
 def add_prompt_usage(usage: dict[str, Any] | None, state: StreamState) -> None:

@@ -180,3 +180,32 @@ def test_a_call_announced_twice_is_one_tool_use_with_its_input():
     assert [(o.kind, o.content.get("name"), o.content.get("input")) for o in out] == [
         ("tool_use", "`ls`", {"command": "ls"}), ("tool_result", None, None), ("tool_use", "Read", None)]
     assert out[1].content["output"] == "a b"
+
+
+async def test_ask_waits_for_a_person_and_records_the_pick(task: Task):
+    asked: list[str] = []
+
+    async def person(request_id: str) -> str | None:
+        asked.append(request_id)
+        return "always"
+
+    messages, result = await run_agent("acp", task.spec(argv_override=PEER, permission_policy="ask",
+                                                        ask_person=person))
+    assert result.status == "completed", result.failure_reason
+    events = [m.content for m in messages if m.kind == "system" and m.content["event"].startswith("permission")]
+    assert [e["event"] for e in events] == ["permission", "permission_answer"]
+    assert events[0]["waiting"] is True and events[0]["request_id"] == asked[0] == events[1]["request_id"]
+    assert events[1]["choice"] == "always" and (task.workdir / "note.txt").exists()
+
+
+async def test_ask_without_an_answer_in_time_denies(task: Task):
+    async def nobody(request_id: str) -> str | None:
+        await asyncio.Event().wait()
+        return None
+
+    messages, result = await run_agent("acp", task.spec(argv_override=PEER, permission_policy="ask",
+                                                        ask_person=nobody, ask_timeout_s=0.3))
+    assert result.status == "completed", result.failure_reason
+    timeout = next(m.content for m in messages if m.content.get("event") == "permission_timeout")
+    assert timeout["choice"] == "no" and "answered deny" in timeout["message"]
+    assert not (task.workdir / "note.txt").exists()

@@ -9,15 +9,18 @@ What we declare in `initialize` (`CAPABILITIES`) is what this class honours:
   sandbox and network policy; the agents run their shell tools themselves, inside it.
 
 `session/request_permission` is answered by the agent's policy — `allow` (the allow-once option,
-else allow-always: what headless runs of the other CLIs do) or `deny` (reject-once, else
-reject-always, else cancelled) — and the question, its options and the choice are recorded in the
-task's messages.
+else allow-always: what headless runs of the other CLIs do), `deny` (reject-once, else
+reject-always, else cancelled) or `ask` (a person picks an option; none within the timeout: deny)
+— and the question, its options and the choice are recorded in the task's messages.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,7 @@ from .message import AgentMessage
 
 CAPABILITIES = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
                                   terminal=False)
-POLICIES = ("allow", "deny")
+POLICIES = ("allow", "deny", "ask")
 _INVALID_PARAMS = -32602  # JSON-RPC; the message itself is the sentence the agent shows its model
 _PREFERENCE = {"allow": ("allow_once", "allow_always"), "deny": ("reject_once", "reject_always")}
 
@@ -56,10 +59,12 @@ def choose(policy: str, options: list[dict[str, Any]]) -> str | None:
 class PredictorClient:
     """The client half of one run's connection. `record` queues a message in the run's order."""
 
-    def __init__(self, workdir: Path, policy: str, record: Callable[[AgentMessage], None]):
+    def __init__(self, workdir: Path, policy: str, record: Callable[[AgentMessage], None],
+                 ask: Callable[[str], Awaitable[str | None]] | None = None, ask_timeout_s: float = 600.0):
         self.root = Path(os.path.realpath(workdir))
         self.policy = policy if policy in POLICIES else "deny"
         self.record = record
+        self.ask, self.ask_timeout_s = ask, ask_timeout_s
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """Nothing here: updates are mapped in arrival order by the connection's observer (acp.py)."""
@@ -67,13 +72,34 @@ class PredictorClient:
     async def request_permission(self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption],
                                  **kwargs: Any) -> RequestPermissionResponse:
         offered = [o.model_dump(mode="json", by_alias=True, exclude_none=True) for o in options]
-        chosen = choose(self.policy, offered)
-        self.record(m.system("permission", policy=self.policy, choice=chosen,
-                             tool_call=tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
-                             options=[{k: o.get(k) for k in ("optionId", "name", "kind")} for o in offered]))
+        question = {"tool_call": tool_call.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    "options": [{k: o.get(k) for k in ("optionId", "name", "kind")} for o in offered]}
+        if self.policy == "ask":
+            chosen = await self._ask_person(question, offered)
+        else:
+            chosen = choose(self.policy, offered)
+            self.record(m.system("permission", policy=self.policy, choice=chosen, **question))
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+
+    async def _ask_person(self, question: dict[str, Any], offered: list[dict[str, Any]]) -> str | None:
+        """`ask`: the question goes into the task's messages (the task page and `predictorx task
+        answer` show it), and the run waits for a person's pick; none in time: deny."""
+        request_id = uuid.uuid4().hex[:12]
+        self.record(m.system("permission", policy="ask", waiting=True, request_id=request_id, **question))
+        picked = None
+        if self.ask is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                picked = await asyncio.wait_for(self.ask(request_id), self.ask_timeout_s)
+        valid = {str(o.get("optionId")) for o in offered}
+        if picked in valid:
+            self.record(m.system("permission_answer", request_id=request_id, choice=picked))
+            return picked
+        chosen = choose("deny", offered)
+        self.record(m.system("permission_timeout", request_id=request_id, choice=chosen,
+                             message=f"no one answered within {self.ask_timeout_s:g} s: answered deny"))
+        return chosen
 
     async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
                              **kwargs: Any) -> ReadTextFileResponse:

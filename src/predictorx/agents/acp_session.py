@@ -50,7 +50,7 @@ class Session:
         self.session_model = session_model
         self.replaying = False
         self.session_id: str | None = None
-        client = PredictorClient(spec.cwd, policy, self._record)
+        client = PredictorClient(spec.cwd, policy, self._record, spec.ask_person, spec.ask_timeout_s)
         # The SDK's Client protocol lists terminal and elicitation methods too; the router answers
         # what a client leaves out with method-not-found, which is what we declare.
         self.conn = connect_to_agent(cast(Client, client), link, observers=[self._observe])

@@ -227,6 +227,16 @@ def task_messages(task_id: str, after: int = typer.Option(-1, "--after"), output
         typer.echo(f"{m['seq']:>4} {m['kind']:<11} {str(text)[:400]}")
 
 
+@task_app.command("answer")
+def task_answer(task_id: str, option: str = typer.Argument(..., help="The option's id, as the question lists it."),
+                request: Optional[str] = typer.Option(None, "--request", help="The question's request id "
+                                                      "(default: the one the task waits on).")) -> None:
+    """Answer the permission question a task's ACP agent is waiting on (`--permissions ask`)."""
+    body = {"option_id": option, **({"request_id": request} if request else {})}
+    t = Client().post(f"/api/tasks/{seg(task_id)}/answer", body)
+    typer.echo(f"Answered {option} for task {t['id']}; its agent goes on.")
+
+
 @task_app.command("cancel")
 def task_cancel(task_id: str) -> None:
     """Cancel a task; a running agent is stopped within seconds."""

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from .. import agents, unconfined
 from ..agents import RunSpec
+from . import permissionwait
 from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, worktree)
 from .branches import task_branch
@@ -437,6 +438,7 @@ class TaskRun:
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan,
             resume_session_id=resume, permission_policy=self.agent.get("permissions"),
+            ask_person=permissionwait.asker(self.daemon.api, self.id), ask_timeout_s=permissionwait.ask_timeout_s(),
         )
         ended_well = False
         try:

@@ -15,7 +15,7 @@ from .errors import Conflict, Forbidden, Invalid, NotFound
 
 PROVIDERS = ("claude", "codex", "gemini", "opencode", "command", "acp")
 #: How an ACP agent's permission requests are answered (agents/acp_client.py POLICIES).
-PERMISSION_POLICIES = ("allow", "deny")
+PERMISSION_POLICIES = ("allow", "deny", "ask")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 

@@ -120,6 +120,7 @@ def test_command_prompt_in_env_and_file(tmp_path):
 def test_instruction_files():
     assert {p: get(p).instruction_file for p in known_providers()} == {
         "claude": "CLAUDE.md", "codex": "AGENTS.md", "gemini": "GEMINI.md", "opencode": "AGENTS.md", "command": "AGENTS.md",
+        "acp": "AGENTS.md",  # a profile's CLI may read another (config_provider): GEMINI.md for Gemini CLI
     }
 
 

@@ -22,7 +22,7 @@ def work_command(cli: RealCli, extra: str = "") -> str:
 class Scenario:
     def __init__(self, cli: RealCli, root: Path, *, daemon_env: dict[str, str] | None = None,
                  command: Any = None, answer: str = "All done: README.md has its new line.",
-                 model: str | None = None, model_host: str | None = None) -> None:
+                 model: str | None = None, model_host: str | None = None, acp_command: list[str] | None = None) -> None:
         self.cli = cli
         self.root = root
         root.mkdir(parents=True)
@@ -40,9 +40,12 @@ class Scenario:
         env = {**cli.environment(root / "cli-home", self.model, self.tripwire.url), "PWD": str(self.decoy),
                **(daemon_env or {})}
         self.daemon = Daemon(self.server, root / "daemon", cwd=self.decoy, **env)
-        self.agent_name = f"{cli.provider}-1"
-        agent = self.server.api("POST", "/api/agents", {"name": self.agent_name, "provider": cli.provider,
-                                                        "model": model or cli.model, "max_concurrent_tasks": 2})
+        # acp_command: the same CLI as an ACP agent (provider acp, that command line; agents/acp.py).
+        self.agent_name = f"{cli.provider}-acp" if acp_command else f"{cli.provider}-1"
+        agent = self.server.api("POST", "/api/agents", {"name": self.agent_name,
+                                                        "provider": "acp" if acp_command else cli.provider,
+                                                        "command": acp_command, "model": model or cli.model,
+                                                        "max_concurrent_tasks": 2})
         assert agent["sandbox"] is True  # the default (issue 29), and so the path these tests take
 
     def close(self) -> None:

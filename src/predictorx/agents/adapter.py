@@ -96,6 +96,11 @@ class AgentAdapter:
                 return line.strip()
         return None
 
+    def config_provider(self, command: list[str] | None) -> str:
+        """Whose config dir (sandbox copy) and instruction file a run of this agent uses: its own;
+        an ACP agent's are its CLI's (acp_profiles.py)."""
+        return self.provider
+
     # -- launching ------------------------------------------------------------------------------
     def command_prefix(self, spec: RunSpec) -> list[str]:
         """The words that start the CLI: `argv_override` if given, else the executable."""

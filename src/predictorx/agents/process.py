@@ -69,6 +69,9 @@ class ProcessRequest:
     stream_log: Path
     stderr_log: Path
     timeout_s: float | None = None
+    #: Instead of `stdin_data`: a conversation over stdin (ACP). It gets the agent's stdin once
+    #: the process has started and keeps it open until it returns; then stdin is closed.
+    stdin_session: Callable[[asyncio.StreamWriter], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -168,7 +171,8 @@ async def _spawn(
         *argv,
         cwd=str(request.cwd),
         env=env,
-        stdin=asyncio.subprocess.PIPE if request.stdin_data is not None else asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if request.stdin_data is not None or request.stdin_session
+        else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -205,7 +209,8 @@ async def _supervise(
         asyncio.create_task(_read_bytes(proc.stderr, stderr_log, tail, activity)),
     ]
     handler = asyncio.create_task(_handle_lines(lines, on_line))
-    writer = asyncio.create_task(_feed(proc.stdin, request.stdin_data)) if proc.stdin else None
+    writer = asyncio.create_task(_hand_over(proc.stdin, request.stdin_session) if request.stdin_session
+                                 else _feed(proc.stdin, request.stdin_data)) if proc.stdin else None
     cancelled = timed_out = False
     try:
         ending = await _wait_for_end(exited, cancel, request.timeout_s)
@@ -379,6 +384,16 @@ async def _feed(stdin: asyncio.StreamWriter | None, data: bytes | Awaitable[byte
             await stdin.drain()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the agent did not want (all of) its stdin; its exit code will tell
+    finally:
+        with contextlib.suppress(Exception):
+            stdin.close()
+
+
+async def _hand_over(stdin: asyncio.StreamWriter, session: Callable[[asyncio.StreamWriter], Awaitable[None]]) -> None:
+    try:
+        await session(stdin)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the agent stopped reading; its exit code will tell
     finally:
         with contextlib.suppress(Exception):
             stdin.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,3 +35,9 @@ class RunSpec:
     #: Turns the finished argv (and the agent's env) into the sandboxed command line, e.g.
     #: `bwrap … -- argv` (daemon/sandbox.py); None: the agent runs unconfined.
     sandbox: Callable[[list[str], dict[str, str]], list[str]] | None = None
+    #: How an agent's permission requests are answered (ACP): allow, deny or ask.
+    permission_policy: str | None = None
+    #: For `ask`: waits for a person's answer to question `request_id` (an option id), for at most
+    #: `ask_timeout_s`; None: no one can be asked (then the question is answered deny).
+    ask_person: Callable[[str], Awaitable[str | None]] | None = None
+    ask_timeout_s: float = 600.0

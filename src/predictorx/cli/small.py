@@ -57,13 +57,47 @@ def _network_mode(value: str) -> str:
     return value
 
 
+PERMISSIONS_HELP = ("acp provider: how its permission requests are answered: allow (its allow option) or "
+                    "deny (its reject option); each answer is in the task's messages.")
+ACP_COMMAND_HELP = "acp provider: the command that starts the agent's ACP server on stdio ('gemini --experimental-acp')."
+ACP_PROFILE_HELP = "acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp)."
+
+
+def _command_argv(command: str | None, acp_command: str | None, acp_profile: str | None) -> list[str] | None:
+    """The stored command line: --command, --acp-command or a profile's; at most one of them."""
+    given = [flag for flag, value in (("--command", command), ("--acp-command", acp_command),
+                                      ("--acp-profile", acp_profile)) if value]
+    if len(given) > 1:
+        fail(f"give one of {' and '.join(given)}, not both", code=2)
+    if acp_profile:
+        from ..agents import acp_profiles  # only here: the CLI's start does not load the adapters
+
+        try:
+            return acp_profiles.get(acp_profile).command()
+        except acp_profiles.UnknownProfile as e:
+            fail(str(e), code=2)
+    text = command or acp_command
+    if not text:
+        return None
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        fail(f"cannot read the command line: {e}", code=2)
+    if not argv:
+        fail("the command line is empty", code=2)
+    return argv
+
+
 @agent_app.command("create")
 def agent_create(
     name: str = typer.Option(..., "--name"),
-    provider: str = typer.Option(..., "--provider", help="claude, codex, gemini, opencode or command."),
+    provider: str = typer.Option(..., "--provider", help="claude, codex, gemini, opencode, command or acp."),
     runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime id, daemon id or daemon name; defaults to the only match."),
     model: Optional[str] = typer.Option(None, "--model"),
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
+    acp_command: Optional[str] = typer.Option(None, "--acp-command", help=ACP_COMMAND_HELP),
+    acp_profile: Optional[str] = typer.Option(None, "--acp-profile", help=ACP_PROFILE_HELP),
+    permissions: str = typer.Option("allow", "--permissions", help=PERMISSIONS_HELP),
     instructions: str = typer.Option("", "--instructions"),
     max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
     sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox (the "
@@ -74,11 +108,12 @@ def agent_create(
     output: Output = OutputOpt,
 ) -> None:
     """Create an agent."""
-    argv = shlex.split(command) if command else None
+    argv = _command_argv(command, acp_command, acp_profile)
     a = Client().post("/api/agents", {"name": name, "provider": provider, "runtime": runtime, "model": model,
                                        "command": argv, "instructions": instructions,
                                        "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox,
-                                       "network": _network_mode(network), "allow_hosts": allow_host})
+                                       "network": _network_mode(network), "allow_hosts": allow_host,
+                                       "permissions": permissions})
     if not a.get("sandbox", True):
         typer.echo(unconfined.agent_warning(a["name"]), err=True)
     if output == Output.json:
@@ -94,6 +129,9 @@ def agent_update(
     runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime id, daemon id or daemon name of yours; '' for any of your daemons."),
     model: Optional[str] = typer.Option(None, "--model"),
     command: Optional[str] = typer.Option(None, "--command", help="command provider: the command line to run."),
+    acp_command: Optional[str] = typer.Option(None, "--acp-command", help=ACP_COMMAND_HELP),
+    acp_profile: Optional[str] = typer.Option(None, "--acp-profile", help=ACP_PROFILE_HELP),
+    permissions: Optional[str] = typer.Option(None, "--permissions", help=PERMISSIONS_HELP),
     instructions: Optional[str] = typer.Option(None, "--instructions"),
     max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
     sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, "
@@ -104,15 +142,15 @@ def agent_update(
 ) -> None:
     """Change an agent you own (only the owner of the machine it runs on may)."""
     body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
-            "command": shlex.split(command) if command else None, "max_concurrent_tasks": max_concurrent_tasks,
+            "command": _command_argv(command, acp_command, acp_profile), "max_concurrent_tasks": max_concurrent_tasks,
             "sandbox": sandbox, "network": _network_mode(network) if network is not None else None,
-            "allow_hosts": allow_host or None}
+            "allow_hosts": allow_host or None, "permissions": permissions}
     body = {k: v for k, v in body.items() if v is not None}
     if body.get("runtime") == "":
         body["runtime"] = None  # any of your daemons with its provider may run it
     if not body:
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
-             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host", code=2)
+             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host, --permissions", code=2)
     a = Client().patch(f"/api/agents/{seg(ref)}", body)
     if sandbox is False:
         typer.echo(unconfined.agent_warning(a["name"]), err=True)
@@ -187,6 +225,16 @@ def task_messages(task_id: str, after: int = typer.Option(-1, "--after"), output
         c = m["content"]
         text = c.get("text") or c.get("name") or c.get("output") or c.get("message") or ""
         typer.echo(f"{m['seq']:>4} {m['kind']:<11} {str(text)[:400]}")
+
+
+@task_app.command("answer")
+def task_answer(task_id: str, option: str = typer.Argument(..., help="The option's id, as the question lists it."),
+                request: Optional[str] = typer.Option(None, "--request", help="The question's request id "
+                                                      "(default: the one the task waits on).")) -> None:
+    """Answer the permission question a task's ACP agent is waiting on (`--permissions ask`)."""
+    body = {"option_id": option, **({"request_id": request} if request else {})}
+    t = Client().post(f"/api/tasks/{seg(task_id)}/answer", body)
+    typer.echo(f"Answered {option} for task {t['id']}; its agent goes on.")
 
 
 @task_app.command("cancel")

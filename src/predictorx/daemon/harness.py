@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("predictorx.daemon")
 GIT_TIMEOUT_S = 10.0
-MCP_HARNESSES = ("claude", "codex")
+MCP_HARNESSES = ("claude", "codex", "acp")  # acp: the Codex-style overrides become session/new's mcpServers
 
 
 def _git(cwd: Path, *args: str, env: dict[str, str] | None = None, borrowed: Any = ()) -> str | None:

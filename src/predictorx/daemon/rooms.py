@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("predictorx.daemon")
 #: harnesses agents-room has hooks for; others run without a room
-SUPPORTED = ("claude", "codex")
+SUPPORTED = ("claude", "codex", "acp")
+#: an ACP agent gets Codex's configuration; the adapter keeps only its MCP server (ACP has no hooks)
+_HARNESS_OF = {"acp": "codex"}
 RUN_CONFIG_TIMEOUT_S = 20.0
 #: how long after a run that found no `run-config --serve` one is started
 START_DELAY_S = 1.0
@@ -212,7 +214,7 @@ def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str
     if ctx.get("project_title"):
         label += f" · {ctx['project_title']}"
     try:
-        cfg = run_config(provider, config_dir=Path(env.path) / "agents-room", cwd=cwd, rooms=rooms, label=label)
+        cfg = run_config(_HARNESS_OF.get(provider, provider), config_dir=Path(env.path) / "agents-room", cwd=cwd, rooms=rooms, label=label)
     except Exception as e:  # noqa: BLE001 — coordination is a help, never a reason to fail
         log.warning("task %s runs without agents-room: %s", run.id, e)
         return [], {}, ""

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from .. import agents, unconfined
 from ..agents import RunSpec
+from . import permissionwait
 from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, worktree)
 from .branches import task_branch
@@ -404,7 +405,8 @@ class TaskRun:
         prepared = None
         try:
             harness_args = harness.mcp_args(self, env.path, base_env)
-            prepared = await prepare_context(cwd, self.agent["provider"], self.id, ctx, checkouts=self._checkouts,
+            prepared = await prepare_context(cwd, adapter.config_provider(self.agent.get("command")), self.id, ctx,
+                                             checkouts=self._checkouts,
                                              record=env.path / contextrecord.RECORD_NAME)
             extra_args, extra_env, room_intro = await rooms_ready
         except BaseException:
@@ -435,7 +437,8 @@ class TaskRun:
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan,
-            resume_session_id=resume,
+            resume_session_id=resume, permission_policy=self.agent.get("permissions"),
+            ask_person=permissionwait.asker(self.daemon.api, self.id), ask_timeout_s=permissionwait.ask_timeout_s(),
         )
         ended_well = False
         try:
@@ -552,7 +555,7 @@ class TaskRun:
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
         writable += sandbox.agents_room_paths(home)
-        provider = self.agent["provider"]
+        provider = agents.get(self.agent["provider"]).config_provider(self.agent.get("command"))
         overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
                                      cliconfig.sessions_dir(self.daemon.workspaces_root,
                                                            self.agent.get("id") or self.agent["name"]))

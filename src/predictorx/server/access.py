@@ -136,6 +136,7 @@ ACCESS: dict[str, Rule] = {
     "GET /api/tasks/{task_id}/messages":                 MEMBER_DAEMON_TASK,
     "POST /api/tasks/{task_id}/messages":                DAEMON,
     "POST /api/tasks/{task_id}/cancel":                  MEMBER,
+    "POST /api/tasks/{task_id}/answer":                  MEMBER,
     "GET /api/tasks/{task_id}/review":                   MEMBER,
     "POST /api/tasks/{task_id}/rerun":                   MEMBER,
     "GET /api/tasks/{task_id}/harness/sweep":            MEMBER_DAEMON_TASK,

@@ -155,6 +155,7 @@ class AgentCreate(Strict):
     sandbox: bool = True
     network: Literal["open", "allowlist"] = "open"
     allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
+    permissions: Literal["allow", "deny", "ask"] = "allow"
 
 
 class AgentUpdate(Strict):
@@ -168,6 +169,7 @@ class AgentUpdate(Strict):
     sandbox: bool | None = None
     network: Literal["open", "allowlist"] | None = None
     allow_hosts: list[AllowedHost] | None = Field(default=None, max_length=64)
+    permissions: Literal["allow", "deny", "ask"] | None = None
 
 
 class RuntimeIn(Strict):
@@ -266,3 +268,9 @@ class StepIn(Strict):
 
 class AgentRef(Strict):
     agent: str | None = Field(default=None, max_length=200)
+
+
+class PermissionAnswerIn(Strict):
+    option_id: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+    #: The question answered; default: the one the task is waiting on.
+    request_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None

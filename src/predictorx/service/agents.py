@@ -9,10 +9,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .. import allowhosts
+from ..agents import acp_profiles
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
-PROVIDERS = ("claude", "codex", "gemini", "opencode", "command")
+PROVIDERS = ("claude", "codex", "gemini", "opencode", "command", "acp")
+#: How an ACP agent's permission requests are answered (agents/acp_client.py POLICIES).
+PERMISSION_POLICIES = ("allow", "deny", "ask")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -52,10 +55,17 @@ def _check(name: str, provider: str, command: list[str] | None, max_concurrent_t
         raise Invalid(f"unknown provider {provider!r}; known providers: {', '.join(PROVIDERS)}")
     if provider == "command" and not command:
         raise Invalid("a command agent needs its command line (--command 'prog arg …')")
+    if provider == "acp" and (problem := acp_profiles.check_command(command)):
+        raise Invalid(problem)
     if command is not None and (not isinstance(command, list) or not all(isinstance(c, str) and c for c in command)):
         raise Invalid("command must be a non-empty list of strings")
     if not 1 <= max_concurrent_tasks <= 64:
         raise Invalid("max_concurrent_tasks must be between 1 and 64")
+
+
+def _check_permissions(permissions: str) -> None:
+    if permissions not in PERMISSION_POLICIES:
+        raise Invalid(f"permissions must be one of {', '.join(PERMISSION_POLICIES)}, not {permissions!r}")
 
 
 def _network(network: str, allow_hosts: list[str], sandbox: bool, name: str) -> list[str]:
@@ -79,14 +89,15 @@ def _network(network: str, allow_hosts: list[str], sandbox: bool, name: str) -> 
 def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, name: str, provider: str,
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
                  max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = True,
-                 network: str = "open", allow_hosts: list[str] | None = None) -> Agent:
+                 network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow") -> Agent:
     """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6)."""
     _check(name, provider, command, max_concurrent_tasks)
+    _check_permissions(permissions)
     hosts = _network(network, allow_hosts or [], bool(sandbox), name)
     _refuse_archived_name(session, workspace_id, name)
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model, owner_id=owner_id,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
-                  sandbox=bool(sandbox), network=network, allow_hosts=hosts,
+                  sandbox=bool(sandbox), network=network, allow_hosts=hosts, permissions=permissions,
                   runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
     session.add(agent)
     try:
@@ -131,14 +142,14 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
                  provider: str | None = None, model: str | None | object = _UNSET, instructions: str | None = None,
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
                  runtime: str | None | object = _UNSET, sandbox: bool | None = None, network: str | None = None,
-                 allow_hosts: list[str] | None = None) -> Agent:
+                 allow_hosts: list[str] | None = None, permissions: str | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with.
     Only the agent's owner — the person whose machines run it — may (R-SEC-6)."""
     _require_owner(agent, actor_id)
     new_name = name if name is not None else agent.name
     new_provider = provider if provider is not None else agent.provider
     new_command = agent.command if command is _UNSET else command
-    if new_provider != "command" and command is _UNSET:
+    if new_provider not in ("command", "acp") and command is _UNSET:
         new_command = None if provider is not None else agent.command
     new_limit = max_concurrent_tasks if max_concurrent_tasks is not None else agent.max_concurrent_tasks
     _check(new_name, new_provider, new_command, new_limit)
@@ -156,6 +167,9 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         agent.model = model or None
     if instructions is not None:
         agent.instructions = instructions
+    if permissions is not None:
+        _check_permissions(permissions)
+        agent.permissions = permissions
     if sandbox is not None:
         agent.sandbox = sandbox
     agent.network, agent.allow_hosts = new_network, hosts

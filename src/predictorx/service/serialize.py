@@ -50,6 +50,7 @@ def agent(a: s.Agent) -> dict[str, Any]:
             "model": a.model, "instructions": a.instructions, "command": a.command,
             "max_concurrent_tasks": a.max_concurrent_tasks, "runtime_id": a.runtime_id, "sandbox": bool(a.sandbox),
             "network": a.network or "open", "allow_hosts": list(a.allow_hosts or []),
+            "permissions": getattr(a, "permissions", None) or "allow",
             "owner_id": a.owner_id, "created_at": _ts(a.created_at), "archived": a.archived_at is not None,
             "archived_at": _ts(a.archived_at) if a.archived_at else None}
 
@@ -78,6 +79,7 @@ def task(t: s.Task, agent_name: str | None = None, issue_number: int | None = No
             "failure_reason": t.failure_reason, "branch_name": t.branch_name, "result": t.result,
             "session_id": t.session_id, "prompt": t.prompt, "daemon_id": t.daemon_id, "runtime_id": t.runtime_id,
             "attempt": t.attempt, "cancel_requested": t.cancel_requested, "pull_request_id": t.pull_request_id,
+            "permission_answers": getattr(t, "permission_answers", None) or {},
             "created_at": _ts(t.created_at), "dispatched_at": _ts(t.dispatched_at),
             "started_at": _ts(t.started_at), "finished_at": _ts(t.finished_at)}
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 from ...service import serialize
+from ...service import permissions
 from ...service import tasks as svc
 from ...service.errors import Forbidden
 from ..deps import Caller, get_caller, get_state, user_caller
-from ..models import MessageBatch
+from ..models import MessageBatch, PermissionAnswerIn
 from ..state import AppState
 
 router = APIRouter(prefix="/api/tasks", tags=["tasks"])
@@ -87,4 +88,14 @@ def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get
 def cancel(task_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         t = svc.cancel(s, svc.get_task(s, caller.workspace_id, task_id, for_update=True))
+        return _out(s, t)
+
+
+@router.post("/{task_id}/answer")
+def answer(task_id: str, body: PermissionAnswerIn, caller: Caller = Depends(user_caller),
+           state: AppState = Depends(get_state)) -> dict:
+    """A person picks an option of the question the task's ACP agent is waiting on (`ask`)."""
+    with state.write() as s:
+        t = permissions.answer(s, svc.get_task(s, caller.workspace_id, task_id, for_update=True), body.option_id,
+                               caller.user_id, body.request_id)
         return _out(s, t)

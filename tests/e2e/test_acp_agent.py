@@ -1,0 +1,74 @@
+"""An ACP agent through the server and a daemon, sandboxed (the default): the SDK peer of
+tests/agents/acp_peer.py as the workspace's own ACP agent (`--acp-command`), its permission
+policy from the agent (`--permissions deny`), the run's MCP servers (agents-room, predictorx mcp)
+handed to it in session/new, and its messages and result stored."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from .harness import wait_until
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux-only")
+PEER = [sys.executable, str(Path(__file__).resolve().parents[1] / "agents" / "acp_peer.py")]
+
+
+def test_a_workspace_acp_agent_runs_with_its_policy_and_mcp_servers(server, start_daemon):
+    start_daemon()
+    made = server.cli("agent", "create", "--name", "peer", "--provider", "acp", "--acp-command", shlex.join(PEER),
+                      "--permissions", "deny")
+    assert made.returncode == 0, made.stderr
+    agent = server.api("GET", "/api/agents/peer")
+    assert agent["provider"] == "acp" and agent["permissions"] == "deny" and agent["sandbox"] is True
+
+    issue = server.api("POST", "/api/issues", {"title": "PEER_MCP please", "assignee": "peer"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    assert task["status"] == "completed", task
+    msgs = server.api("GET", f"/api/tasks/{task['id']}/messages")
+    said = "".join(m["content"].get("text", "") for m in msgs if m["kind"] == "text")
+    assert sorted(said.split("mcp=")[1].split()[0].split(",")) == ["agents-room", "predictorx"], said
+    permission = next(m["content"] for m in msgs if m["content"].get("event") == "permission")
+    assert permission["policy"] == "deny" and permission["choice"] == "no"
+    failed = next(m["content"] for m in msgs if m["kind"] == "tool_result")
+    assert failed["is_error"] is True
+    assert task["session_id"] == "peer-1" and task["result"] == " Done."
+
+    server.cli("agent", "update", "peer", "--permissions", "allow")
+    issue = server.api("POST", "/api/issues", {"title": "Again", "assignee": "peer"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    msgs = server.api("GET", f"/api/tasks/{task['id']}/messages")
+    assert next(m["content"] for m in msgs if m["content"].get("event") == "permission")["choice"] == "yes"
+    bad = server.cli("agent", "update", "peer", "--permissions", "maybe", check=False)
+    assert bad.returncode != 0 and "permissions" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_ask_a_person_answers_with_the_cli(server, start_daemon):
+    start_daemon()
+    server.cli("agent", "create", "--name", "asker", "--provider", "acp", "--acp-command", shlex.join(PEER),
+               "--permissions", "ask")
+    issue = server.api("POST", "/api/issues", {"title": "Ask me", "assignee": "asker"})
+    run = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]
+
+    def question():
+        msgs = server.api("GET", f"/api/tasks/{run['id']}/messages")
+        return next((m["content"] for m in msgs if m["content"].get("event") == "permission"), None)
+
+    asked = wait_until(question, 60, what="the agent's question in the task's messages")
+    assert asked["waiting"] is True and [o["optionId"] for o in asked["options"]] == ["yes", "always", "no"]
+    wrong = server.cli("task", "answer", run["id"], "perhaps", check=False)
+    assert wrong.returncode != 0 and "is not one of the options: yes, always, no" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
+    done = server.cli("task", "answer", run["id"], "always")
+    assert "Answered always" in done.stdout
+    task = server.wait_task(run["id"])
+    assert task["status"] == "completed", task
+    msgs = server.api("GET", f"/api/tasks/{run['id']}/messages")
+    answer = next(m["content"] for m in msgs if m["content"].get("event") == "permission_answer")
+    assert answer["choice"] == "always" and answer["request_id"] == asked["request_id"]
+    assert next(m["content"] for m in msgs if m["kind"] == "tool_result")["is_error"] is False
+    late = server.cli("task", "answer", run["id"], "yes", check=False)
+    assert late.returncode != 0 and "already completed" in late.stderr

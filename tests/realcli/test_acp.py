@@ -1,0 +1,101 @@
+"""Real agent CLIs through the `acp` adapter (agents/acp.py): Gemini CLI (`gemini
+--experimental-acp`), OpenCode (`opencode acp`), and Claude Code and Codex through Zed's adapters
+(`claude-code-acp`, `codex-acp`) as ACP agents, through a real server and daemon, sandboxed,
+against their scripted model servers.
+
+One scenario per CLI, in the person's folder (in place, so a follow-up runs in the same folder and
+can continue the session with `session/load`):
+- the task completes: messages in order (session, text, the shell tool's call and result, the
+  answer), the result stored, the model shown the Project Context from the CLI's own instruction
+  file, the shell's edit in the folder;
+- a comment mentioning the agent: the follow-up loads the earlier session (the model is shown the
+  earlier turns) and is answered;
+- a slow task cancelled mid-tool: `session/cancel`, then every process of it gone within 5 s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from predictorx.agents import acp_profiles
+
+from .clis import BIN
+from .scenario import kinds_in_order, processes_with, snapshot, wait_until, work_command
+
+#: ACP profile → the CLI whose config and model server it uses (tests/realcli/clis.py).
+PROFILES = {"gemini": "gemini", "opencode": "opencode", "claude-code-acp": "claude", "codex-acp": "codex"}
+#: Codex reaches for github.com and chatgpt.com whatever its config (docs/agents.md); so does its adapter.
+#: Zed's Claude Code adapter runs the person's own Claude Code (the pinned one), not its SDK's copy.
+DAEMON_ENV = {"claude-code-acp": {"CLAUDE_CODE_EXECUTABLE": str(BIN / "claude")}}
+#: Gemini CLI 0.61.0 in the sandbox sometimes answers session/load with "No previous sessions found
+#: for this project" (about one run in two on a loaded machine; not understood yet: docs/agents.md).
+LOAD_SOMETIMES_FAILS = {"gemini"}
+NO_NETWORK = {"gemini", "opencode", "claude-code-acp"}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_real_cli_over_acp_runs_follows_up_and_is_cancelled(scenario, profile):
+    provider = PROFILES[profile]
+    if not (BIN / acp_profiles.get(profile).executable).exists():
+        pytest.skip(f"no {profile} in tests/realcli/node_modules (`make test` installs it with npm ci)")
+    s = scenario(provider, acp_command=acp_profiles.get(profile).command(), daemon_env=DAEMON_ENV.get(profile))
+    person_config = snapshot(s.root / "cli-home")
+    folder = s.person_repo()
+    project = s.project(folder, "in_place")
+    issue, run = s.assign(project)
+    task = s.wait(run["id"])
+    assert s.was_sandboxed(task["id"])
+    msgs = s.messages(task["id"])
+    kinds = [m["kind"] for m in msgs]
+    assert kinds_in_order(msgs, ["system", "tool_use", "tool_result", "text"]), kinds
+    session = next(m for m in msgs if m["content"].get("event") == "session")["content"]
+    assert session["load_session"] is True and session["session_id"] == task["session_id"]
+    use = next(m for m in msgs if m["kind"] == "tool_use")["content"]
+    assert use["kind"] == "execute"
+    assert next(m for m in msgs if m["kind"] == "tool_result")["content"]["is_error"] is False
+    assert task["result"] == "All done: README.md has its new line."
+    # The edit is the shell's, in the person's folder; the CLI loaded the Project Context itself.
+    assert f"edited by {provider} in {folder}" in (folder / "README.md").read_text()
+    first = s.model.conversation()[0]
+    assert "## Project Context" in first.text and f"Real {provider}" in first.text
+    # What the shell printed reached the model (Gemini's ACP updates carry no tool output).
+    assert "cwd=" + str(folder) in s.model.conversation()[1].text
+    raw = s.stream_log(task["id"]).read_text().splitlines()
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in raw if line.startswith("{"))
+
+    # -- a follow-up in the same folder continues the session (session/load) --------------------
+    asked = len(s.model.conversation())
+    s.model.answer = "Second line added too."
+    s.server.api("POST", f"/api/issues/{issue['number']}/comments",
+                 {"body": f"@{s.agent_name} please also add a second line."})
+    follow = s.wait(s.server.runs(issue["number"])[-1]["id"])
+    assert follow["id"] != task["id"] and follow["result"] == "Second line added too."
+    shown = s.model.conversation()[asked]
+    assert "please also add a second line" in shown.text
+    failed = [m["content"] for m in s.messages(follow["id"]) if m["content"].get("event") == "resume_failed"]
+    if profile in LOAD_SOMETIMES_FAILS and failed:
+        # The fallback, as designed: a new session with the whole issue, and the task says why.
+        assert "No previous sessions found" in failed[0]["reason"] and "Add a line to the README" in shown.text
+    else:
+        assert not failed and follow["session_id"] == task["session_id"]
+        assert "All done: README.md" in shown.text  # the earlier turns, loaded
+    assert not [m for m in s.messages(follow["id"]) if m["content"].get("event") == "resume_skipped"]
+    assert snapshot(s.root / "cli-home") == person_config
+
+    # -- cancelled while its shell runs: session/cancel, then the group; all gone within 5 s -----
+    slow = s.person_repo("slow")
+    s.model.command = work_command(s.cli, "; sleep 45")
+    _issue, run = s.assign(s.project(slow, "in_place"), "Slow job")
+    wait_until(lambda: b"edited by" in (slow / "README.md").read_bytes(), 120, what="the in-place edit")
+    assert processes_with(f"PREDICTORX_TASK_ID={run['id']}"), "the agent should be running"
+    started = time.monotonic()
+    s.server.api("POST", f"/api/tasks/{run['id']}/cancel")
+    s.server.wait_task(run["id"], ("cancelled",), timeout=5)
+    wait_until(lambda: not processes_with(f"PREDICTORX_TASK_ID={run['id']}"), 5 - (time.monotonic() - started),
+               what="every process of the cancelled ACP agent to end")
+    assert list(s.decoy.iterdir()) == []
+    if profile in NO_NETWORK:
+        assert s.tripwire.requests == [], s.tripwire.requests

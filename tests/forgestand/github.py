@@ -38,6 +38,7 @@ class GitHub(Flavour):
             "checks/list-for-ref": self.list_check_runs,
             "repos/get-combined-status-for-ref": self.combined_status,
             "repos/list-commit-statuses-for-ref": self.list_statuses,
+            "repos/get-collaborator-permission-level": self.permission,
             "pulls/merge": self.merge, "git/delete-ref": self.delete_ref,
         }
         self.extra_paths = {"/api/graphql": self.graphql}
@@ -265,6 +266,20 @@ class GitHub(Flavour):
             ctx.standin.emit("pr", repo.path, pr.number, action="reopened")
         pr.updated_at = now()
         return Answer(200, self.pr_json(ctx.standin, repo, pr))
+
+    def permission(self, ctx: Ctx) -> Answer:
+        """GitHub's `permission` folds maintain into write and triage into read; `role_name` is the role."""
+        repo = self._repo(ctx)
+        if repo is None:
+            return self.not_found()
+        login = ctx.params["username"]
+        role = repo.role_of(login)
+        out = example("repository-collaborator-permission-response-if-user-has-admin-permissions")
+        user = self.user(ctx.standin, login)
+        user.pop("user_view_type", None)
+        out.update(permission={"maintain": "write", "triage": "read"}.get(role, role), role_name=role,
+                   user={**out["user"], **{k: v for k, v in user.items() if k in out["user"]}, "role_name": role})
+        return Answer(200, out)
 
     def list_reviews(self, ctx: Ctx) -> Answer:
         found = self._pr(ctx)

@@ -129,6 +129,9 @@ class StandIn:
         init_bare(bare, default_branch, files if files is not None else {"README.md": f"# {path}\n"})
         repo = Repo(new_id(), path, bare, default_branch, tuple(merge_methods),
                     clone_url=f"{self.base_url}/{path}.git", web_url=f"{self.base_url}/{path}", draft_prs=draft_prs)
+        # The owner and the token's account administer it; "reviewer" (the default author of
+        # `submit_review`/`comment`) is a collaborator with write access.
+        repo.permissions = {repo.owner: "admin", self.login: "admin", "reviewer": "write"}
         self.repos[path] = repo
         return repo
 
@@ -172,6 +175,13 @@ class StandIn:
             repo.prs.append(pr)
         self.emit("pr", path, pr.number, action="opened")
         return pr
+
+    def set_permission(self, path: str, login: str, role: str) -> None:
+        """`login`'s role on the repository: admin | maintain | write | triage | read (read = an
+        outsider on a public repository)."""
+        if role not in ("admin", "maintain", "write", "triage", "read"):
+            raise ValueError(f"role {role!r}: admin, maintain, write, triage or read")
+        self.repos[path].permissions[login] = role
 
     # -- driving it --------------------------------------------------------------------------------
     def submit_review(self, path: str, number: int, state: str, body: str = "",

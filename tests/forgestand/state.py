@@ -141,7 +141,13 @@ class Repo:
     protected: dict[str, list[str]] = field(default_factory=dict)
     created_at: str = field(default_factory=now)
     draft_prs: bool = True
+    #: Who may do what (login → admin | maintain | write | triage | read, GitHub's role names; each
+    #: flavour maps them to its own levels). Unlisted accounts read (a public repository).
+    permissions: dict[str, str] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def role_of(self, login: str) -> str:
+        return self.permissions.get(login, "read")
 
     @property
     def owner(self) -> str:

@@ -112,6 +112,9 @@ class ReviewComment:
     # poller can tell new comments from seen ones.
     id: str = ""
     created_at: str = ""
+    # Added by forge-trust: the forge's numeric id of the author ("" when not given); GitLab
+    # asks about a member by id, not by name (`Forge.author_may_write`).
+    author_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class Review:
     body: str = ""
     comments: tuple[ReviewComment, ...] = ()
     submitted_at: str = ""
+    author_id: str = ""  # added by forge-trust, as ReviewComment.author_id
 
 
 @dataclass(frozen=True)
@@ -249,6 +253,17 @@ class Forge(Protocol):
         those made after `since` (ISO-8601; "" = all), each with `id` and `created_at`: a poller
         finds the ones that mention the agent here. The default knows none."""
         return []
+
+    # -- Added by forge-trust (who may send the agent work).
+
+    def author_may_write(self, conn: Connection, repo: RepoRef, author: str, author_id: str = "") -> bool:
+        """Whether `author` (a review's or comment's author; `author_id` the forge's id of them,
+        which GitLab needs) has write access to `repo`: GitHub admin/maintain/write, GitLab
+        Developer (30) or above, Gitea/Forgejo write/admin/owner. Only such people's reviews and
+        comments send the agent work (on a public repository anyone can comment). False for a
+        user the forge does not know; ForgeError when the forge cannot be asked. The default
+        says False: a forge that cannot tell trusts nobody."""
+        return False
 
 
 @dataclass

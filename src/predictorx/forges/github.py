@@ -42,6 +42,7 @@ _REVIEW_STATES: dict[str, ReviewState] = {
 }
 _MERGE_FLAGS: tuple[tuple[MergeMethod, str], ...] = (
     ("merge", "allow_merge_commit"), ("squash", "allow_squash_merge"), ("rebase", "allow_rebase_merge"))
+_WRITE_ROLES = {"admin", "maintain", "write"}
 _FAILED_CONCLUSIONS = {"failure", "timed_out", "cancelled", "action_required", "startup_failure", "stale"}
 _STATUS_STATES: dict[str, CheckState] = {"success": "success", "pending": "pending", "failure": "failure",
                                          "error": "failure"}
@@ -226,6 +227,20 @@ class GitHubForge(Forge):
 
     def close_pr(self, conn: Connection, repo: RepoRef, number: int) -> None:
         API.call(conn, "PATCH", f"{_repo(repo)}/pulls/{number}", body={"state": "closed"})
+
+    def author_may_write(self, conn: Connection, repo: RepoRef, author: str, author_id: str = "") -> bool:
+        """`role_name` is the role (admin, maintain, write, triage, read, or a custom one);
+        `permission` folds maintain into write, so a custom role based on write counts too."""
+        if not author:
+            return False
+        try:
+            data = API.json(conn, "GET", f"{_repo(repo)}/collaborators/{segment(author)}/permission")
+        except ForgeRefused as e:
+            if e.status == 404:  # no such user
+                return False
+            raise
+        return (mapping(data).get("role_name") in _WRITE_ROLES
+                or mapping(data).get("permission") in _WRITE_ROLES)
 
     def delete_branch(self, conn: Connection, repo: RepoRef, branch: str) -> None:
         try:

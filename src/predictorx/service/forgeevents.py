@@ -30,6 +30,7 @@ from ..forges import registry
 from ..store.schema import ForgeConnection, ForgeDelivery, PullRequest, utcnow
 from . import forgefeedback as feedback
 from . import forges as connections
+from . import forgetrust
 from .errors import Invalid, NotFound, ServiceError
 from .pullrequests import OPEN_STATES, ForgeTarget, Transactions, apply_remote, target
 
@@ -68,7 +69,8 @@ def ingest(db: Transactions, connection_id: str, headers: Mapping[str, str], bod
         raise Invalid("webhook has no delivery id")
     if _taken(db, connection_id, event.delivery_id):
         return Outcome(False, "already taken")
-    review = _full_review(forge, conn, event)  # outside any transaction: a forge call
+    review = _full_review(forge, conn, event)  # outside any transaction: forge calls
+    may_write = forgetrust.writers(connection_id, forge, conn, event.repo_path, _authors(event, review))
     try:
         with db.write() as s:
             if s.scalar(select(ForgeDelivery.id).where(ForgeDelivery.connection_id == connection_id,
@@ -80,10 +82,20 @@ def ingest(db: Transactions, connection_id: str, headers: Mapping[str, str], bod
             done = []
             for pr in feedback.rows_for(s, connection_id, event):
                 pr.poll_state = {**(pr.poll_state or {}), "webhook_at": time.time()}
-                done.append(feedback.apply_event(s, pr, event, review))
+                done.append(feedback.apply_event(s, pr, event, review, may_write))
     except IntegrityError:  # the same delivery, taken by a concurrent request
         return Outcome(False, "already taken")
     return Outcome(True, "; ".join(done) or f"{event.kind}: no tracked pull request")
+
+
+def _authors(event: forge_api.ForgeEvent, review: forge_api.Review | None) -> list[tuple[str, str]]:
+    """Whose write access the event's effect depends on: a review's author; a comment's when it
+    can mention the agent (a comment without "@" changes nothing, so the forge is not asked)."""
+    if event.kind == "review" and review is not None:
+        return [(review.author, review.author_id)]
+    if event.kind == "comment" and event.comment is not None and "@" in event.comment.body:
+        return [(event.comment.author, event.comment.author_id)]
+    return []
 
 
 def _taken(db: Transactions, connection_id: str, delivery_id: str) -> bool:
@@ -175,14 +187,14 @@ class Poller:
             self.spend(conn_id, REQUESTS_PER_PR, now)
             made += REQUESTS_PER_PR
             try:
-                poll_pr(db, ws, pr_id, where, number, state)
+                poll_pr(db, ws, pr_id, where, number, state, conn_id)
             except forge_api.ForgeError as e:
                 log.warning("polling pull request %s failed: %s", pr_id, e)
         return made
 
 
 def poll_pr(db: Transactions, workspace_id: str, pr_id: str, where: ForgeTarget, number: int,
-            state: dict) -> None:
+            state: dict, connection_id: str = "") -> None:
     """Read one PR, its reviews, new conversation comments and its head's checks from the forge
     (the PR and the checks conditionally: an unchanged one costs a 304) and apply what changed."""
     validators = dict(state.get("validators") or {})
@@ -194,6 +206,12 @@ def poll_pr(db: Transactions, workspace_id: str, pr_id: str, where: ForgeTarget,
     if head:
         checks, validators["checks"] = where.forge.checks_if_changed(where.conn, where.repo, head,
                                                                      validators.get("checks") or {})
+    seen = set(state.get("seen_reviews") or [])
+    since = str(state.get("comments_since") or "")
+    authors = [(r.author, r.author_id) for r in reviews if r.id not in seen]
+    authors += [(c.author, c.author_id) for c in comments
+                if "@" in c.body and state.get("comments_since") is not None and (c.created_at or "") > since]
+    may_write = forgetrust.writers(connection_id or pr_id, where.forge, where.conn, where.repo.path, authors)
     with db.write() as s:
         pr = s.get(PullRequest, pr_id)
         if pr is None or pr.workspace_id != workspace_id:
@@ -202,14 +220,14 @@ def poll_pr(db: Transactions, workspace_id: str, pr_id: str, where: ForgeTarget,
         if remote is not None and (remote.state != pr.state or remote.head_sha != pr.head_sha):
             apply_remote(s, pr, remote)
         for review in reviews:
-            feedback.on_review(s, pr, review)
+            feedback.on_review(s, pr, review, may_write)
         newest = str(state.get("comments_since") or "")
         for comment in comments:
             if comment.created_at and comment.created_at <= newest:
                 continue
             newest = max(newest, comment.created_at or "")
             if state.get("comments_since") is not None:  # the first poll only learns where to start
-                feedback.on_comment(s, pr, comment)
+                feedback.on_comment(s, pr, comment, may_write)
         if checks and pr.state in OPEN_STATES:
             feedback.on_checks(s, pr, checks, head)
         pr.poll_state = {**(pr.poll_state or {}), "validators": validators, "comments_since": newest}

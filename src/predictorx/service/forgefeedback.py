@@ -10,25 +10,31 @@ Automatic follow-ups are bounded per PR by the project's `max_followups`; at the
 says why it waits for a person. A person's request — a PR comment mentioning the agent
 (`@agent-name`), or "Ask the agent again" — is never bounded.
 
+Only reviews and comments by people with write access to the repository count (`may_write`,
+asked of the forge by the caller through service/forgetrust.py): anyone else's is recorded on
+the PR (`poll_state["ignored"]`, shown on the PR panel) and changes nothing. Failed checks are not
+authored by people and always count.
+
 Everything here runs inside the caller's write transaction and makes no network call.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Container
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..forges import base as forge_api
-from ..store.schema import Agent, Issue, PullRequest, Task
+from ..store.schema import Agent, Issue, PullRequest, Task, utcnow
 from . import tasks
 from .errors import Conflict
 from .pullrequests import OPEN_STATES, announce, apply_remote, policy_of
 
 #: Review ids and failed checks already acted on, per PR (kept in poll_state, bounded).
 SEEN_LIMIT = 100
+IGNORED_LIMIT = 20
 EXCERPT_LIMIT = 4000
 COMMENT_LIMIT = 2000
 
@@ -57,27 +63,31 @@ def rows_for(session: Session, connection_id: str, event: forge_api.ForgeEvent) 
 # -- applying an event -------------------------------------------------------------------------
 
 def apply_event(session: Session, pr: PullRequest, event: forge_api.ForgeEvent,
-                review: forge_api.Review | None = None) -> str:
-    """One event on one row; returns what it did, in a few words (the webhook's answer)."""
+                review: forge_api.Review | None = None, may_write: Container[str] = ()) -> str:
+    """One event on one row; returns what it did, in a few words (the webhook's answer).
+    `may_write`: the authors known to have write access (service/forgetrust.py)."""
     if event.kind == "pr" and event.pr is not None:
         apply_remote(session, pr, event.pr)
         return f"pull request {pr.state}"
     if event.kind == "review":
-        return on_review(session, pr, review or event.review)
+        return on_review(session, pr, review or event.review, may_write)
     if event.kind == "comment" and event.comment is not None:
-        return on_comment(session, pr, event.comment)
+        return on_comment(session, pr, event.comment, may_write)
     if event.kind == "check" and event.check is not None:
         return on_checks(session, pr, [event.check], event.head_sha)
     return "nothing to do"
 
 
-def on_review(session: Session, pr: PullRequest, review: forge_api.Review | None) -> str:
+def on_review(session: Session, pr: PullRequest, review: forge_api.Review | None,
+              may_write: Container[str] = ()) -> str:
     if review is None:
         return "nothing to do"
     seen = _seen(pr, "reviews")
     if review.id and review.id in seen:
         return "review already taken"
     _remember(pr, "reviews", review.id)
+    if review.author not in may_write:
+        return _ignored(session, pr, "review", review.author)
     if review.state in ("approved", "changes_requested"):
         pr.review_state = review.state
     elif pr.review_state == "none":
@@ -92,9 +102,12 @@ def on_review(session: Session, pr: PullRequest, review: forge_api.Review | None
     return f"review {review.state}"
 
 
-def on_comment(session: Session, pr: PullRequest, comment: forge_api.ReviewComment) -> str:
+def on_comment(session: Session, pr: PullRequest, comment: forge_api.ReviewComment,
+               may_write: Container[str] = ()) -> str:
     if not _mentions(session, pr, comment.body):
         return "comment noted"
+    if comment.author not in may_write:
+        return _ignored(session, pr, "comment", comment.author)
     return _follow_up(session, pr, comment_prompt(pr, comment), automatic=False)
 
 
@@ -186,6 +199,16 @@ def ask_again(session: Session, pr: PullRequest, person: str, request: str | Non
     _follow_up(session, pr, "\n\n".join(parts), automatic=False)
     return session.scalar(select(Task).where(Task.issue_id == pr.issue_id, Task.agent_id == pr.agent_id)
                           .order_by(Task.created_at.desc()).limit(1))
+
+
+def _ignored(session: Session, pr: PullRequest, what: str, author: str) -> str:
+    """Record on the PR that a review or comment was not acted on, and why (the PR panel says it)."""
+    note = f"{what} from {author or 'an unknown account'} ignored: no write access to the repository"
+    ignored = list((pr.poll_state or {}).get("ignored") or [])
+    ignored.append({"note": note, "author": author, "at": utcnow().isoformat()})
+    pr.poll_state = {**(pr.poll_state or {}), "ignored": ignored[-IGNORED_LIMIT:]}
+    announce(session, pr)
+    return note
 
 
 def _issue_to(session: Session, pr: PullRequest, status: str) -> None:

@@ -363,4 +363,6 @@ def serialize(pr: PullRequest) -> dict[str, Any]:
             "head_sha": pr.head_sha, "review_state": pr.review_state, "check_state": pr.check_state,
             "checks": pr.checks or [], "followups": pr.followups, "waiting_reason": pr.waiting_reason,
             "merged_by": pr.merged_by, "merged_at": pr.merged_at.isoformat() if pr.merged_at else None,
-            "merge_method": pr.merge_method, "merge_methods": allowed_merge_methods(pr)}
+            "merge_method": pr.merge_method, "merge_methods": allowed_merge_methods(pr),
+            # Reviews and comments not acted on (their author has no write access: service/forgefeedback.py).
+            "ignored": [str(i.get("note")) for i in (pr.poll_state or {}).get("ignored") or [] if isinstance(i, dict)]}

@@ -180,3 +180,21 @@ def webhooks_verify_and_parse(standin: Any, forge: Forge, ref: RepoRef, number: 
         with pytest.raises(WebhookRejected):
             forge.verify_webhook(delivery.headers(standin.kind, standin.webhook_secret, tamper=True),
                                  delivery.body, standin.webhook_secret)
+
+
+def write_access_is_read(standin: Any, forge: Forge, conn: Connection, ref: RepoRef) -> None:
+    """Who may send the agent work: the owner, the token's account and writers (maintain
+    counts) yes; triage, read and unknown accounts no."""
+    from forgestand.state import user_id_of
+
+    def may(login: str) -> bool:
+        uid = standin.user_id if login == standin.login else user_id_of(login)
+        return forge.author_may_write(conn, ref, login, str(uid))
+
+    standin.set_permission(ref.path, "wendy", "write")
+    standin.set_permission(ref.path, "max", "maintain")
+    standin.set_permission(ref.path, "tia", "triage")
+    assert may(standin.login) and may("reviewer") and may("wendy") and may("max")
+    assert not may("tia") and not may("outsider")
+    standin.set_permission(ref.path, "wendy", "read")  # a collaborator demoted
+    assert not may("wendy")

@@ -23,3 +23,9 @@ def test_the_whole_pull_request_life(gitea_standin) -> None:
 def test_bad_token_and_unreachable(gitea_standin) -> None:
     flow.a_bad_token_is_refused_with_the_forges_words(gitea_standin)
     flow.an_unreachable_forge_is_unavailable(gitea_standin)
+
+
+def test_write_access_decides_who_may_send_the_agent_work(gitea_standin) -> None:
+    s = gitea_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "acme/trust")
+    flow.write_access_is_read(s, forge, conn, ref)

@@ -60,3 +60,9 @@ def test_a_ping_is_a_ping(github_standin) -> None:
 def test_bad_token_and_unreachable(github_standin) -> None:
     flow.a_bad_token_is_refused_with_the_forges_words(github_standin)
     flow.an_unreachable_forge_is_unavailable(github_standin)
+
+
+def test_write_access_decides_who_may_send_the_agent_work(github_standin) -> None:
+    s = github_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "acme/trust")
+    flow.write_access_is_read(s, forge, conn, ref)

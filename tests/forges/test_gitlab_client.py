@@ -51,3 +51,20 @@ def test_a_refused_merge_says_why(gitlab_standin) -> None:
         assert e.status == 405 and "merge status:" in str(e)
     else:
         raise AssertionError("a merge with a failed required pipeline went through")
+
+
+def test_write_access_decides_who_may_send_the_agent_work(gitlab_standin) -> None:
+    s = gitlab_standin
+    forge, conn, ref = flow.connect_and_read_the_repository(s, "group/sub/trust")
+    flow.write_access_is_read(s, forge, conn, ref)
+    assert not forge.author_may_write(conn, ref, "reviewer", "")  # GitLab asks by id; none given: no
+
+    # Notes and reviews carry their author's id, for the question above.
+    from forgestand.state import user_id_of
+
+    s.commit_on_server(ref.path, "agent/t", {"t.txt": "t\n"})
+    pr = forge.open_pr(conn, ref, head_branch="agent/t", base_branch="main", title="T", body="", draft=False)
+    s.comment(ref.path, pr.number, "@bot hello", author="wendy")
+    s.submit_review(ref.path, pr.number, "commented", comments=[("t.txt", 1, "why?")], author="max")
+    assert [c.author_id for c in forge.comments(conn, ref, pr.number)] == [str(user_id_of("wendy"))]
+    assert [r.author_id for r in forge.reviews(conn, ref, pr.number) if r.author == "max"] == [str(user_id_of("max"))]

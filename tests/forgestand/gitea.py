@@ -33,6 +33,7 @@ class Gitea(Flavour):
             "repoListPullReviews": self.list_reviews, "repoGetPullReviewComments": self.review_comments,
             "issueGetComments": self.list_comments, "repoGetCombinedStatusByRef": self.combined_status,
             "repoListStatusesByRef": self.list_statuses, "repoListStatuses": self.list_statuses,
+            "repoGetRepoPermissions": self.permission,
             "repoMergePullRequest": self.merge, "repoDeleteBranch": self.delete_branch,
         }
 
@@ -130,6 +131,16 @@ class Gitea(Flavour):
     # -- handlers ----------------------------------------------------------------------------------
     def _repo(self, ctx: Ctx) -> Repo | None:
         return ctx.standin.repos.get(f"{ctx.params['owner']}/{ctx.params['repo']}")
+
+    def permission(self, ctx: Ctx) -> Answer:
+        """Gitea's access modes: owner (the repository's owner), admin, write, read."""
+        repo = self._repo(ctx)
+        if repo is None:
+            return self.not_found()
+        login = ctx.params["collaborator"]
+        role = repo.role_of(login)
+        mode = "owner" if login == repo.owner else {"maintain": "write", "triage": "read"}.get(role, role)
+        return Answer(200, {"permission": mode, "role_name": mode, "user": self.user(ctx.standin, login)})
 
     def _pr(self, ctx: Ctx) -> tuple[Repo, PR] | None:
         repo = self._repo(ctx)

@@ -48,6 +48,7 @@ class GitLab(Flavour):
             # operations the published description lacks (specs/gitlab-v4-derived.json)
             "getUser": self.whoami, "listMergeRequestDiscussions": self.discussions,
             "listMergeRequestNotes": self.notes, "getJobLog": self.job_log,
+            "getProjectMemberAll": self.member,
         }
 
     def description(self) -> openapi.Descriptions:
@@ -164,6 +165,21 @@ class GitLab(Flavour):
         repo = self._repo(ctx)
         pr = repo.pr(int(ctx.params["merge_request_iid"])) if repo else None
         return (repo, pr) if repo and pr else None
+
+    #: The stand-in's roles (GitHub's names) as GitLab access levels; "read" is no membership.
+    LEVELS = {"admin": 50, "maintain": 40, "write": 30, "triage": 20}
+
+    def member(self, ctx: Ctx) -> Answer:
+        repo = self._repo(ctx)
+        if repo is None:
+            return Answer(404, {"message": "404 Project Not Found"})
+        uid = int(ctx.params["user_id"])
+        logins = [ctx.standin.login, *repo.permissions]
+        login = next((u for u in logins if (ctx.standin.user_id if u == ctx.standin.login else user_id_of(u)) == uid), None)
+        level = self.LEVELS.get(repo.role_of(login)) if login else None
+        if login is None or level is None:
+            return Answer(404, {"message": "404 Not found"})
+        return Answer(200, {**self.user(ctx.standin, login), "access_level": level, "expires_at": None})
 
     def whoami(self, ctx: Ctx) -> Answer:
         me = self.user(ctx.standin, ctx.standin.login)

@@ -17,6 +17,7 @@ from .base import (
     Connection,
     Forge,
     ForgeEvent,
+    ForgeRefused,
     Merged,
     MergeMethod,
     PRState,
@@ -202,6 +203,18 @@ class GiteaForge(Forge):
 
     def close_pr(self, conn: Connection, repo: RepoRef, number: int) -> None:
         self.api.call(conn, "PATCH", f"{_repo(repo)}/pulls/{number}", body={"state": "closed"})
+
+    def author_may_write(self, conn: Connection, repo: RepoRef, author: str, author_id: str = "") -> bool:
+        """Gitea/Forgejo's access mode of the user: owner, admin or write may send work."""
+        if not author:
+            return False
+        try:
+            data = self.api.json(conn, "GET", f"{_repo(repo)}/collaborators/{segment(author)}/permission")
+        except ForgeRefused as e:
+            if e.status == 404:  # no such user
+                return False
+            raise
+        return mapping(data).get("permission") in ("owner", "admin", "write")
 
     def delete_branch(self, conn: Connection, repo: RepoRef, branch: str) -> None:
         self.api.call(conn, "DELETE", f"{_repo(repo)}/branches/{segment(branch)}", accept_missing=True)

@@ -50,6 +50,9 @@ _REVIEWER_STATES: dict[str, ReviewState] = {"requested_changes": "changes_reques
                                             "reviewed": "commented"}
 
 
+_DEVELOPER = 30  # GitLab's access level of a Developer: may push
+
+
 def _project(repo: RepoRef) -> str:
     return "/projects/" + segment(repo.path)
 
@@ -78,7 +81,8 @@ def read_note(note: Mapping[str, Any], web_url: str = "") -> ReviewComment:
                          path=position.get("new_path") or position.get("old_path"),
                          line=int(line) if line else None,
                          url=f"{web_url}#note_{note['id']}" if web_url and note.get("id") else "",
-                         id=str(note.get("id") or ""), created_at=note.get("created_at") or "")
+                         id=str(note.get("id") or ""), created_at=note.get("created_at") or "",
+                         author_id=str(mapping(note.get("author")).get("id") or ""))
 
 
 class GitLabForge(Forge):
@@ -163,15 +167,20 @@ class GitLabForge(Forge):
                     notes.setdefault(c.author, []).append(c)
                     last[c.author] = max(last.get(c.author, ""), c.created_at)
             states: dict[str, ReviewState] = {u: "commented" for u in notes}
+            ids = {c.author: c.author_id for cs in notes.values() for c in cs}
             for a in approvals.get("approved_by") or []:
-                states[mapping(a.get("user")).get("username") or ""] = "approved"
+                user = mapping(a.get("user"))
+                states[user.get("username") or ""] = "approved"
+                ids[user.get("username") or ""] = str(user.get("id") or "")
             for r in reviewers:
-                who = mapping(r.get("user")).get("username") or ""
+                user = mapping(r.get("user"))
+                who = user.get("username") or ""
                 said = _REVIEWER_STATES.get(r.get("state") or "")
                 if said:
-                    states[who] = said
+                    states[who], ids[who] = said, str(user.get("id") or "")
             return [Review(id=f"{who}:{state}:{last.get(who, '')}", author=who, state=state,
-                           comments=tuple(notes.get(who, ())), submitted_at=last.get(who, ""))
+                           comments=tuple(notes.get(who, ())), submitted_at=last.get(who, ""),
+                           author_id=ids.get(who, ""))
                     for who, state in states.items() if who]
 
     def comments(self, conn: Connection, repo: RepoRef, number: int, since: str = "") -> list[ReviewComment]:
@@ -238,6 +247,20 @@ class GitLabForge(Forge):
             return said
         return f"{said} (merge status: {status.replace('_', ' ')})" if status and status != "mergeable" else said
 
+    def author_may_write(self, conn: Connection, repo: RepoRef, author: str, author_id: str = "") -> bool:
+        """GitLab asks about a member by id (inherited memberships included): Developer (30) or
+        above may send work. No id (the forge did not give one) or not a member: no."""
+        if not author_id.isdigit():
+            return False
+        try:
+            data = API.json(conn, "GET", f"{_project(repo)}/members/all/{author_id}")
+        except ForgeRefused as e:
+            if e.status == 404:  # not a member
+                return False
+            raise
+        level = mapping(data).get("access_level")
+        return isinstance(level, int) and level >= _DEVELOPER
+
     def close_pr(self, conn: Connection, repo: RepoRef, number: int) -> None:
         API.call(conn, "PUT", _mr(repo, number), body={"state_event": "close"})
 
@@ -268,16 +291,17 @@ def _event(event: str, delivery: str, payload: dict[str, Any]) -> ForgeEvent:
         pr = read_mr(attrs)
         on_pr: dict[str, Any] = {"pr_number": pr.number, "head_branch": pr.head_branch, "head_sha": pr.head_sha, "pr": pr}
         action = attrs.get("action") or ""
+        who_id = str(mapping(payload.get("user")).get("id") or "")
         if action in ("approved", "approval", "unapproved", "unapproval"):
             who = mapping(payload.get("user")).get("username") or ""
             state: ReviewState = "approved" if action in ("approved", "approval") else "none"
-            return ForgeEvent(kind="review", review=Review(id=f"{who}:{action}:{delivery}", author=who, state=state),
-                              **base, **on_pr)
+            return ForgeEvent(kind="review", review=Review(id=f"{who}:{action}:{delivery}", author=who, state=state,
+                                                           author_id=who_id), **base, **on_pr)
         said = _reviewer_state(payload) if action == "update" and not attrs.get("oldrev") else None
         if said:  # a reviewer's "request changes" / "reviewed" arrives as an MR update by them
             who = mapping(payload.get("user")).get("username") or ""
-            return ForgeEvent(kind="review", review=Review(id=f"{who}:{said}:{delivery}", author=who, state=said),
-                              **base, **on_pr)
+            return ForgeEvent(kind="review", review=Review(id=f"{who}:{said}:{delivery}", author=who, state=said,
+                                                           author_id=who_id), **base, **on_pr)
         return ForgeEvent(kind="pr", **base, **on_pr)
     if event == "Note Hook":
         mr = mapping(payload.get("merge_request"))

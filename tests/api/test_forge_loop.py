@@ -423,3 +423,21 @@ def test_only_people_with_write_access_send_the_agent_work(world, db):
     world.s.set_permission(REPO, "tri", "triage")
     world.s.comment(REPO, pr["number"], "@bot and this", author="tri")
     assert "ignored" in world.deliver("comment", pr["number"])[1]["detail"]
+
+
+def test_a_new_credential_asks_the_forge_again_who_may_write(world):
+    """Who may write is kept a while per author; a connection given another token (another
+    account, perhaps another view of the repository) forgets those answers at once."""
+    issue, task_id = world.run()
+    pr = world.opened(task_id)
+    world.s.comment(REPO, pr["number"], "@bot do this", author="dana")
+    assert "ignored" in world.deliver("comment", pr["number"])[1]["detail"]
+    world.s.set_permission(REPO, "dana", "write")
+    world.s.comment(REPO, pr["number"], "@bot do this now", author="dana")
+    assert "ignored" in world.deliver("comment", pr["number"])[1]["detail"]  # the kept answer
+    assert world.s.count("GET", "/collaborators/dana/permission") == 1
+    world.api.patch(f"/api/forges/{world.conn_id}", json={"credential": world.s.token})
+    world.s.comment(REPO, pr["number"], "@bot and now?", author="dana")
+    world.deliver("comment", pr["number"])
+    assert world.s.count("GET", "/collaborators/dana/permission") == 2
+    assert "and now?" in (world.runs(issue["number"])[-1]["prompt"] or "")

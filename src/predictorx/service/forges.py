@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from ..forges import registry
 from ..forges.base import Connection, Forge, ForgeRefused, ForgeUnavailable, RepoRef
 from ..store.schema import ForgeConnection, PullRequest, new_id
-from . import secretbox
+from . import forgetrust, secretbox
 from .errors import Conflict, Forbidden, Invalid, NotFound, ServiceError
 
 log = logging.getLogger("predictorx.forges")
@@ -171,6 +171,8 @@ def update_connection(session: Session, row: ForgeConnection, *, name: str | Non
     else:
         api = row.api_url
     moved = _origin(base) != _origin(row.base_url) or _origin(api) != _origin(row.api_url)
+    if moved or credential is not None:
+        forgetrust.forget()  # who may write was answered for the old account or address
     if moved and credential is None:
         raise Invalid("moving a connection to another host needs its token again (`--token-stdin`, or the token "
                       "field): a stored token is never sent to a new address")
@@ -219,6 +221,7 @@ def remove_connection(session: Session, row: ForgeConnection) -> int:
         PullRequest.connection_id == row.id)) or 0
     session.delete(row)
     session.flush()
+    forgetrust.forget()
     return finished
 
 

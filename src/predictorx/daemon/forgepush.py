@@ -83,11 +83,7 @@ def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,
     there last (the forge's branch must still be that), or None (it must not exist yet).
     Raises PushError with a scrubbed sentence."""
     _check(target)
-    try:
-        sha = git(["rev-parse", "--verify", "-q", f"{local_ref}^{{commit}}"], cwd=repo,
-                  timeout=60).stdout.decode().strip()
-    except GitError as e:
-        raise PushError(f"the branch {local_ref} is not in {repo} any more ({e}); nothing was pushed") from None
+    sha = local_ref if _SHA.match(local_ref) else _commit_of(repo, local_ref)
     remote_ref = f"refs/heads/{target.branch}"
     expect = lease if lease and _SHA.match(lease) else ""
     args = ["push", "--porcelain", "--no-verify", f"--force-with-lease={remote_ref}:{expect}",
@@ -100,6 +96,14 @@ def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,
                             "(someone else pushed there), so it was not overwritten; look at it on the forge")
         raise PushError(f"git push to {scrub(target.remote_url, target)} failed: {_tail(said)}")
     return Pushed(sha)
+
+
+def _commit_of(repo: Path, local_ref: str) -> str:
+    try:
+        return git(["rev-parse", "--verify", "-q", f"{local_ref}^{{commit}}"], cwd=repo,
+                   timeout=60).stdout.decode().strip()
+    except GitError as e:
+        raise PushError(f"the branch {local_ref} is not in {repo} any more ({e}); nothing was pushed") from None
 
 
 def fetch(repo: Path, target: PushTarget, dest_ref: str, *, timeout: float = PUSH_TIMEOUT) -> str:

@@ -96,8 +96,9 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
     ok, sha, error = False, None, None
     try:
         repo = checked_repository(daemon, target.extra.get("repo_path", ""))
-        local = target.extra.get("local_branch") or target.branch
-        done = await asyncio.to_thread(forgepush.push, repo, f"refs/heads/{local}", target,
+        # At a run's end the server names the commit this daemon reported as the branch's tip.
+        local = target.extra.get("tip") or f"refs/heads/{target.extra.get('local_branch') or target.branch}"
+        done = await asyncio.to_thread(forgepush.push, repo, local, target,
                                        lease=target.extra.get("lease") or None)
         ok, sha = True, done.sha
         log.info("task %s: pushed %s to the forge's branch %s", task_id, done.sha[:12], target.branch)

@@ -158,7 +158,11 @@ def target_at_finish(session: Session, daemon_id: str, task_id: str) -> PushTarg
         return None
     if not policy(session, task.project_id).get("auto_push", True) or _tracked(session, task) is None:
         return None
-    return push_target(session, daemon_id, task_id)
+    target = push_target(session, daemon_id, task_id)
+    tip = (task.review or {}).get("tip")
+    if isinstance(tip, str) and tip:  # the commit the daemon just reported: it pushes that (no rev-parse)
+        target.extra["tip"] = tip
+    return target
 
 
 def request_push(session: Session, task: Task) -> None:
@@ -197,10 +201,15 @@ def push_target(session: Session, daemon_id: str, task_id: str) -> PushTarget:
     branch = pr.branch if pr is not None else review.get("branch")
     if not branch:
         raise NotFound(f"task {task_id} has no branch on a forge")
-    lease = review.get("continued_from") or (pr.head_sha if pr is not None and pr.head_sha else "")
+    lease = _lease(review, pr)
     extra = {"repo_path": str(review.get("repo_path") or ""), "local_branch": str(review.get("branch") or branch),
              "lease": str(lease or ""), "mode": str(review.get("mode") or "")}
     return PushTarget(remote_url=url, branch=branch, username=conn.git_username, token=conn.token, extra=extra)
+
+
+def _lease(review: dict[str, Any], pr: PullRequest | None) -> str:
+    """What the forge's branch must hold for the push to overwrite it ("": it must not exist)."""
+    return str(review.get("continued_from") or (pr.head_sha if pr is not None and pr.head_sha else "") or "")
 
 
 def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,
@@ -217,6 +226,9 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
         _say(session, task, {"event": "forge_push_failed",
                              "message": f"The branch was not pushed to {url}: {error or 'no reason given'}"})
         return pr
+    # Leased on "must not exist" and it landed: the push created the branch (prflow skips
+    # looking for a PR of it on the forge then).
+    created = not _lease(review, pr)
     if pr is None:
         issue_status = session.scalar(select(Issue.status).where(Issue.id == task.issue_id))
         pr = PullRequest(workspace_id=task.workspace_id, issue_id=task.issue_id, agent_id=task.agent_id,
@@ -227,7 +239,7 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
         pr.state = "pushed"
     pr.head_sha, pr.task_id, pr.updated_at = sha, task.id, utcnow()
     session.flush()
-    review["pushed"] = {"sha": sha, "url": url, "branch": pr.branch, "at": utcnow().isoformat()}
+    review["pushed"] = {"sha": sha, "url": url, "branch": pr.branch, "at": utcnow().isoformat(), "created": created}
     task.review = review
     _say(session, task, {"event": "forge_push", "branch": pr.branch,
                          "message": f"Pushed {sha[:12]} to branch {pr.branch} of {url}."})

@@ -67,9 +67,11 @@ def open_for_task(db: prs.Transactions, workspace_id: str, task_id: str, link_ba
     return _out(db, workspace_id, prs.open_pr(db, workspace_id, pr_id, link_base=link_base))
 
 
-def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, task_id: str | None) -> None:
+def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, task_id: str | None,
+                      branch_created: bool = False) -> None:
     """After a push landed: open the PR when the person asked for it or the policy says auto_pr.
-    Runs outside the transaction that recorded the push (it calls the forge)."""
+    Runs outside the transaction that recorded the push (it calls the forge). `branch_created`:
+    that push created the branch (no PR of it can be open yet)."""
     with db.read() as s:
         pr = s.get(PullRequest, pr_id)
         if pr is None or pr.state not in ("pushed",) + prs.OPEN_STATES:
@@ -80,7 +82,7 @@ def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, task_
         _open_when_pushed.discard(task_id or "")
     if pr.number is None and (wanted or asked):
         try:
-            prs.open_pr(db, workspace_id, pr_id)
+            prs.open_pr(db, workspace_id, pr_id, branch_created=branch_created)
         except Exception as e:  # noqa: BLE001 — a background open must not take the push report down
             log.warning("opening the pull request of %s failed: %s", pr_id, e)
             prs.note(db, workspace_id, pr_id, f"Opening the pull request failed: {getattr(e, 'message', e)}")
@@ -152,11 +154,13 @@ def _after_push(session: Session, pr: PullRequest, task: Task) -> None:
     forgefeedback.forget_stale_checks(pr)  # the push moved the head
     announce(session, pr)
     db, ws, pr_id, task_id = _bound, pr.workspace_id, pr.id, task.id
+    pushed = (task.review or {}).get("pushed") if isinstance(task.review, dict) else None
+    created = bool(isinstance(pushed, dict) and pushed.get("created"))
     if db is None:
         return
 
     def start(_session: Session) -> None:
-        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, task_id),
+        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, task_id, created),
                          name="px-open-pr", daemon=True).start()
 
     event.listen(session, "after_commit", start, once=True)

@@ -9,12 +9,16 @@ Database) rather than one session for that reason.
 
 One row per (issue, connection, repository, branch) is the table's own unique key; opening
 twice returns the row's PR, and a PR someone opened on the forge for the same branch is adopted
-(`find_pr` before `open_pr`).
+(`find_pr` before `open_pr`), except right after a push that created the branch: no PR can be
+open for a branch that did not exist, and should one appear meanwhile the forge refuses the
+second and the refusal adopts it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from contextlib import AbstractContextManager
@@ -36,6 +40,11 @@ from .events import emit
 #: What a PR body quotes of the run's result and handoff, at most (a forge caps bodies at 64 KiB).
 BODY_PART_LIMIT = 12_000
 OPEN_STATES = ("open", "draft")
+#: How long opening a PR trusts a repository's default branch and merge methods read before
+#: (one read per burst of runs on a repository, not one per PR; a merge always reads afresh).
+REPO_INFO_SECONDS = 30.0
+_repo_infos: dict[tuple[str, str], tuple[float, forge_api.RepoInfo]] = {}
+_repo_infos_lock = threading.Lock()
 
 
 class Transactions(Protocol):
@@ -219,9 +228,11 @@ def pr_body(session: Session, pr: PullRequest, issue: Issue, link_base: str) -> 
     return "\n\n".join(parts)
 
 
-def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str | None = None) -> str:
+def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str | None = None,
+            branch_created: bool = False) -> str:
     """Open the PR of a pushed branch (idempotent); returns the row's id. A PR for the branch
-    that already exists on the forge (opened by anyone) is adopted, not duplicated."""
+    that already exists on the forge (opened by anyone) is adopted, not duplicated.
+    `branch_created`: the push that just landed created the branch (see the module)."""
     with db.read() as s:
         pr = get(s, workspace_id, pr_id)
         if pr.number is not None and pr.state != "discarded":
@@ -232,14 +243,20 @@ def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str |
         issue = s.get(Issue, pr.issue_id)
         if issue is None:
             raise NotFound("the issue of this branch was deleted")
-        policy, branch = policy_of(s, pr), pr.branch
+        policy, branch, info_key = policy_of(s, pr), pr.branch, (pr.connection_id, pr.repo_path)
         project = s.get(Project, issue.project_id) if issue.project_id else None
         base_hint = pr.base_branch or _default_branch_hint(s, project, pr.repo_path)
         title, body = issue.title, pr_body(s, pr, issue, link_base if link_base is not None else public_url())
-    with ThreadPoolExecutor(2, thread_name_prefix="px-forge") as pool:  # two independent reads at once
-        repo_read = pool.submit(call, "reading the repository", where.forge.repo, where.conn, where.repo)
+    info, made = _cached_repo_info(info_key), None
+    if info is None and not branch_created:
+        with ThreadPoolExecutor(2, thread_name_prefix="px-forge") as pool:  # two independent reads at once
+            repo_read = pool.submit(_repo_info, where, info_key)
+            made = _find_open(where, branch)
+            info = repo_read.result()
+    elif info is None:
+        info = _repo_info(where, info_key)
+    elif not branch_created:
         made = _find_open(where, branch)
-        info = repo_read.result()
     if made is None:
         try:
             made = where.forge.open_pr(where.conn, where.repo, head_branch=branch,
@@ -258,6 +275,19 @@ def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str |
             pr.poll_state = {**(pr.poll_state or {}), "merge_methods": list(info.merge_methods)}
             apply_remote(s, pr, made)
         return pr.id
+
+
+def _cached_repo_info(key: tuple[str, str]) -> forge_api.RepoInfo | None:
+    with _repo_infos_lock:
+        at, info = _repo_infos.get(key, (0.0, None))
+    return info if info is not None and time.monotonic() - at < REPO_INFO_SECONDS else None
+
+
+def _repo_info(where: ForgeTarget, key: tuple[str, str]) -> forge_api.RepoInfo:
+    info: forge_api.RepoInfo = call("reading the repository", where.forge.repo, where.conn, where.repo)
+    with _repo_infos_lock:
+        _repo_infos[key] = (time.monotonic(), info)
+    return info
 
 
 def _find_open(where: ForgeTarget, branch: str) -> forge_api.PullRequest | None:

@@ -67,25 +67,26 @@ def open_for_task(db: prs.Transactions, workspace_id: str, task_id: str, link_ba
     return _out(db, workspace_id, prs.open_pr(db, workspace_id, pr_id, link_base=link_base))
 
 
-def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, task_id: str | None,
-                      branch_created: bool = False) -> None:
-    """After a push landed: open the PR when the person asked for it or the policy says auto_pr.
-    Runs outside the transaction that recorded the push (it calls the forge). `branch_created`:
-    that push created the branch (no PR of it can be open yet)."""
-    with db.read() as s:
-        pr = s.get(PullRequest, pr_id)
-        if pr is None or pr.state not in ("pushed",) + prs.OPEN_STATES:
-            return
-        wanted = prs.policy_of(s, pr)["auto_pr"]
+def _open_wanted(session: Session, pr: PullRequest, task: Task) -> bool:
+    """After a push landed: is its PR to be opened (the person asked for it, or the policy says
+    auto_pr, and it is not open yet)?"""
     with _lock:
-        asked = task_id in _open_when_pushed
-        _open_when_pushed.discard(task_id or "")
-    if pr.number is None and (wanted or asked):
-        try:
-            prs.open_pr(db, workspace_id, pr_id, branch_created=branch_created)
-        except Exception as e:  # noqa: BLE001 — a background open must not take the push report down
-            log.warning("opening the pull request of %s failed: %s", pr_id, e)
-            prs.note(db, workspace_id, pr_id, f"Opening the pull request failed: {getattr(e, 'message', e)}")
+        asked = task.id in _open_when_pushed
+        _open_when_pushed.discard(task.id)
+    return pr.number is None and pr.state in ("pushed",) + prs.OPEN_STATES \
+        and (asked or bool(prs.policy_of(session, pr)["auto_pr"]))
+
+
+def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, plan: prs.OpenPlan,
+                      branch_created: bool = False) -> None:
+    """Open the PR of a push that landed, with the plan read in the push's transaction. Runs
+    after that transaction committed (it calls the forge). `branch_created`: that push created
+    the branch (no PR of it can be open yet)."""
+    try:
+        prs.open_pr(db, workspace_id, pr_id, branch_created=branch_created, plan=plan)
+    except Exception as e:  # noqa: BLE001 — a background open must not take the push report down
+        log.warning("opening the pull request of %s failed: %s", pr_id, e)
+        prs.note(db, workspace_id, pr_id, f"Opening the pull request failed: {getattr(e, 'message', e)}")
 
 
 def _actor_named(db: prs.Transactions, actor: prs.Actor) -> prs.Actor:
@@ -153,14 +154,21 @@ def _after_push(session: Session, pr: PullRequest, task: Task) -> None:
     own (a forge call never runs inside a transaction, nor in the daemon's report request)."""
     forgefeedback.forget_stale_checks(pr)  # the push moved the head
     announce(session, pr)
-    db, ws, pr_id, task_id = _bound, pr.workspace_id, pr.id, task.id
+    db, ws, pr_id = _bound, pr.workspace_id, pr.id
     pushed = (task.review or {}).get("pushed") if isinstance(task.review, dict) else None
     created = bool(isinstance(pushed, dict) and pushed.get("created"))
-    if db is None:
+    if db is None or not _open_wanted(session, pr, task):
+        return
+    try:  # read here: the open's thread needs no transaction of its own
+        plan = prs.open_plan(session, pr)
+    except (Conflict, NotFound) as e:
+        log.warning("not opening the pull request of %s: %s", pr_id, e)
+        return
+    if plan is None:
         return
 
     def start(_session: Session) -> None:
-        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, task_id, created),
+        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, plan, created),
                          name="px-open-pr", daemon=True).start()
 
     event.listen(session, "after_commit", start, once=True)

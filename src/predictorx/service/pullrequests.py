@@ -228,25 +228,47 @@ def pr_body(session: Session, pr: PullRequest, issue: Issue, link_base: str) -> 
     return "\n\n".join(parts)
 
 
+@dataclass(frozen=True)
+class OpenPlan:
+    """What opening a PR sends the forge, read in a transaction (`open_plan`) and used after it."""
+
+    where: ForgeTarget
+    branch: str
+    base_hint: str | None
+    title: str
+    body: str
+    draft: bool
+    info_key: tuple[str, str]
+
+
+def open_plan(s: Session, pr: PullRequest, link_base: str | None = None) -> OpenPlan | None:
+    """The plan to open `pr` on its forge, or None when it is open already."""
+    if pr.number is not None and pr.state != "discarded":
+        return None
+    if pr.state == "discarded":
+        raise Conflict("this branch was discarded; run the agent again for a new one")
+    where = target(s, pr)
+    issue = s.get(Issue, pr.issue_id)
+    if issue is None:
+        raise NotFound("the issue of this branch was deleted")
+    project = s.get(Project, issue.project_id) if issue.project_id else None
+    return OpenPlan(where, pr.branch, pr.base_branch or _default_branch_hint(s, project, pr.repo_path), issue.title,
+                    pr_body(s, pr, issue, link_base if link_base is not None else public_url()),
+                    bool(policy_of(s, pr)["draft"]), (pr.connection_id, pr.repo_path))
+
+
 def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str | None = None,
-            branch_created: bool = False) -> str:
+            branch_created: bool = False, plan: OpenPlan | None = None) -> str:
     """Open the PR of a pushed branch (idempotent); returns the row's id. A PR for the branch
     that already exists on the forge (opened by anyone) is adopted, not duplicated.
-    `branch_created`: the push that just landed created the branch (see the module)."""
-    with db.read() as s:
-        pr = get(s, workspace_id, pr_id)
-        if pr.number is not None and pr.state != "discarded":
-            return pr.id
-        if pr.state == "discarded":
-            raise Conflict("this branch was discarded; run the agent again for a new one")
-        where = target(s, pr)
-        issue = s.get(Issue, pr.issue_id)
-        if issue is None:
-            raise NotFound("the issue of this branch was deleted")
-        policy, branch, info_key = policy_of(s, pr), pr.branch, (pr.connection_id, pr.repo_path)
-        project = s.get(Project, issue.project_id) if issue.project_id else None
-        base_hint = pr.base_branch or _default_branch_hint(s, project, pr.repo_path)
-        title, body = issue.title, pr_body(s, pr, issue, link_base if link_base is not None else public_url())
+    `branch_created`: the push that just landed created the branch (see the module); `plan`:
+    read already, in the transaction that recorded that push (one transaction fewer)."""
+    if plan is None:
+        with db.read() as s:
+            plan = open_plan(s, get(s, workspace_id, pr_id), link_base)
+            if plan is None:
+                return pr_id
+    where, branch, info_key = plan.where, plan.branch, plan.info_key
     info, made = _cached_repo_info(info_key), None
     if info is None and not branch_created:
         with ThreadPoolExecutor(2, thread_name_prefix="px-forge") as pool:  # two independent reads at once
@@ -260,8 +282,8 @@ def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str |
     if made is None:
         try:
             made = where.forge.open_pr(where.conn, where.repo, head_branch=branch,
-                                       base_branch=base_hint or info.default_branch,
-                                       title=title, body=body, draft=bool(policy["draft"]))
+                                       base_branch=plan.base_hint or info.default_branch,
+                                       title=plan.title, body=plan.body, draft=plan.draft)
         except forge_api.ForgeRefused as e:
             made = _find_open(where, branch)  # opened meanwhile (a second click, a webhook race)
             if made is None:

@@ -144,6 +144,35 @@ def test_a_pr_opened_elsewhere_for_the_branch_is_adopted(world):
     assert mine["number"] == theirs.number and len(world.s.prs(REPO)) == 1
 
 
+def test_after_a_push_that_created_the_branch_the_pr_opens_without_looking_for_one(world):
+    """No PR can be open for a branch that did not exist: opening skips `find_pr` then, and the
+    repository's default branch is read once for a burst of runs (not once per PR)."""
+    def gets(path: str) -> int:
+        return sum(1 for c in world.s.calls if c.method == "GET" and c.path.endswith(path))
+
+    _, task_id = world.run()
+    world.opened(task_id)
+    assert gets(f"/repos/{REPO}/pulls") == 0 and gets(f"/repos/{REPO}") == 1
+    # Another run on the same repository within the cache's 30 s.
+    world.api.post("/api/issues", json={"title": "Another fix", "project_id": world.project["id"], "assignee": "bot"})
+    again = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    world.finish(again, "second fix")
+    world.opened(again)
+    assert gets(f"/repos/{REPO}") == 1
+
+
+def test_a_pr_opened_on_the_forge_while_the_new_branch_was_pushed_is_adopted(world):
+    """The skipped `find_pr` loses nothing: the forge refuses a second PR and the refusal adopts
+    the one there."""
+    world.api.post("/api/issues", json={"title": "Raced", "project_id": world.project["id"], "assignee": "bot"})
+    task_id = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    sha = world.finish(task_id, "raced", report_push=False)
+    theirs = world.s.open_pr(REPO, BRANCH, "main", title="Opened by a person meanwhile")
+    world.report_push(task_id, sha)
+    pr = world.opened(task_id)
+    assert pr["number"] == theirs.number and len(world.s.prs(REPO)) == 1
+
+
 def test_open_pull_request_before_the_push_pushes_then_opens_whatever_auto_pr_says(world):
     world.policy(auto_pr=False, auto_push=False)
     world.api.post("/api/issues", json={"title": "Asked by hand", "project_id": world.project["id"], "assignee": "bot"})

@@ -47,10 +47,8 @@ def _imported_modules(path: Path, package: str) -> set[str]:
     return out
 
 
-# Pages that still call a route module's functions; this list only shrinks. Settings → Forges
-# (issue 22, merged while this check was written) calls routes/forges.py's shared functions:
-# they belong in a service use case, as service/project_actions.py does for projects.
-PAGES_CALLING_ROUTES = {"src/predictorx/server/web/forges.py imports predictorx.server.routes.forges"}
+# Pages that still call a route module's functions; this list only shrinks (it is empty).
+PAGES_CALLING_ROUTES: set[str] = set()
 
 
 def test_no_page_imports_a_route_module():

@@ -1,5 +1,5 @@
 """Settings → Forges: the workspace's forge connections (issue 22 §1) — list, add, edit, remove,
-test, and a new webhook secret — through the same functions as `/api/forges` (routes/forges.py).
+test, and a new webhook secret — through the same use cases as `/api/forges` (service/forge_actions.py).
 
 Members see the list; owners and admins get the forms. The token field is write-only: the page
 shows "set, ••••last4" and an empty field that, left empty, keeps the token. A webhook secret is
@@ -14,10 +14,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from ...forges import registry
+from ...service import forge_actions as actions
 from ...service import forges as svc
 from ..access import ROLE_RANK
 from ..models import ForgeConnectionCreate, ForgeConnectionUpdate
-from ..routes import forges as api
+from ..publicurl import public_base
 from .forms import FORM_ERRORS, Form, read_form, message_of, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
@@ -32,7 +33,7 @@ def may_manage(who: Viewer) -> bool:
 
 
 def forges_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
-    rows = api.list_connections(request.app.state.px, who.caller, api.public_base(request))
+    rows = actions.list_connections(request.app.state.px, who.workspace_id, public_base(request))
     return {"viewer": who, "section": "forges", "rows": rows, "kinds": registry.known_kinds(),
             "manage": may_manage(who), "error": None, "error_for": None, "notice": None, "notice_for": None,
             "shown_secret": None, "values": {}, **extra}
@@ -63,7 +64,8 @@ async def add(request: Request, form: Form = Depends(read_form), who: Viewer = D
         body = ForgeConnectionCreate(kind=form.get("kind"), name=form.get("name"), base_url=form.get("base_url"),
                                      api_url=form.optional("api_url"), credential=form.get("credential"),
                                      members_may_merge=form.get("members_may_merge") == "on")
-        return api.add_connection(request.app.state.px, who.caller, body, api.public_base(request))
+        return actions.add_connection(request.app.state.px, who.workspace_id, who.caller.user_id, body.model_dump(),
+                                      public_base(request))
     try:
         made = await in_page_thread(work)
     except FORM_ERRORS as e:
@@ -82,8 +84,8 @@ async def edit(request: Request, connection_id: str, form: Form = Depends(read_f
             changes["api_url"] = form.get("api_url")
         if form.get("credential"):  # empty: keep the token
             changes["credential"] = form.get("credential")
-        api.update_connection(request.app.state.px, who.caller, connection_id, ForgeConnectionUpdate(**changes),
-                              api.public_base(request))
+        actions.update_connection(request.app.state.px, who.workspace_id, connection_id,
+                                  ForgeConnectionUpdate(**changes).model_dump(exclude_unset=True), public_base(request))
     try:
         await in_page_thread(work)
     except FORM_ERRORS as e:
@@ -94,7 +96,7 @@ async def edit(request: Request, connection_id: str, form: Form = Depends(read_f
 @router.post("/forges/{connection_id}/remove")
 async def remove(request: Request, connection_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        done = await in_page_thread(api.remove_connection, request.app.state.px, who.caller, connection_id)
+        done = await in_page_thread(actions.remove_connection, request.app.state.px, who.workspace_id, connection_id)
     except FORM_ERRORS as e:
         return await _refused(request, who, e, "list")
     return await _answer(request, who, notice=done["message"].capitalize() + ".", notice_for="list")
@@ -103,7 +105,7 @@ async def remove(request: Request, connection_id: str, who: Viewer = Depends(vie
 @router.post("/forges/{connection_id}/test")
 async def test(request: Request, connection_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        done = await in_page_thread(api.check_connection, request.app.state.px, who.caller, connection_id)
+        done = await in_page_thread(actions.check_connection, request.app.state.px, who.workspace_id, connection_id)
     except (svc.ForgeCallFailed, *FORM_ERRORS) as e:
         return await _refused(request, who, e, connection_id)
     return await _answer(request, who, notice=done["message"] + ".", notice_for=connection_id)
@@ -112,8 +114,8 @@ async def test(request: Request, connection_id: str, who: Viewer = Depends(viewe
 @router.post("/forges/{connection_id}/webhook-secret")
 async def rotate_webhook_secret(request: Request, connection_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        made = await in_page_thread(api.rotate_webhook_secret, request.app.state.px, who.caller, connection_id,
-                                    api.public_base(request))
+        made = await in_page_thread(actions.rotate_webhook_secret, request.app.state.px, who.workspace_id,
+                                    connection_id, public_base(request))
     except FORM_ERRORS as e:
         return await _refused(request, who, e, connection_id)
     return await _answer(request, who, shown_secret=made)

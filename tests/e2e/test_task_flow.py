@@ -25,7 +25,8 @@ def test_claude_agent_runs_in_a_checkout_of_the_project_repo(server, start_daemo
     listed = json.loads(server.cli("daemon", "list", "--output", "json").stdout)
     runtimes = {r["provider"]: r for r in listed[0]["runtimes"]}
     assert listed[0]["id"] == daemon.id and listed[0]["online"] is True
-    assert set(runtimes) == {"claude", "codex", "gemini", "opencode", "command"}  # fakes on PATH + command
+    # fakes on PATH + command; acp: its profiles run the gemini and opencode found there
+    assert set(runtimes) == {"claude", "codex", "gemini", "opencode", "command", "acp"}
     assert runtimes["claude"]["version"] == "9.9.9 (fake)" and "local-worktree-v1" in runtimes["claude"]["capabilities"]
     url = _bare_remote(tmp_path)
     project = server.api("POST", "/api/projects", {"title": "Storefront", "description": "The shop.",

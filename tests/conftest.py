@@ -28,6 +28,18 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     return home
 
 
+@pytest.fixture(autouse=True)
+def _event_streams_not_stopped() -> None:
+    """sse-starlette patches uvicorn's `Server.handle_exit` to set one process-wide flag that ends
+    every event stream, and nothing clears it: one test that stops a server as a signal would (the
+    quiet server's) ended the event streams of every server started later in the same pytest run —
+    a page's live updates then never came (the browser tests' 'live-on' waits timed out). A server
+    process stops once; a test run starts hundreds, so each test starts with the flag down."""
+    from sse_starlette.sse import AppStatus
+
+    AppStatus.should_exit = False
+
+
 @pytest.fixture(params=BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "sqlite":

@@ -57,8 +57,9 @@ def _network_mode(value: str) -> str:
     return value
 
 
-PERMISSIONS_HELP = ("acp provider: how its permission requests are answered: allow (its allow option) or "
-                    "deny (its reject option); each answer is in the task's messages.")
+PERMISSIONS_HELP = ("acp provider: how its permission requests are answered: allow (its allow option), "
+                    "deny (its reject option) or ask (a person picks on the run's page, in Waiting for you, or "
+                    "with `predictorx task answer`); each answer is in the task's messages.")
 ACP_COMMAND_HELP = "acp provider: the command that starts the agent's ACP server on stdio ('gemini --experimental-acp')."
 ACP_PROFILE_HELP = "acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp)."
 

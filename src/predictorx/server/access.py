@@ -225,6 +225,7 @@ ACCESS: dict[str, Rule] = {
     "GET /tasks/{task_id}/review":                       MEMBER,
     "POST /tasks/{task_id}/rerun":                       MEMBER,
     "POST /tasks/{task_id}/cancel":                      MEMBER,
+    "POST /tasks/{task_id}/answer":                      MEMBER,   # the same use case as /api/tasks/{id}/answer
     "GET /agents":                                       MEMBER,
     "POST /agents":                                      MEMBER,
     "POST /agents/{agent_id}":                           MEMBER,   # its owner only: service
@@ -232,6 +233,8 @@ ACCESS: dict[str, Rule] = {
     "POST /agents/{agent_id}/archive":                   MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/restore":                   MEMBER,   # its owner, or an admin/owner: service
     "GET /daemons":                                      MEMBER,
+    "GET /waiting":                                      MEMBER,
+    "GET /waiting/list":                                 MEMBER,
     "GET /tasks/{task_id}/pr":                           MEMBER,   # the pull-request panel (web/pullrequests.py)
     "GET /issues/{ref}/pr":                              MEMBER,
     "POST /tasks/{task_id}/pr":                          MEMBER,

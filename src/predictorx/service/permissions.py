@@ -13,12 +13,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.schema import TERMINAL_STATUSES, Task, TaskMessage
+from ..store.schema import HOLDING_STATUSES, TERMINAL_STATUSES, Agent, Task, TaskMessage
 from .errors import Conflict, Invalid
 from .events import emit
 
 #: How far back a question is looked for.
 _RECENT = 500
+#: Message events that change whether a run waits on a person (their arrival refreshes the
+#: run's header and the "Waiting for you" list, not only its transcript).
+QUESTION_EVENTS = frozenset({"permission", "permission_answer", "permission_timeout"})
 
 
 def waiting_question(session: Session, task: Task) -> dict[str, Any] | None:
@@ -50,3 +53,19 @@ def answer(session: Session, task: Task, option_id: str, user_id: str | None, re
                                str(question["request_id"]): {"option_id": option_id, "by": user_id}}
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
     return task
+
+
+def asks_or_answers(messages: list[dict[str, Any]]) -> bool:
+    """Whether a batch of a run's messages asks a person something or records the answer."""
+    return any(m.get("kind") == "system" and isinstance(m.get("content"), dict)
+               and m["content"].get("event") in QUESTION_EVENTS for m in messages)
+
+
+def waiting_runs(session: Session, workspace_id: str, limit: int = 200) -> list[tuple[Task, dict[str, Any]]]:
+    """The workspace's runs waiting on a person's answer, oldest first, with their questions.
+    Only agents whose policy is `ask` ever wait, and only while they hold a slot."""
+    tasks = session.scalars(
+        select(Task).join(Agent, Agent.id == Task.agent_id)
+        .where(Task.workspace_id == workspace_id, Task.status.in_(HOLDING_STATUSES), Agent.permissions == "ask")
+        .order_by(Task.created_at).limit(limit))
+    return [(t, q) for t in tasks if (q := waiting_question(session, t)) is not None]

@@ -36,6 +36,7 @@ from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
 from .finishing import finish_held
 from .liveness import is_online
+from .permissions import asks_or_answers
 
 #: Statuses that count toward an agent's max_concurrent_tasks.
 HOLDING = HOLDING_STATUSES
@@ -373,6 +374,8 @@ def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]
     session.execute(ins(TaskMessage).values(rows).on_conflict_do_nothing(index_elements=["task_id", "seq"]))
     task.message_seq = max(task.message_seq, max(r["seq"] for r in rows))
     emit(session, task.workspace_id, "task_messages", task_id=task.id, seq=task.message_seq)
+    if asks_or_answers(messages):  # a question or its answer: the run's header and lists change too
+        emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
     return task.message_seq
 
 

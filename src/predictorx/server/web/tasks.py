@@ -14,12 +14,13 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ...service import daemons as daemon_svc
+from ...service import permissions
 from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
 from ...service.errors import NotFound
 from . import diffview
-from .forms import FORM_ERRORS, message_of, status_of
+from .forms import FORM_ERRORS, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
 from .render import html, panel, redirect
@@ -86,9 +87,10 @@ def header_context(request: Request, who: Viewer, task_id: str, **extra: Any) ->
         row = task_rows(s, [task])[0]
         daemon = daemon_svc.find_daemon(s, who.workspace_id, task.daemon_id)
         project = project_svc.find_project(s, who.workspace_id, task.project_id)
+        question = permissions.waiting_question(s, task) if row["active"] else None
         return {"viewer": who, **row, "project": project, "daemon": daemon,
                 "daemon_online": daemon is not None and daemon_svc.is_online(daemon),
-                "error": None, **extra}
+                "question": question, "error": None, **extra}
 
 
 def messages_context(request: Request, who: Viewer, task_id: str, after: int) -> dict[str, Any]:
@@ -181,6 +183,46 @@ async def cancel(request: Request, task_id: str, who: Viewer = Depends(viewer)) 
         extra, status = {"error": message_of(e)}, status_of(e)
     context = await in_page_thread(header_context, request, who, task_id, **extra)
     return panel(request, "_task_header.html", context, page_url=f"/tasks/{task_id}", status=status)
+
+
+def _answer(request: Request, who: Viewer, task_id: str, option_id: str, request_id: str) -> None:
+    with request.app.state.px.write() as s:
+        permissions.answer(s, svc.get_task(s, who.workspace_id, task_id, for_update=True), option_id,
+                           who.caller.user_id, request_id or None)
+
+
+@router.post("/tasks/{task_id}/answer")
+async def answer(request: Request, task_id: str, who: Viewer = Depends(viewer)) -> Response:
+    """A person picks one of the options of the question the run's agent waits on (`ask`):
+    the same use case as `POST /api/tasks/{id}/answer` and `predictorx task answer`."""
+    extra: dict[str, Any] = {}
+    status = 200
+    try:
+        form = await read_form(request)
+        await in_page_thread(_answer, request, who, task_id, form.get("option_id"), form.get("request_id"))
+    except FORM_ERRORS as e:
+        extra, status = {"error": message_of(e)}, status_of(e)
+    context = await in_page_thread(header_context, request, who, task_id, **extra)
+    return panel(request, "_task_header.html", context, page_url=f"/tasks/{task_id}", status=status)
+
+
+def waiting_context(request: Request, who: Viewer) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        waiting = permissions.waiting_runs(s, who.workspace_id)
+        rows = task_rows(s, [t for t, _ in waiting])
+    return {"viewer": who, "section": "waiting",
+            "waiting": [{**row, "question": q} for row, (_, q) in zip(rows, waiting, strict=True)]}
+
+
+@router.get("/waiting")
+async def waiting_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
+    """Runs whose agents wait on a person's answer (the `ask` permission policy), oldest first."""
+    return html("waiting.html", await in_page_thread(waiting_context, request, who))
+
+
+@router.get("/waiting/list")
+async def waiting_list(request: Request, who: Viewer = Depends(viewer)) -> Response:
+    return html("_waiting.html", await in_page_thread(waiting_context, request, who))
 
 
 @router.post("/tasks/{task_id}/rerun")

@@ -1,4 +1,4 @@
-"""The four real CLIs: where the pinned ones are, and how a person points each at a model server
+"""The real CLIs: where the pinned ones are, and how a person points each at a model server
 on 127.0.0.1 with nothing reaching the internet (R-EX-9). Facts: docs/agents.md."""
 
 from __future__ import annotations
@@ -138,13 +138,30 @@ def _opencode(home: Path, server: ModelServer) -> dict[str, str]:
     return {}
 
 
-_CONFIGURE = {"claude": _claude, "codex": _codex, "gemini": _gemini, "opencode": _opencode}
+def _qwen(home: Path, server: ModelServer) -> dict[str, str]:
+    # Qwen Code (a Gemini CLI fork) reaches any OpenAI-compatible endpoint: auth type `openai` in
+    # its settings, the endpoint and key in OPENAI_* (its own docs; docs/agents.md).
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps({
+        "security": {"auth": {"selectedType": "openai"}, "folderTrust": {"enabled": False}},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
+    }))
+    return {"OPENAI_API_KEY": "sk-fixture", "OPENAI_BASE_URL": f"{server.url}/v1",
+            "OPENAI_MODEL": ChatCompletionsServer.model}
+
+
+_CONFIGURE = {"claude": _claude, "codex": _codex, "gemini": _gemini, "opencode": _opencode, "qwen": _qwen}
 
 CLAUDE = RealCli("claude", "claude", AnthropicServer, None, "CLAUDE.md")
 CODEX = RealCli("codex", "codex", ResponsesServer, None, "AGENTS.md")
 GEMINI = RealCli("gemini", "gemini", GeminiServer, GeminiServer.model, "GEMINI.md")
 OPENCODE = RealCli("opencode", "opencode", ChatCompletionsServer, f"fixture/{ChatCompletionsServer.model}", "AGENTS.md")
+QWEN = RealCli("qwen", "qwen", ChatCompletionsServer, ChatCompletionsServer.model, "QWEN.md")
+#: The CLIs with a native adapter (agents/<provider>.py); every one runs through ACP too.
 ALL = {c.provider: c for c in (CLAUDE, CODEX, GEMINI, OPENCODE)}
+#: The CLIs that run here only as ACP agents (a launch profile, agents/acp_profiles.py).
+ACP_ONLY = {c.provider: c for c in (QWEN,)}
 
 
 def node_available() -> bool:

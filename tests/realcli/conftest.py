@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .clis import ALL, RealCli
+from .clis import ACP_ONLY, ALL, RealCli
 from .scenario import Scenario
 
 MISSING = "no real CLI"
@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(items):
 
 
 def require(provider: str) -> RealCli:
-    cli = ALL[provider]
+    cli = ALL.get(provider) or ACP_ONLY[provider]
     if cli.path() is None:
         pytest.skip(f"{MISSING} {cli.executable} in tests/realcli/node_modules (`make test` installs it with npm ci)")
     return cli

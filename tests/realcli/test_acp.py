@@ -26,21 +26,22 @@ from .clis import BIN
 from .scenario import kinds_in_order, processes_with, snapshot, wait_until, work_command
 
 #: ACP profile → the CLI whose config and model server it uses (tests/realcli/clis.py).
-PROFILES = {"gemini": "gemini", "opencode": "opencode", "claude-code-acp": "claude", "codex-acp": "codex"}
+PROFILES = {"gemini": "gemini", "opencode": "opencode", "claude-code-acp": "claude", "codex-acp": "codex",
+            "qwen": "qwen"}
 #: Codex reaches for github.com and chatgpt.com whatever its config (docs/agents.md); so does its adapter.
 #: Zed's Claude Code adapter runs the person's own Claude Code (the pinned one), not its SDK's copy.
 DAEMON_ENV = {"claude-code-acp": {"CLAUDE_CODE_EXECUTABLE": str(BIN / "claude")}}
 #: Gemini CLI 0.61.0 in the sandbox sometimes answers session/load with "No previous sessions found
 #: for this project" (about one run in two on a loaded machine; not understood yet: docs/agents.md).
 LOAD_SOMETIMES_FAILS = {"gemini"}
-NO_NETWORK = {"gemini", "opencode", "claude-code-acp"}
+NO_NETWORK = {"gemini", "opencode", "claude-code-acp", "qwen"}
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_a_real_cli_over_acp_runs_follows_up_and_is_cancelled(scenario, profile):
     provider = PROFILES[profile]
     if not (BIN / acp_profiles.get(profile).executable).exists():
-        pytest.skip(f"no {profile} in tests/realcli/node_modules (`make test` installs it with npm ci)")
+        pytest.skip(f"no real CLI {profile} in tests/realcli/node_modules (`make test` installs it with npm ci)")
     s = scenario(provider, acp_command=acp_profiles.get(profile).command(), daemon_env=DAEMON_ENV.get(profile))
     person_config = snapshot(s.root / "cli-home")
     folder = s.person_repo()

@@ -59,6 +59,12 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
         "codex-acp", "codex-acp", ("-c", 'sandbox_mode="danger-full-access"', "-c", 'approval_policy="never"'),
         config_of="codex",
         needs="OPENAI_API_KEY or ~/.codex/config.toml with its model provider"),
+    AcpProfile(
+        # Qwen Code speaks ACP itself; a run has no one to approve its tools: `yolo`, as the other
+        # CLIs' headless runs (permission requests still reach the agent's policy).
+        "qwen", "qwen", ("--acp", "--approval-mode", "yolo"), model_flag="--model", config_of="qwen",
+        needs="OPENAI_API_KEY and OPENAI_BASE_URL (any OpenAI-compatible endpoint) with OPENAI_MODEL, and "
+              "~/.qwen/settings.json with security.auth.selectedType \"openai\"; or its own sign-in"),
 )}
 
 

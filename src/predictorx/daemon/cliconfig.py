@@ -71,6 +71,9 @@ PLACES: dict[str, tuple[ConfigPlace, ...]] = {
                           locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
     "gemini": (ConfigPlace("gemini", ".gemini", kept=("tmp",), skipped=("history",),
                            locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
+    # Qwen Code is a Gemini CLI fork: the same layout under ~/.qwen (an ACP-only agent here).
+    "qwen": (ConfigPlace("qwen", ".qwen", kept=("tmp", "projects"), skipped=("history", "logs"),
+                         locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
     "opencode": (ConfigPlace("opencode-config", ".config/opencode", "XDG_CONFIG_HOME", "opencode",
                              locked=("opencode.json", "opencode.jsonc", "config.json"),
                              shared=("node_modules", "plugin", "agent", "command")),

@@ -37,11 +37,12 @@ GENERATED_BY = "predictorx"
 CHECKOUT_HINT = "`predictorx repo checkout <url> [--ref R]`"
 MAX_DESCRIPTION = 2000
 
-_INSTRUCTION_FILES = {"claude": "CLAUDE.md", "gemini": "GEMINI.md"}
+_INSTRUCTION_FILES = {"claude": "CLAUDE.md", "gemini": "GEMINI.md", "qwen": "QWEN.md"}
 
 
 def instruction_file_for(provider: str) -> str:
-    """CLAUDE.md for Claude Code, GEMINI.md for Gemini CLI, AGENTS.md for Codex and the rest."""
+    """CLAUDE.md for Claude Code, GEMINI.md for Gemini CLI, QWEN.md for Qwen Code, AGENTS.md for
+    Codex and the rest."""
     return _INSTRUCTION_FILES.get(provider.lower(), "AGENTS.md")
 
 

@@ -1,5 +1,6 @@
 """OpenAI-compatible chat completions, streaming (`POST /v1/chat/completions`, `data: [DONE]`),
-as OpenCode calls a provider configured with `@ai-sdk/openai-compatible`."""
+as OpenCode calls a provider configured with `@ai-sdk/openai-compatible`, and Qwen Code its
+`openai` auth type."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 from .base import ModelServer, Recorded, Reply, tool_arguments
 
-SHELL_TOOL = "bash"
+#: The shell tool's name: OpenCode's `bash`, Qwen Code's `run_shell_command` (Gemini CLI's).
+SHELL_TOOLS = ("bash", "run_shell_command")
 
 
 class ChatCompletionsServer(ModelServer):
@@ -25,7 +27,7 @@ class ChatCompletionsServer(ModelServer):
             return Reply(404, json_body={"error": {"message": f"no route {req.path}"}})
         body = req.body or {}
         shell = next((t["function"] for t in body.get("tools") or []
-                      if (t.get("function") or {}).get("name") == SHELL_TOOL), None)
+                      if (t.get("function") or {}).get("name") in SHELL_TOOLS), None)
         messages = body.get("messages") or []
         if shell is None:
             req.turn, delta, finish = "aside", {"role": "assistant", "content": "Scripted work"}, "stop"
@@ -36,7 +38,7 @@ class ChatCompletionsServer(ModelServer):
             args = tool_arguments(shell.get("parameters"), {"command": self.command_for(req)})
             delta = {"role": "assistant", "content": "Running the command.",
                      "tool_calls": [{"index": 0, "id": self.next_id("call_"), "type": "function",
-                                     "function": {"name": SHELL_TOOL, "arguments": json.dumps(args)}}]}
+                                     "function": {"name": shell["name"], "arguments": json.dumps(args)}}]}
         base = {"id": self.next_id("chatcmpl-"), "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": body.get("model") or self.model}
         usage = {"prompt_tokens": 120, "completion_tokens": 20, "total_tokens": 140}

@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml agents-room/pyproject.toml requirements.lock
 $(CLI_STAMP): $(CLIS)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 	  cd $(CLIS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && \
-	  npm rebuild --loglevel=error @anthropic-ai/claude-code opencode-ai && \
+	  npm rebuild --loglevel=error @anthropic-ai/claude-code opencode-ai @kilocode/cli && \
 	  rm -f node_modules/.installed-* && touch $(notdir $(CLI_STAMP)) && mv $(notdir $(CLI_STAMP)) node_modules/; \
 	else echo "npm not found: the real-CLI tests will be skipped (install nodejs and npm)" >&2; fi
 

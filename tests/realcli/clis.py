@@ -151,7 +151,27 @@ def _qwen(home: Path, server: ModelServer) -> dict[str, str]:
             "OPENAI_MODEL": ChatCompletionsServer.model}
 
 
-_CONFIGURE = {"claude": _claude, "codex": _codex, "gemini": _gemini, "opencode": _opencode, "qwen": _qwen}
+def _kilo(home: Path, server: ModelServer) -> dict[str, str]:
+    # Kilo is an OpenCode fork: the same provider config, in its own dir (~/.config/kilo). A
+    # person who has run Kilo once has its one-time migration done (the `permission` key and the
+    # marker file): it rewrites kilo.json on its first start, which the sandbox keeps read-only.
+    config = home / ".config" / "kilo"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / ".bash-permission-migrated").write_text("")
+    (config / "kilo.json").write_text(json.dumps({
+        "$schema": "https://app.kilo.ai/config.json", "autoupdate": False, "share": "disabled",
+        "provider": {"fixture": {"npm": "@ai-sdk/openai-compatible", "name": "Fixture",
+                                 "options": {"baseURL": f"{server.url}/v1", "apiKey": "sk-fixture"},
+                                 "models": {ChatCompletionsServer.model: {"name": "Scripted"}}}},
+        "model": f"fixture/{ChatCompletionsServer.model}", "permission": {"bash": "allow"},
+        # Its own gateway is a provider it asks for models otherwise (api.kilo.ai).
+        "disabled_providers": ["kilo"],
+    }))
+    return {}
+
+
+_CONFIGURE = {"claude": _claude, "codex": _codex, "gemini": _gemini, "opencode": _opencode, "qwen": _qwen,
+              "kilo": _kilo}
 
 CLAUDE = RealCli("claude", "claude", AnthropicServer, None, "CLAUDE.md")
 CODEX = RealCli("codex", "codex", ResponsesServer, None, "AGENTS.md")
@@ -161,7 +181,8 @@ QWEN = RealCli("qwen", "qwen", ChatCompletionsServer, ChatCompletionsServer.mode
 #: The CLIs with a native adapter (agents/<provider>.py); every one runs through ACP too.
 ALL = {c.provider: c for c in (CLAUDE, CODEX, GEMINI, OPENCODE)}
 #: The CLIs that run here only as ACP agents (a launch profile, agents/acp_profiles.py).
-ACP_ONLY = {c.provider: c for c in (QWEN,)}
+KILO = RealCli("kilo", "kilo", ChatCompletionsServer, f"fixture/{ChatCompletionsServer.model}", "AGENTS.md")
+ACP_ONLY = {c.provider: c for c in (QWEN, KILO)}
 
 
 def node_available() -> bool:

@@ -30,7 +30,9 @@ class Scenario:
         if model_host:  # the CLI is pointed at this name instead of 127.0.0.1 (the daemon pins it)
             self.model.url = f"http://{model_host}:{self.model.port}"
         self.model.start()
-        self.server = Server(root / "server-home", f"sqlite:///{root / 'px.db'}")
+        # Nothing here tests the sweep: a daemon busy starting a real CLI on a loaded machine (load
+        # 12 seen) missed the harness's 3 s liveness window and its run was swept as lost.
+        self.server = Server(root / "server-home", f"sqlite:///{root / 'px.db'}", PREDICTORX_DAEMON_TIMEOUT="30")
         # The daemon is started from a decoy folder: a CLI that works where it was started (the
         # inherited PWD) instead of where the task says would write here — and the tests look.
         self.decoy = root / "decoy"

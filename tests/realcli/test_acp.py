@@ -27,14 +27,14 @@ from .scenario import kinds_in_order, processes_with, snapshot, wait_until, work
 
 #: ACP profile → the CLI whose config and model server it uses (tests/realcli/clis.py).
 PROFILES = {"gemini": "gemini", "opencode": "opencode", "claude-code-acp": "claude", "codex-acp": "codex",
-            "qwen": "qwen"}
+            "qwen": "qwen", "kilo": "kilo"}
 #: Codex reaches for github.com and chatgpt.com whatever its config (docs/agents.md); so does its adapter.
 #: Zed's Claude Code adapter runs the person's own Claude Code (the pinned one), not its SDK's copy.
 DAEMON_ENV = {"claude-code-acp": {"CLAUDE_CODE_EXECUTABLE": str(BIN / "claude")}}
 #: Gemini CLI 0.61.0 in the sandbox sometimes answers session/load with "No previous sessions found
 #: for this project" (about one run in two on a loaded machine; not understood yet: docs/agents.md).
 LOAD_SOMETIMES_FAILS = {"gemini"}
-NO_NETWORK = {"gemini", "opencode", "claude-code-acp", "qwen"}
+NO_NETWORK = {"gemini", "opencode", "claude-code-acp", "qwen", "kilo"}
 
 
 @pytest.mark.parametrize("profile", PROFILES)

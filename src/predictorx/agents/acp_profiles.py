@@ -65,6 +65,16 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
         "qwen", "qwen", ("--acp", "--approval-mode", "yolo"), model_flag="--model", config_of="qwen",
         needs="OPENAI_API_KEY and OPENAI_BASE_URL (any OpenAI-compatible endpoint) with OPENAI_MODEL, and "
               "~/.qwen/settings.json with security.auth.selectedType \"openai\"; or its own sign-in"),
+    AcpProfile(
+        # Kilo is an OpenCode fork: OpenCode's off-the-network switches under its own names, and
+        # its bundled plugins (codebase indexing, a chat plugin) that it would fetch from npm off.
+        "kilo", "kilo", ("acp",),
+        env={"KILO_DISABLE_DEFAULT_PLUGINS": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_MODELS_FETCH": "1",
+             "KILO_DISABLE_LSP_DOWNLOAD": "1", "KILO_DISABLE_SHARE": "1", "KILO_DISABLE_CODEBASE_INDEXING": "1",
+             "KILO_DISABLE_SESSION_INGEST": "1", "KILO_DISABLE_PRESENCE": "1",
+             "KILO_TELEMETRY_LEVEL": "off"},
+        config_of="kilo", needs="~/.config/kilo/kilo.json with its provider and model (OpenCode's format; "
+                                "\"disabled_providers\": [\"kilo\"] keeps it off its own gateway); or its own sign-in"),
 )}
 
 

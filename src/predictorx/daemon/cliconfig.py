@@ -74,6 +74,12 @@ PLACES: dict[str, tuple[ConfigPlace, ...]] = {
     # Qwen Code is a Gemini CLI fork: the same layout under ~/.qwen (an ACP-only agent here).
     "qwen": (ConfigPlace("qwen", ".qwen", kept=("tmp", "projects"), skipped=("history", "logs"),
                          locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
+    # Kilo is an OpenCode fork: the same layout under its own name (an ACP-only agent here).
+    "kilo": (ConfigPlace("kilo-config", ".config/kilo", "XDG_CONFIG_HOME", "kilo",
+                         locked=("kilo.json", "kilo.jsonc", "opencode.json", "config.json"),
+                         shared=("node_modules", "plugin", "agent", "command")),
+             ConfigPlace("kilo-data", ".local/share/kilo", "XDG_DATA_HOME", "kilo", all_kept=True, login=("auth.json",)),
+             ConfigPlace("kilo-state", ".local/state/kilo", "XDG_STATE_HOME", "kilo")),
     "opencode": (ConfigPlace("opencode-config", ".config/opencode", "XDG_CONFIG_HOME", "opencode",
                              locked=("opencode.json", "opencode.jsonc", "config.json"),
                              shared=("node_modules", "plugin", "agent", "command")),

@@ -12,6 +12,7 @@ from pathlib import Path
 from SpiffWorkflow.bpmn.parser import BpmnParser
 from SpiffWorkflow.bpmn.parser.ValidationException import ValidationException
 
+from . import callgraph
 from .dmn import CellError, DecisionTable, load_dmn
 from .loader import DiagramError, parse_file, transform
 from .model import Node, ProcessModel
@@ -99,6 +100,10 @@ def load_library(roots: list[Path] | None = None, *, build: bool = True) -> Libr
                 parser.add_bpmn_xml(transform(root, models), filename=path.name)
             except ValidationException as e:
                 raise DiagramError(f"{path.name}: the engine refuses it: {e}") from None
+    cycles = callgraph.problems(lib.processes)
+    if cycles and build:
+        raise DiagramError("; ".join(cycles))
+    lib.problems += cycles
     if build:
         for model in lib.processes.values():
             for node in model.nodes.values():

@@ -237,12 +237,16 @@ class Run:
                                   "passed by hand is refused — pass the facts it reads")
             table_ref = decision_key(node.decision_ref)
             if table_ref not in self.lib.decisions:
-                raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded")
+                raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded: "
+                                  + self.lib.unresolved.get(table_ref, "no DMN file of the library defines it"))
             table = self.lib.decisions[table_ref]
             try:
                 rows = table.evaluate({**self.facts, **facts})
             except DecisionError as e:
                 raise StepRefused(f"gate {node.id!r}: {e}") from None
+            if not rows:
+                raise StepRefused(f"gate {node.id!r}: {table.no_match({**self.facts, **facts})}, so no "
+                                  "branch can be taken; pass the facts it reads")
             values = {str(r[table.output_names[0]]) for r in rows}
             if len(values) != 1:
                 raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {sorted(values)}, "

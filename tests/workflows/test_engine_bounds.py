@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from predictorx.program import main
+from tests.workflows.test_api import _agent_token
 from predictorx.workflows.engine import Actor, Budget, EngineOverrun, Run
 from predictorx.workflows.library import load_library
 from predictorx.workflows.loader import DiagramError
@@ -121,10 +122,12 @@ def test_a_start_that_overruns_is_refused(tmp_path):
 
 def test_the_api_fails_the_instance_and_answers_instead_of_hanging(api, tmp_path, monkeypatch):
     monkeypatch.setenv("PREDICTORX_PROCESSES", str(_write(tmp_path / "procs", "spin.bpmn", SPIN)))
-    n = api.post("/api/issues", json={"title": "spin"}).json()["number"]
-    r = api.post(f"/api/issues/{n}/workflows", json={"process": "spin"})
+    issue, agent = _agent_token(api, "spin round")
+    n = issue["number"]
+    r = agent.post(f"/api/issues/{n}/workflows", json={"process": "spin"})
     assert r.status_code == 200 and [e["node"] for e in r.json()["enabled"]] == ["work"], r.text
-    r = api.post(f"/api/issues/{n}/workflows/spin/steps", json={"step": "work"})
+    assert agent.get(f"/api/issues/{n}/workflow-state").json()["active"]["process"] == "spin"
+    r = agent.post(f"/api/issues/{n}/workflows/spin/steps", json={"step": "work"})
     assert r.status_code == 409, r.text
     detail = r.json()["detail"]
     assert re.match(r"step 'work' \(Work, any role\) set the engine off and the engine ran \d+ of its own steps "
@@ -135,7 +138,8 @@ def test_the_api_fails_the_instance_and_answers_instead_of_hanging(api, tmp_path
     assert shown["status"] == "failed" and shown["enabled"] == []
     [row] = shown["history"]
     assert (row["node_id"], row["status"], row["reason"]) == ("work", "failed", detail)
-    r = api.post(f"/api/issues/{n}/workflows/spin/steps", json={"step": "work"})
+    assert agent.get(f"/api/issues/{n}/workflow-state").json()["state"] == "idle"  # its session moved on
+    r = agent.post(f"/api/issues/{n}/workflows/spin/steps", json={"step": "work"})
     assert r.status_code == 403 and "failed" in r.json()["detail"]
     rep = api.get("/api/workflows/record", params={"issue": str(n)}).json()
     assert rep["records"][0]["steps"][0]["status"] == "failed"

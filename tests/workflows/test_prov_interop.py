@@ -72,7 +72,7 @@ def assert_prov_travels(doc: dict[str, Any]) -> Graph:
 def test_each_version_is_generated_once_and_generation_is_stated_both_ways():
     doc = prov.document(INSTANCE, history())
     g = assert_prov_travels(doc)
-    step = lambda n: URIRef(f"urn:predictorx:step:i-1/{n}")  # noqa: E731
+    step = lambda n: URIRef(f"urn:predictorx:step:i-1/{n}")
     at_abc, at_def = URIRef(f"{BRANCH}@abc"), URIRef(f"{BRANCH}@def")
     assert set(g.subjects(PROV.specializationOf, URIRef(BRANCH))) == {at_abc, at_def}
     assert list(g.objects(at_abc, PROV.wasGeneratedBy)) == [step(1)]   # not by step 3, which used it

@@ -125,7 +125,9 @@ def complete(tx: Transactions, principal: auth.Principal, workspace_id: str, ref
     except inst_svc.WorkflowFailed as e:
         if e.record:  # the instance is failed in a transaction of its own, with the sentence
             with tx.write() as s:
-                fail(s, e.record, str(e))
+                failed = fail(s, e.record, str(e))
+                if failed is not None and (its_issue := s.get(Issue, failed.issue_id)) is not None:
+                    interaction.finished(s, its_issue, failed)
         raise
     except inst_svc.StepForbidden as e:
         if e.record:  # the refused attempt is part of the record, repeats counted

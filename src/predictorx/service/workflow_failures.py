@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..store.schema import Issue, utcnow
+from ..store.schema import utcnow
 from ..store.workflow_schema import WorkflowInstance, WorkflowStep
 from .errors import Conflict
 
@@ -23,18 +23,16 @@ class WorkflowFailed(Conflict):
         self.record = record
 
 
-def fail(session: Session, record: dict[str, Any], sentence: str) -> None:
-    """Mark the instance failed and keep the attempt; its agents' sessions move on (as on completion)."""
+def fail(session: Session, record: dict[str, Any], sentence: str) -> WorkflowInstance | None:
+    """Mark the instance failed and keep the attempt (the caller moves its agents' sessions on, as
+    on completion: workflow_interaction.finished)."""
     inst = session.get(WorkflowInstance, record["instance_id"])
     if inst is None:
-        return
+        return None
     inst.status = "failed"
     inst.step_count += 1
     inst.version += 1
     inst.updated_at = utcnow()
     session.add(WorkflowStep(seq=inst.step_count, **{**record, "status": "failed", "reason": sentence}))
-    issue = session.get(Issue, inst.issue_id)
-    if issue is not None:
-        from .workflow_interaction import finished
-        finished(session, issue, inst)
     session.flush()
+    return inst

@@ -27,6 +27,16 @@ def _time(g: Graph, subject: Node, predicate: Node) -> datetime | None:
     return None
 
 
+def _times(g: Graph, subjects: set[Node], predicate: Node, fallback: dict[Node, datetime]) -> dict[Node, datetime]:
+    """Each subject's time by `predicate`, else its fallback; subjects with neither are left out."""
+    out = {}
+    for s in subjects:
+        t = _time(g, s, predicate) or fallback.get(s)
+        if t is not None:
+            out[s] = t
+    return out
+
+
 def _pairs(g: Graph, forward: Node, backward: Node) -> dict[Node, set[Node]]:
     """entity → activities, from `activity forward entity` and `entity backward activity`."""
     out: dict[Node, set[Node]] = defaultdict(set)
@@ -61,26 +71,28 @@ def violations(g: Graph) -> list[str]:
     for e, acts in invs.items():
         if len(acts) > 1:
             out.append(f"unique-invalidation: {e} is invalidated by {len(acts)} activities")
-    start = {a: _time(g, a, PROV.startedAtTime) for a in set(g.subjects(PROV.startedAtTime))}
-    end = {a: _time(g, a, PROV.endedAtTime) for a in set(g.subjects(PROV.endedAtTime))}
+    start = _times(g, set(g.subjects(PROV.startedAtTime)), PROV.startedAtTime, {})
+    end = _times(g, set(g.subjects(PROV.endedAtTime)), PROV.endedAtTime, {})
     for a, t0 in start.items():
-        if t0 and end.get(a) and end[a] < t0:
+        if a in end and end[a] < t0:
             out.append(f"start-precedes-end: {a} ends at {end[a]} before it starts at {t0}")
-    gen_at = {e: _time(g, e, PROV.generatedAtTime) or end.get(next(iter(acts))) for e, acts in gens.items()}
-    inv_at = {e: _time(g, e, PROV.invalidatedAtTime) or end.get(next(iter(acts))) for e, acts in invs.items()}
+    gen_at = _times(g, set(gens), PROV.generatedAtTime, {e: end[a] for e, acts in gens.items() for a in acts if a in end})
+    inv_at = _times(g, set(invs), PROV.invalidatedAtTime, {e: end[a] for e, acts in invs.items() for a in acts if a in end})
     out += _within(gens, gen_at, start, end, "generation")
     out += _within(invs, inv_at, start, end, "invalidation")
     for a, e in g.subject_objects(PROV.used):
         used_at = start.get(a)
-        if e in gen_at and gen_at[e] and used_at and used_at < gen_at[e]:
+        if used_at is None:
+            continue
+        if e in gen_at and used_at < gen_at[e]:
             out.append(f"generation-precedes-usage: {a} used {e} at {used_at}, before its generation at {gen_at[e]}")
-        if e in inv_at and inv_at[e] and used_at and inv_at[e] < used_at:
+        if e in inv_at and inv_at[e] < used_at:
             out.append(f"usage-precedes-invalidation: {a} used {e} at {used_at}, after its invalidation at {inv_at[e]}")
     for e, t in inv_at.items():
-        if gen_at.get(e) and t and t < gen_at[e]:
+        if e in gen_at and t < gen_at[e]:
             out.append(f"generation-precedes-invalidation: {e} is invalidated at {t}, before its generation at {gen_at[e]}")
     for new, old in g.subject_objects(PROV.wasRevisionOf):
-        if gen_at.get(new) and gen_at.get(old) and gen_at[new] < gen_at[old]:
+        if new in gen_at and old in gen_at and gen_at[new] < gen_at[old]:
             out.append(f"derivation-generation-generation-ordering: {new} (generated {gen_at[new]}) revises {old}, "
                        f"generated later ({gen_at[old]})")
         if gens.get(new) and gens.get(new) == gens.get(old):
@@ -89,14 +101,16 @@ def violations(g: Graph) -> list[str]:
     return sorted(out)
 
 
-def _within(events: dict[Node, set[Node]], at: dict[Node, datetime | None], start: dict, end: dict,
-            what: str) -> list[str]:
+def _within(events: dict[Node, set[Node]], at: dict[Node, datetime], start: dict[Node, datetime],
+            end: dict[Node, datetime], what: str) -> list[str]:
     out = []
     for e, acts in events.items():
         for a in acts:
             t = at.get(e)
-            if t and start.get(a) and t < start[a]:
+            if t is None:
+                continue
+            if a in start and t < start[a]:
                 out.append(f"start-precedes-{what}: {e}'s {what} at {t} is before {a} starts ({start[a]})")
-            if t and end.get(a) and end[a] < t:
+            if a in end and end[a] < t:
                 out.append(f"{what}-precedes-end: {e}'s {what} at {t} is after {a} ends ({end[a]})")
     return out

@@ -12,6 +12,7 @@ import pytest
 
 from predictorx.program import main
 from tests.workflows.test_api import _agent_token
+from predictorx.workflows import qaqc
 from predictorx.workflows.engine import Actor, Budget, EngineOverrun, Run
 from predictorx.workflows.library import load_library
 from predictorx.workflows.loader import DiagramError
@@ -143,3 +144,5 @@ def test_the_api_fails_the_instance_and_answers_instead_of_hanging(api, tmp_path
     assert r.status_code == 403 and "failed" in r.json()["detail"]
     rep = api.get("/api/workflows/record", params={"issue": str(n)}).json()
     assert rep["records"][0]["steps"][0]["status"] == "failed"
+    found = qaqc.report(load_library([tmp_path / "procs"]), rep["records"])["findings"]
+    assert [(f["finding"], f["detail"]) for f in found] == [("failed", detail)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tests.api.test_redteam import _member
 from tests.workflows.test_api import _agent_token, _step
+from tests.workflows.test_prov_interop import assert_prov_travels
 
 from predictorx.service import beans as bean_svc
 from predictorx.store.workflow_schema import Bean
@@ -74,7 +75,11 @@ def test_an_agent_cannot_resolve_or_scrap_its_workflows_bean_before_the_step(api
     [resolve] = [g for g in doc["@graph"] if g.get("rdfs:label", "").startswith("Resolve the bean")
                  and g.get("@type") == "prov:Activity"]
     assert resolve["px:task"]["@id"].startswith("urn:predictorx:task:")  # who: the agent and its task
-    assert {"@id": f"urn:predictorx:bean:{bean['id']}"} in resolve["prov:generated"]
+    nodes = {g["@id"]: g for g in doc["@graph"]}
+    [version] = [r["@id"] for r in resolve["prov:generated"]
+                 if nodes[r["@id"]].get("prov:specializationOf") == {"@id": f"urn:predictorx:bean:{bean['id']}"}]
+    assert nodes[version]["prov:wasGeneratedBy"] == {"@id": resolve["@id"]}  # the bean at that step (issue 24)
+    assert_prov_travels(doc)
 
 
 def test_a_person_with_the_role_may_and_the_record_says_who(api):
@@ -98,10 +103,16 @@ def test_a_person_with_the_role_may_and_the_record_says_who(api):
         "bean:scrap", "person", "owner", "user")
     assert done["reason"] == "the paper drops its introduction" and done["produced"] == {"bean": bean["id"]}
     doc = api.get(f"/api/issues/{n}/workflows/{P}/prov").json()
-    [act] = [g for g in doc["@graph"] if g.get("px:beanOp") == "scrap"]
+    [act] = [g for g in doc["@graph"] if g.get("px:beanOp") == "scrap" and g.get("px:valid") is not False]
+    [bobs] = [g for g in doc["@graph"] if g.get("px:beanOp") == "scrap" and g.get("px:valid") is False]
+    assert bobs["px:status"] == "refused" and "prov:invalidated" not in bobs  # his refused attempt, in the record
     assert act["px:outsideSteps"] is True and act["prov:wasAssociatedWith"]["@id"].startswith("urn:predictorx:person:")
     assert act["prov:qualifiedAssociation"]["prov:hadRole"]["@id"] == "urn:predictorx:role:user"
-    assert {"@id": f"urn:predictorx:bean:{bean['id']}"} in act["prov:generated"]
+    nodes = {g["@id"]: g for g in doc["@graph"]}
+    [gone] = act["prov:invalidated"]  # scrapping invalidates the bean as its claim step left it (issue 24)
+    assert nodes[gone["@id"]]["prov:specializationOf"] == {"@id": f"urn:predictorx:bean:{bean['id']}"}
+    assert nodes[gone["@id"]]["prov:wasInvalidatedBy"] == {"@id": act["@id"]} and "prov:generated" not in act
+    assert_prov_travels(doc)
     rep = _qaqc(api, n)
     assert rep["counts"].get("override") == 1 and "outside-steps" not in rep["counts"]
     [f] = [f for f in rep["findings"] if f["finding"] == "override"]

@@ -64,8 +64,10 @@ def test_hit_policies():
     assert _load(_table("PRIORITY", rows, values='"tiny","low","any"')).evaluate({"a": 3}) == [{"r": "tiny"}]
     with pytest.raises(DecisionError, match="UNIQUE but rules 1, 2, 3"):
         _load(_table("UNIQUE", rows)).evaluate({"a": 3})
-    with pytest.raises(DecisionError, match="no rule"):
-        _load(_table("UNIQUE", [(["< 0"], '"neg"')])).evaluate({"a": 3})
+    for policy in ("UNIQUE", "FIRST", "PRIORITY"):  # no rule matches: null, not an error (issue 24 item 9)
+        table = _load(_table(policy, [(["< 0"], '"neg"')], values='"neg"'))
+        assert table.evaluate({"a": 3}) == [] and table.result({"a": 3}) is None
+    assert _load(_table("COLLECT", [(["< 0"], '"neg"')])).result({"a": 3}) == []
 
 
 def test_static_check_lists_every_cell_it_cannot_evaluate():

@@ -25,6 +25,7 @@ from . import workflow_interaction as interaction
 from .errors import Forbidden, Invalid
 from .transactions import Transactions
 from .workflow_dispatch import after_change
+from .workflow_failures import fail
 
 
 def library() -> Library:
@@ -121,6 +122,13 @@ def complete(tx: Transactions, principal: auth.Principal, workspace_id: str, ref
             after_change(s, lib, issue, inst, by_agent=acting_agent(s, principal))
             return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue),
                     "enabled": enabled}
+    except inst_svc.WorkflowFailed as e:
+        if e.record:  # the instance is failed in a transaction of its own, with the sentence
+            with tx.write() as s:
+                failed = fail(s, e.record, str(e))
+                if failed is not None and (its_issue := s.get(Issue, failed.issue_id)) is not None:
+                    interaction.finished(s, its_issue, failed)
+        raise
     except inst_svc.StepForbidden as e:
         if e.record:  # the refused attempt is part of the record, repeats counted
             with tx.write() as s:

@@ -13,12 +13,13 @@ from sqlalchemy.orm import Session
 
 from ..store.schema import Issue, utcnow
 from ..store.workflow_schema import WorkflowInstance, WorkflowStep
-from ..workflows.engine import Actor, Run, StepRefused
+from ..workflows.engine import Actor, EngineOverrun, Run, StepRefused
 from ..workflows.library import Library
 from ..workflows.loader import DiagramError
 from ..workflows.odrl import PERMIT, Request, evaluate
 from . import workflow_roles as role_svc
 from .errors import Conflict, NotFound
+from .workflow_failures import WorkflowFailed  # (callers catch it from here too)
 from .workflow_refusals import StepForbidden  # (callers catch it from here too)
 
 _NS = uuid.UUID("6d1c5f0e-8a61-4f3a-9d0f-2b7f3c1a9e55")
@@ -51,7 +52,10 @@ def start(session: Session, lib: Library, issue: Issue, process_id: str) -> tupl
     existing = session.get(WorkflowInstance, iid)
     if existing is not None:
         return existing, False
-    run = Run.start(lib, process_id)
+    try:
+        run = Run.start(lib, process_id)
+    except EngineOverrun as e:  # nothing to keep: the instance never had a state
+        raise WorkflowFailed(f"workflow {process_id!r} cannot start: {e}") from None
     inst = WorkflowInstance(id=iid, workspace_id=issue.workspace_id, issue_id=issue.id, process_id=process_id,
                             diagram=model.diagram, state=run.dump(), facts={},
                             status="completed" if run.completed else "running")
@@ -65,7 +69,7 @@ def load_run(lib: Library, inst: WorkflowInstance) -> Run:
 
 
 def enabled_steps(lib: Library, inst: WorkflowInstance) -> list[dict[str, Any]]:
-    if inst.status == "completed":
+    if inst.status in ("completed", "failed"):
         return []
     return [s.as_dict() for s in load_run(lib, inst).enabled()]
 
@@ -102,6 +106,9 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     if inst.status == "suspended":
         raise StepForbidden(f"instance {inst.process_id!r} is suspended; resume it first "
                             "(`predictorx workflow resume`)")
+    if inst.status == "failed":
+        raise StepForbidden(f"instance {inst.process_id!r} failed (its history's last step says why); "
+                            "it takes no more steps")
     run = load_run(lib, inst)
     try:
         step = run.find(req.ref, actor)
@@ -126,7 +133,12 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     if node.bean_op:
         bean_result = bean_svc.engine_op(session, issue, inst, node.bean_op, passage,
                                          attribution(actor, req.task_id))
-    run.apply(passage)
+    try:
+        run.apply(passage)
+    except EngineOverrun as e:
+        raise WorkflowFailed(f"{step.describe()} set the engine off and {e}; instance {inst.process_id!r} "
+                             "is failed", _row(inst, lib, step, actor, passage, verdict, enforcement, "failed",
+                                               req.task_id)) from None
     if node.bean_op == "resolve" and bean_result is not None:
         bean_svc.finish_resolve(session, bean_result, instance_completed=run.completed, step=node.id)
     inst.state = run.dump()

@@ -21,7 +21,7 @@ class WorkflowInstance(Base):
     issue_id: Mapped[str] = mapped_column(ForeignKey("issue.id", ondelete="CASCADE"), index=True)
     process_id: Mapped[str] = mapped_column(String(200))
     diagram: Mapped[str] = mapped_column(String(300))
-    status: Mapped[str] = mapped_column(String(20), default="running")  # running | suspended | completed
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running | suspended | completed | failed
     state: Mapped[str] = mapped_column(Text)          # SpiffWorkflow's serialised workflow
     facts: Mapped[dict] = mapped_column(JSON, default=dict)
     step_count: Mapped[int] = mapped_column(Integer, default=0)
@@ -39,7 +39,7 @@ class WorkflowStep(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     instance_id: Mapped[str] = mapped_column(ForeignKey("workflow_instance.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(10), default="done")  # done | refused
+    status: Mapped[str] = mapped_column(String(10), default="done")  # done | refused | failed (the engine overran its budget)
     process_id: Mapped[str] = mapped_column(String(200))
     diagram: Mapped[str] = mapped_column(String(300))
     diagram_digest: Mapped[str] = mapped_column(String(64))

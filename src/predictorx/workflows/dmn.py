@@ -1,15 +1,18 @@
-"""DMN 1.3 decision tables for `decision` gateways (R-HAR-4).
+r"""DMN 1.3 decision tables for `decision` gateways (R-HAR-4).
 
 Our own evaluator for a declared FEEL subset, not SpiffWorkflow's DMN engine: Spiff evaluates
 cells as Python expressions with a partial FEEL translation, so a cell it cannot read is found
 only when a token reaches it. Here every cell is parsed when the table is loaded (`check`), and a
 table that loads evaluates every cell the same way every time.
 
-The subset (unary tests): `-` (any), literals (numbers, "strings", true, false, null),
+The subset (unary tests): `-` (any), literals (numbers as FEEL writes them, `.5` too; "strings"
+with FEEL's escapes `\"` `\\` `\'` `\n` `\r` `\t` `\uXXXX` `\UXXXXXX`; true, false, null),
 comparisons `< <= > >=` against a literal, ranges `[a..b]` `(a..b)` `]a..b[` (any mix of
 open/closed ends), comma lists of those, and `not(list)`. Output entries are literals.
 Hit policies: UNIQUE, FIRST, PRIORITY (order of the output's `outputValues`), COLLECT (no
-aggregation: the list of outputs, in rule order).
+aggregation: the list of outputs, in rule order). A table where no rule matches answers null
+(`evaluate` gives no row; COLLECT the empty list), as DMN says, and does not raise: a gateway
+reading it has no branch to take and says so (engine.py).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ class DecisionError(ValueError):
     """A table that cannot produce an answer for these facts (no rule, or UNIQUE broken)."""
 
 
-_NUM = r"-?\d+(?:\.\d+)?"
+_NUM = r"-?(?:\d+(?:\.\d+)?|\.\d+)"  # FEEL: digits [. digits] | . digits
 _STR = r'"(?:[^"\\]|\\.)*"'
 _LIT = re.compile(rf"^\s*({_NUM}|{_STR}|true|false|null)\s*$")
 _CMP = re.compile(rf"^\s*(<=|>=|<|>)\s*({_NUM}|{_STR})\s*$")
@@ -52,9 +55,32 @@ def parse_literal(text: str) -> Any:
     return _literal(m.group(1))
 
 
+_ESCAPES = {'"': '"', "\\": "\\", "'": "'", "n": "\n", "r": "\r", "t": "\t"}
+_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{6}|.)", re.S)
+
+
+def _unescape(body: str) -> str:
+    """A FEEL string literal's body: `\\n` is a newline, `\\u0041` is `A` (a UTF-16 surrogate pair
+    written as two \\u escapes is one character); any other escape is not FEEL."""
+    def one(m: re.Match) -> str:
+        e = m.group(1)
+        if e[0] in "uU" and len(e) > 1:
+            return chr(int(e[1:], 16)) if int(e[1:], 16) <= 0x10FFFF else _bad(e)
+        return _ESCAPES.get(e) or _bad(e)
+    text = _ESCAPE.sub(one, body)
+    try:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        raise CellError(f'"{body}" has an unpaired UTF-16 surrogate escape') from None
+
+
+def _bad(escape: str) -> str:
+    raise CellError(f"\\{escape} is not a FEEL string escape (\\\" \\\\ \\' \\n \\r \\t \\uXXXX \\UXXXXXX)")
+
+
 def _literal(tok: str) -> Any:
     if tok.startswith('"'):
-        return re.sub(r"\\(.)", r"\1", tok[1:-1])
+        return _unescape(tok[1:-1])
     if tok in ("true", "false"):
         return tok == "true"
     if tok == "null":
@@ -166,16 +192,18 @@ class DecisionTable:
     output_values: list[list[Any]]  # per output, allowed values in priority order ([] = any)
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # every cell it cannot evaluate
+    unloadable: bool = False  # not a decision table the subset reads (`problems` says why)
 
     def evaluate(self, facts: dict[str, Any]) -> list[dict[str, Any]]:
-        """The matching rules' outputs after the hit policy: one dict, or COLLECT's list."""
+        """The matching rules' outputs after the hit policy: one dict, or COLLECT's list; no row when
+        no rule matches (the decision is null; COLLECT's the empty list)."""
         if self.problems:
-            raise DecisionError(f"decision {self.id!r} has cells it cannot evaluate: {self.problems[0]}")
+            what = "cannot be evaluated" if self.unloadable else "has cells it cannot evaluate"
+            raise DecisionError(f"decision {self.id!r} {what}: {self.problems[0]}")
         values = [facts.get(name) for name in self.input_names]
         hits = [r for r in self.rules if all(t(v) for t, v in zip(r.inputs, values))]
         if not hits:
-            shown = ", ".join(f"{n}={facts.get(n)!r}" for n in self.input_names)
-            raise DecisionError(f"no rule of decision {self.id!r} matches {shown}")
+            return []
         outs = [dict(zip(self.output_names, r.outputs)) for r in hits]
         if self.hit_policy == "UNIQUE":
             if len(hits) > 1:
@@ -192,6 +220,16 @@ class DecisionTable:
                 return order.index(v) if v in order else len(order)
             return [min(outs, key=rank)]
         return outs  # COLLECT
+
+    def result(self, facts: dict[str, Any]) -> Any:
+        """The decision's value as DMN gives it: null where no rule matches; one output's value, or
+        the outputs by name when there are several; under COLLECT the list of those."""
+        rows = [r[self.output_names[0]] if len(self.output_names) == 1 else r for r in self.evaluate(facts)]
+        return rows if self.hit_policy == "COLLECT" else (rows[0] if rows else None)
+
+    def no_match(self, facts: dict[str, Any]) -> str:
+        shown = ", ".join(f"{n}={facts.get(n)!r}" for n in self.input_names)
+        return f"no rule of decision {self.id!r} matches {shown}: the decision is null"
 
 
 def _text(el: etree._Element | None) -> str:
@@ -271,7 +309,8 @@ def parse_table(decision: etree._Element, source: str) -> DecisionTable:
 
 
 def load_dmn(path: Path) -> dict[str, DecisionTable]:
-    """Every decision of a DMN file by id; unreadable cells are listed in `problems`, not raised."""
+    """Every decision of a DMN file by id; unreadable cells, and a decision that is no table the
+    subset reads, are listed in its `problems`, not raised (CellError: the file is no DMN XML)."""
     try:
         root = etree.parse(str(path), etree.XMLParser(resolve_entities=False, no_network=True)).getroot()
     except (OSError, etree.XMLSyntaxError) as e:
@@ -279,5 +318,10 @@ def load_dmn(path: Path) -> dict[str, DecisionTable]:
     out = {}
     for el in root.iter():
         if isinstance(el.tag, str) and etree.QName(el).localname == "decision":
-            out[el.get("id")] = parse_table(el, path.name)
+            try:
+                out[el.get("id")] = parse_table(el, path.name)
+            except CellError as e:  # this decision only: the file's other tables still load
+                did = el.get("id") or "?"
+                out[did] = DecisionTable(did, el.get("name") or did, path.name, "UNIQUE", [], [], [],
+                                         problems=[str(e)], unloadable=True)
     return out

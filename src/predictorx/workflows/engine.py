@@ -5,6 +5,7 @@ before anything changes when it is not enabled, not this actor's role, or its ga
 from __future__ import annotations
 
 import sys
+import time
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,42 @@ class StepRefused(ValueError):
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What one advance of the engine (a start, or everything a step sets off) may spend before the
+    instance is failed: the engine's own tasks run (gateways, events, call activities — never a
+    task for a lane, where it stops) and wall-clock seconds. A diagram the loader accepts needs a
+    few per node; a loop with no task in it (gateways only), or a recursion the loader did not
+    see, needs them without end."""
+    steps: int = 2_000
+    seconds: float = 5.0
+
+
+DEFAULT_BUDGET = Budget()
+
+
+class EngineOverrun(RuntimeError):
+    """An advance ran past its budget; the message says where it was going round. The instance
+    cannot go on (its state after the overrun is not kept)."""
+
+
+def _advance(wf: BpmnWorkflow, budget: Budget, process_id: str) -> None:
+    """`wf.do_engine_steps()` under `budget`: EngineOverrun instead of a request that never ends."""
+    t0 = time.monotonic()
+    ran: list[str] = []
+
+    def count(task) -> None:
+        ran.append(f"{task.workflow.spec.name}#{node_id_of(task.task_spec.name)}")
+        elapsed = time.monotonic() - t0
+        if len(ran) > budget.steps or elapsed > budget.seconds:
+            where = ", ".join(dict.fromkeys(ran[-20:]))
+            raise EngineOverrun(
+                f"the engine ran {len(ran) - 1} of its own steps in {elapsed:.1f} s without reaching a task "
+                f"for a lane (budget {budget.steps} steps, {budget.seconds:g} s); process {process_id!r} "
+                f"is going round {where}: a loop with no task in it, or a process calling itself")
+    wf.do_engine_steps(will_complete_task=count)
+
+
+@dataclass(frozen=True)
 class Actor:
     kind: str                 # agent | person
     id: str
@@ -120,19 +157,20 @@ class Passage:
 
 
 class Run:
-    def __init__(self, lib: Library, process_id: str, wf: BpmnWorkflow, facts: dict[str, Any] | None = None):
-        self.lib, self.process_id, self.wf = lib, process_id, wf
+    def __init__(self, lib: Library, process_id: str, wf: BpmnWorkflow, facts: dict[str, Any] | None = None,
+                 budget: Budget = DEFAULT_BUDGET):
+        self.lib, self.process_id, self.wf, self.budget = lib, process_id, wf, budget
         wf.get_tasks = types.MethodType(_get_tasks_by_state, wf)
         wf.update_waiting_tasks = types.MethodType(_update_waiting_tasks, wf)
         self.facts: dict[str, Any] = dict(facts or {})
 
     @classmethod
-    def start(cls, lib: Library, process_id: str) -> "Run":
+    def start(cls, lib: Library, process_id: str, budget: Budget = DEFAULT_BUDGET) -> "Run":
         _deep_enough()
         spec, subs = lib.spec(process_id)
-        wf = BpmnWorkflow(spec, subs)
-        wf.do_engine_steps()
-        return cls(lib, process_id, wf)
+        run = cls(lib, process_id, BpmnWorkflow(spec, subs), budget=budget)
+        _advance(run.wf, budget, process_id)
+        return run
 
     @classmethod
     def load(cls, lib: Library, process_id: str, state: str, facts: dict[str, Any] | None = None) -> "Run":
@@ -199,12 +237,16 @@ class Run:
                                   "passed by hand is refused — pass the facts it reads")
             table_ref = decision_key(node.decision_ref)
             if table_ref not in self.lib.decisions:
-                raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded")
+                raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded: "
+                                  + self.lib.unresolved.get(table_ref, "no DMN file of the library defines it"))
             table = self.lib.decisions[table_ref]
             try:
                 rows = table.evaluate({**self.facts, **facts})
             except DecisionError as e:
                 raise StepRefused(f"gate {node.id!r}: {e}") from None
+            if not rows:
+                raise StepRefused(f"gate {node.id!r}: {table.no_match({**self.facts, **facts})}, so no "
+                                  "branch can be taken; pass the facts it reads")
             values = {str(r[table.output_names[0]]) for r in rows}
             if len(values) != 1:
                 raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {sorted(values)}, "
@@ -233,5 +275,5 @@ class Run:
             routes[route_key(step.process.id, step.node.id)] = passage.outcome
             task.data["px_route"] = routes
         task.run()
-        self.wf.do_engine_steps()
+        _advance(self.wf, self.budget, self.process_id)
         compact(self.wf)  # the history is our rows; the tree keeps only what is still to do

@@ -12,6 +12,7 @@ from pathlib import Path
 from SpiffWorkflow.bpmn.parser import BpmnParser
 from SpiffWorkflow.bpmn.parser.ValidationException import ValidationException
 
+from . import callgraph
 from .dmn import CellError, DecisionTable, load_dmn
 from .loader import DiagramError, parse_file, transform
 from .model import Node, ProcessModel
@@ -35,6 +36,7 @@ class Library:
     policies: dict[str, Policy] = field(default_factory=dict)    # resolved path -> policy
     policy_refs: dict[str, dict[str, str]] = field(default_factory=dict)  # diagram -> ref -> resolved path
     problems: list[str] = field(default_factory=list)            # dangling refs (build=False only)
+    unresolved: dict[str, str] = field(default_factory=dict)     # "file.dmn#id" -> why it did not load
     parser: BpmnParser | None = None
 
     def process(self, process_id: str) -> ProcessModel:
@@ -59,7 +61,8 @@ class Library:
 
     def decision(self, ref: str) -> DecisionTable:
         if ref not in self.decisions:
-            raise DiagramError(f"decision {ref!r} is not in any DMN file of the library")
+            raise DiagramError(f"decision {ref!r} is not in any DMN file of the library"
+                               + (f": {self.unresolved[ref]}" if ref in self.unresolved else ""))
         return self.decisions[ref]
 
 
@@ -99,6 +102,10 @@ def load_library(roots: list[Path] | None = None, *, build: bool = True) -> Libr
                 parser.add_bpmn_xml(transform(root, models), filename=path.name)
             except ValidationException as e:
                 raise DiagramError(f"{path.name}: the engine refuses it: {e}") from None
+    cycles = callgraph.problems(lib.processes)
+    if cycles and build:
+        raise DiagramError("; ".join(cycles))
+    lib.problems += cycles
     if build:
         for model in lib.processes.values():
             for node in model.nodes.values():
@@ -130,14 +137,19 @@ def _load_decision(lib: Library, base: Path, ref: str) -> None:
     if key in lib.decisions:
         return
     path = (base / file).resolve()
+    # a dangling ref: `check workflow-refs` reports why, a run refuses at the gate saying so
     if not path.is_file():
-        return  # a dangling ref: `check workflow-refs` reports it, a run refuses at the gate
+        lib.unresolved[key] = f"{file} does not exist beside the diagram"
+        return
     try:
         tables = load_dmn(path)
-    except CellError:
+    except CellError as e:
+        lib.unresolved[key] = str(e)
         return
     for tid, table in tables.items():
         lib.decisions[f"{path.name}#{tid}"] = table
+    if did not in tables:
+        lib.unresolved[key] = f"{path.name} has no decision {did!r} (its decisions: {', '.join(sorted(tables)) or 'none'})"
 
 
 def decision_key(ref: str) -> str:

@@ -2,7 +2,7 @@
 diagrams, after the fact — the agentic pole's check (R-HAR-3, R-HAR-5).
 
 Findings per step: `deny` / `unknown` (the policies today), `refused` (a strict policy stopped it
-when it ran), `not-eligible` (the step's lane is another role now, or the actor did not hold it),
+when it ran), `failed` (the engine overran its budget there: engine.py `Budget`), `not-eligible` (the step's lane is another role now, or the actor did not hold it),
 `no-actor`, `node-not-in-model` (the process or node is gone), `source-moved` (the diagram's bytes
 changed since the step ran). Beans (bean_rules.py): `override` (a person with the role changed a
 bean outside the workflow's steps: recorded, reported), `outside-steps` (a bean the instance
@@ -21,7 +21,7 @@ from typing import Any
 from .library import Library
 from .odrl import PERMIT, Request, evaluate
 
-FINDINGS = ("deny", "refused", "unknown", "not-eligible", "no-actor", "node-not-in-model", "source-moved",
+FINDINGS = ("deny", "refused", "failed", "unknown", "not-eligible", "no-actor", "node-not-in-model", "source-moved",
             "outside-steps", "override")
 _SETTLED = {"resolved": "resolve", "scrapped": "scrap"}
 
@@ -41,6 +41,8 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
         again = int(st.get("attempts") or 1)
         add("refused", f"a strict policy stopped it when it ran ({st.get('verdict')})"
                        + (f", {again} attempts" if again > 1 else ""))
+    if st.get("status") == "failed":
+        add("failed", st.get("reason") or "the engine could not advance the instance")
     if not st.get("actor_id"):
         add("no-actor", "the record names nobody who took the step")
     model = lib.model_of(st.get("process_id") or instance["process_id"])

@@ -47,7 +47,8 @@ def check(roots: list[Path], *, strict: bool = False) -> dict[str, Any]:
                 key = decision_key(node.decision_ref)
                 table = lib.decisions.get(key)
                 if table is None:
-                    d["errors"].append(f"{where}: decision ref {node.decision_ref} resolves to nothing")
+                    why = lib.unresolved.get(key, "no DMN file of the library defines it")
+                    d["errors"].append(f"{where}: decision ref {node.decision_ref} resolves to nothing: {why}")
                 else:
                     d["errors"] += [f"{where}: decision {key}: {p}" for p in table.problems]
                     names = {n for n, _ in node.outgoing}

@@ -88,11 +88,13 @@ def complete(ref: str, process: str, body: StepIn, caller: Caller = Depends(get_
 @router.get("/api/issues/{ref}/workflows/{process}/prov")
 def prov_document(ref: str, process: str, caller: Caller = Depends(get_caller),
                   state: AppState = Depends(get_state)) -> dict:
+    lib = library()
     with state.read() as s:
         issue = issue_for(s, caller, ref)
         inst = inst_svc.get_instance(s, issue, process)
         return prov.document(inst_svc.instance_dict(inst, issue),
-                             [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)])
+                             [inst_svc.step_dict(r) for r in inst_svc.history(s, inst)],
+                             bean_ops=prov.bean_ops_of(lib.processes))
 
 
 @router.get("/api/workflows/record")

@@ -170,8 +170,17 @@ def _kilo(home: Path, server: ModelServer) -> dict[str, str]:
     return {}
 
 
+def _copilot(home: Path, server: ModelServer) -> dict[str, str]:
+    # GitHub Copilot CLI with a model provider of one's own (BYOK, its `copilot help environment`):
+    # no GitHub sign-in; offline mode skips GitHub authentication, telemetry and updates.
+    (home / ".copilot").mkdir(parents=True, exist_ok=True)
+    return {"COPILOT_PROVIDER_BASE_URL": f"{server.url}/v1", "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": "sk-fixture", "COPILOT_MODEL": ChatCompletionsServer.model,
+            "COPILOT_OFFLINE": "true"}
+
+
 _CONFIGURE = {"claude": _claude, "codex": _codex, "gemini": _gemini, "opencode": _opencode, "qwen": _qwen,
-              "kilo": _kilo}
+              "kilo": _kilo, "copilot": _copilot}
 
 CLAUDE = RealCli("claude", "claude", AnthropicServer, None, "CLAUDE.md")
 CODEX = RealCli("codex", "codex", ResponsesServer, None, "AGENTS.md")
@@ -182,7 +191,8 @@ QWEN = RealCli("qwen", "qwen", ChatCompletionsServer, ChatCompletionsServer.mode
 ALL = {c.provider: c for c in (CLAUDE, CODEX, GEMINI, OPENCODE)}
 #: The CLIs that run here only as ACP agents (a launch profile, agents/acp_profiles.py).
 KILO = RealCli("kilo", "kilo", ChatCompletionsServer, f"fixture/{ChatCompletionsServer.model}", "AGENTS.md")
-ACP_ONLY = {c.provider: c for c in (QWEN, KILO)}
+COPILOT = RealCli("copilot", "copilot", ChatCompletionsServer, ChatCompletionsServer.model, "AGENTS.md")
+ACP_ONLY = {c.provider: c for c in (QWEN, KILO, COPILOT)}
 
 
 def node_available() -> bool:

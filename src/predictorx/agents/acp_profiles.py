@@ -60,9 +60,9 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
         config_of="codex",
         needs="OPENAI_API_KEY or ~/.codex/config.toml with its model provider"),
     AcpProfile(
-        # Qwen Code speaks ACP itself; a run has no one to approve its tools: `yolo`, as the other
-        # CLIs' headless runs (permission requests still reach the agent's policy).
-        "qwen", "qwen", ("--acp", "--approval-mode", "yolo"), model_flag="--model", config_of="qwen",
+        # Qwen Code speaks ACP itself; its approvals come to us as permission requests, which the
+        # agent's policy answers (allow, deny or ask a person).
+        "qwen", "qwen", ("--acp",), model_flag="--model", config_of="qwen",
         needs="OPENAI_API_KEY and OPENAI_BASE_URL (any OpenAI-compatible endpoint) with OPENAI_MODEL, and "
               "~/.qwen/settings.json with security.auth.selectedType \"openai\"; or its own sign-in"),
     AcpProfile(
@@ -75,6 +75,13 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
              "KILO_TELEMETRY_LEVEL": "off"},
         config_of="kilo", needs="~/.config/kilo/kilo.json with its provider and model (OpenCode's format; "
                                 "\"disabled_providers\": [\"kilo\"] keeps it off its own gateway); or its own sign-in"),
+    AcpProfile(
+        # Its tool approvals come to us as permission requests (the agent's policy answers them).
+        "copilot", "copilot", ("--acp",), env={"COPILOT_AUTO_UPDATE": "false"}, model_flag="--model",
+        config_of="copilot",
+        needs="a GitHub sign-in with Copilot, or a model provider of one's own: COPILOT_PROVIDER_BASE_URL, "
+              "COPILOT_MODEL (and COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_TYPE; COPILOT_OFFLINE=true "
+              "keeps it off GitHub)"),
 )}
 
 

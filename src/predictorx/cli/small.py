@@ -61,7 +61,8 @@ PERMISSIONS_HELP = ("acp provider: how its permission requests are answered: all
                     "deny (its reject option) or ask (a person picks on the run's page, in Waiting for you, or "
                     "with `predictorx task answer`); each answer is in the task's messages.")
 ACP_COMMAND_HELP = "acp provider: the command that starts the agent's ACP server on stdio ('gemini --experimental-acp')."
-ACP_PROFILE_HELP = "acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp, qwen)."
+ACP_PROFILE_HELP = ("acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp, qwen, "
+                    "kilo, copilot).")
 
 
 def _command_argv(command: str | None, acp_command: str | None, acp_profile: str | None) -> list[str] | None:

@@ -50,7 +50,7 @@ def _parse(files: dict[str, str]) -> tuple[list[beanfile.BeanFile], list[dict[st
     parsed: list[beanfile.BeanFile] = []
     refused: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for name, text in sorted(files.items()):
+    for name, text in sorted(files.items(), key=lambda f: (f[0].count("/"), f[0])):  # a file above archive/ wins
         try:
             bf = beanfile.load(text, name)
         except beanfile.BeanFileError as e:
@@ -74,9 +74,9 @@ def _changes(bean: Bean, bf: beanfile.BeanFile) -> dict[str, Any]:
     out = {}
     for attr, column in _COLUMNS.items():
         new = _value(bf, attr)
-        if attr in ("created_at", "updated_at") and new is None:
-            continue  # a file without times keeps the bean's
         old = getattr(bean, column)
+        if attr in ("created_at", "updated_at") and new is None or attr == "updated_at" and new < old:
+            continue  # a file without times keeps the bean's; an older file does not turn its clock back
         if attr in _LISTS:
             old = list(old or [])
         if new != old:
@@ -111,7 +111,8 @@ def _update(bean: Bean, bf: beanfile.BeanFile, changes: dict[str, Any], by: str)
     text = f"updated from {bf.path}: {', '.join(sorted(changes))}{status}"
     bean.notes = [*bean.notes, {"at": utcnow().isoformat(), "by": by, "op": "import", "text": text}]
     bean.version += 1
-    bean.updated_at = bf.updated_at or utcnow()  # the file's time travels as it is, like its other fields
+    # the file's time travels as it is, like its other fields, unless the bean is newer: then it changes now
+    bean.updated_at = bf.updated_at if "updated_at" in changes or bf.updated_at == bean.updated_at else utcnow()
     flag_modified(bean, "updated_at")  # even when equal: else the column's onupdate would stamp it now
 
 

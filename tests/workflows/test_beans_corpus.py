@@ -75,3 +75,17 @@ def test_corpus_round_trips_through_import_and_export(api):
 def test_a_file_name_outside_the_folder_is_refused(name):
     with pytest.raises(beanfile.BeanFileError, match="is not a bean file name"):
         beanfile.load("---\ntitle: x\nstatus: todo\n---\n", name)
+
+
+def test_yaml_is_read_as_beans_go_structs_read_it_and_written_as_yaml_v3_writes_it():
+    b = beanfile.load("---\ntitle: yes\nstatus: draft\norder: 07\nparent: null\ntags: [a, b]\nx: &a [1]\n---\n",
+                      "k-1--x.md")
+    assert (b.title, b.status, b.draft, b.order, b.parent, b.tags) == ("yes", "created", True, "07", None, ["a", "b"])
+    assert b.warnings == ["fields beans does not know were left out: x"] and b.body == ""
+    out = beanfile.dump({**b.__dict__, "title": "1.0", "order": "07", "tags": ["a", "b"]})
+    assert out == '---\n# k-1\ntitle: "1.0"\nstatus: draft\ntags:\n    - a\n    - b\norder: "07"\n---\n\n'
+    for bad, sentence in [("title: [x\n", "not valid YAML (line 3)"), ("- a\n", "not a YAML mapping"),
+                          ("title: x\ntags: {a: 1}\n", "tags must be a list of strings"),
+                          ("title: x\ncreated_at: soon\n", "created_at 'soon' is not an RFC 3339 time")]:
+        with pytest.raises(beanfile.BeanFileError, match=sentence.replace("(", r"\(").replace(")", r"\)")):
+            beanfile.load(f"---\n{bad}---\n", "k-1.md")

@@ -10,8 +10,8 @@ The format, from hmans/beans' own code (pkg/bean/bean.go, id.go; pkg/beancore/co
   that order with yaml.v3 (omitempty for all but title and status, four-space sequences, strings
   double-quoted when YAML would read them as something else), `---`, a blank line, the body.
 
-This module reads the YAML with PyYAML's SafeLoader with no implicit types (every scalar a string,
-as beans' Go structs read them) and writes it through PyYAML's emitter with yaml.v3's choices, so
+This module reads the YAML with PyYAML's safe loader, composed only (every scalar its text, as
+beans' Go structs read them; no object constructed) and writes it through PyYAML's emitter with yaml.v3's choices, so
 a file beans wrote comes back byte for byte. Statuses map todo/draft→created, in-progress,
 completed→resolved, scrapped; `draft` is kept as a flag so it round-trips.
 """
@@ -103,11 +103,33 @@ def check_path(name: str) -> str:
 
 # --- reading -----------------------------------------------------------------------------------
 
-class _StringLoader(yaml.SafeLoader):
-    """SafeLoader without implicit types: `order: 07` is "07" and `title: yes` is "yes", as in Go."""
+_NULLS = ("", "~", "null", "Null", "NULL")
 
 
-_StringLoader.yaml_implicit_resolvers = {}
+def _plain(node: yaml.Node) -> Any:
+    """A field's node as beans' Go structs read it: a scalar is its text (`order: 07` is "07", `title:
+    yes` is "yes"), a list of scalars a list of texts; deeper values are kept out (unknown fields
+    only), so an alias bomb costs nothing."""
+    if isinstance(node, yaml.ScalarNode):
+        return None if node.style is None and node.value in _NULLS else node.value  # Go: a null is ""
+    if isinstance(node, yaml.SequenceNode) and all(isinstance(n, yaml.ScalarNode) for n in node.value):
+        return [n.value for n in node.value]
+    return node  # not a string nor a list of strings: refused if it is a field beans knows
+
+
+def _yaml_fields(head: str) -> dict[str, Any]:
+    """The front matter through PyYAML's safe loader, composed only: no object is constructed."""
+    try:
+        root = yaml.compose(head, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        line = f" (line {where.line + 2})" if where is not None else ""
+        raise BeanFileError(f"front matter is not valid YAML{line}: {getattr(e, 'problem', None) or e}") from None
+    if root is None:
+        return {}
+    if not isinstance(root, yaml.MappingNode) or not all(isinstance(k, yaml.ScalarNode) for k, _ in root.value):
+        raise BeanFileError("front matter is not a YAML mapping of fields")
+    return {k.value: _plain(v) for k, v in root.value}
 
 
 def _front_matter(text: str) -> tuple[str, str]:
@@ -160,14 +182,7 @@ def load(text: str, path: str) -> BeanFile:
     if not ID.match(key):
         raise BeanFileError(f"its name gives the bean id {key!r}, which is not an id (letters, digits, '-_.')")
     head, rest = _front_matter(text)
-    try:
-        meta = yaml.load(head, Loader=_StringLoader) or {}  # noqa: S506 — a SafeLoader without implicit types
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        line = f" (line {where.line + 2})" if where is not None else ""
-        raise BeanFileError(f"front matter is not valid YAML{line}: {getattr(e, 'problem', None) or e}") from None
-    if not isinstance(meta, dict):
-        raise BeanFileError("front matter is not a YAML mapping of fields")
+    meta = _yaml_fields(head)
     title = " ".join(str(_str(meta, "title") or "").split())
     if not title:
         raise BeanFileError("has no title")

@@ -103,3 +103,23 @@ def test_import_leaves_the_status_of_a_workflows_bean_to_its_steps(api):
     assert r["files"][0]["result"] == "refused"
     assert "belongs to workflow 'authoring-a-paper'" in r["files"][0]["reason"]
     assert agent.get(f"/api/issues/{n}/beans/Introduction").json()["status"] == "in-progress"
+
+
+def test_a_field_too_long_for_its_column_refuses_that_file_only(api):
+    n = _issue(api)
+    files = {"l-1--long.md": _file("Long", extra=f"type: {'x' * 41}\n"), "l-2--fine.md": _file("Fine")}
+    r = api.post(f"/api/issues/{n}/beans/import", json={"files": files}).json()
+    assert r["counts"] == {"created": 1, "updated": 0, "unchanged": 0, "refused": 1}
+    assert "type must be a string of up to 40 characters" in r["files"][0]["reason"]
+
+
+def test_one_title_created_at_once_from_many_requests_is_one_bean(api):
+    """Titles are no longer unique in the table (imports may repeat one); create still is idempotent."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = _issue(api)
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: api.post(f"/api/issues/{n}/beans", json={"title": "Once"}), range(6)))
+    assert all(a.status_code == 200 for a in answers)
+    assert sum(a.json()["created"] for a in answers) == 1 and len({a.json()["id"] for a in answers}) == 1
+    assert len(api.get(f"/api/issues/{n}/beans").json()) == 1

@@ -112,7 +112,8 @@ def _update(bean: Bean, bf: beanfile.BeanFile, changes: dict[str, Any], by: str)
     bean.notes = [*bean.notes, {"at": utcnow().isoformat(), "by": by, "op": "import", "text": text}]
     bean.version += 1
     # the file's time travels as it is, like its other fields, unless the bean is newer: then it changes now
-    bean.updated_at = bf.updated_at if "updated_at" in changes or bf.updated_at == bean.updated_at else utcnow()
+    keep = bf.updated_at is not None and ("updated_at" in changes or bf.updated_at == bean.updated_at)
+    bean.updated_at = bf.updated_at if keep and bf.updated_at is not None else utcnow()
     flag_modified(bean, "updated_at")  # even when equal: else the column's onupdate would stamp it now
 
 

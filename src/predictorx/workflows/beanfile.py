@@ -158,12 +158,16 @@ def _time(meta: dict, key: str) -> datetime | None:
     return t.astimezone(timezone.utc)
 
 
+_MAX = {"type": 40, "priority": 40, "order": 100, "parent": 100, "status": 40}  # the bean table's columns
+
+
 def _str(meta: dict, key: str) -> str | None:
     value = meta.get(key)
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or len(value) > 500:
-        raise BeanFileError(f"{key} must be a string (up to 500 characters)")
+    limit = _MAX.get(key, 500)
+    if not isinstance(value, str) or len(value) > limit:
+        raise BeanFileError(f"{key} must be a string of up to {limit} characters")
     return value
 
 
@@ -255,7 +259,7 @@ def _front_matter_yaml(fields: dict[str, Any]) -> str:
         events.append(_scalar(key))
         if key in LISTS:
             events.append(yaml.SequenceStartEvent(None, None, True))
-            events.extend(_scalar(v) for v in value)
+            events.extend(_scalar(v) for v in value or [])
             events.append(yaml.SequenceEndEvent())
         else:
             events.append(yaml.ScalarEvent(None, None, (True, True), go_time(value)) if isinstance(value, datetime)

@@ -86,6 +86,7 @@ def test_yaml_is_read_as_beans_go_structs_read_it_and_written_as_yaml_v3_writes_
     assert out == '---\n# k-1\ntitle: "1.0"\nstatus: draft\ntags:\n    - a\n    - b\norder: "07"\n---\n\n'
     for bad, sentence in [("title: [x\n", "not valid YAML (line 3)"), ("- a\n", "not a YAML mapping"),
                           ("title: x\ntags: {a: 1}\n", "tags must be a list of strings"),
-                          ("title: x\ncreated_at: soon\n", "created_at 'soon' is not an RFC 3339 time")]:
+                          ("title: x\ncreated_at: soon\n", "created_at 'soon' is not an RFC 3339 time"),
+                          ("x: " + "[" * 5000 + "]" * 5000 + "\n", "nests too deep"), ("title: ' '\n", "has no title")]:
         with pytest.raises(beanfile.BeanFileError, match=sentence.replace("(", r"\(").replace(")", r"\)")):
             beanfile.load(f"---\n{bad}---\n", "k-1.md")

@@ -125,6 +125,8 @@ def _yaml_fields(head: str) -> dict[str, Any]:
         where = getattr(e, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
         raise BeanFileError(f"front matter is not valid YAML{line}: {getattr(e, 'problem', None) or e}") from None
+    except RecursionError:
+        raise BeanFileError("front matter nests too deep to be bean fields") from None
     if root is None:
         return {}
     if not isinstance(root, yaml.MappingNode) or not all(isinstance(k, yaml.ScalarNode) for k, _ in root.value):
@@ -187,8 +189,8 @@ def load(text: str, path: str) -> BeanFile:
         raise BeanFileError(f"its name gives the bean id {key!r}, which is not an id (letters, digits, '-_.')")
     head, rest = _front_matter(text)
     meta = _yaml_fields(head)
-    title = " ".join(str(_str(meta, "title") or "").split())
-    if not title:
+    title = _str(meta, "title") or ""  # as written: a round trip keeps it byte for byte
+    if not title.strip():
         raise BeanFileError("has no title")
     status = _str(meta, "status") or "todo"
     if status not in FROM_BEANS:

@@ -123,3 +123,20 @@ def test_one_title_created_at_once_from_many_requests_is_one_bean(api):
     assert all(a.status_code == 200 for a in answers)
     assert sum(a.json()["created"] for a in answers) == 1 and len({a.json()["id"] for a in answers}) == 1
     assert len(api.get(f"/api/issues/{n}/beans").json()) == 1
+
+
+def test_a_bean_made_here_carries_the_beans_fields_and_exports_them(api):
+    n = _issue(api)
+    epic = api.post(f"/api/issues/{n}/beans", json={"title": "Epic", "type": "epic"}).json()
+    child = api.post(f"/api/issues/{n}/beans", json={"title": "Child", "type": "feature", "priority": "high",
+                                                     "tags": ["cli", "cli"], "parent": epic["key"],
+                                                     "blocking": [epic["key"]]}).json()
+    assert (child["type"], child["tags"], child["parent"], child["blocking"]) == (
+        "feature", ["cli"], epic["key"], [epic["key"]])
+    text = api.get(f"/api/issues/{n}/beans/export").json()["files"][f"{child['key']}--child.md"]
+    assert (f"type: feature\npriority: high\ntags:\n    - cli\ncreated_at: " in text
+            and f"\nparent: {epic['key']}\nblocking:\n    - {epic['key']}\n---\n" in text)
+    for bad, sentence in [({"parent": "issue-3"}, "never an issue"), ({"tags": ["Big Tag"]}, "is not a beans tag"),
+                          ({"type": "Epic!"}, "type is one lower-case word")]:
+        r = api.post(f"/api/issues/{n}/beans", json={"title": "Bad", **bad})
+        assert r.status_code == 422 and sentence in r.json()["detail"], r.text

@@ -21,13 +21,22 @@ FIELDS = [("key", "id"), ("title", "title"), ("status", "status"), ("etag", "eta
 
 
 @app.command("create")
-def create(issue: str, title: str, body: str = typer.Option("", "--body"), output: Output = OutputOpt) -> None:
+def create(issue: str, title: str, body: str = typer.Option("", "--body"),
+           type_: Optional[str] = typer.Option(None, "--type", help="task, feature, bug, epic, milestone"),
+           priority: Optional[str] = typer.Option(None, "--priority", help="critical, high, normal, low, deferred"),
+           tag: list[str] = typer.Option([], "--tag", help="A tag (repeat for more)."),
+           parent: Optional[str] = typer.Option(None, "--parent", help="The parent bean's id."),
+           blocking: list[str] = typer.Option([], "--blocking", help="The id of a bean this one blocks (repeat)."),
+           output: Output = OutputOpt) -> None:
     """Create a bean (the same title under the same issue returns the existing bean)."""
-    r = Client().post(f"/api/issues/{seg(issue)}/beans", {"title": title, "body": body})
+    r = Client().post(f"/api/issues/{seg(issue)}/beans", {"title": title, "body": body, "type": type_,
+                                                          "priority": priority, "tags": tag, "parent": parent,
+                                                          "blocking": blocking})
     if output == Output.json:
         record(r, [], output)
     else:
-        typer.echo(f"{'Created' if r['created'] else 'Exists:'} bean “{r['title']}” ({r['status']}, etag {r['etag']}).")
+        typer.echo(f"{'Created' if r['created'] else 'Exists:'} bean {r['key']} “{r['title']}” ({r['status']}, "
+                   f"etag {r['etag']}).")
 
 
 @app.command("list")

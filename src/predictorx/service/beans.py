@@ -15,6 +15,7 @@ an issue.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from ..store.schema import Issue, new_id, utcnow
 from ..store.workflow_schema import Bean
+from ..workflows import beanfile
 from .errors import Conflict, Invalid, NotFound
 from .workflow_refusals import StepForbidden
 
@@ -48,7 +50,29 @@ def _by_title(session: Session, issue: Issue, title: str) -> list[Bean]:
                                 .order_by(Bean.created_at, Bean.key)))
 
 
-def create(session: Session, issue: Issue, title: str, body: str = "", by: str | None = None) -> tuple[Bean, bool]:
+_TAG = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")  # beans' tag rule (pkg/bean/bean.go)
+_WORD = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+
+
+def beans_fields(type: str | None = None, priority: str | None = None, tags: list[str] | None = None,
+                 parent: str | None = None, blocking: list[str] | None = None) -> dict[str, Any]:
+    """The hmans/beans fields a bean is made with, checked: the parent and blocking are bean ids."""
+    for name, word in (("type", type), ("priority", priority)):
+        if word is not None and not _WORD.match(word):
+            raise Invalid(f"a bean's {name} is one lower-case word (as beans' milestone, feature, normal, high)")
+    bad = [t for t in tags or [] if not _TAG.match(t)]
+    if bad:
+        raise Invalid(f"tag {bad[0]!r} is not a beans tag: lower case, a letter first, words joined by '-'")
+    for ref in ([parent] if parent else []) + list(blocking or []):
+        if not beanfile.ID.match(ref) or re.match(r"^issue-\d+$", ref):
+            raise Invalid(f"{ref!r} is not a bean id (a bean's parent and blocking name beans, never an issue)")
+    return {"type": type, "priority": priority, "tags": list(dict.fromkeys(tags or [])) or None, "parent": parent,
+            "blocking": list(dict.fromkeys(blocking or [])) or None}
+
+
+def create(session: Session, issue: Issue, title: str, body: str = "", by: str | None = None,
+           fields: dict[str, Any] | None = None) -> tuple[Bean, bool]:
+    """`fields`: beans_fields(), for a new bean only (the existing one is returned as it is)."""
     title = _title(title)
     # creates under one issue take turns (PostgreSQL row lock; SQLite writes are serial anyway), so
     # a title asked for twice at once is still one bean
@@ -58,7 +82,7 @@ def create(session: Session, issue: Issue, title: str, body: str = "", by: str |
         return existing[0], False
     bean_id = new_id()
     bean = Bean(id=bean_id, key=new_key(bean_id), workspace_id=issue.workspace_id, issue_id=issue.id, title=title,
-                body=body or "", notes=[], claimed_by=None)
+                body=body or "", notes=[], claimed_by=None, **(fields or {}))
     session.add(bean)
     session.flush()
     return bean, True

@@ -25,6 +25,11 @@ class BeanIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=1, max_length=500)
     body: str = Field(default="", max_length=100_000)
+    type: Optional[str] = Field(default=None, max_length=40, description="beans' type: task, feature, bug, epic, milestone")
+    priority: Optional[str] = Field(default=None, max_length=40, description="beans' priority: critical … deferred")
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    parent: Optional[str] = Field(default=None, max_length=100, description="A bean id (beans-18db), never an issue.")
+    blocking: list[str] = Field(default_factory=list, max_length=100, description="Ids of the beans this one blocks.")
 
 
 class BeanOp(BaseModel):
@@ -65,7 +70,8 @@ def list_beans(ref: str, caller: Caller = Depends(get_caller), state: AppState =
 def create(ref: str, body: BeanIn, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         issue = issue_for(s, caller, ref)
-        bean, created = svc.create(s, issue, body.title, body.body, _by(s, caller, issue))
+        fields = svc.beans_fields(body.type, body.priority, body.tags, body.parent, body.blocking)
+        bean, created = svc.create(s, issue, body.title, body.body, _by(s, caller, issue), fields)
         return {**svc.as_dict(bean), "created": created}
 
 

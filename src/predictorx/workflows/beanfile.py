@@ -104,6 +104,7 @@ def check_path(name: str) -> str:
 # --- reading -----------------------------------------------------------------------------------
 
 _NULLS = ("", "~", "null", "Null", "NULL")
+_DEPTH = 20  # bean fields nest two deep; unknown ones may nest a little
 
 
 def _plain(node: yaml.Node) -> Any:
@@ -120,6 +121,11 @@ def _plain(node: yaml.Node) -> Any:
 def _yaml_fields(head: str) -> dict[str, Any]:
     """The front matter through PyYAML's safe loader, composed only: no object is constructed."""
     try:
+        depth = 0
+        for event in yaml.parse(head, Loader=yaml.SafeLoader):  # the parser is flat; the composer recurses
+            depth += isinstance(event, yaml.CollectionStartEvent) - isinstance(event, yaml.CollectionEndEvent)
+            if depth > _DEPTH:
+                raise RecursionError
         root = yaml.compose(head, Loader=yaml.SafeLoader)
     except yaml.YAMLError as e:
         where = getattr(e, "problem_mark", None)

@@ -134,7 +134,7 @@ def test_a_bean_made_here_carries_the_beans_fields_and_exports_them(api):
     assert (child["type"], child["tags"], child["parent"], child["blocking"]) == (
         "feature", ["cli"], epic["key"], [epic["key"]])
     text = api.get(f"/api/issues/{n}/beans/export").json()["files"][f"{child['key']}--child.md"]
-    assert (f"type: feature\npriority: high\ntags:\n    - cli\ncreated_at: " in text
+    assert ("type: feature\npriority: high\ntags:\n    - cli\ncreated_at: " in text
             and f"\nparent: {epic['key']}\nblocking:\n    - {epic['key']}\n---\n" in text)
     for bad, sentence in [({"parent": "issue-3"}, "never an issue"), ({"tags": ["Big Tag"]}, "is not a beans tag"),
                           ({"type": "Epic!"}, "type is one lower-case word")]:

@@ -44,7 +44,7 @@ def main() -> None:
         from predictorx.service import bean_files
         from predictorx.service.issues import create_issue
         from predictorx.store.db import Database
-        from predictorx.store.schema import Workspace
+        from predictorx.store.schema import Issue, Workspace
 
         db = Database(f"sqlite:///{root / 'px.db'}")
         db.migrate()
@@ -58,8 +58,6 @@ def main() -> None:
             for phase in ("import_new", "import_unchanged"):
                 t0 = time.perf_counter()
                 with db.write() as s:
-                    from predictorx.store.schema import Issue
-
                     r = bean_files.import_files(s, s.get(Issue, issue_id), files, "person bench")
                 phases[phase].append(time.perf_counter() - t0)
                 assert r["counts"]["refused"] == 0

@@ -148,7 +148,7 @@ def import_files(session: Session, issue: Issue, files: dict[str, str], by: str,
         elif not (changes := _changes(bean, bf)):
             entry["result"] = "unchanged"
         elif reason := _refusal(session, bean, bf, changes, etags or {}):
-            report.append(entry | {"result": "refused", "reason": reason})
+            report.append(entry | {"result": "refused", "reason": reason, "conflict": True})
             continue
         else:
             _update(bean, bf, changes, by)
@@ -156,7 +156,7 @@ def import_files(session: Session, issue: Issue, files: dict[str, str], by: str,
         done.append(entry | {"bean": bean})
     refused = [r for r in report if r["result"] == "refused"]
     if strict and refused:
-        cls = Conflict if any("version" in r["reason"] or "workflow" in r["reason"] for r in refused) else Invalid
+        cls = Conflict if any(r.get("conflict") for r in refused) else Invalid
         raise cls(f"{len(refused)} of {len(files)} files can not be imported, so none was (--strict): "
                   + "; ".join(r["reason"] for r in refused[:10]) + ("; …" if len(refused) > 10 else ""))
     session.flush()

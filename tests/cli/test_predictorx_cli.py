@@ -239,3 +239,38 @@ def test_agent_delete_archive_and_restore(px, server):
     _ok(px("agent", "create", "--name", "never-ran", "--provider", "claude"))
     assert "Deleted agent never-ran" in _ok(px("agent", "delete", "never-ran"))
     assert "never-ran" not in names()
+
+
+def test_bean_import_and_export_of_a_beans_folder(px, tmp_path):
+    """hmans/beans' own folder in and out byte for byte (archive/ too); a changed file updates its
+    bean; a bad file is answered on its own and the others still import (issue 24 item 4)."""
+    import shutil
+    from pathlib import Path
+
+    src = tmp_path / ".beans"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "hmans-beans" / ".beans", src)
+    (src / "zz-1--broken.md").write_text("---\ntitle: [\n---\n", encoding="utf-8")
+    n = str(json.loads(_ok(px("issue", "create", "--title", "Beans", "--output", "json")))["number"])
+    code, out, err = px("bean", "import", n, "--from", str(src))
+    assert code == 1 and "1 of 255 files were not imported" in err
+    assert "refused   zz-1--broken.md: zz-1--broken.md front matter is not valid YAML" in out
+    assert "254 new, 0 updated, 0 unchanged, 1 refused" in out
+    (src / "zz-1--broken.md").unlink()
+    dst = tmp_path / "out"
+    _ok(px("bean", "export", n, "--to", str(dst)))
+    for p in src.rglob("*.md"):
+        assert (dst / p.relative_to(src)).read_bytes() == p.read_bytes(), p
+    etags = json.loads((dst / ".predictorx-etags.json").read_text())
+    assert len(etags) == 254 and etags["beans-18db"] == 1
+    f = dst / "beans-18db--beans-milestones-command.md"
+    f.write_text(f.read_text().replace("status: todo", "status: in-progress"), encoding="utf-8")
+    out = _ok(px("bean", "import", n, "--from", str(dst)))
+    assert "updated   beans-18db--beans-milestones-command.md: status" in out and "253 unchanged" in out
+    assert json.loads((dst / ".predictorx-etags.json").read_text())["beans-18db"] == 2
+    shown = json.loads(_ok(px("bean", "show", n, "beans-18db", "--output", "json")))
+    assert (shown["status"], shown["parent"]) == ("in-progress", "beans-mmyp")
+    # src's copy is older (its etags file says version 1): refused, unless told to overwrite
+    code, _, err = px("bean", "import", n, "--from", str(src), "--strict")
+    assert code == 1 and "bean beans-18db is at version 2 here, not 1" in err and "so none was (--strict)" in err
+    assert "1 updated, 253 unchanged" in _ok(px("bean", "import", n, "--from", str(src), "--ignore-etags"))
+    assert json.loads(_ok(px("bean", "show", n, "beans-18db", "--output", "json")))["status"] == "created"

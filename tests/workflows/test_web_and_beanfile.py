@@ -35,22 +35,29 @@ def test_workflows_panel_shows_instance_diagram_and_history(db):
 
 def test_beans_round_trip_through_hmans_markdown(api):
     n = api.post("/api/issues", json={"title": "Penguins"}).json()["number"]
-    api.post(f"/api/issues/{n}/beans", json={"title": "Write: the \"parser\"", "body": "Parse it.\n\nCarefully."})
+    b1 = api.post(f"/api/issues/{n}/beans", json={"title": "Write: the \"parser\"",
+                                                  "body": "Parse it.\n\n## Notes\n\nIts own notes."}).json()
     b2 = api.post(f"/api/issues/{n}/beans", json={"title": "Docs"}).json()
     api.post(f"/api/issues/{n}/beans/{b2['id']}/claim", json={}, headers={"If-Match": str(b2["etag"])})
     api.post(f"/api/issues/{n}/beans/Docs/note", json={"text": "half done"})
     stale = api.post(f"/api/issues/{n}/beans/Docs/resolve", json={}, headers={"If-Match": "1"})
     assert stale.status_code == 409 and "not 1" in stale.json()["detail"]
-    files = api.get(f"/api/issues/{n}/beans/export").json()["files"]
-    docs = next(t for name, t in files.items() if "--docs.md" in name)
-    assert docs.startswith("---\n# px-") and "\nstatus: in-progress\n" in docs and f"parent: issue-{n}" in docs
-    assert "## Notes" in docs and "half done" in docs
-    parsed = {beanfile.load(t)["title"]: beanfile.load(t) for t in files.values()}
-    assert parsed['Write: the "parser"']["body"] == "Parse it.\n\nCarefully." and parsed["Docs"]["body"] == ""
+    exported = api.get(f"/api/issues/{n}/beans/export").json()
+    files = exported["files"]
+    docs = files[f"{b2['key']}--docs.md"]
+    assert docs.startswith(f"---\n# {b2['key']}\ntitle: Docs\nstatus: in-progress\n") and "parent:" not in docs
+    assert beanfile.JOURNAL_START in docs and "half done" in docs  # the journal travels, readable
+    parsed = {beanfile.load(t, name).title: beanfile.load(t, name) for name, t in files.items()}
+    assert parsed['Write: the "parser"'].body == "Parse it.\n\n## Notes\n\nIts own notes."  # the body's own
+    assert parsed["Docs"].body == ""  # the journal block is not body
+    assert parsed['Write: the "parser"'].key == b1["key"] and exported["etags"][b2["key"]] == 3
     m = api.post("/api/issues", json={"title": "Elephants"}).json()["number"]
     out = api.post(f"/api/issues/{m}/beans/import", json={"files": files}).json()["beans"]
-    assert sorted((b["title"], b["status"]) for b in out) == [("Docs", "in-progress"), ('Write: the "parser"', "created")]
-    again = api.post(f"/api/issues/{m}/beans/import", json={"files": files}).json()["beans"]
-    assert not any(b["created"] for b in again)
+    assert sorted((b["key"], b["title"], b["status"]) for b in out) == sorted(
+        [(b2["key"], "Docs", "in-progress"), (b1["key"], 'Write: the "parser"', "created")])
+    assert {b["created_at"] for b in out} == {b1["created_at"], b2["created_at"]}  # the times travel
+    again = api.post(f"/api/issues/{m}/beans/import", json={"files": files}).json()
+    assert not any(b["created"] for b in again["beans"]) and again["counts"]["unchanged"] == 2
     bad = api.post(f"/api/issues/{m}/beans/import", json={"files": {"x.md": "---\nstatus: todo\n---\n"}})
-    assert bad.status_code == 422 and "x.md: a bean file needs a title" in bad.json()["detail"]
+    assert bad.status_code == 200 and bad.json()["files"] == [
+        {"file": "x.md", "result": "refused", "reason": "x.md has no title"}]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .schema import TS, Base, new_id, utcnow
@@ -85,15 +85,28 @@ class RoleBinding(Base):
 
 
 class Bean(Base):
-    """A PR-sized work item under an issue (R-HAR-6); (issue, title) is unique: create is idempotent."""
+    """A PR-sized work item under an issue (R-HAR-6): an hmans/beans bean (R-HAR-11). `key` is its
+    beans id (`beans-18db`, or `px-<8>` for one made here), unique per issue; two beans may share a
+    title. The beans fields round-trip: type, priority, tags, parent (a bean id), blocking,
+    blocked_by, order, draft, the file's path under `.beans/`, the times; migration 0019."""
 
     __tablename__ = "bean"
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"))
     issue_id: Mapped[str] = mapped_column(ForeignKey("issue.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(100))
     title: Mapped[str] = mapped_column(String(500))
     body: Mapped[str] = mapped_column(Text, default="")
     status: Mapped[str] = mapped_column(String(20), default="created")  # created | in-progress | resolved | scrapped
+    draft: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())  # beans' draft: created
+    type: Mapped[str | None] = mapped_column(String(40))  # None: the file had none (beans reads it as task)
+    priority: Mapped[str | None] = mapped_column(String(40))  # None: the file had none (normal)
+    tags: Mapped[list | None] = mapped_column(JSON)
+    parent: Mapped[str | None] = mapped_column(String(100))  # a bean id, never an issue
+    blocking: Mapped[list | None] = mapped_column(JSON)
+    blocked_by: Mapped[list | None] = mapped_column(JSON)
+    sort_order: Mapped[str | None] = mapped_column(String(100))  # beans' `order` (a fractional index)
+    file_path: Mapped[str | None] = mapped_column(String(500))  # where its file was under .beans/
     notes: Mapped[list] = mapped_column(JSON, default=list)
     scrap_reason: Mapped[str | None] = mapped_column(Text)
     claimed_by: Mapped[str | None] = mapped_column(String(200))
@@ -104,7 +117,8 @@ class Bean(Base):
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
 
-    __table_args__ = (UniqueConstraint("issue_id", "title", name="uq_bean_issue_title"),)
+    __table_args__ = (UniqueConstraint("issue_id", "key", name="uq_bean_issue_key"),
+                      Index("ix_bean_issue_title", "issue_id", "title"))
 
 
 class InteractionState(Base):

@@ -1,5 +1,5 @@
 """Beans under an issue: create (idempotent), list, show, claim, note, resolve, scrap, export and
-import in hmans/beans' Markdown format (R-HAR-6). Agents act on their task's issue only; a bean
+import as an hmans/beans folder (R-HAR-6, R-HAR-11; service/bean_files.py). Agents act on their task's issue only; a bean
 that belongs to a running workflow changes status only through its steps, or by a person with
 its role — recorded in the instance's history; a refused attempt is recorded too (bean_rules)."""
 
@@ -10,11 +10,10 @@ from typing import Literal, Optional
 from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...service import bean_rules
+from ...service import bean_files, bean_rules
 from ...service import beans as svc
 from ...service import workflow_instances as inst_svc
 from ...service.errors import Invalid
-from ...workflows import beanfile
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
 from .workflows import actor_for, issue_for, library
@@ -26,6 +25,11 @@ class BeanIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=1, max_length=500)
     body: str = Field(default="", max_length=100_000)
+    type: Optional[str] = Field(default=None, max_length=40, description="beans' type: task, feature, bug, epic, milestone")
+    priority: Optional[str] = Field(default=None, max_length=40, description="beans' priority: critical … deferred")
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    parent: Optional[str] = Field(default=None, max_length=100, description="A bean id (beans-18db), never an issue.")
+    blocking: list[str] = Field(default_factory=list, max_length=100, description="Ids of the beans this one blocks.")
 
 
 class BeanOp(BaseModel):
@@ -36,7 +40,10 @@ class BeanOp(BaseModel):
 
 class ImportIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    files: dict[str, str] = Field(max_length=1000, description="File name → Markdown text.")
+    files: dict[str, str] = Field(max_length=5000, description="Path under .beans/ (`archive/x.md`) → Markdown text.")
+    strict: bool = Field(default=False, description="All files or none: one refused file refuses the import.")
+    etags: Optional[dict[str, int]] = Field(default=None, max_length=5000,
+                                            description="Bean id → the etag the folder was exported with.")
 
 
 def _by(s, caller: Caller, issue) -> str:
@@ -63,44 +70,25 @@ def list_beans(ref: str, caller: Caller = Depends(get_caller), state: AppState =
 def create(ref: str, body: BeanIn, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         issue = issue_for(s, caller, ref)
-        bean, created = svc.create(s, issue, body.title, body.body, _by(s, caller, issue))
+        fields = svc.beans_fields(body.type, body.priority, body.tags, body.parent, body.blocking)
+        bean, created = svc.create(s, issue, body.title, body.body, _by(s, caller, issue), fields)
         return {**svc.as_dict(bean), "created": created}
 
 
 @router.get("/api/issues/{ref}/beans/export")
 def export(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
     with state.read() as s:
-        issue = issue_for(s, caller, ref)
-        out = {}
-        for b in svc.list_beans(s, issue):
-            d = svc.as_dict(b)
-            out[beanfile.filename(d)] = beanfile.dump(d, issue.number)
-        return {"files": out}
+        return bean_files.export(s, issue_for(s, caller, ref))
 
 
 @router.post("/api/issues/{ref}/beans/import")
 def import_(ref: str, body: ImportIn, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
-    parsed = {}
-    for name, text in sorted(body.files.items()):
-        try:
-            parsed[name] = beanfile.load(text)
-        except beanfile.BeanFileError as e:
-            raise Invalid(f"{name}: {e}") from None
-    with state.write() as s:  # all files or none
+    """Per file: created, updated, unchanged or refused (with a sentence); the valid files are
+    imported, or with `strict` all or none. Matched by beans id, never by title."""
+    with state.write() as s:
         issue = issue_for(s, caller, ref)
-        by = _by(s, caller, issue)
-        out = []
-        for name, data in parsed.items():  # only a new bean takes the file's status: it has no workflow
-            bean, created = svc.create(s, issue, data["title"], data["body"], by)
-            if created and data["status"] != "created":
-                if data["status"] == "in-progress":
-                    svc.claim(s, bean, by)
-                elif data["status"] == "resolved":
-                    svc.resolve(s, bean, by)
-                else:
-                    svc.scrap(s, bean, f"scrapped in the imported file {name}", by)
-            out.append({**svc.as_dict(bean), "created": created, "file": name})
-        return {"beans": out}
+        return bean_files.import_files(s, issue, body.files, _by(s, caller, issue), strict=body.strict,
+                                       etags=body.etags)
 
 
 @router.get("/api/issues/{ref}/beans/{bean}")

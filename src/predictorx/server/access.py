@@ -112,6 +112,8 @@ ACCESS: dict[str, Rule] = {
     "GET /api/issues/{ref}/workflow-state":              MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflow-state/suspend":     MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflow-state/resume":      MEMBER_OR_TASK,
+    "POST /api/issues/{ref}/workflow-state/answer":      MEMBER,   # scenario 3: a person answers
+    "POST /api/issues/{ref}/workflows/{process}/exit":   MEMBER,   # a declared exit (defer): its role, a person
     "GET /api/issues/{ref}/beans":                       MEMBER_OR_TASK,
     "POST /api/issues/{ref}/beans":                      MEMBER_OR_TASK,
     "GET /api/issues/{ref}/beans/export":                MEMBER_OR_TASK,

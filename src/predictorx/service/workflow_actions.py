@@ -115,9 +115,14 @@ def complete(tx: Transactions, principal: auth.Principal, workspace_id: str, ref
             issue = issue_for(s, principal, workspace_id, ref)
             inst = inst_svc.get_instance(s, issue, process)
             actor, task_id = actor_for(s, principal, issue, lib)
+            if actor.kind == "agent":  # one session truth: the step's workflow is (or becomes) the active one
+                interaction.take_step(s, issue, actor.id, inst)
             row, enabled = inst_svc.complete(s, lib, issue, inst, actor, dataclasses.replace(step, task_id=task_id))
             if inst.status == "completed":
                 interaction.finished(s, issue, inst)
+            if lib.process(row.process_id).nodes[row.node_id].summary:
+                from .workflow_summary import leave
+                leave(s, issue, inst, row, enabled)
             after_change(s, lib, issue, inst, by_agent=acting_agent(s, principal))
             return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue),
                     "enabled": enabled}
@@ -128,6 +133,23 @@ def complete(tx: Transactions, principal: auth.Principal, workspace_id: str, ref
             if counted:
                 raise inst_svc.StepForbidden(f"{e}; {counted}") from None
         raise
+
+
+def exit_instance(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str, process: str,
+                  exit_id: str, reason: str | None) -> dict[str, Any]:
+    """Leave a workflow by a declared exit (feature-request: `defer`, the user defers the remaining
+    work), by a holder of the exit's role, with a reason; the record keeps it with the beans left open,
+    and the agent's suspended work resumes (seed: "on exit, resume the suspended content work")."""
+    lib = library()
+    if not (reason or "").strip():
+        raise Invalid(f"exit {exit_id!r} needs a reason")
+    with tx.write() as s:
+        issue = issue_for(s, principal, workspace_id, ref)
+        inst = inst_svc.get_instance(s, issue, process)
+        actor, task_id = actor_for(s, principal, issue, lib)
+        row = inst_svc.exit_instance(s, lib, issue, inst, actor, exit_id, reason.strip(), task_id)
+        interaction.finished(s, issue, inst)
+        return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue), "enabled": []}
 
 
 def suspend(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str,

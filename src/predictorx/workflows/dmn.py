@@ -21,6 +21,8 @@ from typing import Any, Callable
 
 from lxml import etree
 
+from .facts import problems as fact_problems
+
 DMN_NAMESPACES = (
     "https://www.omg.org/spec/DMN/20191111/MODEL/",
     "http://www.omg.org/spec/DMN/20180521/MODEL/",
@@ -166,6 +168,7 @@ class DecisionTable:
     output_values: list[list[Any]]  # per output, allowed values in priority order ([] = any)
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # every cell it cannot evaluate
+    input_sources: dict[str, str] = field(default_factory=dict)  # `px:fact` per input (workflows/facts.py)
 
     def evaluate(self, facts: dict[str, Any]) -> list[dict[str, Any]]:
         """The matching rules' outputs after the hit policy: one dict, or COLLECT's list."""
@@ -221,13 +224,15 @@ def parse_table(decision: etree._Element, source: str) -> DecisionTable:
     if dt.get("aggregation"):
         problems.append(f"COLLECT aggregation {dt.get('aggregation')} (only plain COLLECT)")
     inputs = _children(dt, "input")
-    names = []
+    names, sources = [], {}
     for i, inp in enumerate(inputs):
         expr = _children(inp, "inputExpression")
         name = _text(expr[0]).strip() if expr else ""
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             problems.append(f"input {i + 1} expression {name!r} is not a fact name")
         names.append(name)
+        sources.update({name: v.strip() for k, v in inp.attrib.items() if etree.QName(k).localname == "fact"})
+    problems += fact_problems(names, sources)
     outputs = _children(dt, "output")
     out_names = [o.get("name") or f"output{i + 1}" for i, o in enumerate(outputs)]
     out_values: list[list[Any]] = []
@@ -243,7 +248,7 @@ def parse_table(decision: etree._Element, source: str) -> DecisionTable:
     if policy == "PRIORITY" and not (out_values and out_values[0]):
         problems.append("PRIORITY needs the output's outputValues to order the outcomes")
     table = DecisionTable(did, decision.get("name") or did, source, policy, names, out_names, out_values,
-                          problems=problems)
+                          problems=problems, input_sources=sources)
     for r_i, rule in enumerate(_children(dt, "rule")):
         ins, outs = _children(rule, "inputEntry"), _children(rule, "outputEntry")
         if len(ins) != len(names) or len(outs) != len(out_names):

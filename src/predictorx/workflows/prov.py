@@ -85,6 +85,7 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str,
             activity["px:computed"] = bool(st.get("computed"))
         if st.get("reason"):
             activity["px:reason"] = st["reason"]
+        _facts(nodes, activity, instance["id"], st)
         generated = []
         for key, value in sorted((st.get("produced") or {}).items()):
             ent = _entity(key, value)
@@ -97,6 +98,30 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str,
         previous = act
         nodes[act] = activity
     return {"@context": CONTEXT, "@graph": [nodes[k] for k in sorted(nodes)]}
+
+
+SYSTEM_AGENT = BASE + "system:predictorx"
+
+
+def _facts(nodes: dict[str, dict[str, Any]], activity: dict[str, Any], instance_id: str, st: dict[str, Any]) -> None:
+    """Each fact a step read is an entity the activity used, attributed to Predictor X (a system fact,
+    computed at the pass) or to the step's actor (asserted): which were which is in the record."""
+    sources = st.get("fact_sources") or {}
+    who = iri("person" if st.get("actor_type") == "person" else "agent", st["actor_id"]) if st.get("actor_id") else None
+    for name, value in sorted((st.get("facts") or {}).items()):
+        source = sources.get(name, "asserted")
+        ent = iri("fact", instance_id, str(st["seq"]), name)
+        node: dict[str, Any] = {"@id": ent, "@type": "prov:Entity", "rdfs:label": f"{name} = {json.dumps(value)}",
+                                "px:fact": name, "px:value": json.dumps(value, sort_keys=True),
+                                "px:factSource": source}
+        if source == "system":
+            nodes.setdefault(SYSTEM_AGENT, {"@id": SYSTEM_AGENT, "@type": ["prov:Agent", "prov:SoftwareAgent"],
+                                            "rdfs:label": "Predictor X"})
+            node["prov:wasAttributedTo"] = {"@id": SYSTEM_AGENT}
+        elif who:
+            node["prov:wasAttributedTo"] = {"@id": who}
+        nodes[ent] = node
+        activity["prov:used"].append({"@id": ent})
 
 
 def dumps(doc: dict[str, Any]) -> str:

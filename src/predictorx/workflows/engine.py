@@ -17,7 +17,16 @@ from SpiffWorkflow.util.task import TaskIterator, TaskState
 
 from .compaction import compact
 from .dmn import DecisionError
-from .facts import ASSERTED, FactRefused, SystemFacts, gather, missing_asserted, refuse_system
+from .facts import (
+    ASSERTED,
+    SYSTEM,
+    FactRefused,
+    SystemFacts,
+    declared_sources,
+    gather,
+    missing_asserted,
+    refuse_system,
+)
 from .library import Library, decision_key
 from .loader import node_id_of, route_key
 from .model import GATE_PREFIX, Node, ProcessModel
@@ -94,6 +103,7 @@ class Step:
     node: Node
     process: ProcessModel
     kind: str                 # task | gate
+    reads: dict[str, str] = field(default_factory=dict)  # a decision gate's inputs: fact -> system | asserted
 
     @property
     def node_id(self) -> str:
@@ -118,7 +128,9 @@ class Step:
                 "role": self.role, "skills": self.node.skills, "gate": self.node.gate if self.kind == "gate" else None,
                 "decision": self.node.decision_ref if self.kind == "gate" else None,
                 "outcomes": self.outcomes, "capture": self.node.capture, "bean_op": self.node.bean_op,
-                "enforcement": self.process.enforcement_of(self.node), "documentation": self.node.documentation}
+                "enforcement": self.process.enforcement_of(self.node), "documentation": self.node.documentation,
+                "facts": {src: [n for n, s in self.reads.items() if s == src] for src in (SYSTEM, ASSERTED)}
+                if self.reads else None}
 
 
 @dataclass
@@ -168,7 +180,11 @@ class Run:
             node = model.node(node_id_of(name))
             if node is None:
                 continue
-            out.append(Step(str(t.id), node, model, "gate" if name.startswith(GATE_PREFIX) else "task"))
+            kind = "gate" if name.startswith(GATE_PREFIX) else "task"
+            table = self.lib.decisions.get(decision_key(node.decision_ref)) if (
+                kind == "gate" and node.gate == "decision") else None
+            reads = declared_sources(table.input_names, table.input_sources) if table else {}
+            out.append(Step(str(t.id), node, model, kind, reads))
         return out
 
     def _refusal(self, head: str) -> StepRefused:

@@ -80,7 +80,7 @@ def check_branch(step: "Step", produced: dict[str, str], issue_number: int | Non
     branch = produced.get("branch")
     if step.node.branch_rule != "issue" or branch is None or issue_number is None:
         return
-    if not re.search(rf"(?<![0-9]){issue_number}(?![0-9])", branch):
+    if not re.search(rf"(?<![0-9A-Za-z]){issue_number}(?![0-9])", branch):
         raise StepRefused(f"{step.describe()}: branch {branch!r} does not carry the issue number {issue_number}; "
                           f"name it like feat/{issue_number}-<topic>")
 

@@ -35,13 +35,14 @@ def render(session: Session, issue: Issue, inst: WorkflowInstance, row: Workflow
     start = steps[0].created_at if steps else row.created_at
     rnd = len(list(session.scalars(select(WorkflowStep.id).where(
         WorkflowStep.instance_id == inst.id, WorkflowStep.node_id == row.node_id, WorkflowStep.status == "done"))))
+    beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
+    title = {b.id: b.title for b in beans}
     out = [f"**Iteration summary** — `{inst.process_id}`, round {rnd}", "", "Done in this round:"]
     for st in steps:
-        made = ", ".join(f"{k} `{v}`" for k, v in sorted((st.produced or {}).items()))
+        made = ", ".join(f"{k} `{title.get(v, v) if k == 'bean' else v}`" for k, v in sorted((st.produced or {}).items()))
         out.append(f"- {st.node_name or st.node_id} ({st.actor_name})" + (f": {made}" if made else ""))
     if not steps:
         out.append("- (no step since the previous round)")
-    beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
     changed = [(b, _before(b, start)) for b in beans]
     changed = [(b, was) for b, was in changed if was != b.status]
     if changed:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from predictorx.workflows.library import load_library
+from predictorx.workflows import qaqc
+from predictorx.workflows.library import SHIPPED, load_library
 from predictorx.workflows.loader import DiagramError
 
 DIAGRAMS = Path(__file__).parent / "diagrams"
@@ -113,3 +114,10 @@ def test_the_user_defers_the_remaining_work_and_the_content_work_resumes(api):
     assert {b["title"]: b["status"] for b in api.get(f"/api/issues/{n}/beans").json()} == {
         "CSV writer": "in-progress", "CSV docs": "created"}  # deferred, not lost
     assert api.post(exit_, json={"exit": "defer", "reason": "again"}).status_code == 403
+    rec = api.get("/api/workflows/record", params={"issue": n}).json()["records"]
+    rep = qaqc.report(load_library([SHIPPED]), rec)
+    nodes = {s["node_id"] for r in rec for s in r["steps"]}
+    assert {"exit:defer", "switch:feature-request"} <= nodes
+    assert [f for f in rep["findings"] if f["node"] in ("exit:defer", "switch:feature-request")] == []
+    doc = api.get(f"/api/issues/{n}/workflows/authoring-a-paper/prov").json()
+    assert any("px:sessionQuestion" in node for node in doc["@graph"])

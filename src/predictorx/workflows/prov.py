@@ -62,6 +62,8 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]]) -> dict[str,
         if st.get("kind") == "bean":  # a person changed a bean outside the steps: no plan was followed
             activity["px:beanOp"] = st["node_id"].removeprefix("bean:")
             activity["px:outsideSteps"] = True
+        elif st.get("kind") == "session":  # the answer to "suspend, or file a bean?" (workflow_switch.py)
+            activity["px:sessionQuestion"] = st.get("node_name") or st["node_id"]
         else:
             plan = plan_iri(st["diagram"], st["node_id"])
             nodes.setdefault(plan, {"@id": plan, "@type": "prov:Plan", "px:diagram": st["diagram"],

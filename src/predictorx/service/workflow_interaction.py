@@ -14,6 +14,7 @@ from ..store.schema import Issue, utcnow
 from ..store.workflow_schema import InteractionState, WorkflowInstance
 from ..workflows.library import Library
 from .errors import Conflict, Invalid
+from . import workflow_switch
 from .workflow_refusals import StepForbidden
 
 
@@ -48,8 +49,7 @@ def enter(session: Session, issue: Issue, agent_id: str, inst: WorkflowInstance,
     if row.active_instance_id == inst.id:
         return
     if row.active_instance_id:
-        from . import workflow_switch
-        if workflow_switch.arrives(session, issue, row, inst, lib):
+        if workflow_switch.arrives(session, issue, row, inst, lib, MOVES):
             return  # asked, or answered "file a bean": the content work stays active
         suspend(session, issue, agent_id, lib)
     row.active_instance_id, row.state, row.updated_at = inst.id, "workflow", utcnow()
@@ -133,3 +133,6 @@ def view(session: Session, issue: Issue, agent_id: str) -> dict[str, Any]:
             "active": {"instance": active.id, "process": active.process_id, "status": active.status} if active else None,
             "stack": list(reversed(row.stack)),  # most recent first: the one resume takes
             "pending": row.pending}
+
+
+MOVES = workflow_switch.Moves(suspend=suspend, resume=resume)

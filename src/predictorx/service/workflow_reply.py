@@ -20,7 +20,9 @@ def position(session: Session, lib: Library | None, issue: Issue, agent_id: str)
     """`Position: workflow P · bean “B” (in-progress) · next: step (role), …`, or None when idle."""
     row = session.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
                                                         InteractionState.agent_id == agent_id))
-    inst = session.get(WorkflowInstance, row.active_instance_id) if row and row.active_instance_id else None
+    if row is None or not row.active_instance_id:
+        return None
+    inst = session.get(WorkflowInstance, row.active_instance_id)
     if inst is None:
         return None
     bean = session.scalars(select(Bean).where(Bean.instance_id == inst.id, Bean.status == "in-progress")

@@ -50,12 +50,13 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
                                                           InteractionState.agent_id == task.agent_id))
     active = session.get(WorkflowInstance, state.active_instance_id) if state and state.active_instance_id else None
     pending = state.pending if state else None
+    number: int = getattr(issue, "number", 0)
     instances, running = [], {}
     for inst in session.scalars(select(WorkflowInstance).where(WorkflowInstance.issue_id == issue.id)
                                 .order_by(WorkflowInstance.created_at)):
         item = {"process": inst.process_id, "status": inst.status, "version": inst.version, "enabled": [],
                 "active": active is not None and active.id == inst.id,
-                "blocked": _blocked(inst, active, pending, issue.number)}
+                "blocked": _blocked(inst, active, pending, number)}
         if inst.status != "completed":
             running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:

@@ -10,9 +10,11 @@ Content workflows and platform workflows are the seed's (processes below); the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Issue, utcnow
@@ -20,14 +22,19 @@ from ..store.workflow_schema import InteractionState, WorkflowInstance, Workflow
 from ..workflows.engine import Actor
 from ..workflows.library import Library
 from ..workflows.odrl import DENY, PERMIT, Request, evaluate
-from . import auth
-from .errors import Invalid, NotFound
-from .transactions import Transactions
+from .errors import NotFound
 
 CONTENT = frozenset({"authoring-a-paper", "authoring-a-document", "content-lifecycle", "document-ingestion",
                      "draft-to-publication", "evidence-retrieval"})
 PLATFORM = frozenset({"feature-request", "bug-triage"})
 ANSWERS = ("suspend", "bean")
+
+
+@dataclass(frozen=True)
+class Moves:
+    """The interaction state's own moves, handed in by workflow_interaction.py (no import cycle)."""
+    suspend: Callable[..., Any]
+    resume: Callable[..., Any]
 
 
 def question(active: WorkflowInstance, inst: WorkflowInstance) -> str:
@@ -36,7 +43,7 @@ def question(active: WorkflowInstance, inst: WorkflowInstance) -> str:
 
 
 def arrives(session: Session, issue: Issue, row: InteractionState, inst: WorkflowInstance,
-            lib: Library | None) -> bool:
+            lib: Library | None, moves: Moves) -> bool:
     """Called before `inst` would suspend the active workflow. True when scenario 3 holds and it
     is handled here (asked, or answered by the agent's policy)."""
     active = session.get(WorkflowInstance, row.active_instance_id)
@@ -49,13 +56,13 @@ def arrives(session: Session, issue: Issue, row: InteractionState, inst: Workflo
     if verdict in (PERMIT, DENY) and agent is not None:
         actor = Actor("agent", agent.id, agent.name, frozenset({"agent"}))
         decide(session, lib, issue, row, "suspend" if verdict == PERMIT else "bean",
-               f"the agent's policy: {sentence}", actor, verdict)
+               f"the agent's policy: {sentence}", actor, moves, verdict)
     return True
 
 
 def _policy(lib: Library | None, active: WorkflowInstance, agent: Agent | None) -> tuple[str, str]:
     model = lib.model_of(active.process_id) if lib else None
-    if model is None or agent is None:
+    if lib is None or model is None or agent is None:
         return "unknown", "no policy"
     refs = lib.policy_refs.get(model.diagram, {})
     policies = [lib.policies[refs[r]] for r in [*model.policies, *model.fixed] if refs.get(r) in lib.policies]
@@ -67,28 +74,31 @@ def _policy(lib: Library | None, active: WorkflowInstance, agent: Agent | None) 
 
 
 def decide(session: Session, lib: Library | None, issue: Issue, row: InteractionState, answer: str,
-           reason: str | None, actor: Actor, verdict: str = "none") -> dict[str, Any]:
-    """Apply the answer to the pending question and record it in the content instance's history."""
+           reason: str | None, actor: Actor, moves: Moves, verdict: str = "none") -> dict[str, Any]:
+    """Apply the answer to the pending question and record it in the content instance's history.
+    `moves`: the interaction state's suspend and resume (workflow_interaction.py, which calls this)."""
     from . import beans as bean_svc
-    from .workflow_interaction import resume, suspend
 
-    pending = row.pending
+    pending: dict[str, Any] = row.pending or {}
     active = session.get(WorkflowInstance, pending["active"])
     inst = session.get(WorkflowInstance, pending["instance"])
+    if active is None or inst is None:
+        row.pending = None
+        raise NotFound("the workflows of that question are gone; nothing to answer")
     row.pending = None
     produced: dict[str, str] = {}
     if answer == "suspend":
         if row.active_instance_id == active.id:
-            suspend(session, issue, row.agent_id, lib)
+            moves.suspend(session, issue, row.agent_id, lib)
         row.active_instance_id, row.state, row.updated_at = inst.id, "workflow", utcnow()
     else:
         bean, _ = bean_svc.create(session, issue, f"Platform change: {inst.process_id} (filed during "
                                   f"{active.process_id})", body=pending["question"], by=actor.label)
         produced["bean"] = bean.id
-        if not session.scalar(select(WorkflowStep.id).where(WorkflowStep.instance_id == inst.id).limit(1)):
+        if session.scalar(select(func.count()).select_from(WorkflowStep).where(WorkflowStep.instance_id == inst.id)) == 0:
             session.delete(inst)  # the bean carries the request; `workflow start` brings it back later
         if row.active_instance_id is None and row.stack:
-            resume(session, issue, row.agent_id)
+            moves.resume(session, issue, row.agent_id)
     active.step_count += 1
     session.add(WorkflowStep(
         seq=active.step_count, instance_id=active.id, status="done", process_id=active.process_id,
@@ -99,30 +109,3 @@ def decide(session: Session, lib: Library | None, issue: Issue, row: Interaction
         verdict=verdict, enforcement="advisory"))
     session.flush()
     return {"answer": answer, "reason": reason, "bean": produced.get("bean"), "question": pending["question"]}
-
-
-def answer(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str, agent_ref: str | None,
-           choice: str, reason: str | None) -> dict[str, Any]:
-    """A person answers the pending question (an agent relays it as a comment; the answer is theirs)."""
-    from .workflow_actions import actor_for, agent_id_for, issue_for, library
-
-    if choice not in ANSWERS:
-        raise Invalid(f"answer suspend (take the platform change now) or bean (file it for later), not {choice!r}")
-    if principal.kind != "user":
-        raise Invalid("the person answers this question, or the agent's policy does; an agent cannot answer it")
-    lib = library()
-    with tx.write() as s:
-        issue = issue_for(s, principal, workspace_id, ref)
-        aid = agent_id_for(s, principal, workspace_id, issue, agent_ref)
-        row = s.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
-                                                      InteractionState.agent_id == aid))
-        if row is None or not row.pending:
-            raise NotFound(f"issue #{issue.number} has no question waiting for an answer")
-        actor, _ = actor_for(s, principal, issue, None)
-        taken = s.get(WorkflowInstance, row.pending["instance"])
-        out = decide(s, lib, issue, row, choice, (reason or "").strip() or None, actor)
-        if choice == "suspend":
-            from .workflow_dispatch import after_change
-            after_change(s, lib, issue, taken)
-        from .workflow_interaction import view
-        return {**out, "state": view(s, issue, aid)}

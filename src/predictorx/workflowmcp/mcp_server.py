@@ -81,18 +81,15 @@ def build_server() -> MCPServer:
     @app.tool()
     def workflow_complete(process: str, step: str, produced: dict[str, str] | None = None,
                           facts: dict[str, Any] | None = None, note: str | None = None) -> dict:
-        """Complete an enabled task step of your active workflow (when idle, the step makes its workflow
-        active). `produced`: bean, branch, commit… as the step asks."""
+        """Complete an enabled step of your active workflow (idle: it becomes active). `produced`: bean, branch…"""
         return api.call("POST", api.issue_path(f"/workflows/{q(process)}/steps"),
                         {"step": step, "produced": produced or {}, "facts": facts or {}, "reason": note})
 
     @app.tool()
     def workflow_pass_gate(process: str, gate: str, facts: dict[str, Any] | None = None,
                            outcome: str | None = None, reason: str | None = None) -> dict:
-        """Pass a gate: a decision gate computes its branch from the system facts Predictor X computes
-        now (open_beans, ci_state, … — passing one is refused) and the asserted `facts` you give with
-        this pass (never carried over from an earlier one; an outcome is refused); a judgement gate
-        takes `outcome` and a mandatory `reason`."""
+        """Pass a gate: a decision gate computes its branch from facts Predictor X computes now (never pass those)
+        and the `facts` you assert with this pass (none carried over); a judgement takes `outcome` and `reason`."""
         return api.call("POST", api.issue_path(f"/workflows/{q(process)}/steps"),
                         {"step": gate, "facts": facts or {}, "outcome": outcome, "reason": reason})
 

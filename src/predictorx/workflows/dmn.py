@@ -231,7 +231,9 @@ def parse_table(decision: etree._Element, source: str) -> DecisionTable:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             problems.append(f"input {i + 1} expression {name!r} is not a fact name")
         names.append(name)
-        sources.update({name: v.strip() for k, v in inp.attrib.items() if etree.QName(k).localname == "fact"})
+        for key, value in inp.attrib.items():
+            if etree.QName(key).localname == "fact":  # `px:fact="system|asserted"` (workflows/facts.py)
+                sources[name] = value.strip()
     problems += fact_problems(names, sources)
     outputs = _children(dt, "output")
     out_names = [o.get("name") or f"output{i + 1}" for i, o in enumerate(outputs)]

@@ -181,7 +181,7 @@ class Run:
             if node is None:
                 continue
             kind = "gate" if name.startswith(GATE_PREFIX) else "task"
-            table = self.lib.decisions.get(decision_key(node.decision_ref)) if (
+            table = self.lib.decisions.get(decision_key(node.decision_ref or "")) if (
                 kind == "gate" and node.gate == "decision") else None
             reads = declared_sources(table.input_names, table.input_sources) if table else {}
             out.append(Step(str(t.id), node, model, kind, reads))
@@ -246,7 +246,7 @@ class Run:
         if outcome is not None:
             raise StepRefused(f"gate {node.id!r} is computed by decision {node.decision_ref}; an outcome "
                               "passed by hand is refused — pass the facts it reads")
-        table_ref = decision_key(node.decision_ref)
+        table_ref = decision_key(node.decision_ref or "")
         if table_ref not in self.lib.decisions:
             raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded")
         table = self.lib.decisions[table_ref]

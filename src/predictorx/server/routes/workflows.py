@@ -14,7 +14,6 @@ from ...service import workflow_actions as actions
 from ...service import workflow_instances as inst_svc
 from ...service import workflow_interaction as interaction
 from ...service import workflow_record as record_svc
-from ...service import workflow_switch as switch
 from ...service.errors import Forbidden
 from ...workflows import prov
 from ...workflows.engine import Actor
@@ -129,7 +128,7 @@ def suspend(ref: str, body: AgentRef, caller: Caller = Depends(get_caller), stat
 def answer(ref: str, body: SwitchAnswerIn, caller: Caller = Depends(get_caller),
            state: AppState = Depends(get_state)) -> dict:
     """Seed scenario 3: a person answers "suspend the content work, or file a bean?"."""
-    return switch.answer(state, caller.principal, caller.workspace_id, ref, body.agent, body.answer, body.reason)
+    return actions.answer_switch(state, caller.principal, caller.workspace_id, ref, body.agent, body.answer, body.reason)
 
 
 @router.post("/api/issues/{ref}/workflows/{process}/exit")

@@ -167,3 +167,35 @@ def test_a_platform_branch_carries_the_issue_number(api, branch, ok):
     assert (r.status_code == 200) is ok
     if not ok:
         assert f"does not carry the issue number {n}; name it like feat/{n}-<topic>" in r.json()["detail"]
+
+
+def test_the_person_answers_the_question_on_the_issue_page(db):
+    from starlette.testclient import TestClient
+
+    from predictorx.server.app import create_app
+    from predictorx.server.run import bootstrap
+    from tests.api.conftest import Api
+
+    token = bootstrap(db, "http://testserver")
+    with TestClient(create_app(db, migrate=False), follow_redirects=False) as c:
+        api = Api(c, token)
+        n, agent, _ = _content_then_platform(api)
+        c.cookies.set("px_token", token)
+        panel = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
+        assert "Waiting for you:" in panel.text and "or file a bean for later?" in panel.text
+        r = c.post(f"/issues/{n}/workflow-state/answer", data={"answer": "suspend", "reason": "needed now"},
+                   headers={"Origin": "http://testserver", "HX-Request": "true"})
+        assert r.status_code == 200 and "Waiting for you:" not in r.text
+        st = agent.get(f"/api/issues/{n}/workflow-state").json()
+        assert st["active"]["process"] == "feature-request" and st["stack"][0]["process"] == "authoring-a-paper"
+        hist = api.get(f"/api/issues/{n}/workflows/authoring-a-paper").json()["history"]
+        assert [(h["outcome"], h["reason"]) for h in hist] == [("suspend", "needed now")]
+        for step, who, kw in [("capture", agent, {}), ("requirements", agent, {}), ("signoff", api, {}),
+                              ("approved", api, {"outcome": "approved", "reason": "ok"}), ("plan-beans", agent, {})]:
+            assert _step(who, n, "feature-request", step, **kw).status_code == 200
+        agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"})
+        _step(agent, n, "feature-request", "implement",
+              produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": "abc1234"})
+        _step(agent, n, "feature-request", "more")
+        panel = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
+        assert 'next bean (computed from open_beans=1 <span class="muted">system</span>)' in panel.text

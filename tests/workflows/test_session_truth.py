@@ -76,7 +76,8 @@ def _content_then_platform(api):
     n = api.post("/api/issues", json={"title": "Why does the sync take so long?", "assignee": "a1"}).json()["number"]
     agent, task_id = _token(api, d)
     assert agent.post(f"/api/issues/{n}/workflows", json={"process": "authoring-a-paper"}).status_code == 200
-    assert api.post(f"/api/issues/{n}/workflows", json={"process": "feature-request"}).status_code == 200
+    r = api.post(f"/api/issues/{n}/workflows", json={"process": "feature-request"})
+    assert r.status_code == 200 and r.json()["question"]["process"] == "feature-request"
     return n, agent, task_id
 
 
@@ -199,3 +200,28 @@ def test_the_person_answers_the_question_on_the_issue_page(db):
         _step(agent, n, "feature-request", "more")
         panel = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
         assert 'next bean (computed from open_beans=1 <span class="muted">system</span>)' in panel.text
+
+
+def test_a_workflow_waiting_for_the_answer_dispatches_no_task(db):
+    from predictorx.service.workflow_dispatch import after_change
+    from predictorx.workflows.engine import Actor
+
+    lib = load_library([SHIPPED])
+    with db.write() as s:
+        _, ws, user = bootstrap_owner(s)
+        issue = create_issue(s, ws.id, user.id, title="Why does the sync take so long?")
+        bot = Agent(workspace_id=ws.id, name="bot", provider="command", command=["true"], owner_id=user.id)
+        s.add(bot)
+        s.flush()
+        issue.assignee_type, issue.assignee_id = "agent", bot.id
+        paper, _ = instances.start(s, lib, issue, "authoring-a-paper")
+        interaction.enter(s, issue, bot.id, paper, lib)
+        change, _ = instances.start(s, lib, issue, "feature-request")
+        interaction.enter(s, issue, bot.id, change, lib)
+        assert interaction.view(s, issue, bot.id)["pending"]["instance"] == change.id
+        assert after_change(s, lib, issue, change) == []  # its `capture` waits for the answer
+        row = interaction._row(s, issue, bot.id)
+        from predictorx.service import workflow_switch
+        workflow_switch.decide(s, lib, issue, row, "suspend", "now", Actor("person", user.id, "ann", frozenset()),
+                               interaction.MOVES)
+        assert len(after_change(s, lib, issue, change)) == 1

@@ -104,6 +104,8 @@ def start(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: s
             after_change(s, lib, issue, inst, by_agent=acting_agent(s, principal))
         out = view(lib, issue, inst)
         out["created"] = created
+        asked = [st.pending for st in interaction.states_of(s, issue) if (st.pending or {}).get("instance") == inst.id]
+        out["question"] = asked[0] if asked else None  # seed scenario 3: it waits for this answer
         return out
 
 

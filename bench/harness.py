@@ -229,7 +229,7 @@ class _Rollback(Exception):
 
 def bench_gate_facts(tmp: Path, passes: int = 200) -> dict:
     """Issue 24 item 1: feature-request's `more` gate passed through the service on an issue with
-    200 beans — load the instance, compute the system facts (open_beans over the issue's beans),
+    200 beans — load the instance, compute the system facts (beans created / in progress, counted),
     evaluate beans-left.dmn, apply, record the row with its fact sources — rolled back each time."""
     from predictorx.service import workflow_facts
     from predictorx.service.auth import bootstrap_owner
@@ -265,13 +265,14 @@ def bench_gate_facts(tmp: Path, passes: int = 200) -> dict:
                 cpu_ms.append(time.process_time() - c0)
                 outcome = (row.outcome, row.facts, row.fact_sources)
                 t1 = time.perf_counter()
-                workflow_facts.provider(s, issue, inst, None)({"open_beans"})
+                workflow_facts.provider(s, issue, inst, None)({"beans_created", "beans_in_progress"})
                 facts_ms.append(time.perf_counter() - t1)
                 raise _Rollback
         except _Rollback:
             pass
     db.dispose()
-    assert outcome == ("next bean", {"open_beans": 200}, {"open_beans": "system"}), outcome
+    assert outcome == ("next bean", {"beans_created": 199, "beans_in_progress": 1},
+                       {"beans_created": "system", "beans_in_progress": "system"}), outcome
     return {"beans": 200, "passes": passes, "outcome": outcome[0], "gate_pass": summary_ms(passes_ms),
             "gate_pass_cpu_time": summary_ms(cpu_ms),
             "system_facts_only": summary_ms(facts_ms)}

@@ -70,8 +70,8 @@ def test_mcp_gate_refuses_a_forged_system_fact_and_a_suspended_workflows_step(se
         return out
 
     out = anyio.run(session_run)
-    assert out["reads"] == {"system": ["open_beans"], "asserted": []}
+    assert out["reads"] == {"system": ["beans_created", "beans_in_progress"], "asserted": []}
     assert out["forged"][0] and "open_beans is a system fact Predictor X computes at the pass" in out["forged"][1]
-    assert (out["passed"]["outcome"], out["passed"]["facts"], out["passed"]["fact_sources"]) == (
-        "next bean", {"open_beans": 1}, {"open_beans": "system"})  # the bean in progress counts: not done
+    assert (out["passed"]["outcome"], out["passed"]["facts"]) == (
+        "beans to accept", {"beans_created": 0, "beans_in_progress": 1})  # the bean in progress is not done
     assert out["suspended"][0] and "is suspended; resume it first" in out["suspended"][1]

@@ -53,7 +53,8 @@ def test_feature_request_end_to_end_over_http(api):
     api.post(f"/api/issues/{n}/beans/CSV writer/resolve", json={})  # the stakeholder resolves it
     r = _step(agent, n, "feature-request", "more")
     assert r.json()["step"]["outcome"] == "all done" and r.json()["step"]["computed"]
-    assert r.json()["step"]["facts"] == {"open_beans": 0} and r.json()["step"]["fact_sources"] == {"open_beans": "system"}
+    assert r.json()["step"]["facts"] == {"beans_created": 0, "beans_in_progress": 0}
+    assert r.json()["step"]["fact_sources"] == {"beans_created": "system", "beans_in_progress": "system"}
     r = _step(agent, n, "feature-request", "review")
     assert r.status_code == 403
     shown = api.get(f"/api/issues/{n}/workflows/feature-request").json()

@@ -42,26 +42,34 @@ def _to_more(lib, system):
 
 
 def test_a_system_fact_passed_by_hand_is_refused_on_a_gate_and_on_a_task(shipped):
-    run = _to_more(shipped, lambda names: {"open_beans": 1})
+    world = {"beans_created": 0, "beans_in_progress": 1}
+    run = _to_more(shipped, lambda names: dict(world))
     with pytest.raises(StepRefused, match=r"open_beans is a system fact Predictor X computes at the pass .* "
                                           "never passed by hand"):
-        run.prepare(run.find("more", AGENT), facts={"open_beans": 0}, system=lambda names: {"open_beans": 1})
+        run.prepare(run.find("more", AGENT), facts={"open_beans": 0}, system=lambda names: dict(world))
+    with pytest.raises(StepRefused, match="beans_in_progress is a system fact"):
+        run.prepare(run.find("more", AGENT), facts={"beans_in_progress": 0}, system=lambda names: dict(world))
     fresh = Run.start(shipped, FR)
     with pytest.raises(StepRefused, match="ci_state is a system fact"):
         fresh.prepare(fresh.find("capture", AGENT), facts={"ci_state": "success"})
 
 
 def test_each_pass_computes_its_system_facts_anew(shipped):
-    world = {"open_beans": 2}
+    world = {"beans_created": 1, "beans_in_progress": 1}
     run = _to_more(shipped, lambda names: dict(world))
     p = run.prepare(run.find("more", AGENT), system=lambda names: dict(world))
-    assert (p.outcome, p.facts, p.fact_sources) == ("next bean", {"open_beans": 2}, {"open_beans": "system"})
+    assert (p.outcome, p.facts, p.fact_sources) == ("next bean", world, {n: "system" for n in world})
     run.apply(p)
     run.apply(run.prepare(run.find("implement", AGENT), produced={"bean": "b", "branch": "feat/7-x", "commit": "c2"}))
-    world["open_beans"] = 0
+    world.update(beans_created=0, beans_in_progress=2)
     p = run.prepare(run.find("more", AGENT), system=lambda names: dict(world))
-    assert (p.outcome, p.facts) == ("all done", {"open_beans": 0})
-    with pytest.raises(StepRefused, match="open_beans .* cannot be computed here"):
+    assert (p.outcome, p.facts) == ("beans to accept", world)  # in progress is not done
+    run.apply(p)
+    run.apply(run.prepare(run.find("accept-beans", STAKEHOLDER)))
+    world.update(beans_in_progress=0)
+    p = run.prepare(run.find("more", AGENT), system=lambda names: dict(world))
+    assert (p.outcome, p.facts) == ("all done", {"beans_created": 0, "beans_in_progress": 0})
+    with pytest.raises(StepRefused, match="beans_created .* cannot be computed here"):
         run.prepare(run.find("more", AGENT))  # no world to read: never a default, never the last value
 
 
@@ -128,8 +136,10 @@ def test_open_beans_0_passed_while_a_bean_is_in_progress_does_not_complete_the_w
         with pytest.raises(StepForbidden, match="open_beans is a system fact"):
             instances.complete(s, shipped, issue, inst, AGENT, Completion("more", facts={"open_beans": 0}))
         row, enabled = instances.complete(s, shipped, issue, inst, AGENT, Completion("more"))
-        assert (row.outcome, row.facts, row.fact_sources) == ("next bean", {"open_beans": 1}, {"open_beans": "system"})
-        assert inst.status == "running" and [e["node"] for e in enabled] == ["implement"]
+        assert (row.outcome, row.facts, row.fact_sources) == (
+            "beans to accept", {"beans_created": 0, "beans_in_progress": 1},
+            {"beans_created": "system", "beans_in_progress": "system"})
+        assert inst.status == "running" and [e["node"] for e in enabled] == ["accept-beans"]
 
 
 def test_an_earlier_open_beans_2_is_not_reused_on_a_later_pass(db, shipped, issue_id):
@@ -137,13 +147,13 @@ def test_an_earlier_open_beans_2_is_not_reused_on_a_later_pass(db, shipped, issu
         issue = _issue(s, issue_id)
         inst = _run_to_more(s, shipped, issue, ["A", "B"])
         row, _ = instances.complete(s, shipped, issue, inst, AGENT, Completion("more"))
-        assert (row.outcome, row.facts) == ("next bean", {"open_beans": 2})
+        assert (row.outcome, row.facts) == ("next bean", {"beans_created": 1, "beans_in_progress": 1})
         instances.complete(s, shipped, issue, inst, AGENT, Completion(
             "implement", produced={"bean": "B", "branch": f"feat/{issue.number}-b", "commit": "c2"}))
         for t in ("A", "B"):  # the stakeholder resolves them (outside the steps, as feature-request does)
             beans.resolve(s, beans.get(s, issue, t), by="person ann")
         row, enabled = instances.complete(s, shipped, issue, inst, AGENT, Completion("more"))
-        assert (row.outcome, row.facts, row.fact_sources) == ("all done", {"open_beans": 0}, {"open_beans": "system"})
+        assert (row.outcome, row.facts) == ("all done", {"beans_created": 0, "beans_in_progress": 0})
         assert [e["node"] for e in enabled] == ["review"] and inst.facts == {}
 
 
@@ -155,13 +165,15 @@ def test_the_prov_record_says_which_facts_were_computed_and_which_asserted_and_b
         steps = [instances.step_dict(r) for r in instances.history(s, inst)]
         doc = prov.document(instances.instance_dict(inst, issue), steps)
     facts = {n["px:fact"]: n for n in doc["@graph"] if "px:fact" in n}
-    assert facts["open_beans"]["px:factSource"] == "system"
-    assert facts["open_beans"]["prov:wasAttributedTo"] == {"@id": prov.SYSTEM_AGENT}
+    assert set(facts) == {"beans_created", "beans_in_progress"}
+    assert facts["beans_in_progress"]["px:factSource"] == "system" and facts["beans_in_progress"]["px:value"] == "1"
+    assert facts["beans_in_progress"]["prov:wasAttributedTo"] == {"@id": prov.SYSTEM_AGENT}
     g = rdflib.Graph().parse(data=json.dumps(doc), format="json-ld")
     PROV = rdflib.Namespace(prov.PROV)
     used = {str(o) for _, _, o in g.triples((None, PROV.used, None))}
-    assert facts["open_beans"]["@id"] in used
-    assert (rdflib.URIRef(facts["open_beans"]["@id"]), PROV.wasAttributedTo, rdflib.URIRef(prov.SYSTEM_AGENT)) in g
+    assert facts["beans_in_progress"]["@id"] in used
+    assert (rdflib.URIRef(facts["beans_in_progress"]["@id"]), PROV.wasAttributedTo,
+            rdflib.URIRef(prov.SYSTEM_AGENT)) in g
 
 
 def test_an_asserted_fact_is_attributed_to_whoever_asserted_it():
@@ -181,8 +193,9 @@ def test_system_facts_are_read_from_the_world_at_the_moment_asked(db, shipped, i
         issue = _issue(s, issue_id)
         inst = _run_to_more(s, shipped, issue, ["A", "B"])
         compute = provider(s, issue, inst, None)
-        got = compute({"open_beans", "beans_in_progress", "beans_total", "elapsed_seconds", "ci_state", "review_state"})
-        assert (got["open_beans"], got["beans_in_progress"], got["beans_total"]) == (2, 1, 2)
+        got = compute({"open_beans", "beans_created", "beans_in_progress", "beans_total", "elapsed_seconds",
+                       "ci_state", "review_state"})
+        assert (got["open_beans"], got["beans_created"], got["beans_in_progress"], got["beans_total"]) == (2, 1, 1, 2)
         assert got["ci_state"] is None and got["review_state"] is None  # no pull request known: null, never a guess
         assert 0 <= got["elapsed_seconds"] < 600 and set(compute({"open_beans"})) == {"open_beans"}
         beans.scrap(s, beans.get(s, issue, "B"), "not needed", by="person ann")

@@ -199,7 +199,8 @@ def test_the_person_answers_the_question_on_the_issue_page(db):
               produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": "abc1234"})
         _step(agent, n, "feature-request", "more")
         panel = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
-        assert 'next bean (computed from open_beans=1 <span class="muted">system</span>)' in panel.text
+        assert ('beans to accept (computed from beans_created=0 <span class="muted">system</span>, '
+                'beans_in_progress=1 <span class="muted">system</span>)') in panel.text
 
 
 def test_a_workflow_waiting_for_the_answer_dispatches_no_task(db):

@@ -57,6 +57,9 @@ def start(issue: str, process: str, output: Output = OutputOpt) -> None:
         return
     typer.echo(f"{'Started' if r['created'] else 'Already running:'} {r['process_id']} on #{r['issue_number']}; "
                f"enabled: {', '.join(e['node'] for e in r['enabled']) or 'nothing'}.")
+    if r.get("question"):
+        typer.echo(f"Waiting for an answer: {r['question']['question']} "
+                   f"(`predictorx workflow answer {r['issue_number']} suspend|bean`)")
 
 
 @app.command("next")

@@ -15,7 +15,7 @@ from ..store.schema import Issue, PullRequest, Task, utcnow
 from ..store.workflow_schema import Bean, WorkflowInstance
 from ..workflows.facts import SystemFacts
 
-_BEAN_FACTS = {"open_beans", "beans_in_progress", "beans_total"}
+_BEAN_FACTS = {"open_beans", "beans_created", "beans_in_progress", "beans_total"}
 _PR_FACTS = {"ci_state": "check_state", "review_state": "review_state", "pr_state": "state"}
 
 
@@ -27,6 +27,7 @@ def provider(session: Session, issue: Issue, inst: WorkflowInstance, task_id: st
             counts = dict(session.execute(select(Bean.status, func.count()).where(Bean.issue_id == issue.id)
                                           .group_by(Bean.status)).all())
             out["open_beans"] = counts.get("created", 0) + counts.get("in-progress", 0)
+            out["beans_created"] = counts.get("created", 0)
             out["beans_in_progress"] = counts.get("in-progress", 0)
             out["beans_total"] = sum(counts.values())
         if names & {"elapsed_seconds", "elapsed_hours"}:

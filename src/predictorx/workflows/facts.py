@@ -21,6 +21,7 @@ SYSTEM, ASSERTED = "system", "asserted"
 # name -> what it is (shown in refusals, the sweep and docs/workflows.md)
 SYSTEM_FACTS: dict[str, str] = {
     "open_beans": "beans of the issue created or in progress, counted at the pass",
+    "beans_created": "beans of the issue created and not yet started, counted at the pass",
     "beans_in_progress": "beans of the issue in progress, counted at the pass",
     "beans_total": "beans of the issue, any status, counted at the pass",
     "elapsed_seconds": "seconds since the workflow instance started",

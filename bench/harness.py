@@ -1,9 +1,10 @@
 """Issue 12: the harness's figures, in process (no server): engine step on a 100-node process,
 a 10,000-iteration one-task loop (steps/s, memory, state size, recursion), resume from the
 database, `prov qaqc` over 10,000 recorded steps, classification latency, the task-start sweep
-with 200 beans. Prints one JSON object.
+with 200 beans, a decision gate's pass with its system facts computed on an issue with 200 beans
+(issue 24). Prints one JSON object.
 
-    .venv/bin/python bench/harness.py [--loop 10000] [--db-loop 10000] [--only-loops] [--chain 100]
+    .venv/bin/python bench/harness.py [--loop 10000] [--db-loop 10000] [--only-loops] [--only-gate] [--chain 100]
 """
 
 from __future__ import annotations
@@ -222,6 +223,61 @@ def bench_db(tmp: Path) -> dict:
     return {"resume_load_and_deserialise": summary_ms(resume), "sweep_200_beans": summary_ms(sweeps)}
 
 
+class _Rollback(Exception):
+    """Leaves the measured pass uncommitted, so every sample passes the same gate of the same world."""
+
+
+def bench_gate_facts(tmp: Path, passes: int = 200) -> dict:
+    """Issue 24 item 1: feature-request's `more` gate passed through the service on an issue with
+    200 beans — load the instance, compute the system facts (beans created / in progress, counted),
+    evaluate beans-left.dmn, apply, record the row with its fact sources — rolled back each time."""
+    from predictorx.service import workflow_facts
+    from predictorx.service.auth import bootstrap_owner
+    from predictorx.service.issues import create_issue
+    from predictorx.store.db import Database
+    from predictorx.store.schema import Issue
+    from predictorx.store.workflow_schema import WorkflowInstance
+
+    db = Database(f"sqlite:///{tmp / 'gate.db'}")
+    db.migrate()
+    lib = load_library([SHIPPED])
+    person = Actor("person", "u-1", "bench-person", frozenset({"stakeholder"}))
+    with db.write() as s:
+        _, ws, user = bootstrap_owner(s)
+        issue = create_issue(s, ws.id, user.id, title="gate bench")
+        inst, _ = instances.start(s, lib, issue, "feature-request")
+        for i in range(200):
+            beans.create(s, issue, f"bean {i:03d}")
+        for ref, who, kw in [("capture", AGENT, {}), ("requirements", AGENT, {}), ("signoff", person, {}),
+                             ("approved", person, {"outcome": "approved", "reason": "bench"}), ("plan-beans", AGENT, {}),
+                             ("implement", AGENT, {"produced": {"bean": "bean 000", "branch": f"feat/{issue.number}-b",
+                                                                "commit": "abc1234"}})]:
+            instances.complete(s, lib, issue, inst, who, instances.Completion(ref, **kw))
+        issue_id, iid = issue.id, inst.id
+    passes_ms, cpu_ms, facts_ms, outcome = [], [], [], None
+    for _ in range(passes):
+        try:
+            with db.write() as s:
+                t0, c0 = time.perf_counter(), time.process_time()
+                issue, inst = s.get(Issue, issue_id), s.get(WorkflowInstance, iid)
+                row, _ = instances.complete(s, lib, issue, inst, AGENT, instances.Completion("more"))
+                passes_ms.append(time.perf_counter() - t0)
+                cpu_ms.append(time.process_time() - c0)
+                outcome = (row.outcome, row.facts, row.fact_sources)
+                t1 = time.perf_counter()
+                workflow_facts.provider(s, issue, inst, None)({"beans_created", "beans_in_progress"})
+                facts_ms.append(time.perf_counter() - t1)
+                raise _Rollback
+        except _Rollback:
+            pass
+    db.dispose()
+    assert outcome == ("next bean", {"beans_created": 199, "beans_in_progress": 1},
+                       {"beans_created": "system", "beans_in_progress": "system"}), outcome
+    return {"beans": 200, "passes": passes, "outcome": outcome[0], "gate_pass": summary_ms(passes_ms),
+            "gate_pass_cpu_time": summary_ms(cpu_ms),
+            "system_facts_only": summary_ms(facts_ms)}
+
+
 def bench_qaqc(n: int) -> dict:
     lib = load_library([SHIPPED])
     nodes = ["capture", "requirements", "signoff", "approved", "plan-beans", "implement", "more", "review"]
@@ -267,7 +323,13 @@ def main() -> None:
     ap.add_argument("--only-loops", action="store_true", help="the two loops, nothing else")
     ap.add_argument("--chain", type=int, default=100)
     ap.add_argument("--qaqc", type=int, default=10_000)
+    ap.add_argument("--only-gate", action="store_true", help="the gate pass with system facts, nothing else")
     args = ap.parse_args()
+    if args.only_gate:
+        with tempfile.TemporaryDirectory() as d:
+            emit({"machine_at_start": machine(), "gate_pass_system_facts": bench_gate_facts(Path(d)),
+                  "targets": {"gate_pass_system_facts_200_beans_p99_ms": 20.0}, "machine": machine()})
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         out = {"machine_at_start": machine()}
@@ -283,11 +345,14 @@ def main() -> None:
         out["engine_chain"] = bench_chain(tmp, args.chain)
         log("database…")
         out.update(bench_db(tmp))
+        log("gate pass with system facts…")
+        out["gate_pass_system_facts"] = bench_gate_facts(tmp)
         log("qaqc…")
         out["qaqc"] = bench_qaqc(args.qaqc)
         log("classify…")
         out["classify"] = bench_classify()
-    out["targets"] = {"qaqc_10000_steps_s": 2.0, "classify_p99_ms": 5.0, "sweep_200_beans_s": 1.0}
+    out["targets"] = {"qaqc_10000_steps_s": 2.0, "classify_p99_ms": 5.0, "sweep_200_beans_s": 1.0,
+                      "gate_pass_system_facts_200_beans_p99_ms": 20.0}
     out["machine"] = machine()
     emit(out)
 

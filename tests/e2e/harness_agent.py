@@ -12,7 +12,8 @@ import sys
 PX = [sys.executable, "-m", "predictorx"]
 ISSUE = os.environ["PREDICTORX_ISSUE"]
 P = "feature-request"
-PRODUCED = {"implement": ["--produced", "bean=CSV writer", "--produced", "branch=b1", "--produced", "commit=abc1234"]}
+PRODUCED = {"implement": ["--produced", "bean=CSV writer", "--produced", f"branch=feat/{ISSUE}-csv-export",
+                          "--produced", "commit=abc1234"]}
 
 
 def px(*args: str) -> subprocess.CompletedProcess:
@@ -39,7 +40,8 @@ while True:
         if step["gate"] != "decision":
             break  # a judgement is a person's
         px("workflow", "complete", ISSUE, P, step["node"], "--outcome", "all done")  # refused: computed gates
-        r = px("workflow", "complete", ISSUE, P, step["node"], "--fact", "open_beans=0")
+        px("workflow", "complete", ISSUE, P, step["node"], "--fact", "open_beans=0")  # refused: a system fact
+        r = px("workflow", "complete", ISSUE, P, step["node"])  # Predictor X counts the beans
     else:
         r = px("workflow", "complete", ISSUE, P, step["node"], *PRODUCED.get(step["node"], []))
     if r.returncode != 0:

@@ -57,23 +57,35 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
     assert "SAW - next step: split into beans once signed off" in said
     assert "SAW - enabled step `plan-beans`" in said and "OK workflow complete " + str(n) + " feature-request plan-beans" in said
     assert "an outcome passed by hand is refused" in said
+    assert "open_beans is a system fact Predictor X computes at the pass" in said  # issue 24: never forged
+    assert "Done: more → beans to accept (computed)" in said  # its bean is in progress: not done
+    assert "REFUSED workflow complete " + str(n) + " feature-request accept-beans" in said
+    assert json.loads(server.cli("bean", "show", str(n), "CSV writer", "-o", "json").stdout)["status"] == "in-progress"
+    # the stakeholder accepts the bean; the gate is the agent's again: a third task passes it
+    server.cli("bean", "resolve", str(n), "CSV writer")
+    server.cli("workflow", "complete", str(n), "feature-request", "accept-beans")
+    done = {first["id"], second["id"]}
+    third = wait_until(lambda: [r for r in server.runs(n) if r["id"] not in done], 120, what="the third task")[0]
+    third = server.wait_task(third["id"], timeout=180)
+    said = _messages(server, third["id"])
+    assert third["status"] == "completed", said
     assert "Done: more → all done (computed)" in said
     assert "REFUSED workflow complete " + str(n) + " feature-request review" in said
-    assert json.loads(server.cli("bean", "show", str(n), "CSV writer", "-o", "json").stdout)["status"] == "in-progress"
     server.cli("workflow", "complete", str(n), "feature-request", "review")
     server.cli("workflow", "complete", str(n), "feature-request", "accepted", "--outcome", "accept",
                "--reason", "works on the sample data")
     shown = json.loads(server.cli("workflow", "show", str(n), "feature-request", "-o", "json").stdout)
     assert shown["status"] == "completed"
-    assert [h["node_id"] for h in shown["history"] if h["status"] == "refused"] == ["signoff", "review"]
+    assert [h["node_id"] for h in shown["history"] if h["status"] == "refused"] == ["signoff", "accept-beans", "review"]
     # the record, re-checked: identical bytes for identical input, and the refused step is reported
     server.cli("prov", "qaqc", "--issue", str(n), "--out", str(tmp_path / "q1"))
     server.cli("prov", "qaqc", "--issue", str(n), "--out", str(tmp_path / "q2"))
     for name in ("qaqc.md", "qaqc.json"):
         assert (tmp_path / "q1" / name).read_bytes() == (tmp_path / "q2" / name).read_bytes()
     report = json.loads((tmp_path / "q1" / "qaqc.json").read_text())
-    assert [(f["node"], f["finding"], f["actor"]) for f in report["findings"]] == [("signoff", "refused", "bot"),
-                                                                               ("review", "refused", "bot")]
+    assert [(f["node"], f["finding"], f["actor"]) for f in report["findings"]] == [
+        ("signoff", "refused", "bot"), ("accept-beans", "refused", "bot"), ("bean:resolve", "override", "owner"),
+        ("review", "refused", "bot")]  # the stakeholder resolved the bean outside the steps: reported
     # the CLI reads the record a page at a time: two steps a page gives the same record
     whole = json.loads(server.cli("prov", "record", "--issue", str(n)).stdout)
     paged = json.loads(server.cli("prov", "record", "--issue", str(n), "--page-size", "2").stdout)

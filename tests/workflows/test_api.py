@@ -45,18 +45,21 @@ def test_feature_request_end_to_end_over_http(api):
     one = agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"}).json()
     two = agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"}).json()
     assert one["created"] and not two["created"] and one["id"] == two["id"]
-    assert _step(agent, n, "feature-request", "implement",
-                 produced={"bean": "CSV writer", "branch": "agent/a1/x", "commit": "abc1234"}).status_code == 200
+    work = {"bean": "CSV writer", "branch": f"feat/{n}-csv-export", "commit": "abc1234"}
+    assert _step(agent, n, "feature-request", "implement", produced=work).status_code == 200
     assert agent.get(f"/api/issues/{n}/beans/CSV writer").json()["status"] == "in-progress"
     r = _step(agent, n, "feature-request", "more", outcome="all done")
     assert r.status_code == 403 and "passed by hand is refused" in r.json()["detail"]
-    r = _step(agent, n, "feature-request", "more", facts={"open_beans": 0})
+    api.post(f"/api/issues/{n}/beans/CSV writer/resolve", json={})  # the stakeholder resolves it
+    r = _step(agent, n, "feature-request", "more")
     assert r.json()["step"]["outcome"] == "all done" and r.json()["step"]["computed"]
+    assert r.json()["step"]["facts"] == {"beans_created": 0, "beans_in_progress": 0}
+    assert r.json()["step"]["fact_sources"] == {"beans_created": "system", "beans_in_progress": "system"}
     r = _step(agent, n, "feature-request", "review")
     assert r.status_code == 403
     shown = api.get(f"/api/issues/{n}/workflows/feature-request").json()
     assert [h["node_id"] for h in shown["history"]] == ["capture", "requirements", "signoff", "approved",
-                                                          "plan-beans", "implement", "more"]
+                                                          "plan-beans", "implement", "bean:resolve", "more"]
     assert api.patch(f"/api/issues/{n}", json={"status": "done"}).status_code == 200  # a person closes
     prov = api.get(f"/api/issues/{n}/workflows/feature-request/prov").json()
     assert any(node.get("@type") == "prov:Activity" for node in prov["@graph"])

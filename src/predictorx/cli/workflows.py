@@ -57,6 +57,9 @@ def start(issue: str, process: str, output: Output = OutputOpt) -> None:
         return
     typer.echo(f"{'Started' if r['created'] else 'Already running:'} {r['process_id']} on #{r['issue_number']}; "
                f"enabled: {', '.join(e['node'] for e in r['enabled']) or 'nothing'}.")
+    if r.get("question"):
+        typer.echo(f"Waiting for an answer: {r['question']['question']} "
+                   f"(`predictorx workflow answer {r['issue_number']} suspend|bean`)")
 
 
 @app.command("next")
@@ -116,6 +119,36 @@ def _print_state(r: dict, output: Output) -> None:
     typer.echo(f"#{r['issue']}: {r['state']}" + (f" — {active['process']}" if active else ""))
     for i, f in enumerate(r["stack"]):
         typer.echo(f"  suspended {i + 1}: {f['process']} at {', '.join(f['activity']) or '-'} (since {f['at']})")
+    if r.get("pending"):
+        typer.echo(f"  question: {r['pending']['question']} (`predictorx workflow answer {r['issue']} suspend|bean`)")
+
+
+@app.command("answer")
+def answer(issue: str, choice: str = typer.Argument(..., help="suspend (take the platform change now) or bean "
+                                                             "(file it for later)."),
+           reason: Optional[str] = typer.Option(None, "--reason"), agent: Optional[str] = typer.Option(None, "--agent"),
+           output: Output = OutputOpt) -> None:
+    """Answer the waiting question: content work is in progress and a platform change arrived."""
+    r = Client().post(f"/api/issues/{seg(issue)}/workflow-state/answer",
+                      {"answer": choice, "reason": reason, "agent": agent})
+    if output == Output.json:
+        record(r, [], output)
+        return
+    typer.echo(f"Answered {r['answer']}" + (f": bean {r['bean']} filed." if r.get("bean") else "."))
+    _print_state(r["state"], output)
+
+
+@app.command("exit")
+def exit_(issue: str, process: str, exit_id: str = typer.Argument(..., metavar="EXIT", help="A declared exit, e.g. defer."),
+          reason: str = typer.Option(..., "--reason", help="Why (mandatory)."), output: Output = OutputOpt) -> None:
+    """Leave a workflow by a declared exit (feature-request: defer — the user defers the remaining work)."""
+    r = Client().post(f"/api/issues/{seg(issue)}/workflows/{seg(process)}/exit", {"exit": exit_id, "reason": reason})
+    if output == Output.json:
+        record(r, [], output)
+        return
+    st = r["step"]
+    typer.echo(f"{r['instance']['process_id']} left by {st['outcome']} ({st['node_name']}); "
+               f"open beans left: {st['facts'].get('open_beans', 0)}.")
 
 
 @app.command("suspend")

@@ -112,6 +112,8 @@ ACCESS: dict[str, Rule] = {
     "GET /api/issues/{ref}/workflow-state":              MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflow-state/suspend":     MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflow-state/resume":      MEMBER_OR_TASK,
+    "POST /api/issues/{ref}/workflow-state/answer":      MEMBER,   # scenario 3: a person answers
+    "POST /api/issues/{ref}/workflows/{process}/exit":   MEMBER,   # a declared exit (defer): its role, a person
     "GET /api/issues/{ref}/beans":                       MEMBER_OR_TASK,
     "POST /api/issues/{ref}/beans":                      MEMBER_OR_TASK,
     "GET /api/issues/{ref}/beans/export":                MEMBER_OR_TASK,
@@ -210,6 +212,7 @@ ACCESS: dict[str, Rule] = {
     "GET /issues/{ref}":                                 MEMBER,
     "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
     "POST /issues/{ref}/workflows/{process}/steps":      MEMBER,  # a person takes a step from the panel
+    "POST /issues/{ref}/workflow-state/answer":          MEMBER,  # scenario 3: the person answers from the panel
     "POST /issues/{ref}/comments":                       MEMBER,
     "GET /issues/{ref}/comments":                        MEMBER,  # "Show earlier comments" (a page of them)
     "GET /issues/{ref}/comments/{comment_id}/raw":       MEMBER,  # a comment too long to show formatted

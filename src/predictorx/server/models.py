@@ -270,6 +270,18 @@ class AgentRef(Strict):
     agent: str | None = Field(default=None, max_length=200)
 
 
+class SwitchAnswerIn(Strict):
+    answer: str = Field(description="suspend (take the platform change now) or bean (file it for later)",
+                        max_length=20)
+    reason: str | None = Field(default=None, max_length=10_000)
+    agent: str | None = Field(default=None, max_length=200)
+
+
+class ExitIn(Strict):
+    exit: str = Field(min_length=1, max_length=200, description="A declared exit of the process, e.g. defer.")
+    reason: str = Field(min_length=1, max_length=10_000)
+
+
 class PermissionAnswerIn(Strict):
     option_id: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
     #: The question answered; default: the one the task is waiting on.

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Issue
-from ..store.workflow_schema import WorkflowInstance
+from ..store.workflow_schema import InteractionState, WorkflowInstance
 from ..workflows.engine import Actor
 from ..workflows.library import Library, active_library
 from ..workflows.loader import DiagramError
@@ -22,7 +23,8 @@ from . import auth
 from . import issues as issue_svc
 from . import workflow_instances as inst_svc
 from . import workflow_interaction as interaction
-from .errors import Forbidden, Invalid
+from . import workflow_switch as switch
+from .errors import Forbidden, Invalid, NotFound
 from .transactions import Transactions
 from .workflow_dispatch import after_change
 from .workflow_failures import fail
@@ -103,6 +105,8 @@ def start(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: s
             after_change(s, lib, issue, inst, by_agent=acting_agent(s, principal))
         out = view(lib, issue, inst)
         out["created"] = created
+        asked = [st.pending for st in interaction.states_of(s, issue) if (st.pending or {}).get("instance") == inst.id]
+        out["question"] = asked[0] if asked else None  # seed scenario 3: it waits for this answer
         return out
 
 
@@ -116,9 +120,14 @@ def complete(tx: Transactions, principal: auth.Principal, workspace_id: str, ref
             issue = issue_for(s, principal, workspace_id, ref)
             inst = inst_svc.get_instance(s, issue, process)
             actor, task_id = actor_for(s, principal, issue, lib)
+            if actor.kind == "agent":  # one session truth: the step's workflow is (or becomes) the active one
+                interaction.take_step(s, issue, actor.id, inst)
             row, enabled = inst_svc.complete(s, lib, issue, inst, actor, dataclasses.replace(step, task_id=task_id))
             if inst.status == "completed":
                 interaction.finished(s, issue, inst)
+            if lib.process(row.process_id).nodes[row.node_id].summary:
+                from .workflow_summary import leave
+                leave(s, issue, inst, row, enabled)
             after_change(s, lib, issue, inst, by_agent=acting_agent(s, principal))
             return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue),
                     "enabled": enabled}
@@ -136,6 +145,24 @@ def complete(tx: Transactions, principal: auth.Principal, workspace_id: str, ref
             if counted:
                 raise inst_svc.StepForbidden(f"{e}; {counted}") from None
         raise
+
+
+def exit_instance(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str, process: str,
+                  exit_id: str, reason: str | None) -> dict[str, Any]:
+    """Leave a workflow by a declared exit (feature-request: `defer`, the user defers the remaining
+    work), by a holder of the exit's role, with a reason; the record keeps it with the beans left open,
+    and the agent's suspended work resumes (seed: "on exit, resume the suspended content work")."""
+    lib = library()
+    reason = (reason or "").strip()
+    if not reason:
+        raise Invalid(f"exit {exit_id!r} needs a reason")
+    with tx.write() as s:
+        issue = issue_for(s, principal, workspace_id, ref)
+        inst = inst_svc.get_instance(s, issue, process)
+        actor, task_id = actor_for(s, principal, issue, lib)
+        row = inst_svc.exit_instance(s, lib, issue, inst, actor, exit_id, reason, task_id)
+        interaction.finished(s, issue, inst)
+        return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue), "enabled": []}
 
 
 def suspend(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str,
@@ -158,3 +185,26 @@ def resume(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: 
         inst = interaction.resume(s, issue, aid)
         after_change(s, lib, issue, inst, by_agent=acting_agent(s, principal))
         return interaction.view(s, issue, aid)
+
+
+def answer_switch(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str, agent_ref: str | None,
+                  choice: str, reason: str | None) -> dict[str, Any]:
+    """A person answers the pending question (an agent relays it as a comment; the answer is theirs)."""
+    if choice not in switch.ANSWERS:
+        raise Invalid(f"answer suspend (take the platform change now) or bean (file it for later), not {choice!r}")
+    if principal.kind != "user":
+        raise Forbidden("the person answers this question, or the agent's policy does; an agent cannot answer it")
+    lib = library()
+    with tx.write() as s:
+        issue = issue_for(s, principal, workspace_id, ref)
+        aid = agent_id_for(s, principal, workspace_id, issue, agent_ref)
+        row = s.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
+                                                      InteractionState.agent_id == aid))
+        if row is None or not row.pending:
+            raise NotFound(f"issue #{issue.number} has no question waiting for an answer")
+        actor, _ = actor_for(s, principal, issue, None)
+        taken = s.get(WorkflowInstance, row.pending["instance"])
+        out = switch.decide(s, lib, issue, row, choice, (reason or "").strip() or None, actor, interaction.MOVES)
+        if choice == "suspend" and taken is not None:
+            after_change(s, lib, issue, taken)
+        return {**out, "state": interaction.view(s, issue, aid)}

@@ -12,10 +12,11 @@ the next change a person makes."""
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Issue
-from ..store.workflow_schema import WorkflowInstance
+from ..store.workflow_schema import InteractionState, WorkflowInstance
 from ..workflows.library import Library
 from ..workflows.odrl import PERMIT, Request, evaluate
 from . import tasks
@@ -30,6 +31,8 @@ def after_change(session: Session, lib: Library, issue: Issue, inst: WorkflowIns
     from ..workflows.engine import Run
 
     queued = []
+    waiting = {(st.pending or {}).get("instance") for st in session.scalars(
+        select(InteractionState).where(InteractionState.issue_id == issue.id, InteractionState.pending.is_not(None)))}
     for step in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled():
         if not step.role:
             continue
@@ -37,6 +40,8 @@ def after_change(session: Session, lib: Library, issue: Issue, inst: WorkflowIns
         strict = step.process.enforcement_of(step.node) == "strict"
         for agent in agents_for(session, issue, step.role):
             if by_agent is not None and not may_ask(by_agent, agent):
+                continue
+            if inst.id in waiting:  # scenario 3: its steps wait for a person's answer (workflow_switch.py)
                 continue
             if strict and policies:
                 req = Request("agent", agent.name, roles_of(session, lib, issue, "agent", agent.id),

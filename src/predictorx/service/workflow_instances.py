@@ -17,6 +17,7 @@ from ..workflows.engine import Actor, EngineOverrun, Run, StepRefused
 from ..workflows.library import Library
 from ..workflows.loader import DiagramError
 from ..workflows.odrl import PERMIT, Request, evaluate
+from . import workflow_facts as fact_svc
 from . import workflow_roles as role_svc
 from .errors import Conflict, NotFound
 from .workflow_failures import WorkflowFailed  # (callers catch it from here too)
@@ -93,6 +94,7 @@ def _row(inst: WorkflowInstance, lib: Library, step, actor: Actor, passage, verd
                 actor_id=actor.id, actor_name=actor.name, actor_roles=sorted(actor.roles), task_id=task_id,
                 outcome=passage.outcome if passage else None, reason=passage.reason if passage else None,
                 computed=bool(passage and passage.computed), facts=passage.facts if passage else {},
+                fact_sources=passage.fact_sources if passage else {},
                 produced=passage.produced if passage else {}, verdict=verdict, enforcement=enforcement)
 
 
@@ -112,7 +114,8 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     run = load_run(lib, inst)
     try:
         step = run.find(req.ref, actor)
-        passage = run.prepare(step, facts=req.facts, outcome=req.outcome, reason=req.reason, produced=req.produced)
+        passage = run.prepare(step, facts=req.facts, outcome=req.outcome, reason=req.reason, produced=req.produced,
+                              system=fact_svc.provider(session, issue, inst, req.task_id), issue_number=issue.number)
     except StepRefused as e:
         raise StepForbidden(str(e)) from None
     model, node = step.process, step.node
@@ -142,7 +145,7 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     if node.bean_op == "resolve" and bean_result is not None:
         bean_svc.finish_resolve(session, bean_result, instance_completed=run.completed, step=node.id)
     inst.state = run.dump()
-    inst.facts = dict(run.facts)
+    inst.facts = {}  # facts are per pass (workflows/facts.py): each step's are in its history row
     inst.step_count += 1
     inst.version += 1
     inst.updated_at = utcnow()
@@ -153,6 +156,34 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     session.add(row)
     session.flush()
     return row, [s.as_dict() for s in run.enabled()]
+
+
+def exit_instance(session: Session, lib: Library, issue: Issue, inst: WorkflowInstance, actor: Actor,
+                  exit_id: str, reason: str, task_id: str | None) -> WorkflowStep:
+    """Leave `inst` by a declared exit (Run.exit): a row of kind `exit` with the open beans it left
+    (a system fact) and the reason; the instance completes."""
+    if inst.status == "completed":
+        raise StepForbidden(f"instance {inst.process_id!r} is already completed")
+    run = load_run(lib, inst)
+    try:
+        name, role = run.exit(exit_id, actor)
+    except StepRefused as e:
+        raise StepForbidden(str(e)) from None
+    left = fact_svc.provider(session, issue, inst, task_id)({"open_beans"})
+    inst.state, inst.status = run.dump(), "completed"
+    inst.step_count += 1
+    inst.version += 1
+    inst.updated_at = utcnow()
+    row = WorkflowStep(seq=inst.step_count, instance_id=inst.id, status="done", process_id=inst.process_id,
+                       diagram=inst.diagram, diagram_digest=lib.digests.get(inst.diagram, ""),
+                       node_id=f"exit:{exit_id}", node_name=name, kind="exit", role=role, actor_type=actor.kind,
+                       actor_id=actor.id, actor_name=actor.name, actor_roles=sorted(actor.roles), task_id=task_id,
+                       outcome=exit_id, reason=reason, computed=False, facts=left,
+                       fact_sources={k: "system" for k in left}, produced={}, verdict="none",
+                       enforcement="advisory")
+    session.add(row)
+    session.flush()
+    return row
 
 
 # Refused attempts are part of the record, and an agent told to can repeat one without end: the
@@ -220,6 +251,7 @@ def step_dict(row: WorkflowStep) -> dict[str, Any]:
                                          "node_name", "kind", "role", "actor_type", "actor_id", "actor_name",
                                          "actor_roles", "task_id", "outcome", "reason", "computed", "facts",
                                          "produced", "verdict", "enforcement")} | {
+        "fact_sources": row.fact_sources or {},
         "created_at": row.created_at.isoformat(), "attempts": row.attempts or 1,
         "last_attempt_at": row.last_attempt_at.isoformat() if row.last_attempt_at else None}
 

@@ -25,6 +25,20 @@ from ..workflows.library import Library
 MAX_BEANS_SHOWN = 50
 
 
+def _blocked(inst: WorkflowInstance, active: WorkflowInstance | None, pending: dict | None, number: int) -> str | None:
+    """Why this agent may not take the instance's steps now (None: it may) — the same rule the step
+    itself applies (workflow_interaction.take_step), so the sweep and the refusals agree."""
+    if inst.status == "suspended":
+        return f"suspended: `predictorx workflow resume {number}` when it is the latest on the stack"
+    if inst.status != "running":
+        return None
+    if pending and pending.get("instance") == inst.id:
+        return "waits for a person's answer: " + pending["question"]
+    if active is not None and active.id != inst.id:
+        return f"{active.process_id} is active: suspend it first; a step of this one then makes it active"
+    return None
+
+
 def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
     issue = session.get(Issue, task.issue_id)
     beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
@@ -32,18 +46,22 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
     for b in beans:
         counts[b.status] = counts.get(b.status, 0) + 1
     open_beans = [b for b in beans if b.status in ("created", "in-progress")]
+    state = session.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
+                                                          InteractionState.agent_id == task.agent_id))
+    active = session.get(WorkflowInstance, state.active_instance_id) if state and state.active_instance_id else None
+    pending = state.pending if state else None
+    number: int = getattr(issue, "number", 0)
     instances, running = [], {}
     for inst in session.scalars(select(WorkflowInstance).where(WorkflowInstance.issue_id == issue.id)
                                 .order_by(WorkflowInstance.created_at)):
-        item = {"process": inst.process_id, "status": inst.status, "version": inst.version, "enabled": []}
+        item = {"process": inst.process_id, "status": inst.status, "version": inst.version, "enabled": [],
+                "active": active is not None and active.id == inst.id,
+                "blocked": _blocked(inst, active, pending, number)}
         if inst.status != "completed":
             running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:
             item["enabled"] = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
         instances.append(item)
-    state = session.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
-                                                          InteractionState.agent_id == task.agent_id))
-    active = session.get(WorkflowInstance, state.active_instance_id) if state and state.active_instance_id else None
     last = session.scalar(select(TaskHandoff).join(Task, Task.id == TaskHandoff.task_id)
                           .where(TaskHandoff.issue_id == issue.id, TaskHandoff.task_id != task.id)
                           .order_by(Task.created_at.desc()).limit(1))
@@ -63,7 +81,8 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         "instances": instances,
         "interaction": {"state": state.state if state else "idle",
                         "active": active.process_id if active else None,
-                        "stack": list(reversed(state.stack)) if state else []},
+                        "stack": list(reversed(state.stack)) if state else [],
+                        "pending": pending},
         "last_handoff": last.content if last else None,
         "sibling_branches": siblings,
     }

@@ -56,6 +56,8 @@ class WorkflowStep(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     computed: Mapped[bool] = mapped_column(Boolean, default=False)
     facts: Mapped[dict] = mapped_column(JSON, default=dict)
+    # fact -> system (computed by Predictor X at the pass) | asserted (by this row's actor); migration 0018
+    fact_sources: Mapped[dict | None] = mapped_column(JSON, default=dict)
     produced: Mapped[dict] = mapped_column(JSON, default=dict)
     verdict: Mapped[str] = mapped_column(String(10), default="none")  # permit | deny | unknown | none
     enforcement: Mapped[str] = mapped_column(String(10), default="advisory")
@@ -132,6 +134,9 @@ class InteractionState(Base):
     state: Mapped[str] = mapped_column(String(10), default="idle")  # idle | workflow
     active_instance_id: Mapped[str | None] = mapped_column(String(36))
     stack: Mapped[list] = mapped_column(JSON, default=list)  # [{instance, process, activity, at}], top last
+    # scenario 3 of the seed: a platform workflow asked to start while content work is active — the
+    # question "suspend, or file a bean?" waits here for its answer (migration 0018)
+    pending: Mapped[dict | None] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
 
     __table_args__ = (UniqueConstraint("issue_id", "agent_id", name="uq_interaction_state"),)

@@ -19,8 +19,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 INSTRUCTIONS = """Predictor X harness: your issue's workflows, beans and handoff.
 Start with harness_state (the sweep: enabled steps, beans, suspended stack, last handoff).
 Take only enabled steps of your role: workflow_complete for a task, workflow_pass_gate for a gate
-(a decision gate takes facts, a judgement gate an outcome and a reason). Before you stop, call
-handoff_write. You never close the issue; a person does."""
+(a decision gate takes the facts you assert, never the ones Predictor X computes; a judgement gate
+an outcome and a reason). Each reply says which bean you are on and what is next. Before you stop,
+call handoff_write. You never close the issue; a person does."""
 
 TIMEOUT_S = 30.0
 
@@ -80,15 +81,15 @@ def build_server() -> MCPServer:
     @app.tool()
     def workflow_complete(process: str, step: str, produced: dict[str, str] | None = None,
                           facts: dict[str, Any] | None = None, note: str | None = None) -> dict:
-        """Complete an enabled task step. `produced`: bean, branch, commit… as the step asks."""
+        """Complete an enabled step of your active workflow (idle: it becomes active). `produced`: bean, branch…"""
         return api.call("POST", api.issue_path(f"/workflows/{q(process)}/steps"),
                         {"step": step, "produced": produced or {}, "facts": facts or {}, "reason": note})
 
     @app.tool()
     def workflow_pass_gate(process: str, gate: str, facts: dict[str, Any] | None = None,
                            outcome: str | None = None, reason: str | None = None) -> dict:
-        """Pass a gate: a decision gate computes its branch from `facts` (an outcome is refused);
-        a judgement gate takes `outcome` and a mandatory `reason`."""
+        """Pass a gate: a decision gate computes its branch from facts Predictor X computes now (never pass those)
+        and the `facts` you assert with this pass (none carried over); a judgement takes `outcome` and `reason`."""
         return api.call("POST", api.issue_path(f"/workflows/{q(process)}/steps"),
                         {"step": gate, "facts": facts or {}, "outcome": outcome, "reason": reason})
 

@@ -16,8 +16,13 @@ def render(s: dict[str, Any], drift: str | None = None) -> str:
                                                               if inter["active"] else ""))
     for f in inter["stack"]:
         out.append(f"- suspended: `{f['process']}` at {', '.join(f['activity']) or '-'} (resume pops the latest)")
+    if inter.get("pending"):
+        out.append(f"- waiting for the person: {inter['pending']['question']} Ask them in a comment; do not "
+                   "suspend the content work yourself.")
     for inst in s["instances"]:
-        out.append(f"\nWorkflow `{inst['process']}` — {inst['status']} (version {inst['version']})")
+        out.append(f"\nWorkflow `{inst['process']}` — {inst['status']} (version {inst['version']})"
+                   + (" — your active workflow" if inst.get("active") else "")
+                   + (f" — not yours now: {inst['blocked']}" if inst.get("blocked") else ""))
         for e in inst["enabled"]:
             what = (f"gate ({e['gate'] or 'judgement'}; outcomes: {', '.join(e['outcomes'])})"
                     if e["kind"] == "gate" else "step")
@@ -28,6 +33,10 @@ def render(s: dict[str, Any], drift: str | None = None) -> str:
                 extra.append("produce: " + ", ".join(e["capture"]))
             if e["bean_op"]:
                 extra.append(f"bean: {e['bean_op']}")
+            if e.get("facts"):
+                extra.append("reads " + ", ".join([*(f"{n} (computed by Predictor X: never pass it)" for n in
+                                                    e["facts"]["system"]),
+                                                  *(f"{n} (pass it with this pass)" for n in e["facts"]["asserted"])]))
             out.append(f"- enabled {what} `{e['node']}` “{e['name']}” for role {e['role'] or 'any'}"
                        f" [{e['enforcement']}]" + (f" — {'; '.join(extra)}" if extra else ""))
     b = s["beans"]
@@ -54,5 +63,6 @@ def render(s: dict[str, Any], drift: str | None = None) -> str:
                 f"- next step: {h.get('next_step') or '-'}"]
     out += ["", "Drive the workflow with the `predictorx` MCP tools (or `predictorx workflow …`): a step is "
             "refused unless it is enabled and yours; decisions take facts, judgements a reason. "
+            "Start every reply with where you are: the bean you are on and what is next. "
             "Before you stop, write the handoff (tool `handoff_write`). Never close the issue."]
     return "\n".join(out) + "\n"

@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 from lxml import etree
 
+from .facts import problems as fact_problems
+
 DMN_NAMESPACES = (
     "https://www.omg.org/spec/DMN/20191111/MODEL/",
     "http://www.omg.org/spec/DMN/20180521/MODEL/",
@@ -193,6 +195,7 @@ class DecisionTable:
     rules: list[Rule] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # every cell it cannot evaluate
     unloadable: bool = False  # not a decision table the subset reads (`problems` says why)
+    input_sources: dict[str, str] = field(default_factory=dict)  # `px:fact` per input (workflows/facts.py)
 
     def evaluate(self, facts: dict[str, Any]) -> list[dict[str, Any]]:
         """The matching rules' outputs after the hit policy: one dict, or COLLECT's list; no row when
@@ -259,13 +262,17 @@ def parse_table(decision: etree._Element, source: str) -> DecisionTable:
     if dt.get("aggregation"):
         problems.append(f"COLLECT aggregation {dt.get('aggregation')} (only plain COLLECT)")
     inputs = _children(dt, "input")
-    names = []
+    names, sources = [], {}
     for i, inp in enumerate(inputs):
         expr = _children(inp, "inputExpression")
         name = _text(expr[0]).strip() if expr else ""
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             problems.append(f"input {i + 1} expression {name!r} is not a fact name")
         names.append(name)
+        for key, value in inp.attrib.items():
+            if etree.QName(key).localname == "fact":  # `px:fact="system|asserted"` (workflows/facts.py)
+                sources[name] = value.strip()
+    problems += fact_problems(names, sources)
     outputs = _children(dt, "output")
     out_names = [o.get("name") or f"output{i + 1}" for i, o in enumerate(outputs)]
     out_values: list[list[Any]] = []
@@ -281,7 +288,7 @@ def parse_table(decision: etree._Element, source: str) -> DecisionTable:
     if policy == "PRIORITY" and not (out_values and out_values[0]):
         problems.append("PRIORITY needs the output's outputValues to order the outcomes")
     table = DecisionTable(did, decision.get("name") or did, source, policy, names, out_names, out_values,
-                          problems=problems)
+                          problems=problems, input_sources=sources)
     for r_i, rule in enumerate(_children(dt, "rule")):
         ins, outs = _children(rule, "inputEntry"), _children(rule, "outputEntry")
         if len(ins) != len(names) or len(outs) != len(out_names):

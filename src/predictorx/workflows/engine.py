@@ -4,6 +4,7 @@ before anything changes when it is not enabled, not this actor's role, or its ga
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import types
@@ -17,6 +18,16 @@ from SpiffWorkflow.util.task import TaskIterator, TaskState
 
 from .compaction import compact
 from .dmn import DecisionError
+from .facts import (
+    ASSERTED,
+    SYSTEM,
+    FactRefused,
+    SystemFacts,
+    declared_sources,
+    gather,
+    missing_asserted,
+    refuse_system,
+)
 from .library import Library, decision_key
 from .loader import node_id_of, route_key
 from .model import GATE_PREFIX, Node, ProcessModel
@@ -62,6 +73,17 @@ def _deep_enough() -> None:
 
 class StepRefused(ValueError):
     """A step the engine will not take; the message says what is enabled and who may do it."""
+
+
+def check_branch(step: "Step", produced: dict[str, str], issue_number: int | None) -> None:
+    """`log branch="issue"` (seed: "the branch name carries the issue number, e.g. feat/197-word-import"):
+    a produced branch must name the issue's number as a number of its own."""
+    branch = produced.get("branch")
+    if step.node.branch_rule != "issue" or branch is None or issue_number is None:
+        return
+    if not re.search(rf"(?<![0-9A-Za-z]){issue_number}(?![0-9])", branch):
+        raise StepRefused(f"{step.describe()}: branch {branch!r} does not carry the issue number {issue_number}; "
+                          f"name it like feat/{issue_number}-<topic>")
 
 
 @dataclass(frozen=True)
@@ -118,6 +140,7 @@ class Step:
     node: Node
     process: ProcessModel
     kind: str                 # task | gate
+    reads: dict[str, str] = field(default_factory=dict)  # a decision gate's inputs: fact -> system | asserted
 
     @property
     def node_id(self) -> str:
@@ -142,7 +165,9 @@ class Step:
                 "role": self.role, "skills": self.node.skills, "gate": self.node.gate if self.kind == "gate" else None,
                 "decision": self.node.decision_ref if self.kind == "gate" else None,
                 "outcomes": self.outcomes, "capture": self.node.capture, "bean_op": self.node.bean_op,
-                "enforcement": self.process.enforcement_of(self.node), "documentation": self.node.documentation}
+                "enforcement": self.process.enforcement_of(self.node), "documentation": self.node.documentation,
+                "facts": {src: [n for n, s in self.reads.items() if s == src] for src in (SYSTEM, ASSERTED)}
+                if self.reads else None}
 
 
 @dataclass
@@ -154,6 +179,7 @@ class Passage:
     outcome: str | None = None
     reason: str | None = None
     computed: bool = False     # the outcome came from the decision table
+    fact_sources: dict[str, str] = field(default_factory=dict)  # fact -> system | asserted (by the actor)
 
 
 class Run:
@@ -192,7 +218,11 @@ class Run:
             node = model.node(node_id_of(name))
             if node is None:
                 continue
-            out.append(Step(str(t.id), node, model, "gate" if name.startswith(GATE_PREFIX) else "task"))
+            kind = "gate" if name.startswith(GATE_PREFIX) else "task"
+            table = self.lib.decisions.get(decision_key(node.decision_ref or "")) if (
+                kind == "gate" and node.gate == "decision") else None
+            reads = declared_sources(table.input_names, table.input_sources) if table else {}
+            out.append(Step(str(t.id), node, model, kind, reads))
         return out
 
     def _refusal(self, head: str) -> StepRefused:
@@ -217,12 +247,19 @@ class Run:
         return step
 
     def prepare(self, step: Step, *, facts: dict[str, Any] | None = None, outcome: str | None = None,
-                reason: str | None = None, produced: dict[str, str] | None = None) -> Passage:
-        """Everything checked, nothing changed yet."""
+                reason: str | None = None, produced: dict[str, str] | None = None,
+                system: SystemFacts | None = None, issue_number: int | None = None) -> Passage:
+        """Everything checked, nothing changed yet. A decision gate reads the facts of this pass
+        only: system facts from `system` (computed now), asserted facts from `facts`."""
         facts = dict(facts or {})
         produced = {k: str(v) for k, v in (produced or {}).items()}
         reason = (reason or "").strip() or None
         node = step.node
+        try:
+            refuse_system(facts, step.describe())
+        except FactRefused as e:
+            raise StepRefused(str(e)) from None
+        sources = {n: ASSERTED for n in facts}
         if step.kind == "task":
             if outcome is not None:
                 raise StepRefused(f"{step.describe()} is a task, it has no outcome; pass facts or produced")
@@ -230,38 +267,64 @@ class Run:
             if missing:
                 raise StepRefused(f"{step.describe()} records {', '.join(node.capture)}; "
                                   f"pass {', '.join(missing)} in produced")
-            return Passage(step, facts, produced, None, reason)
+            check_branch(step, produced, issue_number)
+            return Passage(step, facts, produced, None, reason, fact_sources=sources)
         if node.gate == "decision":
-            if outcome is not None:
-                raise StepRefused(f"gate {node.id!r} is computed by decision {node.decision_ref}; an outcome "
-                                  "passed by hand is refused — pass the facts it reads")
-            table_ref = decision_key(node.decision_ref)
-            if table_ref not in self.lib.decisions:
-                raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded: "
-                                  + self.lib.unresolved.get(table_ref, "no DMN file of the library defines it"))
-            table = self.lib.decisions[table_ref]
-            try:
-                rows = table.evaluate({**self.facts, **facts})
-            except DecisionError as e:
-                raise StepRefused(f"gate {node.id!r}: {e}") from None
-            if not rows:
-                raise StepRefused(f"gate {node.id!r}: {table.no_match({**self.facts, **facts})}, so no "
-                                  "branch can be taken; pass the facts it reads")
-            values = {str(r[table.output_names[0]]) for r in rows}
-            if len(values) != 1:
-                raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {sorted(values)}, "
-                                  "a gateway takes exactly one branch")
-            computed = values.pop()
-            if computed not in step.outcomes:
-                raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {computed!r}, but the "
-                                  f"outgoing flows are named {', '.join(step.outcomes)}")
-            return Passage(step, facts, produced, computed, reason, computed=True)
+            return self._decide(step, facts, produced, outcome, reason, system)
         # judgement, or an undeclared gateway (treated as a judgement: never decided silently)
         if outcome is None or outcome not in step.outcomes:
             raise StepRefused(f"gate {node.id!r} needs an outcome, one of {', '.join(step.outcomes)}")
         if not reason:
             raise StepRefused(f"gate {node.id!r} needs a judgement; the outcome {outcome!r} needs a reason")
-        return Passage(step, facts, produced, outcome, reason)
+        return Passage(step, facts, produced, outcome, reason, fact_sources=sources)
+
+    def _decide(self, step: Step, passed: dict[str, Any], produced: dict[str, str], outcome: str | None,
+                reason: str | None, system: SystemFacts | None) -> Passage:
+        node = step.node
+        if outcome is not None:
+            raise StepRefused(f"gate {node.id!r} is computed by decision {node.decision_ref}; an outcome "
+                              "passed by hand is refused — pass the facts it reads")
+        table_ref = decision_key(node.decision_ref or "")
+        if table_ref not in self.lib.decisions:
+            raise StepRefused(f"gate {node.id!r} reads decision {node.decision_ref}, which is not loaded: "
+                              + self.lib.unresolved.get(table_ref, "no DMN file of the library defines it"))
+        table = self.lib.decisions[table_ref]
+        where = f"gate {node.id!r}"
+        try:
+            read = gather(table.input_names, table.input_sources, passed, system, where)
+            rows = table.evaluate(read.values)
+        except FactRefused as e:
+            raise StepRefused(str(e)) from None
+        except DecisionError as e:
+            raise StepRefused(f"gate {node.id!r}: {e}{_per_pass_hint(table, passed)}") from None
+        if not rows:
+            raise StepRefused(f"gate {node.id!r}: {table.no_match(read.values)}, so no branch can be taken"
+                              + (_per_pass_hint(table, passed) or "; pass the facts it reads"))
+        values = {str(r[table.output_names[0]]) for r in rows}
+        if len(values) != 1:
+            raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {sorted(values)}, "
+                              "a gateway takes exactly one branch")
+        computed = values.pop()
+        if computed not in step.outcomes:
+            raise StepRefused(f"gate {node.id!r}: decision {table.id!r} answered {computed!r}, but the "
+                              f"outgoing flows are named {', '.join(step.outcomes)}")
+        return Passage(step, read.values, produced, computed, reason, computed=True, fact_sources=read.sources)
+
+    def exit(self, exit_id: str, actor: Actor) -> tuple[str, str]:
+        """Leave the process by a declared exit (`<h:exit id name role>`, e.g. the seed's "the user
+        defers the remaining work"): checked, then every open task is cancelled. (name, role)."""
+        model = self.lib.process(self.process_id)
+        if exit_id not in model.exits:
+            known = ", ".join(sorted(model.exits)) or "none"
+            raise StepRefused(f"process {self.process_id!r} declares no exit {exit_id!r} (its exits: {known})")
+        name, role = model.exits[exit_id]
+        if role not in actor.roles:
+            raise StepRefused(f"exit {exit_id!r} ({name}) is for role {role}; {actor.label} holds "
+                              f"{', '.join(sorted(actor.roles)) or 'no role'} in this project")
+        if self.completed:
+            raise StepRefused(f"process {self.process_id!r} is already complete")
+        self.wf.cancel()
+        return name, role
 
     def apply(self, passage: Passage) -> None:
         """Move the engine past the step (after the caller has authorised and recorded it)."""
@@ -269,7 +332,6 @@ class Run:
         task = next((t for t in self.wf.get_tasks(state=TaskState.READY) if str(t.id) == step.task_id), None)
         if task is None:
             raise StepRefused(f"{step.describe()} is no longer enabled")
-        self.facts.update(passage.facts)
         if step.kind == "gate":
             routes = dict(task.data.get("px_route") or {})
             routes[route_key(step.process.id, step.node.id)] = passage.outcome
@@ -277,3 +339,9 @@ class Run:
         task.run()
         _advance(self.wf, self.budget, self.process_id)
         compact(self.wf)  # the history is our rows; the tree keeps only what is still to do
+
+
+def _per_pass_hint(table: Any, passed: dict[str, Any]) -> str:
+    """What to add when an asserted fact the table reads was not passed with this pass."""
+    missing = missing_asserted(table.input_names, table.input_sources, passed)
+    return f" (facts are per pass, never carried over: pass {', '.join(missing)} with this pass)" if missing else ""

@@ -39,7 +39,7 @@ SUPPORTED = {
 }
 FLOW_NODES = {"startEvent", "endEvent", "task", "userTask", "manualTask", "exclusiveGateway",
               "parallelGateway", "callActivity"}
-EXTENSIONS = {"skill", "role", "policy", "decision", "judgement", "bean", "log"}
+EXTENSIONS = {"skill", "role", "policy", "decision", "judgement", "bean", "log", "exit"}
 _HINTS = {
     "conditionExpression": "branches are chosen by the outgoing flow's name; declare the gateway "
                            "with a decision table or a judgement instead",
@@ -147,6 +147,8 @@ def _read_node(el: etree._Element, process_id: str, fname: str) -> Node:
                 raise DiagramError(f"{fname}: {node.id!r} bean op must be claim, note, resolve or scrap")
         elif name == "log":
             node.capture += [c for c in re.split(r"[\s,]+", _value(e, "capture")) if c]
+            node.branch_rule = _branch_rule(e, fname, node.id) or node.branch_rule
+            node.summary = node.summary or _value(e, "summary") == "issue"
         elif name == "role":
             raise DiagramError(f"{fname}: role belongs on a lane, not on {node.id!r}")
     if (node.gate or node.bean_op or node.skills) and kind in ("startEvent", "endEvent"):
@@ -156,6 +158,32 @@ def _read_node(el: etree._Element, process_id: str, fname: str) -> Node:
     if kind == "callActivity" and not node.called:
         raise DiagramError(f"{fname}: callActivity {node.id!r} has no calledElement")
     return node
+
+
+def _branch_rule(e: etree._Element, fname: str, where: str) -> str | None:
+    rule = (e.get("branch") or "").strip() or None
+    if rule not in (None, "issue"):
+        raise DiagramError(f"{fname}: log branch on {where!r} must be \"issue\" (the branch names the issue's "
+                           f"number), not {rule!r}")
+    return rule
+
+
+def _relaxable(e: etree._Element, fname: str, where: str) -> bool:
+    value = (e.get("relaxable") or "true").strip()
+    if value not in ("true", "false"):
+        raise DiagramError(f"{fname}: policy relaxable on {where!r} must be true or false, not {value!r}")
+    return value == "true"
+
+
+def _check_fixed(model: ProcessModel, fname: str) -> None:
+    """A policy declared relaxable="false" on the process holds on every node: a node may not lower
+    its strict enforcement to advisory (its refs are added to every node's, policies_of)."""
+    if not model.fixed or model.enforcement != "strict":
+        return
+    for node in model.nodes.values():
+        if node.enforcement == "advisory":
+            raise DiagramError(f"{fname}: {node.id!r} declares advisory enforcement, but process {model.id!r} "
+                               f"holds policy {', '.join(model.fixed)} strict and relaxable=\"false\"")
 
 
 def _enforcement(e: etree._Element, fname: str, where: str) -> str:
@@ -177,6 +205,13 @@ def read_processes(root: etree._Element, fname: str) -> list[ProcessModel]:
                 model.enforcement = _enforcement(e, fname, pid)
                 if _value(e, "ref"):
                     model.policies.append(_value(e, "ref"))
+                    if not _relaxable(e, fname, pid):
+                        model.fixed.append(_value(e, "ref"))
+            elif _qn(e).localname == "exit":
+                xid, role = _value(e, "id"), _value(e, "role")
+                if not xid or not role:
+                    raise DiagramError(f"{fname}: exit on process {pid!r} needs id=\"…\" and role=\"…\" (who may take it)")
+                model.exits[xid] = (_value(e, "name") or xid, role)
         lane_of: dict[str, str] = {}
         for lane in proc.iter(f"{{{BPMN_NS}}}lane"):
             lname = (lane.get("name") or lane.get("id")).strip()
@@ -208,6 +243,7 @@ def read_processes(root: etree._Element, fname: str) -> list[ProcessModel]:
             if node.kind == "startEvent" and any(model.nodes[t].is_deciding_gateway for _, t in node.outgoing):
                 raise DiagramError(f"{fname}: gateway after start event {node.id!r} has nothing to decide "
                                    "from yet; put a task before it")
+        _check_fixed(model, fname)
         out.append(model)
     return out
 

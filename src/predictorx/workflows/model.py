@@ -23,6 +23,8 @@ class Node:
     policies: list[str] = field(default_factory=list)
     bean_op: str | None = None      # claim | note | resolve | scrap
     capture: list[str] = field(default_factory=list)  # what the step must produce into the record
+    branch_rule: str | None = None  # `log branch="issue"`: a produced branch names the issue's number
+    summary: bool = False           # `log summary="issue"`: passing it leaves an iteration summary comment
     called: str | None = None       # callActivity's calledElement
     gate: str | None = None         # decision | judgement | None (undeclared) for deciding gateways
     decision_ref: str | None = None  # `file.dmn#decisionId`
@@ -46,6 +48,8 @@ class ProcessModel:
     diagram: str                  # file name, e.g. `feature-request.bpmn`
     enforcement: str = "advisory"
     policies: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)   # policy refs declared relaxable="false": no node drops them
+    exits: dict[str, tuple[str, str]] = field(default_factory=dict)  # `<h:exit id name role>`: id -> (name, role)
     lanes: dict[str, str] = field(default_factory=dict)  # lane name -> role
     nodes: dict[str, Node] = field(default_factory=dict)
 
@@ -53,10 +57,13 @@ class ProcessModel:
         return self.nodes.get(node_id)
 
     def enforcement_of(self, node: Node) -> str:
+        if self.fixed and self.enforcement == "strict":
+            return "strict"  # relaxable="false": a node cannot make it advisory (the loader refuses that too)
         return node.enforcement or self.enforcement
 
     def policies_of(self, node: Node) -> list[str]:
-        return node.policies or self.policies
+        own = node.policies or self.policies
+        return own + [r for r in self.fixed if r not in own]
 
     def people_roles(self, bean_op: str) -> set[str]:
         """The roles a person needs to `bean_op` a bean of this process outside its steps

@@ -10,7 +10,8 @@ A policy is a JSON-LD file:
 Rules: `permission` and `prohibition`. `assignee`: `role:<role>`, `agent:<name>` or `person:<name>`
 (absent: anyone). `action`: a name or `{"id": name, "includedIn": parent}`; the vocabulary is
 `complete` (a task) and `pass` (a gate), both included in `execute`, included in `use`; a rule for
-an action covers every action included in it. `target`: `<diagram>#<node>` or `<diagram>`.
+an action covers every action included in it; `switch` (included in `use`) is an agent suspending a
+content workflow for a platform change, targeted at the content workflow's diagram. `target`: `<diagram>#<node>` or `<diagram>`.
 `constraint`: `leftOperand` process | task | role, `operator` eq | neq | isAnyOf | isNoneOf.
 Anything else is refused when the file loads: a policy we would half-read is worse than none.
 
@@ -27,7 +28,8 @@ from typing import Any
 
 ODRL_CONTEXTS = ("http://www.w3.org/ns/odrl.jsonld", "https://www.w3.org/ns/odrl.jsonld")
 POLICY_TYPES = ("Set", "Policy", "Agreement", "Offer", "odrl:Set", "odrl:Policy")
-BASE_ACTIONS = {"complete": "execute", "pass": "execute", "execute": "use", "use": None}
+# `switch`: suspend a content workflow for a platform change that arrived (service/workflow_switch.py)
+BASE_ACTIONS = {"complete": "execute", "pass": "execute", "execute": "use", "switch": "use", "use": None}
 LEFT_OPERANDS = ("process", "task", "role")
 OPERATORS = ("eq", "neq", "isAnyOf", "isNoneOf")
 PERMIT, DENY, UNKNOWN = "permit", "deny", "unknown"

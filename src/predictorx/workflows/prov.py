@@ -88,6 +88,8 @@ class _Record:
         if st.get("kind") == "bean":  # a person changed a bean outside the steps: no plan was followed
             activity["px:beanOp"] = st["node_id"].removeprefix("bean:")
             activity["px:outsideSteps"] = True
+        elif st.get("kind") == "session":  # the answer to "suspend, or file a bean?" (workflow_switch.py)
+            activity["px:sessionQuestion"] = st.get("node_name") or st["node_id"]
         else:
             plan = plan_iri(st["diagram"], st["node_id"])
             self.nodes.setdefault(plan, {"@id": plan, "@type": ["prov:Entity", "prov:Plan"], "px:diagram": st["diagram"],
@@ -127,6 +129,7 @@ class _Record:
     def step(self, st: dict[str, Any]) -> None:
         activity = self.activity(st)
         act, at = activity["@id"], st["created_at"]
+        _facts(self.nodes, activity, self.instance["id"], st)
         produced = st.get("produced") or {}
         op = (st["node_id"].removeprefix("bean:") if st.get("kind") == "bean"
               else self.bean_ops.get((st.get("process_id") or self.instance["process_id"], st["node_id"])))
@@ -207,6 +210,30 @@ def document(instance: dict[str, Any], steps: list[dict[str, Any]],
 def bean_ops_of(processes: dict[str, Any]) -> dict[tuple[str, str], str]:
     """(process id, node id) → bean op, from a library's process models."""
     return {(pid, n.id): n.bean_op for pid, m in processes.items() for n in m.nodes.values() if n.bean_op}
+
+
+SYSTEM_AGENT = BASE + "system:predictorx"
+
+
+def _facts(nodes: dict[str, dict[str, Any]], activity: dict[str, Any], instance_id: str, st: dict[str, Any]) -> None:
+    """Each fact a step read is an entity the activity used, attributed to Predictor X (a system fact,
+    computed at the pass) or to the step's actor (asserted): which were which is in the record."""
+    sources = st.get("fact_sources") or {}
+    who = iri("person" if st.get("actor_type") == "person" else "agent", st["actor_id"]) if st.get("actor_id") else None
+    for name, value in sorted((st.get("facts") or {}).items()):
+        source = sources.get(name, "asserted")
+        ent = iri("fact", instance_id, str(st["seq"]), name)
+        node: dict[str, Any] = {"@id": ent, "@type": "prov:Entity", "rdfs:label": f"{name} = {json.dumps(value)}",
+                                "px:fact": name, "px:value": json.dumps(value, sort_keys=True),
+                                "px:factSource": source}
+        if source == "system":
+            nodes.setdefault(SYSTEM_AGENT, {"@id": SYSTEM_AGENT, "@type": ["prov:Agent", "prov:SoftwareAgent"],
+                                            "rdfs:label": "Predictor X"})
+            node["prov:wasAttributedTo"] = {"@id": SYSTEM_AGENT}
+        elif who:
+            node["prov:wasAttributedTo"] = {"@id": who}
+        nodes[ent] = node
+        _add(activity, "prov:used", ent)
 
 
 def dumps(doc: dict[str, Any]) -> str:

@@ -36,6 +36,9 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
     if st.get("kind") == "bean":
         _check_bean_row(lib, instance, st, add)
         return out
+    if st.get("kind") in ("session", "exit"):  # a session answer; a declared exit (workflow_switch, Run.exit)
+        _check_session_row(lib, instance, st, add)
+        return out
 
     if st.get("status") == "refused":
         again = int(st.get("attempts") or 1)
@@ -65,6 +68,20 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
         if verdict.value != PERMIT and st.get("status") != "refused":
             add(verdict.value, verdict.sentence())
     return out
+
+
+def _check_session_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], add) -> None:
+    if not st.get("actor_id"):
+        add("no-actor", "the record names nobody who answered or left the workflow")
+    if st["kind"] != "exit":
+        return
+    model = lib.model_of(st.get("process_id") or instance["process_id"])
+    xid = st["node_id"].removeprefix("exit:")
+    if model is None or xid not in model.exits:
+        add("node-not-in-model", f"{st['diagram']} declares no exit {xid!r} now")
+    elif model.exits[xid][1] not in (st.get("actor_roles") or []):
+        add("not-eligible", f"exit {xid!r} is for role {model.exits[xid][1]}; it was taken by a holder of "
+                            f"{', '.join(sorted(st.get('actor_roles') or [])) or 'no role'}")
 
 
 def _check_bean_row(lib: Library, instance: dict[str, Any], st: dict[str, Any], add) -> None:

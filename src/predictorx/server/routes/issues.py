@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi.encoders import jsonable_encoder
 
 from ...service import issues as svc
-from ...service import auth, serialize, tasks
+from ...service import auth, serialize, tasks, workflow_reply
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..safejson import SafeJSONResponse
@@ -83,8 +83,9 @@ def add_comment(ref: str, body: CommentIn, caller: Caller = Depends(get_caller),
     with state.write() as s:
         issue = svc.issue_for(s, caller.principal, caller.workspace_id, ref)
         if caller.principal.kind == "task":
-            t = auth.task_of(s, caller.principal)
-            c = svc.add_comment(s, issue, body=body.body, author_type="agent", author_id=t.agent_id)
+            agent_id = auth.task_of(s, caller.principal).agent_id
+            text = workflow_reply.with_position(s, issue, agent_id, body.body)
+            c = svc.add_comment(s, issue, body=text, author_type="agent", author_id=agent_id)
         else:
             c = svc.add_comment(s, issue, body=body.body, author_type="member", author_id=caller.user_id)
         return serialize.comment(c)

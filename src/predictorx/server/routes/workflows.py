@@ -19,7 +19,7 @@ from ...workflows import prov
 from ...workflows.engine import Actor
 from ...workflows.library import Library
 from ..deps import Caller, get_caller, get_state
-from ..models import AgentRef, StartIn, StepIn
+from ..models import AgentRef, ExitIn, StartIn, StepIn, SwitchAnswerIn
 from ..state import AppState
 
 if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
@@ -124,6 +124,20 @@ def get_state_(ref: str, agent: Optional[str] = Query(default=None, max_length=2
 @router.post("/api/issues/{ref}/workflow-state/suspend")
 def suspend(ref: str, body: AgentRef, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
     return actions.suspend(state, caller.principal, caller.workspace_id, ref, body.agent)
+
+
+@router.post("/api/issues/{ref}/workflow-state/answer")
+def answer(ref: str, body: SwitchAnswerIn, caller: Caller = Depends(get_caller),
+           state: AppState = Depends(get_state)) -> dict:
+    """Seed scenario 3: a person answers "suspend the content work, or file a bean?"."""
+    return actions.answer_switch(state, caller.principal, caller.workspace_id, ref, body.agent, body.answer, body.reason)
+
+
+@router.post("/api/issues/{ref}/workflows/{process}/exit")
+def exit_(ref: str, process: str, body: ExitIn, caller: Caller = Depends(get_caller),
+          state: AppState = Depends(get_state)) -> dict:
+    """Leave the workflow by a declared exit (feature-request: defer), by a holder of its role."""
+    return actions.exit_instance(state, caller.principal, caller.workspace_id, ref, process, body.exit, body.reason)
 
 
 @router.post("/api/issues/{ref}/workflow-state/resume")

@@ -123,3 +123,20 @@ async def take_step(request: Request, ref: str, process: str, form: Form = Depen
         return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
     context = await in_page_thread(workflows_context, request, who, ref)
     return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
+
+
+@router.post("/issues/{ref}/workflow-state/answer")
+async def answer_switch(request: Request, ref: str, form: Form = Depends(read_form),
+                        who: Viewer = Depends(viewer)) -> Response:
+    """Seed scenario 3 from the panel: the person answers "suspend the content work, or file a
+    bean?" — the API's own use case (workflow_actions.answer_switch)."""
+    try:
+        await in_page_thread(actions.answer_switch, request.app.state.px, who.caller.principal,
+                             who.caller.workspace_id, ref, form.optional("agent"), form.get("answer"),
+                             form.optional("reason"))
+    except FORM_ERRORS as e:
+        context = await in_page_thread(workflows_context, request, who, ref, error=message_of(e),
+                                       values=form.values())
+        return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await in_page_thread(workflows_context, request, who, ref)
+    return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)

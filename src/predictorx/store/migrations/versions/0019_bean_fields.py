@@ -4,13 +4,13 @@ two beans may now share a title (the title is an index, no longer unique); type,
 parent (a bean id), blocking, blocked_by, sort_order (beans' `order`), draft, file_path.
 
 Revision ID: 0019
-Revises: 0017
+Revises: 0018
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0019"
-down_revision = "0017"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 

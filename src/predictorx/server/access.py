@@ -104,6 +104,10 @@ ACCESS: dict[str, Rule] = {
     "GET /api/workflows/processes":                      MEMBER_OR_TASK,
     "GET /api/workflows/record":                         MEMBER,
     "POST /api/classify":                                MEMBER_OR_TASK,
+    "GET /api/classification/rules":                     MEMBER,
+    "GET /api/classification/rules/{name}":              MEMBER,
+    "PUT /api/classification/rules/{name}":              ADMIN,    # what auto-starts workflows: admins
+    "DELETE /api/classification/rules/{name}":           ADMIN,
     "GET /api/issues/{ref}/workflows":                   MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflows":                  MEMBER_OR_TASK,
     "GET /api/issues/{ref}/workflows/{process}":         MEMBER_OR_TASK,

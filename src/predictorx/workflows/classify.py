@@ -24,10 +24,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .classify_table import CATEGORIES, FOLIO_TYPES, Signal, Table, build, normalise, shipped_sources
+from .classify_table import CATEGORIES, FOLIO_TYPES, Signal, Table, build, shipped_sources
 from .dmn import load_dmn
 
-__all__ = ["CATEGORIES", "FOLIO_TYPES", "Result", "classify", "shipped_table", "workflow_of"]
+__all__ = ["CATEGORIES", "FOLIO_TYPES", "PLAIN_LABELS", "Result", "classify", "shipped_table", "workflow_of"]
 WORKFLOW_OF = {
     "feature_request": "feature-request",
     "bug_report": "bug-triage",
@@ -80,7 +80,7 @@ class Result:
 
 
 
-FALLBACK_LABELS = {"content_authoring": "writing content", "content_review": "reviewing content",
+PLAIN_LABELS = {"content_authoring": "writing content", "content_review": "reviewing content",
                    "content_ingestion": "importing a source", "feature_request": "a platform change",
                    "information_request": "a question to answer", "tool_invocation": "running a tool",
                    "work_plan_management": "the work plan (beans)", "bug_report": "a bug report"}
@@ -109,8 +109,8 @@ def folio_facts(text: str, table: Table | None = None) -> dict[str, Any]:
     """What the request says about its folio: `folio_type` paper, document, or None (not said, or both).
     A folio named outright ("the document folio") beats the topic words (a theorem, a user guide)."""
     table = table or shipped_table()
-    t = normalise(text)
-    hits = [f for f in table.folios.values() if f.weight > 0 and f.pattern.search(t)]
+    found = table.hits(table.tokens(text), "folio")
+    hits = [table.folios[k] for k in found if table.folios[k].weight > 0]
     named = {f.target for f in hits if f.named} or {f.target for f in hits}
     return {"folio_type": named.pop() if len(named) == 1 else None}
 
@@ -124,7 +124,7 @@ def _language(hits: list[Signal], table: Table) -> str:
 
 def _label(table: Table, lang: str, category: str) -> str:
     return (table.labels.get(lang, {}).get(category) or table.labels.get("en", {}).get(category)
-            or FALLBACK_LABELS[category])
+            or PLAIN_LABELS[category])
 
 
 def _question(table: Table, lang: str, pair: tuple[str, ...]) -> str:
@@ -159,18 +159,16 @@ def _authoring(text: str, table: Table, result: Result, lang: str) -> Result:
 def classify(text: str, table: Table | None = None) -> Result:
     """The table's decision with its margin, or `pending` with the question to ask."""
     table = table or shipped_table()
-    t = normalise(text)
-    if not t:
+    tokens = table.tokens(text)
+    if not tokens.text:
         return Result(None, None, "the request is empty", question=_question(table, "en", ()))
     scores = dict.fromkeys(CATEGORIES, 0)
     hits: dict[str, list[Signal]] = {c: [] for c in CATEGORIES}
-    found: dict[str, str] = {}
-    for sig in table.signals.values():
-        m = sig.pattern.search(t) if sig.weight else None
-        if m:
-            scores[sig.target] += sig.weight
-            hits[sig.target].append(sig)
-            found[sig.id] = m.group(0).strip()
+    found = table.hits(tokens)
+    for sid in found:
+        sig = table.signals[sid]
+        scores[sig.target] += sig.weight
+        hits[sig.target].append(sig)
     lang = _language([h for hs in hits.values() for h in hs], table)
     ranked = sorted(CATEGORIES, key=lambda c: -scores[c])
     best, second = ranked[0], ranked[1]

@@ -33,6 +33,7 @@ silence a shipped signal: `weight = 0`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 import unicodedata
@@ -55,12 +56,18 @@ class RulesError(ValueError):
 def normalise(text: str) -> str:
     """What the rules match against: NFKC, case-folded, ё as е, @-mentions dropped, spaces collapsed
     (new lines kept: they end a sentence)."""
-    t = unicodedata.normalize("NFKC", text or "").casefold().replace("ё", "е")
+    t = unicodedata.normalize("NFKC", text or "").casefold().replace("ё", "е").replace("’", "'")
     t = re.sub(r"(?<![\w.])@[\w.-]+", " ", t)
     return "\n".join(" ".join(line.split()) for line in t.splitlines() if line.strip())
 
 
+_TOKEN = re.compile(r"[\w'-]+|[.!?;\n]")
+_WORD = re.compile(r"^[\w'-]+\*?$")
+Word = tuple[str, bool]  # (text, is a prefix)
+
+
 def _term(term: str, where: str) -> str:
+    """A term as a regular expression: the fallback for terms that are not plain words (`uploads/`)."""
     words = normalise(term).split()
     if not words:
         raise RulesError(f"{where}: an empty term")
@@ -68,9 +75,27 @@ def _term(term: str, where: str) -> str:
     for w in words:
         prefix = w.endswith("*") and len(w) > 1
         w = w[:-1] if prefix else w
-        parts.append(re.escape(w) + (r"[\w'’-]*" if prefix else ""))
+        parts.append(re.escape(w) + (r"[\w'-]*" if prefix else ""))
     body = r"[\s,:;-]+".join(parts)
     return r"(?<![\w-])" + body + (r"(?![\w])" if not words[-1].endswith("*") else "")
+
+
+def _words(term: str) -> tuple[Word, ...] | None:
+    """A term as words to match on the request's tokens, or None where it is not plain words."""
+    words = [w.strip(",:;") for w in normalise(term).split()]
+    if not words or not all(w and _WORD.match(w) and w != "*" for w in words):
+        return None
+    return tuple((w[:-1], True) if w.endswith("*") else (w, False) for w in words)
+
+
+def _at(tokens: list[str], i: int, words: tuple[Word, ...]) -> bool:
+    if i + len(words) > len(tokens):
+        return False
+    for k, (w, prefix) in enumerate(words):
+        tok = tokens[i + k]
+        if not (tok.startswith(w) if prefix else tok == w):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -78,10 +103,20 @@ class Signal:
     id: str
     target: str          # a category, or a folio type for folio signals
     weight: int
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | None  # its regex entries and non-word terms, if any
     named: bool = False  # folio signals: names the folio outright
     source: str = ""     # the file it came from
     language: str = ""   # its file's `language`
+    words: tuple[tuple[Word, ...], ...] = ()  # its plain-word terms
+    at_start: bool = False
+
+
+@dataclass
+class Tokens:
+    """A request as words, and the positions where a sentence's own words start (after lead words)."""
+    text: str
+    words: list[str]
+    starts: set[int]
 
 
 @dataclass
@@ -94,14 +129,68 @@ class Table:
     decision: dict[str, int] = field(default_factory=lambda: {"min_score": 3, "min_margin": 3})
     languages: list[str] = field(default_factory=list)
     _start: str = ""
+    _leads: list[tuple[Word, ...]] | None = None
+    _index: dict[str, dict[str, list[tuple[Signal, tuple[Word, ...]]]]] = field(default_factory=dict)
 
     def start_anchor(self) -> str:
-        """A sentence's start, after any lead words (politeness, addressing)."""
+        """A sentence's start, after any lead words (politeness, addressing), for regex entries."""
         if not self._start:
             lead = "|".join(sorted((_term(x, "lead")[len(r"(?<![\w-])"):] for x in self.lead), key=len, reverse=True))
             start = r"(?:^|(?<=[.!?;]\s))"
             self._start = start + (r"(?:(?:" + lead + r")[\s,!]+)*" if lead else "")
         return self._start
+
+    def tokens(self, text: str) -> Tokens:
+        t = normalise(text)
+        words: list[str] = []
+        starts = {0}
+        for m in _TOKEN.finditer(t):
+            tok = m.group(0)
+            if tok in ".!?;\n":
+                starts.add(len(words))
+            else:
+                words.append(tok)
+        if self._leads is None:
+            self._leads = [w for w in (_words(x) for x in self.lead) if w]
+        leads = self._leads
+        todo = list(starts)
+        while todo:  # a sentence's own words start after any run of lead words
+            i = todo.pop()
+            for lw in leads:
+                if _at(words, i, lw) and i + len(lw) not in starts:
+                    starts.add(i + len(lw))
+                    todo.append(i + len(lw))
+        return Tokens(t, words, starts)
+
+    def _lookup(self, kind: str) -> dict[str, list[tuple[Signal, tuple[Word, ...]]]]:
+        """First word → the terms starting with it: exact words by themselves, prefixes by their first
+        two letters (one-letter prefixes by one)."""
+        index = self._index.get(kind)
+        if index is None:
+            index = {}
+            for sig in (self.signals if kind == "signal" else self.folios).values():
+                for words in sig.words:
+                    w, prefix = words[0]
+                    key = ("*" + w[:2]) if prefix else w
+                    index.setdefault(key, []).append((sig, words))
+            self._index[kind] = index
+        return index
+
+    def hits(self, tokens: Tokens, kind: str = "signal") -> dict[str, str]:
+        """Signal id → the text it matched (its first match), for the signals (or folio signals) that match."""
+        index, found = self._lookup(kind), {}
+        toks = tokens.words
+        for i, tok in enumerate(toks):
+            for key in (tok, "*" + tok[:2], "*" + tok[:1]):
+                for sig, words in index.get(key, ()):
+                    if sig.id not in found and (not sig.at_start or i in tokens.starts) and _at(toks, i, words):
+                        found[sig.id] = " ".join(toks[i:i + len(words)])
+        for sig in (self.signals if kind == "signal" else self.folios).values():
+            if sig.pattern is not None and sig.id not in found:
+                m = sig.pattern.search(tokens.text)
+                if m:
+                    found[sig.id] = m.group(0).strip()
+        return found
 
 
 def _strs(v: Any, where: str) -> list[str]:
@@ -112,7 +201,7 @@ def _strs(v: Any, where: str) -> list[str]:
     return v
 
 
-def _compile(entry: dict, table: Table, where: str, kind: str) -> tuple[str, str, int, re.Pattern[str], bool]:
+def _compile(entry: dict, table: Table, where: str, kind: str) -> Signal:
     sid = entry.get("id")
     if not isinstance(sid, str) or not _ID.match(sid):
         raise RulesError(f"{where}: each {kind} needs an id (letters, digits, . _ -)")
@@ -124,23 +213,34 @@ def _compile(entry: dict, table: Table, where: str, kind: str) -> tuple[str, str
     weight = entry.get("weight", 1)
     if isinstance(weight, bool) or not isinstance(weight, int) or not -100 <= weight <= 100:
         raise RulesError(f"{where}: weight must be a whole number from -100 to 100")
-    alts = [_term(t, where) for t in _strs(entry.get("terms"), f"{where}: terms")]
-    for rx in _strs(entry.get("regex"), f"{where}: regex"):
+    terms = _strs(entry.get("terms"), f"{where}: terms")
+    regexes = _strs(entry.get("regex"), f"{where}: regex")
+    if not terms and not regexes:
+        raise RulesError(f"{where}: needs terms or regex")
+    if len(terms) + len(regexes) > MAX_TERMS:
+        raise RulesError(f"{where}: more than {MAX_TERMS} terms")
+    words, alts = [], []
+    for t in terms:
+        w = _words(t)
+        if w:
+            words.append(w)
+        else:
+            alts.append(_term(t, where))
+    for rx in regexes:
         try:
             re.compile(rx)
         except re.error as e:
             raise RulesError(f"{where}: the regex {rx!r} does not compile ({e})") from None
         alts.append(rx)
-    if not alts:
-        raise RulesError(f"{where}: needs terms or regex")
-    if len(alts) > MAX_TERMS:
-        raise RulesError(f"{where}: more than {MAX_TERMS} terms")
     at = entry.get("at")
     if at not in (None, "start", "anywhere"):
         raise RulesError(f"{where}: at must be start or anywhere")
-    body = "(?:" + "|".join(alts) + ")"
-    pattern = re.compile((table.start_anchor() + body) if at == "start" else body, re.I | re.M)
-    return sid, target, weight, pattern, bool(entry.get("named", False))
+    pattern = None
+    if alts:
+        body = "(?:" + "|".join(alts) + ")"
+        pattern = re.compile((table.start_anchor() + body) if at == "start" else body, re.I | re.M)
+    return Signal(sid, target, weight, pattern, bool(entry.get("named", False)), where.split(" ")[0],
+                  "", tuple(words), at == "start")
 
 
 def _merge(table: Table, data: dict, name: str) -> None:
@@ -160,8 +260,8 @@ def _merge(table: Table, data: dict, name: str) -> None:
         for entry in data.get(kind, []):
             if not isinstance(entry, dict):
                 raise RulesError(f"{name}: each [[{kind}]] is a table")
-            sid, target, weight, pattern, named = _compile(entry, table, name, kind)
-            into[sid] = Signal(sid, target, weight, pattern, named, name, lang)
+            sig = _compile(entry, table, name, kind)
+            into[sig.id] = dataclasses.replace(sig, source=name, language=lang)
     for q in data.get("question", []):
         between = q.get("between") if isinstance(q, dict) else None
         if (not isinstance(between, list) or len(between) != 2 or not set(between) <= set(CATEGORIES)

@@ -20,6 +20,7 @@ from ...service import workflow_handoff as handoff
 from ...service import workflow_instances as instances
 from ...service import workflow_interaction as interaction
 from ...workflows import diagram
+from ...workflows.classify import PLAIN_LABELS
 from ...workflows.library import active_library
 from ...workflows.loader import DiagramError
 from ..models import StepIn
@@ -59,6 +60,8 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         return {"issue": issue, "items": items, "problem": problem, "my_roles": roles,
                 "error": error, "error_for": error_for, "values": values or {},
                 "classifications": [classification.as_dict(c) for c in classification.list_for(s, issue)],
+                "pending_classifications": classification.pending_questions(s, issue),
+                "plain_category": PLAIN_LABELS,
                 "states": states, "beans": bean_svc.list_beans(s, issue),
                 "handoff": handoffs[0].content if handoffs else None}
 

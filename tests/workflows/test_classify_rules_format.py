@@ -38,7 +38,7 @@ terms = ["go"]
 
 def test_the_shipped_files_load_and_their_ids_are_unique():
     ids = []
-    for name, src in shipped_sources():
+    for _, src in shipped_sources():
         data = tomllib.loads(src)
         ids += [s["id"] for s in data.get("signal", []) + data.get("folio", [])]
     assert len(ids) == len(set(ids)) and {n for n, _ in shipped_sources()} >= {"shipped/en.toml", "shipped/ru.toml"}

@@ -104,10 +104,10 @@ def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason
     return c
 
 
-def pending_questions(session: Session, issue: Issue) -> list[dict[str, Any]]:
+def pending_questions(session: Session, issue_id: str) -> list[dict[str, Any]]:
     """The issue's classifications waiting for a judgement, oldest first: what the next task's prompt
-    asks (the sweep) and the issue page shows. A judgement decides the latest one."""
-    rows = session.scalars(select(Classification).where(Classification.issue_id == issue.id,
+    asks (the sweep) and the issue page shows. A judgement names one by id (default: the latest)."""
+    rows = session.scalars(select(Classification).where(Classification.issue_id == issue_id,
                                                         Classification.method == "pending")
                            .order_by(Classification.created_at))
     return [{"id": c.id, "question": c.question or "Which kind of request is this, and why?",

@@ -68,5 +68,5 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         "last_handoff": last.content if last else None,
         "sibling_branches": siblings,
         # classifications the table did not decide: the agent answers them (issue 24 §3, §6)
-        "pending_classifications": pending_questions(session, issue),
+        "pending_classifications": pending_questions(session, task.issue_id),
     }

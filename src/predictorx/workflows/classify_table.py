@@ -239,7 +239,7 @@ def _compile(entry: dict, table: Table, where: str, kind: str) -> Signal:
     if alts:
         body = "(?:" + "|".join(alts) + ")"
         pattern = re.compile((table.start_anchor() + body) if at == "start" else body, re.I | re.M)
-    return Signal(sid, target, weight, pattern, bool(entry.get("named", False)), where.split(" ")[0],
+    return Signal(sid, str(target), weight, pattern, bool(entry.get("named", False)), where.split(" ")[0],
                   "", tuple(words), at == "start")
 
 

@@ -60,7 +60,7 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         return {"issue": issue, "items": items, "problem": problem, "my_roles": roles,
                 "error": error, "error_for": error_for, "values": values or {},
                 "classifications": [classification.as_dict(c) for c in classification.list_for(s, issue)],
-                "pending_classifications": classification.pending_questions(s, issue),
+                "pending_classifications": classification.pending_questions(s, issue.id),
                 "plain_category": PLAIN_LABELS,
                 "states": states, "beans": bean_svc.list_beans(s, issue),
                 "handoff": handoffs[0].content if handoffs else None}

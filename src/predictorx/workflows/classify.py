@@ -148,7 +148,7 @@ def _authoring(text: str, table: Table, result: Result, lang: str) -> Result:
     facts = folio_facts(text, table)
     folio = decide_folio(facts)
     if folio:
-        return Result("content_authoring", result.rule, f"{result.reason}; the folio table decides {folio} "
+        return Result("content_authoring", f"{result.rule}/{folio}", f"{result.reason}; the folio table decides {folio} "
                       f"(folio_type={facts['folio_type']!r})", folio, scores=result.scores)
     return Result("content_authoring", result.rule, f"{result.reason}; the folio table cannot decide paper or "
                   "document (the request names neither, or both): ask which folio the content is for and record "
@@ -183,8 +183,8 @@ def classify(text: str, table: Table | None = None) -> Result:
                       f"{_explain(hits[second], found)}) are too close to decide (margin "
                       f"{table.decision['min_margin']}); a judgement with a reason is needed",
                       question=_question(table, lang, pair), candidates=pair, scores=scores)
-    positive = [h for h in hits[best] if h.weight > 0]
-    rule = "+".join(h.id for h in positive)[:100]
+    positive = sorted((h for h in hits[best] if h.weight > 0), key=lambda h: -h.weight)
+    rule = "+".join(h.id for h in positive)[:90]
     why = f"{best} {top} over {second} {runner} ({_explain(hits[best], found)})"
     result = Result(best, rule, why, scores=scores)
     return _authoring(text, table, result, lang) if best == "content_authoring" else result

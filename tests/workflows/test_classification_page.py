@@ -12,6 +12,8 @@ from starlette.testclient import TestClient
 from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 
+PAGE = {"HX-Request": "true", "Origin": "http://testserver"}  # a browser's form post names its page
+
 
 def _panel(c: TestClient, n: int) -> str:
     r = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
@@ -42,3 +44,29 @@ def test_the_issue_page_asks_the_pending_question_in_plain_words(db):
         seen = _visible(page)
         assert "Classified as a bug report by the classification table; it started bug-triage" in " ".join(seen.split())
         assert "en.bug.misbehaves" not in seen and 'title="en.bug.misbehaves' in page
+
+
+def test_a_person_answers_the_question_on_the_issue_page(db):
+    token = bootstrap(db, "http://testserver")
+    with TestClient(create_app(db, migrate=False), follow_redirects=False) as c:
+        c.cookies.set("px_token", token)
+        h = {"Authorization": f"Bearer {token}"}
+        n = c.post("/api/issues", json={"title": "Edit the API docs page of the platform"}, headers=h).json()["number"]
+        [pending] = c.get(f"/api/issues/{n}/classifications", headers=h).json()
+        page = _panel(c, n)
+        assert 'action="/issues/%d/classifications"' % n in page and f'value="{pending["id"]}"' in page
+        # the two candidates come first in the choice, in plain words
+        choice = page.split('name="category"', 1)[1].split("</select>", 1)[0]
+        options = re.findall(r'<option value="(\w+)"', choice)
+        assert set(options[:2]) == {"feature_request", "content_authoring"} and len(options) == 8
+        refused = c.post(f"/issues/{n}/classifications", headers=PAGE,
+                         data={"classification": pending["id"], "category": "content_authoring", "reason": "docs"})
+        assert refused.status_code == 422 and "needs the folio it is for" in refused.text
+        assert c.get(f"/api/issues/{n}/workflows", headers=h).json() == []  # a refused answer changes nothing
+        ok = c.post(f"/issues/{n}/classifications", headers=PAGE,
+                    data={"classification": pending["id"], "category": "content_authoring", "folio": "document",
+                          "reason": "the docs folio; no platform change"})
+        assert ok.status_code == 200 and "Waiting for a judgement" not in ok.text
+        assert "Classified as writing content by judgement" in " ".join(_visible(ok.text).split())
+        assert [i["process_id"] for i in c.get(f"/api/issues/{n}/workflows", headers=h).json()] == \
+            ["authoring-a-document"]

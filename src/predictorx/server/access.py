@@ -214,6 +214,7 @@ ACCESS: dict[str, Rule] = {
     "GET /issues/{ref}":                                 MEMBER,
     "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
     "POST /issues/{ref}/workflows/{process}/steps":      MEMBER,  # a person takes a step from the panel
+    "POST /issues/{ref}/classifications":                MEMBER,  # a person answers a pending classification
     "POST /issues/{ref}/comments":                       MEMBER,
     "GET /issues/{ref}/comments":                        MEMBER,  # "Show earlier comments" (a page of them)
     "GET /issues/{ref}/comments/{comment_id}/raw":       MEMBER,  # a comment too long to show formatted

@@ -9,12 +9,12 @@ from typing import Optional
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...service import auth
 from ...service import classification as svc
 from ...service import classification_rules as rules_svc
+from ...service.classification_actions import judge_as
 from ..deps import Caller, get_caller, get_state
 from ..state import AppState
-from .workflows import acting_agent, agent_id_for, issue_for, library
+from .workflows import issue_for
 
 router = APIRouter(tags=["classification"])
 
@@ -52,16 +52,8 @@ def list_(ref: str, caller: Caller = Depends(get_caller), state: AppState = Depe
 
 @router.post("/api/issues/{ref}/classifications")
 def judge(ref: str, body: JudgementIn, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
-    lib = library()
-    with state.write() as s:
-        issue = issue_for(s, caller, ref)
-        p = caller.principal
-        by = f"agent task {p.task_id}" if p.kind == "task" else f"user {p.user_id}"
-        agent_id = auth.task_of(s, p).agent_id if p.kind == "task" else (
-            agent_id_for(s, caller, issue, body.agent) if (body.agent or issue.assignee_type == "agent") else None)
-        return svc.as_dict(svc.judge(s, lib, issue, category=body.category, reason=body.reason, by=by,
-                                     agent_id=agent_id, folio=body.folio, by_agent=acting_agent(s, caller),
-                                     classification_id=body.classification))
+    return judge_as(state, caller.principal, caller.workspace_id, ref, category=body.category, reason=body.reason,
+                    folio=body.folio, agent=body.agent, classification=body.classification)
 
 
 @router.get("/api/classification/rules")

@@ -86,9 +86,9 @@ def test_a_workspace_adds_a_language_from_the_command_line(px, tmp_path):
 
 def test_a_broken_file_is_one_sentence(px, tmp_path):
     f = tmp_path / "bad.toml"
-    f.write_text('[[signal]]\nid = "x"\ncategory = "bug_report"\nregex = ["("]\n', encoding="utf-8")
+    f.write_text('[[signal]]\nid = "x"\ncategory = "bug_report"\nweight = 1.5\nterms = ["a"]\n', encoding="utf-8")
     code, _, err = px("classify-rules", "add", str(f))
-    assert code != 0 and "does not compile" in err and "Traceback" not in err
+    assert code != 0 and "weight must be a whole number" in err and "Traceback" not in err
     code, _, err = px("classify-rules", "add", str(tmp_path / "missing.toml"))
     assert code != 0 and "cannot read" in err
 

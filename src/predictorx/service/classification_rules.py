@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from ..store.workflow_schema import ClassificationRules
 from ..workflows.classify import shipped_table
-from ..workflows.classify_table import RulesError, Table, build, shipped_sources
+from ..workflows.classify_table import RulesError, Table, build, parse, shipped_sources
 from .errors import Invalid, NotFound
 
 MAX_SOURCE = 200_000
@@ -26,6 +27,7 @@ MAX_FILES = 20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _CACHE: OrderedDict[tuple, Table] = OrderedDict()
 _CACHE_SIZE = 32
+_LOCK = threading.Lock()
 
 
 def as_dict(r: ClassificationRules, *, source: bool = False) -> dict[str, Any]:
@@ -49,17 +51,19 @@ def table_for(session: Session, workspace_id: str) -> Table:
     if not rows:
         return shipped_table()
     key = tuple((r.name, hashlib.sha256(r.source.encode("utf-8")).hexdigest()) for r in rows)
-    table = _CACHE.get(key)
-    if table is None:
-        try:
-            table = _build([(r.name, r.source) for r in rows])
-        except RulesError:  # stored before a shipped change made it invalid: the shipped table stands
-            table = shipped_table()
+    with _LOCK:
+        table = _CACHE.get(key)
+        if table is not None:
+            _CACHE.move_to_end(key)
+            return table
+    try:
+        table = _build([(r.name, r.source) for r in rows])
+    except RulesError:  # stored before a shipped change made it invalid: the shipped table stands
+        table = shipped_table()
+    with _LOCK:
         _CACHE[key] = table
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
     return table
 
 
@@ -91,6 +95,7 @@ def put_rules(session: Session, workspace_id: str, name: str, source: str, by: s
     if len(others) >= MAX_FILES:
         raise Invalid(f"a workspace has at most {MAX_FILES} rules files; replace or remove one")
     try:
+        _no_regex(parse(source, name), name)
         _build(others + [(name, source)])
     except RulesError as e:
         raise Invalid(f"the rules do not load: {e}") from None
@@ -102,6 +107,16 @@ def put_rules(session: Session, workspace_id: str, name: str, source: str, by: s
         row.source, row.updated_by = source, by
     session.flush()
     return as_dict(row)
+
+
+def _no_regex(data: dict, name: str) -> None:
+    """A workspace's file matches words only: a regular expression of its own could take the server's
+    time on every request (catastrophic backtracking); the shipped files' few are reviewed code."""
+    for kind in ("signal", "folio"):
+        for entry in data.get(kind, []):
+            if isinstance(entry, dict) and "regex" in entry:
+                raise RulesError(f"{name} {kind} {entry.get('id', '?')}: a workspace's rules use terms (words, "
+                                 "phrases, `*` endings), not regex")
 
 
 def remove_rules(session: Session, workspace_id: str, name: str) -> None:

@@ -13,7 +13,7 @@ workspace adds its own with `predictorx classify-rules add FILE`, docs/workflows
     category = "bug_report"              # one of the eight
     weight = 4                           # negative: counts against the category
     terms = ["kaputt", "stürzt ab", "fehler*"]   # words in order; `*` ends a word prefix
-    regex = ['\\bhttp 5\\d\\d\\b']       # optional, Python regular expressions (case-insensitive)
+    regex = ['\\bhttp 5\\d\\d\\b']       # shipped files only (a workspace's are refused): Python regexes
     at = "start"                         # optional: only as a sentence's first words (after `lead`)
     [[folio]]                            # which folio a content-authoring request is for
     id = "de.folio.paper"
@@ -76,7 +76,7 @@ def _term(term: str, where: str) -> str:
         prefix = w.endswith("*") and len(w) > 1
         w = w[:-1] if prefix else w
         parts.append(re.escape(w) + (r"[\w'-]*" if prefix else ""))
-    body = r"[\s,:;-]+".join(parts)
+    body = r"[\s,:;]+".join(parts)  # disjoint from a prefix's `[\w'-]*`: no backtracking between them
     return r"(?<![\w-])" + body + (r"(?![\w])" if not words[-1].endswith("*") else "")
 
 

@@ -120,3 +120,14 @@ def test_an_unsure_issue_starts_nothing_and_its_question_reaches_the_next_tasks_
     again = api.post(f"/api/issues/{n}/classifications",
                      json={"category": "bug_report", "classification": c["id"], "reason": "x"})
     assert again.status_code == 404 and "no classification waiting" in again.json()["detail"]
+
+
+def test_a_workspaces_terms_are_bounded_and_a_long_request_costs_no_more_than_its_start(api):
+    many = '[[signal]]\nid = "x.many"\ncategory = "bug_report"\nterms = [' + \
+        ", ".join(f'"ab{i}*"' for i in range(1999)) + "]\n"
+    for k in range(2):
+        assert _put(api, f"many{k}", many.replace("x.many", f"x.many{k}")).status_code == 200
+    r = _put(api, "many2", many.replace("x.many", "x.many2"))
+    assert r.status_code == 422 and "5997 terms; at most 5000" in r.json()["detail"]
+    late = "Penguins. " * 2000 + "The export crashes"
+    assert api.post("/api/classify", json={"text": late}).json()["method"] == "pending"  # read: the start

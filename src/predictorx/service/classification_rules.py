@@ -24,6 +24,7 @@ from .errors import Invalid, NotFound
 
 MAX_SOURCE = 200_000
 MAX_FILES = 20
+MAX_WORKSPACE_TERMS = 5000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _CACHE: OrderedDict[tuple, Table] = OrderedDict()
 _CACHE_SIZE = 32
@@ -96,6 +97,7 @@ def put_rules(session: Session, workspace_id: str, name: str, source: str, by: s
         raise Invalid(f"a workspace has at most {MAX_FILES} rules files; replace or remove one")
     try:
         _no_regex(parse(source, name), name)
+        _terms_within_bound([parse(src, n) for n, src in others + [(name, source)]])
         _build(others + [(name, source)])
     except RulesError as e:
         raise Invalid(f"the rules do not load: {e}") from None
@@ -117,6 +119,14 @@ def _no_regex(data: dict, name: str) -> None:
             if isinstance(entry, dict) and "regex" in entry:
                 raise RulesError(f"{name} {kind} {entry.get('id', '?')}: a workspace's rules use terms (words, "
                                  "phrases, `*` endings), not regex")
+
+
+def _terms_within_bound(datas: list[dict]) -> None:
+    """Each term costs a look on every request of the workspace: their number is bounded."""
+    n = sum(len(e.get("terms") or []) for d in datas for kind in ("signal", "folio") for e in d.get(kind, [])
+            if isinstance(e, dict) and isinstance(e.get("terms"), list))
+    if n > MAX_WORKSPACE_TERMS:
+        raise RulesError(f"the workspace's rules have {n} terms; at most {MAX_WORKSPACE_TERMS}")
 
 
 def remove_rules(session: Session, workspace_id: str, name: str) -> None:

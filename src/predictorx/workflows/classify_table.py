@@ -46,6 +46,7 @@ CATEGORIES = ("content_authoring", "content_review", "content_ingestion", "featu
 FOLIO_TYPES = ("paper", "document")
 SHIPPED_DIR = Path(__file__).parent / "classify_rules"
 MAX_TERMS = 2000
+MAX_TEXT = 8000  # characters of a request the table reads (title and the start of the body)
 _ID = re.compile(r"^[\w.-]{1,100}$")
 
 
@@ -141,7 +142,7 @@ class Table:
         return self._start
 
     def tokens(self, text: str) -> Tokens:
-        t = normalise(text)
+        t = normalise((text or "")[:MAX_TEXT])  # a request's gist is at its start; the cost stays bounded
         words: list[str] = []
         starts = {0}
         for m in _TOKEN.finditer(t):

@@ -81,3 +81,10 @@ def test_the_seeds_boundary_question_is_asked_in_russian():
     res = classify("Отредактируй страницу API в документации платформы")
     assert res.method == "pending" and set(res.candidates) == {"feature_request", "content_authoring"}
     assert res.question.startswith("Похоже, для этого могут потребоваться изменения платформы")
+
+
+@pytest.mark.parametrize("text", [r["text"] for r in ROWS if r.get("note") == "a conflicting signal: must stay pending"])
+def test_a_strong_signal_of_another_category_keeps_it_pending_whatever_the_margin(text: str):
+    res = classify(text)
+    assert res.method == "pending" and res.workflow is None and "conflicting signal" in res.reason
+    assert sorted(res.scores.values(), reverse=True)[1] >= 5

@@ -177,11 +177,12 @@ def classify(text: str, table: Table | None = None) -> Result:
         near = tuple(c for c in ranked[:2] if scores[c] > 0)
         return Result(None, None, f"no category reaches the table's threshold {table.decision['min_score']} "
                       f"(best: {best} {top})", question=_question(table, lang, near), candidates=near, scores=scores)
-    if top - runner < table.decision["min_margin"]:
+    if top - runner < table.decision["min_margin"] or runner >= table.decision["conflict_score"]:
         pair = (best, second)
         return Result(None, None, f"{best} ({top}: {_explain(hits[best], found)}) and {second} ({runner}: "
                       f"{_explain(hits[second], found)}) are too close to decide (margin "
-                      f"{table.decision['min_margin']}); a judgement with a reason is needed",
+                      f"{table.decision['min_margin']}, or a conflicting signal of "
+                      f"{table.decision['conflict_score']}); a judgement with a reason is needed",
                       question=_question(table, lang, pair), candidates=pair, scores=scores)
     positive = sorted((h for h in hits[best] if h.weight > 0), key=lambda h: -h.weight)
     rule = "+".join(h.id for h in positive)[:90]

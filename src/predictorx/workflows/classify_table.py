@@ -24,8 +24,9 @@ workspace adds its own with `predictorx classify-rules add FILE`, docs/workflows
     between = ["feature_request", "content_authoring"]
     text = "…"
     [decision]                           # optional; the last file that sets a value wins
-    min_score = 3
-    min_margin = 3
+    min_score = 3                        # the best category scores at least this
+    min_margin = 3                       # and leads the runner-up by this
+    conflict_score = 5                   # and no other category scores this (a conflicting signal)
 
 A signal's id given again replaces the earlier signal of that id (a workspace can re-weigh or
 silence a shipped signal: `weight = 0`).
@@ -46,6 +47,7 @@ CATEGORIES = ("content_authoring", "content_review", "content_ingestion", "featu
 FOLIO_TYPES = ("paper", "document")
 SHIPPED_DIR = Path(__file__).parent / "classify_rules"
 MAX_TERMS = 2000
+DECISION_KEYS = ("min_score", "min_margin", "conflict_score")
 MAX_TEXT = 8000  # characters of a request the table reads (title and the start of the body)
 _ID = re.compile(r"^[\w.-]{1,100}$")
 
@@ -127,7 +129,7 @@ class Table:
     questions: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)  # (language, pair)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # language → category → label
     lead: list[str] = field(default_factory=list)
-    decision: dict[str, int] = field(default_factory=lambda: {"min_score": 3, "min_margin": 3})
+    decision: dict[str, int] = field(default_factory=lambda: {"min_score": 3, "min_margin": 3, "conflict_score": 5})
     languages: list[str] = field(default_factory=list)
     _start: str = ""
     _leads: list[tuple[Word, ...]] | None = None
@@ -271,8 +273,8 @@ def _merge(table: Table, data: dict, name: str) -> None:
         table.questions[(lang, frozenset(between))] = q["text"]
     decision = data.get("decision", {})
     for k, v in decision.items():
-        if k not in ("min_score", "min_margin") or isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 100:
-            raise RulesError(f"{name}: [decision] takes min_score and min_margin, whole numbers from 1 to 100")
+        if k not in DECISION_KEYS or isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 100:
+            raise RulesError(f"{name}: [decision] takes {', '.join(DECISION_KEYS)}, whole numbers from 1 to 100")
         table.decision[k] = v
 
 

@@ -1,6 +1,6 @@
 """Run every bench and write one Markdown table: each figure beside its target and its lower bound.
 
-The benches: api, claim, daemon_rss, dispatch, fanout, harness, load, netproxy, overhead, realcli, room,
+The benches: api, claim, classify, daemon_rss, dispatch, fanout, harness, load, netproxy, overhead, realcli, room,
 sandbox, wake, web, worktree (each `bench/<name>.py`, one JSON object on stdout). The lower bound is what the figure
 cannot beat on this machine, measured in the same run where the bench measures one (same-replica
 wake for cross-replica wake, the agent program's own start-up for dispatch, a bare `claude -p` for
@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES: dict[str, list[str]] = {
     "api": [], "claim": [], "cli_start": [], "daemon_rss": [], "dispatch": [], "fanout": [], "harness": [], "load": [],
     "netproxy": [], "overhead": [], "pagestall": [], "realcli": [], "room": [], "sandbox": [], "wake": [], "web": [],
-    "worktree": [], "forge_loop": [],
+    "worktree": [], "forge_loop": [], "classify": [],
 }
 #: bench → arguments for --smoke: small sizes that exercise every part of the bench in seconds
 SMOKE: dict[str, list[str]] = {
@@ -58,6 +58,7 @@ SMOKE: dict[str, list[str]] = {
     "worktree": ["--scale", "0.02"],
     "pagestall": ["--seconds", "3", "--clients", "2"],
     "forge_loop": ["--followups", "2", "--runs", "2"],
+    "classify": ["--rounds", "2"],
 }
 TIMEOUT_S = 3600
 
@@ -185,6 +186,7 @@ def rows(results: dict[str, dict], wanted: set[str] | None = None) -> list[tuple
         _get(forge, "pr_opened_over_bare_push_p50", "ratio"), "×", "≤ 1.5×", lambda v: v <= 1.5,
         _get(forge, "bare_git_push_same_branch", "p50_ms"), " ms bare push")
     _harness_rows(results.get("harness"), add)
+    _classify_rows(results.get("classify"), add)
     _realcli_rows(results.get("realcli"), add)
     _overhead_rows(results.get("overhead"), add)
     _room_rows(results.get("room"), add)
@@ -225,6 +227,11 @@ def _harness_rows(h: dict | None, add: Callable[..., None]) -> None:
         lambda v: v <= 5, _get(h, "classify", "p50_ms"), " ms p50")
     add("harness", "harness: task-start sweep, 200 beans, p99", _get(h, "sweep_200_beans", "p99_ms"), " ms",
         "≤ 1 s", lambda v: v <= 1000, _get(h, "sweep_200_beans", "min_ms"), " ms fastest")
+
+
+def _classify_rows(c: dict | None, add: Callable[..., None]) -> None:
+    add("classify", "classification (data table), 50 requests en+ru, per request p99", _get(c, "shipped", "per_request",
+        "p99_ms"), " ms", "≤ 5 ms", lambda v: v <= 5, _get(c, "shipped", "per_request_cpu", "p99_ms"), " ms CPU p99")
 
 
 def _realcli_rows(r: dict | None, add: Callable[..., None]) -> None:

@@ -19,7 +19,8 @@ def test_a_paper_request_runs_authoring_a_paper_to_completion(api):
     n, p = issue["number"], "authoring-a-paper"
     [c] = api.get(f"/api/issues/{n}/classifications").json()
     assert (c["category"], c["method"], c["rule"], c["workflow"]) == ("content_authoring", "table",
-                                                                    "R8-author/paper", p)
+                                                                    "en.author.verb-first+en.author.verb+"
+                                                                    "en.author.content-noun/paper", p)
     [inst] = agent.get(f"/api/issues/{n}/workflows").json()
     assert inst["process_id"] == p and [e["node"] for e in inst["enabled"]] == ["claim"]
     assert agent.get(f"/api/issues/{n}/workflow-state").json()["active"]["process"] == p

@@ -26,7 +26,7 @@ def test_workflows_panel_shows_instance_diagram_and_history(db):
         assert panel.status_code == 200
         assert "bug-triage" in panel.text and 'data-node="reproduce" data-state="enabled"' in panel.text
         assert "<script>crashes" not in panel.text  # titles are escaped
-        assert "Classified <strong>bug_report</strong>" in panel.text
+        assert "Classified as <strong>a bug report</strong>" in panel.text
         full = c.get(f"/issues/{n}/workflows")
         assert full.status_code == 200 and "← Back" in full.text
         other = c.get("/issues/999/workflows", headers={"HX-Request": "true"})

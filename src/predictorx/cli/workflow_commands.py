@@ -1,4 +1,4 @@
-"""The workflow commands (workflow, bean, check, prov, classify, mcp), registered on the main app in
+"""The workflow commands (workflow, bean, check, prov, classify, classify-rules, mcp), registered on the main app in
 one call (SPEC §10)."""
 
 from __future__ import annotations
@@ -8,16 +8,17 @@ from typing import Optional
 
 import typer
 
-from . import beans, checks, workflows
+from . import beans, checks, classify_rules, workflows
 
 
 def register(app: typer.Typer) -> None:
-    """workflow, bean, check, prov, classify and mcp (SPEC §10)."""
+    """workflow, bean, check, prov, classify, classify-rules and mcp (SPEC §10)."""
     app.add_typer(workflows.app, name="workflow")
     app.add_typer(beans.app, name="bean")
     app.add_typer(checks.check_app, name="check")
     app.add_typer(checks.prov_app, name="prov")
     app.command("classify")(workflows.classify_cmd)
+    app.add_typer(classify_rules.app, name="classify-rules")
     app.command("mcp")(mcp)
 
 

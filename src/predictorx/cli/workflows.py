@@ -180,17 +180,20 @@ def classify_cmd(text: str = typer.Argument(..., help="The request."),
                  reason: Optional[str] = typer.Option(None, "--reason"),
                  folio: Optional[str] = typer.Option(None, "--folio", help="Content authoring: the folio it is for, "
                                                      "paper or document (selects the authoring workflow)."),
+                 classification: Optional[str] = typer.Option(None, "--classification", help="Which pending "
+                                                              "classification (default: the latest)."),
                  output: Output = OutputOpt) -> None:
     """Classify a request with the decision table; with --issue, --category and --reason, record a judgement."""
     if issue:
         if not category or not (reason or "").strip():
             fail("a judgement needs --category and --reason", 2)
-        body = {"category": category, "reason": reason} | ({"folio": folio} if folio else {})
+        body = ({"category": category, "reason": reason} | ({"folio": folio} if folio else {})
+                | ({"classification": classification} if classification else {}))
         r = Client().post(f"/api/issues/{seg(issue)}/classifications", body)
     else:
         r = Client().post("/api/classify", {"text": text})
     record(r, [("category", "category"), ("method", "method"), ("rule", "rule"), ("reason", "reason"),
-               ("workflow", "workflow")], output)
+               ("workflow", "workflow"), ("question", "question")], output)
 
 
 @app.command("handoff")

@@ -104,6 +104,10 @@ ACCESS: dict[str, Rule] = {
     "GET /api/workflows/processes":                      MEMBER_OR_TASK,
     "GET /api/workflows/record":                         MEMBER,
     "POST /api/classify":                                MEMBER_OR_TASK,
+    "GET /api/classification/rules":                     MEMBER,
+    "GET /api/classification/rules/{name}":              MEMBER,
+    "PUT /api/classification/rules/{name}":              ADMIN,    # what auto-starts workflows: admins
+    "DELETE /api/classification/rules/{name}":           ADMIN,
     "GET /api/issues/{ref}/workflows":                   MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflows":                  MEMBER_OR_TASK,
     "GET /api/issues/{ref}/workflows/{process}":         MEMBER_OR_TASK,
@@ -213,6 +217,7 @@ ACCESS: dict[str, Rule] = {
     "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
     "POST /issues/{ref}/workflows/{process}/steps":      MEMBER,  # a person takes a step from the panel
     "POST /issues/{ref}/workflow-state/answer":          MEMBER,  # scenario 3: the person answers from the panel
+    "POST /issues/{ref}/classifications":                MEMBER,  # a person answers a pending classification
     "POST /issues/{ref}/comments":                       MEMBER,
     "GET /issues/{ref}/comments":                        MEMBER,  # "Show earlier comments" (a page of them)
     "GET /issues/{ref}/comments/{comment_id}/raw":       MEMBER,  # a comment too long to show formatted

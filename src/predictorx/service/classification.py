@@ -1,8 +1,12 @@
 """Classifying issues and agent-addressed comments when they arrive, and recording judgements
-where the table does not decide (R-HAR-2). The category selects the workflow, which starts at
-once for the issue (and becomes the active one of the addressed agent's session). Content
-authoring's workflow depends on the folio type (classify.py): where the folio table cannot
-decide, the classification is pending with its category, and the judgement names the folio."""
+where the table does not decide (R-HAR-2, issue 24 §6). The workspace's table (the shipped rules
+plus its own: classification_rules.py) decides only when it is sure; then the category selects
+the workflow, which starts at once for the issue (and becomes the active one of the addressed
+agent's session). Otherwise nothing starts: the classification is pending with its question,
+which the next task's prompt carries (the sweep, `pending_questions`) and the issue page shows,
+and a judgement with a reason — the agent's (MCP `classification_judge`) or a person's — decides
+it. Content authoring's workflow depends on the folio type (classify.py): where the folio table
+cannot decide, the classification is pending with its category, and the judgement names the folio."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from ..store.workflow_schema import Classification, WorkflowInstance
 from ..workflows.classify import CATEGORIES, FOLIO_TYPES, classify, workflow_of
 from ..workflows.library import Library, active_library
 from ..workflows.loader import DiagramError
-from . import issue_hooks
+from . import classification_rules, issue_hooks
 from . import workflow_interaction as interaction
 from .errors import Invalid, NotFound
 from .workflow_dispatch import after_change
@@ -39,8 +43,8 @@ def _workflow(c: Classification) -> str | None:
 def as_dict(c: Classification) -> dict[str, Any]:
     return {"id": c.id, "issue_id": c.issue_id, "comment_id": c.comment_id, "category": c.category,
             "method": c.method, "rule": c.rule, "reason": c.reason, "decided_by": c.decided_by,
-            "workflow": _workflow(c), "instance_id": c.instance_id,
-            "created_at": c.created_at.isoformat()}
+            "workflow": _workflow(c), "instance_id": c.instance_id, "question": c.question,
+            "candidates": list(c.candidates or []), "created_at": c.created_at.isoformat()}
 
 
 def _route(session: Session, lib: Library, issue: Issue, c: Classification, agent_id: str | None,
@@ -58,10 +62,12 @@ def _route(session: Session, lib: Library, issue: Issue, c: Classification, agen
 
 def classify_and_route(session: Session, lib: Library, issue: Issue, text: str, *, comment_id: str | None = None,
                        agent_id: str | None = None) -> Classification:
-    result = classify(text)
+    result = classify(text, classification_rules.table_for(session, issue.workspace_id))
     c = Classification(workspace_id=issue.workspace_id, issue_id=issue.id, comment_id=comment_id,
                        category=result.category, method=result.method,
-                       rule=result.rule, reason=result.reason, decided_by="table" if result.decided else None)
+                       rule=result.rule, reason=result.reason, decided_by="table" if result.decided else None,
+                       question=None if result.decided else result.question,
+                       candidates=None if result.decided else list(result.candidates))
     session.add(c)
     session.flush()
     _route(session, lib, issue, c, agent_id, result.workflow)
@@ -69,10 +75,12 @@ def classify_and_route(session: Session, lib: Library, issue: Issue, text: str, 
 
 
 def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason: str, by: str,
-          agent_id: str | None, folio: str | None = None, by_agent: Agent | None = None) -> Classification:
-    """Decide the latest pending classification of the issue by judgement (reason mandatory); content
-    authoring's judgement also names the folio (paper or document), which selects its workflow.
-    `by_agent`: the agent whose task token passes the judgement (dispatch.after_change)."""
+          agent_id: str | None, folio: str | None = None, by_agent: Agent | None = None,
+          classification_id: str | None = None) -> Classification:
+    """Decide a pending classification of the issue by judgement (reason mandatory): the one named by
+    `classification_id`, else the latest. Content authoring's judgement also names the folio (paper or
+    document), which selects its workflow. `by_agent`: the agent whose task token passes the judgement
+    (dispatch.after_change)."""
     if category not in CATEGORIES:
         raise Invalid(f"category must be one of {', '.join(CATEGORIES)}")
     if not (reason or "").strip():
@@ -83,15 +91,33 @@ def judge(session: Session, lib: Library, issue: Issue, *, category: str, reason
                       "document (authoring-a-document)")
     if category != "content_authoring" and folio is not None:
         raise Invalid("a folio is named only for content authoring")
-    c = session.scalar(select(Classification).where(Classification.issue_id == issue.id,
-                                                    Classification.method == "pending")
-                       .order_by(Classification.created_at.desc()).limit(1))
+    which = select(Classification).where(Classification.issue_id == issue.id, Classification.method == "pending")
+    if classification_id:
+        which = which.where(Classification.id == classification_id)
+    c = session.scalar(which.order_by(Classification.created_at.desc()).limit(1))
     if c is None:
-        raise NotFound(f"issue #{issue.number} has no classification waiting for a judgement")
+        raise NotFound(f"issue #{issue.number} has no classification waiting for a judgement"
+                       + (f" with id {classification_id}" if classification_id else ""))
     c.category, c.method, c.reason, c.decided_by = category, "judgement", reason.strip(), by
     session.flush()
     _route(session, lib, issue, c, agent_id, workflow_of(category, folio), by_agent)
     return c
+
+
+def pending_questions(session: Session, issue_id: str) -> list[dict[str, Any]]:
+    """The issue's classifications waiting for a judgement, oldest first: what the next task's prompt
+    asks (the sweep) and the issue page shows. A judgement names one by id (default: the latest)."""
+    rows = session.scalars(select(Classification).where(Classification.issue_id == issue_id,
+                                                        Classification.method == "pending")
+                           .order_by(Classification.created_at))
+    return [{"id": c.id, "question": c.question or "Which kind of request is this, and why?",
+             "category": c.category, "candidates": list(c.candidates or []), "reason": c.reason, "rule": c.rule,
+             "comment_id": c.comment_id} for c in rows]
+
+
+def classify_text(session: Session, workspace_id: str, text: str) -> dict[str, Any]:
+    """`/api/classify`: the workspace's table on any text, nothing recorded."""
+    return classify(text, classification_rules.table_for(session, workspace_id)).as_dict()
 
 
 def list_for(session: Session, issue: Issue) -> list[Classification]:

@@ -21,6 +21,7 @@ from ..store.workflow_schema import (
 )
 from ..workflows.engine import Run
 from ..workflows.library import Library
+from .classification import pending_questions
 
 MAX_BEANS_SHOWN = 50
 
@@ -85,4 +86,6 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
                         "pending": pending},
         "last_handoff": last.content if last else None,
         "sibling_branches": siblings,
+        # classifications the table did not decide: the agent answers them (issue 24 §3, §6)
+        "pending_classifications": pending_questions(session, task.issue_id),
     }

@@ -157,6 +157,24 @@ class Classification(Base):
     decided_by: Mapped[str | None] = mapped_column(String(200))
     instance_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    # pending: what to ask, in the request's language, and the categories it chooses between (0020)
+    question: Mapped[str | None] = mapped_column(Text)
+    candidates: Mapped[list | None] = mapped_column(JSON)
+
+
+class ClassificationRules(Base):
+    """A workspace's own classification rules (a TOML rule file, workflows/classify_table.py), added
+    to the shipped ones when its requests are classified (0020)."""
+
+    __tablename__ = "classification_rules"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    source: Mapped[str] = mapped_column(Text)
+    updated_by: Mapped[str | None] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (UniqueConstraint("workspace_id", "name", name="uq_classification_rules_name"),)
 
 
 class TaskHandoff(Base):

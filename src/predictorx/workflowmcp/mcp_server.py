@@ -17,7 +17,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 INSTRUCTIONS = """Predictor X harness: your issue's workflows, beans and handoff.
-Start with harness_state (the sweep: enabled steps, beans, suspended stack, last handoff).
+Start with harness_state (the sweep: enabled steps, beans, suspended stack, last handoff, and any
+classification waiting for your judgement: answer it with classification_judge first).
 Take only enabled steps of your role: workflow_complete for a task, workflow_pass_gate for a gate
 (a decision gate takes the facts you assert, never the ones Predictor X computes; a judgement gate
 an outcome and a reason). Each reply says which bean you are on and what is next. Before you stop,
@@ -53,6 +54,34 @@ class _Api:
 
     def issue_path(self, tail: str = "") -> str:
         return f"/api/issues/{quote(self.issue, safe='')}{tail}"
+
+
+def _classification_tools(app: MCPServer, api: _Api) -> None:
+    """The request's classification: try the table; see and answer what it left pending."""
+
+    @app.tool()
+    def classify(text: str) -> dict:
+        """Classify a request with the workspace's decision table (category, rule, workflow it selects;
+        or `pending` with the question to ask). Records nothing."""
+        return api.call("POST", "/api/classify", {"text": text})
+
+    @app.tool()
+    def classification_pending() -> list:
+        """The issue's classifications waiting for a judgement: each with its question, the categories
+        it chooses between and its id (no workflow was started for them)."""
+        rows = api.call("GET", api.issue_path("/classifications"))
+        return [{"id": r["id"], "question": r.get("question"), "candidates": r.get("candidates") or [],
+                 "category": r["category"], "reason": r["reason"]} for r in rows if r["method"] == "pending"]
+
+    @app.tool()
+    def classification_judge(category: str, reason: str, folio: str | None = None,
+                             classification: str | None = None) -> dict:
+        """Answer a pending classification by judgement (reason mandatory; content authoring also names
+        its folio, paper or document); starts the workflow its category selects. `classification`:
+        the id from classification_pending or the session start (default: the latest pending one)."""
+        body = ({"category": category, "reason": reason} | ({"folio": folio} if folio else {})
+                | ({"classification": classification} if classification else {}))
+        return api.call("POST", api.issue_path("/classifications"), body)
 
 
 def build_server() -> MCPServer:
@@ -103,17 +132,7 @@ def build_server() -> MCPServer:
         """Resume the most recently suspended workflow."""
         return api.call("POST", api.issue_path("/workflow-state/resume"), {})
 
-    @app.tool()
-    def classify(text: str) -> dict:
-        """Classify a request with the decision table (category, rule, workflow it selects)."""
-        return api.call("POST", "/api/classify", {"text": text})
-
-    @app.tool()
-    def classification_judge(category: str, reason: str, folio: str | None = None) -> dict:
-        """Decide the issue's pending classification by judgement (reason mandatory; content authoring
-        also names its folio, paper or document); starts its workflow."""
-        body = {"category": category, "reason": reason} | ({"folio": folio} if folio else {})
-        return api.call("POST", api.issue_path("/classifications"), body)
+    _classification_tools(app, api)
 
     @app.tool()
     def bean_list() -> list:

@@ -8,6 +8,20 @@ from __future__ import annotations
 from typing import Any
 
 
+def _pending_classifications(rows: list[dict[str, Any]]) -> list[str]:
+    """A classification the table did not decide: its question, first thing the agent answers."""
+    if not rows:
+        return []
+    out = ["", "### A request waits for your judgement (no workflow was started for it)"]
+    for c in rows:
+        options = ", ".join(c.get("candidates") or []) or "any of the eight categories"
+        out.append(f"- {c['question']} (choose from: {options}; classification `{c['id']}`)")
+    out.append("Answer it before other work: ask the person if you cannot tell, then record the judgement with "
+               "the MCP tool `classification_judge` (category, reason; content authoring also names the folio, "
+               "paper or document; `classification` the id above) — it starts the workflow the category selects.")
+    return out
+
+
 def render(s: dict[str, Any], drift: str | None = None) -> str:
     """The sweep as the Markdown section the agent reads in its prompt."""
     out = ["## Session start (Predictor X harness)", ""]
@@ -52,6 +66,7 @@ def render(s: dict[str, Any], drift: str | None = None) -> str:
     if s["sibling_branches"]:
         out.append("\nAgent branches on this issue: " + ", ".join(
             f"{x['branch']} ({x['agent']}, {x['status']})" for x in s["sibling_branches"]))
+    out += _pending_classifications(s.get("pending_classifications") or [])
     h = s["last_handoff"]
     if h:
         out += ["", "### Handoff from the previous task (start exactly here)",

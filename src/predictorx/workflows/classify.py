@@ -1,33 +1,33 @@
 """Request classification into the seed's eight categories (R-HAR-2).
 
-A decision table first: ordered rules over the request's words, first hit wins, every rule
-named so the record says which one decided. The seed's boundary rule comes before the content
-rules — a request that would change the platform rather than the content is a feature request.
-Where no rule hits, or the platform and content rules both hit with no clear platform verb, the
-table does not decide: the answer is `pending`, and a judgement with its reason (by the agent or
-a person) must be recorded — never a silent guess.
+The table is data (classify_table.py: TOML rule files, English and Russian shipped, a workspace's
+own added through `predictorx classify-rules`): weighted signals per category, matched on the
+request's words. The scores decide only with a margin — the best category reaches `min_score` and
+leads the runner-up by `min_margin` — so a request that carries signals of two categories (the
+seed's boundary: platform change or content?) is never guessed: the classification is `pending`
+with a question, in the request's language, that reaches the agent's next prompt (the sweep) and
+the issue page, and a judgement with its reason (by the agent or a person) decides it.
 
 The category selects the workflow; information requests, tool invocations and work-plan
 management start none (the seed: answered or done directly, then reported). Content authoring
 has two workflows, one per folio type (seed 003: authoring-a-paper, authoring-a-document): the
-facts read from the request (the folio type it names) go through the DMN table
-`processes/decisions/authoring-folio.dmn` — the same table the harness diagram's `folio`
-gateway computes. Where it answers `ask` (no folio type, or both), the category is decided but
-the workflow is not: the classification stays `pending` until a judgement names the folio.
+facts read from the request (the folio type it names, from the table's [[folio]] signals) go
+through the DMN table `processes/decisions/authoring-folio.dmn`. Where it answers `ask` (no folio
+type, or both), the category is decided but the workflow is not: the classification stays
+`pending` until a judgement names the folio.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .classify_table import CATEGORIES, FOLIO_TYPES, Signal, Table, build, shipped_sources
 from .dmn import load_dmn
 
-CATEGORIES = ("content_authoring", "content_review", "content_ingestion", "feature_request",
-              "information_request", "tool_invocation", "work_plan_management", "bug_report")
+__all__ = ["CATEGORIES", "FOLIO_TYPES", "PLAIN_LABELS", "Result", "classify", "shipped_table", "workflow_of"]
 WORKFLOW_OF = {
     "feature_request": "feature-request",
     "bug_report": "bug-triage",
@@ -38,7 +38,6 @@ WORKFLOW_OF = {
     "tool_invocation": None,
     "work_plan_management": None,
 }
-FOLIO_TYPES = ("paper", "document")
 AUTHORING_OF = {"paper": "authoring-a-paper", "document": "authoring-a-document"}
 FOLIO_TABLE = Path(__file__).parent / "processes" / "decisions" / "authoring-folio.dmn"
 
@@ -50,42 +49,15 @@ def workflow_of(category: str | None, folio: str | None = None) -> str | None:
     return WORKFLOW_OF.get(category) if category else None
 
 
-def _any(*words: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w-])(?:" + "|".join(words) + r")(?![\w-])", re.I)
-
-
-BUG = _any(r"bug", r"broken", r"crash(?:es|ed)?", r"fails?", r"failing", r"regression", r"traceback", r"exception",
-           r"error(?:s)?", r"doesn't work", r"does not work", r"no longer works?", r"wrong(?:ly)?", r"500")
-PLATFORM = _any(r"feature", r"support for", r"new (?:command|endpoint|option|flag|page|screen|setting|api|integration)",
-                r"ability to", r"should be able to", r"allow (?:users|us|me|people) to", r"let (?:users|us|me) ",
-                r"add (?:a |an )?(?:command|endpoint|option|flag|button|page|api|integration|setting|mode)",
-                r"the platform", r"integrate with", r"implement", r"cli", r"api", r"ui")
-PLATFORM_VERB = _any(r"add", r"implement", r"build", r"support", r"integrate", r"allow", r"enable", r"introduce")
-INGEST = _any(r"import", r"ingest", r"upload(?:ed|s)?", r"attached", r"attachment",
-              r"[\w-]+\.(?:pdf|docx?|xlsx?|csv|pptx?)", r"uploads/")
-TOOL = _any(r"run", r"execute", r"invoke", r"regenerate", r"rebuild", r"re-run", r"rerun", r"trigger")
-PLAN = _any(r"beans?", r"work ?plan", r"backlog", r"todo list", r"to-do list", r"work items?")
-AUTHOR = _any(r"write", r"draft", r"edit", r"rewrite", r"expand", r"document", r"chapter", r"section", r"paper",
-              r"docs?", r"readme", r"article", r"prose", r"paragraph")
-REVIEW = _any(r"review", r"proofread", r"validate", r"feedback", r"critique", r"check (?:the|my|this)")
-QUESTION = re.compile(r"^\s*(?:what|why|how|where|when|which|who|is|are|can|could|does|do|should)\b|\?\s*$", re.I)
-# The folio type a request names: explicitly ("the paper folio", "folio: document") or by what it
-# is about (a paper's mathematics and citations; a document's guides, manuals, reports).
-FOLIO_NAMED = re.compile(r"\b(paper|document)\s+folio\b|\bfolio(?:\s+type)?\s*[:=]?\s*(paper|document)\b", re.I)
-PAPER = _any(r"papers?", r"article", r"preprint", r"theorems?", r"lemmas?", r"proofs?", r"equations?", r"math(?:s|ematics)?",
-             r"abstract", r"latex", r"bibliography")
-DOCUMENT = _any(r"documents?", r"report", r"guide", r"manual", r"handbook", r"readme", r"docs", r"documentation",
-                r"runbook")
-TOOL_AT_START = re.compile(r"^\s*(?:please\s+)?(?:run|execute|invoke|regenerate|rebuild|rerun|re-run|trigger)\b"
-                           r"|`[^`]+`", re.I)
-
-
 @dataclass(frozen=True)
 class Result:
     category: str | None     # None: the table did not decide; a judgement is needed
     rule: str | None
     reason: str
     folio: str | None = None  # content authoring: the folio type the folio table decided
+    question: str | None = None  # pending: what to ask, in the request's language
+    candidates: tuple[str, ...] = ()  # pending: the categories the question chooses between
+    scores: dict[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def decided(self) -> bool:
@@ -102,15 +74,24 @@ class Result:
 
     def as_dict(self) -> dict:
         return {"category": self.category, "rule": self.rule, "reason": self.reason, "workflow": self.workflow,
-                "method": self.method, "folio": self.folio}
+                "method": self.method, "folio": self.folio, "question": self.question,
+                "candidates": list(self.candidates), "scores": {k: v for k, v in self.scores.items() if v}}
 
 
-def folio_facts(text: str) -> dict[str, Any]:
-    """What the request says about its folio: `folio_type` paper, document, or None (not said, or both)."""
-    named = {(m.group(1) or m.group(2)).lower() for m in FOLIO_NAMED.finditer(text)}
-    if not named:
-        named = {f for f, words in (("paper", PAPER), ("document", DOCUMENT)) if words.search(text)}
-    return {"folio_type": named.pop() if len(named) == 1 else None}
+
+
+PLAIN_LABELS = {"content_authoring": "writing content", "content_review": "reviewing content",
+                   "content_ingestion": "importing a source", "feature_request": "a platform change",
+                   "information_request": "a question to answer", "tool_invocation": "running a tool",
+                   "work_plan_management": "the work plan (beans)", "bug_report": "a bug report"}
+FOLIO_QUESTION = {"en": "Which folio is this content for: the paper folio or the document folio?",
+                  "ru": "Для какого фолио этот контент: фолио статьи (paper) или фолио документа (document)?"}
+
+
+@lru_cache(maxsize=1)
+def shipped_table() -> Table:
+    """The shipped rules (classify_rules/*.toml), compiled once per process."""
+    return build(shipped_sources())
 
 
 @lru_cache(maxsize=1)
@@ -124,46 +105,87 @@ def decide_folio(facts: dict[str, Any]) -> str | None:
     return route if route in FOLIO_TYPES else None
 
 
-def _authoring(t: str, rule: str, why: str) -> Result:
-    facts = folio_facts(t)
+def folio_facts(text: str, table: Table | None = None) -> dict[str, Any]:
+    """What the request says about its folio: `folio_type` paper, document, or None (not said, or both).
+    A folio named outright ("the document folio") beats the topic words (a theorem, a user guide)."""
+    table = table or shipped_table()
+    found = table.hits(table.tokens(text), "folio")
+    hits = [table.folios[k] for k in found if table.folios[k].weight > 0]
+    named = {f.target for f in hits if f.named} or {f.target for f in hits}
+    return {"folio_type": named.pop() if len(named) == 1 else None}
+
+
+def _language(hits: list[Signal], table: Table) -> str:
+    weight: dict[str, int] = {}
+    for h in hits:
+        weight[h.language] = weight.get(h.language, 0) + abs(h.weight)
+    return max(weight, key=lambda k: weight[k]) if weight else (table.languages or ["en"])[0]
+
+
+def _label(table: Table, lang: str, category: str) -> str:
+    return (table.labels.get(lang, {}).get(category) or table.labels.get("en", {}).get(category)
+            or PLAIN_LABELS[category])
+
+
+def _question(table: Table, lang: str, pair: tuple[str, ...]) -> str:
+    if len(pair) == 2:
+        for key in ((lang, frozenset(pair)), ("en", frozenset(pair))):
+            if key in table.questions:
+                return table.questions[key]
+    labels = [_label(table, lang, c) for c in pair]
+    if lang == "ru":
+        return ("Что это за запрос: " + " или ".join(labels) + "?") if labels else \
+            "К какой категории относится этот запрос, и почему?"
+    return ("Which is this request: " + ", or ".join(labels) + "?") if labels else \
+        "Which kind of request is this, and why?"
+
+
+def _explain(hits: list[Signal], found: dict[str, str]) -> str:
+    return ", ".join(f"{found[h.id]!r} {h.weight:+d}" for h in hits)
+
+
+def _authoring(text: str, table: Table, result: Result, lang: str) -> Result:
+    facts = folio_facts(text, table)
     folio = decide_folio(facts)
     if folio:
-        return Result("content_authoring", f"{rule}/{folio}",
-                      f"{why}; the folio table decides {folio} (folio_type={facts['folio_type']!r})", folio)
-    return Result("content_authoring", rule, f"{why}; the folio table cannot decide paper or document "
-                  "(the request names neither, or both): ask which folio the content is for and record it as a "
-                  "judgement")
+        return Result("content_authoring", f"{result.rule}/{folio}", f"{result.reason}; the folio table decides {folio} "
+                      f"(folio_type={facts['folio_type']!r})", folio, scores=result.scores)
+    return Result("content_authoring", result.rule, f"{result.reason}; the folio table cannot decide paper or "
+                  "document (the request names neither, or both): ask which folio the content is for and record "
+                  "it as a judgement", None, FOLIO_QUESTION.get(lang, FOLIO_QUESTION["en"]),
+                  ("content_authoring",), result.scores)
 
 
-def classify(text: str) -> Result:
-    t = " ".join((text or "").split())
-    if not t:
-        return Result(None, None, "the request is empty")
-    bug, platform, author = BUG.search(t), PLATFORM.search(t), AUTHOR.search(t)
-    if bug and not (platform and PLATFORM_VERB.search(t) and not re.search(r"\b(fix|bug|broken|crash)", t, re.I)):
-        return Result("bug_report", "R1-bug", f"reports misbehaviour ({bug.group(0)!r})")
-    if PLAN.search(t) and not platform:
-        return Result("work_plan_management", "R2-plan", f"is about the work plan ({PLAN.search(t).group(0)!r})")
-    if TOOL_AT_START.search(t) and not platform:
-        return Result("tool_invocation", "R3-tool", "asks to run a tool")
-    if platform and PLATFORM_VERB.search(t):
-        return Result("feature_request", "R4-platform",
-                      f"would change the platform, not the content ({platform.group(0)!r}) — the seed's rule")
-    if platform and author:
-        return Result(None, None, f"mentions the platform ({platform.group(0)!r}) and content ({author.group(0)!r}) "
-                                  "without saying which changes; ask: platform change, or within the content model?")
-    if INGEST.search(t):
-        return Result("content_ingestion", "R5-ingest", f"brings a source to import ({INGEST.search(t).group(0)!r})")
-    if QUESTION.search(t) and not author:
-        return Result("information_request", "R6-question", "asks a question")
-    if REVIEW.search(t):
-        return Result("content_review", "R7-review", f"asks for review ({REVIEW.search(t).group(0)!r})")
-    if author:
-        return _authoring(t, "R8-author", f"asks for content ({author.group(0)!r})")
-    if platform:
-        return Result("feature_request", "R9-platform-noun", f"names a platform part ({platform.group(0)!r})")
-    if TOOL.search(t):
-        return Result("tool_invocation", "R10-tool-word", f"asks to {TOOL.search(t).group(0)!r} something")
-    if QUESTION.search(t):
-        return Result("information_request", "R11-question", "asks a question")
-    return Result(None, None, "no rule of the classification table matches; a judgement with a reason is needed")
+def classify(text: str, table: Table | None = None) -> Result:
+    """The table's decision with its margin, or `pending` with the question to ask."""
+    table = table or shipped_table()
+    tokens = table.tokens(text)
+    if not tokens.text:
+        return Result(None, None, "the request is empty", question=_question(table, "en", ()))
+    scores = dict.fromkeys(CATEGORIES, 0)
+    hits: dict[str, list[Signal]] = {c: [] for c in CATEGORIES}
+    found = table.hits(tokens)
+    for sid in found:
+        sig = table.signals[sid]
+        scores[sig.target] += sig.weight
+        hits[sig.target].append(sig)
+    lang = _language([h for hs in hits.values() for h in hs], table)
+    ranked = sorted(CATEGORIES, key=lambda c: -scores[c])
+    best, second = ranked[0], ranked[1]
+    top, runner = scores[best], max(scores[second], 0)
+    if top < table.decision["min_score"]:
+        near = tuple(c for c in ranked[:2] if scores[c] > 0)
+        return Result(None, None, f"no category reaches the table's threshold {table.decision['min_score']} "
+                      f"(best: {best} {top})", question=_question(table, lang, near), candidates=near, scores=scores)
+    if top - runner < table.decision["min_margin"] or runner >= table.decision["conflict_score"]:
+        pair = (best, second)
+        return Result(None, None, f"{best} ({top}: {_explain(hits[best], found)}) and {second} ({runner}: "
+                      f"{_explain(hits[second], found)}) are too close to decide (margin "
+                      f"{table.decision['min_margin']}, or a conflicting signal of "
+                      f"{table.decision['conflict_score']}); a judgement with a reason is needed",
+                      question=_question(table, lang, pair), candidates=pair, scores=scores)
+    positive = sorted((h for h in hits[best] if h.weight > 0), key=lambda h: -h.weight)
+    rule = "+".join(h.id for h in positive)[:90]
+    why = f"{best} {top} over {second} {runner} ({_explain(hits[best], found)})"
+    result = Result(best, rule, why, scores=scores)
+    return _authoring(text, table, result, lang) if best == "content_authoring" else result

@@ -14,12 +14,14 @@ from pydantic import ValidationError
 
 from ...service import beans as bean_svc
 from ...service import classification
+from ...service.classification_actions import judge_as
 from ...service import issues as issue_svc
 from ...service import workflow_actions as actions
 from ...service import workflow_handoff as handoff
 from ...service import workflow_instances as instances
 from ...service import workflow_interaction as interaction
 from ...workflows import diagram
+from ...workflows.classify import CATEGORIES, PLAIN_LABELS
 from ...workflows.library import active_library
 from ...workflows.loader import DiagramError
 from ..models import StepIn
@@ -59,6 +61,8 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         return {"issue": issue, "items": items, "problem": problem, "my_roles": roles,
                 "error": error, "error_for": error_for, "values": values or {},
                 "classifications": [classification.as_dict(c) for c in classification.list_for(s, issue)],
+                "pending_classifications": classification.pending_questions(s, issue.id),
+                "plain_category": PLAIN_LABELS, "categories": CATEGORIES,
                 "states": states, "beans": bean_svc.list_beans(s, issue),
                 "handoff": handoffs[0].content if handoffs else None}
 
@@ -137,6 +141,22 @@ async def answer_switch(request: Request, ref: str, form: Form = Depends(read_fo
     except FORM_ERRORS as e:
         context = await in_page_thread(workflows_context, request, who, ref, error=message_of(e),
                                        values=form.values())
+        return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await in_page_thread(workflows_context, request, who, ref)
+    return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
+
+
+@router.post("/issues/{ref}/classifications")
+async def judge_classification(request: Request, ref: str, form: Form = Depends(read_form),
+                               who: Viewer = Depends(viewer)) -> Response:
+    """A person answers a pending classification from the panel: the API's own use case."""
+    try:
+        await in_page_thread(judge_as, request.app.state.px, who.caller.principal, who.caller.workspace_id, ref,
+                             category=form.get("category"), reason=form.get("reason"), folio=form.optional("folio"),
+                             classification=form.optional("classification"))
+    except FORM_ERRORS as e:
+        context = await in_page_thread(workflows_context, request, who, ref, error=message_of(e),
+                                       error_for="classification", values=form.values())
         return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
     context = await in_page_thread(workflows_context, request, who, ref)
     return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)

@@ -169,5 +169,15 @@ def redeem_login_code(session: Session, raw: str) -> str:
     return mint(session, "user", name="web session", user_id=tok.user_id, ttl=WEB_SESSION_TTL)
 
 
+def end_web_session(session: Session, raw: str) -> str | None:
+    """Sign-out: revoke the browser's web-session token (only one minted for a browser, never a
+    person's own token set as a cookie by hand). Its id, or None when it was no web session."""
+    tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)))
+    if tok is None or tok.kind != "user" or not (tok.name or "").startswith("web session") or tok.revoked:
+        return None
+    tok.revoked = True
+    return tok.id
+
+
 def expiry(seconds: float) -> datetime:
     return utcnow() + timedelta(seconds=seconds)

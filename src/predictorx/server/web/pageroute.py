@@ -36,7 +36,9 @@ def error_page(request: Request, status: int, message: str) -> Response:
 def login_page(request: Request, message: str | None = None, status: int = 401) -> Response:
     if is_htmx(request):
         return Response(status_code=status, headers={"HX-Redirect": "/login"})
-    return html("login.html", {"message": message, "viewer": None}, status)
+    from .sso import sign_in_buttons  # (sso's routes are PageRoutes: it imports this module)
+
+    return html("login.html", {"message": message, "viewer": None, "providers": sign_in_buttons(request)}, status)
 
 
 def confirm_page(request: Request, code: str, *, from_elsewhere: bool) -> Response:

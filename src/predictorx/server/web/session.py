@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from ...service import auth
+from ...service import auth, oidc_signin
 from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, confirm_page, login_page
@@ -71,7 +71,11 @@ def _sign_in(request: Request, code: str) -> Response:
             token = auth.redeem_login_code(s, code)
     except auth.Unauthorized as e:
         return login_page(request, e.message)
-    response = RedirectResponse("/", status_code=303)
+    return set_session_cookie(request, RedirectResponse("/", status_code=303), token)
+
+
+def set_session_cookie(request: Request, response: Response, token: str) -> Response:
+    """The web-session token in its cookie (also after an OpenID sign-in, web/sso.py)."""
     response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
     return response
@@ -110,8 +114,16 @@ def login_with_form(request: Request, form: Form = Depends(read_form)) -> Respon
 
 
 @router.post("/logout")
-def logout() -> Response:
-    response = RedirectResponse("/login", status_code=303)
+def logout(request: Request) -> Response:
+    """The web session's token is revoked (not only its cookie dropped); a session an OpenID
+    provider signed in goes on to that provider's end-session endpoint, which comes back to /login."""
+    from ..publicurl import public_base
+
+    raw = request.cookies.get(COOKIE)
+    with request.app.state.px.write() as s:
+        ended = auth.end_web_session(s, raw) if raw else None
+        end_url = oidc_signin.end_session_url(s, ended, public_base(request) + "/login") if ended else None
+    response = RedirectResponse(end_url or "/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     response.delete_cookie(WORKSPACE_COOKIE, path="/", httponly=True, samesite="strict")
     return response

@@ -14,6 +14,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 
 import Provider from 'oidc-provider';
+import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
+
+// One store for every provider instance (a rotation makes a new one): clients, sessions, grants.
+class SharedMemoryAdapter extends MemoryAdapter {}
 
 const port = Number(process.env.OIDC_PORT);
 const issuer = `http://127.0.0.1:${port}`;
@@ -31,6 +35,7 @@ function readUsers() {
 
 function configuration(keys) {
   return {
+    adapter: SharedMemoryAdapter,
     jwks: { keys },
     cookies: { keys: ['predictorx-test-provider-cookie-key'] },
     clients: [],

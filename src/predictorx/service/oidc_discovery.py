@@ -35,7 +35,8 @@ class _Entry:
     document: dict[str, Any]
     fetched: float
     keys: KeySet | None = None
-    keys_fetched: float = 0.0
+    #: When an unknown key id last made the keys be fetched again (at most once a second).
+    refetched: float = float("-inf")
 
 
 _cache: dict[str, _Entry] = {}
@@ -91,17 +92,20 @@ def signing_keys(issuer: str, kid: str | None) -> KeySet:
     document = metadata(issuer)
     with _lock:
         entry = _cache[issuer]
-        keys, fetched = entry.keys, entry.keys_fetched
+        keys, refetched = entry.keys, entry.refetched
     if keys is not None and (kid is None or _has(keys, kid)):
         return keys
-    if keys is not None and time.monotonic() - fetched < JWKS_REFETCH_MIN_INTERVAL:
-        return keys
+    if keys is not None:
+        if time.monotonic() - refetched < JWKS_REFETCH_MIN_INTERVAL:
+            return keys  # (the token is then refused: its key is not among these)
+        with _lock:
+            entry.refetched = time.monotonic()
     try:
         fresh = KeySet.import_key_set(get_json(document["jwks_uri"], "signing keys (JWKS)"))  # type: ignore[arg-type]
     except (ValueError, TypeError, KeyError) as e:
         raise ProviderUnavailable(f"the provider's signing keys cannot be read ({type(e).__name__})") from None
     with _lock:
-        entry.keys, entry.keys_fetched = fresh, time.monotonic()
+        entry.keys = fresh
     return fresh
 
 

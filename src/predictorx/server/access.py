@@ -189,7 +189,7 @@ ACCESS: dict[str, Rule] = {
     "POST /logout":                                      PUBLIC,
     # OpenID Connect sign-in (issue 28 §1, web/sso.py): the flow's own state, nonce and browser
     # cookie protect it; no token exists yet
-    "POST /auth/oidc/{name}":                            PUBLIC,
+    "GET /auth/oidc/{name}":                             PUBLIC,
     "GET /auth/oidc/{name}/cli":                         PUBLIC,
     "GET /auth/oidc/callback":                           PUBLIC,
     "GET /favicon.ico":                                  PUBLIC,

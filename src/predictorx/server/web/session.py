@@ -22,6 +22,7 @@ from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, confirm_page, login_page
 from .pagework import in_page_thread
+from .render import html
 
 COOKIE = "px_token"
 # The cookie dies with the token it carries (minted for WEB_SESSION_TTL when the code is spent).
@@ -123,7 +124,11 @@ def logout(request: Request) -> Response:
     with request.app.state.px.write() as s:
         ended = auth.end_web_session(s, raw) if raw else None
         end_url = oidc_signin.end_session_url(s, ended, public_base(request) + "/login") if ended else None
-    response = RedirectResponse(end_url or "/login", status_code=303)
+    if end_url:  # a page, not a redirect: the CSP's form-action 'self' stops a form's redirect elsewhere
+        response: Response = html("login.html", {"viewer": None, "signed_out_at": end_url}, 200,
+                                  {"Refresh": f"0; url={end_url}"})
+    else:
+        response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     response.delete_cookie(WORKSPACE_COOKIE, path="/", httponly=True, samesite="strict")
     return response

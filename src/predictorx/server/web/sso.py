@@ -1,6 +1,7 @@
 """Sign-in through an OpenID provider, in the browser (issue 28 §1; service/oidc_signin.py).
 
-`POST /auth/oidc/{name}` (the sign-in page's "Sign in with …" button) starts the authorization
+`GET /auth/oidc/{name}` (the sign-in page's "Sign in with …" link: a link, as the page's CSP
+`form-action 'self'` would stop a form's redirect to the provider) starts the authorization
 code flow and sends the browser to the provider; `GET /auth/oidc/{name}/cli?redirect=…` does the
 same for `predictorx login --sso` (the CLI's loopback address gets a single-use code at the end);
 the provider sends the browser back to `GET /auth/oidc/callback`. The browser's half of the sign-in
@@ -59,17 +60,7 @@ def _start(request: Request, name: str, cli_redirect: str | None) -> Response:
     return response
 
 
-@router.post("/auth/oidc/{name}")
-async def start(request: Request, name: str) -> Response:
-    return await in_page_thread(lambda: _start(request, name, None))
-
-
-@router.get("/auth/oidc/{name}/cli")
-async def start_for_cli(request: Request, name: str,
-                        redirect: str = Query(..., max_length=200)) -> Response:
-    return await in_page_thread(lambda: _start(request, name, redirect))
-
-
+# (the callback first: `/auth/oidc/{name}` would take "callback" for a provider's name)
 @router.get(CALLBACK)
 async def callback(request: Request, state: str | None = Query(default=None, max_length=200),
                    code: str | None = Query(default=None, max_length=2000),
@@ -97,6 +88,17 @@ async def callback(request: Request, state: str | None = Query(default=None, max
 
         return _ended(set_session_cookie(request, RedirectResponse("/", status_code=303), done.token))
     return await in_page_thread(finish)
+
+
+@router.get("/auth/oidc/{name}")
+async def start(request: Request, name: str) -> Response:
+    return await in_page_thread(lambda: _start(request, name, None))
+
+
+@router.get("/auth/oidc/{name}/cli")
+async def start_for_cli(request: Request, name: str,
+                        redirect: str = Query(..., max_length=200)) -> Response:
+    return await in_page_thread(lambda: _start(request, name, redirect))
 
 
 def _sentence(message: str) -> str:

@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _add_in_process_commands() -> None:
-    """`server start`, `server nginx-config` and `up` (their server imports wait for their call)."""
+    """`server start`, `server nginx-config`, `server rotate-key`, `server oidc …` and `up` (their server
+    imports wait for their call)."""
     from typing import Optional
 
     import typer
@@ -67,6 +68,10 @@ def _add_in_process_commands() -> None:
             typer.echo(render(upstream, listen=listen, prefix=prefix), nl=False)
         except ValueError as e:
             fail(str(e))
+
+    from .oidc_admin import oidc_app
+
+    server_app.add_typer(oidc_app, name="oidc")
 
     @server_app.command("rotate-key")
     def server_rotate_key() -> None:

@@ -10,12 +10,12 @@ signing in at the provider through plain HTTP: its development login form, any p
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urljoin
@@ -66,29 +66,63 @@ class OidcStandin:
         assert r.status_code == 200, r.text
         return r.json()["kids"]
 
-    def follow(self, url: str, login: str, *, stop_at: str, client: httpx2.Client | None = None) -> str:
-        """A browser at the provider: follow `url`, sign in as `login` on the development form,
-        follow on; the first redirect to a URL starting with `stop_at` is answered (not followed)."""
+    def follow(self, url: str, login: str, *, stop_at: str | None = None, client: httpx2.Client | None = None) -> str:
+        """A browser: follow `url` through redirects, filling the provider's forms (its development
+        login form as `login`, any password; the device flow's code confirmation) and submitting
+        them. Stops at the first redirect to a URL starting with `stop_at` (answered, not followed)
+        or, without `stop_at`, at the first page with no form; the URL it stopped at."""
         own = client or httpx2.Client(timeout=30, follow_redirects=False)
         try:
-            for _ in range(20):
-                if url.startswith(stop_at):
+            method, data = "GET", None
+            for _ in range(30):
+                if stop_at and url.startswith(stop_at):
                     return url
-                r = own.get(url)
+                r = own.request(method, url, data=data)
+                method, data = "GET", None
                 if r.status_code in (302, 303):
                     url = urljoin(url, r.headers["location"])
                     continue
-                form = re.search(r'<form[^>]*action="([^"]+)"', r.text)
-                assert r.status_code == 200 and form, f"the provider showed no form at {url}: {r.status_code} {r.text[:500]}"
-                fields = {"prompt": "login", "login": login, "password": "any"} if 'name="login"' in r.text \
-                    else {"prompt": "consent"}
-                r = own.post(urljoin(url, form.group(1)), data=fields)
-                assert r.status_code in (302, 303), f"the provider refused the form: {r.status_code} {r.text[:500]}"
-                url = urljoin(url, r.headers["location"])
-            raise AssertionError("the provider's sign-in never came back")
+                assert r.status_code == 200, f"{url} answered {r.status_code}: {r.text[:500]}"
+                form = _Form.of(r.text)
+                if form.action is None:
+                    assert stop_at is None, f"the flow stopped at {url} before {stop_at}: {r.text[:500]}"
+                    return url
+                fields = {**form.fields, **{k: v for k, v in (("login", login), ("password", "any"))
+                                            if k in form.fields}}
+                fields.pop("abort", None)
+                method, data, url = "POST", fields, urljoin(url, form.action)
+            raise AssertionError("the sign-in never came back")
         finally:
             if client is None:
                 own.close()
+
+
+class _Form(HTMLParser):
+    """The first form of a page: its action and its inputs' names and values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.form_id: str | None = None
+        self.fields: dict[str, str] = {}
+        self._in = False
+
+    @classmethod
+    def of(cls, page: str) -> "_Form":
+        parser = cls()
+        parser.feed(page)
+        return parser
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "form" and self.action is None:
+            self.action, self.form_id, self._in = a.get("action") or "", a.get("id"), True
+        elif tag == "input" and a.get("name") and (self._in or (self.form_id and a.get("form") == self.form_id)):
+            self.fields[a["name"]] = a.get("value") or ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._in = False
 
 
 def start_provider(tmp: Path) -> OidcStandin:

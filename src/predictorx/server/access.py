@@ -192,6 +192,10 @@ ACCESS: dict[str, Rule] = {
     "GET /auth/oidc/{name}":                             PUBLIC,
     "GET /auth/oidc/{name}/cli":                         PUBLIC,
     "GET /auth/oidc/callback":                           PUBLIC,
+    "GET /api/sso/providers":                            PUBLIC,
+    "POST /api/sso/device":                              PUBLIC,   # the handle it answers is the CLI's alone
+    "POST /api/sso/device/poll":                         PUBLIC,
+    "POST /api/sso/redeem":                              PUBLIC,   # a single-use code, spent once
     "GET /favicon.ico":                                  PUBLIC,
     "GET /":                                             MEMBER,
     "POST /workspace":                                   PERSON,   # the switcher: only to a workspace of yours

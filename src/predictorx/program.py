@@ -20,12 +20,21 @@ def main(argv: list[str] | None = None) -> None:
     from .cli.main import main as cli_main
 
     _add_in_process_commands()
+    _add_oidc_commands()
     cli_main(args)
 
 
+def _add_oidc_commands() -> None:
+    """`server oidc …` (oidc_admin.py: the server's OpenID providers, in its database)."""
+    from .cli.main import server_app
+    from .oidc_admin import oidc_app
+
+    if not any(g.name == "oidc" for g in server_app.registered_groups):
+        server_app.add_typer(oidc_app, name="oidc")
+
+
 def _add_in_process_commands() -> None:
-    """`server start`, `server nginx-config`, `server rotate-key`, `server oidc …` and `up` (their server
-    imports wait for their call)."""
+    """`server start`, `server nginx-config` and `up` (their server imports wait for their call)."""
     from typing import Optional
 
     import typer
@@ -68,10 +77,6 @@ def _add_in_process_commands() -> None:
             typer.echo(render(upstream, listen=listen, prefix=prefix), nl=False)
         except ValueError as e:
             fail(str(e))
-
-    from .oidc_admin import oidc_app
-
-    server_app.add_typer(oidc_app, name="oidc")
 
     @server_app.command("rotate-key")
     def server_rotate_key() -> None:

@@ -6,7 +6,6 @@ provider's session too."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,8 +27,9 @@ CALLBACK = f"{BASE}/auth/oidc/callback"
 
 
 @pytest.fixture
-def oidc_db(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'oidc.db'}")
+def oidc_db(database_url: str) -> Iterator[Database]:
+    """SQLite, and PostgreSQL where PREDICTORX_TEST_POSTGRES_URL is set (tests/conftest.py)."""
+    db = Database(database_url)
     db.migrate()
     yield db
     db.dispose()

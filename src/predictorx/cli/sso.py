@@ -67,7 +67,7 @@ class _Catch(BaseHTTPRequestHandler):
     code: str | None = None
     done = threading.Event()
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         parts = urlsplit(self.path)
         codes = parse_qs(parts.query).get("code")
         if parts.path != "/callback" or not codes:
@@ -86,7 +86,10 @@ class _Catch(BaseHTTPRequestHandler):
 
 
 def by_loopback(client: Client, provider: dict[str, Any], open_browser: bool) -> str:
-    catch = type("Catch", (_Catch,), {"code": None, "done": threading.Event()})
+    class catch(_Catch):  # (its own code and event: one sign-in)
+        code = None
+        done = threading.Event()
+
     server = HTTPServer(("127.0.0.1", 0), catch)
     thread = threading.Thread(target=server.serve_forever, name="sso-loopback", daemon=True)
     thread.start()

@@ -70,7 +70,7 @@ def _post(url: str, client_id: str, secret: str | None, form: dict[str, str]) ->
     try:
         with oidc_discovery.http_client() as client:
             response = client.post(url, data=form if secret else {**form, "client_id": client_id},
-                                   auth=httpx2.BasicAuth(client_id, secret) if secret else None)
+                                   auth=(client_id, secret) if secret else httpx2.USE_CLIENT_DEFAULT)
         data = response.json()
     except (httpx2.HTTPError, ValueError) as e:
         raise oidc_discovery.ProviderUnavailable(f"the provider's device endpoint did not answer "

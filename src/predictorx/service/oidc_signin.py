@@ -117,11 +117,11 @@ def token_request(issuer: str, client_id: str, client_secret: str | None, form: 
     """POST to the provider's token endpoint (client_secret_basic); its JSON answer, or a sentence."""
     import httpx2
 
-    auth_ = httpx2.BasicAuth(client_id, client_secret) if client_secret else None
     body = form if client_secret else {**form, "client_id": client_id}
     try:
         with oidc_discovery.http_client() as client:
-            response = client.post(oidc_discovery.metadata(issuer)["token_endpoint"], data=body, auth=auth_)
+            response = client.post(oidc_discovery.metadata(issuer)["token_endpoint"], data=body,
+                                   auth=(client_id, client_secret) if client_secret else httpx2.USE_CLIENT_DEFAULT)
     except httpx2.HTTPError as e:
         raise oidc_discovery.ProviderUnavailable(f"the OpenID provider's token endpoint did not answer "
                                                  f"({type(e).__name__})") from None

@@ -21,6 +21,7 @@ from starlette.types import Scope
 from ...errors import ClientError
 from ...service.auth import Unauthorized
 from .render import html, is_htmx
+from .ssobuttons import sign_in_buttons
 
 TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 409: "Conflict",
           413: "Too large", 422: "Cannot do that"}
@@ -36,8 +37,6 @@ def error_page(request: Request, status: int, message: str) -> Response:
 def login_page(request: Request, message: str | None = None, status: int = 401) -> Response:
     if is_htmx(request):
         return Response(status_code=status, headers={"HX-Redirect": "/login"})
-    from .sso import sign_in_buttons  # (sso's routes are PageRoutes: it imports this module)
-
     return html("login.html", {"message": message, "viewer": None, "providers": sign_in_buttons(request)}, status)
 
 

@@ -13,12 +13,10 @@ session too where this one came from it (RP-initiated logout).
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from ...service import oidc_providers, oidc_signin
+from ...service import oidc_signin
 from ..publicurl import public_base
 from .pageroute import PageRoute, login_page
 from .pagework import in_page_thread
@@ -34,21 +32,6 @@ CALLBACK = "/auth/oidc/callback"
 def redirect_uri(request: Request) -> str:
     """The one redirect URI to register at every provider: <public URL>/auth/oidc/callback."""
     return public_base(request) + CALLBACK
-
-
-_buttons: tuple[float, list[tuple[str, str]]] = (0.0, [])
-
-
-def sign_in_buttons(request: Request) -> list[tuple[str, str]]:
-    """(name, display name) of the providers, for the sign-in page (read at most every 2 s)."""
-    global _buttons
-    at, known = _buttons
-    if time.monotonic() - at < 2.0:
-        return known
-    with request.app.state.px.read() as s:
-        known = oidc_providers.buttons(s)
-    _buttons = (time.monotonic(), known)
-    return known
 
 
 def _start(request: Request, name: str, cli_redirect: str | None) -> Response:

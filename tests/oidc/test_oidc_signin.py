@@ -190,3 +190,22 @@ def test_an_unknown_provider_and_a_missing_code_are_sentences(oidc_db, provider)
         assert r.status_code == 400 and "no code or state" in r.text
         r = web.get("/auth/oidc/callback?error=access_denied&error_description=End-User+aborted")
         assert r.status_code == 401 and "access_denied" in r.text
+
+
+def test_expired_sign_ins_are_forgotten(oidc_db, provider):
+    from datetime import timedelta
+
+    from predictorx.store.oidc_schema import OidcLogin
+    from predictorx.store.schema import utcnow
+
+    with browser(oidc_db) as web:
+        stale = web.get("/auth/oidc/corp")
+        with oidc_db.write() as s:
+            for row in s.scalars(select(OidcLogin)):
+                row.expires_at = utcnow() - timedelta(seconds=1)
+        back = provider.follow(stale.headers["location"], "alice", stop_at=CALLBACK)
+        web.get("/auth/oidc/corp")  # a new sign-in clears the expired ones …
+        late = web.get(back.removeprefix(BASE))
+        assert late.status_code == 401 and "not one this server started" in late.text  # … so that one is unknown
+    with oidc_db.read() as s:
+        assert len(list(s.scalars(select(OidcLogin)))) == 1

@@ -53,6 +53,7 @@ def start(tx: Transactions, provider_name: str) -> dict[str, Any]:
     ttl = min(timedelta(seconds=int(answer.get("expires_in") or 600)), MAX_TTL)
     interval = max(1, min(int(answer.get("interval") or 5), 60))
     with tx.write() as s:
+        oidc_signin.forget_old(s)
         row = OidcLogin(provider_id=pid, state_hash=_hash(handle), purpose="device", interval=interval,
                         expires_at=utcnow() + ttl)
         s.add(row)

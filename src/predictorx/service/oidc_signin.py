@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from authlib.common.security import generate_token
 from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
 from authlib.oauth2.rfc7636 import create_s256_code_challenge
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from ..store.oidc_schema import OidcLogin, OidcProvider, OidcSession
@@ -68,6 +68,7 @@ def begin(session: Session, provider_name: str, *, redirect_uri: str, cli_redire
     """A new sign-in: the URL to send the browser to at the provider."""
     provider = oidc_providers.named(session, provider_name)
     document = oidc_discovery.metadata(provider.issuer)
+    forget_old(session)
     state, nonce, verifier, browser = (generate_token(43), generate_token(32), generate_token(64),
                                        secrets.token_urlsafe(32))
     row = OidcLogin(provider_id=provider.id, state_hash=_hash(state), browser_hash=_hash(browser),
@@ -80,6 +81,12 @@ def begin(session: Session, provider_name: str, *, redirect_uri: str, cli_redire
                             redirect_uri=redirect_uri, scope=provider.scopes, state=state, nonce=nonce,
                             code_challenge=create_s256_code_challenge(verifier), code_challenge_method="S256")
     return Started(url, browser)
+
+
+def forget_old(session: Session) -> int:
+    """Sign-ins under way that expired (an anonymous caller can start many): gone, so the table
+    holds at most what ten minutes of starts made."""
+    return session.execute(delete(OidcLogin).where(OidcLogin.expires_at < utcnow())).rowcount or 0
 
 
 @dataclass(frozen=True)

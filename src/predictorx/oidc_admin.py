@@ -67,11 +67,16 @@ def add(name: str = typer.Argument(..., help="Short name: lower-case letters, di
         public_client: bool = typer.Option(False, "--public-client", help="A client without a secret (PKCE only).")) -> None:
     """Add a provider. Register <this server's public URL>/auth/oidc/callback as its redirect URI
     and <public URL>/login as its post-logout redirect URI."""
-    from .service import oidc_providers
+    from .service import oidc_discovery, oidc_providers
 
     secret = _secret(secret_stdin, secret_env, public_client)
-    _in_db(lambda s: oidc_providers.add(s, name=name, issuer=issuer.strip(), client_id=client_id, client_secret=secret,
-                                        display_name=display_name, scopes=scopes))
+
+    def work(s: Any) -> None:
+        row = oidc_providers.add(s, name=name, issuer=issuer.strip(), client_id=client_id, client_secret=secret,
+                                 display_name=display_name, scopes=scopes)
+        oidc_discovery.metadata(row.issuer, refresh=True)  # unreachable or another issuer: nothing is added
+
+    _in_db(work)
     typer.echo(f"Added OpenID provider {name}: the sign-in page offers it now. Map its groups to roles with "
                f"`predictorx server oidc map {name} --value GROUP --workspace SLUG --role member`.")
 

@@ -91,6 +91,10 @@ def test_operator_adds_lists_maps_and_removes_a_provider(oidc_provider, server, 
     assert bad.returncode != 0 and "no workspace 'nowhere'" in bad.stderr and "Traceback" not in bad.stderr
     twice = px("server", "oidc", "add", "corp", "--issuer", oidc_provider.issuer, "--client-id", "x", "--public-client")
     assert twice.returncode != 0 and "already" in twice.stderr
+    nowhere = px("server", "oidc", "add", "other", "--issuer", f"http://127.0.0.1:{_free_port()}", "--client-id", "x",
+                 "--public-client")
+    assert nowhere.returncode != 0 and "did not answer" in nowhere.stderr and "Traceback" not in nowhere.stderr
+    assert "other" not in px("server", "oidc", "list").stdout  # nothing added
     assert px("server", "oidc", "remove", "corp").returncode == 0
     assert "no OpenID providers" in px("server", "oidc", "list").stdout
     assert httpx2.get(f"{server}/api/sso/providers").json() == []

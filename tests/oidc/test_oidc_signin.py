@@ -209,3 +209,16 @@ def test_expired_sign_ins_are_forgotten(oidc_db, provider):
         assert late.status_code == 401 and "not one this server started" in late.text  # … so that one is unknown
     with oidc_db.read() as s:
         assert len(list(s.scalars(select(OidcLogin)))) == 1
+
+
+def test_a_provider_that_does_not_answer_is_a_sentence(oidc_db, owner_token):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    with oidc_db.write() as s:
+        oidc_providers.add(s, name="down", issuer=f"http://127.0.0.1:{closed}", client_id="x", client_secret=None)
+    with browser(oidc_db) as web:
+        r = web.get("/auth/oidc/down")
+        assert r.status_code == 502 and "did not answer" in r.text and "Traceback" not in r.text

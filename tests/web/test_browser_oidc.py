@@ -15,7 +15,7 @@ from predictorx.service import oidc_providers
 pytestmark = pytest.mark.browser
 
 
-def test_sign_in_with_the_provider_in_the_browser(browser, live, web_db, oidc_provider):  # noqa: F811
+def test_sign_in_with_the_provider_in_the_browser(browser, live, web_db, oidc_provider, axe):  # noqa: F811
     client = oidc_provider.register(live.url)
     with web_db.write() as s:
         oidc_providers.add(s, name="corp", display_name="Corp SSO", issuer=oidc_provider.issuer,
@@ -26,6 +26,7 @@ def test_sign_in_with_the_provider_in_the_browser(browser, live, web_db, oidc_pr
     page = context.new_page()
     try:
         page.goto("/login")
+        assert axe(page) == []
         page.get_by_role("link", name="Sign in with Corp SSO").click()
         page.wait_for_url(re.compile(re.escape(oidc_provider.issuer) + r"/interaction/"))
         page.locator("input[name=login]").fill("alice")

@@ -103,3 +103,4 @@ def test_rotated_keys_are_fetched_again(oidc_provider, ours):
     head = json.loads(base64.urlsafe_b64decode(after.split(".")[0] + "=="))
     assert head["kid"] == kids[0] and head["kid"] != json.loads(base64.urlsafe_b64decode(before.split(".")[0] + "=="))["kid"]
     assert check(oidc_provider, ours, after, "n-6")["sub"] == "alice"
+

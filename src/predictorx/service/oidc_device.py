@@ -110,6 +110,8 @@ def poll(tx: Transactions, handle: str) -> dict[str, Any]:
         detail = {"access_denied": "you declined it at the provider", "expired_token": "it expired"}.get(
             str(error), str(error or "no ID token"))
         raise oidc_signin.SignInRefused(f"the provider did not sign you in: {detail}")
-    claims = validate_id_token(answer["id_token"], issuer=issuer, client_id=client_id, nonce=None)
+    access = answer.get("access_token")
+    claims = validate_id_token(answer["id_token"], issuer=issuer, client_id=client_id, nonce=None,
+                               access_token=access if isinstance(access, str) else None)
     done = oidc_signin.complete(tx, pid, claims, purpose="device")
     return {"status": "done", "token": done.token}

@@ -163,8 +163,13 @@ def finish(tx: Transactions, *, state: str, code: str, browser_secret: str | Non
     if "id_token" not in answer:
         raise SignInRefused(f"the provider refused the sign-in: {_provider_error(answer)}")
     claims = validate_id_token(answer["id_token"], issuer=pending.issuer, client_id=pending.client_id,
-                               nonce=pending.nonce, now=now() if now else None)
+                               nonce=pending.nonce, now=now() if now else None,
+                               access_token=_text(answer.get("access_token")))
     return complete(tx, pending.provider_id, claims, purpose=pending.purpose, redirect=pending.redirect)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _provider_error(answer: dict[str, Any]) -> str:

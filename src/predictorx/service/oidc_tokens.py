@@ -49,9 +49,10 @@ def _header(raw: str) -> dict[str, Any]:
 
 
 def validate_id_token(raw: str, *, issuer: str, client_id: str, nonce: str | None,
-                      now: float | None = None) -> dict[str, Any]:
+                      now: float | None = None, access_token: str | None = None) -> dict[str, Any]:
     """The ID token's claims once its signature and claims hold; IdTokenRefused otherwise.
-    `nonce` None only for the device grant, which sends none (RFC 8628)."""
+    `nonce` None only for the device grant, which sends none (RFC 8628). With the access token
+    issued beside it, an `at_hash` the token carries must match it."""
     if not isinstance(raw, str) or not raw or len(raw) > MAX_TOKEN_CHARS or raw.count(".") != 2:
         raise IdTokenRefused("the provider's answer holds no signed ID token")
     header = _header(raw)
@@ -69,7 +70,7 @@ def validate_id_token(raw: str, *, issuer: str, client_id: str, nonce: str | Non
                "aud": {"essential": True, "value": client_id},
                "sub": {"essential": True}}
     claims = CodeIDToken(token.claims, token.header, options=options,  # type: ignore[arg-type]
-                         params={"nonce": nonce, "client_id": client_id})
+                         params={"nonce": nonce, "client_id": client_id, "access_token": access_token})
     try:
         claims.validate(now=int(now if now is not None else time.time()), leeway=LEEWAY)
     except ExpiredTokenError:
@@ -88,6 +89,7 @@ def _claim_sentence(error: JoseError) -> str:
     what = {"iss": "was issued by another provider than the one configured",
             "aud": "was issued to another client (wrong audience)",
             "azp": "was issued to another client (wrong authorized party)",
+            "at_hash": "does not belong with the access token issued beside it",
             "nonce": "belongs to another sign-in (its nonce is not this sign-in's)",
             "exp": "has expired",
             "iat": "has no valid issue time",

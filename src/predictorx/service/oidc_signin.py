@@ -83,10 +83,10 @@ def begin(session: Session, provider_name: str, *, redirect_uri: str, cli_redire
     return Started(url, browser)
 
 
-def forget_old(session: Session) -> int:
+def forget_old(session: Session) -> None:
     """Sign-ins under way that expired (an anonymous caller can start many): gone, so the table
     holds at most what ten minutes of starts made."""
-    return session.execute(delete(OidcLogin).where(OidcLogin.expires_at < utcnow())).rowcount or 0
+    session.execute(delete(OidcLogin).where(OidcLogin.expires_at < utcnow()))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,17 @@ def main(argv: list[str] | None = None) -> None:
     from .cli.main import main as cli_main
 
     _add_in_process_commands()
+    _add_oidc_commands()
     cli_main(args)
+
+
+def _add_oidc_commands() -> None:
+    """`server oidc …` (oidc_admin.py: the server's OpenID providers, in its database)."""
+    from .cli.main import server_app
+    from .oidc_admin import oidc_app
+
+    if not any(g.name == "oidc" for g in server_app.registered_groups):
+        server_app.add_typer(oidc_app, name="oidc")
 
 
 def _add_in_process_commands() -> None:

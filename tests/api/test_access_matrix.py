@@ -129,7 +129,7 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
             if template.startswith("/api/workspaces"):
                 return ids["ws"]
             return ids["agent"] if template.startswith("/api/agents") else ids["issue"]
-        if name in ("bean", "process", "op", "name"):
+        if name in ("bean", "process", "op", "name"):  # (name: an OpenID provider, web/sso.py)
             return {"op": "note"}.get(name, "no-such-" + name)
         return {"project_id": ids["project"], "project": ids["project"], "resource_id": ids["resource"], "agent_id": ids["agent"],
                 "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"], "seq": "0",

@@ -36,9 +36,25 @@ def version() -> None:
 
 
 @app.command()
-def login(server_url: str = typer.Option(..., "--server-url"), token: str = typer.Option(..., "--token"),
+def login(server_url: Optional[str] = typer.Option(None, "--server-url", help="Defaults to the one configured."),
+          token: Optional[str] = typer.Option(None, "--token"),
+          sso: bool = typer.Option(False, "--sso", help="Sign in through the server's OpenID provider instead of a "
+                                   "token (the device grant where it offers one, else your browser)."),
+          provider: Optional[str] = typer.Option(None, "--provider", help="With --sso: the provider's name."),
+          browser: bool = typer.Option(True, "--browser/--no-browser", help="With --sso: open the browser."),
+          loopback: bool = typer.Option(False, "--loopback", help="With --sso: through this machine's browser and "
+                                        "its loopback address even where the provider offers the device grant."),
           workspace: Optional[str] = typer.Option(None, "--workspace", help="Workspace id or slug.")) -> None:
     """Remember a (remote) server and your token in the state dir (0600)."""
+    server_url = server_url or config.client_config().server_url
+    if not server_url:
+        fail("name the server with --server-url URL")
+    if sso == bool(token):
+        fail("give either --token TOKEN or --sso")
+    if sso:
+        from .sso import sign_in
+
+        token = sign_in(server_url, provider, open_browser=browser, loopback=loopback)
     me = Client(server_url=server_url, token=token, workspace=workspace).get("/api/me")
     if me["kind"] != "user":
         fail("that token is not a user token; ask for a personal token")

@@ -193,6 +193,15 @@ ACCESS: dict[str, Rule] = {
     "GET /login":                                        PUBLIC,
     "POST /login":                                       PUBLIC,
     "POST /logout":                                      PUBLIC,
+    # OpenID Connect sign-in (issue 28 §1, web/sso.py): the flow's own state, nonce and browser
+    # cookie protect it; no token exists yet
+    "GET /auth/oidc/{name}":                             PUBLIC,
+    "GET /auth/oidc/{name}/cli":                         PUBLIC,
+    "GET /auth/oidc/callback":                           PUBLIC,
+    "GET /api/sso/providers":                            PUBLIC,
+    "POST /api/sso/device":                              PUBLIC,   # the handle it answers is the CLI's alone
+    "POST /api/sso/device/poll":                         PUBLIC,
+    "POST /api/sso/redeem":                              PUBLIC,   # a single-use code, spent once
     "GET /favicon.ico":                                  PUBLIC,
     "GET /":                                             MEMBER,
     "POST /workspace":                                   PERSON,   # the switcher: only to a workspace of yours

@@ -160,13 +160,24 @@ def mint_login_code(session: Session, user_id: str) -> str:
     return mint(session, "login", name="web login link", user_id=user_id, ttl=LOGIN_CODE_TTL)
 
 
-def redeem_login_code(session: Session, raw: str) -> str:
-    """Spend a login code (once); answer a fresh web-session token for the browser's cookie."""
+def redeem_login_code(session: Session, raw: str, name: str = "web session") -> str:
+    """Spend a login code (once); answer a fresh web-session token for the browser's cookie (or,
+    named "CLI sign-in", for `predictorx login --sso`)."""
     tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)).with_for_update())
     if tok is None or tok.kind != "login" or tok.revoked or tok.expires_at < utcnow():
         raise Unauthorized("this sign-in link was already used or has expired; run `predictorx web` for a new one")
     tok.revoked = True
-    return mint(session, "user", name="web session", user_id=tok.user_id, ttl=WEB_SESSION_TTL)
+    return mint(session, "user", name=name, user_id=tok.user_id, ttl=WEB_SESSION_TTL)
+
+
+def end_web_session(session: Session, raw: str) -> str | None:
+    """Sign-out: revoke the browser's web-session token (only one minted for a browser, never a
+    person's own token set as a cookie by hand). Its id, or None when it was no web session."""
+    tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)))
+    if tok is None or tok.kind != "user" or not (tok.name or "").startswith("web session") or tok.revoked:
+        return None
+    tok.revoked = True
+    return tok.id
 
 
 def expiry(seconds: float) -> datetime:

@@ -102,6 +102,13 @@ def remove_member(session: Session, workspace_id: str, actor_id: str | None, use
     actor_role = _require_admin(session, workspace_id, actor_id)
     member = _find_member(session, workspace_id, user_id)
     _guard_owner_change(session, workspace_id, actor_role, member, None)
+    drop_membership(session, member)
+
+
+def drop_membership(session: Session, member: Member) -> None:
+    """The membership gone with everything that acts for it (remove_member; a group mapping that
+    no longer matches, service/oidc_roles.py): the checks of who may are the caller's."""
+    workspace_id, user_id = member.workspace_id, member.user_id
     session.delete(member)
     session.flush()
     from .daemons import disconnect_owner  # daemons imports tasks, which imports this package

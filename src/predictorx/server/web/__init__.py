@@ -8,13 +8,13 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from . import agents, folders, forges, issues, projects, pullrequests, resources, rooms, roster, session, tasks
-from . import workflows
+from . import sso, workflows
 from .assets import Static
 from .pageroute import PageFallback
 from .render import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
-for _module in (session, projects, resources, folders, workflows, issues, tasks, pullrequests, agents, rooms, roster,
+for _module in (session, sso, projects, resources, folders, workflows, issues, tasks, pullrequests, agents, rooms, roster,
                 forges):
     router.include_router(_module.router)
 

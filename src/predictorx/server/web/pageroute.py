@@ -21,6 +21,7 @@ from starlette.types import Scope
 from ...errors import ClientError
 from ...service.auth import Unauthorized
 from .render import html, is_htmx
+from .ssobuttons import sign_in_buttons
 
 TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not found", 409: "Conflict",
           413: "Too large", 422: "Cannot do that"}
@@ -36,7 +37,7 @@ def error_page(request: Request, status: int, message: str) -> Response:
 def login_page(request: Request, message: str | None = None, status: int = 401) -> Response:
     if is_htmx(request):
         return Response(status_code=status, headers={"HX-Redirect": "/login"})
-    return html("login.html", {"message": message, "viewer": None}, status)
+    return html("login.html", {"message": message, "viewer": None, "providers": sign_in_buttons(request)}, status)
 
 
 def confirm_page(request: Request, code: str, *, from_elsewhere: bool) -> Response:

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
-from ...service import auth
+from ...service import auth, oidc_signin
 from ..deps import WORKSPACE_COOKIE, Caller, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, confirm_page, login_page
 from .pagework import in_page_thread
+from .render import html
 
 COOKIE = "px_token"
 # The cookie dies with the token it carries (minted for WEB_SESSION_TTL when the code is spent).
@@ -71,7 +72,11 @@ def _sign_in(request: Request, code: str) -> Response:
             token = auth.redeem_login_code(s, code)
     except auth.Unauthorized as e:
         return login_page(request, e.message)
-    response = RedirectResponse("/", status_code=303)
+    return set_session_cookie(request, RedirectResponse("/", status_code=303), token)
+
+
+def set_session_cookie(request: Request, response: Response, token: str) -> Response:
+    """The web-session token in its cookie (also after an OpenID sign-in, web/sso.py)."""
     response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
     return response
@@ -110,8 +115,20 @@ def login_with_form(request: Request, form: Form = Depends(read_form)) -> Respon
 
 
 @router.post("/logout")
-def logout() -> Response:
-    response = RedirectResponse("/login", status_code=303)
+def logout(request: Request) -> Response:
+    """The web session's token is revoked (not only its cookie dropped); a session an OpenID
+    provider signed in goes on to that provider's end-session endpoint, which comes back to /login."""
+    from ..publicurl import public_base
+
+    raw = request.cookies.get(COOKIE)
+    with request.app.state.px.write() as s:
+        ended = auth.end_web_session(s, raw) if raw else None
+        end_url = oidc_signin.end_session_url(s, ended, public_base(request) + "/login") if ended else None
+    if end_url:  # a page, not a redirect: the CSP's form-action 'self' stops a form's redirect elsewhere
+        response: Response = html("login.html", {"viewer": None, "signed_out_at": end_url}, 200,
+                                  {"Refresh": f"0; url={end_url}"})
+    else:
+        response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     response.delete_cookie(WORKSPACE_COOKIE, path="/", httponly=True, samesite="strict")
     return response

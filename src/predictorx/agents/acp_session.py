@@ -196,7 +196,8 @@ async def run_conversation(spec: RunSpec, argv: list[str], env: dict[str, str], 
     stop = asyncio.Event()
     request = ProcessRequest(argv=argv, cwd=spec.cwd, env=env, stdin_data=None, stdin_session=link.hold_stdin,
                              stream_log=spec.logs_dir / "acp.stream.jsonl",
-                             stderr_log=spec.logs_dir / "acp.stderr.log", timeout_s=spec.timeout_s)
+                             stderr_log=spec.logs_dir / "acp.stderr.log", timeout_s=spec.timeout_s,
+                             secrets=spec.secrets)
     process = asyncio.create_task(run_process(request, link.on_line, stop))
     session = Session(spec, state, talk, link, outbox, policy, session_model)
     conversation = asyncio.create_task(session.converse())

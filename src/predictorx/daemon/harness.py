@@ -204,6 +204,6 @@ async def task_end(run: "TaskRun", cwd: Path, result: str | None) -> None:
         facts = await asyncio.to_thread(_git_facts, run, cwd)
         if result:
             facts["result"] = result[:20_000]
-        await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", facts, retries=2)
+        await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", run.masker.any(facts), retries=2)
     except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
         log.warning("task %s: handoff not stored (%s)", run.id, e)

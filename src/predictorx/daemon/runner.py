@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import agents, unconfined
+from .. import agents, secretmask, unconfined
 from ..agents import RunSpec
 from . import permissionwait
 from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
@@ -79,6 +79,12 @@ class TaskRun:
         self.token = claim["token"]
         # The agent's earlier CLI session on this issue, kept on this machine: continued (R-EX-10).
         self.resume_session_id: str | None = claim.get("resume_session_id")
+        #: The agent's variables and secrets (issue 28 §2), for its environment only; the secrets
+        #: are masked in all this run uploads and logs, and forgotten when it ends (`_forget_env`).
+        delivered = claim.pop("env", None) or []
+        self._agent_env: dict[str, str] = {v["name"]: v["value"] for v in delivered}
+        self.masker = secretmask.Masker([v["value"] for v in delivered if v.get("secret")])
+        secretmask.hold(self.id, self.masker)
         #: A follow-up of a pull request continues its branch (issue 22 §5): {branch, remote_url, …}.
         self.continue_branch: dict[str, Any] | None = claim.get("continue_branch") or None
         self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
@@ -123,7 +129,7 @@ class TaskRun:
         api = self.daemon.api
         outcome: dict[str, Any] = {"status": "failed", "failure_reason": "the daemon stopped unexpectedly"}
         env = None
-        self._uploader = MessageUploader(api, self.id)
+        self._uploader = MessageUploader(api, self.id, mask=self.masker.any if self.masker else None)
         self._uploader.start()
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
@@ -177,6 +183,7 @@ class TaskRun:
                 except OSError:
                     pass
         if self.stopping and not started:
+            self._forget_env()
             await self.daemon.release(self.id)  # back to the queue, for this or another daemon
             return
         if self.stopping and outcome["status"] != "completed":
@@ -189,7 +196,14 @@ class TaskRun:
             fields["review"] = self.review
             if not self.review.get("branch"):
                 fields["branch_name"] = ""  # deleted: the task changed nothing
+        fields = self.masker.any(fields)
+        self._forget_env()
         await self.daemon.report_finish(self.id, fields)
+
+    def _forget_env(self) -> None:
+        """The run is over: its variables leave the daemon (the log filter lets go of them too)."""
+        self._agent_env.clear()
+        secretmask.drop(self.id)
 
     def _checked_folder(self, placement: Placement) -> Path:
         try:
@@ -433,7 +447,8 @@ class TaskRun:
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
-            env={**base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
+            env={**self._agent_env, **base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
+            secrets=self.masker.secrets,
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan,

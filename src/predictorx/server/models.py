@@ -274,3 +274,21 @@ class PermissionAnswerIn(Strict):
     option_id: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
     #: The question answered; default: the one the task is waiting on.
     request_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+
+
+#: A variable's value (issue 28 §2): never echoed back, not even in a 422 (server/app.py).
+EnvValue = Annotated[str, Field(max_length=65536), AfterValidator(_no_nul)]
+
+
+class EnvVarIn(Strict):
+    value: EnvValue
+    #: A secret is write-only and masked in what the daemon uploads; a plain variable is shown.
+    secret: bool = True
+
+
+class WorkspaceSecretIn(Strict):
+    value: EnvValue
+
+
+class EnvGrantIn(Strict):
+    name: Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_nul)]

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from .. import allowhosts
 from ..agents import acp_profiles
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
+from . import audit
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
 PROVIDERS = ("claude", "codex", "gemini", "opencode", "command", "acp")
@@ -142,10 +143,13 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
                  provider: str | None = None, model: str | None | object = _UNSET, instructions: str | None = None,
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
                  runtime: str | None | object = _UNSET, sandbox: bool | None = None, network: str | None = None,
-                 allow_hosts: list[str] | None = None, permissions: str | None = None) -> Agent:
+                 allow_hosts: list[str] | None = None, permissions: str | None = None,
+                 address: str | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with.
-    Only the agent's owner — the person whose machines run it — may (R-SEC-6)."""
+    Only the agent's owner — the person whose machines run it — may (R-SEC-6). A change of its
+    confinement (sandbox, network, allowed hosts, permissions) is audited."""
     _require_owner(agent, actor_id)
+    confinement = _confinement(agent)
     new_name = name if name is not None else agent.name
     new_provider = provider if provider is not None else agent.provider
     new_command = agent.command if command is _UNSET else command
@@ -177,7 +181,17 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         session.flush()
     except IntegrityError:
         raise _name_taken(session, agent.workspace_id, new_name) from None
+    if _confinement(agent) != confinement:
+        changed = {k: {"from": v, "to": _confinement(agent)[k]} for k, v in confinement.items()
+                   if _confinement(agent)[k] != v}
+        audit.record(session, workspace_id=agent.workspace_id, actor_id=actor_id, action="agent.sandbox",
+                     target=f"agent {agent.name}", detail=changed, address=address)
     return agent
+
+
+def _confinement(agent: Agent) -> dict[str, object]:
+    return {"sandbox": bool(agent.sandbox), "network": agent.network or "open",
+            "allow_hosts": list(agent.allow_hosts or []), "permissions": agent.permissions or "allow"}
 
 
 def _may_remove(agent: Agent, actor_id: str | None, actor_role: str | None, what: str) -> None:

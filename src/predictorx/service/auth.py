@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Member, Task, Token, User, Workspace, utcnow
+from . import audit
 from .errors import NotFound, ServiceError
 
 PREFIX = {"user": "pxu_", "daemon": "pxd_", "task": "pxt_", "login": "pxl_"}
@@ -160,12 +161,15 @@ def mint_login_code(session: Session, user_id: str) -> str:
     return mint(session, "login", name="web login link", user_id=user_id, ttl=LOGIN_CODE_TTL)
 
 
-def redeem_login_code(session: Session, raw: str) -> str:
-    """Spend a login code (once); answer a fresh web-session token for the browser's cookie."""
+def redeem_login_code(session: Session, raw: str, *, address: str | None = None) -> str:
+    """Spend a login code (once); answer a fresh web-session token for the browser's cookie. The
+    sign-in is audited (service/audit.py)."""
     tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)).with_for_update())
     if tok is None or tok.kind != "login" or tok.revoked or tok.expires_at < utcnow():
         raise Unauthorized("this sign-in link was already used or has expired; run `predictorx web` for a new one")
     tok.revoked = True
+    audit.record(session, workspace_id=None, actor_id=tok.user_id, action="sign_in", target="web",
+                 detail={"method": "code"}, address=address)
     return mint(session, "user", name="web session", user_id=tok.user_id, ttl=WEB_SESSION_TTL)
 
 

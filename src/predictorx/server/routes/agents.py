@@ -36,7 +36,8 @@ def update_agent(ref: str, body: AgentUpdate, caller: Caller = Depends(user_call
     """Only the fields sent change; `"model": null` or `"runtime": null` clears them."""
     with state.write() as s:
         agent = svc.find_agent(s, caller.workspace_id, ref)
-        return serialize.agent(svc.update_agent(s, agent, actor_id=caller.user_id, **body.model_dump(exclude_unset=True)))
+        return serialize.agent(svc.update_agent(s, agent, actor_id=caller.user_id, address=caller.address,
+                                                **body.model_dump(exclude_unset=True)))
 
 
 @router.post("/{ref}/archive")

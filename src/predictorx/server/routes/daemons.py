@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import forgepush, serialize, tasks
+from ...service import agentenv, forgepush, serialize, tasks
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
@@ -67,10 +67,11 @@ def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: A
         return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids, svc.daemon_timeout())}
 
 
-def _claimed(s, claimed: list[dict]) -> list[dict]:
+def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
     """What a daemon needs to run each claimed task; built inside the claiming transaction, so a
     claim whose answer cannot be made is not committed either (the routes also render the JSON
-    there, for the same reason). A follow-up of a pull request carries the branch it continues."""
+    there, for the same reason). A follow-up of a pull request carries the branch it continues;
+    a run of an agent with variables carries them (to its owner's daemon only: service/agentenv.py)."""
     return [{
         "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
         "agent": serialize.agent(c["agent"]),
@@ -79,6 +80,7 @@ def _claimed(s, claimed: list[dict]) -> list[dict]:
         "token": c["token"],
         "resume_session_id": c.get("resume_session_id"),
         **({"continue_branch": forgepush.continue_branch(s, c["task"])} if c["task"].pull_request_id else {}),
+        **({"env": env} if (env := agentenv.for_claim(s, daemon_id, c["agent"])) else {}),
     } for c in claimed]
 
 
@@ -89,7 +91,7 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
                                  task_id=body.task_id)
         if not claimed:
             _me(s, caller)  # a daemon no longer registered is told so (a claim for it finds nothing)
-        return SafeJSONResponse({"tasks": _claimed(s, claimed)})
+        return SafeJSONResponse({"tasks": _claimed(s, claimed, caller.principal.daemon_id)})
 
 
 @router.post("/daemon/tasks/{task_id}/status")
@@ -123,7 +125,7 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
                 out["forge_push"] = asdict(target)
         if body.claim_next:  # the finish found this daemon registered (or refused the request)
             out["claimed"] = _claimed(s, tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
-                                                     limit=body.claim_next))
+                                                     limit=body.claim_next), caller.principal.daemon_id)
         return SafeJSONResponse(out)
 
 

@@ -245,6 +245,12 @@ ACCESS: dict[str, Rule] = {
     "POST /agents/{agent_id}/delete":                    MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/archive":                   MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/restore":                   MEMBER,   # its owner, or an admin/owner: service
+    "GET /agents/{agent_id}/env":                        MEMBER,   # its owner, or an admin/owner: service
+    "POST /agents/{agent_id}/env":                       MEMBER,   # its owner only: service
+    "POST /agents/{agent_id}/env/{name}/remove":         MEMBER,   # its owner, or an admin/owner: service
+    "POST /agents/{agent_id}/grants":                    ADMIN,
+    "POST /agents/{agent_id}/grants/{name}/remove":      ADMIN,
+    "GET /audit":                                        ADMIN,
     "GET /daemons":                                      MEMBER,
     "GET /tasks/{task_id}/pr":                           MEMBER,   # the pull-request panel (web/pullrequests.py)
     "GET /issues/{ref}/pr":                              MEMBER,

@@ -84,11 +84,11 @@ class TaskRun:
         delivered = claim.pop("env", None) or []
         self._agent_env: dict[str, str] = {v["name"]: v["value"] for v in delivered}
         self.masker = secretmask.Masker([v["value"] for v in delivered if v.get("secret")])
-        secretmask.hold(self.id, self.masker)
         #: A follow-up of a pull request continues its branch (issue 22 §5): {branch, remote_url, …}.
         self.continue_branch: dict[str, Any] | None = claim.get("continue_branch") or None
         self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
         self.id: str = self.task["id"]
+        secretmask.hold(self.id, self.masker)  # the daemon's log masks them from now on
         self.cancel_event = asyncio.Event()
         #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
         self.agent_stop = asyncio.Event()

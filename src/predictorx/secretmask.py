@@ -99,9 +99,20 @@ def hold(run_id: str, masker: Masker) -> None:
             _held[run_id] = masker
 
 
-def drop(run_id: str) -> None:
+def drop(run_id: str) -> Masker:
+    """The run is over: the log filter lets go of its secrets. An empty masker, for its place."""
     with _lock:
         _held.pop(run_id, None)
+    return Masker()
+
+
+def from_claim(claim: dict[str, Any], run_id: str) -> tuple[dict[str, str], Masker]:
+    """A claim's variables (service/agentenv.py `for_claim`), taken out of it: (name → value, the
+    masker of its secrets), held for the log filter until `drop(run_id)`."""
+    delivered = claim.pop("env", None) or []
+    masker = Masker([v["value"] for v in delivered if v.get("secret")])
+    hold(run_id, masker)
+    return {v["name"]: v["value"] for v in delivered}, masker
 
 
 def mask_held(text: str) -> str:

@@ -58,7 +58,7 @@ def test_each_audited_action_writes_exactly_one_record(web, db):
         steps.append((action, answer))
         return answer
 
-    call = lambda method, path, **kw: _call(client, owner, method, path, **kw)  # noqa: E731
+    call = lambda method, path, **kw: _call(client, owner, method, path, **kw)
     ws = call("GET", "/api/workspaces").json()[0]["id"]
     code = call("POST", "/api/login-link").json()["url"].split("code=", 1)[1]
     step("sign_in", lambda: client.post("/login", data={"code": code}, headers={"Origin": "http://testserver"},

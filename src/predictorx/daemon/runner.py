@@ -79,16 +79,12 @@ class TaskRun:
         self.token = claim["token"]
         # The agent's earlier CLI session on this issue, kept on this machine: continued (R-EX-10).
         self.resume_session_id: str | None = claim.get("resume_session_id")
-        #: The agent's variables and secrets (issue 28 §2), for its environment only; the secrets
-        #: are masked in all this run uploads and logs, and forgotten when it ends (`_forget_env`).
-        delivered = claim.pop("env", None) or []
-        self._agent_env: dict[str, str] = {v["name"]: v["value"] for v in delivered}
-        self.masker = secretmask.Masker([v["value"] for v in delivered if v.get("secret")])
         #: A follow-up of a pull request continues its branch (issue 22 §5): {branch, remote_url, …}.
         self.continue_branch: dict[str, Any] | None = claim.get("continue_branch") or None
         self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
         self.id: str = self.task["id"]
-        secretmask.hold(self.id, self.masker)  # the daemon's log masks them from now on
+        #: The agent's variables (issue 28 §2): its environment only; secrets masked in all it uploads and logs.
+        self._agent_env, self.masker = secretmask.from_claim(claim, self.id)
         self.cancel_event = asyncio.Event()
         #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
         self.agent_stop = asyncio.Event()
@@ -202,8 +198,7 @@ class TaskRun:
 
     def _forget_env(self) -> None:
         """The run is over: its variables leave the daemon (the log filter lets go of them too)."""
-        self._agent_env.clear()
-        secretmask.drop(self.id)
+        self._agent_env, self.masker = {}, secretmask.drop(self.id)
 
     def _checked_folder(self, placement: Placement) -> Path:
         try:
@@ -448,10 +443,9 @@ class TaskRun:
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
             env={**self._agent_env, **base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
-            secrets=self.masker.secrets,
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
-            sandbox=plan,
+            sandbox=plan, secrets=self.masker.secrets,
             resume_session_id=resume, permission_policy=self.agent.get("permissions"),
             ask_person=permissionwait.asker(self.daemon.api, self.id), ask_timeout_s=permissionwait.ask_timeout_s(),
         )

@@ -148,4 +148,4 @@ def prune(session: Session, *, now: datetime | None = None) -> int:
     cutoff = _cutoff(now)
     if cutoff is None:
         return 0
-    return session.execute(delete(AuditEvent).where(AuditEvent.at < cutoff)).rowcount or 0
+    return getattr(session.execute(delete(AuditEvent).where(AuditEvent.at < cutoff)), "rowcount", 0) or 0

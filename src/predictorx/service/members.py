@@ -63,10 +63,11 @@ def add_member(session: Session, workspace_id: str, actor_id: str | None, *, nam
     return user, token
 
 
-def _audit_member(session: Session, workspace_id: str, actor_id: str | None, action: str, user: User,
+def _audit_member(session: Session, workspace_id: str, actor_id: str | None, action: str, user: User | None,
                   detail: dict, address: str | None) -> None:
-    audit.record(session, workspace_id=workspace_id, actor_id=actor_id, action=action, target=f"member {user.name}",
-                 detail={"user_id": user.id, **detail}, address=address)
+    audit.record(session, workspace_id=workspace_id, actor_id=actor_id, action=action,
+                 target=f"member {user.name if user else '?'}", detail={"user_id": user and user.id, **detail},
+                 address=address)
 
 
 def _guard_owner_change(session: Session, workspace_id: str, actor_role: str, member: Member, new_role: str | None) -> None:
@@ -138,6 +139,7 @@ def create_token(session: Session, user_id: str, name: str, days: int | None, *,
     raw = auth.mint(session, "user", name=name, user_id=user_id, ttl=timedelta(days=days) if days else None)
     session.flush()
     tok = session.scalar(select(Token).where(Token.token_hash == auth.hash_token(raw)))
+    assert tok is not None  # (minted just now)
     audit.record(session, workspace_id=None, actor_id=user_id, action="token.create", target=f"token {name}",
                  detail={"token_id": tok.id, "days": days}, address=address)
     return tok, raw

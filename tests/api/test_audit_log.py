@@ -74,10 +74,16 @@ def test_each_audited_action_writes_exactly_one_record(web, db):
     step("forge.webhook_secret", lambda: call("POST", f"/api/forges/{forge['id']}/webhook-secret"))
     step("forge.remove", lambda: call("DELETE", f"/api/forges/{forge['id']}"))
     did = str(uuid.uuid4())
-    daemon = call("POST", "/api/daemon/register", json={"daemon_id": did, "name": "box",
-                                                        "runtimes": [{"provider": "command"}]}).json()["token"]
+    daemon = step("token.create", lambda: call("POST", "/api/daemon/register", json={
+        "daemon_id": did, "name": "box", "runtimes": [{"provider": "command"}]})).json()["token"]
+    before = _counts(db)
+    assert _call(client, daemon, "POST", "/api/daemon/register", json={  # its restart: no new token
+        "daemon_id": did, "name": "box", "runtimes": [{"provider": "command"}]}).status_code == 200
     call("POST", "/api/agents", json={"name": "bot", "provider": "command", "command": ["true"], "runtime": did})
+    assert _counts(db) == before  # a sandboxed agent's creation is not a sandbox change
     step("agent.sandbox", lambda: call("PATCH", "/api/agents/bot", json={"sandbox": False}))
+    step("agent.sandbox", lambda: call("POST", "/api/agents", json={"name": "loose", "provider": "command",
+                                                                     "command": ["true"], "sandbox": False}))
     before = _counts(db)
     assert call("PATCH", "/api/agents/bot", json={"instructions": "be brief"}).status_code == 200
     assert _counts(db) == before  # not a change of its confinement

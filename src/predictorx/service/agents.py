@@ -90,8 +90,10 @@ def _network(network: str, allow_hosts: list[str], sandbox: bool, name: str) -> 
 def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, name: str, provider: str,
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
                  max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = True,
-                 network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow") -> Agent:
-    """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6)."""
+                 network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow",
+                 address: str | None = None) -> Agent:
+    """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6). An
+    agent made without the sandbox is audited (`agent.sandbox`), as turning it off later is."""
     _check(name, provider, command, max_concurrent_tasks)
     _check_permissions(permissions)
     hosts = _network(network, allow_hosts or [], bool(sandbox), name)
@@ -105,6 +107,9 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
         session.flush()
     except IntegrityError:
         raise _name_taken(session, workspace_id, name) from None
+    if not agent.sandbox:
+        audit.record(session, workspace_id=workspace_id, actor_id=owner_id, action="agent.sandbox",
+                     target=f"agent {name}", detail={"created": True, **_confinement(agent)}, address=address)
     return agent
 
 

@@ -52,7 +52,8 @@ def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: 
     with state.write() as s:
         d, token = svc.register(s, caller.workspace_id, caller.principal, daemon_id=body.daemon_id.lower(),
                                 name=body.name, hostname=body.hostname, version=body.version,
-                                capabilities=body.capabilities, runtimes=[r.model_dump() for r in body.runtimes])
+                                capabilities=body.capabilities, runtimes=[r.model_dump() for r in body.runtimes],
+                                address=caller.address)
         return {"daemon": serialize.daemon(d, svc.runtimes_of(s, d.id), True, viewer_id=d.owner_id), "token": token,
                 "heartbeat_interval_s": svc.heartbeat_interval().total_seconds()}
 

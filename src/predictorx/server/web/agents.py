@@ -89,7 +89,8 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
                            sandbox=form.get("sandbox") == "on", network=form.get("network") or "open",
                            allow_hosts=_hosts(form))
         with request.app.state.px.write() as s:
-            svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, **body.model_dump())
+            svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, address=who.caller.address,
+                             **body.model_dump())
     try:
         await in_page_thread(work)
     except FORM_ERRORS as e:

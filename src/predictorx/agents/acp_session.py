@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, Client, connect_to_agent, text_block
-from acp.schema import Implementation, McpServerStdio
+from acp.schema import HttpMcpServer, Implementation, McpServerStdio
 
 from . import message as m
 from .acp_client import CAPABILITIES, PredictorClient
@@ -81,7 +81,8 @@ class Session:
         init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CAPABILITIES,
                                           client_info=Implementation(name="predictorx", version=_version()))
         can_load = bool(init.agent_capabilities and init.agent_capabilities.load_session)
-        mcp: list[Any] = [McpServerStdio(**s) for s in split_overrides(spec.extra_args)[0]]
+        mcp: list[Any] = [HttpMcpServer(type="http", **s) if "url" in s else McpServerStdio(**s)
+                          for s in split_overrides(spec.extra_args, spec.env)[0]]
         cwd = str(spec.cwd)
         if spec.resume_session_id and can_load:
             self.replaying = True

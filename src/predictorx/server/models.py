@@ -156,6 +156,8 @@ class AgentCreate(Strict):
     network: Literal["open", "allowlist"] = "open"
     allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
     permissions: Literal["allow", "deny", "ask"] = "allow"
+    #: Its own MCP servers (agents/mcpconfig.py checks them): stdio or HTTP, secrets only named.
+    mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
 class AgentUpdate(Strict):
@@ -170,6 +172,7 @@ class AgentUpdate(Strict):
     network: Literal["open", "allowlist"] | None = None
     allow_hosts: list[AllowedHost] | None = Field(default=None, max_length=64)
     permissions: Literal["allow", "deny", "ask"] | None = None
+    mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
 class RuntimeIn(Strict):

@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .. import allowhosts
-from ..agents import acp_profiles
+from ..agents import acp_profiles, mcpconfig
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
 from . import audit
 from .errors import Conflict, Forbidden, Invalid, NotFound
@@ -91,7 +91,7 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
                  max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = True,
                  network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow",
-                 address: str | None = None) -> Agent:
+                 mcp_servers: list[dict] | None = None, address: str | None = None) -> Agent:
     """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6). An
     agent made without the sandbox is audited (`agent.sandbox`), as turning it off later is."""
     _check(name, provider, command, max_concurrent_tasks)
@@ -101,7 +101,7 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model, owner_id=owner_id,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
                   sandbox=bool(sandbox), network=network, allow_hosts=hosts, permissions=permissions,
-                  runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
+                  mcp_servers=_mcp(mcp_servers, provider) or None, runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
     session.add(agent)
     try:
         session.flush()
@@ -142,6 +142,8 @@ def list_agents(session: Session, workspace_id: str, *, archived: bool = False) 
 
 
 _UNSET = object()
+#: The CLIs whose runs take an agent's own MCP servers (daemon/harness.py MCP_HARNESSES).
+MCP_PROVIDERS = ("claude", "codex", "acp")
 
 
 def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: str | None = None,
@@ -149,7 +151,7 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
                  runtime: str | None | object = _UNSET, sandbox: bool | None = None, network: str | None = None,
                  allow_hosts: list[str] | None = None, permissions: str | None = None,
-                 address: str | None = None) -> Agent:
+                 mcp_servers: list[dict] | None | object = _UNSET, address: str | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with.
     Only the agent's owner — the person whose machines run it — may (R-SEC-6). A change of its
     confinement (sandbox, network, allowed hosts, permissions) is audited."""
@@ -181,6 +183,7 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         agent.permissions = permissions
     if sandbox is not None:
         agent.sandbox = sandbox
+    agent.mcp_servers = _mcp(agent.mcp_servers if mcp_servers is _UNSET else mcp_servers, new_provider) or None
     agent.network, agent.allow_hosts = new_network, hosts
     try:
         session.flush()
@@ -192,6 +195,16 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         audit.record(session, workspace_id=agent.workspace_id, actor_id=actor_id, action="agent.sandbox",
                      target=f"agent {agent.name}", detail=changed, address=address)
     return agent
+
+
+def _mcp(servers: Any, provider: str) -> list[dict]:
+    try:
+        checked = mcpconfig.normalize(servers)
+    except mcpconfig.McpConfigError as e:
+        raise Invalid(str(e)) from None
+    if checked and provider not in MCP_PROVIDERS:
+        raise Invalid(f"MCP servers of its own are added to {', '.join(MCP_PROVIDERS)} agents' runs, not {provider}'s")
+    return checked
 
 
 def _confinement(agent: Agent) -> dict[str, object]:

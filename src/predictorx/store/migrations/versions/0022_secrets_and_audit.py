@@ -1,4 +1,5 @@
-"""Per-agent environment and secrets (env_var, env_grant, agent.env_count) and the audit log
+"""Per-agent environment and secrets (env_var, env_grant, agent.env_count), MCP servers
+(agent.mcp_servers) and the audit log
 (audit_event), issue 28 §2 and §4. An audit row is never changed: an UPDATE is refused by a
 trigger on both backends (service/audit.py appends; only its retention deletes old rows).
 
@@ -19,6 +20,7 @@ TS = sa.DateTime(timezone=True)
 def upgrade() -> None:
     with op.batch_alter_table("agent") as batch:
         batch.add_column(sa.Column("env_count", sa.Integer(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("mcp_servers", sa.JSON(), nullable=True))
     op.create_table(
         "env_var",
         sa.Column("id", sa.String(36), primary_key=True),
@@ -78,4 +80,5 @@ def downgrade() -> None:
     op.drop_table("env_grant")
     op.drop_table("env_var")
     with op.batch_alter_table("agent") as batch:
+        batch.drop_column("mcp_servers")
         batch.drop_column("env_count")

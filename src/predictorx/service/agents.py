@@ -197,7 +197,7 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
     return agent
 
 
-def _mcp(servers: Any, provider: str) -> list[dict]:
+def _mcp(servers: object, provider: str) -> list[dict]:
     try:
         checked = mcpconfig.normalize(servers)
     except mcpconfig.McpConfigError as e:

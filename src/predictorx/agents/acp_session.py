@@ -81,8 +81,15 @@ class Session:
         init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CAPABILITIES,
                                           client_info=Implementation(name="predictorx", version=_version()))
         can_load = bool(init.agent_capabilities and init.agent_capabilities.load_session)
+        servers = split_overrides(spec.extra_args, spec.env)[0]
+        http_ok = bool(init.agent_capabilities and init.agent_capabilities.mcp_capabilities
+                       and init.agent_capabilities.mcp_capabilities.http)
+        for s in servers:
+            if "url" in s and not http_ok:
+                self._record(m.system("mcp_server_skipped", name=s["name"],
+                                      message=f"this ACP agent takes no HTTP MCP servers: {s['name']} was left out"))
         mcp: list[Any] = [HttpMcpServer(type="http", **s) if "url" in s else McpServerStdio(**s)
-                          for s in split_overrides(spec.extra_args, spec.env)[0]]
+                          for s in servers if "url" not in s or http_ok]
         cwd = str(spec.cwd)
         if spec.resume_session_id and can_load:
             self.replaying = True

@@ -164,3 +164,21 @@ def test_values_are_sealed_at_rest_and_rotate_with_the_key(api, db, database_url
         assert api.get("/api/agents/keeper/env").status_code == 200
         values = {v.name: secretbox.unseal_from(v, "value_sealed") for v in s.scalars(select(EnvVar))}
         assert values == {"API_KEY": SECRET, "DB_PASSWORD": WS_SECRET} and keeper is not None
+
+
+def test_variables_that_cannot_be_opened_cancel_that_run_only(api, db):
+    did, daemon = _daemon(api)
+    _agent(api, "keeper", did)
+    _agent(api, "plain", did)
+    assert _set(api, "keeper", "API_KEY", SECRET).status_code == 200
+    with db.write() as s:  # sealed with a key this server no longer has
+        var = s.scalar(select(EnvVar).where(EnvVar.name == "API_KEY"))
+        var.value_sealed = "pxs1:deadbeef:" + var.value_sealed.split(":", 2)[2]
+    keeper = api.post("/api/issues", json={"title": "Needs the key", "assignee": "keeper"}).json()
+    api.post("/api/issues", json={"title": "Needs nothing", "assignee": "plain"})
+    claimed = daemon.post("/api/daemon/claim", json={"limit": 4})
+    assert claimed.status_code == 200, claimed.text
+    assert [c["agent"]["name"] for c in claimed.json()["tasks"]] == ["plain"]
+    [run] = api.get(f"/api/issues/{keeper['number']}/runs").json()
+    assert run["status"] == "cancelled" and "cannot be opened" in run["failure_reason"]
+    assert "deadbeef" in run["failure_reason"] and SECRET not in run["failure_reason"]

@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Daemon, EnvGrant, EnvVar, new_id
-from . import audit, secretbox
+from . import audit, secretbox, tasks
 from .errors import Forbidden, Invalid, NotFound
 
 WORKSPACE = "workspace"
@@ -237,6 +237,22 @@ def revoke(session: Session, agent: Agent, *, actor_id: str | None, role: str | 
 
 
 # -- the claim --------------------------------------------------------------------------------------
+
+def with_env(session: Session, daemon_id: str | None, claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The claim's tasks, each with its agent's variables (`env`, when it has some). A task whose
+    variables cannot be opened (a key this server lacks, a damaged value) is not run without
+    them: it ends cancelled, saying why, and the claim's other tasks go ahead."""
+    kept = []
+    for c in claimed:
+        try:
+            env = for_claim(session, daemon_id, c["agent"])
+        except secretbox.SecretError as e:
+            tasks.refuse_claimed(session, c["task"].id, f"the variables of agent {c['agent'].name} cannot be opened "
+                                 f"({e.message}); set them again, or give this server its key")
+            continue
+        kept.append({**c, "env": env} if env else c)
+    return kept
+
 
 def for_claim(session: Session, daemon_id: str | None, agent: Any) -> list[dict[str, Any]] | None:
     """The variables of a run of `agent` claimed by `daemon_id`: [{name, value, secret}], or None

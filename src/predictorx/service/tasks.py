@@ -198,6 +198,11 @@ def _refuse(session: Session, task: Task, reason: str) -> None:
     _finish(session, task, "cancelled", failure_reason=reason)
 
 
+def refuse_claimed(session: Session, task_id: str, reason: str) -> None:
+    """`_refuse` for a task of a claim being answered (its variables cannot be opened: agentenv)."""
+    _refuse(session, session.get(Task, task_id, populate_existing=True), reason)
+
+
 # -- lifecycle reported by the daemon ---------------------------------------------------------
 
 def _owned(session: Session, daemon_id: str, task_id: str) -> Task:

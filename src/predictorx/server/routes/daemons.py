@@ -81,8 +81,8 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
         "token": c["token"],
         "resume_session_id": c.get("resume_session_id"),
         **({"continue_branch": forgepush.continue_branch(s, c["task"])} if c["task"].pull_request_id else {}),
-        **({"env": env} if (env := agentenv.for_claim(s, daemon_id, c["agent"])) else {}),
-    } for c in claimed]
+        **({"env": c["env"]} if c.get("env") else {}),
+    } for c in agentenv.with_env(s, daemon_id, claimed)]
 
 
 @router.post("/daemon/claim", response_model=None)

@@ -200,7 +200,9 @@ def _refuse(session: Session, task: Task, reason: str) -> None:
 
 def refuse_claimed(session: Session, task_id: str, reason: str) -> None:
     """`_refuse` for a task of a claim being answered (its variables cannot be opened: agentenv)."""
-    _refuse(session, session.get(Task, task_id, populate_existing=True), reason)
+    task = session.get(Task, task_id, populate_existing=True)
+    if task is not None:
+        _refuse(session, task, reason)
 
 
 # -- lifecycle reported by the daemon ---------------------------------------------------------

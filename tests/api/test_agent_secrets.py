@@ -182,3 +182,20 @@ def test_variables_that_cannot_be_opened_cancel_that_run_only(api, db):
     [run] = api.get(f"/api/issues/{keeper['number']}/runs").json()
     assert run["status"] == "cancelled" and "cannot be opened" in run["failure_reason"]
     assert "deadbeef" in run["failure_reason"] and SECRET not in run["failure_reason"]
+
+
+def test_a_comment_the_agent_posts_with_its_task_token_masks_its_secrets(api):
+    did, daemon = _daemon(api)
+    _agent(api, "keeper", did)
+    assert _set(api, "keeper", "API_KEY", SECRET).status_code == 200
+    assert _set(api, "keeper", "COLOR", "blue", secret=False).status_code == 200
+    issue = api.post("/api/issues", json={"title": "Say it", "assignee": "keeper"}).json()
+    [claimed] = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+    agent = api.as_(claimed["token"])
+    r = agent.post(f"/api/issues/{issue['number']}/comments", json={"body": f"my key is {SECRET}, color blue"})
+    assert r.status_code == 201, r.text
+    comments = api.get(f"/api/issues/{issue['number']}/comments").text
+    assert SECRET not in comments and "my key is ••••••, color blue" in comments
+    # A person's comment is theirs: not rewritten.
+    api.post(f"/api/issues/{issue['number']}/comments", json={"body": "not-a-secret sk-person"})
+    assert "sk-person" in api.get(f"/api/issues/{issue['number']}/comments").text

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from ..secretmask import Masker
 from ..store.schema import Agent, Daemon, EnvGrant, EnvVar, new_id
 from . import audit, secretbox, tasks
 from .errors import Forbidden, Invalid, NotFound
@@ -237,6 +238,25 @@ def revoke(session: Session, agent: Agent, *, actor_id: str | None, role: str | 
 
 
 # -- the claim --------------------------------------------------------------------------------------
+
+def mask_for_agent(session: Session, agent_id: str | None, text: str) -> str:
+    """`text` an agent wrote through the API with its task token (a comment), its secrets masked:
+    the daemon masks what it uploads, this what the agent sends itself. No query for an agent
+    without variables."""
+    agent = session.get(Agent, agent_id) if agent_id else None
+    if agent is None or not agent.env_count:
+        return text
+    rows = list(session.scalars(select(EnvVar).where(EnvVar.agent_id == agent.id, EnvVar.secret.is_(True))))
+    rows += session.scalars(select(EnvVar).join(EnvGrant, EnvGrant.env_var_id == EnvVar.id)
+                            .where(EnvGrant.agent_id == agent.id, EnvVar.secret.is_(True)))
+    values = []
+    for row in rows:
+        try:
+            values.append(secretbox.unseal_from(row, "value_sealed"))
+        except secretbox.SecretError:
+            continue  # (cannot be opened here: its runs are refused, so it never reached the agent)
+    return Masker(values).text(text)
+
 
 def with_env(session: Session, daemon_id: str | None, claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The claim's tasks, each with its agent's variables (`env`, when it has some). A task whose

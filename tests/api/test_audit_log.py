@@ -179,3 +179,9 @@ def test_records_are_never_changed_and_the_retention_deletes_old_ones(api, db, m
     monkeypatch.setenv(audit.RETENTION_ENV, "0")  # keep for ever
     with db.read() as s:
         assert not audit.prune_due(s, now=utcnow() + timedelta(days=10_000))
+
+
+def test_a_cursor_past_any_integer_is_refused_not_a_server_error(api):
+    """(A fuzzed `before` past SQLite's 64-bit integers made an OverflowError, a 500.)"""
+    r = api.get("/api/audit", params={"before": str(10**30)})
+    assert r.status_code == 422 and "before" in r.text

@@ -19,7 +19,7 @@ router = APIRouter(prefix="/api", tags=["audit"])
 def audit_page(since: datetime | None = Query(default=None, description="only events at or after this time"),
                actor: str | None = Query(default=None, max_length=500, description="a member's name or user id"),
                action: str | None = Query(default=None, max_length=60, description="e.g. secret or secret.set"),
-               before: int | None = Query(default=None, ge=1, description="the cursor of the next page"),
+               before: int | None = Query(default=None, ge=1, le=2**62, description="the cursor of the next page"),
                limit: int = Query(default=100, ge=1, le=audit.PAGE_MAX),
                caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.read() as s:

@@ -100,7 +100,7 @@ async def revoke(request: Request, agent_id: str, name: str, who: Viewer = Depen
 
 
 @router.get("/audit")
-async def audit_page(request: Request, before: int | None = Query(default=None, ge=1),
+async def audit_page(request: Request, before: int | None = Query(default=None, ge=1, le=2**62),
                      actor: str | None = Query(default=None, max_length=500),
                      action: str | None = Query(default=None, max_length=60),
                      who: Viewer = Depends(viewer)) -> Response:

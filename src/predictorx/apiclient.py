@@ -174,6 +174,9 @@ class Client:
     def patch(self, path: str, body: Any) -> Any:
         return self.request("PATCH", path, json=body)
 
+    def put(self, path: str, body: Any) -> Any:
+        return self.request("PUT", path, json=body)
+
     def delete(self, path: str) -> Any:
         return self.request("DELETE", path)
 

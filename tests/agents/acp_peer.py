@@ -4,6 +4,7 @@ The prompt's words choose what it does:
 - always: a thought, text in two chunks, a plan, a tool call (pending → permission → completed)
   whose work is `fs/write_text_file` of `note.txt` in the session's folder, with a diff;
 - ``PEER_MCP``: first says the names of the MCP servers session/new gave it;
+- ``PEER_MCP_ENV``: then the SHA-256 of each stdio server's environment value, then the values;
 - ``PEER_OUTSIDE``: also asks to read /etc/hostname (the client must refuse);
 - ``PEER_HANG``: then waits until `session/cancel` and answers `cancelled`;
 - ``PEER_SPAWN``: first starts a `sleep 300` child in its process group (cancel must stop it; its pid
@@ -15,6 +16,7 @@ permission's choice is written into the note, so a test sees what the client ans
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import subprocess
 import sys
@@ -62,6 +64,8 @@ class Peer:
         sid = f"peer-{len(self.cwd) + 1}"
         self.cwd[sid] = cwd
         Path(cwd, "mcp.txt").write_text(",".join(s.name for s in mcp_servers or []))
+        # (kept in memory: what session/new gave each stdio server in its environment)
+        self.mcp_env = {f"{s.name}:{e.name}": e.value for s in mcp_servers or [] for e in getattr(s, "env", None) or []}
         return NewSessionResponse(session_id=sid)
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
@@ -79,6 +83,11 @@ class Peer:
         say = self.conn.session_update
         if "PEER_MCP" in words:
             await say(session_id, update_agent_message_text(f"mcp={Path(cwd, 'mcp.txt').read_text()} "))
+        if "PEER_MCP_ENV" in words:  # the values' hashes, then the values themselves (to be masked)
+            env = getattr(self, "mcp_env", {})
+            await say(session_id, update_agent_message_text(" ".join(
+                f"{k}={hashlib.sha256(v.encode()).hexdigest()}" for k, v in sorted(env.items())) + " "))
+            await say(session_id, update_agent_message_text(f"raw={','.join(v for _, v in sorted(env.items()))} "))
         if "PEER_SPAWN" in words:
             child = subprocess.Popen(["sleep", "300"])
             Path(cwd, "child.pid").write_text(str(child.pid))

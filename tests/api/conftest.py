@@ -26,6 +26,9 @@ class Api:
     def patch(self, url, **kw):
         return self.client.patch(url, headers=self._h(kw.pop("headers", None)), **kw)
 
+    def put(self, url, **kw):
+        return self.client.put(url, headers=self._h(kw.pop("headers", None)), **kw)
+
     def delete(self, url, **kw):
         return self.client.delete(url, headers=self._h(kw.pop("headers", None)), **kw)
 

@@ -30,6 +30,9 @@ from predictorx.store.db import Database
 
 CALLERS = ("owner", "admin", "member", "outsider", "daemon", "task", "anonymous")
 STREAMS = {"GET /api/events", "GET /api/daemon/events"}  # never opened by an allowed caller here
+#: Reads whose object rule (in the service) refuses a member who does not own the fixture's agent:
+#: an agent's variables are its owner's and the admins' (tests/api/test_agent_secrets.py).
+OWNER_READS = {"GET /api/agents/{ref}/env", "GET /agents/{agent_id}/env"}
 SECRET = "SECRET-PROJECT-4f1c"
 FORGE_TOKEN = "ghp_MATRIX-forge-token-9d2e"  # a forge connection's credential: in no answer, to anyone
 
@@ -133,7 +136,7 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
             return {"op": "note"}.get(name, "no-such-" + name)
         return {"project_id": ids["project"], "project": ids["project"], "resource_id": ids["resource"], "agent_id": ids["agent"],
                 "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"], "seq": "0",
-                "connection_id": ids["connection"]}[name]
+                "connection_id": ids["connection"], "name": "NO_SUCH_NAME"}[name]
     return _PARAM.sub(fill, template)
 
 
@@ -174,6 +177,9 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):
     r = call(method, path, tokens.get(caller), headers=headers, **kw)
     assert FORGE_TOKEN not in r.text and FORGE_TOKEN[-12:-4] not in r.text, f"{route} shows a forge token"
     if allowed:
+        if route in OWNER_READS and caller == "member":
+            assert r.status_code == 403, f"{route}: a member reads another's agent's variables"
+            return
         assert r.status_code not in (401, 403), f"{caller} should reach {route}: {r.status_code} {r.text[:300]}"
         if caller == "outsider":
             assert SECRET not in r.text, f"{route} shows another workspace's project to an outsider"

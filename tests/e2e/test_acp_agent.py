@@ -72,3 +72,31 @@ def test_ask_a_person_answers_with_the_cli(server, start_daemon):
     assert next(m["content"] for m in msgs if m["kind"] == "tool_result")["is_error"] is False
     late = server.cli("task", "answer", run["id"], "yes", check=False)
     assert late.returncode != 0 and "already completed" in late.stderr
+
+
+def test_an_acp_agents_own_mcp_server_gets_its_secret_and_the_message_masks_it(server, start_daemon):
+    """Issue 28 §3: the agent's stdio MCP server names one of its secrets (`--env-var`); the ACP
+    agent gets the value in session/new (never on a command line or in a file), and when it prints
+    it the task's messages show the mask."""
+    import hashlib
+    import uuid
+
+    from predictorx.secretmask import MASK
+
+    secret = "sk-acp-" + uuid.uuid4().hex
+    start_daemon()
+    assert server.cli("agent", "create", "--name", "peer", "--provider", "acp", "--acp-command",
+                      shlex.join(PEER)).returncode == 0
+    server.api("PUT", "/api/agents/peer/env/DB_PASSWORD", {"value": secret})
+    added = server.cli("agent", "mcp", "add", "peer", "db", "--command", "db-mcp", "--env", "MODE=ro",
+                       "--env-var", "DB_PASSWORD")
+    assert added.returncode == 0, added.stderr
+    issue = server.api("POST", "/api/issues", {"title": "PEER_MCP PEER_MCP_ENV please", "assignee": "peer"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
+    assert task["status"] == "completed", task
+    said = "".join(m["content"].get("text", "") for m in server.api("GET", f"/api/tasks/{task['id']}/messages")
+                   if m["kind"] == "text")
+    assert sorted(said.split("mcp=")[1].split()[0].split(",")) == ["agents-room", "db", "predictorx"], said
+    assert f"db:DB_PASSWORD={hashlib.sha256(secret.encode()).hexdigest()}" in said
+    assert f"db:MODE={hashlib.sha256(b'ro').hexdigest()}" in said
+    assert secret not in said and MASK in said.split("raw=")[1]

@@ -18,7 +18,7 @@ from predictorx.server.run import bootstrap
 from predictorx.service import members, oidc_providers
 from predictorx.store.db import Database
 from predictorx.store.oidc_schema import OidcGrant, OidcIdentity
-from predictorx.store.schema import Member, User, Workspace
+from predictorx.store.schema import AuditEvent, Member, User, Workspace
 
 from .standin import PEOPLE, OidcStandin
 
@@ -222,3 +222,25 @@ def test_a_provider_that_does_not_answer_is_a_sentence(oidc_db, owner_token):
     with browser(oidc_db) as web:
         r = web.get("/auth/oidc/down")
         assert r.status_code == 502 and "did not answer" in r.text and "Traceback" not in r.text
+
+
+def test_each_oidc_sign_in_and_mapping_change_is_audited_once(oidc_db, provider):
+    """issue 28 §4: an OpenID sign-in is one `sign_in` (method oidc, its provider, the address);
+    each membership the group mapping changes is one member event with no actor; a rule mapped is
+    one `oidc.configure` in its workspace."""
+    def events() -> list[AuditEvent]:
+        with oidc_db.read() as s:
+            return list(s.scalars(select(AuditEvent).order_by(AuditEvent.id)))
+
+    before = len(events())
+    with oidc_db.write() as s:
+        oidc_providers.map_group(s, "corp", value="leads", workspace="default", role="admin")
+    with browser(oidc_db) as web:
+        sign_in(web, provider, "alice")
+        alice = me(web)["user"]["id"]
+    new = events()[before:]
+    assert [(e.action, e.actor_id) for e in new] == [("oidc.configure", None), ("sign_in", alice),
+                                                     ("member.add", None)]
+    assert new[0].detail["change"] == "map" and new[0].workspace_id is not None
+    assert new[1].detail == {"method": "oidc", "provider": "corp"} and new[1].target == "web" and new[1].address
+    assert new[2].detail["to"] == "admin" and new[2].target == f"user:{alice}"

@@ -16,7 +16,9 @@ PAGE_BUDGET = 100_000
 def _world(live, branch_repo) -> dict[str, str]:
     """One of everything a page shows: a project with resources, issues, a finished run with a diff."""
     live.register_local_daemon()
-    live.post("/api/agents", {"name": "claude", "provider": "claude"})
+    agent = live.post("/api/agents", {"name": "claude", "provider": "claude"})
+    assert live.api.put(f"/api/agents/{agent['id']}/env/API_KEY", json={"value": "sk-quality-0123456789"},
+                        headers={"Authorization": f"Bearer {live.token}"}).status_code == 200
     project = live.post("/api/projects", {"title": "Storefront", "description": "The shop.",
                                           "resources": [{"resource_type": "github_repo",
                                                          "resource_ref": {"url": "https://github.com/org/shop"}}]})
@@ -38,7 +40,7 @@ def _world(live, branch_repo) -> dict[str, str]:
     return {"projects": "/", "project": f"/projects/{project['id']}", "issues": "/issues",
             "board": "/issues?view=board", "issue": f"/issues/{issue['number']}", "task": f"/tasks/{task['id']}",
             "split diff": f"/tasks/{task['id']}?view=split", "agents": "/agents", "daemons": "/daemons",
-            "not found": "/nowhere"}
+            "agent secrets": f"/agents/{agent['id']}/env", "audit log": "/audit", "not found": "/nowhere"}
 
 
 def _weight(live, path: str) -> int:

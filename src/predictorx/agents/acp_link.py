@@ -77,9 +77,12 @@ class LineTransport:
         self.close_stdin()
 
 
-def split_overrides(args: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """(the MCP servers named by `-c mcp_servers.NAME.KEY=VALUE` pairs as ACP stdio servers, the
-    other arguments). Other `-c` pairs (Codex hooks and features) are dropped: ACP has no hooks."""
+def split_overrides(args: list[str], env: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the MCP servers named by `-c mcp_servers.NAME.KEY=VALUE` pairs as ACP stdio or HTTP servers,
+    the other arguments). Other `-c` pairs (Codex hooks and features) are dropped: ACP has no hooks.
+    What Codex would read from its environment (`env_vars`, `env_http_headers`,
+    `bearer_token_env_var`: an agent's secrets, agents/mcpconfig.py) is read from `env` here, and
+    goes to the agent in `session/new` only."""
     servers: dict[str, dict[str, Any]] = {}
     rest: list[str] = []
     i = 0
@@ -92,16 +95,25 @@ def split_overrides(args: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
         if word not in _CODEX_ONLY_FLAGS:
             rest.append(word)
         i += 1
-    out = []
-    for name, spec in servers.items():
-        if not isinstance(spec.get("command"), str):
-            continue
-        env = spec.get("env")
-        if not isinstance(env, dict):
-            env = {}
-        out.append({"name": name, "command": spec["command"], "args": [str(a) for a in spec.get("args") or []],
-                    "env": [{"name": str(k), "value": str(v)} for k, v in env.items()]})
-    return out, rest
+    return [s for name, spec in servers.items() if (s := _server(name, spec, env or {}))], rest
+
+
+def _server(name: str, spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
+    def table(key: str) -> dict[str, Any]:
+        value = spec.get(key)
+        return value if isinstance(value, dict) else {}
+    if isinstance(spec.get("url"), str):
+        headers = {**{str(k): str(v) for k, v in table("http_headers").items()},
+                   **{str(k): env.get(str(v), "") for k, v in table("env_http_headers").items()}}
+        if isinstance(spec.get("bearer_token_env_var"), str):
+            headers["Authorization"] = "Bearer " + env.get(spec["bearer_token_env_var"], "")
+        return {"name": name, "url": spec["url"], "headers": [{"name": k, "value": v} for k, v in headers.items()]}
+    if not isinstance(spec.get("command"), str):
+        return None
+    values = {str(k): str(v) for k, v in table("env").items()}
+    values.update({str(n): env[str(n)] for n in spec.get("env_vars") or [] if str(n) in env})
+    return {"name": name, "command": spec["command"], "args": [str(a) for a in spec.get("args") or []],
+            "env": [{"name": k, "value": v} for k, v in values.items()]}
 
 
 def _take_override(pair: str, servers: dict[str, dict[str, Any]]) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, Client, connect_to_agent, text_block
-from acp.schema import Implementation, McpServerStdio
+from acp.schema import HttpMcpServer, Implementation, McpServerStdio
 
 from . import message as m
 from .acp_client import CAPABILITIES, PredictorClient
@@ -81,7 +81,15 @@ class Session:
         init = await self.conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=CAPABILITIES,
                                           client_info=Implementation(name="predictorx", version=_version()))
         can_load = bool(init.agent_capabilities and init.agent_capabilities.load_session)
-        mcp: list[Any] = [McpServerStdio(**s) for s in split_overrides(spec.extra_args)[0]]
+        servers = split_overrides(spec.extra_args, spec.env)[0]
+        http_ok = bool(init.agent_capabilities and init.agent_capabilities.mcp_capabilities
+                       and init.agent_capabilities.mcp_capabilities.http)
+        for s in servers:
+            if "url" in s and not http_ok:
+                self._record(m.system("mcp_server_skipped", name=s["name"],
+                                      message=f"this ACP agent takes no HTTP MCP servers: {s['name']} was left out"))
+        mcp: list[Any] = [HttpMcpServer(type="http", **s) if "url" in s else McpServerStdio(**s)
+                          for s in servers if "url" not in s or http_ok]
         cwd = str(spec.cwd)
         if spec.resume_session_id and can_load:
             self.replaying = True
@@ -196,7 +204,8 @@ async def run_conversation(spec: RunSpec, argv: list[str], env: dict[str, str], 
     stop = asyncio.Event()
     request = ProcessRequest(argv=argv, cwd=spec.cwd, env=env, stdin_data=None, stdin_session=link.hold_stdin,
                              stream_log=spec.logs_dir / "acp.stream.jsonl",
-                             stderr_log=spec.logs_dir / "acp.stderr.log", timeout_s=spec.timeout_s)
+                             stderr_log=spec.logs_dir / "acp.stderr.log", timeout_s=spec.timeout_s,
+                             secrets=spec.secrets)
     process = asyncio.create_task(run_process(request, link.on_line, stop))
     session = Session(spec, state, talk, link, outbox, policy, session_model)
     conversation = asyncio.create_task(session.converse())

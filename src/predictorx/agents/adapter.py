@@ -193,6 +193,7 @@ class AgentAdapter:
             stream_log=spec.logs_dir / f"{self.provider}.stream.jsonl",
             stderr_log=spec.logs_dir / f"{self.provider}.stderr.log",
             timeout_s=spec.timeout_s,
+            secrets=spec.secrets,
         )
         outcome = await run_process(request, on_line, cancel)
         try:

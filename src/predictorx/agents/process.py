@@ -31,9 +31,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .. import hardening
+from ..secretmask import Masker, MaskingWriter
 from . import descendants
 from .runcgroup import RunCgroup
 
@@ -72,6 +73,8 @@ class ProcessRequest:
     #: Instead of `stdin_data`: a conversation over stdin (ACP). It gets the agent's stdin once
     #: the process has started and keeps it open until it returns; then stdin is closed.
     stdin_session: Callable[[asyncio.StreamWriter], Awaitable[None]] | None = None
+    #: The run's secrets: never written to the raw logs as they are (secretmask.py).
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass
@@ -127,24 +130,37 @@ async def run_process(request: ProcessRequest, on_line: LineHandler, cancel: asy
     _AGENT_UMASK = hardening.person_umask()  # read here: os.umask is not for a child before exec
     request.stream_log.parent.mkdir(parents=True, exist_ok=True)
     request.stderr_log.parent.mkdir(parents=True, exist_ok=True)
-    with open(request.stream_log, "ab") as stream_log, open(request.stderr_log, "ab") as stderr_log:
-        tag = descendants.new_tag()
-        cgroup = None
+    with open(request.stream_log, "ab") as stream_file, open(request.stderr_log, "ab") as stderr_file:
+        masker = Masker(request.secrets)
+        stream_log: Any = MaskingWriter(stream_file, masker) if masker else stream_file
+        stderr_log: Any = MaskingWriter(stderr_file, masker) if masker else stderr_file
         try:
-            argv, launch = _launch(request)
-            cgroup = RunCgroup.make(tag) if _SETPRIV is not None else None
-            proc, exited = await _spawn([*(cgroup.launcher() if cgroup else []), *argv], request, launch,
-                                {**request.env, descendants.TAG_VAR: tag})
-        except FileNotFoundError:
-            _never_fed(request)
-            _forget(cgroup)
-            return ProcessOutcome(None, spawn_error=_not_found(request))
-        except OSError as exc:
-            _never_fed(request)
-            _forget(cgroup)
-            return ProcessOutcome(None, spawn_error=f"could not start {request.argv[0]!r}: {exc}")
-        return await _supervise(proc, exited, request, on_line, cancel, stream_log, stderr_log,
-                                descendants.Descendants(proc.pid, tag, cgroup))
+            return await _run_logged(request, on_line, cancel, stream_log, stderr_log)
+        finally:
+            if masker:
+                stream_log.close()
+                stderr_log.close()
+
+
+async def _run_logged(request: ProcessRequest, on_line: LineHandler, cancel: asyncio.Event,
+                      stream_log: BinaryIO, stderr_log: BinaryIO) -> ProcessOutcome:
+    tag = descendants.new_tag()
+    cgroup = None
+    try:
+        argv, launch = _launch(request)
+        cgroup = RunCgroup.make(tag) if _SETPRIV is not None else None
+        proc, exited = await _spawn([*(cgroup.launcher() if cgroup else []), *argv], request, launch,
+                            {**request.env, descendants.TAG_VAR: tag})
+    except FileNotFoundError:
+        _never_fed(request)
+        _forget(cgroup)
+        return ProcessOutcome(None, spawn_error=_not_found(request))
+    except OSError as exc:
+        _never_fed(request)
+        _forget(cgroup)
+        return ProcessOutcome(None, spawn_error=f"could not start {request.argv[0]!r}: {exc}")
+    return await _supervise(proc, exited, request, on_line, cancel, stream_log, stderr_log,
+                            descendants.Descendants(proc.pid, tag, cgroup))
 
 
 class _ExitNotice(asyncio.subprocess.SubprocessStreamProtocol):

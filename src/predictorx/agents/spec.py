@@ -41,3 +41,5 @@ class RunSpec:
     #: `ask_timeout_s`; None: no one can be asked (then the question is answered deny).
     ask_person: Callable[[str], Awaitable[str | None]] | None = None
     ask_timeout_s: float = 600.0
+    #: The values of the run's secrets (in `env`): the raw logs never hold them (secretmask.py).
+    secrets: tuple[str, ...] = ()

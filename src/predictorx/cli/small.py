@@ -367,5 +367,11 @@ def token_revoke(token_id: str) -> None:
 
 
 def register(root: typer.Typer) -> None:
+    from .agentmcp import app as mcp_app
+    from .secrets import env_app, secret_app
+
+    agent_app.add_typer(mcp_app, name="mcp")
+    agent_app.add_typer(secret_app, name="secret")
+    agent_app.add_typer(env_app, name="env")
     for name, group in (("agent", agent_app), ("task", task_app), ("workspace", workspace_app), ("token", token_app)):
         root.add_typer(group, name=name)

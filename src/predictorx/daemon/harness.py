@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..agents import mcpconfig
 from ..workflowmcp.sweep_text import render
 from . import gitview
 from .gitcmd import GitError, git_text
@@ -104,12 +105,16 @@ def _mcp_command() -> list[str]:
     return [sys.executable, mcp_stdio.__file__]
 
 
-def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[str]:
-    """Arguments that add `predictorx mcp` to this one run (never to the person's config). The
-    task token goes into a 0600 file in the env root (outside the workdir), never into argv or
-    the harness's config: `predictorx mcp --env-file` reads it."""
+def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str],
+              servers: list[dict[str, Any]] | None = None) -> list[str]:
+    """Arguments that add `predictorx mcp` and the agent's own MCP servers (`servers`,
+    agents/mcpconfig.py) to this one run (never to the person's config). The task token goes into
+    a 0600 file in the env root (outside the workdir), never into argv or the harness's config:
+    `predictorx mcp --env-file` reads it; an agent's secret is only named (the CLI reads it from
+    its environment)."""
     if provider not in MCP_HARNESSES:
         return []
+    own = mcpconfig.normalize(servers or [])
     cmd = _mcp_command()
     keys = ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_ISSUE", "PREDICTORX_TASK_ID",
             "PREDICTORX_WORKSPACE")
@@ -120,11 +125,12 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str]) -> list[
     args = [*cmd[1:], "--env-file", str(env_file)]
     if provider == "claude":
         path = env_root / "predictorx.mcp.json"
-        path.write_text(json.dumps({"mcpServers": {"predictorx": {"command": cmd[0], "args": args}}}, indent=2))
+        path.write_text(json.dumps({"mcpServers": {**mcpconfig.claude_servers(own),
+                                                   "predictorx": {"command": cmd[0], "args": args}}}, indent=2))
         return ["--mcp-config", str(path)]
     inline = lambda v: json.dumps(v)  # a JSON string/array is a TOML inline value too
     return ["-c", f"mcp_servers.predictorx.command={inline(cmd[0])}",
-            "-c", f"mcp_servers.predictorx.args={inline(args)}"]
+            "-c", f"mcp_servers.predictorx.args={inline(args)}", *mcpconfig.codex_overrides(own)]
 
 
 def _borrowed(cwd: Path, run: "TaskRun | None" = None) -> list[Path]:
@@ -150,8 +156,8 @@ def _unavailable(run: "TaskRun", e: Exception) -> str:
 def mcp_args(run: "TaskRun", env_root: Path, agent_env: dict[str, str]) -> list[str]:
     """The extra CLI arguments that add `predictorx mcp` to the run (none if that cannot be set up)."""
     try:
-        return mcp_setup(run.agent["provider"], env_root, agent_env)
-    except OSError as e:
+        return mcp_setup(run.agent["provider"], env_root, agent_env, run.agent.get("mcp_servers"))
+    except (OSError, mcpconfig.McpConfigError) as e:
         log.warning("task %s runs without the predictorx MCP server: %s", run.id, e)
         return []
 
@@ -204,6 +210,6 @@ async def task_end(run: "TaskRun", cwd: Path, result: str | None) -> None:
         facts = await asyncio.to_thread(_git_facts, run, cwd)
         if result:
             facts["result"] = result[:20_000]
-        await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", facts, retries=2)
+        await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", run.masker.any(facts), retries=2)
     except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
         log.warning("task %s: handoff not stored (%s)", run.id, e)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, agents, allowhosts, config, hardening, resources
+from .. import __version__, agents, allowhosts, config, hardening, resources, secretmask
 from ..agents import descendants, runcgroup
 from ..apiclient import fail
 from . import bytecode, contextrecovery, forgework, identity, runcheckouts, worktree
@@ -432,6 +432,7 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
     logging.basicConfig(level=os.environ.get("PREDICTORX_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request drowns the log
+    secretmask.install_log_masking()  # an agent's secret never reaches this log (issue 28 §2)
     # Until the loop's handlers are in place, SIGTERM unwinds like Ctrl-C (the pid file is cleared).
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if not identity.write_pid():

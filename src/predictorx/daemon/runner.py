@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import agents, unconfined
+from .. import agents, secretmask, unconfined
 from ..agents import RunSpec
 from . import permissionwait
 from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
@@ -83,6 +83,8 @@ class TaskRun:
         self.continue_branch: dict[str, Any] | None = claim.get("continue_branch") or None
         self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
         self.id: str = self.task["id"]
+        #: The agent's variables (issue 28 §2): its environment only; secrets masked in all it uploads and logs.
+        self._agent_env, self.masker = secretmask.from_claim(claim, self.id)
         self.cancel_event = asyncio.Event()
         #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
         self.agent_stop = asyncio.Event()
@@ -123,7 +125,7 @@ class TaskRun:
         api = self.daemon.api
         outcome: dict[str, Any] = {"status": "failed", "failure_reason": "the daemon stopped unexpectedly"}
         env = None
-        self._uploader = MessageUploader(api, self.id)
+        self._uploader = MessageUploader(api, self.id, mask=self.masker.any if self.masker else None)
         self._uploader.start()
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
@@ -177,6 +179,7 @@ class TaskRun:
                 except OSError:
                     pass
         if self.stopping and not started:
+            self._forget_env()
             await self.daemon.release(self.id)  # back to the queue, for this or another daemon
             return
         if self.stopping and outcome["status"] != "completed":
@@ -189,7 +192,13 @@ class TaskRun:
             fields["review"] = self.review
             if not self.review.get("branch"):
                 fields["branch_name"] = ""  # deleted: the task changed nothing
+        fields = self.masker.any(fields)
+        self._forget_env()
         await self.daemon.report_finish(self.id, fields)
+
+    def _forget_env(self) -> None:
+        """The run is over: its variables leave the daemon (the log filter lets go of them too)."""
+        self._agent_env, self.masker = {}, secretmask.drop(self.id)
 
     def _checked_folder(self, placement: Placement) -> Path:
         try:
@@ -433,10 +442,10 @@ class TaskRun:
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
-            env={**base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
+            env={**self._agent_env, **base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
             argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
-            sandbox=plan,
+            sandbox=plan, secrets=self.masker.secrets,
             resume_session_id=resume, permission_policy=self.agent.get("permissions"),
             ask_person=permissionwait.asker(self.daemon.api, self.id), ask_timeout_s=permissionwait.ask_timeout_s(),
         )

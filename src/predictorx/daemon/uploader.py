@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from ..textsafe import clip, sanitize
@@ -74,8 +75,11 @@ log = logging.getLogger("predictorx.daemon")
 
 
 class MessageUploader:
-    def __init__(self, api: ServerApi, task_id: str, *, max_batch: int = 100, interval: float = 0.05):
+    def __init__(self, api: ServerApi, task_id: str, *, max_batch: int = 100, interval: float = 0.05,
+                 mask: Callable[[Any], Any] | None = None):
         self.api = api
+        #: The run's secrets out of every message (secretmask.Masker.any), before it is queued.
+        self.mask = mask
         self.task_id = task_id
         self.max_batch = max_batch
         self.interval = interval
@@ -94,7 +98,7 @@ class MessageUploader:
         seq = self._next_seq
         self._next_seq += 1
         try:
-            message = bounded_message(seq, kind, content)
+            message = bounded_message(seq, kind, self.mask(content) if self.mask else content)
         except Exception as e:  # a message we cannot shape must not stop the run
             log.exception("task %s: message %d could not be prepared; it stays in the raw log", self.task_id, seq)
             message = {"seq": seq, "kind": "error", "content": {

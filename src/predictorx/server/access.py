@@ -136,6 +136,20 @@ ACCESS: dict[str, Rule] = {
     "DELETE /api/agents/{ref}":                          MEMBER,   # its owner, or an admin/owner: service
     "POST /api/agents/{ref}/archive":                    MEMBER,   # its owner, or an admin/owner: service
     "POST /api/agents/{ref}/restore":                    MEMBER,   # its owner, or an admin/owner: service
+    # an agent's variables and secrets (issue 28 §2): set by its owner only; listed (names, never a
+    # secret's value) and removed by its owner or an admin/owner; workspace secrets and their grants
+    # by admins/owners
+    "GET /api/agents/{ref}/env":                         MEMBER,   # its owner, or an admin/owner: service
+    "PUT /api/agents/{ref}/env/{name}":                  MEMBER,   # its owner only: service
+    "DELETE /api/agents/{ref}/env/{name}":               MEMBER,   # its owner, or an admin/owner: service
+    "POST /api/agents/{ref}/grants":                     ADMIN,
+    "DELETE /api/agents/{ref}/grants/{name}":            ADMIN,
+    "GET /api/secrets":                                  ADMIN,
+    "PUT /api/secrets/{name}":                           ADMIN,
+    "DELETE /api/secrets/{name}":                        ADMIN,
+    # the audit log (issue 28 §4)
+    "GET /api/audit":                                    ADMIN,
+    "GET /api/audit/export":                             ADMIN,
     # tasks
     "GET /api/tasks":                                    MEMBER,
     "GET /api/tasks/{task_id}":                          MEMBER_DAEMON_TASK,
@@ -249,6 +263,12 @@ ACCESS: dict[str, Rule] = {
     "POST /agents/{agent_id}/delete":                    MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/archive":                   MEMBER,   # its owner, or an admin/owner: service
     "POST /agents/{agent_id}/restore":                   MEMBER,   # its owner, or an admin/owner: service
+    "GET /agents/{agent_id}/env":                        MEMBER,   # its owner, or an admin/owner: service
+    "POST /agents/{agent_id}/env":                       MEMBER,   # its owner only: service
+    "POST /agents/{agent_id}/env/{name}/remove":         MEMBER,   # its owner, or an admin/owner: service
+    "POST /agents/{agent_id}/grants":                    ADMIN,
+    "POST /agents/{agent_id}/grants/{name}/remove":      ADMIN,
+    "GET /audit":                                        ADMIN,
     "GET /daemons":                                      MEMBER,
     "GET /waiting":                                      MEMBER,
     "GET /waiting/list":                                 MEMBER,

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import ClientError
-from ..service import classification, forgeevents, prflow, tasks
+from ..service import audit, classification, forgeevents, prflow, tasks
 from ..service.daemons import daemon_timeout
 from ..store.db import Database
 from .access import enforce
@@ -27,6 +27,7 @@ from .routes import agents, daemons, issues, members, projects, tasks as task_ro
 from .routes import beans as bean_routes, classifications, workflow_tasks, roles as role_routes
 from .routes import daemon_forge, forges as forge_routes, sso as sso_routes, workflows as workflow_routes
 from .routes import forgehooks, pullrequests as pr_routes
+from .routes import audit as audit_routes, secrets as secret_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -97,6 +98,22 @@ async def _sweeper(state: AppState, interval: float) -> None:
             log.exception("sweep failed")
 
 
+async def _audit_retention(state: AppState, interval: float = 3600.0) -> None:
+    """Deletes audit events past PREDICTORX_AUDIT_RETENTION_DAYS (service/audit.py), hourly."""
+    def once() -> None:
+        with state.read() as s:
+            if not audit.prune_due(s):
+                return
+        with state.write() as s:
+            log.info("audit log: %d events past the retention deleted", audit.prune(s))
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await run_in_threadpool(once)
+        except Exception:  # the job must outlive a bad moment
+            log.exception("audit retention failed")
+
+
 async def _forge_poller(state: AppState) -> None:
     """Asks forges about open PRs that heard no webhook lately (service/forgeevents.Poller: a
     bounded number of requests per minute per connection, conditional where the client can)."""
@@ -122,7 +139,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     async def lifespan(app: FastAPI):
         hub.bind(asyncio.get_running_loop())
         jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5")))),
-                asyncio.create_task(streams.every())]
+                asyncio.create_task(streams.every()), asyncio.create_task(_audit_retention(state))]
         if forgeevents.poll_interval() > 0:
             jobs.append(asyncio.create_task(_forge_poller(state)))
         prflow.bind(state)  # a push's report opens its PR after the report's transaction
@@ -157,7 +174,8 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     # the busiest (every task a daemon turns over). No two routes share a path, so order is free.
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
-                   pr_routes, daemon_forge, sso_routes):
+                   pr_routes, daemon_forge, sso_routes,
+                   secret_routes, audit_routes):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

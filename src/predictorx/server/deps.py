@@ -68,6 +68,9 @@ async def get_principal(request: Request, state: AppState = Depends(get_state)) 
 class Caller:
     principal: auth.Principal
     workspace_id: str
+    #: The client's address as the server saw it (the proxy's forwarded one where uvicorn trusts
+    #: it): what the audit log records (service/audit.py).
+    address: str | None = None
 
     @property
     def user_id(self) -> str | None:
@@ -91,7 +94,17 @@ async def get_caller(request: Request, principal: auth.Principal = Depends(get_p
     return await _caller(request, principal, state, x_workspace)
 
 
+def client_address(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
 async def _caller(request: Request, principal: auth.Principal, state: AppState, x_workspace: str | None) -> Caller:
+    found = await _workspace_caller(request, principal, state, x_workspace)
+    return Caller(found.principal, found.workspace_id, client_address(request))
+
+
+async def _workspace_caller(request: Request, principal: auth.Principal, state: AppState,
+                            x_workspace: str | None) -> Caller:
     if not x_workspace:
         chosen = request.cookies.get(WORKSPACE_COOKIE)
         if chosen and chosen in principal.workspace_ids:  # a stale or foreign cookie is ignored

@@ -28,13 +28,13 @@ def _plan(state: AppState, workspace_id: str, user_id: str | None, task_id: str,
 
 
 def _record(state: AppState, workspace_id: str, user_id: str | None, task_id: str, op: str,
-            answer: dict[str, Any]) -> dict[str, Any]:
+            answer: dict[str, Any], address: str | None) -> dict[str, Any]:
     with state.write() as s:
-        return forgepush.local_recorded(s, workspace_id, task_id, user_id, op, answer)
+        return forgepush.local_recorded(s, workspace_id, task_id, user_id, op, answer, address=address)
 
 
 async def local_action(state: AppState, workspace_id: str, user_id: str | None, task_id: str, op: str,
-                       timeout: float = forgepush.LOCAL_TIMEOUT) -> dict[str, Any]:
+                       timeout: float = forgepush.LOCAL_TIMEOUT, *, address: str | None = None) -> dict[str, Any]:
     """Merge (`local_merge`) or discard (`local_discard`) the task's branch where it lives; the
     result as recorded, or a ServiceError whose sentence says why not (the daemon's own refusal)."""
     daemon_id, request, name = await run_in_threadpool(_plan, state, workspace_id, user_id, task_id, op)
@@ -48,4 +48,4 @@ async def local_action(state: AppState, workspace_id: str, user_id: str | None, 
                        "folder, then try again")
     if not answer.get("ok"):
         raise Conflict(answer.get("error") or "the daemon refused without saying why")
-    return await run_in_threadpool(_record, state, workspace_id, user_id, task_id, op, answer)
+    return await run_in_threadpool(_record, state, workspace_id, user_id, task_id, op, answer, address)

@@ -156,6 +156,8 @@ class AgentCreate(Strict):
     network: Literal["open", "allowlist"] = "open"
     allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
     permissions: Literal["allow", "deny", "ask"] = "allow"
+    #: Its own MCP servers (agents/mcpconfig.py checks them): stdio or HTTP, secrets only named.
+    mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
 class AgentUpdate(Strict):
@@ -170,6 +172,7 @@ class AgentUpdate(Strict):
     network: Literal["open", "allowlist"] | None = None
     allow_hosts: list[AllowedHost] | None = Field(default=None, max_length=64)
     permissions: Literal["allow", "deny", "ask"] | None = None
+    mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
 class RuntimeIn(Strict):
@@ -286,3 +289,21 @@ class PermissionAnswerIn(Strict):
     option_id: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
     #: The question answered; default: the one the task is waiting on.
     request_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+
+
+#: A variable's value (issue 28 §2): never echoed back, not even in a 422 (server/app.py).
+EnvValue = Annotated[str, Field(max_length=65536), AfterValidator(_no_nul)]
+
+
+class EnvVarIn(Strict):
+    value: EnvValue
+    #: A secret is write-only and masked in what the daemon uploads; a plain variable is shown.
+    secret: bool = True
+
+
+class WorkspaceSecretIn(Strict):
+    value: EnvValue
+
+
+class EnvGrantIn(Strict):
+    name: Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_nul)]

@@ -9,8 +9,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .. import allowhosts
-from ..agents import acp_profiles
+from ..agents import acp_profiles, mcpconfig
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
+from . import audit
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
 PROVIDERS = ("claude", "codex", "gemini", "opencode", "command", "acp")
@@ -89,8 +90,10 @@ def _network(network: str, allow_hosts: list[str], sandbox: bool, name: str) -> 
 def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, name: str, provider: str,
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
                  max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = True,
-                 network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow") -> Agent:
-    """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6)."""
+                 network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow",
+                 mcp_servers: list[dict] | None = None, address: str | None = None) -> Agent:
+    """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6). An
+    agent made without the sandbox is audited (`agent.sandbox`), as turning it off later is."""
     _check(name, provider, command, max_concurrent_tasks)
     _check_permissions(permissions)
     hosts = _network(network, allow_hosts or [], bool(sandbox), name)
@@ -98,12 +101,15 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model, owner_id=owner_id,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
                   sandbox=bool(sandbox), network=network, allow_hosts=hosts, permissions=permissions,
-                  runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
+                  mcp_servers=_mcp(mcp_servers, provider) or None, runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
     session.add(agent)
     try:
         session.flush()
     except IntegrityError:
         raise _name_taken(session, workspace_id, name) from None
+    if not agent.sandbox:
+        audit.record(session, workspace_id=workspace_id, actor_id=owner_id, action="agent.sandbox",
+                     target=f"agent {name}", detail={"created": True, **_confinement(agent)}, address=address)
     return agent
 
 
@@ -136,16 +142,21 @@ def list_agents(session: Session, workspace_id: str, *, archived: bool = False) 
 
 
 _UNSET = object()
+#: The CLIs whose runs take an agent's own MCP servers (daemon/harness.py MCP_HARNESSES).
+MCP_PROVIDERS = ("claude", "codex", "acp")
 
 
 def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: str | None = None,
                  provider: str | None = None, model: str | None | object = _UNSET, instructions: str | None = None,
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
                  runtime: str | None | object = _UNSET, sandbox: bool | None = None, network: str | None = None,
-                 allow_hosts: list[str] | None = None, permissions: str | None = None) -> Agent:
+                 allow_hosts: list[str] | None = None, permissions: str | None = None,
+                 mcp_servers: list[dict] | None | object = _UNSET, address: str | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with.
-    Only the agent's owner — the person whose machines run it — may (R-SEC-6)."""
+    Only the agent's owner — the person whose machines run it — may (R-SEC-6). A change of its
+    confinement (sandbox, network, allowed hosts, permissions) is audited."""
     _require_owner(agent, actor_id)
+    confinement = _confinement(agent)
     new_name = name if name is not None else agent.name
     new_provider = provider if provider is not None else agent.provider
     new_command = agent.command if command is _UNSET else command
@@ -172,12 +183,33 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
         agent.permissions = permissions
     if sandbox is not None:
         agent.sandbox = sandbox
+    agent.mcp_servers = _mcp(agent.mcp_servers if mcp_servers is _UNSET else mcp_servers, new_provider) or None
     agent.network, agent.allow_hosts = new_network, hosts
     try:
         session.flush()
     except IntegrityError:
         raise _name_taken(session, agent.workspace_id, new_name) from None
+    if _confinement(agent) != confinement:
+        changed = {k: {"from": v, "to": _confinement(agent)[k]} for k, v in confinement.items()
+                   if _confinement(agent)[k] != v}
+        audit.record(session, workspace_id=agent.workspace_id, actor_id=actor_id, action="agent.sandbox",
+                     target=f"agent {agent.name}", detail=changed, address=address)
     return agent
+
+
+def _mcp(servers: object, provider: str) -> list[dict]:
+    try:
+        checked = mcpconfig.normalize(servers)
+    except mcpconfig.McpConfigError as e:
+        raise Invalid(str(e)) from None
+    if checked and provider not in MCP_PROVIDERS:
+        raise Invalid(f"MCP servers of its own are added to {', '.join(MCP_PROVIDERS)} agents' runs, not {provider}'s")
+    return checked
+
+
+def _confinement(agent: Agent) -> dict[str, object]:
+    return {"sandbox": bool(agent.sandbox), "network": agent.network or "open",
+            "allow_hosts": list(agent.allow_hosts or []), "permissions": agent.permissions or "allow"}
 
 
 def _may_remove(agent: Agent, actor_id: str | None, actor_role: str | None, what: str) -> None:

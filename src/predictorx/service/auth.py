@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Member, Task, Token, User, Workspace, utcnow
+from . import audit
 from .errors import NotFound, ServiceError
 
 PREFIX = {"user": "pxu_", "daemon": "pxd_", "task": "pxt_", "login": "pxl_"}
@@ -160,13 +161,18 @@ def mint_login_code(session: Session, user_id: str) -> str:
     return mint(session, "login", name="web login link", user_id=user_id, ttl=LOGIN_CODE_TTL)
 
 
-def redeem_login_code(session: Session, raw: str, name: str = "web session") -> str:
+def redeem_login_code(session: Session, raw: str, name: str = "web session", *, address: str | None = None) -> str:
     """Spend a login code (once); answer a fresh web-session token for the browser's cookie (or,
-    named "CLI sign-in", for `predictorx login --sso`)."""
+    named "CLI sign-in", for `predictorx login --sso`). The sign-in is audited (service/audit.py)."""
     tok = session.scalar(select(Token).where(Token.token_hash == hash_token(raw)).with_for_update())
     if tok is None or tok.kind != "login" or tok.revoked or tok.expires_at < utcnow():
         raise Unauthorized("this sign-in link was already used or has expired; run `predictorx web` for a new one")
     tok.revoked = True
+    # A "CLI sign-in" spends the single-use code that `login --sso` got at the end of its OpenID
+    # sign-in (routes/sso.py): that sign-in itself was audited by service/oidc_signin.py.
+    if name.startswith("web"):
+        audit.record(session, workspace_id=None, actor_id=tok.user_id, action="sign_in", target="web",
+                     detail={"method": "code"}, address=address)
     return mint(session, "user", name=name, user_id=tok.user_id, ttl=WEB_SESSION_TTL)
 
 

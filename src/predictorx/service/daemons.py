@@ -6,7 +6,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Daemon, Runtime, Token, utcnow
-from . import auth, tasks
+from . import audit, auth, tasks
 from .errors import Forbidden, Invalid, NotFound
 from .events import emit
 from .liveness import daemon_timeout, heartbeat_interval, is_online  # noqa: F401  (part of this service's API)
@@ -14,7 +14,7 @@ from .liveness import daemon_timeout, heartbeat_interval, is_online  # noqa: F40
 
 def register(session: Session, workspace_id: str, principal: auth.Principal, *, daemon_id: str, name: str,
              hostname: str | None, version: str | None, capabilities: list[str],
-             runtimes: list[dict]) -> tuple[Daemon, str | None]:
+             runtimes: list[dict], address: str | None = None) -> tuple[Daemon, str | None]:
     """Upsert the daemon and its runtimes (R-SEC-5).
 
     With a person's token: the first registration binds the daemon id to that person and answers a
@@ -75,6 +75,8 @@ def register(session: Session, workspace_id: str, principal: auth.Principal, *, 
     # One live daemon token per daemon: a new registration by its owner supersedes the old one.
     session.execute(update(Token).where(Token.kind == "daemon", Token.daemon_id == daemon_id).values(revoked=True))
     token = auth.mint(session, "daemon", name=name, user_id=owner_id, workspace_id=workspace_id, daemon_id=daemon_id)
+    audit.record(session, workspace_id=workspace_id, actor_id=owner_id, action="token.create", target=f"daemon {name}",
+                 detail={"kind": "daemon", "daemon_id": daemon_id}, address=address)
     return d, token
 
 

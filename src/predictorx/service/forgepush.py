@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from ..forges.base import PushTarget
 from ..store.schema import Daemon, ForgeConnection, Issue, Project, PullRequest, Task, User, utcnow
+from . import audit
 from . import tasks as task_service
 from .errors import Conflict, Invalid, NotFound
 from .events import emit
@@ -303,8 +304,8 @@ def daemon_name(session: Session, daemon_id: str) -> str:
 
 
 def local_recorded(session: Session, workspace_id: str, task_id: str, user_id: str | None, op: str,
-                   answer: dict[str, Any]) -> dict[str, Any]:
-    """Record what the daemon did (who asked, the result) and return the result."""
+                   answer: dict[str, Any], *, address: str | None = None) -> dict[str, Any]:
+    """Record what the daemon did (who asked, the result) and return the result; a merge is audited."""
     task = task_service.get_task(session, workspace_id, task_id)
     data = answer.get("data") or {}
     who = session.get(User, user_id) if user_id else None
@@ -316,6 +317,11 @@ def local_recorded(session: Session, workspace_id: str, task_id: str, user_id: s
     if op == "local_discard":
         review["branch_deleted"] = True
     task.review = review
+    if op == "local_merge":
+        audit.record(session, workspace_id=workspace_id, actor_id=user_id, action="merge",
+                     target=f"task {task.id} branch {task.branch_name or ''}".strip(),
+                     detail={"task_id": task.id, "sha": data.get("sha"), "into": data.get("into"), "where": "local"},
+                     address=address)
     person = by["name"] or "a person"
     _say(session, task, {"event": op, "message": f"{person}: {data.get('message') or op}", "by": by})
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)

@@ -8,7 +8,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Member, Token, User, utcnow
-from . import auth
+from . import audit, auth
 from .errors import Conflict, Forbidden, Invalid, NotFound
 
 ROLES = ("owner", "admin", "member")
@@ -36,7 +36,7 @@ def list_members(session: Session, workspace_id: str) -> list[tuple[Member, User
 
 
 def add_member(session: Session, workspace_id: str, actor_id: str | None, *, name: str, email: str | None,
-               role: str) -> tuple[User, str | None]:
+               role: str, address: str | None = None) -> tuple[User, str | None]:
     """Add a person. A new person gets a token for this workspace, shown once. A person who already
     has an account (known by email) is attached without a token (R-SEC-4): a token is minted only
     for whoever asked for it or for an account this call creates — otherwise adding someone's
@@ -51,6 +51,7 @@ def add_member(session: Session, workspace_id: str, actor_id: str | None, *, nam
         if role_of(session, workspace_id, user.id) is not None:
             raise Conflict(f"{user.name} is already a member of this workspace")
         session.add(Member(workspace_id=workspace_id, user_id=user.id, role=role))
+        _audit_member(session, workspace_id, actor_id, "member.add", user, {"role": role, "new_account": False}, address)
         return user, None
     user = User(name=name, email=email)
     session.add(user)
@@ -58,7 +59,15 @@ def add_member(session: Session, workspace_id: str, actor_id: str | None, *, nam
     session.add(Member(workspace_id=workspace_id, user_id=user.id, role=role))
     # Marked as issued in this workspace: removing the person from it revokes it (R-SEC-5).
     token = auth.mint(session, "user", name=f"token for {user.name}", user_id=user.id, workspace_id=workspace_id)
+    _audit_member(session, workspace_id, actor_id, "member.add", user, {"role": role, "new_account": True}, address)
     return user, token
+
+
+def _audit_member(session: Session, workspace_id: str, actor_id: str | None, action: str, user: User | None,
+                  detail: dict, address: str | None) -> None:
+    audit.record(session, workspace_id=workspace_id, actor_id=actor_id, action=action,
+                 target=f"member {user.name if user else '?'}", detail={"user_id": user and user.id, **detail},
+                 address=address)
 
 
 def _guard_owner_change(session: Session, workspace_id: str, actor_role: str, member: Member, new_role: str | None) -> None:
@@ -85,23 +94,30 @@ def _find_member(session: Session, workspace_id: str, user_id: str) -> Member:
     return member
 
 
-def set_role(session: Session, workspace_id: str, actor_id: str | None, user_id: str, role: str) -> Member:
+def set_role(session: Session, workspace_id: str, actor_id: str | None, user_id: str, role: str, *,
+             address: str | None = None) -> Member:
     actor_role = _require_admin(session, workspace_id, actor_id)
     if role not in ROLES:
         raise Invalid(f"role must be one of {', '.join(ROLES)}")
     member = _find_member(session, workspace_id, user_id)
     _guard_owner_change(session, workspace_id, actor_role, member, role)
-    member.role = role
+    before, member.role = member.role, role
+    if before != role:
+        _audit_member(session, workspace_id, actor_id, "member.role", session.get(User, user_id),
+                      {"from": before, "to": role}, address)
     return member
 
 
-def remove_member(session: Session, workspace_id: str, actor_id: str | None, user_id: str) -> None:
+def remove_member(session: Session, workspace_id: str, actor_id: str | None, user_id: str, *,
+                  address: str | None = None) -> None:
     """Remove a person and everything that acts for them here (R-SEC-5): their tokens for this
     workspace, their daemons' tokens and the task tokens those daemons were given; their daemons
     go offline and the tasks they held go back to the queue."""
     actor_role = _require_admin(session, workspace_id, actor_id)
     member = _find_member(session, workspace_id, user_id)
     _guard_owner_change(session, workspace_id, actor_role, member, None)
+    _audit_member(session, workspace_id, actor_id, "member.remove", session.get(User, user_id), {"role": member.role},
+                  address)
     drop_membership(session, member)
 
 
@@ -125,10 +141,15 @@ def role_of_any(session: Session, user_id: str) -> str | None:
     return session.scalar(select(Member.role).where(Member.user_id == user_id).limit(1))
 
 
-def create_token(session: Session, user_id: str, name: str, days: int | None) -> tuple[Token, str]:
+def create_token(session: Session, user_id: str, name: str, days: int | None, *,
+                 address: str | None = None) -> tuple[Token, str]:
     raw = auth.mint(session, "user", name=name, user_id=user_id, ttl=timedelta(days=days) if days else None)
     session.flush()
-    return session.scalar(select(Token).where(Token.token_hash == auth.hash_token(raw))), raw
+    tok = session.scalar(select(Token).where(Token.token_hash == auth.hash_token(raw)))
+    assert tok is not None  # (minted just now)
+    audit.record(session, workspace_id=None, actor_id=user_id, action="token.create", target=f"token {name}",
+                 detail={"token_id": tok.id, "days": days}, address=address)
+    return tok, raw
 
 
 def list_tokens(session: Session, user_id: str) -> list[Token]:
@@ -136,10 +157,13 @@ def list_tokens(session: Session, user_id: str) -> list[Token]:
                                                     Token.revoked.is_(False)).order_by(Token.created_at)))
 
 
-def revoke_token(session: Session, user_id: str, token_id: str) -> Token:
+def revoke_token(session: Session, user_id: str, token_id: str, *, address: str | None = None) -> Token:
     tok = session.get(Token, token_id)
     if tok is None or tok.user_id != user_id or tok.kind != "user":
         raise NotFound(f"no token {token_id!r} of yours; `predictorx token list` shows them")
+    if not tok.revoked:
+        audit.record(session, workspace_id=None, actor_id=user_id, action="token.revoke", target=f"token {tok.name}",
+                     detail={"token_id": tok.id}, address=address)
     tok.revoked = True
     tok.expires_at = tok.expires_at or utcnow()
     return tok

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from ..store.oidc_schema import OidcProvider
 from ..store.schema import Workspace
-from . import oidc_discovery, secretbox
+from . import audit, oidc_discovery, secretbox
 from .errors import Conflict, Invalid, NotFound
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
@@ -70,6 +70,8 @@ def add(session: Session, *, name: str, issuer: str, client_id: str, client_secr
     if client_secret:
         secretbox.seal_into(row, "client_secret_sealed", client_secret)
     session.flush()
+    audit.record(session, workspace_id=None, actor_id=None, action="oidc.configure", target=f"provider:{name}",
+                 detail={"change": "add", "issuer": row.issuer, "client_id": row.client_id})
     return row
 
 
@@ -88,6 +90,8 @@ def remove(session: Session, name: str) -> None:
     row = named(session, name)
     oidc_discovery.forget(row.issuer)
     session.delete(row)
+    audit.record(session, workspace_id=None, actor_id=None, action="oidc.configure", target=f"provider:{name}",
+                 detail={"change": "remove"})
 
 
 def client_secret(row: OidcProvider) -> str | None:
@@ -115,6 +119,8 @@ def map_group(session: Session, name: str, *, value: str, workspace: str, role: 
     rules = [r for r in (row.role_map or []) if (r["claim"], r["value"], r["workspace_id"])
              != (rule["claim"], rule["value"], rule["workspace_id"])]
     row.role_map = [*rules, rule]  # a new list: the JSON column sees the change
+    audit.record(session, workspace_id=ws.id, actor_id=None, action="oidc.configure", target=f"provider:{name}",
+                 detail={"change": "map", "claim": rule["claim"], "value": rule["value"], "role": role})
     return rule
 
 
@@ -125,6 +131,8 @@ def unmap_group(session: Session, name: str, *, value: str, workspace: str, clai
     if len(rules) == len(row.role_map or []):
         raise NotFound(f"provider {name!r} has no rule for {claim}={value!r} in that workspace")
     row.role_map = rules
+    audit.record(session, workspace_id=ws.id, actor_id=None, action="oidc.configure", target=f"provider:{name}",
+                 detail={"change": "unmap", "claim": claim, "value": value})
 
 
 def buttons(session: Session) -> list[tuple[str, str]]:

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from ..store.oidc_schema import OidcLogin, OidcProvider, OidcSession
 from ..store.schema import Token, utcnow
-from . import auth, oidc_accounts, oidc_discovery, oidc_providers, oidc_roles, secretbox
+from . import audit, auth, oidc_accounts, oidc_discovery, oidc_providers, oidc_roles, secretbox
 from .errors import Invalid
 from .oidc_tokens import IdTokenRefused, validate_id_token
 from .transactions import Transactions
@@ -152,7 +152,7 @@ class SignedIn:
 
 
 def finish(tx: Transactions, *, state: str, code: str, browser_secret: str | None, redirect_uri: str,
-           now: Callable[[], float] | None = None) -> SignedIn:
+           now: Callable[[], float] | None = None, address: str | None = None) -> SignedIn:
     """The provider's answer: the state spent, the code exchanged, the ID token validated, then the
     person signed in (a web session token, or for the CLI a single-use code)."""
     with tx.write() as s:
@@ -165,7 +165,8 @@ def finish(tx: Transactions, *, state: str, code: str, browser_secret: str | Non
     claims = validate_id_token(answer["id_token"], issuer=pending.issuer, client_id=pending.client_id,
                                nonce=pending.nonce, now=now() if now else None,
                                access_token=_text(answer.get("access_token")))
-    return complete(tx, pending.provider_id, claims, purpose=pending.purpose, redirect=pending.redirect)
+    return complete(tx, pending.provider_id, claims, purpose=pending.purpose, redirect=pending.redirect,
+                    address=address)
 
 
 def _text(value: Any) -> str | None:
@@ -179,7 +180,7 @@ def _provider_error(answer: dict[str, Any]) -> str:
 
 
 def complete(tx: Transactions, provider_id: str, claims: dict[str, Any], *, purpose: str,
-             redirect: str | None = None) -> SignedIn:
+             redirect: str | None = None, address: str | None = None) -> SignedIn:
     """One transaction: the person found or made, their roles mapped, a token for what was asked."""
     with tx.write() as s:
         provider = s.get(OidcProvider, provider_id)
@@ -187,6 +188,7 @@ def complete(tx: Transactions, provider_id: str, claims: dict[str, Any], *, purp
             raise SignInRefused("that OpenID provider was removed from this server while you signed in")
         user = oidc_accounts.person_for(s, provider, claims)
         changes = oidc_roles.apply(s, provider, user.id, claims)
+        _audit(s, provider.name, user.id, purpose, changes, address)
         if purpose == "web":
             token = auth.mint(s, "user", name=f"web session ({provider.name})", user_id=user.id,
                               ttl=auth.WEB_SESSION_TTL)
@@ -198,6 +200,19 @@ def complete(tx: Transactions, provider_id: str, claims: dict[str, Any], *, purp
         else:
             token = auth.mint(s, "user", name=f"CLI sign-in ({provider.name})", user_id=user.id, ttl=CLI_SESSION_TTL)
         return SignedIn(user.id, token, purpose, redirect, changes)
+
+
+def _audit(s: Session, provider: str, user_id: str, purpose: str, changes: list[oidc_roles.RoleChange],
+           address: str | None) -> None:
+    """One sign-in event, and one event per membership the group mapping changed (service/audit.py)."""
+    audit.record(s, workspace_id=None, actor_id=user_id, action="sign_in", target="web" if purpose == "web" else "cli",
+                 detail={"method": "oidc", "provider": provider}, address=address)
+    for change in changes:
+        action = ("member.add" if change.before is None else "member.remove" if change.after is None
+                  else "member.role")
+        audit.record(s, workspace_id=change.workspace_id, actor_id=None, action=action, target=f"user:{user_id}",
+                     detail={"from": change.before, "to": change.after, "by": f"group mapping of {provider}"},
+                     address=address)
 
 
 def end_session_url(session: Session, token_id: str, post_logout_redirect_uri: str) -> str | None:

@@ -94,7 +94,7 @@ def _actor_named(db: prs.Transactions, actor: prs.Actor) -> prs.Actor:
         return actor
     with db.read() as s:
         user = s.get(User, actor.user_id)
-        return prs.Actor(actor.user_id, user.name if user is not None else "", actor.role)
+        return prs.Actor(actor.user_id, user.name if user is not None else "", actor.role, actor.address)
 
 
 def merge_pr(db: prs.Transactions, workspace_id: str, pr_id: str, actor: prs.Actor, method: str | None) -> dict[str, Any]:

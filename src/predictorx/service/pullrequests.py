@@ -32,7 +32,7 @@ from ..forges import base as forge_api
 from ..forges import registry
 from ..store.workflow_schema import TaskHandoff
 from ..store.schema import ForgeConnection, Issue, Project, ProjectResource, PullRequest, Task, utcnow
-from . import forgepolicy
+from . import audit, forgepolicy
 from . import forges as connections
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
@@ -59,6 +59,8 @@ class Actor:
     user_id: str | None
     name: str
     role: str | None
+    #: Where the request came from (the audit log's address).
+    address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -376,6 +378,10 @@ def merge(db: Transactions, workspace_id: str, pr_id: str, actor: Actor, method:
         if remote.state != "merged":  # some forges answer before the PR reads as merged
             remote = forge_api.PullRequest(**{**remote.__dict__, "state": "merged"})
         apply_remote(s, pr, remote, merged_by_user_id=actor.user_id, merged_by=actor.name, method=merged.method)
+        audit.record(s, workspace_id=workspace_id, actor_id=actor.user_id, action="merge",
+                     target=f"{pr.repo_path}#{number}",
+                     detail={"pull_request_id": pr.id, "branch": pr.branch, "method": merged.method, "where": "forge"},
+                     address=actor.address)
         return pr.id
 
 

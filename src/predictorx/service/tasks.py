@@ -199,6 +199,13 @@ def _refuse(session: Session, task: Task, reason: str) -> None:
     _finish(session, task, "cancelled", failure_reason=reason)
 
 
+def refuse_claimed(session: Session, task_id: str, reason: str) -> None:
+    """`_refuse` for a task of a claim being answered (its variables cannot be opened: agentenv)."""
+    task = session.get(Task, task_id, populate_existing=True)
+    if task is not None:
+        _refuse(session, task, reason)
+
+
 # -- lifecycle reported by the daemon ---------------------------------------------------------
 
 def _owned(session: Session, daemon_id: str, task_id: str) -> Task:

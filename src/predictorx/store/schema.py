@@ -202,6 +202,12 @@ class Agent(Base):
     #: How an ACP agent's permission requests are answered: "allow", "deny" or "ask" (agents/acp_client.py;
     #: migration 0017). The other CLIs run with their own unattended flags.
     permissions: Mapped[str] = mapped_column(String(8), default="allow", server_default="allow")
+    #: How many variables its runs are given (its own, plus workspace secrets granted to it):
+    #: the claim reads them only for an agent that has some (service/agentenv.py; migration 0022).
+    env_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: Its own MCP servers, added to its runs beside agents-room and `predictorx mcp`
+    #: (agents/mcpconfig.py: stdio or HTTP; secrets only named, never stored here; migration 0022).
+    mcp_servers: Mapped[list | None] = mapped_column(JSON)
     runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
     # The person whose machines run it (R-SEC-6): it runs only on their daemons, only they edit it.
     owner_id: Mapped[str | None] = mapped_column(String(36), index=True)
@@ -399,3 +405,58 @@ class ForgeDelivery(Base):
     received_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
     __table_args__ = (UniqueConstraint("connection_id", "delivery_id", name="uq_forge_delivery"),)
+
+
+class EnvVar(Base):
+    """A variable an agent's runs get in their environment (issue 28 §2): the agent's own
+    (`agent_id` set, `scope` its id) or a workspace secret (`agent_id` NULL, `scope` "workspace")
+    that owners and admins grant to agents by name. The value is stored sealed
+    (service/secretbox.py); a secret is write-only: only its name and last four are ever shown."""
+
+    __tablename__ = "env_var"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), index=True)
+    agent_id: Mapped[str | None] = mapped_column(ForeignKey("agent.id", ondelete="CASCADE"), index=True)
+    scope: Mapped[str] = mapped_column(String(36))
+    name: Mapped[str] = mapped_column(String(128))
+    secret: Mapped[bool] = mapped_column(Boolean, default=True)
+    value_sealed: Mapped[str] = mapped_column(Text)
+    last4: Mapped[str] = mapped_column(String(8))
+    created_by: Mapped[str | None] = mapped_column(String(36))
+    updated_by: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (UniqueConstraint("workspace_id", "scope", "name", name="uq_env_var_name"),)
+
+
+class EnvGrant(Base):
+    """A workspace secret given to an agent's runs (by an owner or admin)."""
+
+    __tablename__ = "env_grant"
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agent.id", ondelete="CASCADE"), primary_key=True)
+    env_var_id: Mapped[str] = mapped_column(ForeignKey("env_var.id", ondelete="CASCADE"), primary_key=True, index=True)
+    created_by: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+
+
+class AuditEvent(Base):
+    """One security-relevant event (issue 28 §4), appended by service/audit.py and never changed:
+    who (`actor_id`, their name then), what (`action`, `target`, `detail` — never a secret), when,
+    from which address. `workspace_id` NULL: an event of a person, not of one workspace (a sign-in)."""
+
+    __tablename__ = "audit_event"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(TS, default=utcnow, index=True)
+    workspace_id: Mapped[str | None] = mapped_column(String(36))
+    actor_id: Mapped[str | None] = mapped_column(String(36))
+    actor_name: Mapped[str | None] = mapped_column(String(500))
+    action: Mapped[str] = mapped_column(String(60))
+    target: Mapped[str | None] = mapped_column(String(500))
+    detail: Mapped[dict | None] = mapped_column(JSON)
+    address: Mapped[str | None] = mapped_column(String(100))
+
+    __table_args__ = (
+        Index("ix_audit_event_workspace_id", "workspace_id", "id"),
+        Index("ix_audit_event_actor_id", "actor_id", "id"),
+    )

@@ -21,7 +21,8 @@ def list_agents(archived: bool = Query(default=False, description="the archived 
 @router.post("", status_code=201)
 def create_agent(body: AgentCreate, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
-        return serialize.agent(svc.create_agent(s, caller.workspace_id, owner_id=caller.user_id, **body.model_dump()))
+        return serialize.agent(svc.create_agent(s, caller.workspace_id, owner_id=caller.user_id, address=caller.address,
+                                                **body.model_dump()))
 
 
 @router.get("/{ref}")
@@ -36,7 +37,8 @@ def update_agent(ref: str, body: AgentUpdate, caller: Caller = Depends(user_call
     """Only the fields sent change; `"model": null` or `"runtime": null` clears them."""
     with state.write() as s:
         agent = svc.find_agent(s, caller.workspace_id, ref)
-        return serialize.agent(svc.update_agent(s, agent, actor_id=caller.user_id, **body.model_dump(exclude_unset=True)))
+        return serialize.agent(svc.update_agent(s, agent, actor_id=caller.user_id, address=caller.address,
+                                                **body.model_dump(exclude_unset=True)))
 
 
 @router.post("/{ref}/archive")

@@ -58,10 +58,11 @@ def push(task_id: str, caller: Caller = Depends(user_caller), state: AppState = 
 @router.post("/tasks/{task_id}/local-merge")
 async def local_merge(task_id: str, caller: Caller = Depends(user_caller),
                       state: AppState = Depends(get_state)) -> dict:
-    return await local_action(state, caller.workspace_id, caller.user_id, task_id, "local_merge")
+    return await local_action(state, caller.workspace_id, caller.user_id, task_id, "local_merge", address=caller.address)
 
 
 @router.post("/tasks/{task_id}/local-discard")
 async def local_discard(task_id: str, caller: Caller = Depends(user_caller),
                         state: AppState = Depends(get_state)) -> dict:
-    return await local_action(state, caller.workspace_id, caller.user_id, task_id, "local_discard")
+    return await local_action(state, caller.workspace_id, caller.user_id, task_id, "local_discard",
+                              address=caller.address)

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import forgepush, serialize, tasks
+from ...service import agentenv, forgepush, serialize, tasks
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
@@ -52,7 +52,8 @@ def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: 
     with state.write() as s:
         d, token = svc.register(s, caller.workspace_id, caller.principal, daemon_id=body.daemon_id.lower(),
                                 name=body.name, hostname=body.hostname, version=body.version,
-                                capabilities=body.capabilities, runtimes=[r.model_dump() for r in body.runtimes])
+                                capabilities=body.capabilities, runtimes=[r.model_dump() for r in body.runtimes],
+                                address=caller.address)
         return {"daemon": serialize.daemon(d, svc.runtimes_of(s, d.id), True, viewer_id=d.owner_id), "token": token,
                 "heartbeat_interval_s": svc.heartbeat_interval().total_seconds()}
 
@@ -67,10 +68,11 @@ def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: A
         return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids, svc.daemon_timeout())}
 
 
-def _claimed(s, claimed: list[dict]) -> list[dict]:
+def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
     """What a daemon needs to run each claimed task; built inside the claiming transaction, so a
     claim whose answer cannot be made is not committed either (the routes also render the JSON
-    there, for the same reason). A follow-up of a pull request carries the branch it continues."""
+    there, for the same reason). A follow-up of a pull request carries the branch it continues;
+    a run of an agent with variables carries them (to its owner's daemon only: service/agentenv.py)."""
     return [{
         "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
         "agent": serialize.agent(c["agent"]),
@@ -79,7 +81,8 @@ def _claimed(s, claimed: list[dict]) -> list[dict]:
         "token": c["token"],
         "resume_session_id": c.get("resume_session_id"),
         **({"continue_branch": forgepush.continue_branch(s, c["task"])} if c["task"].pull_request_id else {}),
-    } for c in claimed]
+        **({"env": c["env"]} if c.get("env") else {}),
+    } for c in agentenv.with_env(s, daemon_id, claimed)]
 
 
 @router.post("/daemon/claim", response_model=None)
@@ -89,7 +92,7 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
                                  task_id=body.task_id)
         if not claimed:
             _me(s, caller)  # a daemon no longer registered is told so (a claim for it finds nothing)
-        return SafeJSONResponse({"tasks": _claimed(s, claimed)})
+        return SafeJSONResponse({"tasks": _claimed(s, claimed, caller.principal.daemon_id)})
 
 
 @router.post("/daemon/tasks/{task_id}/status")
@@ -123,7 +126,7 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
                 out["forge_push"] = asdict(target)
         if body.claim_next:  # the finish found this daemon registered (or refused the request)
             out["claimed"] = _claimed(s, tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
-                                                     limit=body.claim_next))
+                                                     limit=body.claim_next), caller.principal.daemon_id)
         return SafeJSONResponse(out)
 
 

@@ -28,7 +28,8 @@ def list_(request: Request, caller: Caller = Depends(user_caller), state: AppSta
 @router.post("", status_code=201)
 def add(request: Request, body: ForgeConnectionCreate, caller: Caller = Depends(user_caller),
         state: AppState = Depends(get_state)) -> dict:
-    return actions.add_connection(state, caller.workspace_id, caller.user_id, body.model_dump(), public_base(request))
+    return actions.add_connection(state, caller.workspace_id, caller.user_id, body.model_dump(), public_base(request),
+                                  address=caller.address)
 
 
 @router.get("/{connection_id}")
@@ -41,12 +42,13 @@ def get(request: Request, connection_id: str, caller: Caller = Depends(user_call
 def update(request: Request, connection_id: str, body: ForgeConnectionUpdate, caller: Caller = Depends(user_caller),
            state: AppState = Depends(get_state)) -> dict:
     return actions.update_connection(state, caller.workspace_id, connection_id, body.model_dump(exclude_unset=True),
-                                     public_base(request))
+                                     public_base(request), actor_id=caller.user_id, address=caller.address)
 
 
 @router.delete("/{connection_id}")
 def remove(connection_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.remove_connection(state, caller.workspace_id, connection_id)
+    return actions.remove_connection(state, caller.workspace_id, connection_id, actor_id=caller.user_id,
+                                     address=caller.address)
 
 
 @router.post("/{connection_id}/test")
@@ -57,4 +59,5 @@ async def test(connection_id: str, caller: Caller = Depends(user_caller), state:
 @router.post("/{connection_id}/webhook-secret")
 def rotate(request: Request, connection_id: str, caller: Caller = Depends(user_caller),
            state: AppState = Depends(get_state)) -> dict:
-    return actions.rotate_webhook_secret(state, caller.workspace_id, connection_id, public_base(request))
+    return actions.rotate_webhook_secret(state, caller.workspace_id, connection_id, public_base(request),
+                                         actor_id=caller.user_id, address=caller.address)

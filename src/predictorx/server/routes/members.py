@@ -52,7 +52,8 @@ def add_member(ref: str, body: MemberIn, caller: Caller = Depends(user_caller),
                state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         ws = _mine(s, caller, ref)
-        user, token = svc.add_member(s, ws.id, caller.user_id, name=body.name, email=body.email, role=body.role)
+        user, token = svc.add_member(s, ws.id, caller.user_id, name=body.name, email=body.email, role=body.role,
+                                     address=caller.address)
     out = {"user_id": user.id, "name": user.name, "email": user.email, "role": body.role, "token": token}
     if token is None:
         out["note"] = (f"{user.name} already has an account: they were added without a new token and "
@@ -65,7 +66,7 @@ def set_role(ref: str, user_id: str, body: RoleIn, caller: Caller = Depends(user
              state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
         ws = _mine(s, caller, ref)
-        m = svc.set_role(s, ws.id, caller.user_id, user_id, body.role)
+        m = svc.set_role(s, ws.id, caller.user_id, user_id, body.role, address=caller.address)
         out = {"user_id": m.user_id, "role": m.role}
     return out
 
@@ -74,7 +75,7 @@ def set_role(ref: str, user_id: str, body: RoleIn, caller: Caller = Depends(user
 def remove_member(ref: str, user_id: str, caller: Caller = Depends(user_caller),
                   state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
-        svc.remove_member(s, _mine(s, caller, ref).id, caller.user_id, user_id)
+        svc.remove_member(s, _mine(s, caller, ref).id, caller.user_id, user_id, address=caller.address)
     return Response(status_code=204)
 
 
@@ -92,7 +93,7 @@ def list_tokens(caller: Caller = Depends(user_caller), state: AppState = Depends
 @router.post("/tokens", status_code=201)
 def create_token(body: TokenIn, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     with state.write() as s:
-        tok, raw = svc.create_token(s, caller.user_id, body.name, body.days)
+        tok, raw = svc.create_token(s, caller.user_id, body.name, body.days, address=caller.address)
         return {**_token(tok), "token": raw}
 
 
@@ -100,5 +101,5 @@ def create_token(body: TokenIn, caller: Caller = Depends(user_caller), state: Ap
 def revoke_token(token_id: str, caller: Caller = Depends(user_caller),
                  state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
-        svc.revoke_token(s, caller.user_id, token_id)
+        svc.revoke_token(s, caller.user_id, token_id, address=caller.address)
     return Response(status_code=204)

@@ -26,7 +26,7 @@ class AskBody(BaseModel):
 
 
 def _actor(caller: Caller) -> svc.Actor:
-    return svc.Actor(caller.user_id, "", caller.principal.role_in(caller.workspace_id))
+    return svc.Actor(caller.user_id, "", caller.principal.role_in(caller.workspace_id), caller.address)
 
 
 def _link_base(request: Request) -> str:
@@ -85,7 +85,8 @@ async def merge_task(task_id: str, body: MergeBody, caller: Caller = Depends(use
     branch into the person's checked-out branch by the task's daemon (server/forgeasks.py)."""
     pr_id = await run_in_threadpool(prflow.pr_id_of_task, state, caller.workspace_id, task_id)
     if pr_id is None:
-        return {"local": await forgeasks.local_action(state, caller.workspace_id, caller.user_id, task_id, "local_merge")}
+        return {"local": await forgeasks.local_action(state, caller.workspace_id, caller.user_id, task_id, "local_merge",
+                                                        address=caller.address)}
     return await run_in_threadpool(prflow.merge_pr, state, caller.workspace_id, pr_id, _actor(caller), body.method)
 
 
@@ -95,5 +96,6 @@ async def discard_task(task_id: str, caller: Caller = Depends(user_caller), stat
     local branch (a local folder with no forge)."""
     pr_id = await run_in_threadpool(prflow.pr_id_of_task, state, caller.workspace_id, task_id)
     if pr_id is None:
-        return {"local": await forgeasks.local_action(state, caller.workspace_id, caller.user_id, task_id, "local_discard")}
+        return {"local": await forgeasks.local_action(state, caller.workspace_id, caller.user_id, task_id, "local_discard",
+                                                        address=caller.address)}
     return await run_in_threadpool(prflow.discard_pr, state, caller.workspace_id, pr_id, _actor(caller))

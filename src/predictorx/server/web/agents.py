@@ -89,7 +89,8 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
                            sandbox=form.get("sandbox") == "on", network=form.get("network") or "open",
                            allow_hosts=_hosts(form))
         with request.app.state.px.write() as s:
-            svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, **body.model_dump())
+            svc.create_agent(s, who.workspace_id, owner_id=who.caller.user_id, address=who.caller.address,
+                             **body.model_dump())
     try:
         await in_page_thread(work)
     except FORM_ERRORS as e:
@@ -109,7 +110,8 @@ async def edit(request: Request, agent_id: str, form: Form = Depends(read_form),
                            allow_hosts=_hosts(form))
         with request.app.state.px.write() as s:
             agent = svc.find_agent(s, who.workspace_id, agent_id)
-            svc.update_agent(s, agent, actor_id=who.caller.user_id, **body.model_dump())
+            svc.update_agent(s, agent, actor_id=who.caller.user_id, address=who.caller.address,
+                             **body.model_dump(exclude={"mcp_servers"}))  # (set through the API and CLI)
     try:
         await in_page_thread(work)
     except FORM_ERRORS as e:

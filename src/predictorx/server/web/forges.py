@@ -65,7 +65,7 @@ async def add(request: Request, form: Form = Depends(read_form), who: Viewer = D
                                      api_url=form.optional("api_url"), credential=form.get("credential"),
                                      members_may_merge=form.get("members_may_merge") == "on")
         return actions.add_connection(request.app.state.px, who.workspace_id, who.caller.user_id, body.model_dump(),
-                                      public_base(request))
+                                      public_base(request), address=who.caller.address)
     try:
         made = await in_page_thread(work)
     except FORM_ERRORS as e:
@@ -85,7 +85,8 @@ async def edit(request: Request, connection_id: str, form: Form = Depends(read_f
         if form.get("credential"):  # empty: keep the token
             changes["credential"] = form.get("credential")
         actions.update_connection(request.app.state.px, who.workspace_id, connection_id,
-                                  ForgeConnectionUpdate(**changes).model_dump(exclude_unset=True), public_base(request))
+                                  ForgeConnectionUpdate(**changes).model_dump(exclude_unset=True), public_base(request),
+                                  actor_id=who.caller.user_id, address=who.caller.address)
     try:
         await in_page_thread(work)
     except FORM_ERRORS as e:
@@ -96,7 +97,9 @@ async def edit(request: Request, connection_id: str, form: Form = Depends(read_f
 @router.post("/forges/{connection_id}/remove")
 async def remove(request: Request, connection_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        done = await in_page_thread(actions.remove_connection, request.app.state.px, who.workspace_id, connection_id)
+        done = await in_page_thread(lambda: actions.remove_connection(
+            request.app.state.px, who.workspace_id, connection_id, actor_id=who.caller.user_id,
+            address=who.caller.address))
     except FORM_ERRORS as e:
         return await _refused(request, who, e, "list")
     return await _answer(request, who, notice=done["message"].capitalize() + ".", notice_for="list")
@@ -114,8 +117,9 @@ async def test(request: Request, connection_id: str, who: Viewer = Depends(viewe
 @router.post("/forges/{connection_id}/webhook-secret")
 async def rotate_webhook_secret(request: Request, connection_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        made = await in_page_thread(actions.rotate_webhook_secret, request.app.state.px, who.workspace_id,
-                                    connection_id, public_base(request))
+        made = await in_page_thread(lambda: actions.rotate_webhook_secret(
+            request.app.state.px, who.workspace_id, connection_id, public_base(request), actor_id=who.caller.user_id,
+            address=who.caller.address))
     except FORM_ERRORS as e:
         return await _refused(request, who, e, connection_id)
     return await _answer(request, who, shown_secret=made)

@@ -45,7 +45,8 @@ def issue_panel_context(request: Request, who: Viewer, ref: str, **extra: Any) -
 
 
 def _actor(who: Viewer) -> prs.Actor:
-    return prs.Actor(who.caller.user_id, who.user_name, who.caller.principal.role_in(who.workspace_id))
+    return prs.Actor(who.caller.user_id, who.user_name, who.caller.principal.role_in(who.workspace_id),
+                     who.caller.address)
 
 
 @router.get("/tasks/{task_id}/pr")

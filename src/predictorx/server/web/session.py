@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import auth, oidc_signin
-from ..deps import WORKSPACE_COOKIE, Caller, get_principal
+from ..deps import WORKSPACE_COOKIE, Caller, client_address, get_principal
 from .forms import Form, read_form
 from .pageroute import PageRoute, confirm_page, login_page
 from .pagework import in_page_thread
@@ -56,7 +56,7 @@ async def viewer(request: Request, principal: auth.Principal = Depends(get_princ
             ws = auth.resolve_workspace(s, principal, chosen if chosen in principal.workspace_ids else None)
             user = auth.user_of(s, principal)
             mine = auth.workspaces_of(s, principal) if len(principal.workspace_ids) > 1 else []
-            return Viewer(Caller(principal, ws.id), user.name if user else "", ws.name,
+            return Viewer(Caller(principal, ws.id, client_address(request)), user.name if user else "", ws.name,
                           tuple((w.id, w.name) for w in mine))
     seen = await in_page_thread(load)
     request.state.viewer = seen
@@ -69,7 +69,7 @@ def _sign_in(request: Request, code: str) -> Response:
         code = code.split("code=", 1)[1].split("&", 1)[0].strip()
     try:
         with request.app.state.px.write() as s:
-            token = auth.redeem_login_code(s, code)
+            token = auth.redeem_login_code(s, code, address=client_address(request))
     except auth.Unauthorized as e:
         return login_page(request, e.message)
     return set_session_cookie(request, RedirectResponse("/", status_code=303), token)

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ...service import oidc_signin
+from ..deps import client_address
 from ..publicurl import public_base
 from .pageroute import PageRoute, login_page
 from .pagework import in_page_thread
@@ -60,7 +61,7 @@ async def callback(request: Request, state: str | None = Query(default=None, max
         try:
             done = oidc_signin.finish(request.app.state.px, state=state, code=code,
                                       browser_secret=request.cookies.get(FLOW_COOKIE),
-                                      redirect_uri=redirect_uri(request))
+                                      redirect_uri=redirect_uri(request), address=client_address(request))
         except oidc_signin.SignInRefused as e:
             return _ended(login_page(request, _sentence(e.message), status=e.status))
         except oidc_signin.IdTokenRefused as e:

@@ -1,0 +1,88 @@
+"""`predictorx agent secret|env …`, `predictorx secret …` and `predictorx audit` against a real
+server over HTTP (served in this process): a secret's value comes from stdin or a named variable,
+never argv, and is never printed; the audit log prints as a table, JSON or JSON Lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+import uuid
+
+import pytest
+import uvicorn
+
+from predictorx.program import main
+from predictorx.server.app import create_app
+from predictorx.server.run import bootstrap
+from predictorx.store.db import Database
+
+from e2e.harness import free_port
+
+SECRET = "sk-cli-" + uuid.uuid4().hex
+
+
+@pytest.fixture
+def px(tmp_path, monkeypatch, capsys):
+    db = Database(f"sqlite:///{tmp_path / 'px.db'}")
+    db.migrate()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    token = bootstrap(db, url)
+    srv = uvicorn.Server(uvicorn.Config(create_app(db, migrate=False, web=False), host="127.0.0.1", port=port,
+                                        log_level="warning", access_log=False))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    monkeypatch.setenv("PREDICTORX_SERVER_URL", url)
+    monkeypatch.setenv("PREDICTORX_TOKEN", token)
+
+    def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    yield run
+    srv.should_exit = True
+    thread.join(timeout=10)
+    db.dispose()
+
+
+def test_secrets_from_stdin_or_a_variable_never_printed(px, monkeypatch):
+    assert px("agent", "create", "--name", "bot", "--provider", "command", "--command", "true")[0] == 0
+    code, out, err = px("agent", "secret", "set", "bot", "API_KEY", "--value-stdin", stdin=SECRET + "\n")
+    assert code == 0 and SECRET not in out + err and SECRET[-4:] in out, err
+    code, _, err = px("agent", "secret", "set", "bot", "API_KEY")  # not a tty: no prompt, no argv
+    assert code == 2 and "--value-stdin" in err
+    monkeypatch.setenv("MY_DB", "pg-" + SECRET)
+    assert px("secret", "set", "DB_PASSWORD", "--value-env", "MY_DB")[0] == 0
+    assert px("agent", "secret", "grant", "bot", "DB_PASSWORD")[0] == 0
+    assert px("agent", "env", "set", "bot", "COLOR=blue")[0] == 0
+    code, out, _ = px("agent", "secret", "list", "bot", "--output", "json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert code == 0 and SECRET not in out and set(rows) == {"API_KEY", "COLOR", "DB_PASSWORD"}
+    assert rows["COLOR"]["value"] == "blue" and rows["DB_PASSWORD"]["granted"]
+    code, out, _ = px("agent", "env", "list", "bot")
+    assert code == 0 and "…" + SECRET[-4:] in out and "blue" in out and SECRET not in out
+    code, _, err = px("agent", "secret", "set", "bot", "PATH", "--value-stdin", stdin="/evil-path\n")
+    assert code != 0 and "PATH" in err and "/evil-path" not in err
+    assert px("agent", "secret", "revoke", "bot", "DB_PASSWORD")[0] == 0
+    assert px("agent", "secret", "unset", "bot", "API_KEY")[0] == 0
+    assert px("secret", "unset", "DB_PASSWORD")[0] == 0
+
+    code, out, _ = px("audit", "--output", "jsonl", "--all")
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and SECRET not in out
+    assert [e["action"] for e in events][:3] == ["secret.unset", "secret.unset", "secret.revoke"]
+    code, out, _ = px("audit", "--action", "secret", "--limit", "2", "--output", "json")
+    assert code == 0 and len(json.loads(out)) == 2
+    code, out, _ = px("audit", "--actor", "owner")
+    assert code == 0 and "secret.set" in out

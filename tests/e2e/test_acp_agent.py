@@ -47,7 +47,9 @@ def test_a_workspace_acp_agent_runs_with_its_policy_and_mcp_servers(server, star
 
 
 def test_ask_a_person_answers_with_the_cli(server, start_daemon):
-    start_daemon()
+    # The daemon looks at the task only when the server tells it the question was answered
+    # (issue 30: no per-run timer): with its safety look an hour away, the answer still arrives.
+    start_daemon(PREDICTORX_ASK_POLL_S="3600")
     server.cli("agent", "create", "--name", "asker", "--provider", "acp", "--acp-command", shlex.join(PEER),
                "--permissions", "ask")
     issue = server.api("POST", "/api/issues", {"title": "Ask me", "assignee": "asker"})

@@ -96,6 +96,10 @@ def test_push_through_smart_http_never_shows_the_token_and_a_follow_up_continues
         subprocess.run(["sh", "-c", "sleep 0.5", control], check=True, timeout=30)
         task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
         assert task["status"] == "completed", task
+        # Pushed while the daemon still made the review, reported with the finish: the push is
+        # on record in the same transaction that completed the task (daemon/earlypush.py).
+        early = server.api("GET", f"/api/tasks/{task['id']}/review")
+        assert early.get("pushed") and early["pushed"]["branch"] == task["branch_name"], early
         branch = task["branch_name"]
         head = wait_until(lambda: standin.branch_head(REPO, branch), 30, 0.1, "the branch on the forge")
     assert watch.seen > 3 and any(control in line for line in watch.found)

@@ -86,13 +86,28 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
     """Push the task's branch where the server says (`given`: the target its finish's answer
     carried; else fetched now), and report how it went."""
     try:
-        target = target_from(given if given is not None else await daemon.api.forge_target(task_id))
+        answer = given if given is not None else await daemon.api.forge_target(task_id)
     except ServerError as e:
         log.warning("task %s: no push target (%s)", task_id, e.detail)
         return
+    ok, sha, error = await push_with(daemon, task_id, answer)
+    if ok is None:
+        return
+    try:
+        await daemon.api.forge_pushed(task_id, ok, sha, error)
+    except ServerError as e:
+        log.warning("task %s: could not report its push (%s)", task_id, e.detail)
+
+
+async def push_with(daemon: RunHost, task_id: str,
+                    answer: dict[str, Any]) -> tuple[bool | None, str | None, str | None]:
+    """Push the task's branch to the target the server answered: (ok, sha, error); ok None when
+    the answer was unreadable (nothing was pushed, nothing to report)."""
+    try:
+        target = target_from(answer)
     except (KeyError, TypeError, ValueError):
         log.warning("task %s: the server's push target was unreadable", task_id)
-        return
+        return None, None, None
     ok, sha, error = False, None, None
     try:
         repo = checked_repository(daemon, target.extra.get("repo_path", ""))
@@ -107,10 +122,7 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
         log.warning("task %s: push failed: %s", task_id, error)
     finally:
         del target  # the credential lives no longer than the push
-    try:
-        await daemon.api.forge_pushed(task_id, ok, sha, error)
-    except ServerError as e:
-        log.warning("task %s: could not report its push (%s)", task_id, e.detail)
+    return ok, sha, error
 
 
 async def _answer_local(daemon: RunHost, event: dict[str, Any]) -> None:

@@ -205,11 +205,67 @@ def _facts_in(run: "TaskRun", cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     return facts
 
 
-async def task_end(run: "TaskRun", cwd: Path, result: str | None) -> None:
+def handoff_facts(run: "TaskRun", cwd: Path, result: str | None) -> dict[str, Any] | None:
+    """The handoff's git facts (and the run's result), read from `cwd` now — before the run's
+    folder goes away. None when they could not be read."""
     try:
-        facts = await asyncio.to_thread(_git_facts, run, cwd)
-        if result:
-            facts["result"] = result[:20_000]
+        facts = _git_facts(run, cwd)
+    except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
+        log.warning("task %s: handoff not stored (%s)", run.id, e)
+        return None
+    if result:
+        facts["result"] = result[:20_000]
+    return facts
+
+
+async def task_end(run: "TaskRun", cwd: Path, result: str | None) -> "asyncio.Future[None]":
+    """The handoff: its facts read now, sent in the background while the daemon delivers the
+    work — await the answer before the task's finish."""
+    facts = await asyncio.to_thread(handoff_facts, run, cwd, result)
+    return send_handoff(run, facts)
+
+
+def send_handoff(run: "TaskRun", facts: dict[str, Any] | None) -> "asyncio.Future[None]":
+    return asyncio.ensure_future(_send_handoff(run, facts))
+
+
+class Handoff:
+    """A run's handoff at its end: read from its folder (`now`, or `later` — in worktree mode once
+    the work is delivered, so the push starts first), sent in the background, awaited (`sent`)
+    before the task's finish."""
+
+    def __init__(self, run: "TaskRun"):
+        self.run = run
+        self.defer = False  # worktree mode: read in `read_pending`, before the worktree is removed
+        self._pending: tuple[Path, str | None] | None = None
+        self._sending: asyncio.Future[None] | None = None
+
+    async def at_end(self, cwd: Path, result: str | None) -> None:
+        if self.defer:
+            self._pending = (cwd, result)
+        else:
+            self._sending = await task_end(self.run, cwd, result)
+
+    def read_pending(self, loop: asyncio.AbstractEventLoop) -> None:
+        """In a worker thread: read the deferred facts now and send them from the event loop."""
+        if self._pending is not None:
+            cwd, result = self._pending
+            self._pending = None
+            facts = handoff_facts(self.run, cwd, result)
+            loop.call_soon_threadsafe(lambda: setattr(self, "_sending", send_handoff(self.run, facts)))
+
+    async def sent(self) -> None:
+        if self._pending is not None:  # never read (git failed before the work was delivered)
+            self._sending = await task_end(self.run, *self._pending)
+            self._pending = None
+        if self._sending is not None:
+            await asyncio.shield(self._sending)  # in before the finish (the PR's body reads it)
+
+
+async def _send_handoff(run: "TaskRun", facts: dict[str, Any] | None) -> None:
+    if facts is None:
+        return
+    try:
         await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", run.masker.any(facts), retries=2)
     except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
         log.warning("task %s: handoff not stored (%s)", run.id, e)

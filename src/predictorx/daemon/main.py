@@ -293,6 +293,11 @@ class Daemon:
         kind = event.get("type")
         if kind in ("hello", "task_queued"):
             self._claim_wakeup.set()
+            if kind == "hello":  # (re)connected: an answer may have been missed meanwhile
+                for each in self.runs.values():
+                    each.answer_bell.set()
+        elif kind == "permission_answered" and (asked := self.runs.get(event.get("task_id", ""))) is not None:
+            asked.answer_bell.set()
         elif kind == "task_cancelled":
             run = self.runs.get(event.get("task_id", ""))
             if run is not None:

@@ -20,9 +20,10 @@ from typing import Any, Callable
 from .. import agents, secretmask, unconfined
 from ..agents import RunSpec
 from . import permissionwait
-from . import (cliconfig, contextrecord, delivery, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
+from . import (cliconfig, contextrecord, delivery, earlypush, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, worktree)
 from .branches import task_branch
+from .prompt import build_prompt
 from .context import TaskContext, allowed_repo_urls, prepare_context
 from .. import resources
 from ..resources import placement as where
@@ -47,26 +48,6 @@ Placement = where.Placement
 def _placement(ctx: TaskContext, daemon_id: str) -> Placement:
     """The daemon asks the project's resource types where this task's agent runs."""
     return resources.choose_placement(ctx.resources, daemon_id)
-
-
-def build_prompt(issue: dict[str, Any], agent: dict[str, Any], request: str | None = None,
-                 resumed: bool = False) -> str:
-    """The issue (unless a resumed session already holds it), the follow-up request if any (R-EX-10)."""
-    if resumed and request:
-        return (f"A new request on issue #{issue['number']} ({issue['title']}), from a comment:\n\n{request}\n\n"
-                f"When you are done, say briefly what you changed.")
-    parts = [f"You are {agent['name']}, an agent on Predictor X, working on issue #{issue['number']}: "
-             f"{issue['title']}"]
-    if issue.get("body"):
-        parts.append(issue["body"])
-    if request:
-        parts.append(f"A follow-up request on this issue, from a comment:\n\n{request}")
-    if agent.get("instructions"):
-        parts.append(agent["instructions"])
-    parts.append(f"Work in the current directory. When you are done, say briefly what you changed. "
-                 f"To tell the people on the issue something, run "
-                 f"`predictorx issue comment {issue['number']} \"…\"`.")
-    return "\n\n".join(parts)
 
 
 class TaskRun:
@@ -99,6 +80,9 @@ class TaskRun:
         self._undelivered: list[str] = []  # why some checkout's work could not be delivered
         #: The object stores the daemon made the task's checkout borrow from (for `gitview`).
         self.borrowed_objects: list[Path] = []
+        self.early_push = earlypush.EarlyPush(daemon, self.id)  # the push, once the branch is there (issue 22)
+        self.handoff = harness.Handoff(self)  # read at the end, sent while the work is delivered
+        self.answer_bell = asyncio.Event()  # a person answered its agent's question (permissionwait.py)
 
     # -- control --------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -192,6 +176,8 @@ class TaskRun:
             fields["review"] = self.review
             if not self.review.get("branch"):
                 fields["branch_name"] = ""  # deleted: the task changed nothing
+        await self.handoff.sent()
+        fields.update(await self.early_push.for_finish())  # the push rides on the finish; the PR opens then
         fields = self.masker.any(fields)
         self._forget_env()
         await self.daemon.report_finish(self.id, fields)
@@ -238,6 +224,7 @@ class TaskRun:
             await asyncio.sleep(0.2)
 
     async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> dict[str, Any]:
+        self.handoff.defer = True
         await self._wait_for_git(real)
         workdir = env.path / "workdir"
         if workdir.is_dir() and not any(workdir.iterdir()):
@@ -262,18 +249,20 @@ class TaskRun:
         self.branch = prepared.branch
         if prepared.git_dir is not None:
             self.borrowed_objects = [prepared.git_dir / "objects"]
+        origin = await asyncio.to_thread(inplace.origin_url, prepared.repo_dir)
+        self.early_push.name("worktree", prepared.branch, prepared.repo_dir, origin, self.continued_from)
         outcome: dict[str, Any] = {"status": "failed", "failure_reason": "interrupted"}
         try:
             outcome = await self._execute(ctx, env, prepared.start_dir, real)
         finally:
-            done = await asyncio.to_thread(worktree.finalize, prepared)
+            hook = self.early_push.delivered_hook(prepared.branch, self.handoff.read_pending)
+            done = await asyncio.to_thread(worktree.finalize, prepared, delivered=hook)
             self.branch = done.branch
             await self._note("system", {"event": "worktree", "message": done.message, "branch": done.branch})
             self.review = await self._review(
                 prepared.repo_dir, prepared.baseline_commit, done.branch, mode="worktree",
                 repo_label=str(prepared.repo_dir), worktree_path=str(prepared.worktree_dir) if done.kept_worktree else None,
-                note=done.message, head=prepared.base_commit,
-                origin=await asyncio.to_thread(inplace.origin_url, prepared.repo_dir))
+                note=done.message, head=prepared.base_commit, origin=origin)
             if done.error:
                 outcome = {"status": "failed", "failure_reason": done.message}
         return outcome
@@ -308,6 +297,8 @@ class TaskRun:
             envroot.record_repo_urls(env, [repo.url])
             self.branch = co.branch
             self.borrowed_objects = [co.cache / "objects"]
+            self.early_push.name("checkout", co.branch, co.cache, inplace.without_credentials(co.url), self.continued_from,
+                                 label=co.url)
             cwd = co.path
             self._checkouts = {repo.url: "."}
             pending["placement"] = {"url": co.url, "path": str(co.path), "branch": co.branch, "start": co.commit,
@@ -325,11 +316,9 @@ class TaskRun:
                 runcheckouts.clear_pending(env.path)
 
     async def _forge_start(self, wanted: dict[str, Any]) -> Callable[[Path], str]:
-        """A follow-up's start: its branch fetched from its forge (forgework.continuing_start); what
-        the forge held then is the push's lease."""
+        """A follow-up's start: its branch from its forge (forgework.continuing_start), the push's lease."""
         try:
-            return await forgework.continuing_start(self.daemon.api, self.id,
-                                                    lambda sha: setattr(self, "continued_from", sha))
+            return await forgework.continuing_start(self.daemon.api, self.id, lambda sha: setattr(self, "continued_from", sha))
         except forgework.NoTarget as e:
             raise TaskFailed(f"this follow-up continues branch {wanted.get('branch')} but its forge could not "
                              f"be named ({e}); not run on another branch") from None
@@ -363,6 +352,7 @@ class TaskRun:
         self.review = await self._review(co.cache, co.commit, branch, mode="checkout", repo_label=co.url,
                                          worktree_path=str(co.path), note=said, head=co.commit,
                                          origin=inplace.without_credentials(co.url))
+        self.early_push.start(branch, (self.review or {}).get("tip"))
 
     async def _deliver_run_checkouts(self, ctx: TaskContext, env: envroot.EnvRoot) -> None:
         """What the agent checked out itself (`predictorx repo checkout`) reaches the cache too."""
@@ -447,12 +437,13 @@ class TaskRun:
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan, secrets=self.masker.secrets,
             resume_session_id=resume, permission_policy=self.agent.get("permissions"),
-            ask_person=permissionwait.asker(self.daemon.api, self.id), ask_timeout_s=permissionwait.ask_timeout_s(),
+            ask_person=permissionwait.asker(self.daemon.api, self.id, self.answer_bell), ask_timeout_s=permissionwait.ask_timeout_s(),
         )
         ended_well = False
         try:
             fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n"
             result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.agent_stop, fresh)
+            self.early_push.ask(result.status == "completed" and not self.cancel_event.is_set())
             await tail  # the running report is in before the end is reported (and raises if it was refused)
             ended_well = result.status == "completed"
         finally:
@@ -467,7 +458,7 @@ class TaskRun:
                 log.exception("task %s: could not deliver the repositories its agent checked out", self.id)
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
-        await harness.task_end(self, cwd, result.result)  # the handoff's git facts (R-HAR-7)
+        await self.handoff.at_end(cwd, result.result)  # the handoff's git facts (R-HAR-7)
         if result.session_id:
             try:
                 sessions.remember(adapter.provider, result.session_id, cwd)

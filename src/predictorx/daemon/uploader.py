@@ -76,13 +76,18 @@ log = logging.getLogger("predictorx.daemon")
 
 class MessageUploader:
     def __init__(self, api: ServerApi, task_id: str, *, max_batch: int = 100, interval: float = 0.05,
-                 mask: Callable[[Any], Any] | None = None):
+                 mask: Callable[[Any], Any] | None = None, min_gap: float = 0.5):
         self.api = api
         #: The run's secrets out of every message (secretmask.Masker.any), before it is queued.
         self.mask = mask
         self.task_id = task_id
         self.max_batch = max_batch
         self.interval = interval
+        #: Batches of one task at most this often (a full one, or closing, goes at once): a message
+        #: after a quiet spell goes within `interval`, a burst (a tool call and its result, the
+        #: daemon's notes) as one request instead of one each — each is CPU on both ends (issue 30).
+        self.min_gap = min_gap
+        self._last_sent = float("-inf")
         self._next_seq = 0
         self._pending: list[dict[str, Any]] = []
         self._wake = asyncio.Event()  # send now: a full batch, or closing
@@ -149,11 +154,14 @@ class MessageUploader:
                 await self._arrived.wait()
             self._arrived.clear()
             if len(self._pending) < self.max_batch and not self._closed:
+                loop = asyncio.get_running_loop()
+                wait = max(self.interval, self._last_sent + self.min_gap - loop.time())
                 try:
-                    await asyncio.wait_for(self._wake.wait(), self.interval)
+                    await asyncio.wait_for(self._wake.wait(), wait)
                 except asyncio.TimeoutError:
                     pass
             self._wake.clear()
+            self._last_sent = asyncio.get_running_loop().time()
             # Until it goes through (close() bounds the wait): a batch is never skipped or reordered.
             try:
                 async for attempt in backoff(None, retry_on=lambda e: isinstance(e, ServerError),

@@ -355,28 +355,33 @@ def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, ti
 
 # --- finalize -----------------------------------------------------------------------------------
 
-def finalize(prepared: Prepared, *, timeout: float = TIMEOUT) -> Finalized:
+def finalize(prepared: Prepared, *, timeout: float = TIMEOUT,
+             delivered: Callable[[str | None], None] | None = None) -> Finalized:
     """After the agent (also after a failure or cancellation, once its processes are gone):
     commit its leftovers to the branch, then remove the worktree — or keep it if that failed.
+    `delivered(tip)` is called once the work is on the branch, before the worktree is removed:
+    with the branch's new tip when the task added commits to it cleanly, else None (the daemon
+    starts the push there and reads what it still needs from the worktree).
 
     Returns a Finalized; when `error` is set the task must fail with it (the work is kept in the
     worktree the message names). Raises WorktreeError only when git itself fails on the repository
     (then nothing was removed).
     """
     try:
-        return _finalize(prepared, timeout)
+        return _finalize(prepared, timeout, delivered or (lambda tip: None))
     except GitError as e:
         raise WorktreeError(f"could not finish the worktree {prepared.worktree_dir} of {prepared.repo_dir}; "
                             f"it was left as it is ({e})") from e
 
 
-def _finalize(p: Prepared, timeout: float) -> Finalized:
+def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], None]) -> Finalized:
     top, wt, ref = p.repo_dir, p.worktree_dir, f"refs/heads/{p.branch}"
     marker = p.env_root / MARKER
     note = None
     if wt.is_dir() and not wt.is_symlink():
         git_dir = p.git_dir or Path(git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top,
                                              timeout=timeout))
+        done: delivery.Delivered | None = None
         try:  # the run's git dir is read as data only: nothing the agent wrote there runs (`delivery`)
             done = delivery.deliver(wt, git_dir, p.branch, p.baseline_commit, agent_name=p.agent_name,
                                     task_id=p.task_id, scratch=p.env_root / ".delivery",
@@ -385,6 +390,7 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
             problem, note = done.problem, done.note
         except delivery.DeliveryError as e:
             problem = str(e)
+        delivered(done.tip if problem is None and done is not None and done.tip != p.baseline_commit else None)
         if problem is not None:
             problem = (f"{problem[0].upper()}{problem[1:]}. The task's folder {wt} was kept so nothing is lost: "
                        f"it is a git repository of its own (borrowing {top}'s objects); look at it with "
@@ -392,7 +398,10 @@ def _finalize(p: Prepared, timeout: float) -> Finalized:
             _update_marker(marker, state="kept", error=problem)
             return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
         shutil.rmtree(wt)
-    git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)  # an older daemon's linked worktree
+    else:
+        delivered(None)
+    if p.git_dir is None or (p.git_dir / "worktrees").is_dir():  # an older daemon's linked worktree
+        git(["worktree", "prune"], cwd=top, timeout=timeout, check=False)
 
     commits = _commits(p, timeout)
     if commits:

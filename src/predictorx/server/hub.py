@@ -23,7 +23,7 @@ CHANNEL = "predictorx_events"
 PRIVATE_TYPES = ("request", "daemon_revoked")
 #: What a daemon acts on; everything else on a workspace's stream (task_changed, task_messages …)
 #: is for people's pages, and with fifty daemons connected it was written fifty times over.
-DAEMON_TYPES = ("task_queued", "task_cancelled", *PRIVATE_TYPES)
+DAEMON_TYPES = ("task_queued", "task_cancelled", "permission_answered", *PRIVATE_TYPES)
 #: A notice between server processes, never delivered to a subscriber: tokens or memberships
 #: changed, so cached principals must be forgotten (server/principals.py).
 PRINCIPALS_CHANGED = "principals_changed"

@@ -222,6 +222,14 @@ class TaskStatus(Strict):
     branch_name: Reported(500) | None = None
 
 
+class PushReport(Strict):
+    """How a daemon's push of a task's branch to its forge went (daemon/forgework.py)."""
+
+    ok: bool
+    sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
+    error: Body | None = None
+
+
 class TaskFinish(Strict):
     """The end of a run. Accepted whatever the agent printed, so a finished run is never lost."""
 
@@ -232,6 +240,8 @@ class TaskFinish(Strict):
     branch_name: Reported(500) | None = None
     review: dict[str, Any] | None = None  # the agent's work: see daemon/review.py
     claim_next: Annotated[int, Field(ge=0, le=100)] = 0  # also claim up to this many tasks
+    #: The branch was pushed already, with the target asked at the agent's end: how it went.
+    forge_pushed: PushReport | None = None
 
 
 class MessageIn(Strict):

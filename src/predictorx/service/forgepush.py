@@ -108,9 +108,9 @@ def remote_url(url: str, base_url: str, repo_path: str) -> str:
     return f"{base_url.rstrip('/')}/{repo_path.strip('/')}.git"
 
 
-def _pushable(task: Task) -> str | None:
-    """Why the task's branch cannot be pushed, or None."""
-    review = task.review if isinstance(task.review, dict) else {}
+def _pushable(task: Task, review: dict[str, Any] | None = None) -> str | None:
+    """Why the task's branch (as `review` says, default the task's) cannot be pushed, or None."""
+    review = review if review is not None else task.review if isinstance(task.review, dict) else {}
     if not review.get("branch"):
         return f"task {task.id} left no branch to push"
     if review.get("mode") not in ("checkout", "worktree", "in_place"):
@@ -120,22 +120,25 @@ def _pushable(task: Task) -> str | None:
     return None
 
 
-def _tracked(session: Session, task: Task) -> tuple[ForgeConnection, str, str, PullRequest | None] | None:
-    """(connection, repository path on the forge, URL to push to, its PullRequest row if any)."""
+def _tracked(session: Session, task: Task,
+             review: dict[str, Any] | None = None) -> tuple[ForgeConnection, str, str, PullRequest | None] | None:
+    """(connection, repository path on the forge, URL to push to, its PullRequest row if any), for
+    the branch `review` names (default: the task's review)."""
+    review = review if review is not None else task.review if isinstance(task.review, dict) else {}
     if task.pull_request_id:
         pr = session.get(PullRequest, task.pull_request_id)
         if pr is not None and pr.workspace_id == task.workspace_id:
             conn = session.get(ForgeConnection, pr.connection_id)
             if conn is not None:
                 return conn, pr.repo_path, pr.repo_url, pr
-    url = _repository_url(task.review)
+    url = _repository_url(review)
     if url is None:
         return None
     found = connection_for_url(session, task.workspace_id, url)
     if found is None:
         return None
     conn, ref = found
-    branch = str((task.review or {}).get("branch") or "")
+    branch = str(review.get("branch") or "")
     pr = session.scalars(select(PullRequest).where(
         PullRequest.issue_id == task.issue_id, PullRequest.connection_id == conn.id,
         PullRequest.repo_path == ref.path, PullRequest.branch == branch)).first()
@@ -166,6 +169,26 @@ def target_at_finish(session: Session, daemon_id: str, task_id: str) -> PushTarg
     return target
 
 
+#: What a daemon says of a branch when it asks for its push target at the agent's end (the rest
+#: of the review comes with the finish).
+EARLY_KEYS = ("mode", "branch", "repo_path", "origin_url", "repo_label", "continued_from")
+
+
+def target_at_end(session: Session, daemon_id: str, task_id: str, branch: dict[str, Any]) -> PushTarget | None:
+    """When a task's agent ended well, before its finish: the push target of the branch its daemon
+    names (`branch`: EARLY_KEYS of the review it will report), so the push runs while the daemon
+    still collects the review and its report rides on the finish. Only for the daemon running the
+    task (anyone else: 404), only while it runs, only when the project pushes automatically and
+    the repository maps to a connection; else None. Nothing is written."""
+    task = _daemons_task(session, daemon_id, task_id)
+    review = {k: branch[k] for k in EARLY_KEYS if isinstance(branch.get(k), str) and branch[k]}
+    if task.status != "running" or _pushable(task, review) is not None:
+        return None
+    if not policy(session, task.project_id).get("auto_push", True) or _tracked(session, task, review) is None:
+        return None
+    return push_target(session, daemon_id, task_id, review)
+
+
 def request_push(session: Session, task: Task) -> None:
     """A person asks for the task's branch to be pushed (a project that pushes only when asked, or
     again after a failure). Raises Invalid / Conflict with the reason."""
@@ -189,16 +212,17 @@ def _daemons_task(session: Session, daemon_id: str, task_id: str) -> Task:
     return task
 
 
-def push_target(session: Session, daemon_id: str, task_id: str) -> PushTarget:
+def push_target(session: Session, daemon_id: str, task_id: str, review: dict[str, Any] | None = None) -> PushTarget:
     """What the task's daemon pushes (or, continuing a branch, fetches) with. The token is in this
-    answer only, to that daemon only."""
+    answer only, to that daemon only. `review`: the branch as the daemon names it before its
+    finish (target_at_end); default the task's reported review."""
     task = _daemons_task(session, daemon_id, task_id)
-    tracked = _tracked(session, task)
+    review = review if review is not None else task.review if isinstance(task.review, dict) else {}
+    tracked = _tracked(session, task, review)
     if tracked is None:
         raise NotFound(f"task {task_id} has no branch on a forge")
     conn_row, repo_path, url, pr = tracked
     conn = _connection_of(conn_row)
-    review = task.review if isinstance(task.review, dict) else {}
     branch = pr.branch if pr is not None else review.get("branch")
     if not branch:
         raise NotFound(f"task {task_id} has no branch on a forge")
@@ -251,6 +275,17 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
         except Exception:  # one listener's failure must not undo the push's record
             log.exception("an after_push listener failed for task %s", task.id)
     return pr
+
+
+def push_at_finish(session: Session, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,
+                   error: str | None) -> None:
+    """A push reported with the task's finish (its target was asked at the agent's end): recorded
+    as `push_reported` does. A branch the finish's review does not map (changed since) is logged,
+    never a reason to refuse the finish."""
+    try:
+        push_reported(session, daemon_id, task_id, ok=ok, sha=sha, error=error)
+    except NotFound as e:
+        log.warning("task %s: a push reported with its finish was not recorded (%s)", task_id, e)
 
 
 def continue_branch(session: Session, task: Any) -> dict[str, Any] | None:

@@ -52,6 +52,9 @@ def answer(session: Session, task: Task, option_id: str, user_id: str | None, re
     task.permission_answers = {**(task.permission_answers or {}),
                                str(question["request_id"]): {"option_id": option_id, "by": user_id}}
     emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+    if task.daemon_id:  # the waiting daemon reads the answer now (daemon/permissionwait.py): no polling
+        emit(session, task.workspace_id, "permission_answered", daemon_id=task.daemon_id, task_id=task.id,
+             request_id=str(question["request_id"]))
     return task
 
 

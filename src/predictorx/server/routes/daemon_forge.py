@@ -14,17 +14,22 @@ from ...service import forgepush
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
 from ..forgeasks import local_action
-from ..models import Body, Strict
+from ..models import PushReport, Strict
 from ..safejson import SafeJSONResponse
 from ..state import AppState
 
 router = APIRouter(prefix="/api", tags=["forges"])
 
 
-class PushReport(Strict):
-    ok: bool
-    sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
-    error: Body | None = None
+class EarlyBranch(Strict):
+    """The branch a daemon will report, named when its agent ended (service/forgepush.EARLY_KEYS)."""
+
+    mode: Annotated[str, Field(max_length=40)] | None = None
+    branch: Annotated[str, Field(max_length=500)] | None = None
+    repo_path: Annotated[str, Field(max_length=4096)] | None = None
+    origin_url: Annotated[str, Field(max_length=4096)] | None = None
+    repo_label: Annotated[str, Field(max_length=4096)] | None = None
+    continued_from: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
 
 
 @router.get("/daemon/tasks/{task_id}/forge-target", response_model=None)
@@ -34,6 +39,19 @@ def forge_target(task_id: str, caller: Caller = Depends(daemon_caller),
     with state.read() as s:
         target = forgepush.push_target(s, caller.principal.daemon_id or "", task_id)
     return SafeJSONResponse(asdict(target), headers={"Cache-Control": "no-store"})
+
+
+@router.post("/daemon/tasks/{task_id}/push-target", response_model=None)
+def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends(daemon_caller),
+                       state: AppState = Depends(get_state)) -> SafeJSONResponse:
+    """The agent ended well: the push target of its branch now (null when the project does not
+    push automatically or the repository maps to no connection), so the daemon pushes before its
+    finish and reports the push with it. Only to the daemon running the task; never cached."""
+    with state.read() as s:
+        target = forgepush.target_at_end(s, caller.principal.daemon_id or "", task_id,
+                                         body.model_dump(exclude_none=True))
+    return SafeJSONResponse({"forge_push": asdict(target) if target is not None else None},
+                            headers={"Cache-Control": "no-store"})
 
 
 @router.post("/daemon/tasks/{task_id}/forge-push")

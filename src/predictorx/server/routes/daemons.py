@@ -116,9 +116,16 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
     transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
-        t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next"}))
+        t = tasks.finish(s, caller.principal.daemon_id, task_id,
+                         **body.model_dump(exclude={"claim_next", "forge_pushed"}))
         out = serialize.task(t)
-        if body.status == "completed" and body.review and body.review.get("branch"):
+        pushed = body.forge_pushed
+        if pushed is not None and body.review and body.review.get("branch"):
+            # Pushed already (the target was asked at the agent's end): recorded in this
+            # transaction, and the PR opens once it commits (service/prflow.py).
+            forgepush.push_at_finish(s, caller.principal.daemon_id or "", task_id, ok=pushed.ok, sha=pushed.sha,
+                                     error=pushed.error)
+        elif body.status == "completed" and body.review and body.review.get("branch"):
             # Its daemon pushes the branch if its forge and project say so: the target (with the
             # forge's credential) goes in this answer, to this daemon only (service/forgepush.py).
             target = forgepush.target_at_finish(s, caller.principal.daemon_id or "", task_id)

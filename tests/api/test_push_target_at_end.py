@@ -1,0 +1,102 @@
+"""`POST /api/daemon/tasks/{id}/push-target` (issue 22, run ended → PR opened): when its agent ends
+well, the daemon running the task asks for the push target of the branch it is about to report,
+pushes while it still collects the review, and reports the push with its finish. The target (with
+the connection's credential) goes only to that daemon, only while the task runs, only for a
+repository a connection maps and a project that pushes automatically; nothing is written. A push
+reported with the finish is recorded as a separate report would be."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from forge_testkit import GOOD_TOKEN, KIND, registered_kit_forge
+
+
+@pytest.fixture(autouse=True)
+def testforge():
+    with registered_kit_forge() as forge:
+        yield forge
+
+
+def _daemon(api, name: str) -> str:
+    r = api.post("/api/daemon/register", json={"daemon_id": str(uuid.uuid4()), "name": name,
+                                               "runtimes": [{"provider": "command"}]})
+    assert r.status_code == 200, r.text
+    return r.json()["token"]
+
+
+BRANCH = {"mode": "worktree", "branch": "agent/bot/x", "repo_path": "/somewhere/app",
+          "origin_url": "https://forge.test/octo/app.git", "repo_label": "/somewhere/app"}
+
+
+def _running(api, ran: str) -> str:
+    api.post("/api/agents", json={"name": "bot", "provider": "command", "command": ["true"]})
+    api.post("/api/issues", json={"title": "t", "assignee": "bot"})
+    task = api.as_(ran).post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]
+    r = api.as_(ran).post(f"/api/daemon/tasks/{task['id']}/status", json={"status": "running"})
+    assert r.status_code == 200, r.text
+    return task["id"]
+
+
+def test_the_target_only_to_the_running_tasks_daemon_and_the_push_rides_on_the_finish(api):
+    ran, other = _daemon(api, "ran"), _daemon(api, "other")
+    task_id = _running(api, ran)
+    url = f"/api/daemon/tasks/{task_id}/push-target"
+    unmapped = api.as_(ran).post(url, json={**BRANCH, "origin_url": "https://elsewhere.test/o/r.git"})
+    assert unmapped.status_code == 200 and unmapped.json() == {"forge_push": None}
+
+    conn = api.post("/api/forges", json={"kind": KIND, "name": "gh", "base_url": "https://forge.test",
+                                         "credential": GOOD_TOKEN})
+    assert conn.status_code == 201, conn.text
+    r = api.as_(other).post(url, json=BRANCH)
+    assert r.status_code == 404 and task_id in r.json()["detail"] and GOOD_TOKEN not in r.text
+    r = api.post(url, json=BRANCH)
+    assert r.status_code == 403 and GOOD_TOKEN not in r.text
+    assert api.as_(ran).post(url, json={**BRANCH, "branch": "-x", "continued_from": "nope"}).status_code == 422
+
+    r = api.as_(ran).post(url, json=BRANCH)
+    assert r.status_code == 200 and r.headers["cache-control"] == "no-store", r.text
+    target = r.json()["forge_push"]
+    assert target["token"] == GOOD_TOKEN and target["branch"] == BRANCH["branch"]
+    assert target["remote_url"] == "https://forge.test/octo/app.git"
+    assert target["extra"]["repo_path"] == BRANCH["repo_path"] and target["extra"]["lease"] == ""
+    assert not api.get(f"/api/tasks/{task_id}/review").json().get("branch")  # nothing was written
+
+    sha = "b" * 40
+    done = api.as_(ran).post(f"/api/daemon/tasks/{task_id}/finish", json={
+        "status": "completed", "review": {**BRANCH, "tip": sha}, "forge_pushed": {"ok": True, "sha": sha}})
+    assert done.status_code == 200, done.text
+    assert "forge_push" not in done.json()  # pushed already: no target in the answer
+    review = api.get(f"/api/tasks/{task_id}/review").json()
+    assert review["pushed"]["sha"] == sha and review["pushed"]["created"] is True
+    pr = api.get(f"/api/tasks/{task_id}/pr").json()
+    assert pr["branch"] == BRANCH["branch"] and pr["head_sha"] == sha
+
+    # The task ended: no target any more (a person's push goes through the task's own route).
+    assert api.as_(ran).post(url, json=BRANCH).json() == {"forge_push": None}
+
+
+def test_a_finish_whose_push_maps_nowhere_is_still_recorded(api):
+    ran = _daemon(api, "ran")
+    task_id = _running(api, ran)
+    done = api.as_(ran).post(f"/api/daemon/tasks/{task_id}/finish", json={
+        "status": "completed", "review": {**BRANCH, "origin_url": "https://elsewhere.test/o/r.git"},
+        "forge_pushed": {"ok": True, "sha": "c" * 40}})
+    assert done.status_code == 200, done.text
+    assert api.get(f"/api/tasks/{task_id}").json()["status"] == "completed"
+
+
+def test_a_project_that_pushes_only_when_asked_gets_no_target(api):
+    ran = _daemon(api, "ran")
+    api.post("/api/forges", json={"kind": KIND, "name": "gh", "base_url": "https://forge.test", "credential": GOOD_TOKEN})
+    project = api.post("/api/projects", json={"title": "P"}).json()
+    r = api.patch(f"/api/projects/{project['id']}", json={"forge_policy": {"auto_push": False}})
+    assert r.status_code == 200, r.text
+    api.post("/api/agents", json={"name": "bot", "provider": "command", "command": ["true"]})
+    api.post("/api/issues", json={"title": "t", "assignee": "bot", "project_id": project["id"]})
+    task = api.as_(ran).post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]
+    api.as_(ran).post(f"/api/daemon/tasks/{task['id']}/status", json={"status": "running"})
+    r = api.as_(ran).post(f"/api/daemon/tasks/{task['id']}/push-target", json=BRANCH)
+    assert r.status_code == 200 and r.json() == {"forge_push": None} and GOOD_TOKEN not in r.text

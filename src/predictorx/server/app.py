@@ -26,7 +26,7 @@ from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
 from .routes import beans as bean_routes, classifications, workflow_tasks, roles as role_routes
 from .routes import daemon_forge, forges as forge_routes, workflows as workflow_routes
-from .routes import forgehooks, pullrequests as pr_routes
+from .routes import forgehooks, pullrequests as pr_routes, usage as usage_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -157,7 +157,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     # the busiest (every task a daemon turns over). No two routes share a path, so order is free.
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
-                   pr_routes, daemon_forge):
+                   pr_routes, daemon_forge, usage_routes):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import forgepush, serialize, tasks
+from ...service import forgepush, serialize, tasks, usage_actions
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
@@ -113,7 +113,9 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
     transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
-        t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next"}))
+        t = tasks.finish(s, caller.principal.daemon_id, task_id, **body.model_dump(exclude={"claim_next", "usage"}))
+        if body.usage is not None:  # the run's final usage (issue 27)
+            usage_actions.usage_reported(s, t, body.usage.model_dump(), final=True)
         out = serialize.task(t)
         if body.status == "completed" and body.review and body.review.get("branch"):
             # Its daemon pushes the branch if its forge and project say so: the target (with the

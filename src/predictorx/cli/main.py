@@ -118,7 +118,8 @@ def demo() -> None:
 # The other commands, by module: only the one a command line names is imported (the CLI starts in
 # tens of milliseconds; `project` alone loads the resource types). Help and typos load them all.
 GROUPS = {"projects": ["project"], "issues": ["issue"], "small": ["agent", "task", "workspace", "token"],
-          "workflow_commands": ["workflow", "bean", "check", "prov", "classify", "mcp"], "forges": ["forge"]}
+          "workflow_commands": ["workflow", "bean", "check", "prov", "classify", "mcp"], "forges": ["forge"],
+          "usage": ["usage", "budget"]}
 _added: set[str] = set()
 
 

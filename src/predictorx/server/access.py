@@ -247,6 +247,7 @@ ACCESS: dict[str, Rule] = {
     "POST /pull-requests/{pr_id}/merge":                 MEMBER,   # members where the connection allows: service
     "POST /pull-requests/{pr_id}/discard":               MEMBER,   # members where the connection allows: service
     "POST /pull-requests/{pr_id}/ask-again":             MEMBER,
+    "GET /usage":                                        MEMBER,   # the usage page (web/usage.py)
     "GET /forges":                                       MEMBER,   # settings → Forges: members see the list
     "POST /forges":                                      ADMIN,
     "POST /forges/{connection_id}":                      ADMIN,

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..store.schema import Issue, Task, utcnow
+from ..store.schema import Issue, utcnow
 from ..store.usage_schema import RunUsage
 from . import pricing
 
@@ -58,5 +58,8 @@ def describe(row: RunUsage) -> dict[str, Any]:
             "final": row.final}
 
 
-def task_of(session: Session, task_id: str) -> Task | None:
-    return session.get(Task, task_id)
+def of_tasks(session: Session, task_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The usage of each of these runs that reported any (the runs lists of the pages)."""
+    if not task_ids:
+        return {}
+    return {row.task_id: describe(row) for row in session.scalars(select(RunUsage).where(RunUsage.task_id.in_(task_ids)))}

@@ -61,6 +61,7 @@ def normalize(raw: dict[str, Any] | None, model: str | None = None) -> dict[str,
     """`raw` (a CLI's usage, as its adapter kept it) in the stored form; None when it says nothing."""
     if not raw:
         return None
+    out: dict[str, Any]
     if "cached_input_tokens" in raw or "reasoning_output_tokens" in raw:  # Codex
         cached = _int(raw.get("cached_input_tokens"))
         out = {"input_tokens": max(_int(raw.get("input_tokens")) - cached, 0), "cache_read_tokens": cached,
@@ -76,7 +77,7 @@ def normalize(raw: dict[str, Any] | None, model: str | None = None) -> dict[str,
         model = _main_model(raw.get("models")) or model
     elif any(k in raw for k in ("cache_creation_input_tokens", "cache_read_input_tokens", "total_cost_usd",
                                 "modelUsage")):  # Claude Code
-        details = raw.get("output_tokens_details") if isinstance(raw.get("output_tokens_details"), dict) else {}
+        details: dict[str, Any] = raw["output_tokens_details"] if isinstance(raw.get("output_tokens_details"), dict) else {}
         out = {"input_tokens": _int(raw.get("input_tokens")),
                "cache_read_tokens": _int(raw.get("cache_read_input_tokens")),
                "cache_write_tokens": _int(raw.get("cache_creation_input_tokens")),
@@ -101,7 +102,7 @@ def add_claude_message(event: dict[str, Any], state: Any) -> None:
     """Claude Code's assistant event: its message's `usage`, counted once per message id (every
     content block of one message repeats it) — the run's usage while it goes on. The result event
     replaces the sum with the run's own totals."""
-    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    message: dict[str, Any] = event["message"] if isinstance(event.get("message"), dict) else {}
     usage, message_id = message.get("usage"), message.get("id")
     if isinstance(message.get("model"), str):
         state.model = message["model"]

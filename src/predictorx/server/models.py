@@ -220,13 +220,15 @@ class TaskStatus(Strict):
 
 
 Count = Annotated[int, Field(ge=0, le=10**13)]
+#: A model's name as a CLI reported it: cut, never refused (Reported's rule).
+ModelName = Annotated[str, BeforeValidator(lambda v: clip(v, 200) if isinstance(v, str) else v)]
 
 
 class UsageIn(Strict):
     """A run's usage so far, as the daemon's adapter put it (agents/usage.py): the CLI's own cost
     where it gave one (else None: the server prices it, service/pricing.py)."""
 
-    model: Reported(200) | None = None
+    model: ModelName | None = None
     input_tokens: Count = 0
     output_tokens: Count = 0
     cache_read_tokens: Count = 0

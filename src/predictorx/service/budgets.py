@@ -196,7 +196,7 @@ def blocks(session: Session, workspace_id: str, *, project_id: str | None = None
 
 def hold_queued(session: Session, workspace_id: str, found: Blocks) -> None:
     """Queued tasks that reached hard budgets hold back say so (their wait reason)."""
-    _task = Task.__table__
+    _task: Any = Task.__table__
     groups: list[tuple[Any, str]] = []
     if found.workspace:
         groups.append((_task.c.workspace_id == workspace_id, found.workspace))
@@ -205,7 +205,7 @@ def hold_queued(session: Session, workspace_id: str, found: Blocks) -> None:
         groups += [(_task.c.project_id == p, r) for p, r in found.projects.items()]
     changed = 0
     for where, reason in groups:
-        changed += session.execute(
+        changed += session.execute(  # type: ignore[attr-defined]
             update(_task).where(_task.c.workspace_id == workspace_id, _task.c.status == "queued", where,
                                 or_(_task.c.wait_reason.is_(None), _task.c.wait_reason != reason))
             .values(wait_reason=reason)).rowcount or 0
@@ -215,7 +215,7 @@ def hold_queued(session: Session, workspace_id: str, found: Blocks) -> None:
 
 def release_held(session: Session, workspace_id: str) -> None:
     """A budget changed or went: queued tasks it held lose its reason, and daemons look again."""
-    _task = Task.__table__
+    _task: Any = Task.__table__
     session.execute(update(_task).where(_task.c.workspace_id == workspace_id, _task.c.status == "queued",
                                         _task.c.wait_reason.startswith(REASON_PREFIX))
                     .values(wait_reason=None))

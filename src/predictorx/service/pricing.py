@@ -70,7 +70,7 @@ def table_price(usage: dict[str, Any]) -> int | None:
                 return micros(genai_prices.calc_price(counts, ref, provider_id=provider_id).total_price)
             except (LookupError, ValueError):
                 continue
-            except Exception:  # noqa: BLE001 — a price-table problem leaves the cost unknown, never the run lost
+            except Exception:  # a price-table problem leaves the cost unknown, never the run lost
                 log.exception("genai-prices could not price %s", model)
                 return None
     return None

@@ -52,7 +52,7 @@ def _filtered(q: Any, workspace_id: str, since: str, until: str | None, filters:
 
 
 def _figures(row: Any) -> dict[str, Any]:
-    out = {"runs": int(row.runs)}
+    out: dict[str, Any] = {"runs": int(row.runs)}
     out.update({k: int(getattr(row, k) or 0) for k in SUMS})
     known = int(row.runs) - int(row.unknown or 0)
     out["cost_usd"] = pricing.dollars(int(row.cost or 0)) if known else None

@@ -51,8 +51,8 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
                      "active": t.status in svc.ACTIVE_STATUSES,
                      "agent_archived": agent is not None and agent.archived_at is not None})
     used = usage_svc.of_tasks(s, [t.id for t in tasks])  # tokens and cost, where the run reported them
-    for row in rows:
-        row["usage"] = used.get(row["task"].id)
+    for row, t in zip(rows, tasks):
+        row["usage"] = used.get(t.id)
     return rows
 
 

@@ -163,3 +163,24 @@ def test_a_workspace_hard_budget_holds_every_task(api):
     assert daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []
     run = api.get(f"/api/issues/{number}/runs").json()[0]
     assert run["status"] == "queued" and "the workspace may spend $0.00 a day" in run["wait_reason"]
+
+
+def test_the_day_sums_agree_with_the_runs_as_reports_change(api):
+    """Rollups read usage_day, kept in step report by report (a run's model named late, counts
+    growing, a late smaller report ignored); narrowed to an agent they read run_usage itself."""
+    daemon = _daemon(api)
+    first = _run(api, daemon, title="one")
+    _upload(daemon, first, 0, {"input_tokens": 100, "output_tokens": 10})  # no model yet: unknown cost
+    _upload(daemon, first, 1, {"model": "claude-sonnet-4-5", "input_tokens": 300, "output_tokens": 30})
+    _upload(daemon, first, 2, {"model": "claude-sonnet-4-5", "input_tokens": 200, "output_tokens": 20})  # late, older
+    daemon.post(f"/api/daemon/tasks/{first}/finish", json={"status": "completed"})
+    second = _run(api, daemon, title="two")
+    _upload(daemon, second, 0, {"model": "my-local-llama", "input_tokens": 7, "output_tokens": 3})
+    for by in ("model", "day", "issue", "agent", "person", "project"):
+        summed = api.get("/api/usage", params={"by": by}).json()
+        direct = api.get("/api/usage", params={"by": by, "agent": "worker"}).json()  # run_usage's own rows
+        assert summed["rows"] == direct["rows"] and summed["totals"] == direct["totals"], by
+    models = {r["key"]: r for r in api.get("/api/usage", params={"by": "model"}).json()["rows"]}
+    assert set(models) == {"claude-sonnet-4-5", "my-local-llama"}
+    assert models["claude-sonnet-4-5"]["total_tokens"] == 330 and models["claude-sonnet-4-5"]["cost_usd"] > 0
+    assert models["my-local-llama"]["cost_usd"] is None and models["my-local-llama"]["unknown_cost_runs"] == 1

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import case, func, or_, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Project, Task
-from ..store.usage_schema import Budget, RunUsage
+from ..store.usage_schema import Budget, UsageDay
 from . import pricing
 from .agents import find_agent
 from .errors import Invalid, NotFound
@@ -96,14 +96,13 @@ class Spent:
 
 
 def spent(session: Session, budget: Budget, now: datetime | None = None) -> Spent:
-    column = RunUsage.cost_micros if budget.metric == "cost" else RunUsage.total_tokens
-    q = select(func.coalesce(func.sum(column), 0),
-               func.coalesce(func.sum(case((RunUsage.cost_micros.is_(None), 1), else_=0)), 0)).where(
-        RunUsage.workspace_id == budget.workspace_id, RunUsage.day >= period_start(budget.period, now))
-    if budget.scope == "project":
-        q = q.where(RunUsage.project_id == budget.scope_id)
-    elif budget.scope == "agent":
-        q = q.where(RunUsage.agent_id == budget.scope_id)
+    """From the day sums (service/usage_days.py): a day's or month's rows of one key."""
+    column = UsageDay.cost_micros if budget.metric == "cost" else UsageDay.total_tokens
+    dim, key = {"project": ("project", budget.scope_id), "agent": ("agent", budget.scope_id)}.get(
+        budget.scope, ("all", ""))
+    q = select(func.coalesce(func.sum(column), 0), func.coalesce(func.sum(UsageDay.unknown_cost_runs), 0)).where(
+        UsageDay.workspace_id == budget.workspace_id, UsageDay.dim == dim, UsageDay.key == key,
+        UsageDay.day >= period_start(budget.period, now))
     value, unknown = session.execute(q).one()
     return Spent(int(value), int(unknown) if budget.metric == "cost" else 0)
 

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from ..store.schema import Issue, utcnow
 from ..store.usage_schema import RunUsage
-from . import pricing
+from . import pricing, usage_days
 
 COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
@@ -23,6 +23,7 @@ def record(session: Session, task: Any, usage: dict[str, Any], *, final: bool = 
     if not any(counts.values()) and usage.get("cost_usd") is None:
         return None
     row = session.get(RunUsage, task.id)
+    before = usage_days.snapshot(row) if row is not None else None
     if row is None:
         started = task.started_at or task.dispatched_at or utcnow()
         row = RunUsage(task_id=task.id, workspace_id=task.workspace_id, day=started.strftime("%Y-%m-%d"),
@@ -44,6 +45,7 @@ def record(session: Session, task: Any, usage: dict[str, Any], *, final: bool = 
     row.final = row.final or final
     row.updated_at = utcnow()
     session.flush()
+    usage_days.add(session, row, before, usage_days.snapshot(row))  # the rollups' day sums
     return row
 
 

@@ -9,13 +9,14 @@ so a total is never passed off as complete when it is not.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Issue, Project, Task, User
-from ..store.usage_schema import RunUsage
+from ..store.usage_schema import RunUsage, UsageDay
 from . import pricing
 from .errors import Invalid
 
@@ -74,16 +75,47 @@ def rollup(session: Session, workspace_id: str, *, by: str = "agent", since: str
         raise Invalid(f"--by is one of {', '.join(GROUPS)}")
     since = parse_day(since, "since") or default_since()
     until = parse_day(until, "until")
-    key = GROUPS[by]
-    q = _filtered(select(key.label("key"), *_columns()), workspace_id, since, until, filters).group_by(key)
-    q = q.order_by(key) if by == "day" else q.order_by(func.sum(RunUsage.cost_micros).desc(), key)
-    rows = session.execute(q.limit(MAX_ROWS)).all()
-    total = session.execute(_filtered(select(*_columns()), workspace_id, since, until, filters)).one()
+    if by != "run" and not any(filters.values()):  # the day sums (usage_day): a few rows per day and key
+        rows = _from_days(session, workspace_id, by, since, until)
+    else:  # one issue's, agent's … runs: those rows of run_usage
+        key = GROUPS[by]
+        q = _filtered(select(key.label("key"), *_columns()), workspace_id, since, until, filters).group_by(key)
+        q = q.order_by(key) if by == "day" else q.order_by(func.sum(RunUsage.cost_micros).desc().nulls_last(), key)
+        rows = session.execute(q.limit(MAX_ROWS)).all()
     labels = _labels(session, workspace_id, by, [r.key for r in rows])
-    return {"by": by, "since": since, "until": until,
-            "rows": [{"key": r.key, "label": labels.get(r.key, r.key if r.key is not None else "—"), **_figures(r)}
-                     for r in rows],
-            "totals": _figures(total)}
+    out = [{"key": r.key, "label": labels.get(r.key, r.key if r.key is not None else "—"), **_figures(r)} for r in rows]
+    if len(rows) < MAX_ROWS:  # every group is here: their sum is the total (one scan, not two)
+        totals = _summed(out)
+    elif not any(filters.values()):
+        totals = _summed([_figures(r) for r in _from_days(session, workspace_id, "day", since, until)])
+    else:
+        totals = _figures(session.execute(_filtered(select(*_columns()), workspace_id, since, until, filters)).one())
+    return {"by": by, "since": since, "until": until, "rows": out, "totals": totals}
+
+
+def _from_days(session: Session, workspace_id: str, by: str, since: str, until: str | None) -> list[Any]:
+    dim, key = ("all", UsageDay.day) if by == "day" else (by, UsageDay.key)
+    cost = func.sum(UsageDay.cost_micros)
+    unknown = func.sum(UsageDay.unknown_cost_runs)
+    q = (select(key.label("key"), func.sum(UsageDay.runs).label("runs"),
+                *(func.sum(getattr(UsageDay, k)).label(k) for k in SUMS), cost.label("cost"), unknown.label("unknown"))
+         .where(UsageDay.workspace_id == workspace_id, UsageDay.dim == dim, UsageDay.day >= since)
+         .group_by(key).having(func.sum(UsageDay.runs) > 0))  # (a key a run's model moved away from)
+    if until:
+        q = q.where(UsageDay.day <= until)
+    q = q.order_by(key) if by == "day" else q.order_by(cost.desc().nulls_last(), key)
+    rows = session.execute(q.limit(MAX_ROWS)).all()
+    # "" is the key of runs with no project, person or model
+    return [SimpleNamespace(**{**r._asdict(), "key": r.key or None}) for r in rows]
+
+
+def _summed(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"runs": sum(r["runs"] for r in rows)}
+    out.update({k: sum(r[k] for r in rows) for k in SUMS})
+    known = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+    out["cost_usd"] = round(sum(known), 6) if known else None
+    out["unknown_cost_runs"] = sum(r["unknown_cost_runs"] for r in rows)
+    return out
 
 
 def _labels(session: Session, workspace_id: str, by: str, keys: list[Any]) -> dict[Any, str]:

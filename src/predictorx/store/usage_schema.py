@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .schema import TS, Base, new_id, utcnow
@@ -45,6 +45,29 @@ class RunUsage(Base):
         # Every rollup and budget reads one workspace's rows over a span of days.
         Index("ix_run_usage_ws_day", "workspace_id", "day"),
     )
+
+
+class UsageDay(Base):
+    """The runs of one UTC day summed per agent, project, issue, person and model (and "all"), kept
+    up to date as each run's usage is recorded (service/usage.py): a rollup over months reads a
+    few rows per day and key, not every run. Clustered on its key on SQLite (WITHOUT ROWID), so a
+    span of days of one dimension is one sequential read."""
+
+    __tablename__ = "usage_day"
+    workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), primary_key=True)
+    dim: Mapped[str] = mapped_column(String(8), primary_key=True)  # agent | project | issue | person | model | all
+    day: Mapped[str] = mapped_column(String(10), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)  # the id (model name); "" for none
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cache_read_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cache_write_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    total_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    cost_micros: Mapped[int] = mapped_column(BigInteger, default=0)  # of the runs whose cost is known
+    unknown_cost_runs: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = {"sqlite_with_rowid": False}
 
 
 class Budget(Base):

@@ -12,13 +12,17 @@ from ..models import BudgetIn, PriceIn
 from ..state import AppState
 
 router = APIRouter(prefix="/api", tags=["usage"])
-Ref = Query(default=None, max_length=200)
+
+
+def Ref():  # a fresh Query per parameter (FastAPI binds a shared one to the last name only)
+    return Query(default=None, max_length=200)
 
 
 @router.get("/usage")
 def rollup(by: str = Query(default="agent", max_length=20), since: str | None = Query(default=None, max_length=10),
-           until: str | None = Query(default=None, max_length=10), agent: str | None = Ref,
-           project: str | None = Ref, issue: str | None = Ref, person: str | None = Ref, model: str | None = Ref,
+           until: str | None = Query(default=None, max_length=10), agent: str | None = Ref(),
+           project: str | None = Ref(), issue: str | None = Ref(), person: str | None = Ref(),
+           model: str | None = Ref(),
            caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
     """Runs, tokens and cost summed per `by` (agent, project, day, issue, person, model, run) over
     UTC days `since`..`until` (default: the last 30 days). `cost_usd` is None when no run's cost is

@@ -21,6 +21,8 @@ from .session import Viewer, viewer
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 BY = ("agent", "project", "issue", "person", "model", "day")
 CHART_W, CHART_H = 720, 160
+#: Rows of the table on the page (the costliest); the API and the CLI give up to 500.
+PAGE_ROWS = 50
 
 
 def money(value: float | None) -> str:
@@ -54,7 +56,8 @@ def usage_context(request: Request, who: Viewer, by: str, since: str | None, unt
     report = actions.report(tx, who.workspace_id, by=by, since=since, until=until)
     daily = report if by == "day" else actions.report(tx, who.workspace_id, by="day", since=report["since"],
                                                       until=until)
-    return {"viewer": who, "section": "usage", "report": report, "by": by, "choices": BY,
+    shown = report["rows"] if by == "day" else report["rows"][:PAGE_ROWS]
+    return {"viewer": who, "section": "usage", "report": report, "shown": shown, "by": by, "choices": BY,
             "chart": chart(daily["rows"]), "budgets": actions.list_budgets(tx, who.workspace_id),
             "prices": actions.list_prices(tx, who.workspace_id), "money": money}
 

@@ -1,4 +1,5 @@
-"""run_usage (a run's tokens and cost, live), budget (soft and hard limits per workspace, project and
+"""run_usage (a run's tokens and cost, live), usage_day (those summed per day and agent, project,
+issue, person, model: what rollups read), budget (soft and hard limits per workspace, project and
 agent, per day or month, in money or tokens) and model_price (a workspace's own prices): issue 27
 §1–2, store/usage_schema.py
 
@@ -37,6 +38,18 @@ def upgrade() -> None:
     )
     op.create_index("ix_run_usage_ws_day", "run_usage", ["workspace_id", "day"])
     op.create_table(
+        "usage_day",
+        sa.Column("workspace_id", sa.String(36), sa.ForeignKey("workspace.id", ondelete="CASCADE"), primary_key=True),
+        sa.Column("dim", sa.String(8), primary_key=True),
+        sa.Column("day", sa.String(10), primary_key=True),
+        sa.Column("key", sa.String(200), primary_key=True),
+        sa.Column("runs", sa.Integer(), nullable=False),
+        *(sa.Column(name, sa.BigInteger(), nullable=False) for name in (
+            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens", "cost_micros")),
+        sa.Column("unknown_cost_runs", sa.Integer(), nullable=False),
+        sqlite_with_rowid=False,
+    )
+    op.create_table(
         "budget",
         sa.Column("id", sa.String(36), primary_key=True),
         sa.Column("workspace_id", sa.String(36), sa.ForeignKey("workspace.id", ondelete="CASCADE"), nullable=False),
@@ -68,5 +81,6 @@ def downgrade() -> None:
     op.drop_table("model_price")
     op.drop_index("ix_budget_workspace_id", table_name="budget")
     op.drop_table("budget")
+    op.drop_table("usage_day")
     op.drop_index("ix_run_usage_ws_day", table_name="run_usage")
     op.drop_table("run_usage")

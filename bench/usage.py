@@ -139,9 +139,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=50, help="requests per grouping (API and page)")
     ap.add_argument("--cli-runs", type=int, default=20, help="`predictorx usage` processes per grouping")
     ap.add_argument("--no-postgres", action="store_true")
+    ap.add_argument("--only", choices=("sqlite", "postgres"), help="one backend")
     args = ap.parse_args()
     out = {"bench": "usage", "runs": args.runs, "target_p99_ms": TARGET_MS, "machine": machine(), "backends": {}}
     for name, base in backends(not args.no_postgres):
+        if args.only and name != args.only:
+            continue
         with tempdir(f"px-bench-usage-{name}-") as root, database(name, base, root) as url:
             server = Server(root, url)
             try:

@@ -30,9 +30,9 @@ def _filters(s: Any, workspace_id: str, refs: dict[str, str | None]) -> dict[str
 
 
 def report(tx: Transactions, workspace_id: str, *, by: str = "agent", since: str | None = None,
-           until: str | None = None, **refs: str | None) -> dict[str, Any]:
+           until: str | None = None, limit: int = usage_rollup.MAX_ROWS, **refs: str | None) -> dict[str, Any]:
     with tx.read() as s:
-        return usage_rollup.rollup(s, workspace_id, by=by, since=since, until=until,
+        return usage_rollup.rollup(s, workspace_id, by=by, since=since, until=until, limit=limit,
                                    **_filters(s, workspace_id, refs))
 
 

@@ -68,7 +68,7 @@ def _columns() -> list[Any]:
 
 
 def rollup(session: Session, workspace_id: str, *, by: str = "agent", since: str | None = None,
-           until: str | None = None, **filters: str | None) -> dict[str, Any]:
+           until: str | None = None, limit: int = MAX_ROWS, **filters: str | None) -> dict[str, Any]:
     """`{"by", "since", "until", "rows": [{"key", "label", runs, tokens…, cost_usd, unknown_cost_runs}],
     "totals": {…}}`. `filters`: agent/project/issue/person/model/run ids to narrow to."""
     if by not in GROUPS:
@@ -76,24 +76,25 @@ def rollup(session: Session, workspace_id: str, *, by: str = "agent", since: str
     since = parse_day(since, "since") or default_since()
     until = parse_day(until, "until")
     if by != "run" and not any(filters.values()):  # the day sums (usage_day): a few rows per day and key
-        rows = _from_days(session, workspace_id, by, since, until)
+        rows = _from_days(session, workspace_id, by, since, until, limit)
     else:  # one issue's, agent's … runs: those rows of run_usage
         key = GROUPS[by]
         q = _filtered(select(key.label("key"), *_columns()), workspace_id, since, until, filters).group_by(key)
         q = q.order_by(key) if by == "day" else q.order_by(func.sum(RunUsage.cost_micros).desc().nulls_last(), key)
-        rows = session.execute(q.limit(MAX_ROWS)).all()
+        rows = session.execute(q.limit(limit)).all()
     labels = _labels(session, workspace_id, by, [r.key for r in rows])
     out = [{"key": r.key, "label": labels.get(r.key, r.key if r.key is not None else "—"), **_figures(r)} for r in rows]
-    if len(rows) < MAX_ROWS:  # every group is here: their sum is the total (one scan, not two)
+    if len(rows) < limit:  # every group is here: their sum is the total (one scan, not two)
         totals = _summed(out)
     elif not any(filters.values()):
-        totals = _summed([_figures(r) for r in _from_days(session, workspace_id, "day", since, until)])
+        totals = _summed([_figures(r) for r in _from_days(session, workspace_id, "day", since, until, 10_000)])
     else:
         totals = _figures(session.execute(_filtered(select(*_columns()), workspace_id, since, until, filters)).one())
     return {"by": by, "since": since, "until": until, "rows": out, "totals": totals}
 
 
-def _from_days(session: Session, workspace_id: str, by: str, since: str, until: str | None) -> list[Any]:
+def _from_days(session: Session, workspace_id: str, by: str, since: str, until: str | None,
+               limit: int = MAX_ROWS) -> list[Any]:
     dim, key = ("all", UsageDay.day) if by == "day" else (by, UsageDay.key)
     cost = func.sum(UsageDay.cost_micros)
     unknown = func.sum(UsageDay.unknown_cost_runs)
@@ -104,7 +105,7 @@ def _from_days(session: Session, workspace_id: str, by: str, since: str, until: 
     if until:
         q = q.where(UsageDay.day <= until)
     q = q.order_by(key) if by == "day" else q.order_by(cost.desc().nulls_last(), key)
-    rows = session.execute(q.limit(MAX_ROWS)).all()
+    rows = session.execute(q.limit(limit)).all()
     # "" is the key of runs with no project, person or model
     return [SimpleNamespace(**{**r._asdict(), "key": r.key or None}) for r in rows]
 

@@ -50,14 +50,14 @@ class RunUsage(Base):
 class UsageDay(Base):
     """The runs of one UTC day summed per agent, project, issue, person and model (and "all"), kept
     up to date as each run's usage is recorded (service/usage.py): a rollup over months reads a
-    few rows per day and key, not every run. Clustered on its key on SQLite (WITHOUT ROWID), so a
-    span of days of one dimension is one sequential read."""
+    few rows per day and key, not every run. Clustered on its key on SQLite (WITHOUT ROWID), in
+    (dimension, key, day) order: a rollup of one dimension reads it in key order, grouping as it goes."""
 
     __tablename__ = "usage_day"
     workspace_id: Mapped[str] = mapped_column(ForeignKey("workspace.id", ondelete="CASCADE"), primary_key=True)
     dim: Mapped[str] = mapped_column(String(8), primary_key=True)  # agent | project | issue | person | model | all
-    day: Mapped[str] = mapped_column(String(10), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)  # the id (model name); "" for none
+    day: Mapped[str] = mapped_column(String(10), primary_key=True)
     runs: Mapped[int] = mapped_column(Integer, default=0)
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -53,11 +53,12 @@ def usage_context(request: Request, who: Viewer, by: str, since: str | None, unt
     tx = request.app.state.px
     if by not in BY:
         raise Invalid(f"by is one of {', '.join(BY)}")
-    report = actions.report(tx, who.workspace_id, by=by, since=since, until=until)
+    report = actions.report(tx, who.workspace_id, by=by, since=since, until=until,
+                            limit=10_000 if by == "day" else PAGE_ROWS)
     daily = report if by == "day" else actions.report(tx, who.workspace_id, by="day", since=report["since"],
                                                       until=until)
-    shown = report["rows"] if by == "day" else report["rows"][:PAGE_ROWS]
-    return {"viewer": who, "section": "usage", "report": report, "shown": shown, "by": by, "choices": BY,
+    shown = report["rows"]
+    return {"viewer": who, "section": "usage", "report": report, "shown": shown, "by": by, "choices": BY, "page_rows": PAGE_ROWS,
             "chart": chart(daily["rows"]), "budgets": actions.list_budgets(tx, who.workspace_id),
             "prices": actions.list_prices(tx, who.workspace_id), "money": money}
 

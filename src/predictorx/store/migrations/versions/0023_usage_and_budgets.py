@@ -41,8 +41,8 @@ def upgrade() -> None:
         "usage_day",
         sa.Column("workspace_id", sa.String(36), sa.ForeignKey("workspace.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("dim", sa.String(8), primary_key=True),
-        sa.Column("day", sa.String(10), primary_key=True),
         sa.Column("key", sa.String(200), primary_key=True),
+        sa.Column("day", sa.String(10), primary_key=True),
         sa.Column("runs", sa.Integer(), nullable=False),
         *(sa.Column(name, sa.BigInteger(), nullable=False) for name in (
             "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens", "cost_micros")),

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from ..store import direct
 from ..store.schema import Agent, Project, Task
 from ..store.usage_schema import Budget, UsageDay
 from . import pricing
@@ -154,7 +155,15 @@ def list_budgets(session: Session, workspace_id: str) -> list[dict[str, Any]]:
     return [describe(session, b) for b in rows]
 
 
+#: Whether the workspace has a hard budget at all: on every claim, so built once and run straight
+#: on psycopg (store/direct.py) like the rest of the claim path.
+_ANY_HARD = (select(Budget.__table__.c.id).where(Budget.__table__.c.workspace_id == bindparam("b_ws"),
+                                                 Budget.__table__.c.action == "stop").limit(1))
+
+
 def _hard(session: Session, workspace_id: str) -> list[Budget]:
+    if direct.first(session.connection(), _ANY_HARD, {"b_ws": workspace_id}) is None:
+        return []  # the claim's common case: one indexed read, nothing more
     return list(session.scalars(select(Budget).where(Budget.workspace_id == workspace_id, Budget.action == "stop")))
 
 

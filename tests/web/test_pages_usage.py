@@ -39,6 +39,8 @@ def test_the_run_issue_and_usage_pages_show_what_runs_cost(client, token):
     assert page.status_code == 200 and 'id="usage-chart"' in page.text and "<rect" in page.text
     assert "worker" in page.text and 'id="usage-total">$0.0018<' in page.text
     assert 'href="/usage"' in page.text
+    agents = client.get("/agents").text  # each agent's cost this month
+    assert "This month" in agents and "$0.0018" in agents and "280 tokens" in agents
     for by in ("project", "issue", "person", "model", "day"):
         assert client.get("/usage", params={"by": by}).status_code == 200
     assert client.get("/usage", params={"by": "nonsense"}).status_code == 422

@@ -137,6 +137,12 @@ def _labels(session: Session, workspace_id: str, by: str, keys: list[Any]) -> di
         .join(Agent, Agent.id == Task.agent_id).where(Task.id.in_(ids))).all()}
 
 
+def this_month_by_agent(session: Session, workspace_id: str) -> dict[str, dict[str, Any]]:
+    """Each agent's figures since the first of this month (UTC): the Agents page."""
+    since = datetime.now(timezone.utc).strftime("%Y-%m-01")
+    return {r.key: _figures(r) for r in _from_days(session, workspace_id, "agent", since, None) if r.key}
+
+
 def of_issue(session: Session, workspace_id: str, issue_id: str) -> dict[str, Any]:
     """An issue's runs and their total, over all time (the issue page)."""
     return rollup(session, workspace_id, by="run", since="2000-01-01", issue=issue_id)

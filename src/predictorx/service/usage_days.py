@@ -47,7 +47,7 @@ def add(session: Session, row: RunUsage, before: dict[str, Any] | None, after: d
               for (dim, key), sums in changes.items() if any(sums.values())]
     if not values:
         return
-    ins = pg_insert(UsageDay) if session.bind.dialect.name == "postgresql" else sqlite_insert(UsageDay)
+    ins = pg_insert(UsageDay) if session.get_bind().dialect.name == "postgresql" else sqlite_insert(UsageDay)
     table = UsageDay.__table__
     session.execute(ins.values(values).on_conflict_do_update(
         index_elements=["workspace_id", "dim", "day", "key"],

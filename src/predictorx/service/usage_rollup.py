@@ -81,7 +81,7 @@ def rollup(session: Session, workspace_id: str, *, by: str = "agent", since: str
         key = GROUPS[by]
         q = _filtered(select(key.label("key"), *_columns()), workspace_id, since, until, filters).group_by(key)
         q = q.order_by(key) if by == "day" else q.order_by(func.sum(RunUsage.cost_micros).desc().nulls_last(), key)
-        rows = session.execute(q.limit(limit)).all()
+        rows = list(session.execute(q.limit(limit)).all())
     labels = _labels(session, workspace_id, by, [r.key for r in rows])
     out = [{"key": r.key, "label": labels.get(r.key, r.key if r.key is not None else "—"), **_figures(r)} for r in rows]
     if len(rows) < limit:  # every group is here: their sum is the total (one scan, not two)

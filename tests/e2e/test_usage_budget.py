@@ -60,6 +60,14 @@ def test_usage_in_claude_codes_stream_is_stored_rolled_up_and_then_held_by_a_har
         assert out["totals"]["runs"] == 1 and out["totals"]["cost_usd"] == 0.00176 and out["totals"]["total_tokens"] == 280
     table = server.cli("usage", "--by", "agent").stdout
     assert "replay" in table and "$0.0018" in table
+    # the workspace's own price of a model (owners and admins): listed, then removed
+    server.cli("usage", "price", "set", "my-local-llama", "--input", "0.1", "--output-price", "0.2")
+    prices = json.loads(server.cli("usage", "price", "list", "--output", "json").stdout)
+    assert prices == [{"model": "my-local-llama", "input": 0.1, "output": 0.2, "cache_read": None, "cache_write": None,
+                       "unit": "USD per million tokens"}]
+    server.cli("usage", "price", "remove", "my-local-llama")
+    bad = server.cli("usage", "--by", "colour", check=False)
+    assert bad.returncode == 2 and "--by is one of" in bad.stderr
     # a hard budget of 100 tokens a day on the agent, already spent: its next task waits, saying why
     server.cli("budget", "set", "--agent", "replay", "--limit", "100", "--tokens", "--action", "stop")
     held = _run(server, "replay", "Once more")

@@ -55,6 +55,10 @@ def test_real_cli_runs_a_worktree_task_and_is_cancelled_in_place(scenario, provi
     issue, run = s.assign(project)
     task = s.wait(run["id"])
     assert s.was_sandboxed(task["id"])  # the default, so the tested path (issue 29)
+    # the usage its stream reported, stored (issue 27): two model calls of 120 tokens in, 20 out
+    used = s.server.api("GET", f"/api/usage/runs/{task['id']}")
+    fresh_or_cached = used["input_tokens"] + used["cache_read_tokens"] + used["cache_write_tokens"]
+    assert used["reported"] and used["final"] and (fresh_or_cached, used["output_tokens"]) == (240, 40), used
     msgs = s.messages(task["id"])
     assert kinds_in_order(msgs, ["text", "tool_use", "tool_result", "text"]), [m["kind"] for m in msgs]
     use = next(m for m in msgs if m["kind"] == "tool_use")

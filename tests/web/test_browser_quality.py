@@ -36,11 +36,14 @@ def _world(live, branch_repo) -> dict[str, str]:
     repo, base, branch = branch_repo
     review = branch_review(repo, base, branch, mode="worktree", repo_label=str(repo))
     review["head"] = base
-    live.daemon(f"/api/daemon/tasks/{task['id']}/finish", {"status": "completed", "branch_name": branch, "review": review})
+    live.daemon(f"/api/daemon/tasks/{task['id']}/finish", {"status": "completed", "branch_name": branch, "review": review,
+                                                           "usage": {"model": "claude-sonnet-4-5", "input_tokens": 900,
+                                                                     "output_tokens": 90, "cost_usd": 0.02}})
+    live.post("/api/budgets", {"scope": "workspace", "period": "month", "metric": "cost", "limit": 50, "action": "stop"})
     return {"projects": "/", "project": f"/projects/{project['id']}", "issues": "/issues",
             "board": "/issues?view=board", "issue": f"/issues/{issue['number']}", "task": f"/tasks/{task['id']}",
             "split diff": f"/tasks/{task['id']}?view=split", "agents": "/agents", "daemons": "/daemons",
-            "agent secrets": f"/agents/{agent['id']}/env", "audit log": "/audit", "not found": "/nowhere"}
+            "agent secrets": f"/agents/{agent['id']}/env", "audit log": "/audit", "usage": "/usage", "not found": "/nowhere"}
 
 
 def _weight(live, path: str) -> int:

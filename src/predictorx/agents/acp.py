@@ -26,6 +26,7 @@ import logging
 from typing import Any
 
 from . import acp_profiles
+from . import message as m
 from .acp_link import split_overrides
 from .adapter import AgentAdapter, MessageHandler, _with_stderr
 from .process import ProcessOutcome
@@ -33,6 +34,7 @@ from .registry import register
 from .result import RunResult
 from .spec import RunSpec
 from .stream_state import StreamState
+from .usage import USAGE_EVENT, usage_news
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,12 @@ class AcpAdapter(AgentAdapter):
         on_argv = bool(profile and profile.model_flag)  # else through the session's model option
         state, talk, outcome = await run_conversation(spec, argv, env, on_message, cancel, _policy(spec),
                                                       None if on_argv else spec.model)
+        said = usage_news(state, spec.model)
+        if said is not None:  # the run's usage, sent with its finish (issue 27)
+            try:
+                await on_message(m.system(USAGE_EVENT, **said))
+            except Exception:  # a failed delivery does not change the outcome
+                log.exception("acp: delivering the run's usage failed")
         return self._conclude(state, talk, outcome, spec, cancel)
 
     def _conclude(self, state: StreamState, talk: Any, outcome: ProcessOutcome, spec: RunSpec,

@@ -24,6 +24,7 @@ from .process import ProcessOutcome, ProcessRequest, run_process
 from .result import RunResult, RunStatus
 from .spec import RunSpec
 from .stream_state import StreamState
+from .usage import USAGE_EVENT, usage_news
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,9 @@ class AgentAdapter:
         async def on_line(line: str) -> None:
             for msg in self.parse_line_safely(line, state):
                 await on_message(msg)
+            said = usage_news(state, spec.model)
+            if said is not None:  # live usage: the runner sends it with the messages (issue 27)
+                await on_message(m.system(USAGE_EVENT, **said))
 
         try:
             argv = self.build_argv(spec)
@@ -199,6 +203,9 @@ class AgentAdapter:
         try:
             for msg in self.finish(state):
                 await on_message(msg)
+            said = usage_news(state, spec.model)
+            if said is not None:
+                await on_message(m.system(USAGE_EVENT, **said))
         except Exception:  # as for every other line: a failed delivery does not change the outcome
             log.exception("%s: delivering the last messages failed", self.provider)
         return self.conclude(state, outcome, spec)

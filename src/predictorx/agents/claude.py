@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import message as m
+from . import usage
 from .adapter import AgentAdapter, parse_json_object
 from .message import AgentMessage
 from .process import ProcessOutcome
@@ -25,8 +26,6 @@ from .result import RunResult
 from .registry import register
 from .spec import RunSpec
 from .stream_state import StreamState
-
-_RESULT_FIGURES = ("total_cost_usd", "duration_ms", "duration_api_ms", "num_turns")
 
 #: Claude Code refuses `--permission-mode bypassPermissions` as root ("cannot be used with
 #: root/sudo privileges") unless told it runs in a sandbox; said before it is started, in words
@@ -95,8 +94,11 @@ class ClaudeAdapter(AgentAdapter):
             state.session_id = event["session_id"]
         kind = event.get("type")
         if kind == "system":
+            if event.get("subtype") == "init" and isinstance(event.get("model"), str):
+                state.model = event["model"]
             return [self._system(event)]
         if kind == "assistant":
+            usage.add_claude_message(event, state)
             return self._assistant(event, state)
         if kind == "user":
             return self._tool_results(event)
@@ -142,9 +144,7 @@ class ClaudeAdapter(AgentAdapter):
 
     @staticmethod
     def _result(event: dict[str, Any], state: StreamState) -> list[AgentMessage]:
-        usage = dict(event.get("usage") or {})
-        usage.update({k: event[k] for k in _RESULT_FIGURES if k in event})
-        state.usage = usage or None
+        usage.set_claude_result(event, state)
         failed = event.get("is_error") or event.get("subtype", "success") != "success"
         if not failed:
             if isinstance(event.get("result"), str):

@@ -10,11 +10,17 @@ Output: a stdout line that is a JSON object whose `type` is one of text, thinkin
 tool_result, error becomes that message, its other keys the content
 (`{"type":"text","text":"hi"}` → text `{"text":"hi"}`). Any other line becomes a text message.
 An error message fails the run; so does a non-zero exit. The answer is the last text message.
+
+Usage (issue 27) in Claude Code's stream form: a `{"type":"system","subtype":"init","model":…}`
+line names the model, an `assistant` line's `message.usage` counts while the run goes on (its text
+blocks become text messages), and a `result` line (`usage`, `total_cost_usd`, `modelUsage`) gives
+the run's totals; none of them is a message of its own (agents/usage.py).
 """
 
 from __future__ import annotations
 
 from . import message as m
+from . import usage
 from .adapter import AgentAdapter, parse_json_object
 from .message import AgentMessage
 from .registry import register
@@ -59,6 +65,8 @@ class CommandAdapter(AgentAdapter):
 
     def parse_line(self, line: str, state: StreamState) -> list[AgentMessage]:
         event = parse_json_object(line)
+        if event is not None and _claude_usage_line(event):
+            return _usage_line(event, state)
         if event is None or event.get("type") not in STRUCTURED_KINDS:
             state.last_text = line
             return [m.text(line)]
@@ -70,6 +78,35 @@ class CommandAdapter(AgentAdapter):
             message = content.get("message")
             state.error = message if isinstance(message, str) and message else line
         return [AgentMessage(kind, content)]
+
+
+def _claude_usage_line(event: dict) -> bool:
+    """One of Claude Code's events a command's usage is read from (any other line is as before)."""
+    kind = event.get("type")
+    if kind == "system":
+        return event.get("subtype") == "init"
+    if kind == "assistant":
+        return isinstance(event.get("message"), dict)
+    return kind == "result" and ("usage" in event or "total_cost_usd" in event)
+
+
+def _usage_line(event: dict, state: StreamState) -> list[AgentMessage]:
+    kind = event["type"]
+    if kind == "system":
+        if isinstance(event.get("model"), str):
+            state.model = event["model"]
+        return []
+    if kind == "result":
+        usage.set_claude_result(event, state)
+        return []
+    usage.add_claude_message(event, state)
+    content = (event.get("message") or {}).get("content") if isinstance(event.get("message"), dict) else None
+    out = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            state.last_text = block["text"]
+            out.append(m.text(block["text"]))
+    return out
 
 
 register(CommandAdapter)

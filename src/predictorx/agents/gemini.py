@@ -62,6 +62,8 @@ class GeminiAdapter(AgentAdapter):
         out = self._flush(state)
         if kind == "init":
             state.session_id = event.get("session_id") or state.session_id
+            if isinstance(event.get("model"), str):
+                state.model = event["model"]
             out.append(m.system("init", session_id=state.session_id, model=event.get("model")))
         elif kind == "tool_use":
             out.append(m.tool_use(event.get("tool_id"), event.get("tool_name") or "tool", event.get("parameters")))

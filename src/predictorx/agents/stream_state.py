@@ -14,6 +14,8 @@ class StreamState:
     #: The last text the agent said: the answer when the CLI has no explicit result.
     last_text: str | None = None
     usage: dict[str, Any] | None = None
+    #: The model the stream names (Claude Code's init, Gemini's init); else the agent's configured one.
+    model: str | None = None
     #: A fatal error the stream reported; the run fails with it even if the exit code is 0.
     error: str | None = None
     #: The last non-fatal error or warning: context for a failure that comes later.

@@ -135,7 +135,8 @@ def demo() -> None:
 # tens of milliseconds; `project` alone loads the resource types). Help and typos load them all.
 GROUPS = {"projects": ["project"], "issues": ["issue"], "small": ["agent", "task", "workspace", "token"],
           "workflow_commands": ["workflow", "bean", "check", "prov", "classify", "classify-rules", "mcp"], "forges": ["forge"],
-          "secrets": ["secret"], "audit": ["audit"]}
+          "secrets": ["secret"], "audit": ["audit"],
+          "usage": ["usage", "budget"]}
 _added: set[str] = set()
 
 

@@ -72,6 +72,7 @@ class TaskRun:
         self.phase = "preparing"       # preparing | waiting | running | finishing
         self.holds_slot = True
         self.stopping = False
+        self.stop_reason: str | None = None  # why the server stopped the run, if it did
         self.branch: str | None = None
         self.review: dict[str, Any] | None = None  # the agent's work, for the task page
         self.main: asyncio.Task | None = None
@@ -94,6 +95,11 @@ class TaskRun:
         if self.phase in ("preparing", "waiting") and self.main is not None:
             self.main.cancel()
 
+    def _stopped_by_server(self, reason: str) -> None:
+        """The server stopped the run while it streamed (a hard budget, issue 27): cancelled, saying why."""
+        self.stop_reason = reason
+        self.cancel()
+
     def _release_slot(self) -> None:
         if self.holds_slot:
             self.holds_slot = False
@@ -109,7 +115,8 @@ class TaskRun:
         api = self.daemon.api
         outcome: dict[str, Any] = {"status": "failed", "failure_reason": "the daemon stopped unexpectedly"}
         env = None
-        self._uploader = MessageUploader(api, self.id, mask=self.masker.any if self.masker else None)
+        self._uploader = MessageUploader(api, self.id, mask=self.masker.any if self.masker else None,
+                                         on_stop=self._stopped_by_server)
         self._uploader.start()
         try:
             ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
@@ -170,8 +177,8 @@ class TaskRun:
             outcome = {**outcome, "status": "failed",
                        "failure_reason": f"the daemon {self.daemon.name} was stopped while the agent was running"}
         elif self.cancel_event.is_set() and outcome["status"] != "completed":
-            outcome["status"] = "cancelled"
-        fields: dict[str, Any] = {"branch_name": self.branch, **outcome}
+            outcome.update(status="cancelled", **({"failure_reason": self.stop_reason} if self.stop_reason else {}))
+        fields: dict[str, Any] = {"branch_name": self.branch, **outcome, "usage": self._uploader.usage}
         if self.review is not None:
             fields["review"] = self.review
             if not self.review.get("branch"):

@@ -119,7 +119,15 @@ class ServerApi:
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/release", {}, retries=3)
 
     async def messages(self, task_id: str, batch: list[dict[str, Any]]) -> int:
-        return (await self.call("POST", f"/api/tasks/{task_id}/messages", {"messages": batch}, retries=0))["last_seq"]
+        return (await self.upload(task_id, batch))["last_seq"]
+
+    async def upload(self, task_id: str, batch: list[dict[str, Any]], usage: dict[str, Any] | None = None
+                     ) -> dict[str, Any]:
+        """A batch of messages (and the run's usage so far): `{"last_seq": …, "stop": reason | None}`."""
+        body: dict[str, Any] = {"messages": batch}
+        if usage is not None:
+            body["usage"] = usage
+        return await self.call("POST", f"/api/tasks/{task_id}/messages", body, retries=0)
 
     async def answer(self, request_id: str, ok: bool, error: str | None = None,
                      data: dict[str, Any] | None = None) -> None:

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..agents.usage import USAGE_EVENT
 from ..textsafe import clip, sanitize
 from .retry import backoff
 from .serverapi import ServerApi, ServerError
@@ -75,11 +76,22 @@ log = logging.getLogger("predictorx.daemon")
 
 
 class MessageUploader:
+    """Also the run's usage (issue 27): the adapter says it as a `system`/`usage` message, which is
+    not a transcript message but the latest figures, sent with the next batch (alone if no message
+    waits). The server may answer a batch with `stop` (a hard budget reached): `on_stop(reason)`,
+    once; the messages still go up."""
+
     def __init__(self, api: ServerApi, task_id: str, *, max_batch: int = 100, interval: float = 0.05,
-                 mask: Callable[[Any], Any] | None = None, min_gap: float = 0.5):
+                 mask: Callable[[Any], Any] | None = None, min_gap: float = 0.5,
+                 on_stop: Callable[[str], None] | None = None):
         self.api = api
         #: The run's secrets out of every message (secretmask.Masker.any), before it is queued.
         self.mask = mask
+        self.on_stop = on_stop
+        #: The run's usage as last said (agents/usage.py form), and as the server last took it.
+        self.usage: dict[str, Any] | None = None
+        self._usage_sent: dict[str, Any] | None = None
+        self._stopped = False
         self.task_id = task_id
         self.max_batch = max_batch
         self.interval = interval
@@ -100,6 +112,10 @@ class MessageUploader:
         self._task = asyncio.create_task(self._loop())
 
     async def add(self, kind: str, content: dict[str, Any]) -> None:
+        if kind == "system" and content.get("event") == USAGE_EVENT:
+            self.usage = {k: v for k, v in content.items() if k != "event"}
+            self._arrived.set()
+            return
         seq = self._next_seq
         self._next_seq += 1
         try:
@@ -123,12 +139,30 @@ class MessageUploader:
             size += message["_bytes"]
         return batch
 
+    def _usage_due(self) -> bool:
+        return self.usage is not None and self.usage != self._usage_sent
+
+    def _answered(self, answer: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
+        if usage is not None:
+            self._usage_sent = usage
+        stop = (answer or {}).get("stop")
+        if stop and not self._stopped:
+            self._stopped = True
+            log.warning("task %s: the server stops the run: %s", self.task_id, stop)
+            if self.on_stop is not None:
+                self.on_stop(str(stop))
+
     async def _send_some(self) -> None:
-        while self._pending:
+        while self._pending or self._usage_due():
             batch = self._next_batch()
+            usage = self.usage if self._usage_due() else None
             try:
-                await self.api.messages(self.task_id, [{k: v for k, v in m.items() if k != "_bytes"} for m in batch])
+                self._answered(await self.api.upload(
+                    self.task_id, [{k: v for k, v in m.items() if k != "_bytes"} for m in batch], usage), usage)
             except ServerError as e:
+                if usage is not None and e.status == 422:  # a server that takes no usage: messages first
+                    self._usage_sent = usage
+                    continue
                 if e.status in (0, 413) and len(batch) > 1:  # refused or cut off for its size: smaller batches
                     self._batch_bytes = max(1, self._batch_bytes // 2)
                     if e.status == 413:
@@ -137,12 +171,14 @@ class MessageUploader:
                     log.error("task %s: the server refused %d messages (%s); they stay in the raw log",
                               self.task_id, len(batch), e)
                     del self._pending[: len(batch)]  # only the refused batch; the rest still goes
+                    self._usage_sent = usage or self._usage_sent
                     continue
                 raise
             except Exception:  # one bad batch never ends the upload of the rest
                 log.exception("task %s: %d messages could not be sent; they stay in the raw log",
                               self.task_id, len(batch))
                 del self._pending[: len(batch)]
+                self._usage_sent = usage or self._usage_sent
                 continue
             del self._pending[: len(batch)]
 
@@ -150,7 +186,7 @@ class MessageUploader:
         while True:
             # Nothing to send: sleep until a message comes (an idle agent costs nothing). Then
             # give the batch `interval` to fill, unless it is full or we are closing.
-            if not self._pending and not self._closed:
+            if not self._pending and not self._usage_due() and not self._closed:
                 await self._arrived.wait()
             self._arrived.clear()
             if len(self._pending) < self.max_batch and not self._closed:
@@ -171,7 +207,7 @@ class MessageUploader:
             except Exception:  # the loop outlives anything one round does (R-SEC-8)
                 log.exception("task %s: sending messages failed; retrying", self.task_id)
                 await asyncio.sleep(1)
-            if self._closed and not self._pending:
+            if self._closed and not self._pending and not self._usage_due():
                 return
 
     def _retrying(self, state) -> None:

@@ -163,6 +163,15 @@ ACCESS: dict[str, Rule] = {
     "GET /api/tasks/{task_id}/harness/handoff":          MEMBER_DAEMON_TASK,
     "POST /api/tasks/{task_id}/harness/handoff":         Rule(None, daemon=True, task=True),
     "GET /api/issues/{ref}/handoffs":                    MEMBER_OR_TASK,
+    # usage and budgets (issue 27 §1-2): members read them; owners and admins set prices and budgets
+    "GET /api/usage":                                    MEMBER,
+    "GET /api/usage/runs/{task_id}":                     MEMBER,
+    "GET /api/usage/prices":                             MEMBER,
+    "PUT /api/usage/prices":                             ADMIN,
+    "DELETE /api/usage/prices":                          ADMIN,
+    "GET /api/budgets":                                  MEMBER,
+    "POST /api/budgets":                                 ADMIN,
+    "DELETE /api/budgets/{budget_id}":                   ADMIN,
     # forge connections (issue 22 §1, docs/forges.md): members see them (never a secret); owners
     # and admins add, change, remove, test them and rotate the webhook secret
     "GET /api/forges":                                   MEMBER,
@@ -279,6 +288,7 @@ ACCESS: dict[str, Rule] = {
     "POST /pull-requests/{pr_id}/merge":                 MEMBER,   # members where the connection allows: service
     "POST /pull-requests/{pr_id}/discard":               MEMBER,   # members where the connection allows: service
     "POST /pull-requests/{pr_id}/ask-again":             MEMBER,
+    "GET /usage":                                        MEMBER,   # the usage page (web/usage.py)
     "GET /forges":                                       MEMBER,   # settings → Forges: members see the list
     "POST /forges":                                      ADMIN,
     "POST /forges/{connection_id}":                      ADMIN,

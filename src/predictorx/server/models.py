@@ -230,6 +230,24 @@ class PushReport(Strict):
     error: Body | None = None
 
 
+Count = Annotated[int, Field(ge=0, le=10**13)]
+#: A model's name as a CLI reported it: cut, never refused (Reported's rule).
+ModelName = Annotated[str, BeforeValidator(lambda v: clip(v, 200) if isinstance(v, str) else v)]
+
+
+class UsageIn(Strict):
+    """A run's usage so far, as the daemon's adapter put it (agents/usage.py): the CLI's own cost
+    where it gave one (else None: the server prices it, service/pricing.py)."""
+
+    model: ModelName | None = None
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_read_tokens: Count = 0
+    cache_write_tokens: Count = 0
+    reasoning_tokens: Count = 0
+    cost_usd: Annotated[float, Field(ge=0, le=1_000_000)] | None = None
+
+
 class TaskFinish(Strict):
     """The end of a run. Accepted whatever the agent printed, so a finished run is never lost."""
 
@@ -239,6 +257,7 @@ class TaskFinish(Strict):
     failure_reason: Reported(100_000) | None = None
     branch_name: Reported(500) | None = None
     review: dict[str, Any] | None = None  # the agent's work: see daemon/review.py
+    usage: UsageIn | None = None  # the run's usage at its end (issue 27)
     claim_next: Annotated[int, Field(ge=0, le=100)] = 0  # also claim up to this many tasks
     #: The branch was pushed already, with the target asked at the agent's end: how it went.
     forge_pushed: PushReport | None = None
@@ -252,6 +271,31 @@ class MessageIn(Strict):
 
 class MessageBatch(Strict):
     messages: list[MessageIn] = Field(max_length=1000)
+    usage: UsageIn | None = None  # the run's usage so far, live (issue 27)
+
+
+Money = Annotated[float, Field(ge=0, le=1_000_000_000)]
+
+
+class BudgetIn(Strict):
+    """A spending limit (issue 27 §2): `limit` in US dollars (metric cost) or tokens."""
+
+    scope: Literal["workspace", "project", "agent"] = "workspace"
+    target: Ident | None = None  # the project or agent (id or name); none for the workspace
+    period: Literal["day", "month"] = "day"
+    metric: Literal["cost", "tokens"] = "cost"
+    limit: Money
+    action: Literal["warn", "stop"] = "warn"
+
+
+class PriceIn(Strict):
+    """A workspace's own price of a model, US dollars per million tokens (negotiated, or a local model's)."""
+
+    model: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+    input: Money
+    output: Money
+    cache_read: Money | None = None
+    cache_write: Money | None = None
 
 
 class RpcAnswer(Strict):

@@ -72,7 +72,7 @@ _eligible = (select(_agent.c.id)
                     _held_now < _agent.c.max_concurrent_tasks))
 
 
-def _pick(*, one: bool, postgres: bool):
+def _pick(*, one: bool, postgres: bool, held: Any = None):
     # PostgreSQL: `agent_id = ANY(ARRAY(…))` is computed once, before the scan (an InitPlan), so the
     # planner walks ix_task_queue_order in order and stops at the first unlocked task; as a
     # join (what IN becomes) it joined and sorted every queued task of the workspace, a cost that
@@ -84,6 +84,11 @@ def _pick(*, one: bool, postgres: bool):
          .order_by(_task.c.created_at, _task.c.id).limit(bindparam("p_limit")))
     if one:
         q = q.where(_task.c.id == bindparam("p_task"))
+    if held is not None:  # reached hard budgets hold these back (service/budgets.py): a rare, uncached form
+        if held.agents:
+            q = q.where(_task.c.agent_id.not_in(sorted(held.agents)))
+        if held.projects:
+            q = q.where(or_(_task.c.project_id.is_(None), _task.c.project_id.not_in(sorted(held.projects))))
     if postgres:
         q = q.with_for_update(of=_task, skip_locked=True)
     return q
@@ -244,9 +249,10 @@ def _declared(session: Session, daemon_id: str) -> set[str]:
 
 
 def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1, task_id: str | None = None,
-          lease: timedelta, refuse: Callable[[Session, Task, str], None]) -> list[dict[str, Any]]:
+          lease: timedelta, refuse: Callable[[Session, Task, str], None], held: Any = None) -> list[dict[str, Any]]:
     """`refuse(session, task, reason)` ends a claimed task this daemon cannot run as asked (the
-    task service's finish: this module never finishes a task itself)."""
+    task service's finish: this module never finishes a task itself). `held`: the projects and
+    agents reached hard budgets hold back (budgets.Blocks), whose tasks are not picked."""
     if limit < 1:
         return []
     postgres = session.bind.dialect.name == "postgresql"
@@ -256,7 +262,9 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
         params["p_task"] = task_id
     # Core statements on the session's connection: the ORM's execution layer adds nothing here.
     conn = session.connection()
-    picked = direct.rows(conn, _MARK[(bool(task_id), postgres)], params)
+    mark = _MARK[(bool(task_id), postgres)] if held is None else \
+        _mark(_pick(one=bool(task_id), postgres=postgres, held=held), postgres=postgres)
+    picked = direct.rows(conn, mark, params)
     if not picked:
         return []
     agent_ids = sorted({t.agent_id for t in picked})

@@ -31,7 +31,7 @@ from ..store.schema import (
     one_of,
     utcnow,
 )
-from . import claiming
+from . import budgets, claiming
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
 from .finishing import finish_held
@@ -190,8 +190,13 @@ def claim_as(session: Session, daemon_id: str, workspace_id: str, *, limit: int 
     locks, taken in id order, so it sees every committed claim; SQLite's BEGIN IMMEDIATE already
     serialises claimers). The statements are Core, built once (service/claiming.py)."""
     session.flush()  # what this transaction changed through the ORM (a finish) counts in the claim
+    held = budgets.blocks(session, workspace_id)  # None, unless a hard budget is reached (issue 27)
+    if held is not None:
+        budgets.hold_queued(session, workspace_id, held)
+        if held.workspace:
+            return []
     return claiming.claim(session, daemon_id, workspace_id, limit=limit, task_id=task_id, lease=lease_duration(),
-                          refuse=_refuse)
+                          refuse=_refuse, held=held)
 
 
 def _refuse(session: Session, task: Task, reason: str) -> None:

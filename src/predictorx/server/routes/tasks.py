@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 from ...service import serialize
-from ...service import permissions
+from ...service import permissions, usage_actions
 from ...service import tasks as svc
 from ...service.errors import Forbidden
 from ..deps import Caller, get_caller, get_state, user_caller
@@ -81,7 +81,9 @@ def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get
         t = svc.get_task(s, caller.workspace_id, task_id, for_update=True)
         _visible(caller, t)
         last = svc.append_messages(s, t, [m.model_dump() for m in body.messages])
-        return {"last_seq": last}
+        # The run's usage so far; a hard budget it reaches stops the run (issue 27 §2).
+        stop = usage_actions.usage_reported(s, t, body.usage.model_dump() if body.usage else None)
+        return {"last_seq": last, "stop": stop}
 
 
 @router.post("/{task_id}/cancel")

@@ -16,6 +16,7 @@ from fastapi.responses import Response
 
 from ... import unconfined
 from ...service import agents as svc
+from ...service import usage_rollup
 from ..models import AgentCreate, AgentUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
@@ -33,11 +34,12 @@ def agents_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any
         active = svc.active_run_counts(s, who.workspace_id)
         runs = svc.run_counts(s, who.workspace_id)
         runtimes = svc.runtimes_by_provider(s, who.workspace_id)
+        month = usage_rollup.this_month_by_agent(s, who.workspace_id)  # what each cost this month (issue 27)
     by_id = {rt.id: (rt, d) for rt, d in runtimes}
     rows = []
     for a in agents:
         rt, daemon = by_id.get(a.runtime_id or "", (None, None))
-        rows.append({"agent": a, "active": active.get(a.id, 0), "runs": runs.get(a.id, 0),
+        rows.append({"agent": a, "active": active.get(a.id, 0), "runs": runs.get(a.id, 0), "month": month.get(a.id),
                      "command": shlex.join(a.command) if a.command else "",
                      "runs_on": f"{daemon.name} · {rt.provider}" if rt and daemon else "any daemon with " + a.provider})
     choices = [{"id": rt.id, "provider": rt.provider,

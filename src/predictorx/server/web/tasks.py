@@ -18,6 +18,7 @@ from ...service import permissions
 from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
+from ...service import usage as usage_svc
 from ...service.errors import NotFound
 from . import diffview
 from .forms import FORM_ERRORS, message_of, read_form, status_of
@@ -50,6 +51,9 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
         rows.append({"task": t, "agent": agent.name if agent else "(deleted agent)", "issue": issue,
                      "active": t.status in svc.ACTIVE_STATUSES,
                      "agent_archived": agent is not None and agent.archived_at is not None})
+    used = usage_svc.of_tasks(s, [t.id for t in tasks])  # tokens and cost, where the run reported them
+    for row, t in zip(rows, tasks):
+        row["usage"] = used.get(t.id)
     return rows
 
 
@@ -66,7 +70,17 @@ def issue_runs_context(request: Request, who: Viewer, ref: str) -> dict[str, Any
         issue = issue_svc.get_issue(s, who.workspace_id, ref)
         rows = task_rows(s, list(reversed(svc.list_for_issue(s, issue))))
     return {"rows": rows, "live_url": f"/issues/{issue.number}/runs", "show_issue": False,
-            "empty": "No runs yet. Assign this issue to an agent to start one."}
+            "empty": "No runs yet. Assign this issue to an agent to start one.", "total": usage_total(rows)}
+
+
+def usage_total(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The runs' tokens and cost together (issue 27): None when none reported usage."""
+    used = [r["usage"] for r in rows if r.get("usage")]
+    if not used:
+        return None
+    known = [u["cost_usd"] for u in used if u["cost_usd"] is not None]
+    return {"runs": len(used), "total_tokens": sum(u["total_tokens"] for u in used),
+            "cost_usd": sum(known) if known else None, "unknown_cost_runs": len(used) - len(known)}
 
 
 @router.get("/projects/{project_id}/tasks")

@@ -5,59 +5,23 @@ refusal is one sentence on stderr with a non-zero exit."""
 
 from __future__ import annotations
 
-import io
 import json
-import threading
-import time
 
 import pytest
-import uvicorn
 
-from predictorx.program import main
-from predictorx.server.app import create_app
-from predictorx.server.run import bootstrap
-from predictorx.store.db import Database
 
 from forge_testkit import GOOD_TOKEN, KIND, REFUSAL, REFUSED_TOKEN, registered_kit_forge
-from e2e.harness import free_port
 
 
 @pytest.fixture
-def server(tmp_path, monkeypatch):
-    db = Database(f"sqlite:///{tmp_path / 'px.db'}")
-    db.migrate()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    token = bootstrap(db, url)
-    srv = uvicorn.Server(uvicorn.Config(create_app(db, migrate=False, web=False), host="127.0.0.1", port=port,
-                                        log_level="warning", access_log=False))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    monkeypatch.setenv("PREDICTORX_SERVER_URL", url)
-    monkeypatch.setenv("PREDICTORX_TOKEN", token)
+def server(served_app):
     with registered_kit_forge():
-        yield url
-    srv.should_exit = True
-    thread.join(timeout=10)
-    db.dispose()
+        yield served_app
 
 
 @pytest.fixture
-def px(server, monkeypatch, capsys):
-    def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        out = capsys.readouterr()
-        return code, out.out, out.err
-    return run
+def px(server, run_cli):
+    return run_cli
 
 
 def test_forge_commands_never_take_or_print_the_token(px, server, monkeypatch):

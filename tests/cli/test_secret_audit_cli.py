@@ -4,56 +4,19 @@ never argv, and is never printed; the audit log prints as a table, JSON or JSON 
 
 from __future__ import annotations
 
-import io
 import json
-import threading
-import time
 import uuid
 
 import pytest
-import uvicorn
 
-from predictorx.program import main
-from predictorx.server.app import create_app
-from predictorx.server.run import bootstrap
-from predictorx.store.db import Database
 
-from e2e.harness import free_port
 
 SECRET = "sk-cli-" + uuid.uuid4().hex
 
 
 @pytest.fixture
-def px(tmp_path, monkeypatch, capsys):
-    db = Database(f"sqlite:///{tmp_path / 'px.db'}")
-    db.migrate()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    token = bootstrap(db, url)
-    srv = uvicorn.Server(uvicorn.Config(create_app(db, migrate=False, web=False), host="127.0.0.1", port=port,
-                                        log_level="warning", access_log=False))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    monkeypatch.setenv("PREDICTORX_SERVER_URL", url)
-    monkeypatch.setenv("PREDICTORX_TOKEN", token)
-
-    def run(*args: str, stdin: str = "") -> tuple[int, str, str]:
-        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        out = capsys.readouterr()
-        return code, out.out, out.err
-    yield run
-    srv.should_exit = True
-    thread.join(timeout=10)
-    db.dispose()
+def px(served_app, run_cli):
+    return run_cli
 
 
 def test_secrets_from_stdin_or_a_variable_never_printed(px, monkeypatch):

@@ -19,7 +19,8 @@ def test_owner_sets_checked_servers_and_the_claim_carries_them(api):
     bad = api.patch("/api/agents/cc", json={"mcp_servers": [{"name": "agents-room", "command": "x"}]})
     assert bad.status_code == 422 and "agents-room" in bad.text
     assert api.patch("/api/agents/cc", json={"provider": "gemini"}).status_code == 422  # its servers would be lost
-    assert api.post("/api/agents", json={"name": "gem", "provider": "gemini", "mcp_servers": [SERVER]}).status_code == 422
+    refused = api.post("/api/agents", json={"name": "gem", "provider": "gemini", "mcp_servers": [SERVER]})
+    assert refused.status_code == 422 and "--provider acp --acp-profile gemini" in refused.text  # what works
     assert api.patch("/api/agents/cc", json={"instructions": "x"}).json()["mcp_servers"]  # kept when not sent
 
     ws = api.get("/api/workspaces").json()[0]["id"]

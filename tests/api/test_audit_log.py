@@ -94,6 +94,11 @@ def test_each_audited_action_writes_exactly_one_record(web, db):
     step("secret.revoke", lambda: call("DELETE", "/api/agents/bot/grants/DB_PASSWORD"))
     step("secret.unset", lambda: call("DELETE", "/api/secrets/DB_PASSWORD"))
     step("member.remove", lambda: call("DELETE", f"/api/workspaces/{ws}/members/{bob['user_id']}"))
+    budget = step("budget.set", lambda: call("POST", "/api/budgets", json={
+        "scope": "agent", "target": "bot", "period": "day", "metric": "cost", "limit": 5, "action": "stop"})).json()
+    step("budget.set", lambda: call("POST", "/api/budgets", json={  # the same budget, its limit raised
+        "scope": "agent", "target": "bot", "period": "day", "metric": "cost", "limit": 8, "action": "stop"}))
+    step("budget.remove", lambda: call("DELETE", f"/api/budgets/{budget['id']}"))
     # A merge in the person's folder, as the daemon's answer is recorded (server/forgeasks.py).
     call("POST", "/api/issues", json={"title": "t", "assignee": "bot"})
     task_id = _call(client, daemon, "POST", "/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
@@ -113,6 +118,8 @@ def test_each_audited_action_writes_exactly_one_record(web, db):
 
     events = call("GET", "/api/audit", params={"limit": 500}).json()["events"]
     assert {e["action"] for e in events} >= {a for a, _ in steps} | {"merge"}
+    raised = next(e for e in events if e["action"] == "budget.set")  # newest first: the raise
+    assert raised["detail"]["limit"] == 8 and raised["detail"]["target"] == "agent bot" and raised["actor"] == "owner"
     signed = next(e for e in events if e["action"] == "sign_in")
     assert signed["detail"] == {"method": "code"} and signed["actor"] == "owner" and signed["address"] == "testclient"
     assert SECRET not in json.dumps(events)  # names and roles, never a value

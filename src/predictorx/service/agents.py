@@ -203,7 +203,10 @@ def _mcp(servers: object, provider: str) -> list[dict]:
     except mcpconfig.McpConfigError as e:
         raise Invalid(str(e)) from None
     if checked and provider not in MCP_PROVIDERS:
-        raise Invalid(f"MCP servers of its own are added to {', '.join(MCP_PROVIDERS)} agents' runs, not {provider}'s")
+        hint = (f"; run {provider} as an ACP agent instead (`--provider acp --acp-profile {provider}`), whose "
+                "sessions take them" if provider in ("gemini", "opencode") else "")
+        raise Invalid(f"MCP servers of its own are added to {', '.join(MCP_PROVIDERS)} agents' runs, not "
+                      f"{provider}'s{hint}")
     return checked
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store.schema import Issue
-from . import budgets, pricing, spending, usage, usage_rollup
+from . import audit, budgets, pricing, spending, usage, usage_rollup
 from .agents import find_agent
 from .errors import NotFound
 from .tasks import get_task
@@ -74,19 +74,33 @@ def list_budgets(tx: Transactions, workspace_id: str) -> list[dict[str, Any]]:
         return budgets.list_budgets(s, workspace_id)
 
 
-def set_budget(tx: Transactions, workspace_id: str, user_id: str | None, fields: dict[str, Any]) -> dict[str, Any]:
-    """Add a budget (or change the limit of the same one). A changed limit may free held tasks."""
+def set_budget(tx: Transactions, workspace_id: str, user_id: str | None, fields: dict[str, Any], *,
+               address: str | None = None) -> dict[str, Any]:
+    """Add a budget (or change the limit of the same one). A changed limit may free held tasks.
+    Audited (issue 28 §4): what it limits, and the limit before and after."""
     with tx.write() as s:
         budget = budgets.create(s, workspace_id, user_id, **fields)
         budgets.release_held(s, workspace_id)
-        return budgets.describe(s, budget)
+        described = budgets.describe(s, budget)
+        audit.record(s, workspace_id=workspace_id, actor_id=user_id, action="budget.set",
+                     target=f"budget:{budget.id}", detail=_budget_detail(described), address=address)
+        return described
 
 
-def remove_budget(tx: Transactions, workspace_id: str, budget_id: str) -> dict[str, Any]:
+def remove_budget(tx: Transactions, workspace_id: str, budget_id: str, *, user_id: str | None = None,
+                  address: str | None = None) -> dict[str, Any]:
     with tx.write() as s:
+        described = budgets.describe(s, budgets.get(s, workspace_id, budget_id))
         gone = budgets.remove(s, workspace_id, budget_id)
         budgets.release_held(s, workspace_id)
+        audit.record(s, workspace_id=workspace_id, actor_id=user_id, action="budget.remove",
+                     target=f"budget:{gone.id}", detail=_budget_detail(described), address=address)
         return {"removed": gone.id}
+
+
+def _budget_detail(described: dict[str, Any]) -> dict[str, Any]:
+    return {k: described.get(k) for k in ("scope", "target", "period", "metric", "action", "limit")
+            if described.get(k) is not None}
 
 
 # -- what a daemon reports -----------------------------------------------------------------------

@@ -60,9 +60,10 @@ def budgets(caller: Caller = Depends(user_caller), state: AppState = Depends(get
 
 @router.post("/budgets", status_code=201)
 def set_budget(body: BudgetIn, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.set_budget(state, caller.workspace_id, caller.user_id, body.model_dump())
+    return actions.set_budget(state, caller.workspace_id, caller.user_id, body.model_dump(), address=caller.address)
 
 
 @router.delete("/budgets/{budget_id}")
 def remove_budget(budget_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.remove_budget(state, caller.workspace_id, budget_id)
+    return actions.remove_budget(state, caller.workspace_id, budget_id, user_id=caller.user_id,
+                                 address=caller.address)

@@ -79,15 +79,16 @@ def _add_in_process_commands() -> None:
             fail(str(e))
 
     @server_app.command("rotate-key")
-    def server_rotate_key() -> None:
+    def server_rotate_key(dry_run: bool = typer.Option(False, "--dry-run", help="Count and check, change nothing.")
+                          ) -> None:
         """Re-wrap every stored secret's data key with a new server key, then retire the old (docs/forges.md)."""
-        from .service.secretbox import SecretError, rotate
+        from .service.secretbox import SecretError, rotate, rotation_plan
         from .store.db import Database
 
         db = Database()
         try:
             db.migrate()
-            done = rotate(db.write)
+            done = rotation_plan(db.read) if dry_run else rotate(db.write)
         except SecretError as e:
             fail(e.message)
         finally:

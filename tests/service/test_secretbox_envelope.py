@@ -173,3 +173,31 @@ def test_rotation_with_the_environment_upgrades_pxs1_values_under_the_current_ke
     assert after[(ids[1], "webhook_secret_sealed")].startswith("pxs2:")
     with db.read() as s:
         assert forges.webhook_secret_of(s.get(ForgeConnection, ids[1])) == "legacy-hook"
+
+
+def test_a_dry_run_counts_and_checks_every_value_and_changes_nothing(db, database_url):
+    ids = _connections(db)
+    with db.write() as s:
+        row = s.get(ForgeConnection, ids[0])
+        row.credential_sealed = _legacy_seal("legacy-token-5678", secretbox.purpose_for(row, "credential_sealed"),
+                                             secretbox.load_keyring().sealing.material)
+    key_file = config.state_dir() / "secret.key"
+    key_text, before = key_file.read_text(), _sealed(db)
+    env = {**os.environ, "PREDICTORX_HOME": str(config.state_dir()), "PREDICTORX_DATABASE_URL": database_url}
+
+    def dry_run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "predictorx", "server", "rotate-key", "--dry-run"], env=env,
+                              capture_output=True, text=True, timeout=120)
+    p = dry_run()
+    assert p.returncode == 0, p.stderr
+    assert "Dry run, nothing changed: 4 secret(s) would be sealed again" in p.stdout
+    assert "3 data key(s) re-wrapped" in p.stdout and "1 older pxs1 value(s)" in p.stdout
+    assert "legacy-token" not in p.stdout + p.stderr and GOOD_TOKEN not in p.stdout + p.stderr
+    assert key_file.read_text() == key_text and _sealed(db) == before
+    with db.write() as s:  # a value that would stop the rotation is found by the dry run
+        row = s.get(ForgeConnection, ids[1])
+        version, kid, wrapped, body = row.webhook_secret_sealed.split(":")
+        row.webhook_secret_sealed = f"{version}:{kid}:{before[(ids[0], 'webhook_secret_sealed')].split(':')[2]}:{body}"
+    p = dry_run()
+    assert p.returncode == 1 and "does not open" in p.stderr and "Traceback" not in p.stderr
+    assert key_file.read_text() == key_text

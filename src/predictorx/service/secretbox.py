@@ -337,11 +337,16 @@ class Rotation:
     retired: tuple[str, ...]
     source: str
     upgraded: int = 0
+    dry_run: bool = False
 
     def report(self) -> str:
         """What `server rotate-key` says it did: counts and key ids, never a secret."""
         how = (f"{self.resealed - self.upgraded} data key(s) re-wrapped, their ciphertexts unchanged; "
                f"{self.upgraded} older pxs1 value(s) re-encrypted as pxs2")
+        if self.dry_run:
+            return (f"Dry run, nothing changed: {self.resealed} secret(s) would be sealed again ({how}) under "
+                    f"{'key ' + self.new_key_id if self.source == 'env' else 'a new key'}, and every one of "
+                    f"them opens; key(s) retired: {', '.join(self.retired) or 'none'}.")
         if self.source == "env":
             old = ", ".join(self.retired) or "none"
             return (f"Sealed {self.resealed} secret(s) again with key {self.new_key_id}, the first in "
@@ -364,6 +369,27 @@ def rotate(open_write: Callable[[], AbstractContextManager[Session]]) -> Rotatio
         return Rotation(ring.sealing.id, count, tuple(k.id for k in ring.keys[1:]), "env", upgraded)
     with _rotation_lock():  # two rotations at once must not retire each other's new key
         return _rotate_file(open_write)
+
+
+def rotation_plan(open_read: Callable[[], AbstractContextManager[Session]]) -> Rotation:
+    """What `rotate` would do now (`server rotate-key --dry-run`), changing nothing: how many values it
+    would re-wrap and upgrade, each checked to open with this server's keys (a value that does not
+    is a SecretError, as the rotation itself would meet it)."""
+    ring = load_keyring(create=False)
+    env = ring.source == "env"
+    count = upgraded = 0
+    with open_read() as session:
+        for model, column in sealed_columns():
+            rows: list[Any] = list(session.scalars(select(model)))
+            for row in rows:
+                value = getattr(row, column)
+                if value is None or (env and sealed_version(value) == VERSION
+                                     and sealed_key_id(value) == ring.sealing.id):
+                    continue
+                rewrap(value, purpose=purpose_for(row, column), old=ring, new=ring)  # (only: does it open?)
+                count, upgraded = count + 1, upgraded + (sealed_version(value) == LEGACY_VERSION)
+    retired = ring.keys[1:] if env else ring.keys
+    return Rotation(ring.sealing.id, count, tuple(k.id for k in retired), ring.source, upgraded, dry_run=True)
 
 
 @contextmanager

@@ -1,7 +1,8 @@
-"""What sealing secrets costs (service/secretbox.py, issue 22 §1): seal and unseal of a 40-character
-token with the keyring read from the state dir's key file on each call, as the server does it (a key
+"""What sealing secrets costs (service/secretbox.py, issue 22 §1, envelope encryption issue 28 §2):
+seal and unseal of a 40-character token (a fresh data key each seal, wrapped by the server key)
+with the keyring read from the state dir's key file on each call, as the server does it (a key
 rotated by another process is seen at once); and `rotate` over N forge connections (2N sealed
-values) on SQLite, in one transaction.
+values) on SQLite, in one transaction — it re-wraps each value's data key, the ciphertexts stay.
 
     .venv/bin/python bench/secretbox.py [--calls 2000] [--connections 1000]
 """
@@ -63,6 +64,7 @@ def main() -> None:
         log(f"rotated {done.resealed} values")
     emit({"bench": "secretbox", "machine": machine(), "seal": summary_ms(seal_s), "unseal": summary_ms(unseal_s),
           "rotate": {"connections": args.connections, "values_resealed": done.resealed,
+                     "pxs1_upgraded": done.upgraded,
                      "seconds": round(rotate_s, 3)}})
 
 

@@ -79,27 +79,21 @@ def _add_in_process_commands() -> None:
             fail(str(e))
 
     @server_app.command("rotate-key")
-    def server_rotate_key() -> None:
-        """Seal every stored secret with a new server key, then retire the old (docs/forges.md)."""
-        from .service.secretbox import SecretError, rotate
+    def server_rotate_key(dry_run: bool = typer.Option(False, "--dry-run", help="Count and check, change nothing.")
+                          ) -> None:
+        """Re-wrap every stored secret's data key with a new server key, then retire the old (docs/forges.md)."""
+        from .service.secretbox import SecretError, rotate, rotation_plan
         from .store.db import Database
 
         db = Database()
         try:
             db.migrate()
-            done = rotate(db.write)
+            done = rotation_plan(db.read) if dry_run else rotate(db.write)
         except SecretError as e:
             fail(e.message)
         finally:
             db.dispose()
-        if done.source == "env":
-            old = ", ".join(done.retired) or "none"
-            typer.echo(f"Sealed {done.resealed} secret(s) again with key {done.new_key_id}, the first in "
-                       f"PREDICTORX_SECRET_KEY. Older keys ({old}) are no longer used: remove them from "
-                       "PREDICTORX_SECRET_KEY on every replica and restart it.")
-            return
-        typer.echo(f"New key {done.new_key_id} in {done.source}; sealed {done.resealed} secret(s) again; "
-                   f"retired {', '.join(done.retired) or 'no older key'}.")
+        typer.echo(done.report())
 
     @app.command()
     def up(host: str = typer.Option("127.0.0.1", "--host", help="Loopback by default (R-SEC-1)."),

@@ -150,7 +150,7 @@ def test_values_are_sealed_at_rest_and_rotate_with_the_key(api, db, database_url
         sealed = list(conn.execute(select(meta.tables["env_var"].c.value_sealed)).scalars())
     assert SECRET not in dump and WS_SECRET not in dump
     assert SECRET[-4:] in dump  # (what the list shows is kept as it is)
-    assert all(v.startswith("pxs1:") for v in sealed) and len(sealed) == 2
+    assert all(v.startswith("pxs2:") for v in sealed) and len(sealed) == 2
     if database_url.startswith("sqlite:///"):
         path = Path(database_url.removeprefix("sqlite:///"))
         data = b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*") if p.is_file())
@@ -173,7 +173,7 @@ def test_variables_that_cannot_be_opened_cancel_that_run_only(api, db):
     assert _set(api, "keeper", "API_KEY", SECRET).status_code == 200
     with db.write() as s:  # sealed with a key this server no longer has
         var = s.scalar(select(EnvVar).where(EnvVar.name == "API_KEY"))
-        var.value_sealed = "pxs1:deadbeef:" + var.value_sealed.split(":", 2)[2]
+        var.value_sealed = "pxs2:deadbeef:" + var.value_sealed.split(":", 2)[2]
     keeper = api.post("/api/issues", json={"title": "Needs the key", "assignee": "keeper"}).json()
     api.post("/api/issues", json={"title": "Needs nothing", "assignee": "plain"})
     claimed = daemon.post("/api/daemon/claim", json={"limit": 4})

@@ -68,7 +68,7 @@ def test_add_answers_the_webhook_secret_once_and_never_the_token(api, db, databa
     assert GOOD_TOKEN not in stored and GOOD_TOKEN[:-4] not in stored and hook not in stored
     with db.read() as s:
         raw = s.execute(select(ForgeConnection.credential_sealed, ForgeConnection.webhook_secret_sealed)).one()
-    assert all(v.startswith("pxs1:") for v in raw)
+    assert all(v.startswith("pxs2:") for v in raw)
     if database_url.startswith("sqlite:///"):
         path = Path(database_url.removeprefix("sqlite:///"))
         data = b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*") if p.is_file())

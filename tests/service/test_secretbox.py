@@ -29,7 +29,7 @@ def test_round_trip_and_the_key_file_is_made_0600_on_first_use():
     assert not path.exists()
     sealed = seal("hunter2-token", purpose="forge_connection:1:credential")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert "hunter2" not in sealed and sealed.startswith("pxs1:")
+    assert "hunter2" not in sealed and sealed.startswith("pxs2:")
     kid = secretbox.sealed_key_id(sealed)
     assert kid == secretbox.load_keyring().sealing.id and len(kid) == 8
     assert unseal(sealed, purpose="forge_connection:1:credential") == "hunter2-token"

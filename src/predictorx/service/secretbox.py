@@ -1,8 +1,20 @@
-"""Secrets at rest: AES-256-GCM with a server key, bound to the row and field they belong to.
+"""Secrets at rest: envelope encryption with AES-256-GCM — a data key per value, wrapped by a
+server key — bound to the row and field the value belongs to.
 
-`seal(plaintext, purpose=…)` gives `pxs1:<key id>:<base64url(nonce ‖ ciphertext ‖ tag)>`; the
-purpose (e.g. "forge_connection:<id>:credential") is the associated data, so a sealed value
-copied into another row or field does not open there. Any changed byte fails the tag.
+`seal(plaintext, purpose=…)` makes a fresh random 256-bit data key, encrypts the value with it and
+wraps the data key with the server's sealing key, giving
+`pxs2:<key id>:<base64url(wrapped data key)>:<base64url(nonce ‖ ciphertext ‖ tag)>`, where the
+wrapped data key is itself `nonce ‖ AES-GCM(server key, data key) ‖ tag`. The purpose (e.g.
+"forge_connection:<id>:credential") is the associated data of both encryptions (the wrapping also
+binds the key id), so a sealed value, or only its wrapped key, copied into another row or field
+does not open there. Any changed byte fails a tag.
+
+Why envelope: rotating the server key re-wraps only each value's small data key; the ciphertext of
+the value stays as it is (`rewrap`). And the server key is then only a key-encryption key, which a
+KMS or HSM could hold later (wrap/unwrap calls) without changing the stored values.
+
+Values sealed before (`pxs1:<key id>:<nonce ‖ ciphertext ‖ tag>`, the value encrypted directly with
+the server key) still open, and `predictorx server rotate-key` re-encrypts them as `pxs2`.
 
 The keyring: PREDICTORX_SECRET_KEY (one or more base64 32-byte keys, comma-separated, the first
 seals) — what several server replicas on one PostgreSQL database must use, so they share keys —
@@ -40,7 +52,8 @@ from .errors import ServiceError
 
 ENV_KEY = "PREDICTORX_SECRET_KEY"
 KEY_FILE = "secret.key"
-VERSION = "pxs1"
+VERSION = "pxs2"  # envelope: a wrapped data key per value
+LEGACY_VERSION = "pxs1"  # before: the value sealed directly with the server key (opens; rotation upgrades it)
 NONCE_BYTES = 12
 SEALED_SUFFIX = "_sealed"
 
@@ -154,45 +167,112 @@ def write_key_file(keys: tuple[Key, ...]) -> None:
     _write_private(key_file(), _file_text(keys), replace=True)
 
 
-def _aad(purpose: str, kid: str) -> bytes:
-    return f"{VERSION}\0{kid}\0{purpose}".encode()
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _legacy_aad(purpose: str, kid: str) -> bytes:
+    return f"{LEGACY_VERSION}\0{kid}\0{purpose}".encode()
+
+
+def _wrap_aad(purpose: str, kid: str) -> bytes:
+    return f"{VERSION}\0wrap\0{kid}\0{purpose}".encode()
+
+
+def _value_aad(purpose: str) -> bytes:  # (no key id: the ciphertext outlives a rotation)
+    return f"{VERSION}\0value\0{purpose}".encode()
+
+
+def _encrypt(key: bytes, plaintext: bytes, aad: bytes) -> bytes:
+    nonce = os.urandom(NONCE_BYTES)
+    return nonce + AESGCM(key).encrypt(nonce, plaintext, aad)
+
+
+def _decrypt(key: bytes, data: bytes, aad: bytes) -> bytes:
+    """ValueError or InvalidTag when `data` is damaged or bound to something else."""
+    return AESGCM(key).decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], aad)
+
+
+def _wrap(data_key: bytes, purpose: str, key: Key) -> str:
+    return f"{VERSION}:{key.id}:{_b64(_encrypt(key.material, data_key, _wrap_aad(purpose, key.id)))}"
 
 
 def seal(plaintext: str, *, purpose: str, keyring: Keyring | None = None) -> str:
     if not purpose:
         raise ValueError("a sealed value needs a purpose (what row and field it belongs to)")
     ring = keyring or load_keyring()
-    key = ring.sealing
-    nonce = os.urandom(NONCE_BYTES)
-    box = AESGCM(key.material).encrypt(nonce, plaintext.encode(), _aad(purpose, key.id))
-    return f"{VERSION}:{key.id}:{base64.urlsafe_b64encode(nonce + box).decode().rstrip('=')}"
+    data_key = AESGCM.generate_key(bit_length=256)
+    body = _encrypt(data_key, plaintext.encode(), _value_aad(purpose))
+    return f"{_wrap(data_key, purpose, ring.sealing)}:{_b64(body)}"
+
+
+def sealed_version(sealed: str) -> str | None:
+    """"pxs2" (envelope), "pxs1" (sealed before envelope encryption), or None (not a sealed value)."""
+    version = sealed.split(":", 1)[0]
+    return version if version in (VERSION, LEGACY_VERSION) and sealed.count(":") >= 2 else None
 
 
 def sealed_key_id(sealed: str) -> str | None:
     """The key id a sealed value names, or None for text that is not a sealed value."""
-    parts = sealed.split(":", 2)
-    return parts[1] if len(parts) == 3 and parts[0] == VERSION else None
+    return sealed.split(":", 2)[1] if sealed_version(sealed) else None
 
 
-def unseal(sealed: str, *, purpose: str, keyring: Keyring | None = None) -> str:
-    """The plaintext; SecretError (a sentence, no secret in it) when it cannot be opened."""
-    kid = sealed_key_id(sealed or "")
-    if kid is None:
+def _key_for(sealed: str, purpose: str, ring: Keyring | None) -> tuple[str, Key]:
+    version, kid = sealed_version(sealed or ""), sealed_key_id(sealed or "")
+    if version is None or kid is None:
         raise SecretError(f"the stored secret for {purpose} is not a sealed value (damaged or never sealed)")
-    ring = keyring or load_keyring(create=False)
+    ring = ring or load_keyring(create=False)
     key = ring.find(kid)
     if key is None:
         raise SecretError(f"the stored secret for {purpose} was sealed with key {kid}, which this server does not "
                           f"have ({'the environment' if ring.source == 'env' else ring.source}); give every "
                           f"replica the same {ENV_KEY}, or set the secret again")
-    raw = sealed.split(":", 2)[2]
+    return version, key
+
+
+def _not_open(purpose: str) -> SecretError:
+    return SecretError(f"the stored secret for {purpose} does not open: it was changed, or it belongs to "
+                       "another row or field")
+
+
+def _data_key(sealed: str, purpose: str, key: Key) -> tuple[bytes, str]:
+    """A pxs2 value's data key, unwrapped with `key`, and its ciphertext part (base64url) as stored."""
+    parts = sealed.split(":")
+    if len(parts) != 4:
+        raise _not_open(purpose)
     try:
-        data = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-        plain = AESGCM(key.material).decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], _aad(purpose, kid))
+        return _decrypt(key.material, _unb64(parts[2]), _wrap_aad(purpose, key.id)), parts[3]
     except (binascii.Error, ValueError, InvalidTag):
-        raise SecretError(f"the stored secret for {purpose} does not open: it was changed, or it belongs to "
-                          "another row or field") from None
+        raise _not_open(purpose) from None
+
+
+def unseal(sealed: str, *, purpose: str, keyring: Keyring | None = None) -> str:
+    """The plaintext; SecretError (a sentence, no secret in it) when it cannot be opened."""
+    version, key = _key_for(sealed, purpose, keyring)
+    try:
+        if version == LEGACY_VERSION:
+            plain = _decrypt(key.material, _unb64(sealed.split(":", 2)[2]), _legacy_aad(purpose, key.id))
+        else:
+            data_key, body = _data_key(sealed, purpose, key)
+            plain = _decrypt(data_key, _unb64(body), _value_aad(purpose))
+    except (binascii.Error, ValueError, InvalidTag):
+        raise _not_open(purpose) from None
     return plain.decode()
+
+
+def rewrap(sealed: str, *, purpose: str, old: Keyring, new: Keyring) -> str:
+    """The same value under `new`'s sealing key. A pxs2 value keeps its ciphertext: only its data key
+    is unwrapped with `old` and wrapped again (the value itself is not decrypted). A pxs1 value is
+    opened and sealed afresh as pxs2. SecretError as `unseal` when it does not open."""
+    version, key = _key_for(sealed, purpose, old)
+    if version == LEGACY_VERSION:
+        return seal(unseal(sealed, purpose=purpose, keyring=old), purpose=purpose, keyring=new)
+    data_key, body = _data_key(sealed, purpose, key)
+    return f"{_wrap(data_key, purpose, new.sealing)}:{body}"
 
 
 # -- sealed columns: purpose, and re-sealing them all -------------------------------------------
@@ -228,44 +308,88 @@ def sealed_columns() -> Iterator[tuple[type, str]]:
 
 
 def reseal_all(session: Session, old: Keyring, new: Keyring,
-               keep: Callable[[str | None], bool] = lambda kid: False) -> int:
-    """Open every sealed value with `old` and seal it again with `new`'s sealing key, rows locked
-    for the transaction (`FOR UPDATE` on PostgreSQL). Values whose key id `keep` accepts are left.
-    How many values were sealed again."""
-    count = 0
+               keep: Callable[[str | None], bool] = lambda kid: False) -> tuple[int, int]:
+    """Re-wrap every sealed value's data key (opened with `old`) under `new`'s sealing key, rows
+    locked for the transaction (`FOR UPDATE` on PostgreSQL); pxs1 values are sealed again as pxs2.
+    pxs2 values whose key id `keep` accepts are left. (How many were re-wrapped, how many of
+    those were pxs1 values re-encrypted.)"""
+    count = upgraded = 0
     for model, column in sealed_columns():
         rows: list[Any] = list(session.scalars(select(model).with_for_update()))
         for row in rows:
             value = getattr(row, column)
-            if value is None or keep(sealed_key_id(value)):
+            if value is None or (sealed_version(value) == VERSION and keep(sealed_key_id(value))):
                 continue
-            seal_into(row, column, unseal_from(row, column, old), new)
+            upgraded += sealed_version(value) == LEGACY_VERSION
+            setattr(row, column, rewrap(value, purpose=purpose_for(row, column), old=old, new=new))
             count += 1
     session.flush()
-    return count
+    return count, upgraded
 
 
 @dataclass(frozen=True)
 class Rotation:
+    """`resealed`: values re-wrapped under `new_key_id` (their ciphertext kept), of which `upgraded`
+    were pxs1 values re-encrypted as pxs2."""
+
     new_key_id: str
     resealed: int
     retired: tuple[str, ...]
     source: str
+    upgraded: int = 0
+    dry_run: bool = False
+
+    def report(self) -> str:
+        """What `server rotate-key` says it did: counts and key ids, never a secret."""
+        how = (f"{self.resealed - self.upgraded} data key(s) re-wrapped, their ciphertexts unchanged; "
+               f"{self.upgraded} older pxs1 value(s) re-encrypted as pxs2")
+        if self.dry_run:
+            return (f"Dry run, nothing changed: {self.resealed} secret(s) would be sealed again ({how}) under "
+                    f"{'key ' + self.new_key_id if self.source == 'env' else 'a new key'}, and every one of "
+                    f"them opens; key(s) retired: {', '.join(self.retired) or 'none'}.")
+        if self.source == "env":
+            old = ", ".join(self.retired) or "none"
+            return (f"Sealed {self.resealed} secret(s) again with key {self.new_key_id}, the first in "
+                    f"{ENV_KEY} ({how}). Older keys ({old}) are no longer used: remove them from "
+                    f"{ENV_KEY} on every replica and restart it.")
+        return (f"New key {self.new_key_id} in {self.source}; sealed {self.resealed} secret(s) again ({how}); "
+                f"retired {', '.join(self.retired) or 'no older key'}.")
 
 
 def rotate(open_write: Callable[[], AbstractContextManager[Session]]) -> Rotation:
-    """`predictorx server rotate-key` for a key file: add a new key (the old ones still open), re-seal
-    every sealed column with it in one transaction, then retire the old keys. A crash between the
-    steps leaves a ring that opens everything. With PREDICTORX_SECRET_KEY the operator holds the
-    keys: put the new one first, run this (it re-seals with the first), then drop the old ones.
-    `open_write()` is a context manager giving a write session (Database.write)."""
+    """`predictorx server rotate-key` for a key file: add a new key (the old ones still open), re-wrap
+    every sealed value's data key with it in one transaction, then retire the old keys. A crash
+    between the steps leaves a ring that opens everything. With PREDICTORX_SECRET_KEY the operator
+    holds the keys: put the new one first, run this (it re-wraps with the first), then drop the old
+    ones. `open_write()` is a context manager giving a write session (Database.write)."""
     ring = load_keyring()
     if ring.source == "env":
         with open_write() as session:
-            count = reseal_all(session, ring, ring, keep=lambda kid: kid == ring.sealing.id)
-        return Rotation(ring.sealing.id, count, tuple(k.id for k in ring.keys[1:]), "env")
+            count, upgraded = reseal_all(session, ring, ring, keep=lambda kid: kid == ring.sealing.id)
+        return Rotation(ring.sealing.id, count, tuple(k.id for k in ring.keys[1:]), "env", upgraded)
     with _rotation_lock():  # two rotations at once must not retire each other's new key
         return _rotate_file(open_write)
+
+
+def rotation_plan(open_read: Callable[[], AbstractContextManager[Session]]) -> Rotation:
+    """What `rotate` would do now (`server rotate-key --dry-run`), changing nothing: how many values it
+    would re-wrap and upgrade, each checked to open with this server's keys (a value that does not
+    is a SecretError, as the rotation itself would meet it)."""
+    ring = load_keyring(create=False)
+    env = ring.source == "env"
+    count = upgraded = 0
+    with open_read() as session:
+        for model, column in sealed_columns():
+            rows: list[Any] = list(session.scalars(select(model)))
+            for row in rows:
+                value = getattr(row, column)
+                if value is None or (env and sealed_version(value) == VERSION
+                                     and sealed_key_id(value) == ring.sealing.id):
+                    continue
+                rewrap(value, purpose=purpose_for(row, column), old=ring, new=ring)  # (only: does it open?)
+                count, upgraded = count + 1, upgraded + (sealed_version(value) == LEGACY_VERSION)
+    retired = ring.keys[1:] if env else ring.keys
+    return Rotation(ring.sealing.id, count, tuple(k.id for k in retired), ring.source, upgraded, dry_run=True)
 
 
 @contextmanager
@@ -285,12 +409,12 @@ def _rotate_file(open_write: Callable[[], AbstractContextManager[Session]]) -> R
     fresh = Key(key_id(material := new_key()), material)
     grown = Keyring((fresh, *ring.keys), ring.source)
     write_key_file(grown.keys)
-    count = 0
+    count = upgraded = 0
     for _ in range(5):  # a value sealed by a running server mid-rotation is caught by the next pass
         with open_write() as session:
-            done = reseal_all(session, grown, grown, keep=lambda kid: kid == fresh.id)
-        count += done
+            done, newer = reseal_all(session, grown, grown, keep=lambda kid: kid == fresh.id)
+        count, upgraded = count + done, upgraded + newer
         if not done:
             break
     write_key_file((fresh,))
-    return Rotation(fresh.id, count, tuple(k.id for k in ring.keys), ring.source)
+    return Rotation(fresh.id, count, tuple(k.id for k in ring.keys), ring.source, upgraded)

@@ -44,7 +44,7 @@ def refusal(session: Session, issue: Issue, step: Any, produced: dict[str, str],
         return (f"{where}: {commit or 'an empty value'!r} is not a commit id; pass the commit (7 to 40 hex "
                 "digits) that the agent's run made")
     runs = delivered(session, issue, actor.id if actor.kind == "agent" else None)
-    for task, commits in runs:
+    for _task, commits in runs:
         if any(c.startswith(commit) for c in commits):
             return None
     name = actor.name if actor.kind == "agent" else "an agent"
@@ -77,31 +77,3 @@ def delivered(session: Session, issue: Issue, agent_id: str | None) -> list[tupl
                 out.append((task, kept))
     return out
 
-
-def after_delivery(session: Session, issue_id: str, status: str, review: dict[str, Any] | None) -> list[str]:
-    """A run delivered commits: each running instance of its issue with a commit-boundary step
-    enabled gets its steps dispatched again, so the agent's next task completes the step with the
-    commit its run delivered (a step taken during the run is refused: its commits were not
-    delivered yet)."""
-    commits = (review or {}).get("commits") if status == "completed" else None
-    if not commits:
-        return []
-    from ..store.workflow_schema import WorkflowInstance
-    from ..workflows.library import active_library
-    from ..workflows.loader import DiagramError
-    from .workflow_dispatch import after_change
-    from .workflow_instances import enabled_steps
-
-    issue = session.get(Issue, issue_id)
-    if issue is None:
-        return []
-    try:
-        lib = active_library()
-    except DiagramError:
-        return []
-    queued: list[str] = []
-    for inst in session.scalars(select(WorkflowInstance).where(WorkflowInstance.issue_id == issue.id,
-                                                               WorkflowInstance.status == "running")):
-        if any(s.get("commit_boundary") for s in enabled_steps(lib, inst)):
-            queued += after_change(session, lib, issue, inst)
-    return queued

@@ -66,10 +66,11 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         if inst.status != "completed":
             running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:
-            item["enabled"] = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
-            for e in item["enabled"]:
+            enabled = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+            for e in enabled:
                 if e.get("commit_boundary"):  # the commits that may complete it: the agent's runs' own
                     e["delivered"] = delivered_commits(session, issue, task.agent_id)
+            item["enabled"] = enabled
         instances.append(item)
     last = session.scalar(select(TaskHandoff).join(Task, Task.id == TaskHandoff.task_id)
                           .where(TaskHandoff.issue_id == issue.id, TaskHandoff.task_id != task.id)

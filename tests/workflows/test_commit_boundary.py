@@ -93,3 +93,32 @@ def test_commit_boundary_is_declared_only_where_an_agent_records_a_commit(tmp_pa
 </bpmn:definitions>""")
     with pytest.raises(DiagramError, match="commitBoundary on 't' needs a task of the agent lane"):
         load_library([tmp_path])
+
+
+def test_the_daemon_reports_the_commits_its_run_delivered(tmp_path):
+    """daemon/review.py: the review lists the branch's commits since the run's start, newest first —
+    not the history before it (what the boundary accepts is the run's own)."""
+    import subprocess
+
+    from predictorx.daemon.review import branch_review
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", "-c", "commit.gpgSign=false",
+                               *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q", "-b", "main")
+    for i in range(2):
+        (tmp_path / "a.txt").write_text(f"{i}\n")
+        git("add", "a.txt")
+        git("commit", "-q", "-m", f"before {i}")
+    base = git("rev-parse", "HEAD")
+    git("checkout", "-q", "-b", "agent/run")
+    made = []
+    for i in range(2):
+        (tmp_path / "b.txt").write_text(f"{i}\n")
+        git("add", "b.txt")
+        git("commit", "-q", "-m", f"run {i}")
+        made.insert(0, git("rev-parse", "HEAD"))
+    review = branch_review(tmp_path, base, "agent/run", mode="worktree", repo_label="r")
+    assert review["commits"] == made and review["tip"] == made[0]
+    assert branch_review(tmp_path, base, None, mode="worktree", repo_label="r")["commits"] == []

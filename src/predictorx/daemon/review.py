@@ -85,7 +85,7 @@ def branch_review(repo: Path, base: str, branch: str | None, *, mode: str, repo_
     review: dict[str, Any] = {"mode": mode, "repo_path": str(repo), "repo_label": repo_label, "base": base,
                               "branch": branch, "worktree_path": worktree_path, "note": note,
                               "changed": False, "files": [], "added": 0, "removed": 0, "patch": "",
-                              "truncated": False}
+                              "truncated": False, "commits": []}
     if not branch:
         return review
     try:

@@ -235,7 +235,7 @@ def bench_gate_facts(tmp: Path, passes: int = 200) -> dict:
     from predictorx.service.auth import bootstrap_owner
     from predictorx.service.issues import create_issue
     from predictorx.store.db import Database
-    from predictorx.store.schema import Issue
+    from predictorx.store.schema import Agent, Issue, Task
     from predictorx.store.workflow_schema import WorkflowInstance
 
     db = Database(f"sqlite:///{tmp / 'gate.db'}")
@@ -248,6 +248,12 @@ def bench_gate_facts(tmp: Path, passes: int = 200) -> dict:
         inst, _ = instances.start(s, lib, issue, "feature-request")
         for i in range(200):
             beans.create(s, issue, f"bean {i:03d}")
+        # implement is a commit boundary: the agent's run delivered its commit (as the daemon's finish records it)
+        s.add(Agent(id=AGENT.id, workspace_id=ws.id, name=AGENT.name, provider="command"))
+        s.flush()
+        s.add(Task(workspace_id=ws.id, issue_id=issue.id, agent_id=AGENT.id, status="completed",
+                   review={"branch": f"feat/{issue.number}-b", "commits": ["abc1234" + "0" * 33]}))
+        s.flush()
         for ref, who, kw in [("capture", AGENT, {}), ("requirements", AGENT, {}), ("signoff", person, {}),
                              ("approved", person, {"outcome": "approved", "reason": "bench"}), ("plan-beans", AGENT, {}),
                              ("implement", AGENT, {"produced": {"bean": "bean 000", "branch": f"feat/{issue.number}-b",

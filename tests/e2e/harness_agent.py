@@ -6,14 +6,30 @@ enabled task step of its roles until one is refused."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 PX = [sys.executable, "-m", "predictorx"]
 ISSUE = os.environ["PREDICTORX_ISSUE"]
 P = "feature-request"
-PRODUCED = {"implement": ["--produced", "bean=CSV writer", "--produced", f"branch=feat/{ISSUE}-csv-export",
-                          "--produced", "commit=abc1234"]}
+WORK = ["--produced", "bean=CSV writer", "--produced", f"branch=feat/{ISSUE}-csv-export"]
+
+
+def implement() -> list[str]:
+    """feature-request's implement is a commit boundary: the commit must be one this agent's run
+    delivered. The sweep names the ones earlier runs delivered; without one, commit here (the
+    daemon delivers it when the run ends) and name it — refused until then."""
+    m = re.search(r"delivered so far, newest first: ([0-9a-f]{12})", prompt)
+    if m:
+        return [*WORK, "--produced", f"commit={m[1]}"]
+    with open("csv_writer.py", "w") as f:
+        f.write("def write(rows):\n    return '\\n'.join(','.join(r) for r in rows)\n")
+    ident = ["-c", "user.name=bot", "-c", "user.email=bot@example.invalid", "-c", "commit.gpgSign=false"]
+    subprocess.run(["git", "add", "csv_writer.py"], check=True, timeout=60)
+    subprocess.run(["git", *ident, "commit", "-q", "-m", "CSV writer"], check=True, timeout=60)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=60)
+    return [*WORK, "--produced", f"commit={head.stdout.strip()}"]
 
 
 def px(*args: str) -> subprocess.CompletedProcess:
@@ -43,7 +59,7 @@ while True:
         px("workflow", "complete", ISSUE, P, step["node"], "--fact", "open_beans=0")  # refused: a system fact
         r = px("workflow", "complete", ISSUE, P, step["node"])  # Predictor X counts the beans
     else:
-        r = px("workflow", "complete", ISSUE, P, step["node"], *PRODUCED.get(step["node"], []))
+        r = px("workflow", "complete", ISSUE, P, step["node"], *(implement() if step["node"] == "implement" else []))
     if r.returncode != 0:
         break
 if "Handoff from the previous task" not in prompt:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import wait_until
+from .harness import git, make_repo, wait_until
 
 AGENT = Path(__file__).with_name("harness_agent.py")
 
@@ -18,10 +18,14 @@ def _messages(server, task_id: str) -> str:
     return "\n".join(str(m["content"].get("text", "")) for m in server.api("GET", f"/api/tasks/{task_id}/messages"))
 
 
-@pytest.mark.timeout(600)  # two agent runs and ~20 CLI processes; minutes at load 30+
+@pytest.mark.timeout(900)  # four agent runs and ~20 CLI processes; minutes at load 30+
 def test_feature_request_through_server_daemon_and_agent(server, start_daemon, tmp_path):
     start_daemon()
-    project = server.api("POST", "/api/projects", {"title": "Exports"})
+    src = make_repo(tmp_path / "src", {"cli.py": "print('export')\n"})
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(src), str(bare))
+    project = server.api("POST", "/api/projects", {"title": "Exports", "resources": [
+        {"resource_type": "github_repo", "resource_ref": {"url": f"file://{bare}"}}]})
     server.cli("agent", "create", "--name", "bot", "--provider", "command", "--command", f"{sys.executable} {AGENT}")
     # the project binds the stakeholder role to the agent as well as the owner: the agent then holds
     # the sign-off's role, and the strict team policy is what still stops it
@@ -56,19 +60,36 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
     assert second["status"] == "completed", said
     assert "SAW - next step: split into beans once signed off" in said
     assert "SAW - enabled step `plan-beans`" in said and "OK workflow complete " + str(n) + " feature-request plan-beans" in said
-    assert "an outcome passed by hand is refused" in said
-    assert "open_beans is a system fact Predictor X computes at the pass" in said  # issue 24: never forged
-    assert "Done: more → beans to accept (computed)" in said  # its bean is in progress: not done
-    assert "REFUSED workflow complete " + str(n) + " feature-request accept-beans" in said
-    assert json.loads(server.cli("bean", "show", str(n), "CSV writer", "-o", "json").stdout)["status"] == "in-progress"
-    # the stakeholder accepts the bean; the gate is the agent's again: a third task passes it
-    server.cli("bean", "resolve", str(n), "CSV writer")
-    server.cli("workflow", "complete", str(n), "feature-request", "accept-beans")
+    # implement is a commit boundary: the run's commit is not delivered while it runs — refused, saying so
+    assert "REFUSED workflow complete " + str(n) + " feature-request implement" in said
+    assert "is at the commit boundary" in said and "end this run" in said
+    review = server.api("GET", f"/api/tasks/{second['id']}/review")
+    assert len(review["commits"]) == 1 and review["commits"][0] == review["tip"]  # the daemon's report
+    ours = review["commits"][0]
+    # the delivery dispatched the step again: the third task names the delivered commit and goes on
     done = {first["id"], second["id"]}
     third = wait_until(lambda: [r for r in server.runs(n) if r["id"] not in done], 120, what="the third task")[0]
     third = server.wait_task(third["id"], timeout=180)
     said = _messages(server, third["id"])
     assert third["status"] == "completed", said
+    assert f"delivered so far, newest first: {ours[:12]}" in said  # the sweep in its prompt
+    assert "OK workflow complete " + str(n) + " feature-request implement" in said
+    assert "an outcome passed by hand is refused" in said
+    assert "open_beans is a system fact Predictor X computes at the pass" in said  # issue 24: never forged
+    assert "Done: more → beans to accept (computed)" in said  # its bean is in progress: not done
+    assert "REFUSED workflow complete " + str(n) + " feature-request accept-beans" in said
+    assert json.loads(server.cli("bean", "show", str(n), "CSV writer", "-o", "json").stdout)["status"] == "in-progress"
+    shown = json.loads(server.cli("workflow", "show", str(n), "feature-request", "-o", "json").stdout)
+    [step] = [h for h in shown["history"] if h["node_id"] == "implement" and h["status"] == "done"]
+    assert ours.startswith(step["produced"]["commit"])
+    # the stakeholder accepts the bean; the gate is the agent's again: a fourth task passes it
+    server.cli("bean", "resolve", str(n), "CSV writer")
+    server.cli("workflow", "complete", str(n), "feature-request", "accept-beans")
+    done.add(third["id"])
+    fourth = wait_until(lambda: [r for r in server.runs(n) if r["id"] not in done], 120, what="the fourth task")[0]
+    fourth = server.wait_task(fourth["id"], timeout=180)
+    said = _messages(server, fourth["id"])
+    assert fourth["status"] == "completed", said
     assert "Done: more → all done (computed)" in said
     assert "REFUSED workflow complete " + str(n) + " feature-request review" in said
     server.cli("workflow", "complete", str(n), "feature-request", "review")
@@ -76,7 +97,8 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
                "--reason", "works on the sample data")
     shown = json.loads(server.cli("workflow", "show", str(n), "feature-request", "-o", "json").stdout)
     assert shown["status"] == "completed"
-    assert [h["node_id"] for h in shown["history"] if h["status"] == "refused"] == ["signoff", "accept-beans", "review"]
+    assert [h["node_id"] for h in shown["history"] if h["status"] == "refused"] == [
+        "signoff", "implement", "accept-beans", "review"]
     # the record, re-checked: identical bytes for identical input, and the refused step is reported
     server.cli("prov", "qaqc", "--issue", str(n), "--out", str(tmp_path / "q1"))
     server.cli("prov", "qaqc", "--issue", str(n), "--out", str(tmp_path / "q2"))
@@ -84,7 +106,8 @@ def test_feature_request_through_server_daemon_and_agent(server, start_daemon, t
         assert (tmp_path / "q1" / name).read_bytes() == (tmp_path / "q2" / name).read_bytes()
     report = json.loads((tmp_path / "q1" / "qaqc.json").read_text())
     assert [(f["node"], f["finding"], f["actor"]) for f in report["findings"]] == [
-        ("signoff", "refused", "bot"), ("accept-beans", "refused", "bot"), ("bean:resolve", "override", "owner"),
+        ("signoff", "refused", "bot"), ("implement", "refused", "bot"), ("accept-beans", "refused", "bot"),
+        ("bean:resolve", "override", "owner"),
         ("review", "refused", "bot")]  # the stakeholder resolved the bean outside the steps: reported
     # the CLI reads the record a page at a time: two steps a page gives the same record
     whole = json.loads(server.cli("prov", "record", "--issue", str(n)).stdout)

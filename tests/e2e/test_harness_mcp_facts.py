@@ -1,10 +1,12 @@
 """Facts and the session through the official MCP client (issue 24 items 1 and 3), as an agent in a
 task meets them: the sweep lists what a gate reads and from where; a system fact passed to
 workflow_pass_gate is refused with the server's sentence and the gate computes it instead (a bean
-in progress is not done); a step of a suspended workflow is refused, saying how to resume it."""
+in progress is not done); a step of a suspended workflow is refused, saying how to resume it; the
+commit boundary refuses a commit the agent's run did not deliver and takes the one it did."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import uuid
@@ -41,7 +43,16 @@ def test_mcp_gate_refuses_a_forged_system_fact_and_a_suspended_workflows_step(se
     step(server.token, "approved", outcome="approved", reason="scope agreed")
     step(tok, "plan-beans")
     server.http.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"}, headers=_auth(tok))
-    step(tok, "implement", produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": "abc1234"})
+    # implement is a commit boundary: the run commits and ends, its daemon reports the commit it delivered,
+    # and the next task (dispatched by that delivery) takes the step through the agent's MCP tool
+    ours, persons = hashlib.sha1(b"run").hexdigest(), hashlib.sha1(b"person").hexdigest()
+    review = {"branch": f"feat/{n}-csv", "base": "0" * 40, "tip": ours, "commits": [ours], "files": [], "patch": ""}
+    r = server.http.post(f"/api/daemon/tasks/{claim['task']['id']}/finish", headers=_auth(daemon["token"]),
+                         json={"status": "completed", "review": review})
+    assert r.status_code == 200, r.text
+    claim = server.http.post("/api/daemon/claim", json={"limit": 1}, headers=_auth(daemon["token"])).json()["tasks"][0]
+    tok = claim["token"]
+    work = {"bean": "CSV writer", "branch": f"feat/{n}-csv"}
 
     env = {"PREDICTORX_SERVER_URL": server.url, "PREDICTORX_TOKEN": tok, "PREDICTORX_ISSUE": str(n),
            "PREDICTORX_TASK_ID": claim["task"]["id"]}
@@ -54,6 +65,12 @@ def test_mcp_gate_refuses_a_forged_system_fact_and_a_suspended_workflows_step(se
         out = {}
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
+            pushed = await session.call_tool("workflow_complete", {"process": "feature-request", "step": "implement",
+                                                                   "produced": {**work, "commit": persons}})
+            out["pushed"] = (pushed.is_error, pushed.content[0].text)
+            own = await session.call_tool("workflow_complete", {"process": "feature-request", "step": "implement",
+                                                                "produced": {**work, "commit": ours}})
+            out["own"] = (own.is_error, json.loads(own.content[0].text)["step"]["produced"]["commit"])
             sweep = json.loads((await session.call_tool("harness_state", {})).content[0].text)
             out["reads"] = sweep["instances"][0]["enabled"][0]["facts"]
             forged = await session.call_tool("workflow_pass_gate", {"process": "feature-request", "gate": "more",
@@ -70,6 +87,8 @@ def test_mcp_gate_refuses_a_forged_system_fact_and_a_suspended_workflows_step(se
         return out
 
     out = anyio.run(session_run)
+    assert out["pushed"][0] and f"commit {persons} on feat/{n}-csv is not one an agent's run delivered" in out["pushed"][1]
+    assert out["own"] == (False, ours)
     assert out["reads"] == {"system": ["beans_created", "beans_in_progress"], "asserted": []}
     assert out["forged"][0] and "open_beans is a system fact Predictor X computes at the pass" in out["forged"][1]
     assert (out["passed"]["outcome"], out["passed"]["facts"]) == (

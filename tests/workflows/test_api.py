@@ -8,6 +8,8 @@ import uuid
 from predictorx.workflows import qaqc
 from predictorx.workflows.library import SHIPPED, load_library
 
+from .deliveries import run_delivered
+
 
 def _agent_token(api, title, **kw):
     did = str(uuid.uuid4())
@@ -18,7 +20,9 @@ def _agent_token(api, title, **kw):
         assert api.post("/api/agents", json={"name": "a1", "provider": "command", "command": ["true"]}).status_code < 300
     issue = api.post("/api/issues", json={"title": title, "assignee": "a1", **kw}).json()
     claim = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]
-    return issue, api.as_(claim["token"])
+    agent = api.as_(claim["token"])
+    agent.daemon, agent.task_id = d, claim["task"]["id"]  # its daemon ends the run (deliveries.py)
+    return issue, agent
 
 
 def _step(who, n, process, step, **body):
@@ -45,7 +49,9 @@ def test_feature_request_end_to_end_over_http(api):
     one = agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"}).json()
     two = agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"}).json()
     assert one["created"] and not two["created"] and one["id"] == two["id"]
-    work = {"bean": "CSV writer", "branch": f"feat/{n}-csv-export", "commit": "abc1234"}
+    # the run commits and ends; its daemon reports the commit; the next task takes the commit boundary
+    agent, _, commit = run_delivered(api, agent.daemon, agent.task_id, f"feat/{n}-csv-export", "csv")
+    work = {"bean": "CSV writer", "branch": f"feat/{n}-csv-export", "commit": commit}
     assert _step(agent, n, "feature-request", "implement", produced=work).status_code == 200
     assert agent.get(f"/api/issues/{n}/beans/CSV writer").json()["status"] == "in-progress"
     r = _step(agent, n, "feature-request", "more", outcome="all done")

@@ -21,9 +21,12 @@ from predictorx.workflows.dmn import load_dmn
 from predictorx.workflows.engine import Actor, Run, StepRefused
 from predictorx.workflows.library import SHIPPED, load_library
 
+from .deliveries import record_run, sha
+
 AGENT = Actor("agent", "a-1", "bot", frozenset({"agent"}))
 STAKEHOLDER = Actor("person", "u-1", "ann", frozenset({"stakeholder"}))
 FR = "feature-request"
+C1, C2 = sha("c1"), sha("c2")
 
 
 @pytest.fixture(scope="module")
@@ -117,13 +120,14 @@ def _issue(s, issue_id):
 
 def _run_to_more(s, lib, issue, titles):
     inst, _ = instances.start(s, lib, issue, FR)
+    record_run(s, issue, AGENT, [C2, C1])  # implement is a commit boundary: the agent's run made these
     for t in titles:
         beans.create(s, issue, t)
     for ref, actor, kw in [("capture", AGENT, {}), ("requirements", AGENT, {}), ("signoff", STAKEHOLDER, {}),
                            ("approved", STAKEHOLDER, {"outcome": "approved", "reason": "ok"}),
                            ("plan-beans", AGENT, {}),
                            ("implement", AGENT, {"produced": {"bean": titles[0], "branch": f"feat/{issue.number}-a",
-                                                              "commit": "c1"}})]:
+                                                              "commit": C1}})]:
         instances.complete(s, lib, issue, inst, actor, Completion(ref, **kw))
     return inst
 
@@ -149,7 +153,7 @@ def test_an_earlier_open_beans_2_is_not_reused_on_a_later_pass(db, shipped, issu
         row, _ = instances.complete(s, shipped, issue, inst, AGENT, Completion("more"))
         assert (row.outcome, row.facts) == ("next bean", {"beans_created": 1, "beans_in_progress": 1})
         instances.complete(s, shipped, issue, inst, AGENT, Completion(
-            "implement", produced={"bean": "B", "branch": f"feat/{issue.number}-b", "commit": "c2"}))
+            "implement", produced={"bean": "B", "branch": f"feat/{issue.number}-b", "commit": C2}))
         for t in ("A", "B"):  # the stakeholder resolves them (outside the steps, as feature-request does)
             beans.resolve(s, beans.get(s, issue, t), by="person ann")
         row, enabled = instances.complete(s, shipped, issue, inst, AGENT, Completion("more"))

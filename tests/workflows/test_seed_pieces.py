@@ -14,6 +14,8 @@ from predictorx.workflows import qaqc
 from predictorx.workflows.library import SHIPPED, load_library
 from predictorx.workflows.loader import DiagramError
 
+from .deliveries import run_delivered, sha
+
 DIAGRAMS = Path(__file__).parent / "diagrams"
 HEAD = ('<?xml version="1.0"?><bpmn:definitions xmlns:bpmn="http://www.omg.org/spec/BPMN/20100524/MODEL" '
         'xmlns:h="urn:cat-harness.processes" id="d" targetNamespace="x"><bpmn:process id="p" isExecutable="false">')
@@ -56,7 +58,9 @@ def _agent(api, title):
         api.post("/api/agents", json={"name": "a1", "provider": "command", "command": ["true"]})
     n = api.post("/api/issues", json={"title": title, "assignee": "a1"}).json()["number"]
     claim = d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]
-    return n, api.as_(claim["token"])
+    agent = api.as_(claim["token"])
+    agent.daemon, agent.task_id = d, claim["task"]["id"]  # its daemon ends the run (deliveries.py)
+    return n, agent
 
 
 def _step(who, n, step, process="feature-request", **body):
@@ -71,12 +75,15 @@ def _to_more(api, agent, n):
         _step(who, n, step, **kw)
     for t in ("CSV writer", "CSV docs"):
         agent.post(f"/api/issues/{n}/beans", json={"title": t})
-    _step(agent, n, "implement", produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": "abc1234"})
+    # implement is a commit boundary: the run commits and ends, the next task names the delivered commit
+    agent, _, commit = run_delivered(api, agent.daemon, agent.task_id, f"feat/{n}-csv", "csv")
+    _step(agent, n, "implement", produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": commit[:7]})
+    return agent
 
 
 def test_each_round_leaves_an_iteration_summary_and_each_agent_reply_its_position(api):
     n, agent = _agent(api, "Add a CSV export command to the CLI")
-    _to_more(api, agent, n)
+    agent = _to_more(api, agent, n)
     r = agent.post(f"/api/issues/{n}/comments", json={"body": "Writer done, tests green."})
     assert r.status_code == 201
     body = r.json()["body"]
@@ -85,7 +92,7 @@ def test_each_round_leaves_an_iteration_summary_and_each_agent_reply_its_positio
     _step(agent, n, "more")
     [summary] = [c["body"] for c in api.get(f"/api/issues/{n}/comments").json() if "Iteration summary" in c["body"]]
     assert "**Iteration summary** — `feature-request`, round 1" in summary, summary
-    assert f"- Implement the next bean (a1): bean `CSV writer`, branch `feat/{n}-csv`, commit `abc1234`" in summary, summary
+    assert f"- Implement the next bean (a1): bean `CSV writer`, branch `feat/{n}-csv`, commit `{sha('csv')[:7]}`" in summary, summary
     assert "| CSV writer | created | in-progress |" in summary
     assert "Still to do: 2 open bean(s): CSV writer; CSV docs" in summary and "Next: `implement` (agent)" in summary
     people = api.post(f"/api/issues/{n}/comments", json={"body": "thanks"}).json()["body"]
@@ -97,7 +104,7 @@ def test_the_user_defers_the_remaining_work_and_the_content_work_resumes(api):
     agent.post(f"/api/issues/{n}/workflows", json={"process": "authoring-a-paper"})
     api.post(f"/api/issues/{n}/workflows", json={"process": "feature-request"})
     api.post(f"/api/issues/{n}/workflow-state/answer", json={"answer": "suspend", "reason": "urgent"})
-    _to_more(api, agent, n)
+    agent = _to_more(api, agent, n)
     exit_ = f"/api/issues/{n}/workflows/feature-request/exit"
     assert agent.post(exit_, json={"exit": "defer", "reason": "later"}).status_code == 403  # the user's, not the agent's
     r = api.post(exit_, json={"exit": "elsewhere", "reason": "x"})

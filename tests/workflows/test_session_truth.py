@@ -20,6 +20,8 @@ from predictorx.store.schema import Agent
 from predictorx.workflowmcp import sweep_text
 from predictorx.workflows.library import SHIPPED, load_library
 
+from .deliveries import run_delivered
+
 
 def _daemon(api):
     did = str(uuid.uuid4())
@@ -75,6 +77,7 @@ def _content_then_platform(api):
     d = _daemon(api)
     n = api.post("/api/issues", json={"title": "Why does the sync take so long?", "assignee": "a1"}).json()["number"]
     agent, task_id = _token(api, d)
+    agent.daemon = d  # it ends the run (deliveries.py)
     assert agent.post(f"/api/issues/{n}/workflows", json={"process": "authoring-a-paper"}).status_code == 200
     r = api.post(f"/api/issues/{n}/workflows", json={"process": "feature-request"})
     assert r.status_code == 200 and r.json()["question"]["process"] == "feature-request"
@@ -158,13 +161,14 @@ def test_the_agents_policy_answers_the_question_and_the_record_says_so(db, tmp_p
 def test_a_platform_branch_carries_the_issue_number(api, branch, ok):
     d = _daemon(api)
     n = api.post("/api/issues", json={"title": "Add a CSV export command to the CLI", "assignee": "a1"}).json()["number"]
-    agent, _ = _token(api, d)
+    agent, task_id = _token(api, d)
     for step, who, kw in [("capture", agent, {}), ("requirements", agent, {}), ("signoff", api, {}),
                           ("approved", api, {"outcome": "approved", "reason": "ok"}), ("plan-beans", agent, {})]:
         assert _step(who, n, "feature-request", step, **kw).status_code == 200
     agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"})
+    agent, _, commit = run_delivered(api, d, task_id, branch.format(n=n), "csv")  # implement: a commit boundary
     r = _step(agent, n, "feature-request", "implement",
-              produced={"bean": "CSV writer", "branch": branch.format(n=n), "commit": "abc1234"})
+              produced={"bean": "CSV writer", "branch": branch.format(n=n), "commit": commit})
     assert (r.status_code == 200) is ok
     if not ok:
         assert f"does not carry the issue number {n}; name it like feat/{n}-<topic>" in r.json()["detail"]
@@ -180,7 +184,7 @@ def test_the_person_answers_the_question_on_the_issue_page(db):
     token = bootstrap(db, "http://testserver")
     with TestClient(create_app(db, migrate=False), follow_redirects=False) as c:
         api = Api(c, token)
-        n, agent, _ = _content_then_platform(api)
+        n, agent, task_id = _content_then_platform(api)
         c.cookies.set("px_token", token)
         panel = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
         assert "Waiting for you:" in panel.text and "or file a bean for later?" in panel.text
@@ -195,8 +199,9 @@ def test_the_person_answers_the_question_on_the_issue_page(db):
                               ("approved", api, {"outcome": "approved", "reason": "ok"}), ("plan-beans", agent, {})]:
             assert _step(who, n, "feature-request", step, **kw).status_code == 200
         agent.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"})
+        agent, _, commit = run_delivered(api, agent.daemon, task_id, f"feat/{n}-csv", "csv")
         _step(agent, n, "feature-request", "implement",
-              produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": "abc1234"})
+              produced={"bean": "CSV writer", "branch": f"feat/{n}-csv", "commit": commit})
         _step(agent, n, "feature-request", "more")
         panel = c.get(f"/issues/{n}/workflows", headers={"HX-Request": "true"})
         assert ('beans to accept (computed from beans_created=0 <span class="muted">system</span>, '

@@ -22,6 +22,9 @@ TIMEOUT = 60.0
 #: The diff shown on the page stops at this size, at a file boundary; the file list is complete.
 PATCH_MAX_BYTES = 400_000
 MAX_FILES = 2000
+#: The most commits a review lists (the run's own, newest first): the server's commit boundary
+#: (service/workflow_boundary.py) accepts a step's `produced` commit only from this list.
+MAX_COMMITS = 500
 
 
 def delete_branch_if_unchanged(repo: Path, branch: str, base: str) -> bool:
@@ -66,6 +69,15 @@ def _patch(repo: Path, base: str, branch: str) -> tuple[str, bool]:
     return raw[: cut + 1 if cut > 0 else PATCH_MAX_BYTES].decode("utf-8", "replace"), True
 
 
+def _commits(repo: Path, base: str, tip: str) -> list[str]:
+    """The commits the run delivered: on the branch at `tip`, not reachable from the run's start
+    `base` (the head before the run), newest first, at most MAX_COMMITS. Read in the daemon's own
+    repository, after delivery: what the server keeps with the task as the run's own commits."""
+    out = git(["rev-list", f"--max-count={MAX_COMMITS}", tip, f"^{base}", "--"], cwd=repo, timeout=TIMEOUT,
+              check=False)
+    return [ln for ln in out.stdout.decode().split() if len(ln) == 40] if out.returncode == 0 else []
+
+
 def branch_review(repo: Path, base: str, branch: str | None, *, mode: str, repo_label: str,
                   worktree_path: str | None = None, note: str | None = None) -> dict[str, Any]:
     """What the task page shows. `mode`: worktree (a person's repository) or checkout (the
@@ -73,7 +85,7 @@ def branch_review(repo: Path, base: str, branch: str | None, *, mode: str, repo_
     review: dict[str, Any] = {"mode": mode, "repo_path": str(repo), "repo_label": repo_label, "base": base,
                               "branch": branch, "worktree_path": worktree_path, "note": note,
                               "changed": False, "files": [], "added": 0, "removed": 0, "patch": "",
-                              "truncated": False}
+                              "truncated": False, "commits": []}
     if not branch:
         return review
     try:
@@ -86,6 +98,7 @@ def branch_review(repo: Path, base: str, branch: str | None, *, mode: str, repo_
     tip = git(["rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}"], cwd=repo, timeout=TIMEOUT,
               check=False).stdout.decode().strip()
     review["tip"] = tip or None  # where the branch was when reported: a discard deletes only that
+    review["commits"] = _commits(repo, base, tip) if tip else []
     review.update(changed=bool(files), files=files, patch=patch, truncated=truncated,
                   added=sum(f["added"] for f in files), removed=sum(f["removed"] for f in files))
     return review

@@ -21,6 +21,7 @@ from . import workflow_facts as fact_svc
 from . import workflow_roles as role_svc
 from .errors import Conflict, NotFound
 from .workflow_failures import WorkflowFailed  # (callers catch it from here too)
+from .workflow_boundary import refusal as boundary_refusal
 from .workflow_refusals import StepForbidden  # (callers catch it from here too)
 
 _NS = uuid.UUID("6d1c5f0e-8a61-4f3a-9d0f-2b7f3c1a9e55")
@@ -120,6 +121,9 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
         raise StepForbidden(str(e)) from None
     model, node = step.process, step.node
     enforcement = model.enforcement_of(node)
+    if (refused := boundary_refusal(session, issue, step, passage.produced, actor, req.task_id)) is not None:
+        record = _row(inst, lib, step, actor, passage, "none", enforcement, "refused", req.task_id)
+        raise StepForbidden(refused, record | {"reason": refused})
     policies = lib.policies_for(model, node)
     verdict = "none"
     if policies:

@@ -40,6 +40,11 @@ def _blocked(inst: WorkflowInstance, active: WorkflowInstance | None, pending: d
     return None
 
 
+def delivered_commits(session: Session, issue, agent_id: str, limit: int = 5) -> list[dict[str, str]]:
+    from .workflow_boundary import delivered
+    return [{"commit": c, "task": t.id} for t, commits in delivered(session, issue, agent_id) for c in commits][:limit]
+
+
 def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
     issue = session.get(Issue, task.issue_id)
     beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
@@ -61,7 +66,11 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         if inst.status != "completed":
             running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:
-            item["enabled"] = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+            enabled = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+            for e in enabled:
+                if e.get("commit_boundary"):  # the commits that may complete it: the agent's runs' own
+                    e["delivered"] = delivered_commits(session, issue, task.agent_id)
+            item["enabled"] = enabled
         instances.append(item)
     last = session.scalar(select(TaskHandoff).join(Task, Task.id == TaskHandoff.task_id)
                           .where(TaskHandoff.issue_id == issue.id, TaskHandoff.task_id != task.id)

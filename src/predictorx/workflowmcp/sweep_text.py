@@ -45,6 +45,12 @@ def render(s: dict[str, Any], drift: str | None = None) -> str:
                 extra.append("skills: " + ", ".join(e["skills"]))
             if e["capture"]:
                 extra.append("produce: " + ", ".join(e["capture"]))
+            if e.get("commit_boundary"):
+                extra.append("commit boundary: the commit must be one your run delivered — commit on the task's "
+                              "branch and end the run; the next task completes the step with that commit"
+                              + (" (delivered so far, newest first: " + ", ".join(d["commit"][:12] for d in
+                                                                                 e["delivered"]) + ")"
+                                 if e.get("delivered") else ""))
             if e["bean_op"]:
                 extra.append(f"bean: {e['bean_op']}")
             if e.get("facts"):

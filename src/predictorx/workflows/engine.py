@@ -165,6 +165,7 @@ class Step:
                 "role": self.role, "skills": self.node.skills, "gate": self.node.gate if self.kind == "gate" else None,
                 "decision": self.node.decision_ref if self.kind == "gate" else None,
                 "outcomes": self.outcomes, "capture": self.node.capture, "bean_op": self.node.bean_op,
+                "commit_boundary": self.node.commit_boundary,
                 "enforcement": self.process.enforcement_of(self.node), "documentation": self.node.documentation,
                 "facts": {src: [n for n, s in self.reads.items() if s == src] for src in (SYSTEM, ASSERTED)}
                 if self.reads else None}

@@ -39,7 +39,7 @@ SUPPORTED = {
 }
 FLOW_NODES = {"startEvent", "endEvent", "task", "userTask", "manualTask", "exclusiveGateway",
               "parallelGateway", "callActivity"}
-EXTENSIONS = {"skill", "role", "policy", "decision", "judgement", "bean", "log", "exit"}
+EXTENSIONS = {"skill", "role", "policy", "decision", "judgement", "bean", "log", "exit", "commitBoundary"}
 _HINTS = {
     "conditionExpression": "branches are chosen by the outgoing flow's name; declare the gateway "
                            "with a decision table or a judgement instead",
@@ -149,6 +149,8 @@ def _read_node(el: etree._Element, process_id: str, fname: str) -> Node:
             node.capture += [c for c in re.split(r"[\s,]+", _value(e, "capture")) if c]
             node.branch_rule = _branch_rule(e, fname, node.id) or node.branch_rule
             node.summary = node.summary or _value(e, "summary") == "issue"
+        elif name == "commitBoundary":
+            node.commit_boundary = True
         elif name == "role":
             raise DiagramError(f"{fname}: role belongs on a lane, not on {node.id!r}")
     if (node.gate or node.bean_op or node.skills) and kind in ("startEvent", "endEvent"):
@@ -184,6 +186,15 @@ def _check_fixed(model: ProcessModel, fname: str) -> None:
         if node.enforcement == "advisory":
             raise DiagramError(f"{fname}: {node.id!r} declares advisory enforcement, but process {model.id!r} "
                                f"holds policy {', '.join(model.fixed)} strict and relaxable=\"false\"")
+
+
+def _check_boundaries(model: ProcessModel, fname: str) -> None:
+    """`<commitBoundary/>` (the seed's commit-boundary gate): only on a task of the agent lane that
+    records a commit — the commit must then be one the agent's run delivered (service/workflow_boundary.py)."""
+    for node in model.nodes.values():
+        if node.commit_boundary and not (node.is_task and node.role == "agent" and "commit" in node.capture):
+            raise DiagramError(f"{fname}: commitBoundary on {node.id!r} needs a task of the agent lane with "
+                               "<log capture=\"… commit\"/>: the boundary checks the commit an agent's run made")
 
 
 def _enforcement(e: etree._Element, fname: str, where: str) -> str:
@@ -244,6 +255,7 @@ def read_processes(root: etree._Element, fname: str) -> list[ProcessModel]:
                 raise DiagramError(f"{fname}: gateway after start event {node.id!r} has nothing to decide "
                                    "from yet; put a task before it")
         _check_fixed(model, fname)
+        _check_boundaries(model, fname)
         out.append(model)
     return out
 

@@ -24,6 +24,7 @@ class Node:
     bean_op: str | None = None      # claim | note | resolve | scrap
     capture: list[str] = field(default_factory=list)  # what the step must produce into the record
     branch_rule: str | None = None  # `log branch="issue"`: a produced branch names the issue's number
+    commit_boundary: bool = False   # `<commitBoundary/>`: the produced commit must be the agent's run's own
     summary: bool = False           # `log summary="issue"`: passing it leaves an iteration summary comment
     called: str | None = None       # callActivity's calledElement
     gate: str | None = None         # decision | judgement | None (undeclared) for deciding gateways

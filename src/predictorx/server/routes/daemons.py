@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import agentenv, forgepush, serialize, tasks, usage_actions
+from ...service import agentenv, forgepush, serialize, tasks, usage_actions, workflow_delivery
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
@@ -118,6 +118,7 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     with state.write() as s:
         t = tasks.finish(s, caller.principal.daemon_id, task_id,
                          **body.model_dump(exclude={"claim_next", "forge_pushed", "usage"}))
+        workflow_delivery.after_delivery(s, t.issue_id, body.status, body.review)  # commit-boundary steps
         if body.usage is not None:  # the run's final usage (issue 27)
             usage_actions.usage_reported(s, t, body.usage.model_dump(), final=True)
         out = serialize.task(t)

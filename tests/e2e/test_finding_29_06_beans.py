@@ -69,7 +69,9 @@ def test_the_task_token_cannot_settle_the_workflows_bean_through_cli_or_mcp(serv
     bean = json.loads(server.cli("bean", "show", str(n), "Introduction", "-o", "json").stdout)
     assert bean["status"] == "resolved" and bean["notes"][-1]["by"].startswith("person owner (role user")
     doc = json.loads(server.cli("prov", "show", str(n), P).stdout)
-    [act] = [g for g in doc["@graph"] if g.get("px:beanOp") == "resolve"]
+    # the person's resolve; the refused tries are activities too, marked invalid (issue 24 §5)
+    [act] = [g for g in doc["@graph"] if g.get("px:beanOp") == "resolve" and g.get("px:valid") is not False]
+    assert len([g for g in doc["@graph"] if g.get("px:beanOp") == "resolve" and g.get("px:valid") is False]) >= 1
     assert act["prov:qualifiedAssociation"]["prov:hadRole"]["@id"] == "urn:predictorx:role:user"
     rep = json.loads(server.cli("prov", "qaqc", "--issue", str(n), "--json").stdout)
     assert rep["counts"]["refused"] == 2 and rep["counts"]["override"] == 1  # the CLI's and the MCP's refusals

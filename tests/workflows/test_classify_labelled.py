@@ -88,3 +88,11 @@ def test_a_strong_signal_of_another_category_keeps_it_pending_whatever_the_margi
     res = classify(text)
     assert res.method == "pending" and res.workflow is None and "conflicting signal" in res.reason
     assert sorted(res.scores.values(), reverse=True)[1] >= 5
+
+
+@pytest.mark.parametrize("text", ["@owners-agent have a look", "Take a look please", "@bot look at this"])
+def test_asking_an_agent_to_have_a_look_starts_no_workflow(text: str):
+    """A comment asking an agent for help auto-started the content lifecycle (found by
+    tests/api/test_redteam.py): "have a look" leans towards review, it never decides it."""
+    res = classify(text)
+    assert not res.decided and res.workflow is None, res.reason

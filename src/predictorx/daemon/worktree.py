@@ -381,16 +381,21 @@ def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], Non
     if wt.is_dir() and not wt.is_symlink():
         git_dir = p.git_dir or Path(git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top,
                                              timeout=timeout))
-        done: delivery.Delivered | None = None
+        told: list[str | None] = []
+
+        def tell(done: delivery.Delivered) -> None:  # as soon as the branch holds it (the push starts)
+            told.append(done.tip if done.problem is None and done.tip != p.baseline_commit else None)
+            delivered(told[0])
         try:  # the run's git dir is read as data only: nothing the agent wrote there runs (`delivery`)
             done = delivery.deliver(wt, git_dir, p.branch, p.baseline_commit, agent_name=p.agent_name,
                                     task_id=p.task_id, scratch=p.env_root / ".delivery",
                                     keep_ref=f"{KEPT_REFS}/{ref_component(p.task_id or p.env_root.name, 'worktree')}",
-                                    timeout=timeout)
+                                    delivered=tell, timeout=timeout)
             problem, note = done.problem, done.note
         except delivery.DeliveryError as e:
             problem = str(e)
-        delivered(done.tip if problem is None and done is not None and done.tip != p.baseline_commit else None)
+        if not told:
+            delivered(None)
         if problem is not None:
             problem = (f"{problem[0].upper()}{problem[1:]}. The task's folder {wt} was kept so nothing is lost: "
                        f"it is a git repository of its own (borrowing {top}'s objects); look at it with "

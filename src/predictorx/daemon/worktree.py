@@ -43,7 +43,9 @@ import json
 import os
 import shutil
 import stat
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -402,7 +404,7 @@ def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], Non
                        f"`git -C {wt} status`, then delete the folder.")
             _update_marker(marker, state="kept", error=problem)
             return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
-        shutil.rmtree(wt)
+        _remove_soon(wt, p.env_root)
     else:
         delivered(None)
     if p.git_dir is None or (p.git_dir / "worktrees").is_dir():  # an older daemon's linked worktree
@@ -430,6 +432,22 @@ def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], Non
         message = f"{message} Note: {note}."
     marker.unlink(missing_ok=True)
     return Finalized(branch, commits, False, message)
+
+
+def _remove_soon(folder: Path, env_root: Path) -> None:
+    """The delivered worktree out of the way at once (a rename into the env root's scratch), its
+    files deleted in a thread: the task's review and finish (the PR opening, issue 22) need not
+    wait for a large tree's removal. A daemon stopped meanwhile leaves it in the env root, which
+    GC removes whole."""
+    trash = env_root / ".delivery" / f"removed-{uuid.uuid4().hex}"
+    try:
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, trash)
+    except OSError:
+        shutil.rmtree(folder)
+        return
+    threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True}, daemon=True,
+                     name="px-remove-worktree").start()
 
 
 def _commits(p: Prepared, timeout: float) -> tuple[str, ...]:

@@ -136,3 +136,34 @@ def test_an_index_git_cannot_read_is_replaced_by_heads_tree(tmp_path: Path, git_
     assert git(person, "show", f"{BRANCH}:left.txt") == "left"
     assert git(person, "show", f"{BRANCH}:README.md") == "hello"
     assert "read-tree" in git_calls()
+
+
+def test_finalize_tells_the_push_first_and_removes_the_worktree_off_the_finishs_path(tmp_path: Path) -> None:
+    """worktree.finalize: `delivered(tip)` comes while the worktree is still there and the branch
+    holds the work; on return the worktree is gone from its place at once (renamed into the env
+    root's scratch) and its files are deleted in a thread soon after."""
+    import time
+
+    from predictorx.daemon.worktree import finalize, prepare
+
+    person = tmp_path / "person"
+    person.mkdir()
+    git(person, "init", "-q", "-b", "main")
+    (person / "README.md").write_text("hello\n")
+    git(person, "add", "README.md")
+    git(person, *ID, "commit", "-qm", "base")
+    p = prepare(person, tmp_path / "env", "bot", "t1")
+    (p.worktree_dir / "work.txt").write_text("the agent's work\n")
+    git(p.worktree_dir, "add", "work.txt")
+    git(p.worktree_dir, *ID, "commit", "-qm", "work")
+    told: list[tuple[str | None, bool, str]] = []
+    result = finalize(p, delivered=lambda tip: told.append(
+        (tip, p.worktree_dir.is_dir(), git(person, "rev-parse", f"refs/heads/{p.branch}"))))
+    assert result.error is None and len(result.commits) == 1
+    assert told == [(result.commits[0], True, result.commits[0])]
+    assert not p.worktree_dir.exists()
+    scratch = p.env_root / ".delivery"
+    deadline = time.monotonic() + 30
+    while any(x.name.startswith("removed-") for x in scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(x.name.startswith("removed-") for x in scratch.iterdir())

@@ -7,15 +7,16 @@ and a single setting (`core.fsmonitor`, `filter.<x>.clean`, `include.path`, `cor
 with an alternate, …) runs a program of the agent's choosing as the daemon, outside the sandbox. A
 list of bad keys always misses one, so the daemon never does that. It:
 
-1. makes a *quarantine* repository of its own (its config written by the daemon; system and global
-   config off; its only alternate the target's object store);
+1. makes a *quarantine* repository of its own (written as files by the daemon, config included;
+   system and global config off; its only alternate the target's object store);
 2. copies into it, as plain files, the object files of the agent's git dir — loose objects and
    pack/index pairs, regular files only (no symlinks, no `info/alternates`, no commit-graph) — and
-   reads the agent's HEAD and task branch as text, each checked to be a commit id present there;
+   reads the agent's HEAD and task branch as text, each checked to be a commit id present there
+   (one `cat-file --batch-check`);
 3. commits the files the agent left (its work tree, read as data) on top of that HEAD, with an index
    of the daemon's own, in the quarantine;
 4. fetches the task's branch from the quarantine into the target (the daemon's repo cache or the
-   person's repository), whose config no run can write.
+   person's repository), whose config no run can write — unless the branch is there already.
 
 The agent's work tree and git dir are only ever read; nothing of it is configuration.
 """
@@ -25,6 +26,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,13 +68,19 @@ class _RunRefs:
 
 def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, agent_name: str, task_id: str,
             scratch: Path, ref: str | None = None, keep_ref: str | None = None,
-            timeout: float = DEFAULT_TIMEOUT) -> Delivered:
+            delivered: Callable[[Delivered], None] | None = None, timeout: float = DEFAULT_TIMEOUT) -> Delivered:
     """Bring the agent's commits and leftover files in `run_tree` to `ref` (default
     `refs/heads/<branch>`) of the git dir `target`, where the task's branch was made at `start`
     (None: not known). `scratch` is a folder of the daemon's (outside anything a run can write)
     for the quarantine. Work that does not build on the branch is not put there; with `keep_ref`
     it is kept in the target under that name (or `-2`, `-3`, …) and the problem says so.
-    Raises DeliveryError."""
+    `delivered(result)` is called as soon as the target holds it, before the quarantine is removed
+    (the push starts there). Raises DeliveryError.
+
+    It runs as few git processes as it can (the push waits for it, issue 22): the target's object
+    dir and branch in one `rev-parse`, the person's ignore setting beside it, the run's commits and
+    their trees in one `cat-file --batch-check`, `add`, `write-tree`, and one `fetch` — none when
+    the branch already holds the work."""
     ref = ref or f"refs/heads/{branch}"
     if os.path.islink(run_tree) or not run_tree.is_dir():
         # The agent replaced its checkout's folder with a link (to `/`, say): its files are not taken.
@@ -79,35 +88,45 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     quarantine = scratch / "quarantine.git"
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="px-delivery")
     try:
-        _init_quarantine(quarantine, target, timeout)
-        refs = _import(run_tree, quarantine, branch, timeout)
-        current = _target_value(target, ref, timeout)
+        settings = pool.submit(_person_settings, target, timeout)
+        objects, current = _target_state(target, ref, timeout)
+        _make_quarantine(quarantine, objects)
+        refs, trees = _import(run_tree, quarantine, branch, (current, start), timeout)
         head = refs.head or refs.branch_tip or current or start
         if head is None:
             raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
-        made = _commit_leftovers(run_tree, quarantine, head, target, scratch, agent_name, task_id, timeout)
+        made = _commit_leftovers(run_tree, quarantine, head, trees.get(head), target, scratch, settings.result(),
+                                 agent_name, task_id, timeout)
         candidate = made or head
         prior = refs.branch_tip or current or start or head
         problem = None
-        q = sealed_env(quarantine)
-        if candidate != prior and not _is_ancestor(quarantine, prior, candidate, timeout):
+        # A leftover commit's parent is `head`: it builds on `head` without asking git.
+        if candidate != prior and not (made and prior == head) and not _is_ancestor(quarantine, prior, candidate,
+                                                                                     timeout):
             on = f" (its branch {refs.head_branch})" if refs.head_branch and refs.head_branch != branch else ""
             problem = (f"the agent left its checkout {run_tree} on commit {candidate[:12]}{on}, which does not "
                        f"build on branch {branch}, so it was not put there")
             if keep_ref:
-                git(["update-ref", "refs/heads/kept", candidate], cwd=quarantine, env=q, timeout=timeout)
+                _set_ref(quarantine, "refs/heads/kept", candidate)
                 kept = _fetch_to_free_ref(quarantine, target, "refs/heads/kept", keep_ref, timeout)
                 problem += f"; it is kept as {kept} (`git log {kept}`)"
             candidate = prior
-        git(["update-ref", "refs/heads/delivered", candidate], cwd=quarantine, env=q, timeout=timeout)
-        _fetch(quarantine, target, f"+refs/heads/delivered:{ref}", timeout)
-        return Delivered(candidate, bool(made) and candidate == made, problem, refs.note)
+        if candidate != current:  # the branch holds it already (no commits, nothing left): no fetch
+            _set_ref(quarantine, "refs/heads/delivered", candidate)
+            _fetch(quarantine, target, f"+refs/heads/delivered:{ref}", timeout)
+        result = Delivered(candidate, bool(made) and candidate == made, problem, refs.note)
     except GitError as e:
         raise DeliveryError(f"the work in {run_tree} could not be put on branch {branch} ({e})") from e
     except OSError as e:
         raise DeliveryError(f"the work in {run_tree} could not be read ({e})") from e
+    else:
+        if delivered is not None:
+            delivered(result)  # before the clean-up below: the push need not wait for it
+        return result
     finally:
+        pool.shutdown(wait=True)
         shutil.rmtree(quarantine, ignore_errors=True)
         for name in ("index", "index.lock"):
             (scratch / name).unlink(missing_ok=True)
@@ -133,22 +152,43 @@ def _target_value(target: Path, ref: str, timeout: float) -> str | None:
     return sha if out.returncode == 0 and _SHA.match(sha) else None
 
 
-def _init_quarantine(quarantine: Path, target: Path, timeout: float) -> None:
-    git(["init", "--quiet", "--bare", "--template=", str(quarantine)], cwd=quarantine.parent, env=sealed_env(),
-        timeout=timeout)
-    info = quarantine / "objects" / "info"
-    info.mkdir(parents=True, exist_ok=True)
-    objects = git_text(["rev-parse", "--path-format=absolute", "--git-path", "objects"], cwd=target,
-                       env={"GIT_DIR": str(target)}, timeout=timeout)
-    (info / "alternates").write_text(objects + "\n")
+def _target_state(target: Path, ref: str, timeout: float) -> tuple[str, str | None]:
+    """The target's object dir (absolute) and the commit `ref` is at (None: no such branch), in one
+    `rev-parse`: the path is printed first, then the commit when `--verify` finds one."""
+    args = ["rev-parse", "--path-format=absolute", "--git-path", "objects", "--verify", "-q", f"{ref}^{{commit}}"]
+    out = git(args, cwd=target, env={"GIT_DIR": str(target)}, timeout=timeout, check=False)
+    lines = out.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if out.returncode not in (0, 1) or not lines[0].startswith("/"):
+        raise GitError(args, out.returncode, out.stderr.decode("utf-8", "replace"), out.stdout)
+    sha = lines[1].strip() if out.returncode == 0 and len(lines) > 1 else ""
+    return lines[0], sha if _SHA.match(sha) else None
+
+
+def _make_quarantine(quarantine: Path, objects: str) -> None:
+    """A bare repository of the daemon's own, written as files (what `git init --bare --template=`
+    writes, without a process): its config the daemon's, its only alternate the target's objects."""
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (quarantine / sub).mkdir(parents=True)
+    (quarantine / "HEAD").write_text("ref: refs/heads/main\n")
+    (quarantine / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n")
+    (quarantine / "objects" / "info" / "alternates").write_text(objects + "\n")
+
+
+def _set_ref(quarantine: Path, ref: str, sha: str) -> None:
+    """A branch of the quarantine (the daemon's own repository, made just now) as its loose file."""
+    (quarantine / ref).write_text(sha + "\n")
 
 
 # -- the run's git dir, as data ------------------------------------------------------------------
 
-def _import(run_tree: Path, quarantine: Path, branch: str, timeout: float) -> _RunRefs:
+def _import(run_tree: Path, quarantine: Path, branch: str, known: tuple[str | None, ...],
+            timeout: float) -> tuple[_RunRefs, dict[str, str]]:
+    """The run's objects copied in, its HEAD and branch read, each checked to be a commit there;
+    with the trees of those commits and of `known` ones (the target's), for the leftover check."""
     if not is_own_repository(run_tree):
-        return _RunRefs(None, None, f"{run_tree}/.git is not a repository of its own; only the files there "
+        refs = _RunRefs(None, None, f"{run_tree}/.git is not a repository of its own; only the files there "
                                     "were taken over")
+        return refs, _commit_trees(quarantine, known, timeout)
     git_dir = run_tree / ".git"
     _copy_objects(git_dir / "objects", quarantine / "objects")
     head_text = read_small(git_dir, "HEAD") or ""
@@ -159,9 +199,10 @@ def _import(run_tree: Path, quarantine: Path, branch: str, timeout: float) -> _R
     else:
         head = head_text.strip() or None
     tip = ref_value(git_dir, f"refs/heads/{branch}")
-    head, tip = _present(quarantine, head, timeout), _present(quarantine, tip, timeout)
+    trees = _commit_trees(quarantine, (head, tip, *known), timeout)
+    head, tip = (head if head in trees else None), (tip if tip in trees else None)
     note = None if head else "the agent's HEAD could not be read as a commit; its files were committed on the branch"
-    return _RunRefs(head, tip, note, head_branch)
+    return _RunRefs(head, tip, note, head_branch), trees
 
 
 def _copy_objects(src: Path, dst: Path) -> None:
@@ -207,12 +248,21 @@ def _copy_file(src: Path, dst: Path, copied: int) -> int:
     return size
 
 
-def _present(quarantine: Path, sha: str | None, timeout: float) -> str | None:
-    if not sha or not _SHA.match(sha):
-        return None
-    ok = git(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=quarantine, env=sealed_env(quarantine),
-             timeout=timeout, check=False)
-    return sha if ok.returncode == 0 else None
+def _commit_trees(quarantine: Path, shas: tuple[str | None, ...], timeout: float) -> dict[str, str]:
+    """{commit id: its tree} for those of `shas` that are commits in the quarantine (its own objects
+    and the target's), in one `cat-file --batch-check`; ids are checked to be 40 hex digits first."""
+    wanted = list(dict.fromkeys(s for s in shas if s and _SHA.match(s)))
+    if not wanted:
+        return {}
+    lines = "".join(f"{sha}^{{commit}}\n{sha}^{{tree}}\n" for sha in wanted).encode()
+    out = git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], cwd=quarantine, env=sealed_env(quarantine),
+              input=lines, timeout=timeout).stdout.decode("utf-8", "replace").splitlines()
+    trees = {}
+    for i, sha in enumerate(wanted):
+        commit, tree = (out[2 * i:2 * i + 2] + ["", ""])[:2]
+        if commit == f"{sha} commit" and tree.endswith(" tree") and _SHA.match(tree[:-5]):
+            trees[sha] = tree[:-5]
+    return trees
 
 
 def _is_ancestor(quarantine: Path, old: str, new: str, timeout: float) -> bool:
@@ -222,17 +272,21 @@ def _is_ancestor(quarantine: Path, old: str, new: str, timeout: float) -> bool:
 
 # -- the leftover files ----------------------------------------------------------------------------
 
-def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, target: Path, scratch: Path,
-                      agent_name: str, task_id: str, timeout: float) -> str | None:
-    """A commit of the run's files on top of `head` (None when they are what `head` holds)."""
+def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, head_tree: str | None, target: Path,
+                      scratch: Path, settings: list[str], agent_name: str, task_id: str, timeout: float) -> str | None:
+    """A commit of the run's files on top of `head` (None when they are what `head` holds, whose
+    tree is `head_tree`). `settings`: the person's few (`_person_settings`)."""
     index = scratch / "index"
     env = sealed_env(quarantine, GIT_WORK_TREE=str(run_tree), GIT_INDEX_FILE=str(index))
-    settings = _person_settings(target, timeout)
-    if not _index_from_run(run_tree, index, env, settings, timeout):
+    add = [*settings, "add", "--all"]
+    if not _index_from_run(run_tree, index) or git(add, cwd=run_tree, env=env, timeout=timeout,
+                                                   check=False).returncode != 0:
+        # No index git reads as a plain one (or `add` failed on it): start from HEAD's tree.
+        index.unlink(missing_ok=True)
         git(["read-tree", head], cwd=run_tree, env=env, timeout=timeout)
-    git([*settings, "add", "--all"], cwd=run_tree, env=env, timeout=timeout)
+        git(add, cwd=run_tree, env=env, timeout=timeout)
     tree = git_text(["write-tree"], cwd=run_tree, env=env, timeout=timeout)
-    if tree == git_text(["rev-parse", f"{head}^{{tree}}"], cwd=run_tree, env=env, timeout=timeout):
+    if tree == head_tree:
         return None
     who = {**env, **_identity(target, timeout),
            "GIT_AUTHOR_NAME": f"{agent_name or 'agent'} (Predictor X agent)",
@@ -242,10 +296,11 @@ def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, target: Path,
     return git_text(["commit-tree", tree, "-p", head, "-m", message], cwd=run_tree, env=who, timeout=timeout)
 
 
-def _index_from_run(run_tree: Path, index: Path, env: dict[str, str], settings: list[str], timeout: float) -> bool:
-    """Start from a copy of the run's own index (its stat data spares hashing every file again),
-    if git reads it as a plain index; else the caller starts from HEAD's tree. What the index says
-    only decides which files are looked at again, and `add --all` makes it match the files."""
+def _index_from_run(run_tree: Path, index: Path) -> bool:
+    """Start from a copy of the run's own index (its stat data spares hashing every file again);
+    if git cannot read it as a plain index, `add` fails and the caller starts from HEAD's tree.
+    What the index says only decides which files are looked at again, and `add --all` makes it
+    match the files."""
     fd = open_regular(run_tree / ".git" / "index")
     if fd is None:
         return False
@@ -254,11 +309,6 @@ def _index_from_run(run_tree: Path, index: Path, env: dict[str, str], settings: 
     if len(data) > MAX_INDEX_BYTES:
         return False
     index.write_bytes(data)
-    ok = git([*settings, "ls-files", "--stage", "--", ".gitignore"], cwd=run_tree, env=env, timeout=timeout,
-             check=False)
-    if ok.returncode != 0:
-        index.unlink(missing_ok=True)
-        return False
     return True
 
 

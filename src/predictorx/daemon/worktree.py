@@ -43,7 +43,9 @@ import json
 import os
 import shutil
 import stat
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -381,23 +383,28 @@ def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], Non
     if wt.is_dir() and not wt.is_symlink():
         git_dir = p.git_dir or Path(git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], cwd=top,
                                              timeout=timeout))
-        done: delivery.Delivered | None = None
+        told: list[str | None] = []
+
+        def tell(done: delivery.Delivered) -> None:  # as soon as the branch holds it (the push starts)
+            told.append(done.tip if done.problem is None and done.tip != p.baseline_commit else None)
+            delivered(told[0])
         try:  # the run's git dir is read as data only: nothing the agent wrote there runs (`delivery`)
             done = delivery.deliver(wt, git_dir, p.branch, p.baseline_commit, agent_name=p.agent_name,
                                     task_id=p.task_id, scratch=p.env_root / ".delivery",
                                     keep_ref=f"{KEPT_REFS}/{ref_component(p.task_id or p.env_root.name, 'worktree')}",
-                                    timeout=timeout)
+                                    delivered=tell, timeout=timeout)
             problem, note = done.problem, done.note
         except delivery.DeliveryError as e:
             problem = str(e)
-        delivered(done.tip if problem is None and done is not None and done.tip != p.baseline_commit else None)
+        if not told:
+            delivered(None)
         if problem is not None:
             problem = (f"{problem[0].upper()}{problem[1:]}. The task's folder {wt} was kept so nothing is lost: "
                        f"it is a git repository of its own (borrowing {top}'s objects); look at it with "
                        f"`git -C {wt} status`, then delete the folder.")
             _update_marker(marker, state="kept", error=problem)
             return Finalized(p.branch, _commits(p, timeout), True, problem, error=problem)
-        shutil.rmtree(wt)
+        _remove_soon(wt, p.env_root)
     else:
         delivered(None)
     if p.git_dir is None or (p.git_dir / "worktrees").is_dir():  # an older daemon's linked worktree
@@ -425,6 +432,22 @@ def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], Non
         message = f"{message} Note: {note}."
     marker.unlink(missing_ok=True)
     return Finalized(branch, commits, False, message)
+
+
+def _remove_soon(folder: Path, env_root: Path) -> None:
+    """The delivered worktree out of the way at once (a rename into the env root's scratch), its
+    files deleted in a thread: the task's review and finish (the PR opening, issue 22) need not
+    wait for a large tree's removal. A daemon stopped meanwhile leaves it in the env root, which
+    GC removes whole."""
+    trash = env_root / ".delivery" / f"removed-{uuid.uuid4().hex}"
+    try:
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, trash)
+    except OSError:
+        shutil.rmtree(folder)
+        return
+    threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True}, daemon=True,
+                     name="px-remove-worktree").start()
 
 
 def _commits(p: Prepared, timeout: float) -> tuple[str, ...]:

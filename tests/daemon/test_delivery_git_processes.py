@@ -1,0 +1,169 @@
+"""Issue 22 (run ended → PR opened): the delivery of a run's work onto its branch is on the push's
+path, so it runs few git processes — counted here by a `git` first on PATH that logs each call and
+runs the real one — and says the branch holds the work before it cleans up. What it runs stays in
+repositories of the daemon's (the quarantine, the target): never in the agent's git dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from predictorx.daemon import delivery
+
+BRANCH = "agent/bot/t1"
+ID = ["-c", "user.name=p", "-c", "user.email=p@example.com"]
+REAL_GIT = shutil.which("git") or "git"  # the test's own git calls are not counted
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run([REAL_GIT, "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                          timeout=60).stdout.strip()
+
+
+@pytest.fixture
+def git_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The subcommands the daemon's git runs from here on (top-level processes, in order)."""
+    real = REAL_GIT
+    bin_dir, log = tmp_path / "bin", tmp_path / "git-calls.log"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    def calls() -> list[str]:
+        out = []
+        for line in (log.read_text().splitlines() if log.exists() else []):
+            words, i = line.split(" "), 0
+            while i < len(words) and words[i].startswith("-"):
+                i += 2 if words[i] in ("-C", "-c", "--git-dir") else 1
+            out.append(words[i] if i < len(words) else "")
+        return out
+
+    def reset() -> None:
+        log.unlink(missing_ok=True)
+    calls.reset = reset  # type: ignore[attr-defined]
+    return calls
+
+
+def _person_and_run(tmp_path: Path) -> tuple[Path, Path, str]:
+    """The person's repository with the task's branch at `start`, and the run's checkout of it
+    (a repository of its own borrowing the person's objects, as a run's is)."""
+    person = tmp_path / "person"
+    person.mkdir()
+    git(person, "init", "-q", "-b", "main")
+    (person / "README.md").write_text("hello\n")
+    git(person, "add", "README.md")
+    git(person, *ID, "commit", "-qm", "base")
+    start = git(person, "rev-parse", "HEAD")
+    git(person, "branch", BRANCH, start)
+    run = tmp_path / "run"
+    git(tmp_path, "clone", "-q", "--shared", str(person), str(run))
+    git(run, "checkout", "-q", BRANCH)
+    return person, run, start
+
+
+def _deliver(person: Path, run: Path, start: str, tmp_path: Path, seen: list[tuple[str | None, bool]]):
+    scratch = tmp_path / "scratch"
+
+    def delivered(done: delivery.Delivered) -> None:
+        # Told while the quarantine is still there: the branch already holds the work.
+        seen.append((git(person, "rev-parse", f"refs/heads/{BRANCH}"), (scratch / "quarantine.git").is_dir()))
+        assert git(person, "rev-parse", f"refs/heads/{BRANCH}") == done.tip
+    done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1", scratch=scratch,
+                            delivered=delivered)
+    assert not (scratch / "quarantine.git").exists()  # cleaned up after
+    return done
+
+
+def test_a_run_that_committed_its_work_is_delivered_with_six_git_processes(tmp_path: Path, git_calls) -> None:
+    person, run, start = _person_and_run(tmp_path)
+    (run / "feature.txt").write_text("the agent's work\n")
+    git(run, "add", "feature.txt")
+    git(run, *ID, "commit", "-qm", "feature")
+    tip = git(run, "rev-parse", "HEAD")
+    seen: list[tuple[str | None, bool]] = []
+    git_calls.reset()
+    done = _deliver(person, run, start, tmp_path, seen)
+    assert done.tip == tip and not done.leftovers and done.problem is None
+    assert git(person, "rev-parse", f"refs/heads/{BRANCH}") == tip
+    assert seen == [(tip, True)]
+    # The target's object dir and branch in one rev-parse, the person's ignore file beside it, the
+    # run's commits and trees in one cat-file, add + write-tree (nothing left over), one fetch.
+    # Before: init, rev-parse ×2, cat-file ×2, config, ls-files, add, write-tree, rev-parse,
+    # update-ref, fetch (12).
+    assert sorted(git_calls()) == sorted(["rev-parse", "config", "cat-file", "add", "write-tree", "fetch"])
+
+
+def test_a_run_that_changed_nothing_fetches_nothing(tmp_path: Path, git_calls) -> None:
+    person, run, start = _person_and_run(tmp_path)
+    seen: list[tuple[str | None, bool]] = []
+    git_calls.reset()
+    done = _deliver(person, run, start, tmp_path, seen)
+    assert done.tip == start and not done.leftovers
+    assert seen == [(start, True)]
+    assert "fetch" not in git_calls() and len(git_calls()) == 5
+
+
+def test_leftovers_are_committed_on_the_agents_commit_without_an_ancestry_check(tmp_path: Path, git_calls) -> None:
+    person, run, start = _person_and_run(tmp_path)
+    (run / "feature.txt").write_text("committed\n")
+    git(run, "add", "feature.txt")
+    git(run, *ID, "commit", "-qm", "feature")
+    head = git(run, "rev-parse", "HEAD")
+    (run / "left.txt").write_text("left uncommitted\n")
+    seen: list[tuple[str | None, bool]] = []
+    git_calls.reset()
+    done = _deliver(person, run, start, tmp_path, seen)
+    assert done.leftovers and done.problem is None
+    assert git(person, "rev-parse", f"{BRANCH}^") == head
+    assert git(person, "show", f"{BRANCH}:left.txt") == "left uncommitted"
+    assert "merge-base" not in git_calls() and git_calls().count("fetch") == 1
+
+
+def test_an_index_git_cannot_read_is_replaced_by_heads_tree(tmp_path: Path, git_calls) -> None:
+    """The run's index is only a head start: when git cannot read it (an agent wrote garbage there),
+    the delivery starts from HEAD's tree and still takes every file."""
+    person, run, start = _person_and_run(tmp_path)
+    (run / "left.txt").write_text("left\n")
+    (run / ".git" / "index").write_bytes(b"DIRC\x00\x00\x00\x09garbage")
+    seen: list[tuple[str | None, bool]] = []
+    done = _deliver(person, run, start, tmp_path, seen)
+    assert done.leftovers and seen and seen[0][1]
+    assert git(person, "show", f"{BRANCH}:left.txt") == "left"
+    assert git(person, "show", f"{BRANCH}:README.md") == "hello"
+    assert "read-tree" in git_calls()
+
+
+def test_finalize_tells_the_push_first_and_removes_the_worktree_off_the_finishs_path(tmp_path: Path) -> None:
+    """worktree.finalize: `delivered(tip)` comes while the worktree is still there and the branch
+    holds the work; on return the worktree is gone from its place at once (renamed into the env
+    root's scratch) and its files are deleted in a thread soon after."""
+    import time
+
+    from predictorx.daemon.worktree import finalize, prepare
+
+    person = tmp_path / "person"
+    person.mkdir()
+    git(person, "init", "-q", "-b", "main")
+    (person / "README.md").write_text("hello\n")
+    git(person, "add", "README.md")
+    git(person, *ID, "commit", "-qm", "base")
+    p = prepare(person, tmp_path / "env", "bot", "t1")
+    (p.worktree_dir / "work.txt").write_text("the agent's work\n")
+    git(p.worktree_dir, "add", "work.txt")
+    git(p.worktree_dir, *ID, "commit", "-qm", "work")
+    told: list[tuple[str | None, bool, str]] = []
+    result = finalize(p, delivered=lambda tip: told.append(
+        (tip, p.worktree_dir.is_dir(), git(person, "rev-parse", f"refs/heads/{p.branch}"))))
+    assert result.error is None and len(result.commits) == 1
+    assert told == [(result.commits[0], True, result.commits[0])]
+    assert not p.worktree_dir.exists()
+    scratch = p.env_root / ".delivery"
+    deadline = time.monotonic() + 30
+    while any(x.name.startswith("removed-") for x in scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(x.name.startswith("removed-") for x in scratch.iterdir())

@@ -115,6 +115,9 @@ def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_d
     server.cli("agent", "create", "--name", "doomed", "--provider", "claude", "--no-sandbox")
     issue = server.api("POST", "/api/issues", {"title": "Crash", "assignee": "doomed"})
     task_id = wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"]
+    # The agent itself runs (its record is written) and the first messages are in: the daemon's
+    # own notes come before the agent starts, and killing it then left no agent to clean up.
+    wait_until(lambda: (records / f"{task_id}.json").exists(), timeout=60, what="the agent to start")
     wait_until(lambda: server.api("GET", f"/api/tasks/{task_id}/messages"), what="the first messages")
     acknowledged = server.api("GET", f"/api/tasks/{task_id}/messages")
     daemon.kill()

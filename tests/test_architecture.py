@@ -163,3 +163,16 @@ if __name__ == "__main__":
     write_long_functions(current)
     print(f"{LONG_FUNCTIONS.relative_to(ROOT)}: "
           f"{sum(1 for n in current.values() if n > MAX_FUNCTION_LINES)} functions over {MAX_FUNCTION_LINES} lines")
+
+
+def test_no_bench_module_hides_an_installed_package():
+    """bench/ goes on sys.path (the benches, and tests that load them): a bench named like a
+    package — `bench/acp.py` beside agent-client-protocol's `acp` — made every later `import acp`
+    in the pytest run load the bench, and the ACP adapter tests failed (fresh-clone run, 2026-12-05)."""
+    from importlib.machinery import PathFinder
+
+    bench, tests = (ROOT / "bench").resolve(), (ROOT / "tests").resolve()
+    # what a run imports from: the standard library, site-packages, src/ (not bench/ or the tests' own folders)
+    elsewhere = [p for p in sys.path if Path(p or ".").resolve() not in (bench, tests, ROOT.resolve())]
+    clashes = [m.stem for m in bench.glob("*.py") if PathFinder.find_spec(m.stem, elsewhere) is not None]
+    assert clashes == [], f"bench modules named like importable packages: {clashes}"

@@ -13,12 +13,13 @@ tests/realcli/node_modules against its scripted model server on loopback:
   the runs stored (the agents' CPU is not in it; a run's fixed cost — claim, sandbox plan, context,
   finish — is spread over its messages, so few messages per run read high).
 
-One unmeasured pair warms both up first.
+One unmeasured pair warms both up first. (Not `bench/acp.py`: bench/ is on sys.path in the benches
+and some tests, and a module named `acp` there hid the agent-client-protocol package.)
 
 Runs alternate (bare, platform, bare, …) so both see the same load; the load average is printed.
 Target (issue 25): platform p50 ≤ 1.3 × bare p50.
 
-Usage: .venv/bin/python bench/acp.py [--profiles qwen copilot gemini] [--runs 5]
+Usage: .venv/bin/python bench/acp_agents.py [--profiles qwen copilot gemini] [--runs 5]
 """
 
 from __future__ import annotations

@@ -394,3 +394,13 @@ def test_a_login_code_signs_in_once_and_the_owner_token_stays_secret(web_db, tok
     assert second.status_code != 303 and "already used" in second.text
     code = path.split("code=")[1]
     assert anon.get("/api/projects", headers={"Authorization": f"Bearer {code}"}).status_code == 401
+
+
+def test_a_plain_form_post_refused_inside_a_panel_gets_a_whole_page(client):
+    """The fuzzer's 500 (fresh-clone run, 2026-12-05): a non-htmx post to a panel's form that the
+    use case refused rendered the page around the panel without the signed-in person ('viewer' is
+    undefined). It is a 4xx page with the sidebar now."""
+    token = client.cookies.get("px_token")
+    client.post("/api/issues", json={"title": "t"}, headers={"Authorization": f"Bearer {token}"})
+    r = client.post("/issues/1/workflow-state/answer", data={"data": "", "headers": "Content-Type"})
+    assert 400 <= r.status_code < 500 and "Sign out" in r.text, r.status_code

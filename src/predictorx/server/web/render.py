@@ -148,4 +148,7 @@ def panel(request: Request, template: str, context: dict[str, Any], *, page_url:
         return html(template, context, status, headers)
     if status < 400:
         return RedirectResponse(page_url, status_code=303)
-    return html("standalone.html", {**context, "panel_template": template, "back_url": page_url}, status)
+    # The page around it needs the signed-in person (the sidebar); a panel's context may not carry it.
+    viewer = context.get("viewer") or getattr(request.state, "viewer", None)
+    return html("standalone.html", {**context, "viewer": viewer, "panel_template": template, "back_url": page_url},
+                status)

@@ -9,6 +9,24 @@ import pytest
 
 from databases import BACKENDS, POSTGRES_URL, drop_postgres_schema, postgres_schema_url
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home_for_wider_fixtures(tmp_path_factory: pytest.TempPathFactory):
+    """Module- and session-scoped fixtures run before the per-test isolation below: a bootstrap in
+    one (tests/api/test_access_matrix.py's `world`) wrote its server URL and token into the person's
+    real state dir. For the whole session the state lives in a temp dir too."""
+    home = tmp_path_factory.mktemp("pxhome-session")
+    names = ("PREDICTORX_HOME", "PREDICTORX_WORKSPACES_ROOT", "PREDICTORX_LOCK_DIR", "AGENTS_ROOM_DB")
+    saved = {n: os.environ.get(n) for n in names}
+    os.environ.update({"PREDICTORX_HOME": str(home / "state"), "PREDICTORX_WORKSPACES_ROOT": str(home / "workspaces"),
+                       "PREDICTORX_LOCK_DIR": str(home / "locks"), "AGENTS_ROOM_DB": str(home / "room.db")})
+    yield
+    for n, v in saved.items():
+        if v is None:
+            os.environ.pop(n, None)
+        else:
+            os.environ[n] = v
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No test ever touches the user's real state dir, workspaces root or agents-room db."""

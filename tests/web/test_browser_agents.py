@@ -104,3 +104,31 @@ def test_an_agent_with_runs_is_archived_and_its_runs_keep_their_history(page, li
     page.locator("#archived-agents summary").click()
     page.get_by_role("button", name="Restore bot").click()
     expect(page.locator("#agents tr[data-agent=bot]")).to_have_count(1)
+
+
+def test_the_form_offers_what_your_daemons_can_run_and_a_stuck_task_says_why(page, live, axe):
+    """Issue 26 §2: the only daemon offers `command`, so the form preselects it and shows claude
+    disabled with how to install it; an agent none of whose daemons is online is marked, and its
+    queued task says which daemon is missing."""
+    live.register_local_daemon(providers=("command",))
+    live.post("/api/agents", {"name": "needs-gemini", "provider": "gemini"})
+    issue = live.post("/api/issues", {"title": "Never starts", "assignee": "needs-gemini"})
+    page.goto("/agents")
+    page.locator("#new-agent-button").click()
+    form = page.locator("#new-agent")
+    provider = form.locator("select[name=provider]")
+    expect(provider).to_have_value("command")
+    expect(form.locator("option[value=claude]")).to_be_disabled()
+    expect(form.locator("option[value=claude]")).to_contain_text("not on your daemons")
+    expect(form.locator("#provider-why")).to_contain_text("npm install -g @anthropic-ai/claude-code")
+    expect(form.locator("#provider-why")).not_to_contain_text("No daemon of yours is online")
+    row = page.locator("#agents tr[data-agent=needs-gemini]")
+    expect(row).to_contain_text("cannot run now")
+    expect(row).to_contain_text("npm install -g @google/gemini-cli")
+    assert not axe(page)
+    task = live.get(f"/api/issues/{issue['number']}/runs")[0]
+    page.goto(f"/tasks/{task['id']}")
+    expect(page.locator("#wait-reason")).to_contain_text("Not started.")
+    expect(page.locator("#wait-reason")).to_contain_text("has gemini")
+    page.goto(f"/issues/{issue['number']}")
+    expect(page.locator(f"li[data-task-id='{task['id']}'] .reason.wait")).to_contain_text("has gemini")

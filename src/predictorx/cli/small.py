@@ -118,6 +118,8 @@ def agent_create(
                                        "permissions": permissions})
     if not a.get("sandbox", True):
         typer.echo(unconfined.agent_warning(a["name"]), err=True)
+    if a.get("cannot_run"):  # saved, but say now that its work would wait (issue 26 §2)
+        typer.echo(f"note: {a['name']} cannot run yet: {a['cannot_run']}", err=True)
     if output == Output.json:
         record(a, [], output)
     else:

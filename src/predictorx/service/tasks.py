@@ -25,17 +25,15 @@ from ..store.schema import (
     Daemon,
     Issue,
     PullRequest,
-    Runtime,
     Task,
     TaskMessage,
     one_of,
     utcnow,
 )
-from . import budgets, claiming
+from . import budgets, claiming, runnability
 from .errors import Conflict, Forbidden, Invalid, NotFound
 from .events import emit
 from .finishing import finish_held
-from .liveness import is_online
 from .permissions import asks_or_answers
 
 #: Statuses that count toward an agent's max_concurrent_tasks.
@@ -66,7 +64,7 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
         return existing
     task = Task(workspace_id=issue.workspace_id, issue_id=issue.id, agent_id=agent.id,
                 project_id=issue.project_id, status="queued", active_key=key,
-                wait_reason=_nobody_can_run(session, agent))
+                wait_reason=runnability.agent_blocker(session, agent))
     session.add(task)
     session.flush()
     emit(session, issue.workspace_id, "task_queued", task_id=task.id, owner_id=agent.owner_id)
@@ -126,21 +124,6 @@ def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> N
 def _lock(session: Session) -> bool:
     """Row locks where they exist (PostgreSQL); SQLite's BEGIN IMMEDIATE already serialises writers."""
     return session.bind.dialect.name == "postgresql"
-
-
-def _nobody_can_run(session: Session, agent: Agent) -> str | None:
-    """Say why a queued task will not start, instead of letting it sit in silence."""
-    q = select(Daemon).join(Runtime, Runtime.daemon_id == Daemon.id).where(
-        Daemon.workspace_id == agent.workspace_id, Runtime.provider == agent.provider,
-        Daemon.owner_id == agent.owner_id)
-    if agent.runtime_id:
-        q = q.where(Runtime.id == agent.runtime_id)
-    if any(is_online(d) for d in session.scalars(q)):
-        return None
-    where = "its daemon" if agent.runtime_id else f"a daemon with a {agent.provider} runtime"
-    return (f"no online daemon can run {agent.name} yet: its owner must start {where} "
-            "(`predictorx daemon start`); an agent runs only on its owner's machines. "
-            "The task starts as soon as one connects")
 
 
 def get_task(session: Session, workspace_id: str, task_id: str, *, for_update: bool = False) -> Task:

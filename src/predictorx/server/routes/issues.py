@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi.encoders import jsonable_encoder
 
 from ...service import issues as svc
-from ...service import auth, serialize, tasks, workflow_reply
+from ...service import auth, runnability, serialize, tasks, workflow_reply
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..safejson import SafeJSONResponse
@@ -98,5 +98,7 @@ def runs(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depe
         out = []
         for t in tasks.list_for_issue(s, issue):
             agent, _ = tasks.agent_and_issue(s, t)
-            out.append(serialize.task(t, agent.name if agent else None, issue.number))
+            row = serialize.task(t, agent.name if agent else None, issue.number)
+            row["wait_reason"] = runnability.queued_reason(s, t, agent)
+            out.append(row)
         return out

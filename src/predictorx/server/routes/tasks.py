@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 from ...service import serialize
-from ...service import permissions, usage_actions
+from ...service import permissions, runnability, usage_actions
 from ...service import tasks as svc
 from ...service.errors import Forbidden
 from ..deps import Caller, get_caller, get_state, user_caller
@@ -23,7 +23,9 @@ def _visible(caller: Caller, task) -> None:
 
 def _out(s, t) -> dict:
     agent, issue = svc.agent_and_issue(s, t)
-    return serialize.task(t, agent.name if agent else None, issue.number if issue else None)
+    out = serialize.task(t, agent.name if agent else None, issue.number if issue else None)
+    out["wait_reason"] = runnability.queued_reason(s, t, agent)  # computed now: a daemon may have left
+    return out
 
 
 @router.get("")

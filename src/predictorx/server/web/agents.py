@@ -16,7 +16,7 @@ from fastapi.responses import Response
 
 from ... import unconfined
 from ...service import agents as svc
-from ...service import usage_rollup
+from ...service import runnability, usage_rollup
 from ..models import AgentCreate, AgentUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
@@ -35,19 +35,35 @@ def agents_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any
         runs = svc.run_counts(s, who.workspace_id)
         runtimes = svc.runtimes_by_provider(s, who.workspace_id)
         month = usage_rollup.this_month_by_agent(s, who.workspace_id)  # what each cost this month (issue 27)
+        mine = runnability.provider_states(s, who.workspace_id, who.caller.user_id)
+        blockers = {a.id: runnability.agent_blocker(s, a) for a in agents}
     by_id = {rt.id: (rt, d) for rt, d in runtimes}
     rows = []
     for a in agents:
         rt, daemon = by_id.get(a.runtime_id or "", (None, None))
         rows.append({"agent": a, "active": active.get(a.id, 0), "runs": runs.get(a.id, 0), "month": month.get(a.id),
                      "command": shlex.join(a.command) if a.command else "",
-                     "runs_on": f"{daemon.name} · {rt.provider}" if rt and daemon else "any daemon with " + a.provider})
+                     "runs_on": f"{daemon.name} · {rt.provider}" if rt and daemon else "any daemon with " + a.provider,
+                     "cannot_run": blockers.get(a.id)})
     choices = [{"id": rt.id, "provider": rt.provider,
                 "label": f"{d.name} · {rt.provider}{' ' + rt.version if rt.version else ''}"} for rt, d in runtimes]
     return {"viewer": who, "section": "agents", "rows": rows, "providers": svc.PROVIDERS, "runtimes": choices,
+            **_offered(mine),
             "unconfined_reach": unconfined.REACH,
             "archived": [{"agent": a, "runs": runs.get(a.id, 0)} for a in archived],
             "error": None, "error_for": None, "values": {}, **extra}
+
+
+def _offered(mine: list[runnability.ProviderState]) -> dict[str, Any]:
+    """The new-agent form's providers (issue 26 §2): once a person has a daemon, those none of
+    their daemons has are disabled, with the reason and the way to get them; one whose daemons are
+    all offline stays selectable and says so. Preselected: one a daemon of theirs runs now."""
+    any_daemon = any(p.installed for p in mine)
+    offered = [{"name": p.provider, "reason": p.reason(), "disabled": any_daemon and not p.installed,
+                "note": "" if p.runnable else (" — its daemon is offline" if p.installed else
+                                               " — not on your daemons" if any_daemon else "")} for p in mine]
+    first = next((p.provider for p in mine if p.runnable), None) or next((p.provider for p in mine if p.installed), None)
+    return {"offered": offered, "first_choice": first or "claude", "no_daemon_online": not any(p.runnable for p in mine)}
 
 
 def _command(form: Form) -> list[str] | None:

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from ...service import daemons as daemon_svc
-from ...service import permissions
+from ...service import permissions, runnability
 from ...service import issues as issue_svc
 from ...service import projects as project_svc
 from ...service import tasks as svc
@@ -54,6 +54,9 @@ def task_rows(s: Session, tasks: list[Task]) -> list[dict[str, Any]]:
     used = usage_svc.of_tasks(s, [t.id for t in tasks])  # tokens and cost, where the run reported them
     for row, t in zip(rows, tasks):
         row["usage"] = used.get(t.id)
+        # what a queued run waits for, computed now (issue 26 §2): a daemon may have gone since
+        row["waiting"] = runnability.queued_reason(s, t, agents[t.agent_id]) if t.status == "queued" \
+            else t.wait_reason
     return rows
 
 

@@ -5,6 +5,7 @@ the agent owner's own daemon carries them."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -199,3 +200,45 @@ def test_a_comment_the_agent_posts_with_its_task_token_masks_its_secrets(api):
     # A person's comment is theirs: not rewritten.
     api.post(f"/api/issues/{issue['number']}/comments", json={"body": "not-a-secret sk-person"})
     assert "sk-person" in api.get(f"/api/issues/{issue['number']}/comments").text
+
+
+ODD_SECRET = 'pa"ss\\wörd-' + uuid.uuid4().hex  # a quote, a backslash and a non-ASCII letter: JSON escapes them
+
+
+def test_whatever_the_agent_writes_with_its_task_token_has_its_secrets_masked(api):
+    """Not only comments (issue 28 §2): a handoff, a bean, a bean file imported, its issue's
+    description — any writing route a task token may call — loses the agent's secrets before it is
+    stored, whether the agent wrote the value plainly or JSON-escaped it (server/taskmasking.py)."""
+    did, daemon = _daemon(api)
+    _agent(api, "leaky", did)
+    assert _set(api, "leaky", "API_KEY", SECRET).status_code == 200
+    assert _set(api, "leaky", "DB_PASS", ODD_SECRET).status_code == 200
+    issue = api.post("/api/issues", json={"title": "Leak it", "assignee": "leaky"}).json()
+    [claimed] = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+    task_id, agent = claimed["task"]["id"], api.as_(claimed["token"])
+    n = issue["number"]
+    said = f"key {SECRET} and pass {ODD_SECRET}"
+    assert agent.post(f"/api/tasks/{task_id}/harness/handoff", json={"done": said, "next_step": said}).status_code == 200
+    made = agent.post(f"/api/issues/{n}/beans", json={"title": "Rotate " + SECRET, "body": said})
+    assert made.status_code in (200, 201), made.text
+    assert agent.post(f"/api/issues/{n}/comments", json={"body": said}).status_code == 201
+    stored = (api.get(f"/api/tasks/{task_id}/harness/handoff").text + api.get(f"/api/issues/{n}/beans").text
+              + api.get(f"/api/issues/{n}/comments").text)
+    for value in (SECRET, ODD_SECRET, json.dumps(ODD_SECRET)[1:-1], json.dumps(ODD_SECRET, ensure_ascii=False)[1:-1]):
+        assert value not in stored
+    assert stored.count("••••••") >= 6
+    # A person writing the same text is not rewritten: it is theirs.
+    api.post(f"/api/issues/{n}/comments", json={"body": f"person says {SECRET}"})
+    assert SECRET in api.get(f"/api/issues/{n}/comments").text
+
+
+def test_an_agent_without_secrets_and_a_bad_task_token_pass_through_unchanged(api):
+    did, daemon = _daemon(api)
+    _agent(api, "plain", did)
+    issue = api.post("/api/issues", json={"title": "Nothing to hide", "assignee": "plain"}).json()
+    [claimed] = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+    agent = api.as_(claimed["token"])
+    assert agent.post(f"/api/issues/{issue['number']}/comments", json={"body": "sk-not-a-secret"}).status_code == 201
+    assert "sk-not-a-secret" in api.get(f"/api/issues/{issue['number']}/comments").text
+    forged = api.as_("pxt_" + "x" * 40).post(f"/api/issues/{issue['number']}/comments", json={"body": "hi"})
+    assert forged.status_code == 401 and "token" in forged.json()["detail"]

@@ -32,6 +32,7 @@ from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
 from .streamwatch import StreamWatch
+from .taskmasking import TaskSecretMasking
 
 log = logging.getLogger("predictorx.server")
 
@@ -159,6 +160,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
                   description="Coding-agent CLIs as teammates: projects, issues, agents, daemons, tasks.")
     # Outermost last: every answer gets the headers; forgery is refused before a body is read;
     # bodies are bounded and valid text before anything parses or authenticates them (R-SEC-7).
+    app.add_middleware(TaskSecretMasking)  # an agent's own writes lose its secrets (issue 28 §2)
     app.add_middleware(BodyGuard, max_bytes=max_body_bytes())  # a wrong setting fails here, at start
     app.add_middleware(OriginGuard)
     app.add_middleware(SecurityHeaders)

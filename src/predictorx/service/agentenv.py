@@ -22,7 +22,6 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..secretmask import Masker
 from ..store.schema import Agent, Daemon, EnvGrant, EnvVar, new_id
 from . import audit, secretbox, tasks
 from .errors import Forbidden, Invalid, NotFound
@@ -239,13 +238,12 @@ def revoke(session: Session, agent: Agent, *, actor_id: str | None, role: str | 
 
 # -- the claim --------------------------------------------------------------------------------------
 
-def mask_for_agent(session: Session, agent_id: str | None, text: str) -> str:
-    """`text` an agent wrote through the API with its task token (a comment), its secrets masked:
-    the daemon masks what it uploads, this what the agent sends itself. No query for an agent
-    without variables."""
+def secret_values(session: Session, agent_id: str | None) -> list[str]:
+    """The values of the secrets a run of `agent_id` receives (its own and those granted to it),
+    for masking what the agent sends back; none without a query for an agent with no variables."""
     agent = session.get(Agent, agent_id) if agent_id else None
     if agent is None or not agent.env_count:
-        return text
+        return []
     rows = list(session.scalars(select(EnvVar).where(EnvVar.agent_id == agent.id, EnvVar.secret.is_(True))))
     rows += session.scalars(select(EnvVar).join(EnvGrant, EnvGrant.env_var_id == EnvVar.id)
                             .where(EnvGrant.agent_id == agent.id, EnvVar.secret.is_(True)))
@@ -255,7 +253,7 @@ def mask_for_agent(session: Session, agent_id: str | None, text: str) -> str:
             values.append(secretbox.unseal_from(row, "value_sealed"))
         except secretbox.SecretError:
             continue  # (cannot be opened here: its runs are refused, so it never reached the agent)
-    return Masker(values).text(text)
+    return values
 
 
 def with_env(session: Session, daemon_id: str | None, claimed: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from .. import richtext
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
-from . import agentenv, issue_hooks, mentions, tasks
+from . import issue_hooks, mentions, tasks
 from .agents import find_agent
 from .auth import Principal, may_act_on_issue
 from .errors import Forbidden, Invalid, NotFound
@@ -170,8 +170,6 @@ def board_column(session: Session, workspace_id: str, status: str, *, offset: in
 def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, author_id: str | None) -> Comment:
     if not body.strip():
         raise Invalid("a comment needs a body")
-    if author_type == "agent":  # an agent's own comment (its task token): its secrets masked
-        body = agentenv.mask_for_agent(session, author_id, body)
     # Rendered here, once (issue 29 §5): pages paste it, and never render Markdown on a view.
     names = list(session.scalars(select(Agent.name).where(Agent.workspace_id == issue.workspace_id,
                                                           Agent.archived_at.is_(None))))

@@ -49,3 +49,18 @@ def test_secrets_from_stdin_or_a_variable_never_printed(px, monkeypatch):
     assert code == 0 and len(json.loads(out)) == 2
     code, out, _ = px("audit", "--actor", "owner")
     assert code == 0 and "secret.set" in out
+
+
+def test_the_retention_is_shown_and_set_from_the_cli(px):
+    code, out, err = px("audit", "retention")
+    assert code == 0 and "kept 365 days (the server's default" in out, err
+    code, out, err = px("audit", "retention", "5")
+    assert code != 0 and "at least 30 days" in err
+    code, out, _ = px("audit", "retention", "45")
+    assert code == 0 and "kept 45 days (this workspace's setting" in out
+    code, out, _ = px("audit", "--action", "audit")
+    assert code == 0 and "audit.retention" in out
+    code, out, _ = px("audit", "retention", "--server-default")
+    assert code == 0 and "the server's default" in out
+    code, _, err = px("audit", "retention", "45", "--server-default")
+    assert code == 2 and "not both" in err

@@ -22,7 +22,12 @@ COLUMNS = [("at", "WHEN"), ("actor", "WHO"), ("action", "WHAT"), ("target", "TAR
            ("detail", "DETAIL")]
 
 
-def audit(since: Optional[str] = typer.Option(None, "--since", help="Only events at or after this ISO time "
+audit_app = typer.Typer(help="The workspace's audit log (owners and admins).")
+
+
+@audit_app.callback(invoke_without_command=True)
+def audit(ctx: typer.Context,
+          since: Optional[str] = typer.Option(None, "--since", help="Only events at or after this ISO time "
                                               "(e.g. 2026-12-01 or 2026-12-01T09:00:00Z)."),
           actor: Optional[str] = typer.Option(None, "--actor", help="Only this member's (name or user id)."),
           action: Optional[str] = typer.Option(None, "--action", help="Only this action or family, e.g. secret."),
@@ -31,7 +36,10 @@ def audit(since: Optional[str] = typer.Option(None, "--since", help="Only events
           output: AuditOutput = typer.Option(AuditOutput.table, "--output", "-o",
                                              help="table, json, or jsonl (JSON Lines: the export)")) -> None:
     """Who did what, when, from where: sign-ins, tokens, members and roles, forges, secrets,
-    agent sandboxes, merges (owners and admins)."""
+    agent sandboxes, merges (owners and admins). `predictorx audit retention` shows or sets how
+    long they are kept."""
+    if ctx.invoked_subcommand is not None:
+        return
     params: dict[str, Any] = {k: v for k, v in (("since", since), ("actor", actor), ("action", action)) if v}
     events: list[dict[str, Any]] = []
     before = None
@@ -49,5 +57,22 @@ def audit(since: Optional[str] = typer.Option(None, "--since", help="Only events
     table(events, COLUMNS, Output(output.value), "no audit events")
 
 
+@audit_app.command("retention")
+def retention(days: Optional[int] = typer.Argument(None, min=0, help="Keep events this many days (0: for ever)."),
+              server_default: bool = typer.Option(False, "--server-default",
+                                                  help="Use the server's retention again.")) -> None:
+    """Show how long this workspace's events are kept, or (owners) set it."""
+    if days is not None and server_default:
+        typer.echo("give either a number of days or --server-default, not both", err=True)
+        raise typer.Exit(2)
+    if days is None and not server_default:
+        r = Client().get("/api/audit/retention")
+    else:
+        r = Client().put("/api/audit/retention", {"days": days})
+    kept = f"{r['days']} days" if r["days"] else "for ever"
+    whose = "this workspace's setting" if r["source"] == "workspace" else "the server's default"
+    typer.echo(f"Audit events are kept {kept} ({whose}; at least {r['minimum_days']} days may be set).")
+
+
 def register(root: typer.Typer) -> None:
-    root.command("audit")(audit)
+    root.add_typer(audit_app, name="audit")

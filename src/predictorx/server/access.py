@@ -150,6 +150,8 @@ ACCESS: dict[str, Rule] = {
     # the audit log (issue 28 §4)
     "GET /api/audit":                                    ADMIN,
     "GET /api/audit/export":                             ADMIN,
+    "GET /api/audit/retention":                          ADMIN,
+    "PUT /api/audit/retention":                          OWNER,
     # tasks
     "GET /api/tasks":                                    MEMBER,
     "GET /api/tasks/{task_id}":                          MEMBER_DAEMON_TASK,
@@ -279,6 +281,7 @@ ACCESS: dict[str, Rule] = {
     "POST /agents/{agent_id}/grants":                    ADMIN,
     "POST /agents/{agent_id}/grants/{name}/remove":      ADMIN,
     "GET /audit":                                        ADMIN,
+    "POST /audit/retention":                             OWNER,
     "GET /daemons":                                      MEMBER,
     "GET /waiting":                                      MEMBER,
     "GET /waiting/list":                                 MEMBER,

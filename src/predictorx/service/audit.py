@@ -5,7 +5,9 @@ the change it records: the change and its record commit together or not at all, 
 action writes exactly one row. A record holds who (the actor's id and their name then), what (an
 action from ACTIONS, a target, a small `detail` — names and roles, never a secret's value), when
 and from which address. Rows are never changed (a trigger refuses an UPDATE, migration 0022); only
-the retention (`prune`, run by the sweeper) deletes rows older than PREDICTORX_AUDIT_RETENTION_DAYS.
+the retention (`prune`, run hourly by the server) deletes rows older than the workspace's retention
+(its owners set it, never below PREDICTORX_AUDIT_RETENTION_MIN_DAYS) or the server's
+PREDICTORX_AUDIT_RETENTION_DAYS; a person's sign-ins, which belong to no workspace, by the server's.
 
 Owners and admins read their workspace's events: those recorded in it, and the sign-ins of its
 members (a sign-in belongs to a person, not to one workspace). Paged newest first by id.
@@ -22,7 +24,7 @@ from typing import Any
 from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
-from ..store.schema import AuditEvent, Member, User, utcnow
+from ..store.schema import AuditEvent, Member, User, Workspace, utcnow
 from .errors import Forbidden, Invalid
 
 #: What is recorded, one name per audited action (docs/security.md lists them).
@@ -31,10 +33,14 @@ ACTIONS = frozenset({
     "member.add", "member.role", "member.remove",
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
-    "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove",
+    "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention",
 })
 RETENTION_ENV = "PREDICTORX_AUDIT_RETENTION_DAYS"
 DEFAULT_RETENTION_DAYS = 365
+#: The shortest retention a workspace owner may set: an owner cannot erase last month's record of
+#: what they did by shortening it to a day (the server's operator sets this floor).
+MIN_RETENTION_ENV = "PREDICTORX_AUDIT_RETENTION_MIN_DAYS"
+DEFAULT_MIN_RETENTION_DAYS = 30
 PAGE_MAX = 500
 _DETAIL_MAX = 4000
 
@@ -122,30 +128,75 @@ def describe(event: AuditEvent) -> dict[str, Any]:
             "target": event.target, "detail": event.detail, "address": event.address}
 
 
-def retention_days() -> int | None:
-    """PREDICTORX_AUDIT_RETENTION_DAYS (default 365); 0 keeps every event for ever."""
-    raw = os.environ.get(RETENTION_ENV, "").strip()
+def _env_days(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
     try:
-        days = int(raw) if raw else DEFAULT_RETENTION_DAYS
+        return int(raw) if raw else default
     except ValueError:
-        days = DEFAULT_RETENTION_DAYS
+        return default
+
+
+def retention_days() -> int | None:
+    """The server's retention: PREDICTORX_AUDIT_RETENTION_DAYS (default 365); 0 keeps every event."""
+    days = _env_days(RETENTION_ENV, DEFAULT_RETENTION_DAYS)
     return days if days > 0 else None
 
 
-def _cutoff(now: datetime | None) -> datetime | None:
-    days = retention_days()
-    return None if days is None else (now or utcnow()) - timedelta(days=days)
+def minimum_days() -> int:
+    return max(1, _env_days(MIN_RETENTION_ENV, DEFAULT_MIN_RETENTION_DAYS))
+
+
+def retention_of(session: Session, workspace_id: str) -> dict[str, Any]:
+    """A workspace's retention as people read it: days (None = for ever), whose setting it is,
+    the server's default and the shortest an owner may set."""
+    own = session.scalar(select(Workspace.audit_retention_days).where(Workspace.id == workspace_id))
+    server = retention_days()
+    days = server if own is None else (own or None)
+    return {"days": days, "source": "server" if own is None else "workspace", "server_days": server,
+            "minimum_days": minimum_days()}
+
+
+def set_retention(session: Session, workspace_id: str, days: int | None, *, role: str | None,
+                  actor_id: str | None, address: str | None = None) -> dict[str, Any]:
+    """Owners set their workspace's retention: `days` ≥ the minimum, 0 for ever, None the server's."""
+    if role != "owner":
+        raise Forbidden("only a workspace owner sets how long the audit log is kept")
+    floor = minimum_days()
+    if days is not None and (days < 0 or 0 < days < floor):
+        raise Invalid(f"the audit log is kept at least {floor} days on this server; give {floor} or more, "
+                      "0 to keep every event, or nothing for the server's default")
+    ws = session.get(Workspace, workspace_id)
+    if ws is None:
+        raise Invalid("no such workspace")
+    before = ws.audit_retention_days
+    ws.audit_retention_days = days
+    record(session, workspace_id=workspace_id, actor_id=actor_id, action="audit.retention",
+           target="audit log", detail={"from": before, "to": days}, address=address)
+    return retention_of(session, workspace_id)
+
+
+def _expired(session: Session, now: datetime | None) -> list[Any]:
+    """Conditions for the rows past their retention: each overriding workspace's own, the
+    server's for the rest (and for sign-ins, which belong to no workspace)."""
+    now = now or utcnow()
+    conditions = []
+    server = retention_days()
+    if server is not None:
+        overridden = select(Workspace.id).where(Workspace.audit_retention_days.is_not(None))
+        conditions.append(and_(AuditEvent.at < now - timedelta(days=server),
+                               or_(AuditEvent.workspace_id.is_(None), AuditEvent.workspace_id.not_in(overridden))))
+    for ws_id, days in session.execute(select(Workspace.id, Workspace.audit_retention_days)
+                                       .where(Workspace.audit_retention_days > 0)).all():
+        conditions.append(and_(AuditEvent.workspace_id == ws_id, AuditEvent.at < now - timedelta(days=days or 0)))
+    return conditions
 
 
 def prune_due(session: Session, *, now: datetime | None = None) -> bool:
     """Whether `prune` has anything to delete (a read: an idle server writes nothing)."""
-    cutoff = _cutoff(now)
-    return cutoff is not None and session.scalar(select(AuditEvent.id).where(AuditEvent.at < cutoff).limit(1)) is not None
+    return any(session.scalar(select(AuditEvent.id).where(c).limit(1)) is not None for c in _expired(session, now))
 
 
 def prune(session: Session, *, now: datetime | None = None) -> int:
-    """Delete events older than the retention; how many."""
-    cutoff = _cutoff(now)
-    if cutoff is None:
-        return 0
-    return getattr(session.execute(delete(AuditEvent).where(AuditEvent.at < cutoff)), "rowcount", 0) or 0
+    """Delete events older than their retention; how many."""
+    return sum(getattr(session.execute(delete(AuditEvent).where(c)), "rowcount", 0) or 0
+               for c in _expired(session, now))

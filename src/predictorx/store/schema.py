@@ -81,6 +81,8 @@ class Workspace(Base):
     repos: Mapped[list] = mapped_column(JSON, default=list)
     issue_counter: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
+    # The audit log's retention in days for this workspace (service/audit.py): None = the server's.
+    audit_retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class User(Base):

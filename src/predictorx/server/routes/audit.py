@@ -7,6 +7,7 @@ from datetime import datetime
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...service import audit
 from ..deps import Caller, get_state, user_caller
@@ -38,3 +39,23 @@ def audit_export(since: datetime | None = Query(default=None),
                                   since=since, actor=actor))
     return StreamingResponse(iter(lines), media_type="application/x-ndjson",
                              headers={"Content-Disposition": 'attachment; filename="audit.jsonl"'})
+
+
+class RetentionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    days: int | None = Field(default=None, ge=0, le=36_500,
+                             description="days to keep events (0: for ever; null: the server's default)")
+
+
+@router.get("/audit/retention")
+def retention(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.read() as s:
+        audit.require_reader(caller.principal.role_in(caller.workspace_id))
+        return audit.retention_of(s, caller.workspace_id)
+
+
+@router.put("/audit/retention")
+def set_retention(body: RetentionIn, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    with state.write() as s:
+        return audit.set_retention(s, caller.workspace_id, body.days, role=caller.principal.role_in(caller.workspace_id),
+                                   actor_id=caller.user_id, address=caller.address)

@@ -1,16 +1,15 @@
-"""An agent's settings → Variables and secrets (issue 28 §2), and Settings → Audit log (§4):
-the same use cases as `/api/agents/{ref}/env`, `/api/agents/{ref}/grants` and `/api/audit`
-(service/agentenv.py, service/audit.py). A value typed into the form is never sent back to the
-browser, not even with an error."""
+"""An agent's settings → Variables and secrets (issue 28 §2): the same use cases as
+`/api/agents/{ref}/env` and `/api/agents/{ref}/grants` (service/agentenv.py). A value typed into
+the form is never sent back to the browser, not even with an error."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from ...service import agentenv, audit
+from ...service import agentenv
 from ...service import agents as agent_svc
 from ..models import EnvVarIn
 from .forms import FORM_ERRORS, Form, message_of, read_form, status_of
@@ -97,17 +96,3 @@ async def revoke(request: Request, agent_id: str, name: str, who: Viewer = Depen
             agentenv.revoke(s, agent, actor_id=who.caller.user_id, role=_role(who), name=name,
                             address=who.caller.address)
     return await _act(request, who, agent_id, work)
-
-
-@router.get("/audit")
-async def audit_page(request: Request, before: int | None = Query(default=None, ge=1, le=2**62),
-                     actor: str | None = Query(default=None, max_length=500),
-                     action: str | None = Query(default=None, max_length=60),
-                     who: Viewer = Depends(viewer)) -> Response:
-    def load() -> dict[str, Any]:
-        with request.app.state.px.read() as s:
-            rows, more = audit.page(s, who.workspace_id, role=_role(who), actor=actor or None,
-                                    action=action or None, before=before, limit=100)
-            return {"viewer": who, "section": "audit", "events": [audit.describe(r) for r in rows],
-                    "next_before": more, "actor": actor or "", "action": action or ""}
-    return html("audit.html", await in_page_thread(load))

@@ -55,3 +55,17 @@ def test_a_budget_hold_keeps_its_reason_beside_the_missing_daemon(api):
         s.get(Task, run["id"]).wait_reason = "hard budget reached: agent o1"
     said = api.get(f"/api/issues/{issue['number']}/runs").json()[0]["wait_reason"]
     assert said.startswith("hard budget reached: agent o1; ") and "has opencode" in said
+
+
+def test_an_agents_ask_timeout_is_checked_and_kept(api):
+    """Issue 25 §2: an `ask` agent's own wait for a person (its daemon uses it: tests/e2e/test_acp_agent.py)."""
+    _daemon(api, ("acp",))
+    made = api.post("/api/agents", json={"name": "asker", "provider": "acp", "command": ["peer"],
+                                         "permissions": "ask", "ask_timeout_s": 45})
+    assert made.status_code == 201 and made.json()["ask_timeout_s"] == 45
+    assert api.post("/api/agents", json={"name": "x", "provider": "acp", "command": ["p"],
+                                         "ask_timeout_s": 5}).status_code == 422
+    short = api.patch("/api/agents/asker", json={"ask_timeout_s": 3})
+    assert short.status_code == 422 and "from 10 to 86400" in short.json()["detail"]
+    assert api.patch("/api/agents/asker", json={"instructions": "x"}).json()["ask_timeout_s"] == 45  # kept
+    assert api.patch("/api/agents/asker", json={"ask_timeout_s": 0}).json()["ask_timeout_s"] is None

@@ -11,10 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from .harness import wait_until
+from .harness import Server, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux-only")
 PEER = [sys.executable, str(Path(__file__).resolve().parents[1] / "agents" / "acp_peer.py")]
+
+
+@pytest.fixture
+def server(tmp_path, database_url):
+    """Nothing here tests the sweep: 30 s of liveness, not the harness's 3 s, so a daemon slowed by
+    a loaded machine (load 22 seen) is not swept as lost mid-run."""
+    s = Server(tmp_path / "server-home", database_url, PREDICTORX_DAEMON_TIMEOUT="30")
+    yield s
+    s.stop()
 
 
 def test_a_workspace_acp_agent_runs_with_its_policy_and_mcp_servers(server, start_daemon):
@@ -27,7 +36,7 @@ def test_a_workspace_acp_agent_runs_with_its_policy_and_mcp_servers(server, star
 
     issue = server.api("POST", "/api/issues", {"title": "PEER_MCP please", "assignee": "peer"})
     task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
-    assert task["status"] == "completed", task
+    assert task["status"] == "completed", task.get("failure_reason")
     msgs = server.api("GET", f"/api/tasks/{task['id']}/messages")
     said = "".join(m["content"].get("text", "") for m in msgs if m["kind"] == "text")
     assert sorted(said.split("mcp=")[1].split()[0].split(",")) == ["agents-room", "predictorx"], said
@@ -67,7 +76,7 @@ def test_ask_a_person_answers_with_the_cli(server, start_daemon):
     done = server.cli("task", "answer", run["id"], "always")
     assert "Answered always" in done.stdout
     task = server.wait_task(run["id"])
-    assert task["status"] == "completed", task
+    assert task["status"] == "completed", task.get("failure_reason")
     msgs = server.api("GET", f"/api/tasks/{run['id']}/messages")
     answer = next(m["content"] for m in msgs if m["content"].get("event") == "permission_answer")
     assert answer["choice"] == "always" and answer["request_id"] == asked["request_id"]
@@ -95,10 +104,31 @@ def test_an_acp_agents_own_mcp_server_gets_its_secret_and_the_message_masks_it(s
     assert added.returncode == 0, added.stderr
     issue = server.api("POST", "/api/issues", {"title": "PEER_MCP PEER_MCP_ENV please", "assignee": "peer"})
     task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"])
-    assert task["status"] == "completed", task
+    assert task["status"] == "completed", task.get("failure_reason")
     said = "".join(m["content"].get("text", "") for m in server.api("GET", f"/api/tasks/{task['id']}/messages")
                    if m["kind"] == "text")
     assert sorted(said.split("mcp=")[1].split()[0].split(",")) == ["agents-room", "db", "predictorx"], said
     assert f"db:DB_PASSWORD={hashlib.sha256(secret.encode()).hexdigest()}" in said
     assert f"db:MODE={hashlib.sha256(b'ro').hexdigest()}" in said
     assert secret not in said and MASK in said.split("raw=")[1]
+
+
+def test_an_unanswered_question_is_denied_after_the_agents_own_timeout(server, start_daemon):
+    """The daemon's default wait is ten minutes; this agent's is ten seconds (issue 25 §2): its
+    question is answered deny by then, recorded, and the run goes on."""
+    start_daemon(PREDICTORX_ASK_TIMEOUT_S="3600")
+    made = server.cli("agent", "create", "--name", "hasty", "--provider", "acp", "--acp-command", shlex.join(PEER),
+                      "--permissions", "ask", "--ask-timeout", "10")
+    assert made.returncode == 0, made.stderr
+    assert server.api("GET", "/api/agents/hasty")["ask_timeout_s"] == 10
+    issue = server.api("POST", "/api/issues", {"title": "Ask me", "assignee": "hasty"})
+    task = server.wait_task(wait_until(lambda: server.runs(issue["number"]), what="a task")[0]["id"], timeout=180)
+    assert task["status"] == "completed", task.get("failure_reason")
+    msgs = server.api("GET", f"/api/tasks/{task['id']}/messages")
+    timed_out = next(m["content"] for m in msgs if m["content"].get("event") == "permission_timeout")
+    assert timed_out["choice"] == "no" and "within 10 s" in timed_out["message"]
+    assert next(m["content"] for m in msgs if m["kind"] == "tool_result")["is_error"] is True
+    too_short = server.cli("agent", "update", "hasty", "--ask-timeout", "3", check=False)
+    assert too_short.returncode != 0 and "10 to 86400" in too_short.stderr and "Traceback" not in too_short.stderr
+    assert server.cli("agent", "update", "hasty", "--ask-timeout", "0").returncode == 0
+    assert server.api("GET", "/api/agents/hasty")["ask_timeout_s"] is None

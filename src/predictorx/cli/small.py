@@ -60,6 +60,8 @@ def _network_mode(value: str) -> str:
 PERMISSIONS_HELP = ("acp provider: how its permission requests are answered: allow (its allow option), "
                     "deny (its reject option) or ask (a person picks on the run's page, in Waiting for you, or "
                     "with `predictorx task answer`); each answer is in the task's messages.")
+ASK_TIMEOUT_HELP = ("--permissions ask: seconds a question waits for a person before it is answered deny "
+                    "(10 to 86400; default: the daemon's PREDICTORX_ASK_TIMEOUT_S, 600).")
 ACP_COMMAND_HELP = "acp provider: the command that starts the agent's ACP server on stdio ('gemini --experimental-acp')."
 ACP_PROFILE_HELP = ("acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp, qwen, "
                     "kilo, copilot).")
@@ -100,6 +102,7 @@ def agent_create(
     acp_command: Optional[str] = typer.Option(None, "--acp-command", help=ACP_COMMAND_HELP),
     acp_profile: Optional[str] = typer.Option(None, "--acp-profile", help=ACP_PROFILE_HELP),
     permissions: str = typer.Option("allow", "--permissions", help=PERMISSIONS_HELP),
+    ask_timeout: Optional[int] = typer.Option(None, "--ask-timeout", help=ASK_TIMEOUT_HELP),
     instructions: str = typer.Option("", "--instructions"),
     max_concurrent_tasks: int = typer.Option(1, "--max-concurrent-tasks", min=1, max=64),
     sandbox: bool = typer.Option(True, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox (the "
@@ -115,7 +118,7 @@ def agent_create(
                                        "command": argv, "instructions": instructions,
                                        "max_concurrent_tasks": max_concurrent_tasks, "sandbox": sandbox,
                                        "network": _network_mode(network), "allow_hosts": allow_host,
-                                       "permissions": permissions})
+                                       "permissions": permissions, "ask_timeout_s": ask_timeout})
     if not a.get("sandbox", True):
         typer.echo(unconfined.agent_warning(a["name"]), err=True)
     if a.get("cannot_run"):  # saved, but say now that its work would wait (issue 26 §2)
@@ -136,6 +139,7 @@ def agent_update(
     acp_command: Optional[str] = typer.Option(None, "--acp-command", help=ACP_COMMAND_HELP),
     acp_profile: Optional[str] = typer.Option(None, "--acp-profile", help=ACP_PROFILE_HELP),
     permissions: Optional[str] = typer.Option(None, "--permissions", help=PERMISSIONS_HELP),
+    ask_timeout: Optional[int] = typer.Option(None, "--ask-timeout", help=ASK_TIMEOUT_HELP + " 0: the daemon's default."),
     instructions: Optional[str] = typer.Option(None, "--instructions"),
     max_concurrent_tasks: Optional[int] = typer.Option(None, "--max-concurrent-tasks", min=1, max=64),
     sandbox: Optional[bool] = typer.Option(None, "--sandbox/--no-sandbox", help="Run it in the bubblewrap sandbox, "
@@ -148,13 +152,13 @@ def agent_update(
     body = {"name": name, "runtime": runtime, "model": model, "instructions": instructions,
             "command": _command_argv(command, acp_command, acp_profile), "max_concurrent_tasks": max_concurrent_tasks,
             "sandbox": sandbox, "network": _network_mode(network) if network is not None else None,
-            "allow_hosts": allow_host or None, "permissions": permissions}
+            "allow_hosts": allow_host or None, "permissions": permissions, "ask_timeout_s": ask_timeout}
     body = {k: v for k, v in body.items() if v is not None}
     if body.get("runtime") == "":
         body["runtime"] = None  # any of your daemons with its provider may run it
     if not body:
         fail("nothing to change: give at least one of --name, --runtime, --model, --command, --instructions, "
-             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host, --permissions", code=2)
+             "--max-concurrent-tasks, --sandbox/--no-sandbox, --network, --allow-host, --permissions, --ask-timeout", code=2)
     a = Client().patch(f"/api/agents/{seg(ref)}", body)
     if sandbox is False:
         typer.echo(unconfined.agent_warning(a["name"]), err=True)

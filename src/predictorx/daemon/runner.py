@@ -444,7 +444,7 @@ class TaskRun:
             extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
             sandbox=plan, secrets=self.masker.secrets,
             resume_session_id=resume, permission_policy=self.agent.get("permissions"),
-            ask_person=permissionwait.asker(self.daemon.api, self.id, self.answer_bell), ask_timeout_s=permissionwait.ask_timeout_s(),
+            ask_person=permissionwait.asker(self.daemon.api, self.id, self.answer_bell), ask_timeout_s=self.agent.get("ask_timeout_s") or permissionwait.ask_timeout_s(),
         )
         ended_well = False
         try:

@@ -156,6 +156,8 @@ class AgentCreate(Strict):
     network: Literal["open", "allowlist"] = "open"
     allow_hosts: list[AllowedHost] = Field(default_factory=list, max_length=64)
     permissions: Literal["allow", "deny", "ask"] = "allow"
+    #: `ask`: seconds a question waits for a person before deny answers it (none: the daemon's default)
+    ask_timeout_s: Annotated[int, Field(ge=10, le=86_400)] | None = None
     #: Its own MCP servers (agents/mcpconfig.py checks them): stdio or HTTP, secrets only named.
     mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
@@ -172,6 +174,8 @@ class AgentUpdate(Strict):
     network: Literal["open", "allowlist"] | None = None
     allow_hosts: list[AllowedHost] | None = Field(default=None, max_length=64)
     permissions: Literal["allow", "deny", "ask"] | None = None
+    #: 0 goes back to the daemon's default
+    ask_timeout_s: Annotated[int, Field(ge=0, le=86_400)] | None = None
     mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 

@@ -64,6 +64,13 @@ def _check(name: str, provider: str, command: list[str] | None, max_concurrent_t
         raise Invalid("max_concurrent_tasks must be between 1 and 64")
 
 
+def _ask_timeout(seconds: int | None) -> int | None:
+    """An `ask` question's wait: at least 10 s (a person must have time to read it), at most a day."""
+    if seconds is not None and not 10 <= seconds <= 86_400:
+        raise Invalid(f"the ask timeout is in seconds, from 10 to 86400 (a day), not {seconds}")
+    return seconds
+
+
 def _check_permissions(permissions: str) -> None:
     if permissions not in PERMISSION_POLICIES:
         raise Invalid(f"permissions must be one of {', '.join(PERMISSION_POLICIES)}, not {permissions!r}")
@@ -91,7 +98,8 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
                  model: str | None = None, instructions: str = "", command: list[str] | None = None,
                  max_concurrent_tasks: int = 1, runtime: str | None = None, sandbox: bool = True,
                  network: str = "open", allow_hosts: list[str] | None = None, permissions: str = "allow",
-                 mcp_servers: list[dict] | None = None, address: str | None = None) -> Agent:
+                 mcp_servers: list[dict] | None = None, address: str | None = None,
+                 ask_timeout_s: int | None = None) -> Agent:
     """The creator owns the agent: it runs only on their daemons, only they edit it (R-SEC-6). An
     agent made without the sandbox is audited (`agent.sandbox`), as turning it off later is."""
     _check(name, provider, command, max_concurrent_tasks)
@@ -101,7 +109,7 @@ def create_agent(session: Session, workspace_id: str, *, owner_id: str | None, n
     agent = Agent(workspace_id=workspace_id, name=name, provider=provider, model=model, owner_id=owner_id,
                   instructions=instructions, command=command, max_concurrent_tasks=max_concurrent_tasks,
                   sandbox=bool(sandbox), network=network, allow_hosts=hosts, permissions=permissions,
-                  mcp_servers=_mcp(mcp_servers, provider) or None, runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
+                  ask_timeout_s=_ask_timeout(ask_timeout_s), mcp_servers=_mcp(mcp_servers, provider) or None, runtime_id=_runtime_for(session, workspace_id, provider, runtime, owner_id))
     session.add(agent)
     try:
         session.flush()
@@ -151,7 +159,8 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
                  command: list[str] | None | object = _UNSET, max_concurrent_tasks: int | None = None,
                  runtime: str | None | object = _UNSET, sandbox: bool | None = None, network: str | None = None,
                  allow_hosts: list[str] | None = None, permissions: str | None = None,
-                 mcp_servers: list[dict] | None | object = _UNSET, address: str | None = None) -> Agent:
+                 mcp_servers: list[dict] | None | object = _UNSET, address: str | None = None,
+                 ask_timeout_s: int | None = None) -> Agent:
     """Change what is given; runs already queued or going keep what they were claimed with.
     Only the agent's owner — the person whose machines run it — may (R-SEC-6). A change of its
     confinement (sandbox, network, allowed hosts, permissions) is audited."""
@@ -181,6 +190,8 @@ def update_agent(session: Session, agent: Agent, *, actor_id: str | None, name: 
     if permissions is not None:
         _check_permissions(permissions)
         agent.permissions = permissions
+    if ask_timeout_s is not None:  # 0: back to the daemon's default
+        agent.ask_timeout_s = _ask_timeout(ask_timeout_s) if ask_timeout_s else None
     if sandbox is not None:
         agent.sandbox = sandbox
     agent.mcp_servers = _mcp(agent.mcp_servers if mcp_servers is _UNSET else mcp_servers, new_provider) or None

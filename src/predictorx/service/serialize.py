@@ -51,6 +51,7 @@ def agent(a: s.Agent) -> dict[str, Any]:
             "max_concurrent_tasks": a.max_concurrent_tasks, "runtime_id": a.runtime_id, "sandbox": bool(a.sandbox),
             "network": a.network or "open", "allow_hosts": list(a.allow_hosts or []),
             "permissions": getattr(a, "permissions", None) or "allow",
+            "ask_timeout_s": getattr(a, "ask_timeout_s", None),
             "owner_id": a.owner_id, "env_count": getattr(a, "env_count", 0) or 0,
             "mcp_servers": list(getattr(a, "mcp_servers", None) or []),
             "created_at": _ts(a.created_at), "archived": a.archived_at is not None,

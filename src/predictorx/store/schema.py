@@ -204,6 +204,9 @@ class Agent(Base):
     #: How an ACP agent's permission requests are answered: "allow", "deny" or "ask" (agents/acp_client.py;
     #: migration 0017). The other CLIs run with their own unattended flags.
     permissions: Mapped[str] = mapped_column(String(8), default="allow", server_default="allow")
+    #: How long an `ask` question waits for a person before the policy's default (deny) answers
+    #: it, in seconds; None: the daemon's PREDICTORX_ASK_TIMEOUT_S (migration 0030).
+    ask_timeout_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
     #: How many variables its runs are given (its own, plus workspace secrets granted to it):
     #: the claim reads them only for an agent that has some (service/agentenv.py; migration 0022).
     env_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

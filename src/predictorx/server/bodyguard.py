@@ -169,10 +169,10 @@ class BodyGuard:
             if problem:
                 await _answer(scope, send, 400, problem)
                 return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay_body(body, receive), send)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     """The body once, then whatever the client sends next (a disconnect)."""
     sent = False
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..secretmask import Masker
 from ..service import agentenv, auth
 from ..service.errors import ClientError
+from .bodyguard import replay_body
 from .deps import PRINCIPAL_KEY
 
 _WRITES = frozenset({"POST", "PUT", "PATCH"})
@@ -76,16 +77,7 @@ class TaskSecretMasking:
         masked = Masker(_forms(secrets)).data(body)
         headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
         headers.append((b"content-length", str(len(masked)).encode()))
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": masked, "more_body": False}
-            return await receive()  # (a disconnect, once the route waits for one)
-
-        await self.app({**scope, "headers": headers}, replay, send)
+        await self.app({**scope, "headers": headers}, replay_body(masked, receive), send)
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -72,7 +72,7 @@ def rotate_url(tx: Transactions, workspace_id: str, ref: str, user_id: str | Non
     with tx.write() as s:
         row = svc.get(s, workspace_id, ref)
         secret = svc.new_hook(row)
-        _audit(s, row, "rotate-url", user_id, address)
+        _audit(s, row, "rotate_url", user_id, address)
         out = svc.describe(s, row, base_url=base_url)
         out["signing_secret"] = secret
         return out

@@ -41,13 +41,8 @@ class Scheduler:
         with self.state.read() as s:
             due = autopilot_schedule.due(s, now)
             running = autopilot_firing.has_running(s)
-        for autopilot_id in due:
-            try:
-                with self.state.write() as s:
-                    if autopilot_schedule.fire_due(s, autopilot_id, now):
-                        self.fired += 1
-            except Exception:  # one autopilot's bad moment must not stop the others
-                log.exception("autopilot %s: the due slot could not be fired", autopilot_id)
+        if due:
+            self._fire(due, now)
         if running:
             with self.state.write() as s:
                 autopilot_firing.settle(s)
@@ -58,6 +53,18 @@ class Scheduler:
         if running:
             wait = min(wait, 5.0)  # a run's end is not announced here: look again soon
         return wait
+
+    def _fire(self, due: list[str], now: datetime) -> None:
+        """All that is due in one transaction (one commit, not one per autopilot: they are often due
+        at the same second), in the same order on every replica (no lock-order deadlock). A
+        refusal is one firing's failure, recorded inside; anything else rolls the batch back and
+        the next tick tries again."""
+        try:
+            with self.state.write() as s:
+                fired = sum(1 for autopilot_id in due if autopilot_schedule.fire_due(s, autopilot_id, now))
+            self.fired += fired
+        except Exception:  # the scheduler must outlive a bad moment
+            log.exception("autopilots %s: the due slots could not be fired", ", ".join(due))
 
     async def run(self) -> None:
         self.state.hub.on_notice(CHANGED, self.wake)

@@ -2,10 +2,10 @@
 it, start the workflow, and keep it in the history; and what its run's end means for the
 autopilot (consecutive failures pause it and tell its owner).
 
-The claim is the firing row itself: (autopilot, slot) is unique, and it is inserted first, in a
-savepoint. Two server replicas firing the same due time race on that insert; on PostgreSQL the
-second insert waits for the first transaction and then fails on the unique index, on SQLite the
-write transactions are serialised — either way the slot fires once, durably (a restarted replica
+The claim is the firing row itself: (autopilot, slot) is unique, and it is inserted first, with
+ON CONFLICT DO NOTHING. Two server replicas firing the same due time race on that insert; on
+PostgreSQL the second insert waits for the first transaction and then inserts nothing, on SQLite
+the write transactions are serialised — either way the slot fires once, durably (a restarted replica
 finds the row), on both databases, with no lock held between transactions. (A PostgreSQL advisory
 lock would serialise the replicas too, but guards only while held: it would still need a record
 of fired slots, which is this row.)
@@ -18,12 +18,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from ..errors import ClientError
 from ..store.autopilot_schema import Autopilot, AutopilotFiring
-from ..store.schema import Task, utcnow
+from ..store.schema import Task, new_id, utcnow
 from . import audit
 from . import autopilot_payload as payload
 from . import autopilots, issues, tasks
@@ -36,17 +37,19 @@ ENDED = ("completed", "failed", "cancelled")
 def claim(session: Session, row: Autopilot, *, slot: str, trigger: str, due_at: datetime | None,
           payload_text: str | None = None, replay_of: str | None = None,
           now: datetime | None = None) -> AutopilotFiring | None:
-    """The firing row for `slot`, or None: the slot was fired already (by this or another replica)."""
-    firing = AutopilotFiring(autopilot_id=row.id, workspace_id=row.workspace_id, slot=slot[:220], trigger=trigger,
-                             due_at=due_at, fired_at=now or utcnow(), outcome="running", payload=payload_text,
-                             replay_of=replay_of)
-    try:
-        with session.begin_nested():
-            session.add(firing)
-            session.flush()
-    except IntegrityError:
+    """The firing row for `slot`, or None: the slot was fired already (by this or another replica).
+    One `INSERT … ON CONFLICT DO NOTHING` (SQLite and PostgreSQL alike): no savepoint, and on
+    PostgreSQL it waits for another transaction inserting the same slot, then does nothing."""
+    values = {"id": new_id(), "autopilot_id": row.id, "workspace_id": row.workspace_id, "slot": slot[:220],
+              "trigger": trigger, "due_at": due_at, "fired_at": now or utcnow(), "outcome": "running",
+              "payload": payload_text, "replay_of": replay_of}
+    dialect_insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    table = AutopilotFiring.__table__
+    statement = dialect_insert(table).values(**values).on_conflict_do_nothing(
+        index_elements=["autopilot_id", "slot"]).returning(table.c.id)
+    if session.execute(statement).first() is None:  # (psycopg's rowcount here is -1: RETURNING says)
         return None
-    return firing
+    return session.get(AutopilotFiring, values["id"])
 
 
 def fire(session: Session, row: Autopilot, firing: AutopilotFiring) -> AutopilotFiring:

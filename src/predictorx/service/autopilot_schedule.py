@@ -19,7 +19,7 @@ def _enabled():
 
 def due(session: Session, now: datetime) -> list[str]:
     return list(session.scalars(select(Autopilot.id).where(*_enabled(), Autopilot.next_due_at <= now)
-                                .order_by(Autopilot.next_due_at)))
+                                .order_by(Autopilot.next_due_at, Autopilot.id)))
 
 
 def next_due_at(session: Session) -> datetime | None:

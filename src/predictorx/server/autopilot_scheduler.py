@@ -61,7 +61,8 @@ class Scheduler:
         the next tick tries again."""
         try:
             with self.state.write() as s:
-                fired = sum(1 for autopilot_id in due if autopilot_schedule.fire_due(s, autopilot_id, now))
+                fired = sum(1 for autopilot_id in due
+                            if autopilot_schedule.fire_due(s, autopilot_id, now, fired_at=self.clock.now()))
             self.fired += fired
         except Exception:  # the scheduler must outlive a bad moment
             log.exception("autopilots %s: the due slots could not be fired", ", ".join(due))

@@ -26,9 +26,10 @@ def next_due_at(session: Session) -> datetime | None:
     return session.scalar(select(func.min(Autopilot.next_due_at)).where(*_enabled()))
 
 
-def fire_due(session: Session, autopilot_id: str, now: datetime) -> str | None:
-    """Fire the autopilot's due slot if it is still due and nobody fired it: the firing's id, or
-    None. Due times that all passed while no server ran fire once, for the latest of them."""
+def fire_due(session: Session, autopilot_id: str, now: datetime, fired_at: datetime | None = None) -> str | None:
+    """Fire the autopilot's due slot if it is still due at `now` and nobody fired it: the firing's
+    id, or None. Due times that all passed while no server ran fire once, for the latest of them.
+    `fired_at`: the clock as this firing starts (later than `now` for the last of a batch)."""
     row = session.get(Autopilot, autopilot_id)
     if row is None or row.paused or not row.cron or row.next_due_at is None or row.next_due_at > now:
         return None
@@ -36,7 +37,7 @@ def fire_due(session: Session, autopilot_id: str, now: datetime) -> str | None:
     first_missed = row.next_due_at if slot_due != row.next_due_at else None
     row.next_due_at = cron.next_due(row.cron, row.timezone, slot_due)
     claimed = firing.claim(session, row, slot=f"cron:{slot_due.isoformat()}", trigger="cron", due_at=slot_due,
-                           now=now)
+                           now=fired_at or now)
     if claimed is None:
         return None  # another replica fired it (and moved next_due_at the same way)
     firing.fire(session, row, claimed)

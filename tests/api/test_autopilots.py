@@ -67,6 +67,7 @@ def test_a_signed_delivery_fires_once_and_nothing_else_changes_anything(api):
     assert _deliver(api, url, hostile, secret="whsec_not-it").status_code == 403
     assert _deliver(api, url.rsplit("/", 1)[0] + "/no-such-hook", hostile, secret=secret).status_code == 404
     assert _deliver(api, url, b"not json", secret=secret).status_code == 400
+    assert _deliver(api, url, json.dumps(hostile).encode("utf-16"), secret=secret).status_code == 400
     filtered = _deliver(api, url, {"action": "closed"}, secret=secret)
     assert filtered.status_code == 200 and not filtered.json()["fired"] and "filter" in filtered.json()["detail"]
     assert len(_issues(api)) == count

@@ -139,6 +139,9 @@ def test_cron_and_time_zone_are_checked():
     for bad in ("* * * *", "61 * * * *", "* * * * * *", "every minute"):
         with pytest.raises(Invalid):
             autopilot_cron.check(bad, "UTC")
-    with pytest.raises(Invalid):
-        autopilot_cron.check("* * * * *", "Mars/Olympus")
+    for bad_zone in ("Mars/Olympus", "America", "../etc/passwd", ""):
+        with pytest.raises(Invalid):
+            autopilot_cron.check("* * * * *", bad_zone)
+    with pytest.raises(Invalid, match="never due"):
+        autopilot_cron.check("0 0 31 2 *", "UTC")
     assert autopilot_cron.check(" 0  9 * * 1-5 ", "Europe/Berlin") == "0 9 * * 1-5"

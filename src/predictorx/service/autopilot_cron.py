@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 from .errors import Invalid
 
@@ -30,7 +30,7 @@ _SEARCH = 200
 def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # (a folder of the zone database: "America")
         raise Invalid(f"unknown time zone {name!r}; use an IANA name such as Europe/Berlin or UTC") from None
 
 
@@ -40,7 +40,7 @@ def check(expression: str, tz: str) -> str:
     if len(text.split(" ")) != 5 or not croniter.is_valid(text):
         raise Invalid(f"{expression!r} is not a cron expression of five fields (minute hour day month weekday), "
                       "e.g. '*/15 * * * *' or '0 9 * * 1-5'")
-    zone(tz)
+    next_due(text, tz, datetime.now(timezone.utc))  # one that never comes ("0 0 31 2 *") is refused here
     return text
 
 
@@ -53,11 +53,14 @@ def next_due(expression: str, tz: str, after: datetime) -> datetime:
     z = zone(tz)
     wall = after.astimezone(z).replace(tzinfo=None)
     it = croniter(expression, wall)
-    for _ in range(_SEARCH):
-        candidate = _instant(it.get_next(datetime), z)
-        if candidate > after:
-            return candidate
-    raise Invalid(f"{expression!r} has no due time after {after.isoformat()}")
+    try:
+        for _ in range(_SEARCH):
+            candidate = _instant(it.get_next(datetime), z)
+            if candidate > after:
+                return candidate
+    except CroniterError:
+        pass
+    raise Invalid(f"{expression!r} is never due (no such date after {after.date().isoformat()})")
 
 
 def latest_due(expression: str, tz: str, at_or_before: datetime, since: datetime) -> datetime:
@@ -66,8 +69,11 @@ def latest_due(expression: str, tz: str, at_or_before: datetime, since: datetime
     z = zone(tz)
     wall = (at_or_before + timedelta(microseconds=1)).astimezone(z).replace(tzinfo=None)
     it = croniter(expression, wall)
-    for _ in range(_SEARCH):
-        candidate = _instant(it.get_prev(datetime), z)
-        if candidate <= at_or_before:
-            return max(candidate, since)
+    try:
+        for _ in range(_SEARCH):
+            candidate = _instant(it.get_prev(datetime), z)
+            if candidate <= at_or_before:
+                return max(candidate, since)
+    except CroniterError:
+        pass
     return since

@@ -44,9 +44,8 @@ def claim(session: Session, row: Autopilot, *, slot: str, trigger: str, due_at: 
               "trigger": trigger, "due_at": due_at, "fired_at": now or utcnow(), "outcome": "running",
               "payload": payload_text, "replay_of": replay_of}
     dialect_insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    table = AutopilotFiring.__table__
-    statement = dialect_insert(table).values(**values).on_conflict_do_nothing(
-        index_elements=["autopilot_id", "slot"]).returning(table.c.id)
+    statement = dialect_insert(AutopilotFiring).values(**values).on_conflict_do_nothing(
+        index_elements=["autopilot_id", "slot"]).returning(AutopilotFiring.id)
     if session.execute(statement).first() is None:  # (psycopg's rowcount here is -1: RETURNING says)
         return None
     return session.get(AutopilotFiring, values["id"])

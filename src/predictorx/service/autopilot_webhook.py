@@ -63,11 +63,12 @@ def _verify(row: Autopilot, headers: Mapping[str, str], body: bytes) -> str:
     return key
 
 
-def _payload(body: bytes) -> Any:
+def _payload(body: bytes) -> tuple[Any, str]:
     try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise ServiceError("the delivery's body is not JSON") from None
+        text = body.decode("utf-8")
+        return json.loads(text), text
+    except ValueError:  # (UnicodeDecodeError is one)
+        raise ServiceError("the delivery's body is not JSON in UTF-8") from None
 
 
 def ingest(tx: Transactions, hook_id: str, headers: Mapping[str, str], body: bytes) -> Delivered:
@@ -78,7 +79,8 @@ def ingest(tx: Transactions, hook_id: str, headers: Mapping[str, str], body: byt
         key = _verify(row, headers, body)
         if row.paused:
             raise Conflict(f"autopilot {row.name!r} is paused; nothing fired")
-        if not payload.matches(_payload(body), row.filter_path, row.filter_value):
+        parsed, text = _payload(body)
+        if not payload.matches(parsed, row.filter_path, row.filter_value):
             return Delivered(False, f"the payload does not match the filter {row.filter_path}={row.filter_value}")
         autopilot_id = row.id
     with tx.write() as s:
@@ -86,7 +88,7 @@ def ingest(tx: Transactions, hook_id: str, headers: Mapping[str, str], body: byt
         if row is None or row.hook_id != hook_id:  # removed or rotated meanwhile
             raise NotFound("no autopilot has this webhook URL (it may have been rotated)")
         claimed = firing.claim(s, row, slot=f"webhook:{key}", trigger="webhook", due_at=None,
-                               payload_text=body.decode())
+                               payload_text=text)
         if claimed is None:
             return Delivered(False, f"delivery {key!r} was taken already; nothing fired again")
         firing.fire(s, row, claimed)

@@ -110,9 +110,13 @@ def world(tmp_path_factory):
         tokens["task"] = claimed["token"]
         forge = ok(call("POST", "/api/forges", owner_token, json={
             "kind": "github", "name": "gh", "base_url": "https://github.com", "credential": FORGE_TOKEN}))
+        autopilot = ok(call("POST", "/api/autopilots", owner_token, json={
+            "name": "nightly", "title": "Nightly", "webhook": True, "project": project["id"]}))
+        firing = ok(call("POST", f"/api/autopilots/{autopilot['id']}/fire", owner_token))
         ids = {"ws": ws, "project": project["id"], "connection": forge["id"], "resource": project["resources"][0]["id"],
                "issue": str(issue["number"]), "agent": "bot", "task": claimed["task"]["id"], "daemon": did,
-               "user": users["member"]}
+               "user": users["member"], "autopilot": autopilot["id"], "firing": firing["id"],
+               "hook": autopilot["webhook_url"].rsplit("/", 1)[1]}
         yield call, tokens, ids
 
 
@@ -131,12 +135,15 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
         if name == "ref":
             if template.startswith("/api/workspaces"):
                 return ids["ws"]
+            if template.startswith("/api/autopilots"):
+                return ids["autopilot"]
             return ids["agent"] if template.startswith("/api/agents") else ids["issue"]
         if name in ("bean", "process", "op", "name"):  # (name: an OpenID provider, web/sso.py)
             return {"op": "note"}.get(name, "no-such-" + name)
         return {"project_id": ids["project"], "project": ids["project"], "resource_id": ids["resource"], "agent_id": ids["agent"],
                 "task_id": ids["task"], "daemon_id": ids["daemon"], "user_id": ids["user"], "seq": "0",
-                "connection_id": ids["connection"], "name": "NO_SUCH_NAME"}[name]
+                "connection_id": ids["connection"], "name": "NO_SUCH_NAME", "autopilot_id": ids["autopilot"],
+                "firing_id": ids["firing"], "hook_id": ids["hook"]}[name]
     return _PARAM.sub(fill, template)
 
 

@@ -40,10 +40,16 @@ def _world(live, branch_repo) -> dict[str, str]:
                                                            "usage": {"model": "claude-sonnet-4-5", "input_tokens": 900,
                                                                      "output_tokens": 90, "cost_usd": 0.02}})
     live.post("/api/budgets", {"scope": "workspace", "period": "month", "metric": "cost", "limit": 50, "action": "stop"})
+    autopilot = live.post("/api/autopilots", {"name": "nightly", "title": "Nightly {{date}}", "cron": "0 3 * * *",
+                                              "webhook": True, "assignee": "claude"})
+    live.post(f"/api/autopilots/{autopilot['id']}/fire")
+    live.post(f"/api/autopilots/{autopilot['id']}/pause")
+    live.post("/api/autopilots", {"name": "weekly", "title": "Weekly", "cron": "0 9 * * 1"})
     return {"projects": "/", "project": f"/projects/{project['id']}", "issues": "/issues",
             "board": "/issues?view=board", "issue": f"/issues/{issue['number']}", "task": f"/tasks/{task['id']}",
             "split diff": f"/tasks/{task['id']}?view=split", "agents": "/agents", "daemons": "/daemons",
-            "agent secrets": f"/agents/{agent['id']}/env", "audit log": "/audit", "usage": "/usage", "not found": "/nowhere"}
+            "agent secrets": f"/agents/{agent['id']}/env", "audit log": "/audit", "usage": "/usage",
+            "autopilots": "/autopilots", "autopilot": f"/autopilots/{autopilot['id']}", "not found": "/nowhere"}
 
 
 def _weight(live, path: str) -> int:

@@ -174,6 +174,18 @@ ACCESS: dict[str, Rule] = {
     "GET /api/budgets":                                  MEMBER,
     "POST /api/budgets":                                 ADMIN,
     "DELETE /api/budgets/{budget_id}":                   ADMIN,
+    # autopilots (issue 27 §5): members see them and their history; owners and admins manage them
+    "GET /api/autopilots":                               MEMBER,
+    "POST /api/autopilots":                              ADMIN,
+    "GET /api/autopilots/{ref}":                         MEMBER,
+    "DELETE /api/autopilots/{ref}":                      ADMIN,
+    "POST /api/autopilots/{ref}/pause":                  ADMIN,
+    "POST /api/autopilots/{ref}/resume":                 ADMIN,
+    "POST /api/autopilots/{ref}/fire":                   ADMIN,
+    "POST /api/autopilots/{ref}/rotate-url":             ADMIN,
+    "POST /api/autopilot-firings/{firing_id}/replay":    ADMIN,
+    "GET /api/autopilot-scheduler":                      MEMBER,
+    "POST /api/autopilot-hooks/{hook_id}":               PUBLIC,   # its signature: service/autopilot_webhook
     # forge connections (issue 22 §1, docs/forges.md): members see them (never a secret); owners
     # and admins add, change, remove, test them and rotate the webhook secret
     "GET /api/forges":                                   MEMBER,
@@ -292,6 +304,11 @@ ACCESS: dict[str, Rule] = {
     "POST /pull-requests/{pr_id}/discard":               MEMBER,   # members where the connection allows: service
     "POST /pull-requests/{pr_id}/ask-again":             MEMBER,
     "GET /usage":                                        MEMBER,   # the usage page (web/usage.py)
+    "GET /autopilots":                                   MEMBER,   # web/autopilots.py
+    "GET /autopilots/{autopilot_id}":                    MEMBER,
+    "POST /autopilots/{autopilot_id}/pause":             ADMIN,
+    "POST /autopilots/{autopilot_id}/resume":            ADMIN,
+    "POST /autopilots/{autopilot_id}/fire":              ADMIN,
     "GET /forges":                                       MEMBER,   # settings → Forges: members see the list
     "POST /forges":                                      ADMIN,
     "POST /forges/{connection_id}":                      ADMIN,

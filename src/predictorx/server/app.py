@@ -28,6 +28,8 @@ from .routes import beans as bean_routes, classifications, workflow_tasks, roles
 from .routes import daemon_forge, forges as forge_routes, sso as sso_routes, workflows as workflow_routes
 from .routes import forgehooks, pullrequests as pr_routes, usage as usage_routes
 from .routes import audit as audit_routes, secrets as secret_routes
+from .routes import autopilot_hooks, autopilots as autopilot_routes
+from .autopilot_scheduler import Scheduler
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -135,12 +137,14 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     hub = Hub()
     state = AppState(db, hub)
     streams = StreamWatch(state)
+    scheduler = Scheduler(state)  # cron autopilots (server/autopilot_scheduler.py)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         hub.bind(asyncio.get_running_loop())
         jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5")))),
-                asyncio.create_task(streams.every()), asyncio.create_task(_audit_retention(state))]
+                asyncio.create_task(streams.every()), asyncio.create_task(_audit_retention(state)),
+                asyncio.create_task(scheduler.run())]
         if forgeevents.poll_interval() > 0:
             jobs.append(asyncio.create_task(_forge_poller(state)))
         prflow.bind(state)  # a push's report opens its PR after the report's transaction
@@ -165,6 +169,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     app.add_middleware(OriginGuard)
     app.add_middleware(SecurityHeaders)
     app.state.px = state
+    app.state.autopilot_scheduler = scheduler
     install_error_handlers(app)
 
     # On the event loop itself (it reads nothing): no thread to wait for, however busy they are.
@@ -177,7 +182,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
                    pr_routes, daemon_forge, sso_routes,
-                   secret_routes, audit_routes, usage_routes):
+                   secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

@@ -365,3 +365,21 @@ class WorkspaceSecretIn(Strict):
 
 class EnvGrantIn(Strict):
     name: Annotated[str, Field(min_length=1, max_length=128), AfterValidator(_no_nul)]
+
+
+class AutopilotIn(Strict):
+    """An autopilot (issue 27 §5): an issue template (placeholders: service/autopilot_payload.py),
+    optionally a workflow to start on it, who does it (an agent, or role:<name> in the project),
+    and its triggers — a cron expression in a time zone, a signed webhook, or both."""
+
+    name: ShortName
+    title: Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+    description: Annotated[str, Field(max_length=20_000), AfterValidator(_no_nul)] = ""
+    workflow: ShortName | None = None
+    assignee: Ident | None = None
+    project: Ident | None = None
+    cron: ShortName | None = None
+    timezone: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_no_nul)] = "UTC"
+    webhook: bool = False
+    filter: Annotated[str, Field(min_length=1, max_length=700), AfterValidator(_no_nul)] | None = None
+    failure_limit: Annotated[int, Field(ge=1, le=1000)] = 5

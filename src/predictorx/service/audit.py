@@ -34,6 +34,8 @@ ACTIONS = frozenset({
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
     "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention",
+    "autopilot.create", "autopilot.pause", "autopilot.resume", "autopilot.remove", "autopilot.rotate_url",
+    "autopilot.fire", "autopilot.replay", "autopilot.paused",
 })
 RETENTION_ENV = "PREDICTORX_AUDIT_RETENTION_DAYS"
 DEFAULT_RETENTION_DAYS = 365

@@ -39,8 +39,9 @@ def states_of(state: str) -> tuple[str, ...]:
 
 
 def page_of_runs(session: Session, workspace_id: str, *, state: str = "all", agent_id: str | None = None,
-                 page: int = 1, limit: int = PAGE_SIZE) -> RunPage:
+                 page: int = 1, limit: int | None = None) -> RunPage:
     """Page `page` (from 1) of the workspace's runs in `state`, optionally of one agent."""
+    limit = limit or PAGE_SIZE
     if not 1 <= page <= MAX_PAGE:
         raise Invalid(f"page must be from 1 to {MAX_PAGE}")
     q = select(Task).where(Task.workspace_id == workspace_id, Task.status.in_(states_of(state)))

@@ -66,6 +66,9 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         states = interaction.states_of(s, issue)
         handoffs = handoff.for_issue(s, issue.id, limit=1)
         on_issue = {it["inst"].process_id for it in items}
+        running = {it["inst"].process_id for it in items if it["inst"].status == "running"}
+        if error_for and error_for.startswith("stop:") and error_for[5:] not in running:
+            error_for = None  # no stop form to show it next to: atop the panel
         startable = sorted(((m.id, m.name or m.id) for m in lib.processes.values() if m.id not in on_issue),
                            key=lambda p: p[1].lower()) if lib else []
         return {"issue": issue, "items": items, "problem": problem, "my_roles": roles, "startable": startable,

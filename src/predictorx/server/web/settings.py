@@ -34,6 +34,10 @@ def _role(who: Viewer) -> str | None:
     return who.caller.principal.role_in(who.workspace_id)
 
 
+def _me(who: Viewer) -> str:
+    return who.caller.user_id or ""  # (pages are a person's: session.viewer refuses other tokens)
+
+
 def _member_rows(who: Viewer, members: list, owners: int) -> list[dict[str, Any]]:
     mine = _role(who)
     rows = []
@@ -51,7 +55,7 @@ def settings_context(request: Request, who: Viewer, **extra: Any) -> dict[str, A
         ws = ws_svc.find_mine(s, who.caller.principal.workspace_ids, who.workspace_id)
         members = member_svc.list_members(s, ws.id)
         owners = member_svc.owner_count(s, ws.id)
-        tokens = member_svc.list_tokens(s, who.caller.user_id)
+        tokens = member_svc.list_tokens(s, _me(who))
     manage = ROLE_RANK.get(role or "", 0) >= ROLE_RANK["admin"]
     places = [p for p in SETTINGS_PLACES if ROLE_RANK.get(role or "", 0) >= ROLE_RANK[p.least]]
     return {"viewer": who, "section": "settings", "workspace": ws, "role": role, "manage": manage,
@@ -142,7 +146,7 @@ async def create_token(request: Request, form: Form = Depends(read_form), who: V
     def work() -> dict[str, Any]:
         body = TokenIn(name=form.get("name"), days=_days(form))
         with request.app.state.px.write() as s:
-            tok, raw = member_svc.create_token(s, who.caller.user_id, body.name, body.days, address=who.caller.address)
+            tok, raw = member_svc.create_token(s, _me(who), body.name, body.days, address=who.caller.address)
             return {"kind": "token", "name": tok.name, "token": raw}
     return await _act(request, who, work, "token", form)
 
@@ -151,5 +155,5 @@ async def create_token(request: Request, form: Form = Depends(read_form), who: V
 async def revoke_token(request: Request, token_id: str, who: Viewer = Depends(viewer)) -> Response:
     def work() -> None:
         with request.app.state.px.write() as s:
-            member_svc.revoke_token(s, who.caller.user_id, token_id, address=who.caller.address)
+            member_svc.revoke_token(s, _me(who), token_id, address=who.caller.address)
     return await _act(request, who, work, "tokens", notice="Token revoked.")

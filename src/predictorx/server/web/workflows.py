@@ -51,7 +51,7 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         roles = instances.actor_roles(s, lib, issue, "person", who.caller.user_id) if lib else frozenset()
         me = Actor("person", who.caller.user_id or "", who.user_name, roles)
         classified = [classification.as_dict(c) for c in classification.list_for(s, issue)]
-        items = []
+        items: list[dict[str, Any]] = []
         for inst in instances.list_instances(s, issue):
             hist = instances.recent_history(s, inst, HISTORY_SHOWN)
             enabled = instances.enabled_steps(lib, inst) if lib and inst.status == "running" else []

@@ -110,3 +110,12 @@ def test_a_daemons_page_lists_its_runtimes_and_current_runs(client, world):
     recent = page[page.index('id="recent-h"'):]
     assert _task_ids(recent) == {world["tasks"]["Breaks"], world["tasks"]["Done fine"]}
     assert client.get(f"/daemons/{uuid.uuid4()}").status_code == 404
+
+
+def test_the_new_pages_stay_under_100_kb(client, world):
+    """Issue 13's budget: the page's HTML plus the scripts and styles it loads."""
+    for path in ("/runs", f"/agents/{world['agent']}", f"/daemons/{world['daemon']}", "/settings"):
+        html = client.get(path).text
+        total = len(html.encode()) + sum(len(client.get(a).content)
+                                         for a in re.findall(r'(?:src|href)="(/static/[^"]+\.(?:js|css))"', html))
+        assert total < 100_000, (path, total)

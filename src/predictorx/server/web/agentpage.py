@@ -34,7 +34,7 @@ def agent_context(request: Request, who: Viewer, agent_id: str, state: str, page
         found = runlists.page_of_runs(s, who.workspace_id, state=state, agent_id=agent.id, page=page)
         rows = run_rows(s, found.tasks)
         month = usage_rollup.this_month_by_agent(s, who.workspace_id).get(agent.id)
-        active = svc.active_run_counts(s, who.workspace_id).get(agent.id, 0)
+        active = runlists.active_of_agent(s, agent.id)
         online = runtime is not None and daemon_svc.is_online(runtime[1])
     runs_on = (f"{runtime[1].name} · {runtime[0].provider}{' ' + runtime[0].version if runtime[0].version else ''}"
                if runtime else f"any daemon of its owner's with {agent.provider}")

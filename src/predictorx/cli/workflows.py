@@ -151,6 +151,17 @@ def exit_(issue: str, process: str, exit_id: str = typer.Argument(..., metavar="
                f"open beans left: {st['facts'].get('open_beans', 0)}.")
 
 
+@app.command("stop")
+def stop(issue: str, process: str, reason: str = typer.Option(..., "--reason", help="Why (mandatory; kept in the record)."),
+         output: Output = OutputOpt) -> None:
+    """Stop a running workflow (one the classifier started by mistake, say): it takes no more steps."""
+    r = Client().post(f"/api/issues/{seg(issue)}/workflows/{seg(process)}/stop", {"reason": reason})
+    if output == Output.json:
+        record(r, [], output)
+        return
+    typer.echo(f"{r['instance']['process_id']} stopped: {r['step']['reason']}")
+
+
 @app.command("suspend")
 def suspend(issue: str, agent: Optional[str] = typer.Option(None, "--agent"), output: Output = OutputOpt) -> None:
     """Suspend the active workflow onto the stack (recording where it was)."""

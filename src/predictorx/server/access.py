@@ -118,6 +118,7 @@ ACCESS: dict[str, Rule] = {
     "POST /api/issues/{ref}/workflow-state/resume":      MEMBER_OR_TASK,
     "POST /api/issues/{ref}/workflow-state/answer":      MEMBER,   # scenario 3: a person answers
     "POST /api/issues/{ref}/workflows/{process}/exit":   MEMBER,   # a declared exit (defer): its role, a person
+    "POST /api/issues/{ref}/workflows/{process}/stop":   MEMBER,   # a person stops a running workflow, with a reason
     "GET /api/issues/{ref}/beans":                       MEMBER_OR_TASK,
     "POST /api/issues/{ref}/beans":                      MEMBER_OR_TASK,
     "GET /api/issues/{ref}/beans/export":                MEMBER_OR_TASK,
@@ -262,6 +263,8 @@ ACCESS: dict[str, Rule] = {
     "POST /issues":                                      MEMBER,
     "GET /issues/{ref}":                                 MEMBER,
     "GET /issues/{ref}/workflows":                       MEMBER,  # the Workflows panel (web/workflows.py)
+    "POST /issues/{ref}/workflows":                      MEMBER,  # a person starts a workflow from the panel
+    "POST /issues/{ref}/workflows/{process}/stop":       MEMBER,  # a person stops a running workflow, with a reason
     "POST /issues/{ref}/workflows/{process}/steps":      MEMBER,  # a person takes a step from the panel
     "POST /issues/{ref}/workflow-state/answer":          MEMBER,  # scenario 3: the person answers from the panel
     "POST /issues/{ref}/classifications":                MEMBER,  # a person answers a pending classification
@@ -295,6 +298,9 @@ ACCESS: dict[str, Rule] = {
     "GET /audit":                                        ADMIN,
     "POST /audit/retention":                             OWNER,
     "GET /daemons":                                      MEMBER,
+    "GET /daemons/{daemon_id}":                          MEMBER,   # a daemon's runtimes and runs (web/roster.py)
+    "GET /agents/{agent_id}":                            MEMBER,   # an agent's page (web/agentpage.py)
+    "GET /runs":                                         MEMBER,   # the workspace's runs (web/runs.py)
     "GET /waiting":                                      MEMBER,
     "GET /waiting/list":                                 MEMBER,
     "GET /tasks/{task_id}/pr":                           MEMBER,   # the pull-request panel (web/pullrequests.py)
@@ -315,6 +321,14 @@ ACCESS: dict[str, Rule] = {
     "POST /forges/{connection_id}/remove":               ADMIN,
     "POST /forges/{connection_id}/test":                 ADMIN,
     "POST /forges/{connection_id}/webhook-secret":       ADMIN,
+    # Settings (web/settings.py): the same use cases as /api/workspaces, .../members and /api/tokens
+    "GET /settings":                                     MEMBER,   # members see members; forms for admins
+    "POST /settings/workspace":                          ADMIN,
+    "POST /settings/members":                            ADMIN,    # owners only add owners: service
+    "POST /settings/members/{user_id}/role":             ADMIN,    # owners only for owners: service
+    "POST /settings/members/{user_id}/remove":           ADMIN,    # owners only for owners: service
+    "POST /settings/tokens":                             MEMBER,   # one's own tokens
+    "POST /settings/tokens/{token_id}/revoke":           MEMBER,   # one's own tokens: service
 }
 # fmt: on
 

@@ -53,6 +53,21 @@ class WorkspaceUpdate(Strict):
     repos: list[RepoUrl] | None = Field(default=None, max_length=200)
 
 
+class MemberIn(Strict):
+    name: Name
+    email: Annotated[str, Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")] | None = None
+    role: ShortName = "member"
+
+
+class RoleIn(Strict):
+    role: ShortName
+
+
+class TokenIn(Strict):
+    name: Name
+    days: Annotated[int, Field(ge=1, le=3650)] | None = None
+
+
 class ResourceIn(Strict):
     resource_type: ShortName
     resource_ref: dict[str, Any]
@@ -336,6 +351,10 @@ class SwitchAnswerIn(Strict):
                         max_length=20)
     reason: str | None = Field(default=None, max_length=10_000)
     agent: str | None = Field(default=None, max_length=200)
+
+
+class StopIn(Strict):
+    reason: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_no_nul)]
 
 
 class ExitIn(Strict):

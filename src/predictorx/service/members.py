@@ -70,12 +70,29 @@ def _audit_member(session: Session, workspace_id: str, actor_id: str | None, act
                  address=address)
 
 
+def change_refusal(actor_role: str | None, member_role: str, new_role: str | None,
+                   owners: int) -> Forbidden | Conflict | None:
+    """Why `actor_role` may not give a member of `member_role` the role `new_role` (None: remove
+    them), or None when they may: only owners and admins manage members, only owners manage
+    owners, and the last owner is never removed or demoted (R-SEC-4). The Settings page asks this
+    before offering a control; the service raises it."""
+    if actor_role not in ("owner", "admin"):
+        return Forbidden("only a workspace owner or admin can manage members")
+    if (member_role == "owner" or new_role == "owner") and actor_role != "owner":
+        return Forbidden("only an owner can remove, demote or promote an owner")
+    if member_role == "owner" and new_role != "owner" and owners <= 1:
+        return Conflict("this is the workspace's last owner; make another member owner first")
+    return None
+
+
+def owner_count(session: Session, workspace_id: str) -> int:
+    return _owners(session, workspace_id)
+
+
 def _guard_owner_change(session: Session, workspace_id: str, actor_role: str, member: Member, new_role: str | None) -> None:
-    """Only owners manage owners; the last owner is never removed or demoted (R-SEC-4)."""
-    if (member.role == "owner" or new_role == "owner") and actor_role != "owner":
-        raise Forbidden("only an owner can remove, demote or promote an owner")
-    if member.role == "owner" and new_role != "owner" and _owners(session, workspace_id) <= 1:
-        raise Conflict("this is the workspace's last owner; make another member owner first")
+    refused = change_refusal(actor_role, member.role, new_role, _owners(session, workspace_id))
+    if refused is not None:
+        raise refused
 
 
 def find_member_user(session: Session, workspace_id: str, name: str) -> User:

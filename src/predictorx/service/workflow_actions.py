@@ -23,6 +23,7 @@ from . import auth
 from . import issues as issue_svc
 from . import workflow_instances as inst_svc
 from . import workflow_interaction as interaction
+from . import workflow_stop as stopping
 from . import workflow_switch as switch
 from .errors import Forbidden, Invalid, NotFound
 from .transactions import Transactions
@@ -161,6 +162,22 @@ def exit_instance(tx: Transactions, principal: auth.Principal, workspace_id: str
         inst = inst_svc.get_instance(s, issue, process)
         actor, task_id = actor_for(s, principal, issue, lib)
         row = inst_svc.exit_instance(s, lib, issue, inst, actor, exit_id, reason, task_id)
+        interaction.finished(s, issue, inst)
+        return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue), "enabled": []}
+
+
+def stop(tx: Transactions, principal: auth.Principal, workspace_id: str, ref: str, process: str,
+         reason: str | None) -> dict[str, Any]:
+    """A person stops a running workflow with a reason (workflow_stop.py); the agent whose active
+    workflow it was goes back to idle, or on to the one it suspended."""
+    if principal.kind != "user":
+        raise Forbidden("a person stops a workflow; an agent leaves one by a declared exit")
+    lib = library()
+    with tx.write() as s:
+        issue = issue_for(s, principal, workspace_id, ref)
+        inst = inst_svc.get_instance(s, issue, process)
+        actor, _ = actor_for(s, principal, issue, lib)
+        row = stopping.stop(s, lib, inst, actor, reason or "")
         interaction.finished(s, issue, inst)
         return {"step": inst_svc.step_dict(row), "instance": inst_svc.instance_dict(inst, issue), "enabled": []}
 

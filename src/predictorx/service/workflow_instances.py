@@ -71,7 +71,7 @@ def load_run(lib: Library, inst: WorkflowInstance) -> Run:
 
 
 def enabled_steps(lib: Library, inst: WorkflowInstance) -> list[dict[str, Any]]:
-    if inst.status in ("completed", "failed"):
+    if inst.status in ("completed", "failed", "stopped"):
         return []
     return [s.as_dict() for s in load_run(lib, inst).enabled()]
 
@@ -99,6 +99,21 @@ def _row(inst: WorkflowInstance, lib: Library, step, actor: Actor, passage, verd
                 produced=passage.produced if passage else {}, verdict=verdict, enforcement=enforcement)
 
 
+def policy_verdict(lib: Library, step: Any, actor: Actor) -> tuple[str, str | None]:
+    """The policies' verdict on `actor` taking `step`, and the refusal's sentence when the step is
+    under strict policy and not permitted (None: it may). Completion and the issue page's offer of
+    a step (workflow_offers.py) both ask this."""
+    model, node = step.process, step.node
+    policies = lib.policies_for(model, node)
+    if not policies:
+        return "none", None
+    v = evaluate(policies, Request(actor.kind, actor.name, actor.roles, "pass" if step.kind == "gate" else "complete",
+                                   model.diagram, node.id, model.id, node.role))
+    if model.enforcement_of(node) == "strict" and v.value != PERMIT:
+        return v.value, f"{step.describe()} is under strict policy and {v.sentence()}; {actor.label} may not take it"
+    return v.value, None
+
+
 def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstance, actor: Actor,
              req: Completion) -> tuple[WorkflowStep, list[dict[str, Any]]]:
     """Take one step. StepForbidden (nothing changed) when it is not enabled, not the actor's role,
@@ -112,6 +127,9 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     if inst.status == "failed":
         raise StepForbidden(f"instance {inst.process_id!r} failed (its history's last step says why); "
                             "it takes no more steps")
+    if inst.status == "stopped":
+        raise StepForbidden(f"instance {inst.process_id!r} was stopped by a person (its history's last step says "
+                            "who and why); it takes no more steps")
     run = load_run(lib, inst)
     try:
         step = run.find(req.ref, actor)
@@ -124,16 +142,10 @@ def complete(session: Session, lib: Library, issue: Issue, inst: WorkflowInstanc
     if (refused := boundary_refusal(session, issue, step, passage.produced, actor, req.task_id)) is not None:
         record = _row(inst, lib, step, actor, passage, "none", enforcement, "refused", req.task_id)
         raise StepForbidden(refused, record | {"reason": refused})
-    policies = lib.policies_for(model, node)
-    verdict = "none"
-    if policies:
-        v = evaluate(policies, Request(actor.kind, actor.name, actor.roles, "pass" if step.kind == "gate" else "complete",
-                                       model.diagram, node.id, model.id, node.role))
-        verdict = v.value
-        if enforcement == "strict" and v.value != PERMIT:
-            record = _row(inst, lib, step, actor, passage, verdict, enforcement, "refused", req.task_id)
-            raise StepForbidden(f"{step.describe()} is under strict policy and {v.sentence()}; "
-                                f"{actor.label} may not take it", record)
+    verdict, refused = policy_verdict(lib, step, actor)
+    if refused is not None:
+        record = _row(inst, lib, step, actor, passage, verdict, enforcement, "refused", req.task_id)
+        raise StepForbidden(refused, record)
     from . import beans as bean_svc  # the bean service records through the same session
     from .bean_rules import attribution
     bean_result = None
@@ -166,8 +178,8 @@ def exit_instance(session: Session, lib: Library, issue: Issue, inst: WorkflowIn
                   exit_id: str, reason: str, task_id: str | None) -> WorkflowStep:
     """Leave `inst` by a declared exit (Run.exit): a row of kind `exit` with the open beans it left
     (a system fact) and the reason; the instance completes."""
-    if inst.status == "completed":
-        raise StepForbidden(f"instance {inst.process_id!r} is already completed")
+    if inst.status in ("completed", "stopped"):
+        raise StepForbidden(f"instance {inst.process_id!r} is already {inst.status}")
     run = load_run(lib, inst)
     try:
         name, role = run.exit(exit_id, actor)

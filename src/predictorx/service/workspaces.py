@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..resources.local_urls import entry_url, local_git_url
 from ..store.schema import Member, Workspace
-from .errors import Conflict, Forbidden, NotFound
+from .errors import Conflict, Forbidden, Invalid, NotFound
 from .members import role_of
 
 
@@ -35,6 +35,15 @@ def set_repos(session: Session, ws: Workspace, user_id: str | None, repos: list[
                         "workspace owner adds one to the workspace's list (only owners' daemons fetch it); "
                         "add it as a repository resource of a project instead, which only your daemons fetch")
     ws.repos = list(dict.fromkeys(repos))
+
+
+def rename(ws: Workspace, name: str) -> Workspace:
+    """A new display name (the slug, which CLIs and URLs name it by, stays)."""
+    name = name.strip()
+    if not name:
+        raise Invalid("a workspace needs a name")
+    ws.name = name
+    return ws
 
 
 def create_workspace(session: Session, user_id: str, *, name: str, slug: str, repos: list) -> Workspace:

@@ -303,6 +303,10 @@ class Task(Base):
         Index("ix_task_queue_order", "workspace_id", "status", "created_at", "id"),
         # Claims count each agent's held tasks per candidate: without this it is a scan per row.
         Index("ix_task_agent_status", "agent_id", "status"),
+        # The runs lists, newest first a page at a time (service/runlists.py, migration 0028).
+        Index("ix_task_workspace_created", "workspace_id", "created_at", "id"),
+        Index("ix_task_agent_created", "agent_id", "created_at"),
+        Index("ix_task_daemon_created", "daemon_id", "created_at"),
     )
 
 

@@ -21,7 +21,7 @@ class WorkflowInstance(Base):
     issue_id: Mapped[str] = mapped_column(ForeignKey("issue.id", ondelete="CASCADE"), index=True)
     process_id: Mapped[str] = mapped_column(String(200))
     diagram: Mapped[str] = mapped_column(String(300))
-    status: Mapped[str] = mapped_column(String(20), default="running")  # running | suspended | completed | failed
+    status: Mapped[str] = mapped_column(String(20), default="running")  # running | suspended | completed | failed | stopped (a person stopped it)
     state: Mapped[str] = mapped_column(Text)          # SpiffWorkflow's serialised workflow
     facts: Mapped[dict] = mapped_column(JSON, default=dict)
     step_count: Mapped[int] = mapped_column(Integer, default=0)

@@ -36,7 +36,7 @@ def check_step(lib: Library, instance: dict[str, Any], st: dict[str, Any]) -> li
     if st.get("kind") == "bean":
         _check_bean_row(lib, instance, st, add)
         return out
-    if st.get("kind") in ("session", "exit"):  # a session answer; a declared exit (workflow_switch, Run.exit)
+    if st.get("kind") in ("session", "exit", "stop"):  # a session answer; a declared exit; a person's stop
         _check_session_row(lib, instance, st, add)
         return out
 

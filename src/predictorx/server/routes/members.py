@@ -2,33 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from fastapi import APIRouter, Depends, Response
-from pydantic import Field
 
 from ...service import members as svc
 from ..deps import Caller, get_state, user_caller
-from ..models import Name, ShortName, Strict
+from ..models import MemberIn, RoleIn, TokenIn
 from ..state import AppState
 from .workspaces import _mine
 
 router = APIRouter(prefix="/api", tags=["members"])
-
-
-class MemberIn(Strict):
-    name: Name
-    email: Annotated[str, Field(min_length=3, max_length=320, pattern=r"^[^@\s]+@[^@\s]+$")] | None = None
-    role: ShortName = "member"
-
-
-class RoleIn(Strict):
-    role: ShortName
-
-
-class TokenIn(Strict):
-    name: Name
-    days: Annotated[int, Field(ge=1, le=3650)] | None = None
 
 
 def _member(m, u, *, with_email: bool) -> dict:

@@ -19,7 +19,7 @@ from ...workflows import prov
 from ...workflows.engine import Actor
 from ...workflows.library import Library
 from ..deps import Caller, get_caller, get_state
-from ..models import AgentRef, ExitIn, StartIn, StepIn, SwitchAnswerIn
+from ..models import AgentRef, ExitIn, StartIn, StepIn, StopIn, SwitchAnswerIn
 from ..state import AppState
 
 if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
@@ -138,6 +138,13 @@ def exit_(ref: str, process: str, body: ExitIn, caller: Caller = Depends(get_cal
           state: AppState = Depends(get_state)) -> dict:
     """Leave the workflow by a declared exit (feature-request: defer), by a holder of its role."""
     return actions.exit_instance(state, caller.principal, caller.workspace_id, ref, process, body.exit, body.reason)
+
+
+@router.post("/api/issues/{ref}/workflows/{process}/stop")
+def stop(ref: str, process: str, body: StopIn, caller: Caller = Depends(get_caller),
+         state: AppState = Depends(get_state)) -> dict:
+    """A person stops a running workflow, with a reason (one started automatically, say)."""
+    return actions.stop(state, caller.principal, caller.workspace_id, ref, process, body.reason)
 
 
 @router.post("/api/issues/{ref}/workflow-state/resume")

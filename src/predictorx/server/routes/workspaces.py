@@ -56,7 +56,7 @@ def update_workspace(ref: str, body: WorkspaceUpdate, caller: Caller = Depends(u
     with state.write() as s:
         ws = _mine(s, caller, ref)
         if body.name is not None:
-            ws.name = body.name
+            ws_svc.rename(ws, body.name)
         if body.repos is not None:
             ws_svc.set_repos(s, ws, caller.user_id, body.repos)
     return serialize.workspace(ws)

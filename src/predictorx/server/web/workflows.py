@@ -20,7 +20,9 @@ from ...service import workflow_actions as actions
 from ...service import workflow_handoff as handoff
 from ...service import workflow_instances as instances
 from ...service import workflow_interaction as interaction
+from ...service import workflow_offers as offered
 from ...workflows import diagram
+from ...workflows.engine import Actor
 from ...workflows.classify import CATEGORIES, PLAIN_LABELS
 from ...workflows.library import active_library
 from ...workflows.loader import DiagramError
@@ -47,7 +49,9 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
         except DiagramError as e:
             lib, problem = None, str(e)
         roles = instances.actor_roles(s, lib, issue, "person", who.caller.user_id) if lib else frozenset()
-        items = []
+        me = Actor("person", who.caller.user_id or "", who.user_name, roles)
+        classified = [classification.as_dict(c) for c in classification.list_for(s, issue)]
+        items: list[dict[str, Any]] = []
         for inst in instances.list_instances(s, issue):
             hist = instances.recent_history(s, inst, HISTORY_SHOWN)
             enabled = instances.enabled_steps(lib, inst) if lib and inst.status == "running" else []
@@ -55,12 +59,22 @@ def workflows_context(request: Request, who: Viewer, ref: str, *, error: str | N
             drawing = Markup(diagram.svg(model, {e["node"] for e in enabled},
                                          instances.done_nodes(s, inst))) if model else None
             items.append({"inst": inst, "enabled": enabled, "history": hist, "svg": drawing,
+                          "name": model.name if model else inst.process_id,
+                          "why_not": offered.offers(s, lib, issue, inst, me, enabled) if lib else {},
+                          "started_by": next((c for c in classified if c["instance_id"] == inst.id), None),
                           "earlier": max(0, inst.step_count - len(hist))})
         states = interaction.states_of(s, issue)
         handoffs = handoff.for_issue(s, issue.id, limit=1)
-        return {"issue": issue, "items": items, "problem": problem, "my_roles": roles,
+        on_issue = {it["inst"].process_id for it in items}
+        running = {it["inst"].process_id for it in items if it["inst"].status == "running"}
+        if error_for and error_for.startswith("stop:") and error_for[5:] not in running:
+            error_for = None  # no stop form to show it next to: atop the panel
+        startable = sorted(((m.id, m.name or m.id) for m in lib.processes.values() if m.id not in on_issue),
+                           key=lambda p: p[1].lower()) if lib else []
+        return {"issue": issue, "items": items, "problem": problem, "my_roles": roles, "startable": startable,
+                "process_names": {m.id: m.name or m.id for m in lib.processes.values()} if lib else {},
                 "error": error, "error_for": error_for, "values": values or {},
-                "classifications": [classification.as_dict(c) for c in classification.list_for(s, issue)],
+                "classifications": classified,
                 "pending_classifications": classification.pending_questions(s, issue.id),
                 "plain_category": PLAIN_LABELS, "categories": CATEGORIES,
                 "states": states, "beans": bean_svc.list_beans(s, issue),
@@ -127,6 +141,39 @@ async def take_step(request: Request, ref: str, process: str, form: Form = Depen
         return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
     context = await in_page_thread(workflows_context, request, who, ref)
     return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
+
+
+async def _after(request: Request, who: Viewer, ref: str, action: Any, where: str, form: Form) -> Response:
+    """Run a panel action; the panel again, with the refusal next to the control that asked."""
+    try:
+        await in_page_thread(action)
+    except FORM_ERRORS as e:
+        context = await in_page_thread(workflows_context, request, who, ref, error=message_of(e), error_for=where,
+                                       values=form.values())
+        return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", status=status_of(e))
+    context = await in_page_thread(workflows_context, request, who, ref)
+    return panel(request, "_workflows.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
+
+
+@router.post("/issues/{ref}/workflows")
+async def start(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
+    """A person starts a workflow of the library on the issue: the API's own use case."""
+    def action() -> None:
+        process = form.get("process")
+        if not process:
+            raise FormError("choose a workflow to start")
+        actions.start(request.app.state.px, who.caller.principal, who.caller.workspace_id, ref, process)
+    return await _after(request, who, ref, action, "start", form)
+
+
+@router.post("/issues/{ref}/workflows/{process}/stop")
+async def stop(request: Request, ref: str, process: str, form: Form = Depends(read_form),
+               who: Viewer = Depends(viewer)) -> Response:
+    """A person stops a running workflow, with a reason: the API's own use case."""
+    def action() -> None:
+        actions.stop(request.app.state.px, who.caller.principal, who.caller.workspace_id, ref, process,
+                     form.get("reason"))
+    return await _after(request, who, ref, action, f"stop:{process}", form)
 
 
 @router.post("/issues/{ref}/workflow-state/answer")

@@ -2,13 +2,13 @@
 server's PREDICTORX_AUDIT_RETENTION_DAYS; null means the server's; 0 keeps every event.
 
 Revision ID: 0029
-Revises: 0025
+Revises: 0028
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0029"
-down_revision = "0025"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 

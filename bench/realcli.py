@@ -76,7 +76,7 @@ def mcp_servers_args(env: dict[str, str], workdir: Path) -> list[str]:
     """The --mcp-config arguments of a task's run, without the daemon: agents-room's front and
     predictorx's, each as the daemon's run configuration starts it."""
     from agents_room.harness_config import mcp_entry
-    from predictorx.daemon.harness import mcp_setup
+    from predictorx.daemon.workflowhooks import mcp_setup
 
     config = workdir.parent / "bare-mcp"
     config.mkdir(exist_ok=True)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from predictorx.daemon.harness import mcp_setup
+from predictorx.daemon.workflowhooks import mcp_setup
 from predictorx.workflowmcp.mcp_server import build_server
 from predictorx.workflowmcp.mcp_stdio import TOOLS_FILE, listing_of
 

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, BinaryIO
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from .protocol import EnvVar
 
 MASK = "••••••"
 
@@ -106,13 +110,13 @@ def drop(run_id: str) -> Masker:
     return Masker()
 
 
-def from_claim(claim: dict[str, Any], run_id: str) -> tuple[dict[str, str], Masker]:
-    """A claim's variables (service/agentenv.py `for_claim`), taken out of it: (name → value, the
-    masker of its secrets), held for the log filter until `drop(run_id)`."""
-    delivered = claim.pop("env", None) or []
-    masker = Masker([v["value"] for v in delivered if v.get("secret")])
+def from_claim(delivered: Iterable[EnvVar], run_id: str) -> tuple[dict[str, str], Masker]:
+    """A claim's variables (service/agentenv.py `for_claim`): (name → value, the masker of its
+    secrets), held for the log filter until `drop(run_id)`."""
+    delivered = list(delivered)
+    masker = Masker([v.value for v in delivered if v.secret])
     hold(run_id, masker)
-    return {v["name"]: v["value"] for v in delivered}, masker
+    return {v.name: v.value for v in delivered}, masker
 
 
 def mask_held(text: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from predictorx.agents import mcpconfig
 from predictorx.agents.acp_link import split_overrides
-from predictorx.daemon import harness
+from predictorx.daemon import workflowhooks as harness
 
 SECRET = "sk-mcp-" + uuid.uuid4().hex
 SERVERS = [

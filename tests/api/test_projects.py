@@ -204,7 +204,7 @@ def test_third_type_is_one_module_plus_registration(api, notion_page):
 
 def test_third_type_chooses_where_the_agent_runs(notion_page):
     """The daemon asks the types (R-LD-3, R-CTX-4): no type is special-cased by name."""
-    from predictorx.daemon.context import TaskContext
+    from predictorx.daemon.context.types import TaskContext
     from predictorx.daemon.runner import _placement
 
     here, elsewhere = str(uuid.uuid4()), str(uuid.uuid4())

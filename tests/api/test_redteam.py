@@ -138,7 +138,7 @@ def test_redteam_agent_judging_a_classification_never_runs_another_persons_agent
 def _repo_urls(daemon) -> list[str]:
     """Every repository URL the daemon's next claim hands it (what it fetches and its agent may
     check out); the task is then finished."""
-    from predictorx.daemon.context import TaskContext, allowed_repo_urls
+    from predictorx.daemon.context.types import TaskContext, allowed_repo_urls
 
     held = _claim(daemon)
     daemon.post(f"/api/daemon/tasks/{held['task']['id']}/finish", json={"status": "completed"})

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from predictorx.daemon.context import BEGIN, END, insert_block, remove_block
+from predictorx.daemon.context.block import BEGIN, END, insert_block, remove_block
 
 BLOCK = "## Project Context\n\nThis issue belongs to the project **Demo**.\n\n## Repositories\n\n- /srv/repo.git"
 

@@ -6,14 +6,10 @@ import json
 import os
 from pathlib import Path
 
-from predictorx.daemon import context as context_mod
-from predictorx.daemon.context import (
-    RESOURCES_JSON,
-    Resource,
-    TaskContext,
-    prepare_context,
-    write_resources_json,
-)
+from predictorx.daemon.context import prepare as context_mod
+from predictorx.daemon.context.prepare import prepare_context
+from predictorx.daemon.context.resourcesjson import write_resources_json
+from predictorx.daemon.context.types import RESOURCES_JSON, Resource, TaskContext
 
 CTX = TaskContext(
     project_id="p1", project_title="Agent UX 2026", project_description="desc",

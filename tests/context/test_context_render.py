@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from predictorx.daemon.context import (
-    Resource,
-    TaskContext,
-    WorkspaceRepo,
-    allowed_repo_urls,
-    describe_resource,
-    instruction_file_for,
-    render_context_block,
-    task_repo_urls,
-)
+from predictorx.daemon.context.block import instruction_file_for
+from predictorx.daemon.context.render import describe_resource, render_context_block
+from predictorx.daemon.context.types import Resource, TaskContext, WorkspaceRepo, allowed_repo_urls, task_repo_urls
 
 DAEMON = "5b0c0c2e-8a43-4c55-9d83-6b1b0c7f2a11"
 REPO = Resource("r1", "github_repo", {"url": "https://github.com/acme/shop", "ref": "release/2.0",

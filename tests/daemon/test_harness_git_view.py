@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
-from predictorx.daemon import harness
+from predictorx.daemon import workflowhooks as harness
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -46,8 +45,7 @@ def test_the_handoff_facts_run_nothing_the_agent_configured(tmp_path: Path) -> N
                             input=f"{head}\n{sig}\n\n{message}\n", capture_output=True, text=True, check=True,
                             timeout=30).stdout.strip()
     _git(folder, "update-ref", "refs/heads/main", signed)
-    run = SimpleNamespace(harness_start_head=start, branch=None)
-    facts = harness._git_facts(run, folder)  # type: ignore[arg-type]
+    facts = harness._git_facts(harness.EndState(start_head=start), folder)
     assert facts["commits"] and facts["commits"][0].endswith("agent work")
     assert facts.get("branch") == "main"
     assert not marker.exists(), marker.read_text()
@@ -69,5 +67,5 @@ def test_the_handoff_facts_follow_no_alternates_the_agent_wrote(tmp_path: Path) 
     (folder / ".git" / "objects" / "info").mkdir(parents=True, exist_ok=True)
     (folder / ".git" / "objects" / "info" / "alternates").write_text(f"{secret / '.git' / 'objects'}\n")
     (folder / ".git" / "refs" / "heads" / "main").write_text(hidden + "\n")
-    facts = harness._git_facts(SimpleNamespace(harness_start_head=start, branch=None), folder)  # type: ignore[arg-type]
+    facts = harness._git_facts(harness.EndState(start_head=start), folder)
     assert "PRIVATE PLAN" not in str(facts)

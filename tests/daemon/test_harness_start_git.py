@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from predictorx.daemon import harness
+from predictorx.daemon import workflowhooks as harness
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -41,10 +41,8 @@ def _clone(tmp_path: Path, branch: str) -> Path:
 async def test_outside_a_repository_the_start_runs_no_git(tmp_path: Path, counted: list[list[str]]) -> None:
     async def call(*a: Any, **k: Any) -> dict:
         return {}
-    run = SimpleNamespace(id="t-1", issue={"number": 1}, agent={"provider": "command"},
-                          daemon=SimpleNamespace(api=SimpleNamespace(call=call)))
-    await harness.task_start(run, tmp_path)  # type: ignore[arg-type]
-    assert counted == [] and run.harness_start_head is None and harness.mcp_args(run, tmp_path, {}) == []
+    started = await harness.task_start(SimpleNamespace(call=call), "t-1", 1, tmp_path)  # type: ignore[arg-type]
+    assert counted == [] and started.head is None and harness.mcp_args("t-1", "command", (), tmp_path, {}) == []
     assert not harness.in_repository(tmp_path) and harness.in_repository(_clone(tmp_path, "main"))
 
 

@@ -130,5 +130,5 @@ def test_the_allowlist_grammar_and_matching():
     assert [str(e) for e in netpolicy.server_entries(["http://127.0.0.1:8765", "https://px.example.com"])] == \
         ["127.0.0.1:8765", "px.example.com:443"]
     assert netpolicy.pins_from("Model.Test.=127.0.0.1, forge=[::1],junk") == {"model.test": "127.0.0.1", "forge": "::1"}
-    assert "needs the sandbox" in netpolicy.unsandboxed_refusal({"name": "a", "network": "allowlist"}, False)
-    assert netpolicy.unsandboxed_refusal({"name": "a", "network": "allowlist"}, True) is None
+    assert "needs the sandbox" in netpolicy.unsandboxed_refusal("a", "allowlist", False)
+    assert netpolicy.unsandboxed_refusal("a", "allowlist", True) is None

@@ -16,6 +16,7 @@ import pytest
 
 from predictorx.daemon.retry import ServerError
 from predictorx.daemon.runner import TaskRun
+from predictorx.protocol import Claim
 
 STATUS_S = 0.4
 
@@ -74,7 +75,7 @@ async def test_the_running_report_the_rooms_and_the_sweep_go_side_by_side(tmp_pa
     claim = {"task": {"id": "t-1", "workspace_id": "w-1"}, "issue": {"number": 3, "title": "x"}, "context": {},
              "token": "pxt_x", "agent": {"name": "a", "provider": "command", "command": [
                  sys.executable, "-c", f"import time; open({str(stamp)!r}, 'w').write(repr(time.monotonic()))"]}}
-    await TaskRun(host, claim).run()  # type: ignore[arg-type]
+    await TaskRun(host, Claim.from_wire(claim)).run()  # type: ignore[arg-type]
     assert host.finished["status"] == "completed", host.finished
     at = host.api.at
     # Asked while the running report was still on its way…
@@ -106,7 +107,7 @@ async def test_claude_starts_beside_the_running_report_and_reads_its_prompt_afte
     monkeypatch.setenv("IS_SANDBOX", "1")  # (these tests may run as root)
     host = _Host(tmp_path / "ws")
     claim, seen = _claude_claim(tmp_path)
-    await TaskRun(host, claim).run()  # type: ignore[arg-type]
+    await TaskRun(host, Claim.from_wire(claim)).run()  # type: ignore[arg-type]
     assert host.finished["status"] == "completed", host.finished
     at, agent = host.api.at, json.loads(seen.read_text())
     assert agent["started"] < at["running answered"], "the CLI waited for the running report to start"
@@ -119,7 +120,7 @@ async def test_a_refused_running_report_stops_claude_before_it_reads_a_prompt(
     monkeypatch.setenv("IS_SANDBOX", "1")
     host = _Host(tmp_path / "ws", refuse=True)
     claim, seen = _claude_claim(tmp_path)
-    run = TaskRun(host, claim)
+    run = TaskRun(host, Claim.from_wire(claim))
     await run.run()  # type: ignore[arg-type]
     # The refusal is the outcome (as when the report was awaited before the start), not a cancel.
     assert host.finished["status"] == "failed" and "cancelled meanwhile" in host.finished["failure_reason"]

@@ -11,17 +11,21 @@ from types import SimpleNamespace
 import pytest
 
 from predictorx.daemon import envroot, runner
-from predictorx.daemon.context import TaskContext
+from predictorx.daemon.context.types import TaskContext
 from predictorx.daemon.repocache import RepoCache
+from predictorx.protocol import Claim
 
 
 def _run(root: Path, allowed: list[str]) -> runner.TaskRun:
-    host = SimpleNamespace(workspaces_root=root, repo_cache=RepoCache(root), name="d1", sandbox=True)
-    claim = {"task": {"id": "t1", "workspace_id": "w"}, "agent": {"name": "bot", "provider": "command"},
-             "issue": {"number": 1}, "context": {}, "token": "x"}
-    run = runner.TaskRun(host, claim)  # type: ignore[arg-type]
-    run._ctx = TaskContext.from_dict({"workspace_repos": [{"url": u} for u in allowed]})
-    return run
+    host = SimpleNamespace(workspaces_root=root, repo_cache=RepoCache(root), name="d1", sandbox=True, api=None)
+    claim = Claim.from_wire({"task": {"id": "t1", "workspace_id": "w"}, "agent": {"name": "bot", "provider": "command"},
+                             "issue": {"number": 1}, "context": {"workspace_repos": [{"url": u} for u in allowed]},
+                             "token": "x"})
+    return runner.TaskRun(host, claim)  # type: ignore[arg-type]
+
+
+def _plan(run: runner.TaskRun, env: envroot.EnvRoot, cwd: Path, local: Path | None):
+    return run._sandbox_plan(TaskContext.of_claim(run.claim.context), env, cwd, local)
 
 
 def _bind_targets(args: list[str], flag: str) -> set[str]:
@@ -39,7 +43,7 @@ def test_only_the_allowed_caches_are_mounted_and_read_only(tmp_path: Path) -> No
     (ours / "objects").mkdir(parents=True)
     (theirs / "objects").mkdir(parents=True)
     env = envroot.create_env_root(root, "w", "t1")
-    plan = run._sandbox_plan(env, env.workdir, None)
+    plan = _plan(run, env, env.workdir, None)
     args = plan.arguments(["true"], {"PATH": "/usr/bin"})
     mounted = _bind_targets(args, "--ro-bind") | _bind_targets(args, "--bind")
     assert str(theirs) not in mounted and str(root / ".repos") not in mounted
@@ -55,7 +59,7 @@ def test_an_in_place_folder_holding_the_workspaces_root_is_refused(tmp_path: Pat
     run = _run(root, [])
     env = envroot.create_env_root(root, "w", "t1", workdir_kind="in_place", local_path=folder)
     with pytest.raises(runner.TaskFailed, match="PREDICTORX_WORKSPACES_ROOT"):
-        run._sandbox_plan(env, folder, folder)
+        _plan(run, env, folder, folder)
 
 
 def test_a_workdir_left_by_an_earlier_attempt_names_no_mount(tmp_path: Path) -> None:
@@ -71,6 +75,6 @@ def test_a_workdir_left_by_an_earlier_attempt_names_no_mount(tmp_path: Path) -> 
     info = env.workdir / ".git" / "objects" / "info"
     info.mkdir(parents=True)
     (info / "alternates").write_text(f"{elsewhere / 'objects'}\n{root}\n")
-    args = run._sandbox_plan(env, env.workdir, None).arguments(["true"], {"PATH": "/usr/bin"})
+    args = _plan(run, env, env.workdir, None).arguments(["true"], {"PATH": "/usr/bin"})
     mounted = _bind_targets(args, "--ro-bind") | _bind_targets(args, "--bind")
     assert not any(p == str(root) or p.startswith(str(elsewhere)) for p in mounted), mounted

@@ -12,7 +12,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from predictorx.daemon.harness import mcp_setup
+from predictorx.daemon.workflowhooks import mcp_setup
 
 
 def test_mcp_tools_act_as_the_task(server, tmp_path):

@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from predictorx.daemon import harness, runcheckouts
+from predictorx.daemon import runcheckouts
+from predictorx.daemon import workflowhooks as harness
 from predictorx.daemon.repocache import RepoCache
 
 
@@ -67,7 +67,7 @@ def test_the_handoff_facts_tell_nothing_of_a_repository_the_git_dir_points_to(tm
     git(folder, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "--allow-empty", "-m", "start")
     start = git(folder, "rev-parse", "HEAD")
     plant(folder / ".git", secret)
-    facts = harness._git_facts(SimpleNamespace(harness_start_head=start, branch=None), folder)  # type: ignore[arg-type]
+    facts = harness._git_facts(harness.EndState(start_head=start), folder)
     assert "PRIVATE PLAN" not in str(facts) and secret_commit[:7] not in str(facts), facts
 
 

@@ -8,18 +8,15 @@ import logging
 import subprocess
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 from predictorx.daemon import rooms
 
 SRC = Path(rooms.__file__).resolve().parents[1]
 
 
-def _run(provider: str = "claude"):
-    return SimpleNamespace(
-        id="t-1", agent={"provider": provider, "name": "claude-1"}, issue={"number": 7},
-        context_data={"project_id": "0123456789abcdef", "project_title": "Shop"},
-    )
+def _run(provider: str = "claude") -> rooms.RoomRun:
+    return rooms.RoomRun(task_id="t-1", provider=provider, agent_name="claude-1", issue_number=7,
+                         project_id="0123456789abcdef", project_title="Shop")
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -31,7 +28,7 @@ def _repo(tmp_path: Path) -> Path:
 
 def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, monkeypatch):
     monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
-    args, env, intro = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), _repo(tmp_path))
+    args, env, intro = rooms.room_setup(_run(), tmp_path / "env", _repo(tmp_path))
     settings = json.loads(Path(args[args.index("--settings") + 1]).read_text())
     assert env["AGENTS_ROOM_ROOMS"] == "shared:project-shop-01234567" and env["AGENTS_ROOM_LABEL"].startswith("claude-1")
     post = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
@@ -42,19 +39,19 @@ def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, mo
     assert "SessionStart" not in settings["hooks"]
     sid = env["AGENTS_ROOM_SESSION"]
     assert f"you are session {sid}" in intro and "repo:shop" in intro and "shared:project-shop-01234567" in intro
-    cx_args, _, cx_intro = rooms.room_setup(_run("codex"), SimpleNamespace(path=tmp_path / "cx"), _repo(tmp_path / "c"))
+    cx_args, _, cx_intro = rooms.room_setup(_run("codex"), tmp_path / "cx", _repo(tmp_path / "c"))
     assert "features.hooks=true" in cx_args and any(a.startswith("hooks.SessionStart=") for a in cx_args)
     assert cx_intro == ""
-    assert rooms.room_setup(_run("gemini"), SimpleNamespace(path=tmp_path / "g"), tmp_path) == ([], {}, "")
+    assert rooms.room_setup(_run("gemini"), tmp_path / "g", tmp_path) == ([], {}, "")
 
 
 def test_a_missing_or_failing_agents_room_never_stops_a_task(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", str(tmp_path / "no-such-program"))
     with caplog.at_level(logging.WARNING, logger="predictorx.daemon"):
-        assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {}, "")
+        assert rooms.room_setup(_run(), tmp_path / "env", tmp_path) == ([], {}, "")
     assert "runs without agents-room" in caplog.text
     monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", "false")
-    assert rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "env"), tmp_path) == ([], {}, "")
+    assert rooms.room_setup(_run(), tmp_path / "env", tmp_path) == ([], {}, "")
 
 
 def test_predictorx_imports_nothing_of_agents_room():
@@ -83,11 +80,11 @@ def test_one_agents_room_process_configures_the_runs_and_ends_with_the_daemon(tm
     monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
     monkeypatch.setattr(rooms, "START_DELAY_S", 0.05)
     rooms.SERVER.stop()
-    rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e1"), _repo(tmp_path / "a"))  # the plain command
+    rooms.room_setup(_run(), tmp_path / "e1", _repo(tmp_path / "a"))  # the plain command
     server = _serving()
     sessions = set()
     for i in range(2):
-        args, env, intro = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / f"e{i + 2}"), _repo(tmp_path / f"b{i}"))
+        args, env, intro = rooms.room_setup(_run(), tmp_path / f"e{i + 2}", _repo(tmp_path / f"b{i}"))
         assert args[1].startswith(str(tmp_path / f"e{i + 2}")) and f"you are session {env['AGENTS_ROOM_SESSION']}" in intro
         sessions.add(env["AGENTS_ROOM_SESSION"])
     assert len(sessions) == 2 and rooms.SERVER._proc is server and server.poll() is None  # the same process, still there
@@ -109,7 +106,7 @@ def test_a_daemon_that_runs_claude_or_codex_starts_it_with_itself(tmp_path, monk
     rooms.start_ahead([{"provider": "claude"}])
     server = rooms.SERVER._proc
     assert server is not None and server.poll() is None
-    _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e"), _repo(tmp_path))
+    _, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
     assert env["AGENTS_ROOM_SESSION"] and rooms.SERVER._proc is server and server.answered  # it answered the first run
     rooms.SERVER.stop()
     assert server.wait(timeout=10) == 0
@@ -125,7 +122,7 @@ def test_an_agents_room_without_serve_gets_the_plain_command(tmp_path, monkeypat
     monkeypatch.setattr(rooms, "START_DELAY_S", 0.05)
     rooms.SERVER.stop()
     for i in range(3):
-        _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / f"e{i}"), _repo(tmp_path / f"r{i}"))
+        _, env, _ = rooms.room_setup(_run(), tmp_path / f"e{i}", _repo(tmp_path / f"r{i}"))
         assert env["AGENTS_ROOM_SESSION"]
         deadline = time.monotonic() + 20
         while rooms.SERVER._timer is not None:  # the delayed start it scheduled, if any, has happened
@@ -139,7 +136,7 @@ def test_a_run_that_did_not_end_well_has_its_session_ended(tmp_path, monkeypatch
     """A run killed before any of its hooks ran leaves the session joined ahead with no process;
     the daemon ends it (a run that ended well ended it with its SessionEnd hook)."""
     monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
-    _, env, _ = rooms.room_setup(_run(), SimpleNamespace(path=tmp_path / "e"), _repo(tmp_path))
+    _, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
     sid = env["AGENTS_ROOM_SESSION"]
     who = [rooms.agents_room_command()[0], "who", "--json"]
     assert sid in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}

@@ -8,7 +8,7 @@ for the whole conversation (`ProcessRequest.stdin_session`). A stdout line that 
 (an agent's stray print) becomes a system message rather than breaking the connection.
 
 MCP servers: the daemon adds agents-room and `predictorx mcp` to a run as Codex-style overrides
-(`-c mcp_servers.NAME.command=…`, see daemon/harness.py and daemon/rooms.py); an ACP agent gets
+(`-c mcp_servers.NAME.command=…`, see daemon/workflowhooks.py and daemon/rooms.py); an ACP agent gets
 them in `session/new` instead, so `split_overrides` takes them out of the argv.
 """
 

@@ -27,7 +27,7 @@ class AcpProfile:
     #: The flag the model goes after (`--model M`); empty: the agent's model is not set by us.
     model_flag: str = ""
     #: The native provider whose config dir the sandbox copies for it and whose instruction file
-    #: carries the Project Context (daemon/cliconfig.py, daemon/context.py): the same CLI's.
+    #: carries the Project Context (daemon/cliconfig.py, daemon/context/): the same CLI's.
     config_of: str = "acp"
     #: What it needs in its config dir / environment to reach a model (docs/agents.md says more).
     needs: str = ""

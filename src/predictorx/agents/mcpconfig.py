@@ -9,7 +9,7 @@ sent as `Authorization: Bearer …`). A secret is only ever named, never written
 `session/new`, over its stdin (acp_session.py). Literal values are not secret: they are shown in
 the API and, for Codex, are on its command line (`-c`).
 
-Beside agents-room and `predictorx mcp` (daemon/harness.py, daemon/rooms.py), whose names are
+Beside agents-room and `predictorx mcp` (daemon/workflowhooks.py, daemon/rooms.py), whose names are
 reserved. Pure: `normalize` checks a list as the API gives it, the renderers build each CLI's form.
 """
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-MESSAGE_KINDS: tuple[str, ...] = ("text", "thinking", "tool_use", "tool_result", "error", "system")
+from ..protocol import MESSAGE_KINDS  # the wire's list, which the server checks without importing agents
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..apiclient import Client, fail
 from . import runcheckouts
-from .context import TaskContext, allowed_repo_urls
+from .context.types import TaskContext, allowed_repo_urls
 from .gitcmd import GitError
 from .repocache import RepoCache, RepoCacheError, URLNotAllowed, check_allowed, repo_name, task_branch
 

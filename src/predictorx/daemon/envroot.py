@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -217,3 +218,25 @@ def disk_full_reason(exc: BaseException, workspaces_root: Path) -> str | None:
     return (f"the disk holding the task's env root is full: the filesystem mounted at {mount} ({free}; "
             f"env roots live under {workspaces_root}). Free space there, or point PREDICTORX_WORKSPACES_ROOT "
             "at a bigger disk and restart the daemon, then assign the issue again.")
+
+
+def agent_env(env: EnvRoot, cwd: Path, *, server_url: str, token: str, task_id: str, workspace_id: str,
+              issue_number: int, agent_name: str, workspaces_root: Path) -> dict[str, str]:
+    """The Predictor X part of an agent's environment: where the server is and the task token it
+    acts with, which task it is, and the env root's folders."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        "PREDICTORX_SERVER_URL": server_url,
+        "PREDICTORX_TOKEN": token,
+        "PREDICTORX_TASK_ID": task_id,
+        "PREDICTORX_WORKSPACE": workspace_id,
+        "PREDICTORX_ISSUE": str(issue_number),
+        "PREDICTORX_AGENT": agent_name,
+        "PREDICTORX_ENV_ROOT": str(env.path),
+        "PREDICTORX_WORKDIR": str(env.path / "workdir") if env.workdir_kind != "in_place" else str(cwd),
+        "PREDICTORX_OUTPUT_DIR": str(env.output),
+        "PREDICTORX_WORKSPACES_ROOT": str(workspaces_root),
+        # Its own state dir: the daemon's (with the owner's token) is none of its business.
+        "PREDICTORX_HOME": str(env.path / "home"),
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+    }

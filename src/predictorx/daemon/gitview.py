@@ -1,7 +1,7 @@
 """Read-only git questions about a repository an agent wrote — a person's folder in place, a
 run's checkout — asked without reading it as a repository.
 
-The harness wants HEAD, the commits made since the task started and the default branch. `git log`
+The handoff (workflowhooks.py) wants HEAD, the commits made since the task started and the default branch. `git log`
 in the agent's repository would read its config (`include.path`, `log.showSignature` with
 `gpg.program`, `core.fsmonitor`, …), its `commondir` and `config.worktree`. Instead the daemon
 makes a shadow git dir of its own: its config written here, the agent's HEAD and refs copied as

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from .dirlock import DirLocks
 from .repocache import RepoCache
+from .rooms import RoomRun
 from .serverapi import ServerApi
 
 
@@ -39,5 +40,5 @@ class RunHost(Protocol):
     def executable_for(self, provider: str) -> list[str] | None:
         """The agent CLI's command this daemon found, if not the adapter's default."""
 
-    def room_setup(self, run: Any, env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:
+    def room_setup(self, run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str], str]:
         """The agent's extra arguments, environment and prompt text for its project's agents-room room."""

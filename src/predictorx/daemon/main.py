@@ -17,14 +17,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, agents, allowhosts, config, hardening, resources, secretmask
+from .. import __version__, agents, allowhosts, config, hardening, protocol, resources, secretmask
+from ..protocol import Event
 from ..agents import descendants, runcgroup
 from ..apiclient import fail
-from . import bytecode, contextrecovery, forgework, identity, runcheckouts, worktree
+from . import bytecode, forgework, identity, runcheckouts, worktree
+from .context import recovery as contextrecovery
 from .dirlock import DirLocks
 from .gc import GcTimer
 from .repocache import RepoCache
 from .runner import TaskRun
+from .rooms import RoomRun
 from .retry import backoff
 from . import sandboxmode
 from .serverapi import ServerApi, ServerError
@@ -93,7 +96,7 @@ class Daemon:
         self.unreported: dict[str, dict[str, Any]] = {}  # finishes the server has not acknowledged
         self._push_connected = False
         self._stopping = asyncio.Event()
-        self._forge_jobs: set[asyncio.Task] = set()
+        self._background_jobs: set[asyncio.Task] = set()
 
     # -- slots ------------------------------------------------------------------------------------
     def slot_released(self) -> None:
@@ -136,7 +139,7 @@ class Daemon:
             self.unreported[task_id] = fields
             return
         if (answer or {}).get("forge_push"):  # its project pushes at run end (daemon/forgework.py)
-            self._forge_job(forgework.push_task(self, task_id, answer.pop("forge_push")))
+            self._background(forgework.push_task(self, task_id, answer.pop("forge_push")))
         # The same request claimed the next tasks (one round trip per task turned over).
         for item in (answer or {}).get("claimed", []):
             self._start(item)
@@ -147,11 +150,11 @@ class Daemon:
                 return [rt["path"]]
         return None
 
-    def room_setup(self, run: TaskRun, env, cwd: Path) -> tuple[list[str], dict[str, str], str]:
+    def room_setup(self, run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str], str]:
         """Join the agent to its project's room (R-ROOM-15); see rooms.py."""
         from .rooms import room_setup
 
-        return room_setup(run, env, cwd)
+        return room_setup(run, env_root, cwd)
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def register(self) -> None:
@@ -291,28 +294,29 @@ class Daemon:
 
     async def _on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
-        if kind in ("hello", "task_queued"):
+        if kind in (Event.HELLO, Event.TASK_QUEUED):
             self._claim_wakeup.set()
-            if kind == "hello":  # (re)connected: an answer may have been missed meanwhile
+            if kind == Event.HELLO:  # (re)connected: an answer may have been missed meanwhile
                 for each in self.runs.values():
                     each.answer_bell.set()
-        elif kind == "permission_answered" and (asked := self.runs.get(event.get("task_id", ""))) is not None:
+        elif kind == Event.PERMISSION_ANSWERED and (asked := self.runs.get(event.get("task_id", ""))) is not None:
             asked.answer_bell.set()
-        elif kind == "task_cancelled":
+        elif kind == Event.TASK_CANCELLED:
             run = self.runs.get(event.get("task_id", ""))
             if run is not None:
                 log.info("task %s cancelled", run.id)
                 run.cancel()
-        elif kind == "request" and event.get("op") in forgework.OPS:
-            self._forge_job(forgework.handle(self, event))
-        elif kind == "request":
+        elif kind == Event.REQUEST and event.get("op") in forgework.OPS:
+            self._background(forgework.handle(self, event))
+        elif kind == Event.REQUEST:
             asyncio.create_task(self._answer(event))
 
-    def _forge_job(self, work: Any) -> None:
-        """A push can take minutes: kept referenced until done (a bare task could be collected)."""
+    def _background(self, work: Any) -> None:
+        """Work that outlives its caller (a push can take minutes, a report retries): kept referenced
+        until done (a bare task could be collected)."""
         job = asyncio.create_task(work)
-        self._forge_jobs.add(job)
-        job.add_done_callback(self._forge_jobs.discard)
+        self._background_jobs.add(job)
+        job.add_done_callback(self._background_jobs.discard)
 
     async def _answer(self, event: dict[str, Any]) -> None:
         # The resource type whose check it is answers it, on this machine (e.g. R-LD-1's path rules).
@@ -353,26 +357,35 @@ class Daemon:
             claimed = await self.api.claim(self.max_tasks - self.busy_slots)
             for item in claimed:
                 if self._stopping.is_set():
-                    await self.release(item["task"]["id"])
+                    if (task_id := protocol.claimed_task_id(item)) is not None:
+                        await self.release(task_id)
                 else:
                     self._start(item)
             if not claimed:
                 return
 
-    def _start(self, claim: dict[str, Any]) -> None:
+    def _start(self, item: Any) -> None:
+        """Run a claimed task; one whose claim cannot be read is reported failed, saying why."""
+        try:
+            claim = protocol.Claim.from_wire(item)
+        except protocol.ProtocolError as e:
+            task_id = protocol.claimed_task_id(item)
+            log.error("task %s: the server's claim could not be read (%s)", task_id or "?", e)
+            if task_id is not None:
+                self._background(self.report_finish(task_id, protocol.Finish(protocol.Outcome(
+                    "failed", f"the daemon could not read the task's claim ({e}); update Predictor X on the daemon's "
+                    "machine or the server so that both speak the same protocol")).to_wire()))
+            return
         run = TaskRun(self, claim)
         self.runs[run.id] = run
         self.busy_slots += 1
-        log.info("task %s: running %s (%s) on issue #%s", run.id, run.agent["name"], run.agent["provider"],
-                 run.issue["number"])
+        log.info("task %s: running %s (%s) on issue #%s", run.id, claim.agent.name, claim.agent.provider,
+                 claim.issue.number)
 
-        async def go() -> None:
-            try:
-                await run.run()
-            finally:
-                self.runs.pop(run.id, None)
-                self._claim_wakeup.set()
-        run.main = asyncio.create_task(go(), name=f"task-{run.id}")
+        def done() -> None:
+            self.runs.pop(run.id, None)
+            self._claim_wakeup.set()
+        run.start(done)
 
     # -- heartbeats -------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from ..allowhosts import BadEntry, Entry, normalise_host, parse_entry, parse_list
@@ -31,14 +31,14 @@ INSIDE_SOCKET = "/run/predictorx-net.sock"
 HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
-def wants_allowlist(agent: dict[str, Any]) -> bool:
-    return agent.get("network") == "allowlist"
+def wants_allowlist(network: str) -> bool:
+    return network == "allowlist"
 
 
-def unsandboxed_refusal(agent: dict[str, Any], sandboxed: bool) -> str | None:
+def unsandboxed_refusal(agent_name: str, network: str, sandboxed: bool) -> str | None:
     """Why a run cannot start: its allowlist needs the sandbox and the run would have none."""
-    if wants_allowlist(agent) and not sandboxed:
-        return (f"agent {agent['name']} has a network allowlist, which needs the sandbox (the allowlist is the "
+    if wants_allowlist(network) and not sandboxed:
+        return (f"agent {agent_name} has a network allowlist, which needs the sandbox (the allowlist is the "
                 "sandbox's own network namespace), and its sandbox is off; not run on the open network — turn its "
                 "sandbox on, or set --network open")
     return None
@@ -99,14 +99,15 @@ def pins_from(value: str) -> dict[str, str]:
     return pins
 
 
-async def open_jail(agent: dict[str, Any], server_urls: list[str], notify: Notify, **limits: float) -> NetworkJail:
+async def open_jail(agent_name: str, allow_hosts: Iterable[str], server_urls: list[str], notify: Notify,
+                    **limits: float) -> NetworkJail:
     """Start the proxy of one allowlist run. The socket lives in a fresh 0700 folder under the
     temporary directory: a Unix socket's path must be short, and the env root's may not be."""
-    entries = list(dict.fromkeys(parse_list(list(agent.get("allow_hosts") or [])) + server_entries(server_urls)))
+    entries = list(dict.fromkeys(parse_list(list(allow_hosts)) + server_entries(server_urls)))
     folder = Path(tempfile.mkdtemp(prefix="px-net-"))
     try:
         (folder / "hosts").write_text(HOSTS)
-        proxy = RunProxy(entries, agent=agent["name"], notify=notify,  # type: ignore[arg-type]
+        proxy = RunProxy(entries, agent=agent_name, notify=notify,  # type: ignore[arg-type]
                          pins=pins_from(os.environ.get(RESOLVE_ENV, "")), **limits)
         await proxy.start(folder / "proxy.sock")
     except BaseException:

@@ -25,13 +25,11 @@ import select
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..agentsroom import agents_room_command, project_room
-
-if TYPE_CHECKING:
-    from .runner import TaskRun
 
 log = logging.getLogger("predictorx.daemon")
 #: harnesses agents-room has hooks for; others run without a room
@@ -201,22 +199,33 @@ def start_ahead(runtimes: list[dict[str, Any]]) -> None:
         SERVER.start_now(cmd)
 
 
-def room_setup(run: "TaskRun", env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:
+@dataclass(frozen=True)
+class RoomRun:
+    """What joining a run to its rooms needs to know of it."""
+
+    task_id: str
+    provider: str
+    agent_name: str
+    issue_number: int
+    project_id: str | None = None
+    project_title: str | None = None
+
+
+def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str], str]:
     """(extra CLI arguments, extra environment, text for the prompt: the agent's session and rooms)."""
     if os.environ.get("PREDICTORX_ROOMS", "1") == "0":
         return [], {}, ""
-    provider = run.agent["provider"]
-    if provider not in SUPPORTED:
+    if run.provider not in SUPPORTED:
         return [], {}, ""
-    ctx = run.context_data
-    rooms = [project_room(ctx["project_id"], ctx.get("project_title"))] if ctx.get("project_id") else []
-    label = f"{run.agent['name']} · issue #{run.issue['number']}"
-    if ctx.get("project_title"):
-        label += f" · {ctx['project_title']}"
+    rooms = [project_room(run.project_id, run.project_title)] if run.project_id else []
+    label = f"{run.agent_name} · issue #{run.issue_number}"
+    if run.project_title:
+        label += f" · {run.project_title}"
     try:
-        cfg = run_config(_HARNESS_OF.get(provider, provider), config_dir=Path(env.path) / "agents-room", cwd=cwd, rooms=rooms, label=label)
+        cfg = run_config(_HARNESS_OF.get(run.provider, run.provider), config_dir=Path(env_root) / "agents-room", cwd=cwd,
+                         rooms=rooms, label=label)
     except Exception as e:  # noqa: BLE001 — coordination is a help, never a reason to fail
-        log.warning("task %s runs without agents-room: %s", run.id, e)
+        log.warning("task %s runs without agents-room: %s", run.task_id, e)
         return [], {}, ""
     intro = cfg.get("intro") if isinstance(cfg.get("intro"), str) else ""
     return [str(a) for a in cfg["args"]], {str(k): str(v) for k, v in cfg["env"].items()}, intro

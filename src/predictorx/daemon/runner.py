@@ -13,18 +13,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import agents, secretmask, unconfined
+from .. import agents, protocol, secretmask, unconfined
+from ..protocol import Finish, Outcome
 from ..agents import RunSpec
 from . import permissionwait
-from . import (cliconfig, contextrecord, delivery, earlypush, envroot, forgepush, forgework, harness, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
-               sandboxmode, sessions, worktree)
+from . import (cliconfig, delivery, earlypush, envroot, forgepush, forgework, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
+               sandboxmode, sessions, workflowhooks, worktree)
 from .branches import task_branch
 from .prompt import build_prompt
-from .context import TaskContext, allowed_repo_urls, prepare_context
+from .context import record as contextrecord
+from .context.prepare import prepare_context
+from .context.types import TaskContext, allowed_repo_urls
 from .. import resources
 from ..resources import placement as where
 from .gitcmd import GitError
@@ -51,21 +54,21 @@ def _placement(ctx: TaskContext, daemon_id: str) -> Placement:
 
 
 class TaskRun:
-    def __init__(self, daemon: RunHost, claim: dict[str, Any]):
+    """One run of a claimed task. What it was given (`claim`, frozen, read through `task`, `agent`
+    and `issue`) never changes; what it finds out (its phase, branch, review) only it sets."""
+
+    def __init__(self, daemon: RunHost, claim: protocol.Claim):
         self.daemon = daemon
-        self.task = claim["task"]
-        self.agent = claim["agent"]
-        self.issue = claim["issue"]
-        self.context_data = claim["context"] or {}
-        self.token = claim["token"]
+        self.claim = claim
+        self.task, self.agent, self.issue = claim.task, claim.agent, claim.issue
         # The agent's earlier CLI session on this issue, kept on this machine: continued (R-EX-10).
-        self.resume_session_id: str | None = claim.get("resume_session_id")
-        #: A follow-up of a pull request continues its branch (issue 22 §5): {branch, remote_url, …}.
-        self.continue_branch: dict[str, Any] | None = claim.get("continue_branch") or None
+        self.resume_session_id = claim.resume_session_id
+        #: A follow-up of a pull request continues its branch (issue 22 §5).
+        self.continue_branch = claim.continue_branch
         self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
-        self.id: str = self.task["id"]
+        self.id: str = claim.task.id
         #: The agent's variables (issue 28 §2): its environment only; secrets masked in all it uploads and logs.
-        self._agent_env, self.masker = secretmask.from_claim(claim, self.id)
+        self._agent_env, self.masker = secretmask.from_claim(claim.env, self.id)
         self.cancel_event = asyncio.Event()
         #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
         self.agent_stop = asyncio.Event()
@@ -77,12 +80,12 @@ class TaskRun:
         self.review: dict[str, Any] | None = None  # the agent's work, for the task page
         self.main: asyncio.Task | None = None
         self._checkouts: dict[str, str] = {}  # repo URL → where it is checked out, told to the agent
-        self._ctx: TaskContext | None = None
         self._undelivered: list[str] = []  # why some checkout's work could not be delivered
         #: The object stores the daemon made the task's checkout borrow from (for `gitview`).
         self.borrowed_objects: list[Path] = []
         self.early_push = earlypush.EarlyPush(daemon, self.id)  # the push, once the branch is there (issue 22)
-        self.handoff = harness.Handoff(self)  # read at the end, sent while the work is delivered
+        #: read at the end, sent while the work is delivered
+        self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts))
         self.answer_bell = asyncio.Event()  # a person answered its agent's question (permissionwait.py)
 
     # -- control --------------------------------------------------------------------------------
@@ -106,6 +109,15 @@ class TaskRun:
             self.daemon.slot_released()
 
     # -- the run --------------------------------------------------------------------------------
+    def start(self, done: Callable[[], None]) -> None:
+        """Run in the background; `done()` once the run is over (reported, or handed back)."""
+        async def go() -> None:
+            try:
+                await self.run()
+            finally:
+                done()
+        self.main = asyncio.create_task(go(), name=f"task-{self.id}")
+
     def shutdown(self) -> None:
         """The daemon is stopping: not the user's cancel. Unstarted work goes back to the queue."""
         self.stopping = True
@@ -113,17 +125,16 @@ class TaskRun:
 
     async def run(self) -> None:
         api = self.daemon.api
-        outcome: dict[str, Any] = {"status": "failed", "failure_reason": "the daemon stopped unexpectedly"}
+        outcome = Outcome("failed", "the daemon stopped unexpectedly")
         env = None
         self._uploader = MessageUploader(api, self.id, mask=self.masker.any if self.masker else None,
                                          on_stop=self._stopped_by_server)
         self._uploader.start()
         try:
-            ctx = TaskContext.from_dict(self.context_data, daemon_id=self.daemon.daemon_id)
-            self._ctx = ctx
+            ctx = TaskContext.of_claim(self.claim.context, daemon_id=self.daemon.daemon_id)
             await asyncio.to_thread(self._check_sandbox)  # runs bwrap once: not on the event loop
             placement = _placement(ctx, self.daemon.daemon_id)
-            ws = (self.context_data.get("workspace") or {}).get("slug") or self.task["workspace_id"]
+            ws = getattr(self.claim.context.workspace, "slug", None) or self.task.workspace_id
             real = self._checked_folder(placement) if placement.on_this_machine else None
             env = envroot.create_env_root(self.daemon.workspaces_root, ws, self.id,
                                           workdir_kind=placement.kind if placement.on_this_machine else "own",
@@ -149,16 +160,16 @@ class TaskRun:
             else:
                 outcome = await self._in_own_workdir(ctx, env, placement)
         except asyncio.CancelledError:
-            outcome = {"status": "cancelled", "failure_reason": "cancelled"}
+            outcome = Outcome("cancelled", "cancelled")
         except TaskFailed as e:
-            outcome = {"status": "failed", "failure_reason": str(e)}
+            outcome = Outcome("failed", str(e))
         except Exception as e:  # report every failure on the task, never lose it
             full = envroot.disk_full_reason(e, self.daemon.workspaces_root)
             if full:
                 log.error("task %s: %s", self.id, full)
             else:
                 log.exception("task %s failed in the daemon", self.id)
-            outcome = {"status": "failed", "failure_reason": full or f"the daemon could not run the task: {e}"}
+            outcome = Outcome("failed", full or f"the daemon could not run the task: {e}")
         finally:
             started = self.phase in ("running", "finishing")
             self.phase = "finishing"
@@ -166,26 +177,23 @@ class TaskRun:
             await asyncio.shield(self._uploader.close())
             if env is not None:
                 try:
-                    envroot.mark_finished(env, status=outcome["status"])
+                    envroot.mark_finished(env, status=outcome.status)
                 except OSError:
                     pass
         if self.stopping and not started:
             self._forget_env()
             await self.daemon.release(self.id)  # back to the queue, for this or another daemon
             return
-        if self.stopping and outcome["status"] != "completed":
-            outcome = {**outcome, "status": "failed",
-                       "failure_reason": f"the daemon {self.daemon.name} was stopped while the agent was running"}
-        elif self.cancel_event.is_set() and outcome["status"] != "completed":
-            outcome.update(status="cancelled", **({"failure_reason": self.stop_reason} if self.stop_reason else {}))
-        fields: dict[str, Any] = {"branch_name": self.branch, **outcome, "usage": self._uploader.usage}
-        if self.review is not None:
-            fields["review"] = self.review
-            if not self.review.get("branch"):
-                fields["branch_name"] = ""  # deleted: the task changed nothing
-        await self.handoff.sent()
-        fields.update(await self.early_push.for_finish())  # the push rides on the finish; the PR opens then
-        fields = self.masker.any(fields)
+        if self.stopping and outcome.status != "completed":
+            outcome = replace(outcome, status="failed",
+                              failure_reason=f"the daemon {self.daemon.name} was stopped while the agent was running")
+        elif self.cancel_event.is_set() and outcome.status != "completed":
+            outcome = replace(outcome, status="cancelled", failure_reason=self.stop_reason or outcome.failure_reason)
+        # A review without a branch: deleted, the task changed nothing.
+        branch = self.branch if self.review is None or self.review.get("branch") else ""
+        await self.handoff.sent(self.branch)
+        pushed = (await self.early_push.for_finish()).get("forge_pushed")  # the PR opens with the finish
+        fields = self.masker.any(Finish(outcome, branch, self.review, self._uploader.usage, pushed).to_wire())
         self._forget_env()
         await self.daemon.report_finish(self.id, fields)
 
@@ -230,7 +238,7 @@ class TaskRun:
                                  "no git command is running there, delete that file), then assign the issue again.")
             await asyncio.sleep(0.2)
 
-    async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> dict[str, Any]:
+    async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> Outcome:
         self.handoff.defer = True
         await self._wait_for_git(real)
         workdir = env.path / "workdir"
@@ -238,8 +246,8 @@ class TaskRun:
             workdir.rmdir()  # git makes it
         continuing = None
         if self.continue_branch:  # a follow-up: the same branch, from its forge's head (issue 22 §5)
-            continuing = (self.continue_branch["branch"], await self._forge_start(self.continue_branch))
-        making = asyncio.ensure_future(asyncio.to_thread(worktree.prepare, real, env.path, self.agent["name"], self.id,
+            continuing = (self.continue_branch.branch, await self._forge_start(self.continue_branch))
+        making = asyncio.ensure_future(asyncio.to_thread(worktree.prepare, real, env.path, self.agent.name, self.id,
                                                          continuing=continuing))
         try:
             prepared = await asyncio.shield(making)
@@ -258,7 +266,7 @@ class TaskRun:
             self.borrowed_objects = [prepared.git_dir / "objects"]
         origin = await asyncio.to_thread(inplace.origin_url, prepared.repo_dir)
         self.early_push.name("worktree", prepared.branch, prepared.repo_dir, origin, self.continued_from)
-        outcome: dict[str, Any] = {"status": "failed", "failure_reason": "interrupted"}
+        outcome = Outcome("failed", "interrupted")
         try:
             outcome = await self._execute(ctx, env, prepared.start_dir, real)
         finally:
@@ -271,21 +279,21 @@ class TaskRun:
                 repo_label=str(prepared.repo_dir), worktree_path=str(prepared.worktree_dir) if done.kept_worktree else None,
                 note=done.message, head=prepared.base_commit, origin=origin)
             if done.error:
-                outcome = {"status": "failed", "failure_reason": done.message}
+                outcome = Outcome("failed", done.message)
         return outcome
 
     async def _in_place_review(self, begun: inplace.Start) -> None:
         """The agent's own commits in the person's folder, named by the task's branch (inplace.py)."""
         try:
-            self.branch, self.review = await asyncio.to_thread(inplace.reviewed, begun, self.agent["name"], self.id)
+            self.branch, self.review = await asyncio.to_thread(inplace.reviewed, begun, self.agent.name, self.id)
         except Exception as e:  # noqa: BLE001 — the review is a view; the run's end must still be reported
             log.warning("task %s: no review of its in-place commits (%s)", self.id, e)
 
     async def _in_own_workdir(self, ctx: TaskContext, env: envroot.EnvRoot,
-                              placement: Placement | None = None) -> dict[str, Any]:
+                              placement: Placement | None = None) -> Outcome:
         cwd = env.workdir
-        pending: dict[str, Any] = {"task_id": self.id, "agent_name": self.agent["name"],
-                                   "allowed": allowed_repo_urls(ctx), "workspace_id": self.task["workspace_id"]}
+        pending: dict[str, Any] = {"task_id": self.id, "agent_name": self.agent.name,
+                                   "allowed": allowed_repo_urls(ctx), "workspace_id": self.task.workspace_id}
         co = None
         if placement is not None and placement.kind == where.CHECKOUT:
             repo = placement
@@ -294,10 +302,10 @@ class TaskRun:
                 if self.continue_branch:  # a follow-up: the same branch, from its forge's head (issue 22 §5)
                     start_at = await self._forge_start(self.continue_branch)
                     made = asyncio.to_thread(self._repo_cache().checkout_continuing, repo.url, dest,
-                                             self.continue_branch["branch"], start_at)
+                                             self.continue_branch.branch, start_at)
                 else:
                     made = asyncio.to_thread(self._repo_cache().checkout, repo.url, repo.ref, dest,
-                                             task_branch(self.agent["name"], self.id))
+                                             task_branch(self.agent.name, self.id))
                 co = await made
             except (RepoCacheError, GitError, forgepush.PushError) as e:
                 raise TaskFailed(f"could not check out {repo.url}: {e}") from None
@@ -322,17 +330,17 @@ class TaskRun:
             else:
                 runcheckouts.clear_pending(env.path)
 
-    async def _forge_start(self, wanted: dict[str, Any]) -> Callable[[Path], str]:
+    async def _forge_start(self, wanted: protocol.ContinueBranch) -> Callable[[Path], str]:
         """A follow-up's start: its branch from its forge (forgework.continuing_start), the push's lease."""
         try:
             return await forgework.continuing_start(self.daemon.api, self.id, lambda sha: setattr(self, "continued_from", sha))
         except forgework.NoTarget as e:
-            raise TaskFailed(f"this follow-up continues branch {wanted.get('branch')} but its forge could not "
+            raise TaskFailed(f"this follow-up continues branch {wanted.branch} but its forge could not "
                              f"be named ({e}); not run on another branch") from None
 
     def _repo_cache(self) -> Any:
         """This task's workspace's repo caches (no other workspace's runs see them)."""
-        return self.daemon.repo_cache.for_workspace(self.task["workspace_id"])
+        return self.daemon.repo_cache.for_workspace(self.task.workspace_id)
 
     async def _deliver_checkout(self, co: Any, env: envroot.EnvRoot, placed: dict[str, str]) -> None:
         """Bring the agent's commits and what it left uncommitted onto its branch in the cache (as
@@ -341,7 +349,7 @@ class TaskRun:
         problem = note = None
         try:
             done = await asyncio.to_thread(runcheckouts.deliver_placement, self._repo_cache(), placed,
-                                           env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"], task_id=self.id)
+                                           env.path / DELIVERY_SCRATCH, agent_name=self.agent.name, task_id=self.id)
             problem, note = done.problem, done.note
         except (delivery.DeliveryError, RepoCacheError, GitError) as e:
             problem = str(e)
@@ -365,11 +373,11 @@ class TaskRun:
         """What the agent checked out itself (`predictorx repo checkout`) reaches the cache too."""
         workdir = Path(self._env(env, env.workdir)["PREDICTORX_WORKDIR"])
         found = runcheckouts.recorded(env.path, workdir, allowed_repo_urls(ctx),
-                                      task_branch(self.agent["name"], self.id))
+                                      task_branch(self.agent.name, self.id))
         said = []
         for co in found:
             sentence, ok = await asyncio.to_thread(runcheckouts.deliver, self._repo_cache(), co,
-                                                   env.path / DELIVERY_SCRATCH, agent_name=self.agent["name"],
+                                                   env.path / DELIVERY_SCRATCH, agent_name=self.agent.name,
                                                    task_id=self.id)
             said.append(sentence)
             if not ok:
@@ -393,11 +401,11 @@ class TaskRun:
     async def _note(self, kind: str, content: dict[str, Any]) -> None:
         await self._uploader.add(kind, content)
 
-    async def _execute(self, ctx: TaskContext, env: envroot.EnvRoot, cwd: Path, local: Path | None) -> dict[str, Any]:
+    async def _execute(self, ctx: TaskContext, env: envroot.EnvRoot, cwd: Path, local: Path | None) -> Outcome:
         """Give the agent its context, run it, and take the context away again."""
         if self.cancel_event.is_set():
             raise asyncio.CancelledError
-        adapter = agents.get(self.agent["provider"])
+        adapter = agents.get(self.agent.provider)
         self.phase = "running"
         base_env = self._env(env, cwd)
         # Side by side (issue 9): the running report, `agents-room run-config` (a process, rooms.py),
@@ -405,15 +413,15 @@ class TaskRun:
         # command line and folder need (run-config, the context); the report and the sweep come
         # while it starts (see _prompt_tail).
         running = asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch))
-        rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self, env, cwd))
-        sweep_ready = asyncio.ensure_future(harness.task_start(self, cwd))
+        rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self._room_run(), env.path, cwd))
+        sweep_ready = asyncio.ensure_future(workflowhooks.task_start(self.daemon.api, self.id, self.issue.number, cwd,
+                                                                     tuple(self.borrowed_objects)))
         uploader = self._uploader
         prepared = None
         try:
-            harness_args = harness.mcp_args(self, env.path, base_env)
-            prepared = await prepare_context(cwd, adapter.config_provider(self.agent.get("command")), self.id, ctx,
-                                             checkouts=self._checkouts,
-                                             record=env.path / contextrecord.RECORD_NAME)
+            workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env)
+            prepared = await prepare_context(cwd, adapter.config_provider(list(self.agent.command or ())), self.id, ctx,
+                                             checkouts=self._checkouts, record=env.path / contextrecord.RECORD_NAME)
             extra_args, extra_env, room_intro = await rooms_ready
         except BaseException:
             if prepared is not None:
@@ -423,7 +431,7 @@ class TaskRun:
         if prepared.error:
             await uploader.add("system", {"event": "context_unavailable", "message": prepared.error})
         if not self.sandboxed:  # the task page says what this agent could reach (issue 29 finding 11)
-            await uploader.add("system", {"event": "unsandboxed", "message": unconfined.agent_warning(self.agent["name"])})
+            await uploader.add("system", {"event": "unsandboxed", "message": unconfined.agent_warning(self.agent.name)})
         resume = self._resumable(adapter, cwd)
         if self.resume_session_id and not resume:
             await uploader.add("system", {"event": "resume_skipped", "session_id": self.resume_session_id,
@@ -432,23 +440,23 @@ class TaskRun:
         tail = asyncio.ensure_future(self._prompt_tail(running, sweep_ready, room_intro))
         network = await self._open_network()
         try:
-            plan = await asyncio.to_thread(self._sandbox_plan, env, cwd, local, network) if self.sandboxed else None
+            plan = await asyncio.to_thread(self._sandbox_plan, ctx, env, cwd, local, network) if self.sandboxed else None
         except BaseException:
             await netpolicy.close(network)
             raise
         spec = RunSpec(
-            prompt=build_prompt(self.issue, self.agent, self.task.get("prompt"), bool(resume)) + "\n\n",
+            prompt=build_prompt(self.issue, self.agent, self.task.prompt, bool(resume)) + "\n\n",
             prompt_tail=tail, cwd=cwd, logs_dir=env.logs,
-            env={**self._agent_env, **base_env, **extra_env, **self._sandbox_env()}, model=self.agent.get("model"),
-            argv_override=self.agent.get("command") or self.daemon.executable_for(self.agent["provider"]),
-            extra_args=[*extra_args, *harness_args], timeout_s=self.daemon.task_timeout,
+            env={**self._agent_env, **base_env, **extra_env, **self._sandbox_env()}, model=self.agent.model,
+            argv_override=list(self.agent.command or ()) or self.daemon.executable_for(self.agent.provider),
+            extra_args=[*extra_args, *workflow_mcp], timeout_s=self.daemon.task_timeout,
             sandbox=plan, secrets=self.masker.secrets,
-            resume_session_id=resume, permission_policy=self.agent.get("permissions"),
-            ask_person=permissionwait.asker(self.daemon.api, self.id, self.answer_bell), ask_timeout_s=self.agent.get("ask_timeout_s") or permissionwait.ask_timeout_s(),
+            resume_session_id=resume, permission_policy=self.agent.permissions,
+            ask_person=permissionwait.asker(self.daemon.api, self.id, self.answer_bell), ask_timeout_s=self.agent.ask_timeout_s or permissionwait.ask_timeout_s(),
         )
         ended_well = False
         try:
-            fresh = build_prompt(self.issue, self.agent, self.task.get("prompt")) + "\n\n"
+            fresh = build_prompt(self.issue, self.agent, self.task.prompt) + "\n\n"
             result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.agent_stop, fresh)
             self.early_push.ask(result.status == "completed" and not self.cancel_event.is_set())
             await tail  # the running report is in before the end is reported (and raises if it was refused)
@@ -465,14 +473,14 @@ class TaskRun:
                 log.exception("task %s: could not deliver the repositories its agent checked out", self.id)
             if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
                 await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
-        await self.handoff.at_end(cwd, result.result)  # the handoff's git facts (R-HAR-7)
+        end = workflowhooks.EndState(workflowhooks.start_head(sweep_ready), self.branch, tuple(self.borrowed_objects))
+        await self.handoff.at_end(cwd, result.result, end)  # the handoff's git facts (R-HAR-7)
         if result.session_id:
             try:
                 sessions.remember(adapter.provider, result.session_id, cwd)
             except OSError as e:  # only a later resume depends on it
                 log.warning("task %s: could not note where session %s ran: %s", self.id, result.session_id, e)
-        return {"status": result.status, "result": result.result, "session_id": result.session_id,
-                "failure_reason": result.failure_reason}
+        return Outcome(result.status, result.failure_reason, result.result, result.session_id)
 
     async def _prompt_tail(self, running: asyncio.Future, sweep_ready: asyncio.Future, room_intro: str) -> str:
         """The prompt's end: the sweep, and the agent's agents-room session and rooms. Done only once
@@ -484,7 +492,7 @@ class TaskRun:
             sweep_ready.cancel()
             self.agent_stop.set()
             raise
-        sweep = await sweep_ready
+        sweep = (await sweep_ready).section
         return sweep + (f"\n\n{room_intro}" if room_intro else "")
 
     def _abandon_start(self, running: asyncio.Future, rooms_ready: asyncio.Future,
@@ -504,26 +512,31 @@ class TaskRun:
                 await asyncio.to_thread(rooms.end_session, extra_env)
         self._leaving = asyncio.ensure_future(leave())
 
+    def _room_run(self) -> rooms.RoomRun:
+        ctx = self.claim.context
+        return rooms.RoomRun(task_id=self.id, provider=self.agent.provider, agent_name=self.agent.name,
+                             issue_number=self.issue.number, project_id=ctx.project_id, project_title=ctx.project_title)
+
     @property
     def sandboxed(self) -> bool:
-        return sandboxmode.run_is_sandboxed(self.daemon.sandbox, self.agent)
+        return sandboxmode.run_is_sandboxed(self.daemon.sandbox, self.agent.sandbox)
 
     def _check_sandbox(self) -> None:
         """A run that asks for the sandbox never runs without it (R-SEC-6), nor an allowlist without it."""
-        refusal = netpolicy.unsandboxed_refusal(self.agent, self.sandboxed)
+        refusal = netpolicy.unsandboxed_refusal(self.agent.name, self.agent.network, self.sandboxed)
         if refusal:
             raise TaskFailed(refusal)
         if not self.sandboxed:
             return
         problem = sandbox.bwrap_problem()
         if problem:
-            raise TaskFailed(sandboxmode.refusal(self.agent["name"], self.daemon.name, self.daemon.sandbox, problem))
+            raise TaskFailed(sandboxmode.refusal(self.agent.name, self.daemon.name, self.daemon.sandbox, problem))
 
     async def _open_network(self) -> netpolicy.NetworkJail | None:
         """The proxy of a run whose agent allows only some hosts; None for the open network."""
-        if not (self.sandboxed and netpolicy.wants_allowlist(self.agent)):
+        if not (self.sandboxed and netpolicy.wants_allowlist(self.agent.network)):
             return None
-        return await netpolicy.open_jail(self.agent, self.daemon.api.urls,
+        return await netpolicy.open_jail(self.agent.name, self.agent.allow_hosts, self.daemon.api.urls,
                                          lambda sentence: self._note("system", {"event": "network_refused",
                                                                                 "message": sentence}))
 
@@ -532,7 +545,7 @@ class TaskRun:
         root is root of the sandbox's own user namespace only, without a capability)."""
         return {"IS_SANDBOX": "1"} if self.sandboxed else {}
 
-    def _sandbox_plan(self, env: envroot.EnvRoot, cwd: Path, local: Path | None,
+    def _sandbox_plan(self, ctx: TaskContext, env: envroot.EnvRoot, cwd: Path, local: Path | None,
                       network: netpolicy.NetworkJail | None = None) -> sandbox.SandboxPlan:
         bwrap = sandbox.bwrap_executable()
         if bwrap is None:  # checked when the task started; gone since
@@ -560,12 +573,12 @@ class TaskRun:
         # alternates (an earlier attempt's agent wrote those in a reused workdir).
         made = [] if env.workdir_kind == "in_place" else list(self.borrowed_objects)
         readable = [env.path, *sandbox.python_paths(), *made,
-                    *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(self._ctx))]
+                    *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(ctx))]
         writable += sandbox.agents_room_paths(home)
-        provider = agents.get(self.agent["provider"]).config_provider(self.agent.get("command"))
+        provider = agents.get(self.agent.provider).config_provider(list(self.agent.command or ()))
         overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
                                      cliconfig.sessions_dir(self.daemon.workspaces_root,
-                                                           self.agent.get("id") or self.agent["name"]))
+                                                           self.agent.id or self.agent.name))
         return sandbox.SandboxPlan(bwrap=bwrap, provider=provider, writable=writable,
                                    readable=readable, hidden=sandbox.secret_paths(home), home=home, chdir=cwd,
                                    network=network, seccomp=sandbox.write_filter(env.path), overlays=overlays)
@@ -579,19 +592,6 @@ class TaskRun:
         return self.resume_session_id
 
     def _env(self, env: envroot.EnvRoot, cwd: Path) -> dict[str, str]:
-        bin_dir = str(Path(sys.executable).parent)
-        return {
-            "PREDICTORX_SERVER_URL": self.daemon.api.server_url,
-            "PREDICTORX_TOKEN": self.token,
-            "PREDICTORX_TASK_ID": self.id,
-            "PREDICTORX_WORKSPACE": self.task["workspace_id"],
-            "PREDICTORX_ISSUE": str(self.issue["number"]),
-            "PREDICTORX_AGENT": self.agent["name"],
-            "PREDICTORX_ENV_ROOT": str(env.path),
-            "PREDICTORX_WORKDIR": str(env.path / "workdir") if env.workdir_kind != "in_place" else str(cwd),
-            "PREDICTORX_OUTPUT_DIR": str(env.output),
-            "PREDICTORX_WORKSPACES_ROOT": str(self.daemon.workspaces_root),
-            # Its own state dir: the daemon's (with the owner's token) is none of its business.
-            "PREDICTORX_HOME": str(env.path / "home"),
-            "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-        }
+        return envroot.agent_env(env, cwd, server_url=self.daemon.api.server_url, token=self.claim.token,
+                                 task_id=self.id, workspace_id=self.task.workspace_id, issue_number=self.issue.number,
+                                 agent_name=self.agent.name, workspaces_root=self.daemon.workspaces_root)

@@ -9,7 +9,6 @@ of sandboxed agents fail saying so; nothing runs unconfined unless someone asked
 
 from __future__ import annotations
 
-from typing import Any
 
 from .. import unconfined
 from .sandbox import bwrap_problem
@@ -17,10 +16,9 @@ from .sandbox import bwrap_problem
 INSTALL = "install it with `apt-get install bubblewrap` (the Debian/Ubuntu package; `dnf install bubblewrap` on Fedora)"
 
 
-def run_is_sandboxed(daemon_choice: bool | None, agent: dict[str, Any]) -> bool:
-    if daemon_choice is not None:
-        return daemon_choice
-    return bool(agent.get("sandbox", True))
+def run_is_sandboxed(daemon_choice: bool | None, agent_sandbox: bool) -> bool:
+    """The daemon's choice if it made one (`--sandbox`, `--no-sandbox`), else the agent's."""
+    return agent_sandbox if daemon_choice is None else daemon_choice
 
 
 def at_start(daemon_choice: bool | None) -> tuple[list[str], str | None]:

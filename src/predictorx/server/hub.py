@@ -16,14 +16,16 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..protocol import Event
+
 log = logging.getLogger("predictorx.hub")
 CHANNEL = "predictorx_events"
 #: Events for one daemon's ears only: requests carry paths on that person's machine, and a
 #: revocation ends that daemon's stream. Browsers and other daemons never see them.
-PRIVATE_TYPES = ("request", "daemon_revoked")
+PRIVATE_TYPES = (Event.REQUEST, Event.DAEMON_REVOKED)
 #: What a daemon acts on; everything else on a workspace's stream (task_changed, task_messages …)
 #: is for people's pages, and with fifty daemons connected it was written fifty times over.
-DAEMON_TYPES = ("task_queued", "task_cancelled", "permission_answered", *PRIVATE_TYPES)
+DAEMON_TYPES = (Event.TASK_QUEUED, Event.TASK_CANCELLED, Event.PERMISSION_ANSWERED, *PRIVATE_TYPES)
 #: A notice between server processes, never delivered to a subscriber: tokens or memberships
 #: changed, so cached principals must be forgotten (server/principals.py).
 PRINCIPALS_CHANGED = "principals_changed"
@@ -139,7 +141,7 @@ class Hub:
         fut = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (daemon_id, fut)
         try:
-            self._deliver([{"workspace_id": workspace_id, "daemon_id": daemon_id, "type": "request",
+            self._deliver([{"workspace_id": workspace_id, "daemon_id": daemon_id, "type": Event.REQUEST,
                             "request_id": request_id, **payload}])
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
@@ -168,7 +170,7 @@ class Hub:
                     self._notice()  # whatever was noticed while we were not listening
                     # Whatever was notified while we were not listening (a database restart) is
                     # lost: every subscribed daemon looks at the queue again instead.
-                    self._deliver([{"workspace_id": ws, "type": "task_queued"}
+                    self._deliver([{"workspace_id": ws, "type": Event.TASK_QUEUED}
                                    for ws in {sub.workspace_id for sub in self._subs}])
                     async for note in conn.notifies():
                         try:

@@ -150,7 +150,7 @@ def list_agents(session: Session, workspace_id: str, *, archived: bool = False) 
 
 
 _UNSET = object()
-#: The CLIs whose runs take an agent's own MCP servers (daemon/harness.py MCP_HARNESSES).
+#: The CLIs whose runs take an agent's own MCP servers (daemon/workflowhooks.py MCP_HARNESSES).
 MCP_PROVIDERS = ("claude", "codex", "acp")
 
 

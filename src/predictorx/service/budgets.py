@@ -22,6 +22,7 @@ from ..store.usage_schema import Budget, UsageDay
 from . import pricing
 from .agents import find_agent
 from .errors import Invalid, NotFound
+from ..protocol import Event
 from .events import emit
 from .projects import get_project
 
@@ -218,7 +219,7 @@ def hold_queued(session: Session, workspace_id: str, found: Blocks) -> None:
                                 or_(_task.c.wait_reason.is_(None), _task.c.wait_reason != reason))
             .values(wait_reason=reason)).rowcount or 0
     if changed:
-        emit(session, workspace_id, "task_changed", status="queued")
+        emit(session, workspace_id, Event.TASK_CHANGED, status="queued")
 
 
 def release_held(session: Session, workspace_id: str) -> None:
@@ -227,5 +228,5 @@ def release_held(session: Session, workspace_id: str) -> None:
     session.execute(update(_task).where(_task.c.workspace_id == workspace_id, _task.c.status == "queued",
                                         _task.c.wait_reason.startswith(REASON_PREFIX))
                     .values(wait_reason=None))
-    emit(session, workspace_id, "task_queued")
-    emit(session, workspace_id, "task_changed", status="queued")
+    emit(session, workspace_id, Event.TASK_QUEUED)
+    emit(session, workspace_id, Event.TASK_CHANGED, status="queued")

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import allowhosts
+from ..protocol import ClaimContext, Event, ResourceRow, WorkspaceRef
 from .. import resources as registry
 from ..resources.local_urls import entry_url, local_git_url
 from ..store import direct
@@ -182,7 +183,7 @@ _MINT_WITH_CONTEXT = (insert(_token).values(**{f: bindparam(f"tok_{f}") for f in
                                .cte("with_context")))
 
 
-def _context(session: Session, ws: Any, project_id: str | None, details: Any, daemon_id: str) -> dict[str, Any]:
+def _context(session: Session, ws: Any, project_id: str | None, details: Any, daemon_id: str) -> ClaimContext:
     """What the daemon needs to run the task, and only what concerns it (R-RES-8). `details`: the
     task's project title and description (None: no project, or it is gone).
 
@@ -211,20 +212,15 @@ def _context(session: Session, ws: Any, project_id: str | None, details: Any, da
                     r.created_by is None or r.created_by != daemon_owner().owner_id):
                 continue  # a folder on the machine of whoever added it, and not this daemon's owner
             if handler.visible_to_daemon(r.resource_ref, daemon_id):
-                resources.append({"id": r.id, "resource_type": r.resource_type,
-                                  "resource_ref": r.resource_ref, "label": r.label})
+                resources.append(ResourceRow(id=r.id, resource_type=r.resource_type,
+                                             resource_ref=r.resource_ref, label=r.label))
     repos = list(ws.repos or [])
     if any(_local_repo(r) for r in repos) and daemon_owner().role != "owner":
         repos = [r for r in repos if not _local_repo(r)]
-    # Flat, in the shape the daemon's TaskContext reads (and resources.json shows).
-    return {
-        "workspace": {"id": ws.id, "slug": ws.slug, "name": ws.name},
-        "workspace_repos": repos,
-        "project_id": project_id,
-        "project_title": title,
-        "project_description": details["project_description"] if project_id else None,
-        "resources": resources,
-    }
+    return ClaimContext(workspace=WorkspaceRef(id=ws.id, slug=ws.slug, name=ws.name), workspace_repos=tuple(repos),
+                        project_id=project_id, project_title=title,
+                        project_description=details["project_description"] if project_id else None,
+                        resources=tuple(resources))
 
 
 def _local_repo(entry: Any) -> bool:
@@ -279,18 +275,18 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
                                                                           "p_daemon": daemon_id})}
     first = details[picked[0].id]
     ws = SimpleNamespace(**{n: first[f"ws_{n}"] for n in _WS_COLUMNS})  # the daemon's workspace
-    contexts: dict[str | None, dict[str, Any]] = {}  # one per project within this claim
+    contexts: dict[str | None, ClaimContext] = {}  # one per project within this claim
     for task in picked:
         if task.project_id not in contexts:
             contexts[task.project_id] = _context(session, ws, task.project_id, details[task.id], daemon_id)
     # One write per project, unless it can go with the token below (one round trip fewer).
     # (Only a task that cannot be refused: no resources, no allowlist to check the daemon for.)
-    joined = (postgres and len(picked) == 1 and not contexts[picked[0].project_id]["resources"]
+    joined = (postgres and len(picked) == 1 and not contexts[picked[0].project_id].resources
               and agents[picked[0].agent_id].network != "allowlist")
     for project_id, context in contexts.items():
         if not joined:
             direct.rows(conn, _SET_CONTEXT[postgres], {"ids": [t.id for t in picked if t.project_id == project_id],
-                                                       "context": context})
+                                                       "context": context.to_wire()})
     declared: set[str] | None = None
     claimed = []
     tokens = []
@@ -298,7 +294,7 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
     for task in picked:
         context = contexts[task.project_id]
         fenced = agents[task.agent_id].network == "allowlist"
-        if context["resources"] or fenced:
+        if context.resources or fenced:
             if declared is None:
                 declared = _declared(session, daemon_id)
             reason = _missing_capability(context, declared) or (_unfenced(agents[task.agent_id], declared)
@@ -313,22 +309,22 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
         claimed.append({"task": task, "agent": agents[task.agent_id],
                         "issue": SimpleNamespace(**{n: d[f"i_{n}"] for n in _ISSUE_COLUMNS}),
                         "context": context, "token": raw, "resume_session_id": d["resume_session_id"]})
-        emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+        emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     if joined:  # (such a task is never refused: its token is there)
         direct.rows(conn, _MINT_WITH_CONTEXT, {**{f"tok_{f}": tokens[0][f] for f in _TOKEN_FIELDS},
-                                               "ctx_task": picked[0].id, "ctx_context": contexts[picked[0].project_id],
+                                               "ctx_task": picked[0].id, "ctx_context": contexts[picked[0].project_id].to_wire(),
                                                "ctx_now": now})
     elif tokens:  # (a claim with resources or of several tasks: not the hot path)
         conn.execute(_MINT, tokens if len(tokens) > 1 else tokens[0])
     return claimed
 
 
-def _missing_capability(context: dict[str, Any], declared: set[str]) -> str | None:
-    for r in context["resources"]:
-        needed = registry.get(r["resource_type"]).required_capabilities(r["resource_ref"]) - declared
+def _missing_capability(context: ClaimContext, declared: set[str]) -> str | None:
+    for r in context.resources:
+        needed = registry.get(r.resource_type).required_capabilities(dict(r.resource_ref)) - declared
         if needed:
             return (f"this daemon does not declare {', '.join(sorted(needed))}, needed for the "
-                    f"{r['resource_type']} resource {r['label'] or r['id']}; update Predictor X on this "
+                    f"{r.resource_type} resource {r.label or r.id}; update Predictor X on this "
                     "machine and restart its daemon (the task was not run in place instead)")
     return None
 
@@ -358,5 +354,5 @@ def _within_limits(session: Session, conn: Connection, picked: list[Any], agents
     if over:
         conn.execute(_BACK, [{"b_id": t.id} for t in over])
         # (every agent a daemon claims for is its owner's: their daemons may take these)
-        emit(session, over[0].workspace_id, "task_queued", owner_id=agents[over[0].agent_id].owner_id)
+        emit(session, over[0].workspace_id, Event.TASK_QUEUED, owner_id=agents[over[0].agent_id].owner_id)
     return kept

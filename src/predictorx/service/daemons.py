@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 from ..store.schema import Agent, Daemon, Runtime, Token, utcnow
 from . import audit, auth, tasks
 from .errors import Forbidden, Invalid, NotFound
+from ..protocol import Event
 from .events import emit
 from .liveness import daemon_timeout, heartbeat_interval, is_online  # noqa: F401  (part of this service's API)
 
@@ -92,7 +93,7 @@ def disconnect_owner(session: Session, workspace_id: str, user_id: str) -> list[
     session.execute(update(Daemon).where(Daemon.id.in_(ids)).values(last_heartbeat_at=None))
     for daemon_id in ids:
         tasks.requeue_held(session, daemon_id, "its daemon's owner left the workspace")
-        emit(session, workspace_id, "daemon_revoked", daemon_id=daemon_id)
+        emit(session, workspace_id, Event.DAEMON_REVOKED, daemon_id=daemon_id)
     return ids
 
 

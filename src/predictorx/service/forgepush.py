@@ -36,6 +36,7 @@ from ..store.schema import Daemon, ForgeConnection, Issue, Project, PullRequest,
 from . import audit
 from . import tasks as task_service
 from .errors import Conflict, Invalid, NotFound
+from ..protocol import Event
 from .events import emit
 
 log = logging.getLogger("predictorx.forgepush")
@@ -149,7 +150,7 @@ def _tracked(session: Session, task: Task,
 
 def _ask_push(session: Session, task: Task) -> None:
     # A private request: only the task's daemon hears it (server/hub.py PRIVATE_TYPES).
-    emit(session, task.workspace_id, "request", daemon_id=task.daemon_id, op="forge_push", task_id=task.id,
+    emit(session, task.workspace_id, Event.REQUEST, daemon_id=task.daemon_id, op="forge_push", task_id=task.id,
          request_id=f"push-{task.id}")
 
 
@@ -268,7 +269,7 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
     task.review = review
     _say(session, task, {"event": "forge_push", "branch": pr.branch,
                          "message": f"Pushed {sha[:12]} to branch {pr.branch} of {url}."})
-    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     for listener in list(after_push):
         try:
             listener(session, pr, task)
@@ -359,5 +360,5 @@ def local_recorded(session: Session, workspace_id: str, task_id: str, user_id: s
                      address=address)
     person = by["name"] or "a person"
     _say(session, task, {"event": op, "message": f"{person}: {data.get('message') or op}", "by": by})
-    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     return result

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from ..store.schema import HOLDING_STATUSES, TERMINAL_STATUSES, Agent, Task, TaskMessage
 from .errors import Conflict, Invalid
+from ..protocol import Event
 from .events import emit
 
 #: How far back a question is looked for.
@@ -51,9 +52,9 @@ def answer(session: Session, task: Task, option_id: str, user_id: str | None, re
         raise Invalid(f"{option_id!r} is not one of the options: {', '.join(options)}")
     task.permission_answers = {**(task.permission_answers or {}),
                                str(question["request_id"]): {"option_id": option_id, "by": user_id}}
-    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     if task.daemon_id:  # the waiting daemon reads the answer now (daemon/permissionwait.py): no polling
-        emit(session, task.workspace_id, "permission_answered", daemon_id=task.daemon_id, task_id=task.id,
+        emit(session, task.workspace_id, Event.PERMISSION_ANSWERED, daemon_id=task.daemon_id, task_id=task.id,
              request_id=str(question["request_id"]))
     return task
 

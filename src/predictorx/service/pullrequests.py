@@ -35,6 +35,7 @@ from ..store.schema import ForgeConnection, Issue, Project, ProjectResource, Pul
 from . import audit, forgepolicy
 from . import forges as connections
 from .errors import Conflict, Forbidden, Invalid, NotFound
+from ..protocol import Event
 from .events import emit
 
 #: What a PR body quotes of the run's result and handoff, at most (a forge caps bodies at 64 KiB).
@@ -143,7 +144,7 @@ def _set_issue_status(session: Session, pr: PullRequest, to: str | None) -> None
 def announce(session: Session, pr: PullRequest) -> None:
     """Tell the task and issue pages (server/hub.py → /api/events) that the PR changed. The
     pages refresh on events that name a task, so it names the PR's last task."""
-    emit(session, pr.workspace_id, "pull_request_changed", task_id=pr.task_id, issue_id=pr.issue_id,
+    emit(session, pr.workspace_id, Event.PULL_REQUEST_CHANGED, task_id=pr.task_id, issue_id=pr.issue_id,
          pull_request_id=pr.id, state=pr.state)
 
 

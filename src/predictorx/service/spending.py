@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from ..store.schema import HOLDING_STATUSES, Task
 from . import budgets, tasks, usage
+from ..protocol import Event
 from .events import emit
 
 
@@ -25,7 +26,7 @@ def report(session: Session, task: Task, reported: dict[str, Any] | None, *, fin
     row = usage.record(session, task, reported, final=final)
     if row is None:
         return None
-    emit(session, task.workspace_id, "task_usage", task_id=task.id)  # the run's page shows it live
+    emit(session, task.workspace_id, Event.TASK_USAGE, task_id=task.id)  # the run's page shows it live
     if final or task.status not in HOLDING_STATUSES:
         return None
     found = budgets.blocks(session, task.workspace_id, project_id=task.project_id, agent_id=task.agent_id)

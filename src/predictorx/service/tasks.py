@@ -16,7 +16,6 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from ..agents.message import MESSAGE_KINDS  # the one list of kinds the adapters produce (R-EX-3)
 from ..store.schema import (
     ACTIVE_STATUSES,
     HOLDING_STATUSES,
@@ -32,6 +31,7 @@ from ..store.schema import (
 )
 from . import budgets, claiming, runnability
 from .errors import Conflict, Forbidden, Invalid, NotFound
+from ..protocol import MESSAGE_KINDS, Event  # the wire's names: event types, message kinds (R-EX-3)
 from .events import emit
 from .finishing import finish_held
 from .permissions import asks_or_answers
@@ -67,7 +67,7 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
                 wait_reason=runnability.agent_blocker(session, agent))
     session.add(task)
     session.flush()
-    emit(session, issue.workspace_id, "task_queued", task_id=task.id, owner_id=agent.owner_id)
+    emit(session, issue.workspace_id, Event.TASK_QUEUED, task_id=task.id, owner_id=agent.owner_id)
     return task
 
 
@@ -117,7 +117,7 @@ def _queue_pending(session: Session, task: Task) -> None:
 def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> None:
     """Tell the daemons that may take `task` (its agent's owner's, server/hub.py) to look."""
     agent = session.get(Agent, task.agent_id)
-    emit(session, task.workspace_id, "task_queued", **({"task_id": task.id} if with_id else {}),
+    emit(session, task.workspace_id, Event.TASK_QUEUED, **({"task_id": task.id} if with_id else {}),
          owner_id=agent.owner_id if agent is not None else None)
 
 
@@ -217,7 +217,7 @@ def _finish(session: Session, task: Task, status: str, *, failure_reason: str | 
         task.failure_reason = failure_reason
     if status in ("cancelled", "failed"):
         _put_issue_back(session, task)
-    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
+    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=status)
     if task.pending_prompt:
         if status == "cancelled":  # stopping the work stops what was asked of it meanwhile
             task.pending_prompt = None
@@ -248,7 +248,7 @@ def report_status(session: Session, daemon_id: str, task_id: str, *, status: str
         if issue_status in ("backlog", "todo"):
             task.issue_status_before = issue_status
         _move_issue(session, task, ("backlog", "todo"), "in_progress")
-    emit(session, task.workspace_id, "task_changed", task_id=task.id, status=status)
+    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=status)
     return task
 
 
@@ -268,13 +268,13 @@ def finish(session: Session, daemon_id: str, task_id: str, *, status: str, resul
     held = finish_held(session, daemon_id, task_id, status, fields)
     if held is not None:
         row, agent_has_queued, owner_id, issue_moved = held
-        emit(session, row.workspace_id, "task_changed", task_id=row.id, status=status)
+        emit(session, row.workspace_id, Event.TASK_CHANGED, task_id=row.id, status=status)
         if status in ("cancelled", "failed"):
             _put_issue_back(session, row)
         elif status == "completed" and not issue_moved:
             _move_issue(session, row, ("in_progress",), "in_review")  # a person closes it, never the agent
         if agent_has_queued:  # its slot is free: the agent's limit may have held these back
-            emit(session, row.workspace_id, "task_queued", owner_id=owner_id)
+            emit(session, row.workspace_id, Event.TASK_QUEUED, owner_id=owner_id)
         return row
     task = _owned(session, daemon_id, task_id)
     task.result = result if result is not None else task.result
@@ -368,9 +368,9 @@ def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]
         r["id"] = new_id()
     session.execute(ins(TaskMessage).values(rows).on_conflict_do_nothing(index_elements=["task_id", "seq"]))
     task.message_seq = max(task.message_seq, max(r["seq"] for r in rows))
-    emit(session, task.workspace_id, "task_messages", task_id=task.id, seq=task.message_seq)
+    emit(session, task.workspace_id, Event.TASK_MESSAGES, task_id=task.id, seq=task.message_seq)
     if asks_or_answers(messages):  # a question or its answer: the run's header and lists change too
-        emit(session, task.workspace_id, "task_changed", task_id=task.id, status=task.status)
+        emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     return task.message_seq
 
 
@@ -397,7 +397,7 @@ def cancel(session: Session, task: Task, reason: str = "cancelled by a user") ->
     task.cancel_requested = True
     _finish(session, task, "cancelled", failure_reason=reason)
     if task.daemon_id:
-        emit(session, task.workspace_id, "task_cancelled", task_id=task.id, daemon_id=task.daemon_id)
+        emit(session, task.workspace_id, Event.TASK_CANCELLED, task_id=task.id, daemon_id=task.daemon_id)
     return task
 
 

@@ -16,6 +16,8 @@ from ...service import agentenv, forgepush, serialize, tasks, usage_actions, wor
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
+from ... import protocol
+from ...protocol import Event
 from ..models import Claim, DaemonRegister, Heartbeat, RpcAnswer, TaskFinish, TaskStatus
 from ..safejson import SafeJSONResponse
 from ..state import AppState
@@ -73,16 +75,16 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
     claim whose answer cannot be made is not committed either (the routes also render the JSON
     there, for the same reason). A follow-up of a pull request carries the branch it continues;
     a run of an agent with variables carries them (to its owner's daemon only: service/agentenv.py)."""
-    return [{
-        "task": serialize.task(c["task"], c["agent"].name, c["issue"].number),
-        "agent": serialize.agent(c["agent"]),
-        "issue": serialize.issue(c["issue"]),
-        "context": c["context"],
-        "token": c["token"],
-        "resume_session_id": c.get("resume_session_id"),
-        **({"continue_branch": forgepush.continue_branch(s, c["task"])} if c["task"].pull_request_id else {}),
-        **({"env": c["env"]} if c.get("env") else {}),
-    } for c in agentenv.with_env(s, daemon_id, claimed)]
+    out = []
+    for c in agentenv.with_env(s, daemon_id, claimed):
+        continuing = forgepush.continue_branch(s, c["task"]) if c["task"].pull_request_id else None
+        out.append(protocol.Claim.wire(
+            task=serialize.task(c["task"], c["agent"].name, c["issue"].number), agent=serialize.agent(c["agent"]),
+            issue=serialize.issue(c["issue"]), context=c["context"], token=c["token"],
+            resume_session_id=c.get("resume_session_id"),
+            continue_branch=protocol.ContinueBranch(**continuing) if continuing else None,
+            env=tuple(protocol.EnvVar(**v) for v in c.get("env") or ())))
+    return out
 
 
 @router.post("/daemon/claim", response_model=None)
@@ -154,7 +156,7 @@ async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller
     then it hears of work it may take (its owner's agents) and of its own tasks' cancels."""
     owner_id = await run_in_threadpool(_owner_of, state, caller)
     sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request))
-    return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+    return EventStream(_stream(request, state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
 
 
 def _owner_of(state: AppState, caller: Caller) -> str | None:
@@ -168,7 +170,7 @@ async def events(request: Request, caller: Caller = Depends(user_caller),
                  state: AppState = Depends(get_state)) -> EventStream:
     """Live updates for browsers and `predictorx … --watch`."""
     sub = state.hub.subscribe(caller.workspace_id, token_hash=token_hash(request))
-    return EventStream(_stream(request, state, sub, hello={"type": "hello"}), ping=PING_SECONDS)
+    return EventStream(_stream(request, state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
 
 
 async def _stream(request: Request, state: AppState, sub, hello: dict):
@@ -181,7 +183,7 @@ async def _stream(request: Request, state: AppState, sub, hello: dict):
                 if sub.closed or await request.is_disconnected():
                     return
                 continue
-            if sub.closed or event.get("type") == "daemon_revoked":
+            if sub.closed or event.get("type") == Event.DAEMON_REVOKED:
                 return  # its token or membership ended (server/streamwatch.py): reconnecting answers 401
             yield {"data": json.dumps(event)}
     finally:

@@ -1,6 +1,8 @@
-"""The harness around one agent run (R-HAR-7): at task start the sweep goes into the agent's
-context and the `predictorx mcp` server into its Claude Code or Codex run (beside agents-room,
-see rooms.py); at task end the daemon adds the git facts to the task's handoff.
+"""The workflow system's hooks around one agent run (R-HAR-7; the engine is workflows/, the
+agent's tools workflowmcp/): at task start the sweep goes into the agent's context and the
+`predictorx mcp` server into its Claude Code, Codex or ACP run (beside agents-room, see rooms.py);
+at task end the daemon adds the git facts to the task's handoff. Each hook takes the values it
+needs and returns what it found (`Start`): nothing here reads or changes the run.
 
 Best effort: a server or git hiccup here is logged and the task runs (or ends) regardless — but
 the sweep is normally there, so the agent starts where the last task stopped."""
@@ -13,6 +15,8 @@ import logging
 import os
 import sys
 from pathlib import Path
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agents import mcpconfig
@@ -21,7 +25,7 @@ from . import gitview
 from .gitcmd import GitError, git_text
 
 if TYPE_CHECKING:
-    from .runner import TaskRun
+    from .serverapi import ServerApi
 
 log = logging.getLogger("predictorx.daemon")
 GIT_TIMEOUT_S = 10.0
@@ -133,70 +137,92 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str],
             "-c", f"mcp_servers.predictorx.args={inline(args)}", *mcpconfig.codex_overrides(own)]
 
 
-def _borrowed(cwd: Path, run: "TaskRun | None" = None) -> list[Path]:
-    """The object stores the daemon made this checkout borrow from (the run knows; a plain path
-    borrows nothing, so a checkout's borrowed history is then not looked into)."""
-    return list(getattr(run, "borrowed_objects", ()) or ())
+@dataclass(frozen=True)
+class Start:
+    """What `task_start` found: the prompt's section (the sweep) and HEAD as the task started
+    (the handoff lists the commits made since)."""
+
+    section: str
+    head: str | None = None
 
 
-def _start_facts(cwd: Path, borrowed: list[Path] | None = None) -> tuple[str | None, tuple[str | None, str | None]]:
+def start_head(started: "asyncio.Future[Start]") -> str | None:
+    """HEAD as the task started, if `task_start` got that far (it may have been cancelled)."""
+    if started.done() and not started.cancelled() and started.exception() is None:
+        return started.result().head
+    return None
+
+
+def _start_facts(cwd: Path, borrowed: Sequence[Path] = ()) -> tuple[str | None, tuple[str | None, str | None]]:
     """(HEAD's commit, (default branch, its head)) as the task starts."""
-    with gitview.sealed_view(cwd, borrowed or ()) as env:
+    with gitview.sealed_view(cwd, borrowed) as env:
         if env is None:
             return None, (None, None)
         return _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD", env=env), default_branch(cwd, env)
 
 
-def _unavailable(run: "TaskRun", e: Exception) -> str:
-    log.warning("task %s: no harness sweep (%s)", run.id, e)
+def _unavailable(task_id: str, issue_number: int, e: Exception) -> str:
+    log.warning("task %s: no harness sweep (%s)", task_id, e)
     return f"## Session start\n\nThe harness sweep is unavailable ({e}); run `predictorx workflow list " \
-           f"{run.issue['number']}` before you act.\n"
+           f"{issue_number}` before you act.\n"
 
 
-def mcp_args(run: "TaskRun", env_root: Path, agent_env: dict[str, str]) -> list[str]:
-    """The extra CLI arguments that add `predictorx mcp` to the run (none if that cannot be set up)."""
+def mcp_args(task_id: str, provider: str, servers: Sequence[Any], env_root: Path, agent_env: dict[str, str]) -> list[str]:
+    """The extra CLI arguments that add `predictorx mcp` (and the agent's own MCP `servers`) to the
+    run; none if that cannot be set up."""
     try:
-        return mcp_setup(run.agent["provider"], env_root, agent_env, run.agent.get("mcp_servers"))
+        return mcp_setup(provider, env_root, agent_env, [dict(s) for s in servers])
     except (OSError, mcpconfig.McpConfigError) as e:
-        log.warning("task %s runs without the predictorx MCP server: %s", run.id, e)
+        log.warning("task %s runs without the predictorx MCP server: %s", task_id, e)
         return []
 
 
-async def task_start(run: "TaskRun", cwd: Path) -> str:
-    """The prompt's section: the sweep. Records the start head for the handoff's commit list."""
+async def task_start(api: "ServerApi", task_id: str, issue_number: int, cwd: Path,
+                     borrowed: Sequence[Path] = ()) -> Start:
+    """The prompt's section (the sweep), and the start head for the handoff's commit list.
+    `borrowed`: the object stores the daemon made this checkout borrow from (a plain folder borrows
+    nothing, so a checkout's borrowed history is then not looked into)."""
     # git (what HEAD and the default branch are) beside the sweep request, and none outside a repository.
-    facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd, _borrowed(cwd, run))) \
-        if in_repository(cwd) else None
+    facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd, borrowed)) if in_repository(cwd) else None
     section, sweep = "", None
     try:
-        sweep = await run.daemon.api.call("GET", f"/api/tasks/{run.id}/harness/sweep", retries=1)
+        sweep = await api.call("GET", f"/api/tasks/{task_id}/harness/sweep", retries=1)
     except Exception as e:  # noqa: BLE001 — the agent still runs, and is told why it has no sweep
-        section = _unavailable(run, e)
+        section = _unavailable(task_id, issue_number, e)
     head, branch = await facts if facts is not None else (None, (None, None))
-    run.harness_start_head = head
     if sweep is not None:
         try:
-            moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch,
-                                            _borrowed(cwd, run)) if branch[1] else None
+            moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch, borrowed) \
+                if branch[1] else None
             section = render(sweep, moved)
         except Exception as e:  # noqa: BLE001
-            section = _unavailable(run, e)
-    return section
+            section = _unavailable(task_id, issue_number, e)
+    return Start(section, head)
 
 
-def _git_facts(run: "TaskRun", cwd: Path) -> dict[str, Any]:
-    with gitview.sealed_view(cwd, _borrowed(cwd, run)) as env:
-        return _facts_in(run, cwd, env) if env is not None else {"branch": run.branch} if run.branch else {}
+@dataclass(frozen=True)
+class EndState:
+    """What the handoff's git facts are read against: HEAD as the task started, the run's branch
+    (None: git's current one) and the object stores its checkout borrows."""
+
+    start_head: str | None = None
+    branch: str | None = None
+    borrowed: tuple[Path, ...] = ()
 
 
-def _facts_in(run: "TaskRun", cwd: Path, env: dict[str, str]) -> dict[str, Any]:
+def _git_facts(end: EndState, cwd: Path) -> dict[str, Any]:
+    with gitview.sealed_view(cwd, end.borrowed) as env:
+        return _facts_in(end, cwd, env) if env is not None else {"branch": end.branch} if end.branch else {}
+
+
+def _facts_in(end: EndState, cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     facts: dict[str, Any] = {}
-    start = getattr(run, "harness_start_head", None)
+    start = end.start_head
     head = _git(cwd, "rev-parse", "--verify", "--quiet", "HEAD", env=env)
     if start and head and start != head:
         log_ = _git(cwd, "log", "--no-show-signature", "--format=%h %s", "-n", "50", f"{start}..{head}", env=env)
         facts["commits"] = [line for line in (log_ or "").splitlines() if line]
-    branch = run.branch or _git(cwd, "rev-parse", "--abbrev-ref", "HEAD", env=env)
+    branch = end.branch or _git(cwd, "rev-parse", "--abbrev-ref", "HEAD", env=env)
     if branch and branch != "HEAD":
         facts["branch"] = branch
     name, dhead = default_branch(cwd, env)
@@ -205,67 +231,65 @@ def _facts_in(run: "TaskRun", cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     return facts
 
 
-def handoff_facts(run: "TaskRun", cwd: Path, result: str | None) -> dict[str, Any] | None:
+def handoff_facts(task_id: str, end: EndState, cwd: Path, result: str | None) -> dict[str, Any] | None:
     """The handoff's git facts (and the run's result), read from `cwd` now — before the run's
     folder goes away. None when they could not be read."""
     try:
-        facts = _git_facts(run, cwd)
+        facts = _git_facts(end, cwd)
     except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
-        log.warning("task %s: handoff not stored (%s)", run.id, e)
+        log.warning("task %s: handoff not stored (%s)", task_id, e)
         return None
     if result:
         facts["result"] = result[:20_000]
     return facts
 
 
-async def task_end(run: "TaskRun", cwd: Path, result: str | None) -> "asyncio.Future[None]":
-    """The handoff: its facts read now, sent in the background while the daemon delivers the
-    work — await the answer before the task's finish."""
-    facts = await asyncio.to_thread(handoff_facts, run, cwd, result)
-    return send_handoff(run, facts)
-
-
-def send_handoff(run: "TaskRun", facts: dict[str, Any] | None) -> "asyncio.Future[None]":
-    return asyncio.ensure_future(_send_handoff(run, facts))
-
-
 class Handoff:
     """A run's handoff at its end: read from its folder (`now`, or `later` — in worktree mode once
     the work is delivered, so the push starts first), sent in the background, awaited (`sent`)
-    before the task's finish."""
+    before the task's finish. `mask` takes the run's secrets out of what is sent."""
 
-    def __init__(self, run: "TaskRun"):
-        self.run = run
+    def __init__(self, api: "ServerApi", task_id: str, mask: Callable[[Any], Any]):
+        self.api, self.task_id, self.mask = api, task_id, mask
         self.defer = False  # worktree mode: read in `read_pending`, before the worktree is removed
-        self._pending: tuple[Path, str | None] | None = None
+        self._pending: tuple[Path, str | None, EndState] | None = None
         self._sending: asyncio.Future[None] | None = None
 
-    async def at_end(self, cwd: Path, result: str | None) -> None:
+    async def at_end(self, cwd: Path, result: str | None, end: EndState) -> None:
         if self.defer:
-            self._pending = (cwd, result)
+            self._pending = (cwd, result, end)
         else:
-            self._sending = await task_end(self.run, cwd, result)
+            self._sending = await self._read_and_send(cwd, result, end)
 
     def read_pending(self, loop: asyncio.AbstractEventLoop) -> None:
         """In a worker thread: read the deferred facts now and send them from the event loop."""
         if self._pending is not None:
-            cwd, result = self._pending
+            cwd, result, end = self._pending
             self._pending = None
-            facts = handoff_facts(self.run, cwd, result)
-            loop.call_soon_threadsafe(lambda: setattr(self, "_sending", send_handoff(self.run, facts)))
+            facts = handoff_facts(self.task_id, end, cwd, result)
+            loop.call_soon_threadsafe(lambda: setattr(self, "_sending", self._send(facts)))
 
-    async def sent(self) -> None:
+    async def sent(self, branch: str | None) -> None:
+        """Wait until the handoff is in; one never read is read now, on the run's `branch` now."""
         if self._pending is not None:  # never read (git failed before the work was delivered)
-            self._sending = await task_end(self.run, *self._pending)
+            cwd, result, end = self._pending
             self._pending = None
+            self._sending = await self._read_and_send(cwd, result, EndState(end.start_head, branch, end.borrowed))
         if self._sending is not None:
             await asyncio.shield(self._sending)  # in before the finish (the PR's body reads it)
 
+    async def _read_and_send(self, cwd: Path, result: str | None, end: EndState) -> "asyncio.Future[None]":
+        """Its facts read now, sent in the background while the daemon delivers the work."""
+        facts = await asyncio.to_thread(handoff_facts, self.task_id, end, cwd, result)
+        return self._send(facts)
 
-async def _send_handoff(run: "TaskRun", facts: dict[str, Any] | None) -> None:
-    if facts is None:
-        return
-    try:
-        await run.daemon.api.call("POST", f"/api/tasks/{run.id}/harness/handoff", run.masker.any(facts), retries=2)
-    except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
-        log.warning("task %s: handoff not stored (%s)", run.id, e)
+    def _send(self, facts: dict[str, Any] | None) -> "asyncio.Future[None]":
+        return asyncio.ensure_future(self._post(facts))
+
+    async def _post(self, facts: dict[str, Any] | None) -> None:
+        if facts is None:
+            return
+        try:
+            await self.api.call("POST", f"/api/tasks/{self.task_id}/harness/handoff", self.mask(facts), retries=2)
+        except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
+            log.warning("task %s: handoff not stored (%s)", self.task_id, e)

@@ -3,7 +3,7 @@
 `prepare_context` writes this record *before* it changes the person's folder (the instruction
 block, `.predictorx/project/resources.json`) and deletes it after taking them out again. A daemon
 that is killed in between (kill -9, power loss) leaves the record behind, and the next daemon
-start (`contextrecovery.recover`) takes the block and the file out exactly as the normal end would have: the
+start (`recovery.recover`) takes the block and the file out exactly as the normal end would have: the
 person's file is byte for byte what it was.
 """
 
@@ -14,12 +14,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
 
-if TYPE_CHECKING:
-    from .context import BlockHandle, ContextFiles
+from .types import BlockHandle, ContextFiles
 
 RECORD_NAME = ".context_record.json"
 

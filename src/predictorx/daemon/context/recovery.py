@@ -1,7 +1,6 @@
 """Undoing what a dead daemon's task left in a person's folder, from its undo record (finding 13,
 R-LD-6): at daemon start, every record under the env roots is read and its project block and
-files are taken out again. Writing the record is `contextrecord`; the block and files are
-`context`'s — this module joins the two so neither imports the other."""
+files are taken out again. Writing the record is `record`'s; taking the block out is `block`'s."""
 
 from __future__ import annotations
 
@@ -10,8 +9,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from .context import BlockHandle, ContextFiles, remove_block
-from .contextrecord import RECORD_NAME, owner_alive
+from .block import remove_block
+from .record import RECORD_NAME, owner_alive
+from .types import BlockHandle, ContextFiles
 
 
 def undo(path: Path) -> str | None:

@@ -31,7 +31,7 @@ ACTIONS = frozenset({
     "member.add", "member.role", "member.remove",
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
-    "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove",
+    "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "issue.delete",
 })
 RETENTION_ENV = "PREDICTORX_AUDIT_RETENTION_DAYS"
 DEFAULT_RETENTION_DAYS = 365

@@ -199,19 +199,10 @@
     if (typing || panel.querySelector("form.px-edited")) ev.preventDefault();
   });
 
-  if (!document.querySelector("[data-live]") || !window.EventSource) return;
-  var stream = new EventSource("/api/events");
-  var opened = false;
-  stream.onopen = function () {
-    // After a reconnect, events may have been missed: fetch the current state once.
-    if (opened) refreshEverything();
-    opened = true;
-    document.body.classList.add("live-on");
-  };
-  stream.onerror = function () { document.body.classList.remove("live-on"); };
-  stream.onmessage = function (ev) {
-    var event;
-    try { event = JSON.parse(ev.data); } catch (e) { return; }
+  // The connection itself (reconnecting, catching up, "Reconnecting…") is edit.js's window.pxLive.
+  if (!document.querySelector("[data-live]") || !window.EventSource || !window.pxLive) return;
+  pxLive.onCatchUp(refreshEverything);
+  pxLive.on(function (event) {
     if (!event.task_id) return;
     if (event.type === "task_messages") {
       live("messages").forEach(function (el) { if (el.dataset.task === event.task_id) pullMessages(el); });
@@ -220,6 +211,6 @@
     live("tasks").forEach(refresh);
     live("task").forEach(function (el) { if (el.dataset.task === event.task_id) refresh(el); });
     live("messages").forEach(function (el) { if (el.dataset.task === event.task_id) pullMessages(el); });
-  };
-  window.pxEvents = stream;
+  });
+  pxLive.start();
 })();

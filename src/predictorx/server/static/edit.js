@@ -36,7 +36,7 @@
 
   function connect() {
     clearTimeout(timer);
-    if (stream) stream.close();
+    if (stream) { stream.close(); stream = null; }
     if (navigator.onLine === false) { connectionLost(); return; }
     var es = stream = new EventSource("/api/events");
     es.onopen = function () {
@@ -73,6 +73,12 @@
     connectionLost();
   });
   window.addEventListener("online", function () { if (started) connect(); });
+  // Not every browser says so with an event: look at navigator.onLine now and then as well.
+  setInterval(function () {
+    if (!started) return;
+    if (navigator.onLine === false && stream) { stream.close(); stream = null; connectionLost(); }
+    else if (navigator.onLine !== false && !stream) connect();
+  }, 3000);
 
   // -- the issue page -----------------------------------------------------------------------------
   var issue = document.getElementById("issue");
@@ -189,12 +195,24 @@
       }
       setState(form, "error");
       if (res.r.status === 409 && res.answer.field) message(form, conflictNote(form, res.answer), "error");
-      else message(form, "Not saved: " + (res.answer.detail || "the server answered " + res.r.status) +
-                   ". Your change is kept here; try again.", "error");
+      else message(form, retryNote(form, "Not saved: " + (res.answer.detail || "the server answered " + res.r.status) +
+                   ". Your change is kept here."), "error");
     }, function () {
       setState(form, "error");
-      message(form, "Not saved: the server could not be reached. Your change is kept here; it is saved when you try again.", "error");
+      message(form, retryNote(form, "Not saved: the server could not be reached. Your change is kept here."), "error");
     });
+  }
+
+  function retryNote(form, text) {
+    var box = document.createElement("span");
+    box.appendChild(document.createTextNode(text + " "));
+    var retry = document.createElement("button");
+    retry.type = "button";
+    retry.className = "small-btn";
+    retry.textContent = "Try again";
+    retry.addEventListener("click", function () { save(form); });
+    box.appendChild(retry);
+    return box;
   }
 
   function openEditor(name) {

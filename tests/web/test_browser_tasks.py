@@ -119,7 +119,7 @@ def test_issue_page_comments_assign_and_runs(page, live):
     live.post("/api/agents", {"name": "claude", "provider": "claude"})
     issue = live.post("/api/issues", {"title": "Write the changelog", "body": "For 2.0 <b>bold</b>"})
     page.goto(f"/issues/{issue['number']}")
-    expect(page.get_by_text("For 2.0 <b>bold</b>")).to_be_visible()  # shown as text, never as HTML
+    expect(page.locator("#issue-description").get_by_text("For 2.0 <b>bold</b>")).to_be_visible()  # text, never HTML
     page.get_by_label("Comment").fill("Please include the API changes.")
     page.get_by_role("button", name="Comment").click()
     expect(page.locator("#comments .comment")).to_contain_text("Please include the API changes.")

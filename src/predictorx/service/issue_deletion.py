@@ -14,7 +14,6 @@ from ..store.workflow_schema import WorkflowInstance
 from . import audit
 from .auth import Principal
 from .errors import Conflict, Forbidden
-from .events import emit
 from .issues import get_issue
 
 
@@ -59,5 +58,4 @@ def delete_issue(session: Session, principal: Principal, workspace_id: str, ref:
                  target=f"#{number} {title}", detail={"number": number, **summary})
     session.execute(delete(Issue).where(Issue.id == issue.id))
     session.expunge(issue)
-    emit(session, workspace_id, "issue_deleted", issue_id=issue.id, number=number)
     return {"number": number, "title": title, "deleted": summary, "what": describe_summary(summary)}

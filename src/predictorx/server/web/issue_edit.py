@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from ... import richtext
@@ -46,10 +46,13 @@ def live_context(request: Request, who: Viewer, ref: str) -> dict[str, Any]:
 
 
 @router.get("/issues/{ref}/live")
-async def live(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
+async def live(request: Request, ref: str, edit: str | None = Query(default=None, max_length=10),
+               who: Viewer = Depends(viewer)) -> Response:
     """The issue's fields as the page draws them: an open page redraws those the person is not
-    editing when the issue changes (the event stream) or after a reconnect."""
-    return html("_issue_live.html", await in_page_thread(live_context, request, who, ref))
+    editing when the issue changes (the event stream) or after a reconnect. `edit=body`: the
+    description with its editor open, drawn at the version the edit starts from."""
+    context = await in_page_thread(live_context, request, who, ref)
+    return html("_issue_live.html", {**context, "edit": edit})
 
 
 async def _field_answer(request: Request, who: Viewer, ref: str, error: Exception | None = None,
@@ -103,6 +106,6 @@ async def delete(request: Request, ref: str, who: Viewer = Depends(viewer)) -> R
 @router.post("/markdown/preview")
 async def preview(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     """A description's Markdown as its page will show it (the same renderer, nothing stored)."""
-    text = form.get("text")
+    text = form.get("body")
     rendered = richtext.comment_html(text, []) if text else ""
     return html("_markdown_preview.html", {"rendered": rendered})

@@ -274,3 +274,21 @@ def test_bean_import_and_export_of_a_beans_folder(px, tmp_path):
     assert code == 1 and "bean beans-18db is at version 2 here, not 1" in err and "so none was (--strict)" in err
     assert "1 updated, 253 unchanged" in _ok(px("bean", "import", n, "--from", str(src), "--ignore-etags"))
     assert json.loads(_ok(px("bean", "show", n, "beans-18db", "--output", "json")))["status"] == "created"
+
+
+def test_issue_edit_and_delete(px):
+    issue = json.loads(_ok(px("issue", "create", "--title", "Draft", "--output", "json")))
+    n, seen = str(issue["number"]), str(issue["version"])
+    out = _ok(px("issue", "edit", n, "--title", "Final title", "--body", "## Steps", "--version", seen))
+    assert f"Issue #{n} “Final title” saved" in out
+    got = json.loads(_ok(px("issue", "get", n, "--output", "json")))
+    assert (got["title"], got["body"]) == ("Final title", "## Steps")
+    code, _, err = px("issue", "edit", n, "--title", "Stale", "--version", seen)  # changed since
+    assert code != 0 and "changed the title to “Final title” after you loaded this issue" in err
+    code, _, err = px("issue", "edit", n)
+    assert code == 2 and "nothing to change" in err
+    px("issue", "comment", n, "one")
+    out = _ok(px("issue", "delete", n, "--yes"))
+    assert out.strip() == f"Deleted issue #{n} “Final title” and 1 comment."
+    code, _, err = px("issue", "get", n)
+    assert code != 0 and "not found" in err

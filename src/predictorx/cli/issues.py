@@ -92,6 +92,44 @@ def set_status(issue: str, status: str, output: Output = OutputOpt) -> None:
     record(i, [("number", "#"), ("status", "status")], output)
 
 
+@app.command("edit")
+def edit(issue: str, title: Optional[str] = typer.Option(None, "--title"),
+         body: Optional[str] = typer.Option(None, "--body", "--description", help="Markdown; '-' reads stdin."),
+         priority: Optional[str] = typer.Option(None, "--priority"),
+         status: Optional[str] = typer.Option(None, "--status"),
+         version: Optional[int] = typer.Option(None, "--version", help="Refuse if someone changed these fields since this version."),
+         output: Output = OutputOpt) -> None:
+    """Change an issue's title, description, priority or status (only what is given)."""
+    if body == "-":
+        import sys
+        body = sys.stdin.read()
+    changes = {k: v for k, v in (("title", title), ("body", body), ("priority", priority), ("status", status),
+                                 ("version", version)) if v is not None}
+    if not set(changes) - {"version"}:
+        from .client import fail
+        fail("nothing to change: give --title, --body, --priority or --status", 2)
+    i = Client().patch(f"/api/issues/{seg(issue)}", changes)
+    if output == Output.json:
+        record(i, [], output)
+    else:
+        typer.echo(f"Issue #{i['number']} “{i['title']}” saved (version {i['version']}).")
+
+
+@app.command("delete")
+def delete(issue: str, yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+           output: Output = OutputOpt) -> None:
+    """Delete an issue with its comments, runs and workflows (owners and admins)."""
+    client = Client()
+    if not yes:
+        i = client.get(f"/api/issues/{seg(issue)}")
+        typer.confirm(f"Delete issue #{i['number']} “{i['title']}” with its comments, runs and workflows?", abort=True)
+    out = client.delete(f"/api/issues/{seg(issue)}")
+    if output == Output.json:
+        record(out, [], output)
+    else:
+        typer.echo(f"Deleted issue #{out['number']} “{out['title']}” and {out['what']}.")
+
+
 @app.command("runs")
 def runs(issue: str, output: Output = OutputOpt) -> None:
     """The tasks (runs) of an issue, oldest first."""

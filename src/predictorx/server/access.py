@@ -95,6 +95,7 @@ ACCESS: dict[str, Rule] = {
     "POST /api/issues":                                  MEMBER,
     "GET /api/issues/{ref}":                             MEMBER_OR_TASK,
     "PATCH /api/issues/{ref}":                           MEMBER_OR_TASK,   # a task: its issue's status, up to in_review
+    "DELETE /api/issues/{ref}":                          ADMIN,    # with its comments, runs, workflows
     "POST /api/issues/{ref}/assign":                     MEMBER,
     "GET /api/issues/{ref}/comments":                    MEMBER_OR_TASK,
     "POST /api/issues/{ref}/comments":                   MEMBER_OR_TASK,
@@ -272,7 +273,10 @@ ACCESS: dict[str, Rule] = {
     "GET /issues/{ref}/comments":                        MEMBER,  # "Show earlier comments" (a page of them)
     "GET /issues/{ref}/comments/{comment_id}/raw":       MEMBER,  # a comment too long to show formatted
     "POST /issues/{ref}/assign":                         MEMBER,
-    "POST /issues/{ref}/update":                         MEMBER,
+    "POST /issues/{ref}/update":                         MEMBER,   # one field (title, description, status, priority) with its version
+    "GET /issues/{ref}/live":                            MEMBER,   # the fields an open page redraws live (web/issue_edit.py)
+    "POST /issues/{ref}/delete":                         ADMIN,    # with its comments, runs, workflows
+    "POST /markdown/preview":                            MEMBER,   # a description's Markdown, rendered, nothing stored
     "POST /issues/move":                                 MEMBER,   # a board card to another column
     "GET /issues/{ref}/runs":                            MEMBER,
     "GET /tasks/{task_id}":                              MEMBER,

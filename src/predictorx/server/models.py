@@ -149,10 +149,13 @@ class IssueUpdate(Strict):
     body: Body | None = None
     status: ShortName | None = None
     priority: ShortName | None = None
+    #: The issue's version the editor saw: a field changed by someone else since is not overwritten.
+    version: Annotated[int, Field(ge=1)] | None = None
 
 
 class Assign(Strict):
     assignee: Ident | None = None
+    version: Annotated[int, Field(ge=1)] | None = None
 
 
 class CommentIn(Strict):

@@ -33,7 +33,7 @@ ACTIONS = frozenset({
     "member.add", "member.role", "member.remove",
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
-    "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention",
+    "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention", "issue.delete",
     "autopilot.create", "autopilot.pause", "autopilot.resume", "autopilot.remove", "autopilot.rotate_url",
     "autopilot.fire", "autopilot.replay", "autopilot.paused",
 })

@@ -90,3 +90,20 @@ def raw_body(session: Session, issue: Issue, comment_id: str) -> str:
     if body is None:
         raise NotFound("that comment is not on this issue")
     return body
+
+
+def comments_after(session: Session, issue: Issue, after_id: str | None) -> list[ShownComment]:
+    """The comments after `after_id` (all from the first without it), oldest first, a page at
+    most: what an open issue page has not shown yet (live updates, catching up after a reconnect)."""
+    where = [Comment.issue_id == issue.id]
+    if after_id:
+        anchor = session.execute(select(Comment.issue_id, Comment.created_at).where(Comment.id == after_id)).first()
+        if anchor is None or anchor.issue_id != issue.id:
+            raise NotFound("that comment is not on this issue")
+        where.append(or_(Comment.created_at > anchor.created_at,
+                         and_(Comment.created_at == anchor.created_at, Comment.id > after_id)))
+    rows = session.execute(select(Comment.id, Comment.author_type, Comment.author_id, Comment.created_at,
+                                  Comment.body_html, func.length(Comment.body),
+                                  func.substr(Comment.body, 1, richtext.PREVIEW_CHARS))
+                           .where(*where).order_by(Comment.created_at, Comment.id).limit(PAGE_COMMENTS)).all()
+    return [_shown(*row) for row in rows]

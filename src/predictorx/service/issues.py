@@ -10,9 +10,11 @@ from sqlalchemy.orm import Session
 from .. import richtext
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, Workspace
 from . import issue_hooks, mentions, tasks
+from .issue_versions import act_as, actor_name, check_fresh
 from .agents import find_agent
 from .auth import Principal, may_act_on_issue
 from .errors import Forbidden, Invalid, NotFound
+from .events import emit
 from .projects import PRIORITIES, get_project
 
 _ISSUE_REF = re.compile(r"^#?(\d{1,9})$")  # 12 or #12
@@ -45,9 +47,11 @@ def issue_for(session: Session, principal: Principal, workspace_id: str, ref: st
 
 
 def change_issue(session: Session, principal: Principal, workspace_id: str, ref: str | int,
-                 changes: dict[str, str]) -> Issue:
-    """Title, body, status, priority (what is given): the API's PATCH and the page's status and
-    priority controls. An agent's task token may only move its own issue's status, never to closed."""
+                 changes: dict[str, str], version: int | None = None) -> Issue:
+    """Title, body, status, priority (what is given): the API's PATCH, the issue page's controls
+    (each its own field) and the board. With `version` (what the editor saw), a field someone else
+    changed since is not overwritten (EditConflict). An agent's task token may only move its own
+    issue's status, never to closed."""
     issue = issue_for(session, principal, workspace_id, ref)
     if principal.kind == "task" and set(changes) - {"status"}:
         raise Forbidden("an agent's task token may only change the issue's status")
@@ -57,10 +61,29 @@ def change_issue(session: Session, principal: Principal, workspace_id: str, ref:
         raise Invalid(f"status must be one of {', '.join(ISSUE_STATUSES)}")
     if "priority" in changes and changes["priority"] not in PRIORITIES:
         raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
+    if "title" in changes and not changes["title"].strip():
+        raise Invalid("an issue needs a title")
+    for key, value in changes.items():
+        check_fresh(issue, key, value, version)
+    act_as(session, actor_name(session, principal))
     for key, value in changes.items():
         setattr(issue, key, value)
     session.flush()
     return issue
+
+
+def assign_checked(session: Session, principal: Principal, workspace_id: str, ref: str | int,
+                   assignee: str | None, version: int | None = None) -> tuple[Issue, Task | None]:
+    """Assign from the API, the CLI or the issue page: like `assign`, refusing to replace an
+    assignee someone else set after `version` (what the editor saw)."""
+    issue = get_issue(session, workspace_id, ref)
+    if version is not None:
+        wanted = _resolve_assignee(session, workspace_id, assignee)[1] if assignee else None
+        check_fresh(issue, "assignee_id", wanted, version, shown=assignee_name(session, issue) or "nobody")
+    act_as(session, actor_name(session, principal))
+    task = assign(session, issue, assignee)
+    session.flush()
+    return issue, task
 
 
 def _next_number(session: Session, workspace_id: str) -> int:
@@ -96,6 +119,19 @@ def _cancel_others(session: Session, issue: Issue, keep_agent_id: str | None) ->
             tasks.cancel(session, t, reason="the issue was reassigned")
 
 
+def _resolve_assignee(session: Session, workspace_id: str, assignee: str) -> tuple[str, Agent | User]:
+    """("agent", agent) or ("member", user) by id or name; agents first."""
+    try:
+        return "agent", find_agent(session, workspace_id, assignee)
+    except NotFound:
+        pass
+    user = session.scalar(select(User).join(Member, Member.user_id == User.id).where(
+        Member.workspace_id == workspace_id, (User.id == assignee) | (User.name == assignee)))
+    if user is None:
+        raise NotFound(f"no agent or member named {assignee!r}; `predictorx agent list` shows the agents")
+    return "member", user
+
+
 def assign(session: Session, issue: Issue, assignee: str | None) -> Task | None:
     """Assign to an agent (queues a task) or a member; None unassigns. Other agents' active tasks
     on the issue are cancelled, as a person would expect from taking the work away."""
@@ -103,20 +139,13 @@ def assign(session: Session, issue: Issue, assignee: str | None) -> Task | None:
         _cancel_others(session, issue, None)
         issue.assignee_type, issue.assignee_id = None, None
         return None
-    try:
-        agent = find_agent(session, issue.workspace_id, assignee)
-    except NotFound:
-        agent = None
-    if agent is not None:
-        _cancel_others(session, issue, agent.id)
-        issue.assignee_type, issue.assignee_id = "agent", agent.id
-        return tasks.enqueue(session, issue, agent)
-    user = session.scalar(select(User).join(Member, Member.user_id == User.id).where(
-        Member.workspace_id == issue.workspace_id, (User.id == assignee) | (User.name == assignee)))
-    if user is None:
-        raise NotFound(f"no agent or member named {assignee!r}; `predictorx agent list` shows the agents")
+    kind, who = _resolve_assignee(session, issue.workspace_id, assignee)
+    if isinstance(who, Agent):
+        _cancel_others(session, issue, who.id)
+        issue.assignee_type, issue.assignee_id = "agent", who.id
+        return tasks.enqueue(session, issue, who)
     _cancel_others(session, issue, None)
-    issue.assignee_type, issue.assignee_id = "member", user.id
+    issue.assignee_type, issue.assignee_id = kind, who.id
     return None
 
 
@@ -177,6 +206,7 @@ def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, 
                 body_html=richtext.comment_html(body, names))
     session.add(c)
     session.flush()
+    emit(session, issue.workspace_id, "comment_added", issue_id=issue.id, number=issue.number, comment_id=c.id)
     issue_hooks.commented(session, issue, c)  # R-HAR-2: a comment addressed to an agent is a request
     mentions.queue_followups(session, issue, c)  # R-EX-10: `@agent …` asks that agent for more
     return c

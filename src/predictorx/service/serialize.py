@@ -37,7 +37,7 @@ def issue(i: s.Issue, assignee_name: str | None = None) -> dict[str, Any]:
             "body": i.body, "status": i.status, "priority": i.priority, "project_id": i.project_id,
             "assignee_type": i.assignee_type, "assignee_id": i.assignee_id,
             "assignee_name": assignee_name, "created_at": _ts(i.created_at),
-            "updated_at": _ts(i.updated_at)}
+            "updated_at": _ts(i.updated_at), "version": i.version}
 
 
 def comment(c: s.Comment) -> dict[str, Any]:

@@ -168,6 +168,11 @@ class Issue(Base):
     created_by: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TS, default=utcnow, onupdate=utcnow)
+    #: Bumped by each change of a tracked field (service/issue_versions.py): an edit carries the
+    #: version its page saw, and one made on a stale copy of a field is refused (issue 26 §1).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: field -> {"v": version that changed it, "by": who, "at": ISO time}
+    field_changes: Mapped[dict | None] = mapped_column(JSON)
 
     __table_args__ = (UniqueConstraint("workspace_id", "number", name="uq_issue_number"),)
 

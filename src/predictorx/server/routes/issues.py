@@ -6,7 +6,8 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi.encoders import jsonable_encoder
 
 from ...service import issues as svc
-from ...service import auth, runnability, serialize, tasks, workflow_reply
+from ...service import auth, issue_deletion, runnability, serialize, tasks, workflow_reply
+from ...service.issue_versions import EditConflict
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from ..safejson import SafeJSONResponse
@@ -51,23 +52,39 @@ def get_issue(ref: str, caller: Caller = Depends(get_caller), state: AppState = 
         return SafeJSONResponse(jsonable_encoder(out))
 
 
-@router.patch("/{ref}")
+@router.patch("/{ref}", response_model=None)
 def update_issue(ref: str, body: IssueUpdate, caller: Caller = Depends(get_caller),
-                 state: AppState = Depends(get_state)) -> dict:
-    with state.write() as s:
-        issue = svc.change_issue(s, caller.principal, caller.workspace_id, ref,
-                                 body.model_dump(exclude_unset=True, exclude_none=True))
-        return _out(s, issue)
+                 state: AppState = Depends(get_state)) -> dict | Response:
+    """Only the fields given; with `version`, a field someone changed since answers 409 with the
+    value now stored and who stored it (nothing is saved)."""
+    changes = body.model_dump(exclude_unset=True, exclude_none=True)
+    version = changes.pop("version", None)
+    try:
+        with state.write() as s:
+            issue = svc.change_issue(s, caller.principal, caller.workspace_id, ref, changes, version)
+            return _out(s, issue)
+    except EditConflict as e:  # outside the transaction: it rolled back, nothing changed
+        return SafeJSONResponse(e.answer(), status_code=409)
 
 
-@router.post("/{ref}/assign")
-def assign(ref: str, body: Assign, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+@router.delete("/{ref}")
+def delete_issue(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+    """Owners and admins: the issue with its comments, runs, pull-request records and workflows."""
     with state.write() as s:
-        issue = svc.get_issue(s, caller.workspace_id, ref)
-        task = svc.assign(s, issue, body.assignee)
-        out = _out(s, issue)
-        out["task"] = serialize.task(task) if task else None
-        return out
+        return issue_deletion.delete_issue(s, caller.principal, caller.workspace_id, ref)
+
+
+@router.post("/{ref}/assign", response_model=None)
+def assign(ref: str, body: Assign, caller: Caller = Depends(user_caller),
+           state: AppState = Depends(get_state)) -> dict | Response:
+    try:
+        with state.write() as s:
+            issue, task = svc.assign_checked(s, caller.principal, caller.workspace_id, ref, body.assignee, body.version)
+            out = _out(s, issue)
+            out["task"] = serialize.task(task) if task else None
+            return out
+    except EditConflict as e:
+        return SafeJSONResponse(e.answer(), status_code=409)
 
 
 @router.get("/{ref}/comments", response_model=None)

@@ -199,19 +199,67 @@
     if (typing || panel.querySelector("form.px-edited")) ev.preventDefault();
   });
 
-  if (!document.querySelector("[data-live]") || !window.EventSource) return;
-  var stream = new EventSource("/api/events");
-  var opened = false;
-  stream.onopen = function () {
-    // After a reconnect, events may have been missed: fetch the current state once.
-    if (opened) refreshEverything();
-    opened = true;
-    document.body.classList.add("live-on");
+  // -- the live connection ----------------------------------------------------------------------
+  // One EventSource on /api/events. A lost connection (the server stopped, the network or the
+  // browser offline) says "Reconnecting…", the live dot stops being green, and the connection is
+  // opened again until it answers; then every page part that listens catches up once.
+  var handlers = [], catchUps = [], stream = null, started = false, everOpen = false, timer = null;
+
+  function lost() {
+    if (stream) { stream.close(); stream = null; }
+    document.body.classList.remove("live-on");
+    var el = document.getElementById("live-status");
+    if (!el) {
+      el = document.body.appendChild(document.createElement("p"));
+      el.id = el.className = "live-status";
+      el.setAttribute("role", "status");
+      el.textContent = "Reconnecting…";
+    }
+    el.hidden = false;
+  }
+
+  function connect() {
+    clearTimeout(timer);
+    if (stream) stream.close();
+    if (navigator.onLine === false) return lost();
+    var es = stream = new EventSource("/api/events");
+    es.onopen = function () {
+      document.body.classList.add("live-on");
+      var el = document.getElementById("live-status");
+      if (el) el.hidden = true;
+      // After a reconnect, events may have been missed: fetch the current state once.
+      if (everOpen) catchUps.forEach(function (fn) { fn(); });
+      everOpen = true;
+    };
+    es.onerror = function () {
+      if (es !== stream) return;
+      document.body.classList.remove("live-on");
+      lost();
+      // The browser retries a dropped stream itself; after an error answer it gives up: we retry.
+      timer = setTimeout(connect, 2000);
+    };
+    es.onmessage = function (ev) {
+      var event;
+      try { event = JSON.parse(ev.data); } catch (e) { return; }
+      handlers.forEach(function (fn) { fn(event); });
+    };
+  }
+
+  window.pxLive = {
+    on: function (fn) { handlers.push(fn); },
+    onCatchUp: function (fn) { catchUps.push(fn); },
+    start: function () { if (!started) { started = true; connect(); } }
   };
-  stream.onerror = function () { document.body.classList.remove("live-on"); };
-  stream.onmessage = function (ev) {
-    var event;
-    try { event = JSON.parse(ev.data); } catch (e) { return; }
+  // Offline, as the browser's events say and navigator.onLine (looked at now and then) says.
+  window.addEventListener("offline", function () { if (started) lost(); });
+  setInterval(function () {
+    if (started && navigator.onLine === false) { if (stream) lost(); } else if (started && !stream) connect();
+  }, 2000);
+  window.addEventListener("online", function () { if (started) connect(); });
+
+  if (!document.querySelector("[data-live]") || !window.EventSource) return;
+  pxLive.onCatchUp(refreshEverything);
+  pxLive.on(function (event) {
     if (!event.task_id) return;
     if (event.type === "task_messages") {
       live("messages").forEach(function (el) { if (el.dataset.task === event.task_id) pullMessages(el); });
@@ -220,6 +268,6 @@
     live("tasks").forEach(refresh);
     live("task").forEach(function (el) { if (el.dataset.task === event.task_id) refresh(el); });
     live("messages").forEach(function (el) { if (el.dataset.task === event.task_id) pullMessages(el); });
-  };
-  window.pxEvents = stream;
+  });
+  pxLive.start();
 })();

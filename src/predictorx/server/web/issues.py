@@ -14,12 +14,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 from sqlalchemy.orm import Session
 
+from ... import richtext
 from ...service import agents as agent_svc
-from ...service import discussion
+from ...service import discussion, issue_deletion
+from ...service import members as member_svc
 from ...service import issues as svc
 from ...service import projects as project_svc
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
-from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
+from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, read_long_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
 from .render import html, is_htmx, panel, redirect
@@ -188,13 +190,22 @@ def _comments(s: Session, issue: Issue, before: str | None) -> dict[str, Any]:
             "authors": authors}
 
 
+def fields_context(s: Session, who: Viewer, issue: Issue) -> dict[str, Any]:
+    """What the issue's editable fields show: each control carries the version it was drawn at."""
+    return {"issue": issue, "statuses": svc.ISSUE_STATUSES, "priorities": project_svc.PRIORITIES,
+            "assignee": svc.assignee_name(s, issue), "agents": _agents(s, who.workspace_id),
+            "people": [user for _, user in member_svc.list_members(s, who.workspace_id)],
+            "description_html": richtext.comment_html(issue.body, []) if issue.body else ""}
+
+
 def issue_context(request: Request, who: Viewer, ref: str, before: str | None = None, **extra: Any) -> dict[str, Any]:
     with request.app.state.px.read() as s:
         issue = svc.get_issue(s, who.workspace_id, ref)
         project = project_svc.find_project(s, who.workspace_id, issue.project_id)
-        return {"viewer": who, "section": "issues", "issue": issue, "project": project,
-                "statuses": svc.ISSUE_STATUSES, "priorities": project_svc.PRIORITIES,
-                "assignee": svc.assignee_name(s, issue), "agents": _agents(s, who.workspace_id),
+        may_delete = issue_deletion.may_delete(who.caller.principal, who.workspace_id)
+        deletes = issue_deletion.describe_summary(issue_deletion.deletion_summary(s, issue)) if may_delete else ""
+        return {"viewer": who, "section": "issues", "project": project, **fields_context(s, who, issue),
+                "may_delete": may_delete, "deletes": deletes, "comment_max": COMMENT_MAX,
                 **_comments(s, issue, before), "error": None, "error_for": None, "values": {}, **extra}
 
 
@@ -202,6 +213,14 @@ def earlier_comments_context(request: Request, who: Viewer, ref: str, before: st
     with request.app.state.px.read() as s:
         issue = svc.get_issue(s, who.workspace_id, ref)
         return {"issue": issue, **_comments(s, issue, before)}
+
+
+def newer_comments_context(request: Request, who: Viewer, ref: str, after: str | None) -> dict[str, Any]:
+    with request.app.state.px.read() as s:
+        issue = svc.get_issue(s, who.workspace_id, ref)
+        shown = discussion.comments_after(s, issue, after)
+        authors = {c.author_id: _author(s, c.author_type, c.author_id) for c in shown}
+        return {"issue": issue, "comments": shown, "earlier_comments": 0, "authors": authors}
 
 
 def raw_comment(request: Request, who: Viewer, ref: str, comment_id: str) -> str:
@@ -222,9 +241,13 @@ async def issue_page(request: Request, ref: str, before: str | None = Query(defa
 
 
 @router.get("/issues/{ref}/comments")
-async def earlier_comments(request: Request, ref: str, before: str = Query(max_length=36),
+async def earlier_comments(request: Request, ref: str, before: str | None = Query(default=None, max_length=36),
+                           after: str | None = Query(default=None, max_length=36),
                            who: Viewer = Depends(viewer)) -> Response:
-    """"Show earlier comments": the page of comments before `before`, as list items."""
+    """"Show earlier comments": the page of comments before `before`, as list items; without
+    `before`, the comments after `after` (those an open page has not shown yet: live, catch-up)."""
+    if before is None:
+        return html("_comment_items.html", await in_page_thread(newer_comments_context, request, who, ref, after))
     return html("_comment_items.html", await in_page_thread(earlier_comments_context, request, who, ref, before))
 
 
@@ -235,47 +258,39 @@ async def comment_raw(request: Request, ref: str, comment_id: str, who: Viewer =
     return PlainTextResponse(body, headers={"Content-Disposition": "inline"})
 
 
+#: A comment's length at most (CommentIn's, the API's too).
+COMMENT_MAX = 100_000
+
+
+def comment_in(text: str) -> CommentIn:
+    """The comment, or its length problem in words (a paste of megabytes is named, not echoed)."""
+    if len(text) > COMMENT_MAX:
+        raise FormError(f"Comments can be at most {COMMENT_MAX:,} characters; this one has {len(text):,}. "
+                        "Shorten it, or attach the long part as a file in the repository.")
+    if not text.strip():
+        raise FormError("Write something first: the comment is empty.")
+    return CommentIn(body=text)
+
+
 @router.post("/issues/{ref}/comments")
-async def add_comment(request: Request, ref: str, form: Form = Depends(read_form),
+async def add_comment(request: Request, ref: str, form: Form = Depends(read_long_form),
                       who: Viewer = Depends(viewer)) -> Response:
     def work() -> None:
-        body = CommentIn(body=form.get("body"))
+        body = comment_in(form.get("body"))
         with request.app.state.px.write() as s:
             issue = svc.get_issue(s, who.workspace_id, ref)
             svc.add_comment(s, issue, body=body.body, author_type="member", author_id=who.caller.user_id)
     try:
         await in_page_thread(work)
     except FORM_ERRORS as e:
+        # The text goes back into the box unless it is too long to be worth sending back.
+        kept = form.values() if len(form.get("body")) <= COMMENT_MAX else {}
         context = await in_page_thread(issue_context, request, who, ref, error=message_of(e),
-                                          error_for="comment", values=form.values())
+                                          error_for="comment", values=kept)
         return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", status=status_of(e))
     context = await in_page_thread(issue_context, request, who, ref)
     # A comment that @mentions an agent may have queued a run: the runs list looks again.
     return panel(request, "_comments.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
-
-
-@router.post("/issues/{ref}/assign")
-async def assign(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
-    try:
-        await in_page_thread(_assign, request, who, ref, form)
-    except FORM_ERRORS as e:
-        context = await in_page_thread(issue_context, request, who, ref, error=message_of(e), error_for="assign")
-        return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
-    context = await in_page_thread(issue_context, request, who, ref)
-    return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", headers=TASKS_CHANGED)
-
-
-@router.post("/issues/{ref}/update")
-async def update(request: Request, ref: str, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
-    """Status and priority, changed from the issue's side panel."""
-    changes = {key: form.get(key) for key in ("status", "priority") if form.get(key)}
-    try:
-        await in_page_thread(_change, request, who, ref, IssueUpdate(**changes))
-    except FORM_ERRORS as e:
-        context = await in_page_thread(issue_context, request, who, ref, error=message_of(e), error_for="update")
-        return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}", status=status_of(e))
-    context = await in_page_thread(issue_context, request, who, ref)
-    return panel(request, "_issue_meta.html", context, page_url=f"/issues/{ref}")
 
 
 # -- the Issues panel of a project page ------------------------------------------------------

@@ -7,6 +7,7 @@ small fragment instead of a whole page, and a lost session sends htmx to the log
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -27,7 +28,19 @@ TITLES = {400: "Bad request", 401: "Sign in", 403: "Not allowed", 404: "Not foun
           413: "Too large", 422: "Cannot do that"}
 
 
+#: "; `predictorx issue list` shows the issues": advice for the CLI, not for a browser's 404 page.
+_CLI_ADVICE = re.compile(r"[;,]?\s*[^;,]*`predictorx [^`]*`[^;]*")
+
+
+def for_browser(message: str) -> str:
+    """A service's not-found sentence without its CLI advice, as a sentence (the API keeps it)."""
+    text = _CLI_ADVICE.sub("", message).strip(" ;,.") or "There is nothing at this address"
+    return text[0].upper() + text[1:] + "."
+
+
 def error_page(request: Request, status: int, message: str) -> Response:
+    if status == 404:
+        message = for_browser(message)
     if is_htmx(request):
         return html("error_fragment.html", {"message": message}, status)
     return html("error.html", {"status": status, "title": TITLES.get(status, "Error"), "message": message,

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
-from ...service import forgepolicy
+from ...service import forgepolicy, next_step
 from ...service import members as member_svc
 from ...service import project_actions as actions
 from ...service import projects as svc
@@ -37,11 +37,13 @@ def list_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
         members = [user for _, user in member_svc.list_members(s, who.workspace_id)]
         repos = ws_svc.repos_of(s, who.workspace_id)
         counts = svc.project_counts(s, who.workspace_id)
+        review = next_step.run_to_review(s, who.workspace_id)
     resources, open_issues, active = counts["resources"], counts["open_issues"], counts["active"]
     leads = {m.id: m.name for m in members}
     rows = [{"project": p, "lead": leads.get(p.lead_id or ""), "resources": resources.get(p.id, 0),
              "open_issues": open_issues.get(p.id, 0), "active": active.get(p.id, 0)} for p in projects]
     return {"viewer": who, "section": "projects", "rows": rows, "members": members, "workspace_repos": repos,
+            "review": review,
             "statuses": svc.PROJECT_STATUSES, "priorities": svc.PRIORITIES, "error": None,
             "values": {"status": "planned", "priority": "none"}, "picked": [], "pasted": "", "open": False,
             **extra}

@@ -3,12 +3,12 @@ first, read a page at a time by the Runs, agent and daemon pages (service/runlis
 sorting every run of the workspace.
 
 Revision ID: 0028
-Revises: 0025
+Revises: 0027
 """
 from alembic import op
 
 revision = "0028"
-down_revision = "0025"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 

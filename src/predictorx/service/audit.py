@@ -32,6 +32,7 @@ ACTIONS = frozenset({
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
     "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove",
+    "notify.add", "notify.update", "notify.remove",
 })
 RETENTION_ENV = "PREDICTORX_AUDIT_RETENTION_DAYS"
 DEFAULT_RETENTION_DAYS = 365

@@ -1,0 +1,118 @@
+"""The inbox and subscriptions over the API (issue 27 §3), on SQLite and PostgreSQL (the `db`
+fixture): a failed run and a budget stop reach the agent's owner and the issue's subscribers only;
+an assignment, a mention and a comment reach the right people; read / unread / done, the count and
+paging; another member's item answers 404; subscribe and unsubscribe (kept over being the author)."""
+
+from __future__ import annotations
+
+import uuid
+
+
+def _ws(api) -> str:
+    return api.get("/api/workspaces").json()[0]["id"]
+
+
+def _member(api, name: str, role: str = "member"):
+    body = api.post(f"/api/workspaces/{_ws(api)}/members", json={"name": name, "role": role}).json()
+    return api.as_(body["token"]), body["user_id"]
+
+
+def _daemon(api):
+    did = str(uuid.uuid4())
+    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
+                                               "runtimes": [{"provider": "command", "version": "1"}]})
+    assert r.status_code == 200, r.text
+    return api.as_(r.json()["token"])
+
+
+def _claimed(api, daemon, agent: str, title: str) -> tuple[str, int]:
+    if api.get(f"/api/agents/{agent}").status_code == 404:
+        assert api.post("/api/agents", json={"name": agent, "provider": "command", "command": ["true"]}).status_code == 201
+    issue = api.post("/api/issues", json={"title": title, "assignee": agent}).json()
+    task_id = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    assert daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"}).status_code == 200
+    return task_id, issue["number"]
+
+
+def _items(who, state="open") -> list[dict]:
+    r = who.get("/api/inbox", params={"state": state})
+    assert r.status_code == 200, r.text
+    return r.json()["items"]
+
+
+def test_a_failed_run_reaches_its_owner_only_and_another_members_item_is_404(api):
+    member, _ = _member(api, "mia")
+    daemon = _daemon(api)
+    task_id, number = _claimed(api, daemon, "worker", "Break the build")
+    r = daemon.post(f"/api/daemon/tasks/{task_id}/finish", json={"status": "failed", "failure_reason": "exit code 3"})
+    assert r.status_code == 200, r.text
+    items = _items(api)
+    assert [(i["kind"], i["state"], i["task_id"]) for i in items] == [("run_failed", "unread", task_id)]
+    assert items[0]["title"] == f"worker's run on #{number} failed: Break the build"
+    assert items[0]["detail"] == "exit code 3" and items[0]["link"] == f"/tasks/{task_id}"
+    assert api.get("/api/inbox/count").json() == {"unread": 1}
+    # the member sees nothing, and the owner's item does not exist for them
+    assert _items(member, "all") == [] and member.get("/api/inbox/count").json() == {"unread": 0}
+    item_id = items[0]["id"]
+    assert member.get(f"/api/inbox/{item_id}").status_code == 404
+    assert member.patch(f"/api/inbox/{item_id}", json={"state": "done"}).status_code == 404
+    assert api.get(f"/api/inbox/{item_id}").json()["state"] == "unread"
+    # read, then done: out of the open list, in the done one
+    assert api.patch(f"/api/inbox/{item_id}", json={"state": "read"}).json()["state"] == "read"
+    assert api.get("/api/inbox/count").json() == {"unread": 0}
+    assert api.patch(f"/api/inbox/{item_id}", json={"state": "done"}).json()["state"] == "done"
+    assert _items(api) == [] and [i["id"] for i in _items(api, "done")] == [item_id]
+    assert api.patch(f"/api/inbox/{item_id}", json={"state": "gone"}).status_code == 422
+    assert api.get("/api/inbox", params={"state": "soon"}).status_code == 422
+
+
+def test_a_person_cancelling_a_run_puts_nothing_in_an_inbox(api):
+    daemon = _daemon(api)
+    task_id, _ = _claimed(api, daemon, "worker", "Cancel me")
+    assert api.post(f"/api/tasks/{task_id}/cancel").status_code == 200
+    assert _items(api, "all") == []
+
+
+def test_assignment_mention_and_comment_reach_the_right_people(api):
+    mia, mia_id = _member(api, "mia")
+    ned, ned_id = _member(api, "ned")
+    issue = api.post("/api/issues", json={"title": "Write the docs"}).json()
+    number = issue["number"]
+    assert api.post(f"/api/issues/{number}/assign", json={"assignee": "mia"}).status_code == 200
+    mine = _items(mia)
+    assert [(i["kind"], i["link"]) for i in mine] == [("assigned", f"/issues/{number}")]
+    assert mia.get(f"/api/issues/{number}/subscription").json() == {"issue": number, "subscribed": True,
+                                                                   "reason": "assignee"}
+    assert api.get(f"/api/issues/{number}/subscription").json()["reason"] == "author"
+    # ned mentions mia: mia gets a mention (not also a comment); the author gets the comment
+    r = ned.post(f"/api/issues/{number}/comments", json={"body": "@mia could you also cover the CLI?"})
+    assert r.status_code == 201, r.text
+    assert [i["kind"] for i in _items(mia)] == ["mention", "assigned"]
+    assert [i["kind"] for i in _items(api)] == ["comment"]
+    assert _items(ned) == []  # nothing of their own comment
+    # ned commented: now subscribed; mia unsubscribes and hears no more comments
+    assert ned.get(f"/api/issues/{number}/subscription").json()["subscribed"] is True
+    assert mia.delete(f"/api/issues/{number}/subscription").json()["subscribed"] is False
+    api.post(f"/api/issues/{number}/comments", json={"body": "thanks"})
+    assert [i["kind"] for i in _items(mia)] == ["mention", "assigned"]
+    assert [i["kind"] for i in _items(ned)] == ["comment"]
+    assert mia.put(f"/api/issues/{number}/subscription").json() == {"issue": number, "subscribed": True,
+                                                                    "reason": "manual"}
+    assert api.get("/api/issues/999/subscription").status_code == 404
+    assert mia_id != ned_id
+
+
+def test_paging_and_mark_all(api):
+    daemon = _daemon(api)
+    for n in range(5):
+        task_id, _ = _claimed(api, daemon, f"w{n}", f"Fail {n}")
+        daemon.post(f"/api/daemon/tasks/{task_id}/finish", json={"status": "failed", "failure_reason": "no"})
+    first = api.get("/api/inbox", params={"limit": 2}).json()
+    second = api.get("/api/inbox", params={"limit": 2, "cursor": first["next"]}).json()
+    third = api.get("/api/inbox", params={"limit": 2, "cursor": second["next"]}).json()
+    titles = [i["title"] for page in (first, second, third) for i in page["items"]]
+    assert len(titles) == 5 == len(set(titles)) and third["next"] is None
+    assert titles[0].endswith("Fail 4") and titles[-1].endswith("Fail 0")
+    assert api.post("/api/inbox/mark-all", json={"state": "read"}).json() == {"changed": 5, "state": "read"}
+    assert api.get("/api/inbox/count").json() == {"unread": 0}
+    assert api.get("/api/inbox", params={"cursor": "yesterday"}).status_code == 422

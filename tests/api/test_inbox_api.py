@@ -116,3 +116,34 @@ def test_paging_and_mark_all(api):
     assert api.post("/api/inbox/mark-all", json={"state": "read"}).json() == {"changed": 5, "state": "read"}
     assert api.get("/api/inbox/count").json() == {"unread": 0}
     assert api.get("/api/inbox", params={"cursor": "yesterday"}).status_code == 422
+
+
+def _people_lane_issue(api, stakeholder: str) -> int:
+    """A feature request whose agent lane the owner holds (so no agent runs) and whose stakeholder
+    lane `stakeholder` holds: after capture and requirements, the sign-off waits for them."""
+    project = api.post("/api/projects", json={"title": "Exports"}).json()
+    for role, name in (("agent", "owner"), ("stakeholder", stakeholder)):
+        r = api.post(f"/api/projects/{project['id']}/roles", json={"role": role, "kind": "member", "name": name})
+        assert r.status_code == 201, r.text
+    number = api.post("/api/issues", json={"title": "CSV export", "project_id": project["id"]}).json()["number"]
+    assert api.post(f"/api/issues/{number}/workflows", json={"process": "feature-request"}).status_code in (200, 201)
+    for step in ("capture", "requirements"):
+        r = api.post(f"/api/issues/{number}/workflows/feature-request/steps", json={"step": step})
+        assert r.status_code == 200, r.text
+    return number
+
+
+def test_a_people_lane_step_reaches_the_members_bound_to_its_role_and_settles_when_taken(api):
+    mia, _ = _member(api, "mia")
+    number = _people_lane_issue(api, "mia")
+    [item] = _items(mia)
+    assert item["kind"] in ("step", "gate") and "waits for the stakeholder lane" in item["title"], item
+    assert _items(api) == []  # the owner holds the agent lane, not this one
+    r = mia.post(f"/api/issues/{number}/workflows/feature-request/steps", json={"step": "signoff"})
+    assert r.status_code == 200, r.text
+    after = _items(mia, "all")
+    assert [i["state"] for i in after if i["id"] == item["id"]] == ["done"]  # taken: settled
+    enabled = api.get(f"/api/issues/{number}/workflows/feature-request").json()["enabled"]
+    waiting = [i for i in after if i["state"] == "unread"]
+    assert enabled and len(waiting) == len(enabled) and {i["kind"] for i in waiting} == {"gate"}
+    assert _items(api) == []

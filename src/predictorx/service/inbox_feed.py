@@ -101,7 +101,7 @@ class Feed:
         self.touched: dict[str, set[str]] = {}  # workspace -> people whose inbox changed
 
     # -- raising -----------------------------------------------------------------------------------
-    def _raise(self, issue: Issue | None, people: set[str], kind: str, key: str, title: str, detail: str = "",
+    def _raise(self, issue: Issue | None, people: set[str] | set[str | None], kind: str, key: str, title: str, detail: str = "",
                link: str = "/", task_id: str | None = None, workspace_id: str | None = None) -> None:
         ws = workspace_id or (issue.workspace_id if issue else None)
         if ws is None:
@@ -170,7 +170,8 @@ class Feed:
             key = prefix + str(question.get("request_id"))[:100]
             keep.add(key)
             issue = self.s.get(Issue, task.issue_id)
-            what = str(question.get("title") or question.get("tool") or "a permission")[:300]
+            call = question.get("tool_call")
+            what = str((call.get("title") if isinstance(call, dict) else None) or "a permission")[:300]
             if issue is not None and self._member(task.workspace_id, agent.owner_id):
                 self._raise(issue, {agent.owner_id or ""}, "permission", key,
                             f"{agent.name} asks you on #{issue.number}: {what}", issue.title,

@@ -27,46 +27,50 @@ class MarkAllIn(Strict):
     from_state: Literal["unread", "read"] = "unread"
 
 
+def _person(caller: Caller) -> str:
+    return caller.user_id or ""  # (user_caller: a person's token, which always names its person)
+
+
 @router.get("/inbox")
 def items(state: str = Query(default="open", max_length=10), cursor: str | None = Query(default=None, max_length=100),
           limit: int = Query(default=PAGE, ge=1, le=MAX_PAGE), caller: Caller = Depends(user_caller),
           state_: AppState = Depends(get_state)) -> dict:
     """The person's items newest first, a page at a time (`next`: the cursor of the next page);
     `state`: open (unread and read, the default), unread, read, done or all."""
-    return actions.page(state_, caller.workspace_id, caller.user_id, state=state, cursor=cursor, limit=limit)
+    return actions.page(state_, caller.workspace_id, _person(caller), state=state, cursor=cursor, limit=limit)
 
 
 @router.get("/inbox/count")
 def unread(caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return {"unread": actions.count(state, caller.workspace_id, caller.user_id)}
+    return {"unread": actions.count(state, caller.workspace_id, _person(caller))}
 
 
 @router.post("/inbox/mark-all")
 def mark_all(body: MarkAllIn, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.mark_all(state, caller.workspace_id, caller.user_id, body.state, body.from_state)
+    return actions.mark_all(state, caller.workspace_id, _person(caller), body.state, body.from_state)
 
 
 @router.get("/inbox/{item_id}")
 def item(item_id: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.get(state, caller.workspace_id, caller.user_id, item_id)
+    return actions.get(state, caller.workspace_id, _person(caller), item_id)
 
 
 @router.patch("/inbox/{item_id}")
 def set_state(item_id: str, body: StateIn, caller: Caller = Depends(user_caller),
               state: AppState = Depends(get_state)) -> dict:
-    return actions.set_state(state, caller.workspace_id, caller.user_id, item_id, body.state)
+    return actions.set_state(state, caller.workspace_id, _person(caller), item_id, body.state)
 
 
 @router.get("/issues/{ref}/subscription")
 def subscription(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.subscription(state, caller.workspace_id, caller.user_id, ref)
+    return actions.subscription(state, caller.workspace_id, _person(caller), ref)
 
 
 @router.put("/issues/{ref}/subscription")
 def subscribe(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.subscribe(state, caller.workspace_id, caller.user_id, ref, True)
+    return actions.subscribe(state, caller.workspace_id, _person(caller), ref, True)
 
 
 @router.delete("/issues/{ref}/subscription")
 def unsubscribe(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
-    return actions.subscribe(state, caller.workspace_id, caller.user_id, ref, False)
+    return actions.subscribe(state, caller.workspace_id, _person(caller), ref, False)

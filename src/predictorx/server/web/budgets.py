@@ -45,9 +45,9 @@ async def budgets_page(request: Request, who: Viewer = Depends(viewer)) -> Respo
 @router.post("/budgets")
 async def set_budget(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     def work() -> dict:
-        body = BudgetIn(scope=form.get("scope") or "workspace", target=form.optional("target"),
-                        period=form.get("period") or "day", metric=form.get("metric") or "cost",
-                        limit=form.get("limit"), action=form.get("action") or "warn")
+        body = BudgetIn.model_validate({"scope": form.get("scope") or "workspace", "target": form.optional("target"),
+                                        "period": form.get("period") or "day", "metric": form.get("metric") or "cost",
+                                        "limit": form.get("limit"), "action": form.get("action") or "warn"})
         return actions.set_budget(request.app.state.px, who.workspace_id, who.caller.user_id, body.model_dump(),
                                   address=who.caller.address)
     try:

@@ -24,9 +24,13 @@ PAGE = 50
 
 
 def _page(request: Request, who: Viewer, state: str, cursor: str | None) -> dict[str, Any]:
-    found = actions.page(request.app.state.px, who.workspace_id, who.caller.user_id, state=state, cursor=cursor,
+    found = actions.page(request.app.state.px, who.workspace_id, _person(who), state=state, cursor=cursor,
                          limit=PAGE)
     return {"viewer": who, "section": "inbox", "page": found, "state": state, "filters": FILTERS}
+
+
+def _person(who: Viewer) -> str:
+    return who.caller.user_id or ""  # (a signed-in page: a person's token, which always names its person)
 
 
 @router.get("/inbox")
@@ -45,7 +49,7 @@ async def inbox_items(request: Request, state: str = Query(default="open", max_l
 
 @router.get("/inbox/count")
 async def inbox_count(request: Request, who: Viewer = Depends(viewer)) -> Response:
-    unread = await in_page_thread(actions.count, request.app.state.px, who.workspace_id, who.caller.user_id)
+    unread = await in_page_thread(actions.count, request.app.state.px, who.workspace_id, _person(who))
     return html("_inbox_count.html", {"unread": unread, "viewer": who})
 
 
@@ -53,7 +57,7 @@ async def inbox_count(request: Request, who: Viewer = Depends(viewer)) -> Respon
 async def mark_all(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     state = form.get("state") or "read"
     try:
-        await in_page_thread(actions.mark_all, request.app.state.px, who.workspace_id, who.caller.user_id, state,
+        await in_page_thread(actions.mark_all, request.app.state.px, who.workspace_id, _person(who), state,
                              "read" if state == "done" and form.get("from") == "read" else "unread")
     except FORM_ERRORS as e:
         return html("error_fragment.html", {"message": message_of(e)}, status_of(e))
@@ -65,7 +69,7 @@ async def set_state(request: Request, item_id: str, form: Form = Depends(read_fo
                     who: Viewer = Depends(viewer)) -> Response:
     """Read, unread or done; htmx gets the item's new row (or nothing: done leaves an open list)."""
     try:
-        item = await in_page_thread(actions.set_state, request.app.state.px, who.workspace_id, who.caller.user_id,
+        item = await in_page_thread(actions.set_state, request.app.state.px, who.workspace_id, _person(who),
                                     item_id, form.get("state"))
     except FORM_ERRORS as e:
         return html("error_fragment.html", {"message": message_of(e)}, status_of(e))
@@ -79,7 +83,7 @@ async def set_state(request: Request, item_id: str, form: Form = Depends(read_fo
 
 @router.get("/issues/{ref}/subscription")
 async def subscription(request: Request, ref: str, who: Viewer = Depends(viewer)) -> Response:
-    sub = await in_page_thread(actions.subscription, request.app.state.px, who.workspace_id, who.caller.user_id, ref)
+    sub = await in_page_thread(actions.subscription, request.app.state.px, who.workspace_id, _person(who), ref)
     return html("_subscribe.html", {"sub": sub, "loaded": True})
 
 
@@ -87,7 +91,7 @@ async def subscription(request: Request, ref: str, who: Viewer = Depends(viewer)
 async def subscribe(request: Request, ref: str, form: Form = Depends(read_form),
                     who: Viewer = Depends(viewer)) -> Response:
     try:
-        sub = await in_page_thread(actions.subscribe, request.app.state.px, who.workspace_id, who.caller.user_id,
+        sub = await in_page_thread(actions.subscribe, request.app.state.px, who.workspace_id, _person(who),
                                    ref, form.get("subscribed") == "1")
     except FORM_ERRORS as e:
         return html("error_fragment.html", {"message": message_of(e)}, status_of(e))

@@ -30,7 +30,7 @@ def _role(who: Viewer) -> str | None:
 
 
 def notifications_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
-    rows = actions.list_channels(request.app.state.px, who.workspace_id, who.caller.user_id)
+    rows = actions.list_channels(request.app.state.px, who.workspace_id, _person(who))
     admin = ROLE_RANK.get(_role(who) or "", 0) >= ROLE_RANK["admin"]
     return {"viewer": who, "section": "notifications", "rows": rows, "admin": admin, "kinds": KINDS,
             "digests": DIGESTS, "error": None, "error_for": None, "notice": None, "shown_secret": None,
@@ -44,6 +44,10 @@ async def _answer(request: Request, who: Viewer, status: int = 200, **extra: Any
     return panel(request, "_notifications.html", context, page_url="/notifications", status=status)
 
 
+def _person(who: Viewer) -> str:
+    return who.caller.user_id or ""  # (a signed-in page: a person's token, which always names its person)
+
+
 @router.get("/notifications")
 async def notifications_page(request: Request, who: Viewer = Depends(viewer)) -> Response:
     return html("notifications.html", await in_page_thread(notifications_context, request, who))
@@ -52,10 +56,11 @@ async def notifications_page(request: Request, who: Viewer = Depends(viewer)) ->
 @router.post("/notifications")
 async def add(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
     def work() -> dict:
-        body = ChannelIn(scope=form.get("scope") or "me", kind=form.get("kind"), name=form.get("name"),
-                         url=form.get("url"), secret=form.optional("secret"),
-                         events=form.getlist("events") or None, digest=form.get("digest") or "off")
-        return actions.add_channel(request.app.state.px, who.workspace_id, who.caller.user_id, _role(who),
+        body = ChannelIn.model_validate({"scope": form.get("scope") or "me", "kind": form.get("kind"),
+                                         "name": form.get("name"), "url": form.get("url"),
+                                         "secret": form.optional("secret"), "events": form.getlist("events") or None,
+                                         "digest": form.get("digest") or "off"})
+        return actions.add_channel(request.app.state.px, who.workspace_id, _person(who), _role(who),
                                    body.model_dump(), address=who.caller.address)
     try:
         made = await in_page_thread(work)
@@ -70,9 +75,9 @@ async def add(request: Request, form: Form = Depends(read_form), who: Viewer = D
 async def change(request: Request, channel_id: str, form: Form = Depends(read_form),
                  who: Viewer = Depends(viewer)) -> Response:
     def work() -> dict:
-        body = ChannelPatch(events=form.getlist("events") or None, digest=form.optional("digest"),
-                            enabled=form.get("enabled") == "on")
-        return actions.update_channel(request.app.state.px, who.workspace_id, who.caller.user_id, _role(who),
+        body = ChannelPatch.model_validate({"events": form.getlist("events") or None,
+                                            "digest": form.optional("digest"), "enabled": form.get("enabled") == "on"})
+        return actions.update_channel(request.app.state.px, who.workspace_id, _person(who), _role(who),
                                       channel_id, body.model_dump(exclude_none=True), address=who.caller.address)
     try:
         done = await in_page_thread(work)
@@ -84,7 +89,7 @@ async def change(request: Request, channel_id: str, form: Form = Depends(read_fo
 @router.post("/notifications/{channel_id}/remove")
 async def remove(request: Request, channel_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        await in_page_thread(actions.remove_channel, request.app.state.px, who.workspace_id, who.caller.user_id,
+        await in_page_thread(actions.remove_channel, request.app.state.px, who.workspace_id, _person(who),
                              _role(who), channel_id)
     except FORM_ERRORS as e:
         return await _answer(request, who, status_of(e), error=message_of(e), error_for=channel_id)
@@ -94,7 +99,7 @@ async def remove(request: Request, channel_id: str, who: Viewer = Depends(viewer
 @router.post("/notifications/{channel_id}/test")
 async def test(request: Request, channel_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        await in_page_thread(actions.test_channel, request.app.state.px, who.workspace_id, who.caller.user_id,
+        await in_page_thread(actions.test_channel, request.app.state.px, who.workspace_id, _person(who),
                              _role(who), channel_id)
     except FORM_ERRORS as e:
         return await _answer(request, who, status_of(e), error=message_of(e), error_for=channel_id)
@@ -103,7 +108,7 @@ async def test(request: Request, channel_id: str, who: Viewer = Depends(viewer))
 
 @router.get("/notifications/{channel_id}")
 async def channel_log(request: Request, channel_id: str, who: Viewer = Depends(viewer)) -> Response:
-    log = await in_page_thread(actions.channel_log, request.app.state.px, who.workspace_id, who.caller.user_id,
+    log = await in_page_thread(actions.channel_log, request.app.state.px, who.workspace_id, _person(who),
                                channel_id)
     return html("notification_log.html", {"viewer": who, "section": "notifications", **log})
 
@@ -111,7 +116,7 @@ async def channel_log(request: Request, channel_id: str, who: Viewer = Depends(v
 @router.post("/notifications/deliveries/{delivery_id}/redeliver")
 async def redeliver(request: Request, delivery_id: str, who: Viewer = Depends(viewer)) -> Response:
     try:
-        again = await in_page_thread(actions.redeliver, request.app.state.px, who.workspace_id, who.caller.user_id,
+        again = await in_page_thread(actions.redeliver, request.app.state.px, who.workspace_id, _person(who),
                                      _role(who), delivery_id)
     except FORM_ERRORS as e:
         return html("error_fragment.html", {"message": message_of(e)}, status_of(e))

@@ -6,7 +6,17 @@ webhook whose server-made secret is shown once and whose URL is never shown."""
 
 from __future__ import annotations
 
-from conftest import make_client
+from starlette.testclient import TestClient
+
+from predictorx.server.app import create_app
+
+
+def make_client(web_db, token: str) -> TestClient:
+    """Another person's browser (as conftest's `client` is the owner's)."""
+    client = TestClient(create_app(web_db, migrate=False), client=("testclient", 50000), follow_redirects=False,
+                        headers={"Origin": "http://testserver"})
+    client.cookies.set("px_token", token)
+    return client
 
 
 def _bearer(token: str) -> dict[str, str]:

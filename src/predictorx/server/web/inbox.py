@@ -20,7 +20,8 @@ from .render import html, is_htmx, redirect
 from .session import Viewer, viewer
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
-PAGE = 50
+#: Items a page shows (the page stays under 100 KB with its scripts and styles; "Show more" brings more).
+PAGE = 20
 
 
 def _page(request: Request, who: Viewer, state: str, cursor: str | None) -> dict[str, Any]:

@@ -147,3 +147,30 @@ def test_a_people_lane_step_reaches_the_members_bound_to_its_role_and_settles_wh
     waiting = [i for i in after if i["state"] == "unread"]
     assert enabled and len(waiting) == len(enabled) and {i["kind"] for i in waiting} == {"gate"}
     assert _items(api) == []
+
+
+def test_a_budget_stop_and_a_review_reach_the_owner_and_subscribers(api):
+    mia, mia_id = _member(api, "mia")
+    daemon = _daemon(api)
+    api.post("/api/agents", json={"name": "worker", "provider": "command", "command": ["true"]})
+    r = api.post("/api/budgets", json={"scope": "agent", "target": "worker", "period": "day", "metric": "tokens",
+                                       "limit": 1000, "action": "stop"})
+    assert r.status_code == 201, r.text
+    task_id, number = _claimed(api, daemon, "worker", "Loop forever")
+    assert mia.put(f"/api/issues/{number}/subscription").status_code == 200
+    r = daemon.post(f"/api/tasks/{task_id}/messages", json={
+        "messages": [{"seq": 0, "kind": "text", "content": {"text": "step"}}],
+        "usage": {"model": "x", "input_tokens": 1500, "output_tokens": 10}})
+    assert r.status_code == 200 and r.json()["stop"], r.text
+    for who in (api, mia):  # the agent's owner (and author), and a subscriber
+        [item] = _items(who)
+        assert item["kind"] == "run_budget" and item["detail"].startswith("hard budget reached: agent worker")
+        assert item["title"] == f"worker's run on #{number} was stopped by a budget: Loop forever"
+    # a run that completes moves its issue to in_review: the subscribers are asked to review
+    api.delete(f"/api/budgets/{api.get('/api/budgets').json()[0]['id']}")
+    done_id, done_number = _claimed(api, daemon, "worker", "Write the report")
+    assert daemon.post(f"/api/daemon/tasks/{done_id}/finish", json={"status": "completed"}).status_code == 200
+    assert api.get(f"/api/issues/{done_number}").json()["status"] == "in_review"
+    review = [i for i in _items(api) if i["kind"] == "review"]
+    assert [i["title"] for i in review] == [f"#{done_number} waits for your review: Write the report"]
+    assert not [i for i in _items(mia) if i["kind"] == "review"] and mia_id

@@ -35,8 +35,9 @@ _CHANGES = "inbox_changes"
 _SEEN = "inbox_events_seen"
 _MENTION = re.compile(r"(?<![\w.@])@([A-Za-z0-9][A-Za-z0-9_.-]{0,99})")
 _registered = False
-#: The run statuses an inbox cares about: ended badly, or running (it may ask a person something).
-_RUN_STATUSES = ("failed", "cancelled", "running")
+#: The run statuses an inbox cares about: ended (badly, or moving its issue to in_review), or
+#: running (it may ask a person something).
+_RUN_STATUSES = ("failed", "cancelled", "running", "completed")
 
 
 def register() -> None:
@@ -134,6 +135,11 @@ class Feed:
             self._run_ended(task_id, status)
         elif status == "running":  # (a question or its answer arrives with the run's messages)
             self._permission(task_id)
+        elif status == "completed":  # the finish moves the issue in one statement, not through the ORM
+            task = self.s.get(Task, task_id)
+            issue = self.s.get(Issue, task.issue_id) if task is not None else None
+            if issue is not None and issue.status == "in_review":
+                self.on_review(issue)
 
     def _run_ended(self, task_id: str, status: str) -> None:
         task = self.s.get(Task, task_id)

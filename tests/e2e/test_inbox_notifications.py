@@ -57,7 +57,8 @@ class Receiver:
 
 @pytest.fixture
 def notify_server(tmp_path, database_url):
-    s = Server(tmp_path / "server-home", database_url, PREDICTORX_NOTIFY_RETRY_BASE="0.3")
+    s = Server(tmp_path / "server-home", database_url, PREDICTORX_NOTIFY_RETRY_BASE="0.3",
+               PREDICTORX_NOTIFY_ALLOW_PRIVATE="1")  # the receivers are on loopback
     yield s
     s.stop()
 

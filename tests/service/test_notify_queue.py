@@ -99,3 +99,19 @@ def test_a_webhook_url_is_http_without_credentials(db, url):
         _, ws, user = bootstrap_owner(s) or (None, None, None)
         with pytest.raises(Invalid):
             notify_channels.add(s, ws.id, user.id, "owner", scope="me", kind="webhook", name="x", url=url)
+
+
+def test_a_webhook_to_a_private_address_is_refused_unless_the_server_allows_it(monkeypatch):
+    """Any member adds a webhook and reads the start of its answers in the log: without the
+    server's consent it never reaches loopback, private or link-local addresses (no retry either)."""
+    from predictorx.service import notify_send
+
+    monkeypatch.delenv(notify_send.ALLOW_PRIVATE_ENV, raising=False)
+    for url in ("http://127.0.0.1:9/x", "http://169.254.169.254/latest/meta-data", "http://10.0.0.8/hook",
+                "http://localhost:8080/"):
+        claimed = q.Claimed("d", "d", "test", {"event": "test"}, "webhook", url, "s" * 20, 0)
+        outcome = notify_send.send(claimed)
+        assert not outcome.ok and outcome.refused and not outcome.retryable, url
+        assert "private address" in (outcome.error or "")
+    monkeypatch.setenv(notify_send.ALLOW_PRIVATE_ENV, "1")
+    assert notify_send.private_address("http://127.0.0.1:9/x") is None

@@ -125,11 +125,13 @@ class Outcome:
     excerpt: str = ""
     error: str | None = None
     duration_ms: int = 0
+    #: Refused before sending (a private address): trying again changes nothing.
+    refused: bool = False
 
     @property
     def retryable(self) -> bool:
-        return not self.ok and (self.status_code is None or self.status_code >= 500
-                                or self.status_code in RETRYABLE)
+        return not self.ok and not self.refused and (self.status_code is None or self.status_code >= 500
+                                                     or self.status_code in RETRYABLE)
 
 
 def record(session: Session, delivery_id: str, outcome: Outcome, now: datetime) -> NotifyDelivery | None:

@@ -18,6 +18,10 @@ from .notify_deliveries import Claimed, Outcome
 
 TIMEOUT = 10.0
 USER_AGENT = "PredictorX-Notifier/1"
+#: Set to 1 on the server to let webhooks reach loopback, private and link-local addresses (a
+#: receiver on the same machine or network). Off by default: any member adds a webhook, and its
+#: delivery log shows the start of each answer, so it must not be a way to read internal services.
+ALLOW_PRIVATE_ENV = "PREDICTORX_NOTIFY_ALLOW_PRIVATE"
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -39,9 +43,34 @@ def send(claimed: Claimed) -> Outcome:
     return outcome
 
 
+def private_address(url: str) -> str | None:
+    """The first address of the URL's host that is not a public one (None: all are public, or
+    private ones are allowed on this server)."""
+    import ipaddress
+    import os
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get(ALLOW_PRIVATE_ENV) == "1":
+        return None
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    for *_, sockaddr in socket.getaddrinfo(parts.hostname or "", port, proto=socket.IPPROTO_TCP):
+        if not ipaddress.ip_address(sockaddr[0]).is_global:
+            return str(sockaddr[0])
+    return None
+
+
 def _webhook(claimed: Claimed) -> Outcome:
     import httpx2 as httpx
 
+    try:
+        private = private_address(claimed.url)
+    except OSError as e:
+        return Outcome(False, None, "", f"the webhook's host does not resolve: {e}"[:500])
+    if private is not None:
+        return Outcome(False, None, "", f"the webhook's host is a private address ({private}); the server's "
+                       f"{ALLOW_PRIVATE_ENV}=1 allows those", refused=True)
     body = body_of(claimed)
     stamp = str(int(time.time()))
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,

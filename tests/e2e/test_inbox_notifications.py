@@ -107,6 +107,12 @@ def test_inbox_lists_a_failed_run_and_a_waiting_gate_for_the_right_person_only(s
     assert server.api("GET", "/api/inbox") == {**server.api("GET", "/api/inbox"), "items": [], "unread": 0}
     bad = server.cli("inbox", "done", gate["id"], check=False)
     assert bad.returncode != 0 and "not found" in bad.stderr
+    # subscriptions from the CLI: the owner follows the gated issue, and stops
+    server.cli("inbox", "unsubscribe", str(gated))
+    assert server.api("GET", f"/api/issues/{gated}/subscription")["subscribed"] is False
+    server.cli("inbox", "subscribe", str(gated))
+    assert server.api("GET", f"/api/issues/{gated}/subscription") == {"issue": gated, "subscribed": True,
+                                                                     "reason": "manual"}
 
 
 def test_an_outbound_webhook_is_signed_retried_after_a_500_logged_and_redelivered(notify_server):

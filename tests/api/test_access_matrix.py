@@ -130,7 +130,8 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
         name = m.group(1)
         if name == "op":
             return "note"
-        if harmless or name in ("token_id", "request_id", "comment_id", "pr_id", "budget_id"):
+        if harmless or name in ("token_id", "request_id", "comment_id", "pr_id", "budget_id", "item_id", "channel_id",
+                                "delivery_id"):
             return "1999999" if name == "ref" and template.startswith(("/api/issues", "/issues")) else str(uuid.uuid4())
         if name == "ref":
             if template.startswith("/api/workspaces"):

@@ -49,7 +49,8 @@ def _world(live, branch_repo) -> dict[str, str]:
             "board": "/issues?view=board", "issue": f"/issues/{issue['number']}", "task": f"/tasks/{task['id']}",
             "split diff": f"/tasks/{task['id']}?view=split", "agents": "/agents", "daemons": "/daemons",
             "agent secrets": f"/agents/{agent['id']}/env", "audit log": "/audit", "usage": "/usage",
-            "autopilots": "/autopilots", "autopilot": f"/autopilots/{autopilot['id']}", "not found": "/nowhere"}
+            "autopilots": "/autopilots", "autopilot": f"/autopilots/{autopilot['id']}", "not found": "/nowhere",
+            "inbox": "/inbox", "budgets": "/budgets", "notifications": "/notifications"}
 
 
 def _weight(live, path: str) -> int:

@@ -136,7 +136,7 @@ def demo() -> None:
 GROUPS = {"projects": ["project"], "issues": ["issue"], "small": ["agent", "task", "workspace", "token"],
           "workflow_commands": ["workflow", "bean", "check", "prov", "classify", "classify-rules", "mcp"], "forges": ["forge"],
           "secrets": ["secret"], "audit": ["audit"],
-          "usage": ["usage", "budget"], "autopilots": ["autopilot"]}
+          "usage": ["usage", "budget"], "autopilots": ["autopilot"], "inbox": ["inbox", "notify"]}
 _added: set[str] = set()
 
 

@@ -188,6 +188,24 @@ ACCESS: dict[str, Rule] = {
     "POST /api/autopilot-firings/{firing_id}/replay":    ADMIN,
     "GET /api/autopilot-scheduler":                      MEMBER,
     "POST /api/autopilot-hooks/{hook_id}":               PUBLIC,   # its signature: service/autopilot_webhook
+    # the inbox and subscriptions (issue 27 §3): a person's own items only (another's: 404)
+    "GET /api/inbox":                                    MEMBER,
+    "GET /api/inbox/count":                              MEMBER,
+    "POST /api/inbox/mark-all":                          MEMBER,
+    "GET /api/inbox/{item_id}":                          MEMBER,   # its person only: service (else 404)
+    "PATCH /api/inbox/{item_id}":                        MEMBER,   # its person only: service (else 404)
+    "GET /api/issues/{ref}/subscription":                MEMBER,
+    "PUT /api/issues/{ref}/subscription":                MEMBER,
+    "DELETE /api/issues/{ref}/subscription":             MEMBER,
+    # outbound notifications (issue 27 §4): a person's own channels; the workspace's are changed
+    # by owners and admins (service/notify_channels.editable); another person's channel: 404
+    "GET /api/notifications/channels":                   MEMBER,
+    "POST /api/notifications/channels":                  MEMBER,   # scope workspace: admins/owners (service)
+    "PATCH /api/notifications/channels/{channel_id}":    MEMBER,   # its person, or admins for the workspace's
+    "DELETE /api/notifications/channels/{channel_id}":   MEMBER,   # its person, or admins for the workspace's
+    "POST /api/notifications/channels/{channel_id}/test": MEMBER,  # its person, or admins for the workspace's
+    "GET /api/notifications/channels/{channel_id}/deliveries": MEMBER,
+    "POST /api/notifications/deliveries/{delivery_id}/redeliver": MEMBER,  # as its channel: service
     # forge connections (issue 22 §1, docs/forges.md): members see them (never a secret); owners
     # and admins add, change, remove, test them and rotate the webhook secret
     "GET /api/forges":                                   MEMBER,
@@ -319,6 +337,23 @@ ACCESS: dict[str, Rule] = {
     "POST /autopilots/{autopilot_id}/pause":             ADMIN,
     "POST /autopilots/{autopilot_id}/resume":            ADMIN,
     "POST /autopilots/{autopilot_id}/fire":              ADMIN,
+    "GET /inbox":                                        MEMBER,   # the inbox page (web/inbox.py): your items only
+    "GET /inbox/items":                                  MEMBER,
+    "GET /inbox/count":                                  MEMBER,   # the sidebar's count
+    "POST /inbox/mark-all":                              MEMBER,
+    "POST /inbox/{item_id}":                             MEMBER,   # its person only: service (else 404)
+    "GET /issues/{ref}/subscription":                    MEMBER,   # the issue page's Subscribe button
+    "POST /issues/{ref}/subscription":                   MEMBER,
+    "GET /budgets":                                      MEMBER,   # Settings → Budgets (web/budgets.py)
+    "POST /budgets":                                     ADMIN,
+    "POST /budgets/{budget_id}/remove":                  ADMIN,
+    "GET /notifications":                                MEMBER,   # Settings → Notifications (web/notifications.py)
+    "POST /notifications":                               MEMBER,   # scope workspace: admins/owners (service)
+    "GET /notifications/{channel_id}":                   MEMBER,   # its delivery log
+    "POST /notifications/{channel_id}":                  MEMBER,   # its person, or admins for the workspace's
+    "POST /notifications/{channel_id}/remove":           MEMBER,
+    "POST /notifications/{channel_id}/test":             MEMBER,
+    "POST /notifications/deliveries/{delivery_id}/redeliver": MEMBER,
     "GET /forges":                                       MEMBER,   # settings → Forges: members see the list
     "POST /forges":                                      ADMIN,
     "POST /forges/{connection_id}":                      ADMIN,

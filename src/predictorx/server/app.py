@@ -16,11 +16,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import ClientError
-from ..service import audit, classification, forgeevents, prflow, tasks
+from ..service import audit, classification, forgeevents, inbox_feed, prflow, tasks
 from ..service.daemons import daemon_timeout
 from ..store.db import Database
 from .access import enforce
 from .bodyguard import BodyGuard, max_body_bytes
+from . import notifier
 from .hub import Hub
 from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
@@ -30,6 +31,7 @@ from .routes import forgehooks, pullrequests as pr_routes, usage as usage_routes
 from .routes import audit as audit_routes, secrets as secret_routes
 from .routes import autopilot_hooks, autopilots as autopilot_routes
 from .autopilot_scheduler import Scheduler
+from .routes import inbox as inbox_routes, notifications as notification_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -134,6 +136,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     if migrate:
         db.migrate()
     classification.register()  # new issues and @-comments are classified and routed (R-HAR-2)
+    inbox_feed.register()  # what a write does puts things in people's inboxes (issue 27 §3)
     hub = Hub()
     state = AppState(db, hub)
     streams = StreamWatch(state)
@@ -144,7 +147,8 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
         hub.bind(asyncio.get_running_loop())
         jobs = [asyncio.create_task(_sweeper(state, float(os.environ.get("PREDICTORX_SWEEP_INTERVAL", "5")))),
                 asyncio.create_task(streams.every()), asyncio.create_task(_audit_retention(state)),
-                asyncio.create_task(scheduler.run())]
+                asyncio.create_task(scheduler.run()),
+                asyncio.create_task(notifier.run(state))]  # outbound notifications (issue 27 §4)
         if forgeevents.poll_interval() > 0:
             jobs.append(asyncio.create_task(_forge_poller(state)))
         prflow.bind(state)  # a push's report opens its PR after the report's transaction
@@ -182,7 +186,8 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
                    pr_routes, daemon_forge, sso_routes,
-                   secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks):
+                   secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks, inbox_routes,
+                   notification_routes):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

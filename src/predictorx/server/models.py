@@ -405,3 +405,24 @@ class AutopilotIn(Strict):
     webhook: bool = False
     filter: Annotated[str, Field(min_length=1, max_length=700), AfterValidator(_no_nul)] | None = None
     failure_limit: Annotated[int, Field(ge=1, le=1000)] = 5
+
+
+# -- outbound notifications (issue 27 §4; routes/notifications.py, web/notifications.py) --
+NotifyKind = Literal["run_failed", "run_budget", "assigned", "review", "step", "gate", "mention", "comment", "permission"]
+
+
+class ChannelIn(Strict):
+    scope: Literal["me", "workspace"] = "me"
+    kind: Literal["webhook", "apprise"]
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    url: Annotated[str, Field(min_length=1, max_length=4000)]
+    #: a webhook's signing secret; none: the server makes one and answers it once
+    secret: Annotated[str | None, Field(min_length=16, max_length=500)] = None
+    events: Annotated[list[NotifyKind] | None, Field(min_length=1, max_length=20)] = None
+    digest: Literal["off", "hourly", "daily"] = "off"
+
+
+class ChannelPatch(Strict):
+    events: Annotated[list[NotifyKind] | None, Field(min_length=1, max_length=20)] = None
+    digest: Literal["off", "hourly", "daily"] | None = None
+    enabled: bool | None = None

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from ..service import inbox_feed
 from ..service.events import take
 from ..store import direct
 from ..store.db import WRITTEN, Database
@@ -55,6 +56,7 @@ class AppState:
         with self.db.write() as session:
             yield session
             session.flush()
+            inbox_feed.derive(session)  # what this transaction puts in people's inboxes, committed with it
             events = take(session)
             principals_changed = changes_principals(session.info.get(WRITTEN, set()))
             if self.postgres:  # NOTIFY is delivered on commit, to every server process

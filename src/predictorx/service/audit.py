@@ -36,6 +36,7 @@ ACTIONS = frozenset({
     "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention", "issue.delete",
     "autopilot.create", "autopilot.pause", "autopilot.resume", "autopilot.remove", "autopilot.rotate_url",
     "autopilot.fire", "autopilot.replay", "autopilot.paused",
+    "notify.add", "notify.update", "notify.remove",
 })
 RETENTION_ENV = "PREDICTORX_AUDIT_RETENTION_DAYS"
 DEFAULT_RETENTION_DAYS = 365

@@ -3,7 +3,7 @@ unique (autopilot, slot) row is the claim that makes a firing happen once across
 27 §5, store/autopilot_schema.py
 
 Revision ID: 0025
-Revises: 0023
+Revises: 0024
 """
 import sqlalchemy as sa
 from alembic import op
@@ -11,7 +11,7 @@ from alembic import op
 TS = sa.DateTime(timezone=True)
 
 revision = "0025"
-down_revision = "0023"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 

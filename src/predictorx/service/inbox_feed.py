@@ -88,6 +88,9 @@ def derive(session: Session) -> None:
             feed.task_changed(e["task_id"], e.get("status"))
     seen: set[tuple[str, int]] = set()
     for what, obj in changes:
+        # A row made in a savepoint that was rolled back (an autopilot's failed firing) is gone.
+        if not sa_inspect(obj).persistent:
+            continue
         if (what, id(obj)) not in seen:
             seen.add((what, id(obj)))
             getattr(feed, f"on_{what}")(obj)

@@ -28,6 +28,7 @@ from .routes import beans as bean_routes, classifications, workflow_tasks, roles
 from .routes import daemon_forge, forges as forge_routes, sso as sso_routes, workflows as workflow_routes
 from .routes import forgehooks, pullrequests as pr_routes, usage as usage_routes
 from .routes import audit as audit_routes, secrets as secret_routes
+from .routes import labels as label_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -175,7 +176,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
                    pr_routes, daemon_forge, sso_routes,
-                   secret_routes, audit_routes, usage_routes):
+                   secret_routes, audit_routes, usage_routes, label_routes):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

@@ -8,14 +8,14 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from . import agents, folders, forges, issues, projects, pullrequests, resources, rooms, roster, session, tasks
-from . import agentenv, sso, usage, workflows
+from . import agentenv, issuelist, labels, palette, sso, usage, workflows
 from .assets import Static
 from .pageroute import PageFallback
 from .render import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
-for _module in (session, sso, projects, resources, folders, workflows, issues, tasks, pullrequests, agents, rooms, roster,
-                forges, agentenv, usage):
+for _module in (session, sso, projects, resources, folders, workflows, issuelist, labels, palette, issues, tasks,
+                pullrequests, agents, rooms, roster, forges, agentenv, usage):
     router.include_router(_module.router)
 
 

@@ -20,7 +20,9 @@ from starlette.types import Scope
 
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _JS_COMMENT_LINE = re.compile(r"^\s*//.*$\n?", re.M)
-TRIMMED = {"px.css": "text/css; charset=utf-8", "px.js": "text/javascript; charset=utf-8"}
+TRIMMED = {"px.css": "text/css; charset=utf-8", "px.js": "text/javascript; charset=utf-8",
+           "palette.css": "text/css; charset=utf-8", "palette.js": "text/javascript; charset=utf-8",
+           "palette-dialog.css": "text/css; charset=utf-8", "palette-dialog.js": "text/javascript; charset=utf-8"}
 
 
 def trim_css(text: str) -> str:

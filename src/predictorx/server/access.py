@@ -101,7 +101,7 @@ ACCESS: dict[str, Rule] = {
     "GET /api/issues/{ref}/runs":                        MEMBER,
     "GET /api/issues/{ref}/labels":                      MEMBER,
     "POST /api/issues/{ref}/labels":                     MEMBER,
-    "DELETE /api/issues/{ref}/labels/{label}":           MEMBER,
+    "DELETE /api/issues/{ref}/labels/{name}":            MEMBER,
     "GET /api/labels":                                   MEMBER,
     "POST /api/labels":                                  MEMBER,
     "PATCH /api/labels/{ref}":                           MEMBER,

@@ -75,10 +75,10 @@ def add_issue_label(ref: str, body: IssueLabelIn, caller: Caller = Depends(user_
         return _issue_labels(s, issue)
 
 
-@router.delete("/api/issues/{ref}/labels/{label}")
-def remove_issue_label(ref: str, label: str, caller: Caller = Depends(user_caller),
+@router.delete("/api/issues/{ref}/labels/{name}")
+def remove_issue_label(ref: str, name: str, caller: Caller = Depends(user_caller),
                        state: AppState = Depends(get_state)) -> list[dict]:
     with state.write() as s:
         issue = issue_svc.get_issue(s, caller.workspace_id, ref)
-        svc.remove_from_issue(s, issue, label)
+        svc.remove_from_issue(s, issue, name)
         return _issue_labels(s, issue)

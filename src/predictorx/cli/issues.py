@@ -63,7 +63,8 @@ def label_issue(issue: str = typer.Argument(..., help="Number (12, #12) or id.")
                 remove: bool = typer.Option(False, "--remove", help="Take these labels off instead."),
                 output: Output = OutputOpt) -> None:
     """Put labels on an issue (or take them off with --remove)."""
-    client, now = Client(), []
+    client = Client()
+    now: list[dict] = []
     for name in labels:
         if remove:
             now = client.delete(f"/api/issues/{seg(issue)}/labels/{seg(name)}") or []

@@ -7,6 +7,7 @@ list --status … --search …` sends; the board reads the same query, one colum
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 from dataclasses import dataclass, fields, replace
 from urllib.parse import urlencode
 
@@ -88,7 +89,7 @@ class IssueQuery:
     def filtered(self) -> bool:
         return bool(self.status or self.priority or self.project or self.assignee or self.label or self.search)
 
-    def params(self, **changes: object) -> list[tuple[str, str]]:
+    def params(self, **changes: Any) -> list[tuple[str, str]]:
         """The query string's pairs, defaults left out: the saved view's link."""
         q = replace(self, **changes) if changes else self
         out: list[tuple[str, str]] = []
@@ -100,7 +101,7 @@ class IssueQuery:
                 out.append((f.name, value))
         return out
 
-    def query_string(self, **changes: object) -> str:
+    def query_string(self, **changes: Any) -> str:
         return urlencode(self.params(**changes))
 
 
@@ -196,10 +197,12 @@ def _ordered(stmt: Select, q: IssueQuery) -> Select:
         stmt = stmt.outerjoin(agent, and_(Issue.assignee_type == "agent", agent.id == Issue.assignee_id)) \
                    .outerjoin(user, and_(Issue.assignee_type == "member", user.id == Issue.assignee_id))
         keys += [Issue.assignee_id.is_(None), func.coalesce(agent.name, user.name), Issue.assignee_id]
-    keys += {"newest": [Issue.number.desc()], "oldest": [Issue.number.asc()],
-             "updated": [Issue.updated_at.desc(), Issue.number.desc()],
-             "priority": [_rank(Issue.priority, PRIORITIES[::-1]), Issue.number.desc()],
-             "title": [func.lower(Issue.title), Issue.number.desc()]}[q.sort]
+    by_sort: dict[str, list[Any]] = {
+        "newest": [Issue.number.desc()], "oldest": [Issue.number.asc()],
+        "updated": [Issue.updated_at.desc(), Issue.number.desc()],
+        "priority": [_rank(Issue.priority, PRIORITIES[::-1]), Issue.number.desc()],
+        "title": [func.lower(Issue.title), Issue.number.desc()]}
+    keys += by_sort[q.sort]
     return stmt.order_by(*keys)
 
 

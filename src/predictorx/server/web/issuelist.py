@@ -173,8 +173,11 @@ def _form_query(form: Form) -> search.IssueQuery:
     from urllib.parse import parse_qs
 
     raw = parse_qs(form.get("view_query")[:4000])
-    return search.IssueQuery.parse(**{k: raw.get(k, []) for k in _FILTERS}, search=(raw.get("search") or [""])[0],
-                                   sort=(raw.get("sort") or [None])[0], group=(raw.get("group") or [None])[0])
+
+    def first(key: str) -> str | None:
+        return next(iter(raw.get(key, [])), None)
+    return search.IssueQuery.parse(**{k: raw.get(k, []) for k in _FILTERS}, search=first("search"),
+                                   sort=first("sort"), group=first("group"))
 
 
 @router.post("/issues/move")

@@ -51,10 +51,13 @@
     if (!list.children.length) {
       var none = document.createElement("li");
       none.className = "muted small";
+      none.id = "pal-none";
+      none.setAttribute("role", "option");
+      none.setAttribute("aria-disabled", "true");
       none.textContent = "Nothing matches “" + q + "”";
       list.appendChild(none);
     }
-    select(list.querySelector("[role=option]") ? 0 : -1);
+    select(0);
   }
 
   function options() { return list.querySelectorAll("[role=option]"); }
@@ -95,12 +98,12 @@
       else if (ev.key === "Enter") {
         ev.preventDefault();
         var all = options();
-        if (active >= 0 && all[active]) go(all[active].dataset.href);
+        if (active >= 0 && all[active] && all[active].dataset.href) go(all[active].dataset.href);
       }
     });
     list.addEventListener("click", function (ev) {
       var li = ev.target.closest("[role=option]");
-      if (li) go(li.dataset.href);
+      if (li && li.dataset.href) go(li.dataset.href);
     });
     trapFocus(palette);
   }

@@ -156,6 +156,7 @@ def _assignee(session: Session, workspace_id: str, ref: str) -> tuple[str, str]:
 
 
 def _filtered(session: Session, workspace_id: str, q: IssueQuery, r: Resolved, stmt: Select) -> Select:
+    """The query's conditions on `stmt` (a SELECT from issue)."""
     stmt = stmt.where(Issue.workspace_id == workspace_id)
     if q.status:
         stmt = stmt.where(Issue.status.in_(q.status))
@@ -172,9 +173,9 @@ def _filtered(session: Session, workspace_id: str, q: IssueQuery, r: Resolved, s
     for label_id in r.label_ids:
         stmt = stmt.where(Issue.id.in_(select(IssueLabel.issue_id).where(IssueLabel.label_id == label_id)))
     words = fulltext.terms(q.search)
-    if words:
-        dialect = session.get_bind().dialect.name
-        stmt = stmt.where(Issue.id.in_(fulltext.matching_issue_ids(dialect, words)))
+    if words:  # joined, not `IN (…)`: the database walks the matches, not all the workspace's issues
+        found = fulltext.matching_issue_ids(session.get_bind().dialect.name, words).subquery("found")
+        stmt = stmt.join(found, found.c.issue_id == Issue.id)
     return stmt
 
 
@@ -222,11 +223,11 @@ class IssueSearch:
         return list(self.session.scalars(stmt.offset(offset).limit(limit)))
 
     def count(self) -> int:
-        return self.session.scalar(self._where(select(func.count(Issue.id)))) or 0
+        return self.session.scalar(self._where(select(func.count(Issue.id)).select_from(Issue))) or 0
 
     def status_counts(self) -> dict[str, int]:
         """status → how many issues the query finds with it (the board's column counts)."""
-        stmt = self._where(select(Issue.status, func.count(Issue.id))).group_by(Issue.status)
+        stmt = self._where(select(Issue.status, func.count(Issue.id)).select_from(Issue)).group_by(Issue.status)
         return {status: n for status, n in self.session.execute(stmt).all()}
 
     def column(self, status: str, *, offset: int = 0, limit: int = 10) -> list[Issue]:

@@ -83,13 +83,13 @@ def terms(query: str) -> list[str]:
 
 
 def matching_issue_ids(dialect: str, words: list[str]) -> TextualSelect:
-    """SELECT of the ids of issues whose text, or one of whose comments, has every word (as a
-    prefix). The caller narrows it to a workspace (it is used as `issue.id IN (…)`)."""
+    """SELECT of the ids (`issue_id`, each once) of issues whose text, or one of whose comments,
+    has every word (as a prefix). The caller joins it to `issue` and narrows it to a workspace."""
     if dialect == "postgresql":
         query = " & ".join(f"{w}:*" for w in words)
-        return text(f"SELECT id FROM issue WHERE {_ISSUE_TEXT} @@ to_tsquery('simple', :fts_query) "
+        return text(f"SELECT id AS issue_id FROM issue WHERE {_ISSUE_TEXT} @@ to_tsquery('simple', :fts_query) "
                     f"UNION SELECT issue_id FROM comment WHERE {_COMMENT_TEXT} @@ to_tsquery('simple', :fts_query)"
-                    ).bindparams(fts_query=query).columns(column("id", String))
+                    ).bindparams(fts_query=query).columns(column("issue_id", String))
     query = " ".join(f'"{w}"*' for w in words)
-    return text("SELECT d.issue_id FROM search_fts JOIN search_doc d ON d.doc = search_fts.rowid "
+    return text("SELECT DISTINCT d.issue_id FROM search_fts JOIN search_doc d ON d.doc = search_fts.rowid "
                 "WHERE search_fts MATCH :fts_query").bindparams(fts_query=query).columns(column("issue_id", String))

@@ -7,6 +7,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
+from predictorx.store import fulltext
 from predictorx.store.db import Database
 from predictorx.store.migrate import alembic_config, downgrade, upgrade
 from predictorx.store.schema import Base
@@ -14,7 +15,9 @@ from predictorx.store.schema import Base
 
 def _diff(db: Database) -> list:
     with db.engine.connect() as conn:
-        return compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        # The full-text index (FTS5 table and triggers, GIN indexes) is DDL, not models.
+        context = MigrationContext.configure(conn, opts={"include_name": fulltext.include_name})
+        return compare_metadata(context, Base.metadata)
 
 
 def _revisions(db: Database) -> list[str]:

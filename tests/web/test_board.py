@@ -10,7 +10,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from predictorx.server.web.issues import COLUMN_CARDS, MORE_CARDS
+from predictorx.server.web.issuelist import COLUMN_CARDS, MORE_CARDS
 from predictorx.service import issues as issue_svc
 from predictorx.store.schema import Workspace
 
@@ -120,7 +120,8 @@ def _weight(client, html: str) -> int:
 
 
 def test_the_list_and_a_project_page_of_a_thousand_issues_stay_small_and_show_more(client, web_db):
-    from predictorx.server.web.issues import LIST_ROWS, PROJECT_ROWS
+    from predictorx.server.web.issuelist import LIST_ROWS
+    from predictorx.server.web.issues import PROJECT_ROWS
 
     r = client.post("/projects", data={"title": "Big"})
     project_id = r.headers["location"].rsplit("/", 1)[-1]

@@ -39,11 +39,73 @@ def create(
 
 
 @app.command("list")
-def list_(project: Optional[str] = typer.Option(None, "--project"),
-          status: Optional[str] = typer.Option(None, "--status"), output: Output = OutputOpt) -> None:
-    """List issues, newest first."""
-    params = {k: v for k, v in (("project", project), ("status", status)) if v}
-    table(Client().get("/api/issues", params=params), ISSUE_COLS, output, "no issues yet")
+def list_(project: list[str] = typer.Option([], "--project", help="Project id or title; 'none': no project."),
+          status: list[str] = typer.Option([], "--status", help="backlog, todo, in_progress, in_review, done, cancelled"),
+          priority: list[str] = typer.Option([], "--priority", help="none, low, medium, high, urgent"),
+          assignee: list[str] = typer.Option([], "--assignee", help="Agent or member name, 'me' or 'none'."),
+          label: list[str] = typer.Option([], "--label", help="Label name (repeat: issues with all of them)."),
+          search: Optional[str] = typer.Option(None, "--search", "-s", help="Words in the issue or its comments."),
+          sort: Optional[str] = typer.Option(None, "--sort", help="newest, oldest, updated, priority, title"),
+          limit: int = typer.Option(200, "--limit"), output: Output = OutputOpt) -> None:
+    """List issues, newest first; each filter takes a value more than once (or `a,b`) for any of them."""
+    params = {"project": project, "status": status, "priority": priority, "assignee": assignee, "label": label,
+              "search": search, "sort": sort, "limit": limit}
+    rows = Client().get("/api/issues", params={k: v for k, v in params.items() if v})
+    for r in rows:
+        r["label_names"] = ", ".join(x["name"] for x in r.get("labels", []))
+    table(rows, ISSUE_COLS + [("label_names", "LABELS")], output, "no issues match" if search or any(
+        (project, status, priority, assignee, label)) else "no issues yet")
+
+
+@app.command("label")
+def label_issue(issue: str = typer.Argument(..., help="Number (12, #12) or id."),
+                labels: list[str] = typer.Argument(..., help="Label names; a new name makes the label."),
+                remove: bool = typer.Option(False, "--remove", help="Take these labels off instead."),
+                output: Output = OutputOpt) -> None:
+    """Put labels on an issue (or take them off with --remove)."""
+    client = Client()
+    now: list[dict] = []
+    for name in labels:
+        if remove:
+            now = client.delete(f"/api/issues/{seg(issue)}/labels/{seg(name)}") or []
+        else:
+            now = client.post(f"/api/issues/{seg(issue)}/labels", {"label": name})
+    if output == Output.json:
+        record({"labels": now}, [], output)
+    else:
+        typer.echo(f"Issue {issue}: " + (", ".join(x["name"] for x in now) or "no labels") + ".")
+
+
+labels_app = typer.Typer(help="A workspace's labels: list, create, change, delete.", no_args_is_help=True)
+LABEL_COLS = [("name", "NAME"), ("color", "COLOUR"), ("id", "ID")]
+
+
+@labels_app.command("list")
+def list_labels(output: Output = OutputOpt) -> None:
+    """The workspace's labels."""
+    table(Client().get("/api/labels"), LABEL_COLS, output, "no labels yet: `predictorx label create NAME`")
+
+
+@labels_app.command("create")
+def create_label(name: str, color: Optional[str] = typer.Option(None, "--color", "--colour", help="#rrggbb"),
+                 output: Output = OutputOpt) -> None:
+    """Make a label (a colour is picked if none is given)."""
+    record(Client().post("/api/labels", {"name": name, "color": color}), LABEL_COLS, output)
+
+
+@labels_app.command("update")
+def update_label(label: str, name: Optional[str] = typer.Option(None, "--name"),
+                 color: Optional[str] = typer.Option(None, "--color", "--colour"), output: Output = OutputOpt) -> None:
+    """Rename a label or change its colour."""
+    body = {k: v for k, v in (("name", name), ("color", color)) if v is not None}
+    record(Client().patch(f"/api/labels/{seg(label)}", body), LABEL_COLS, output)
+
+
+@labels_app.command("delete")
+def delete_label(label: str) -> None:
+    """Delete a label; every issue carrying it loses it."""
+    Client().delete(f"/api/labels/{seg(label)}")
+    typer.echo(f"Deleted label {label}.")
 
 
 @app.command("get")
@@ -138,3 +200,4 @@ def runs(issue: str, output: Output = OutputOpt) -> None:
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="issue")
+    root.add_typer(labels_app, name="label")

@@ -133,7 +133,7 @@ def demo() -> None:
 
 # The other commands, by module: only the one a command line names is imported (the CLI starts in
 # tens of milliseconds; `project` alone loads the resource types). Help and typos load them all.
-GROUPS = {"projects": ["project"], "issues": ["issue"], "small": ["agent", "task", "workspace", "token"],
+GROUPS = {"projects": ["project"], "issues": ["issue", "label"], "small": ["agent", "task", "workspace", "token"],
           "workflow_commands": ["workflow", "bean", "check", "prov", "classify", "classify-rules", "mcp"], "forges": ["forge"],
           "secrets": ["secret"], "audit": ["audit"],
           "usage": ["usage", "budget"], "autopilots": ["autopilot"], "inbox": ["inbox", "notify"]}

@@ -100,6 +100,13 @@ ACCESS: dict[str, Rule] = {
     "GET /api/issues/{ref}/comments":                    MEMBER_OR_TASK,
     "POST /api/issues/{ref}/comments":                   MEMBER_OR_TASK,
     "GET /api/issues/{ref}/runs":                        MEMBER,
+    "GET /api/issues/{ref}/labels":                      MEMBER,
+    "POST /api/issues/{ref}/labels":                     MEMBER,
+    "DELETE /api/issues/{ref}/labels/{name}":            MEMBER,
+    "GET /api/labels":                                   MEMBER,
+    "POST /api/labels":                                  MEMBER,
+    "PATCH /api/labels/{ref}":                           MEMBER,
+    "DELETE /api/labels/{ref}":                          MEMBER,
     # harness (SPEC §10): workflows, interaction state, beans, classifications, project roles;
     # a task token acts on its own issue only (routes/workflows.py issue_for)
     "GET /api/workflows/processes":                      MEMBER_OR_TASK,
@@ -296,6 +303,10 @@ ACCESS: dict[str, Rule] = {
     "POST /issues/{ref}/delete":                         ADMIN,    # with its comments, runs, workflows
     "POST /markdown/preview":                            MEMBER,   # a description's Markdown, rendered, nothing stored
     "POST /issues/move":                                 MEMBER,   # a board card to another column
+    "GET /issues/{ref}/labels":                          MEMBER,   # the issue page's Labels control
+    "POST /issues/{ref}/labels":                         MEMBER,
+    "POST /issues/{ref}/labels/remove":                  MEMBER,
+    "GET /palette":                                      MEMBER,   # the command palette's results (Ctrl-K)
     "GET /issues/{ref}/runs":                            MEMBER,
     "GET /tasks/{task_id}":                              MEMBER,
     "GET /tasks/{task_id}/header":                       MEMBER,

@@ -32,6 +32,7 @@ from .routes import audit as audit_routes, secrets as secret_routes
 from .routes import autopilot_hooks, autopilots as autopilot_routes
 from .autopilot_scheduler import Scheduler
 from .routes import inbox as inbox_routes, notifications as notification_routes
+from .routes import labels as label_routes
 from .safejson import SafeJSONResponse
 from .secheaders import SecurityHeaders
 from .state import AppState
@@ -187,7 +188,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
                    pr_routes, daemon_forge, sso_routes,
                    secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks, inbox_routes,
-                   notification_routes):
+                   notification_routes, label_routes):
         app.include_router(module.router)
     if web:
         from .web import router as web_router, mount_static

@@ -182,20 +182,6 @@ def count_issues(session: Session, workspace_id: str, *, project_id: str | None 
     return session.scalar(q) or 0
 
 
-def status_counts(session: Session, workspace_id: str) -> dict[str, int]:
-    """status → how many of the workspace's issues have it (the board's column counts)."""
-    rows = session.execute(select(Issue.status, func.count()).where(Issue.workspace_id == workspace_id)
-                           .group_by(Issue.status)).all()
-    return {status: count for status, count in rows}
-
-
-def board_column(session: Session, workspace_id: str, status: str, *, offset: int = 0, limit: int = 10) -> list[Issue]:
-    """One board column's cards, the most recently changed first (a card just moved is on top)."""
-    q = (select(Issue).where(Issue.workspace_id == workspace_id, Issue.status == status)
-         .order_by(Issue.updated_at.desc(), Issue.number.desc()).offset(offset).limit(limit))
-    return list(session.scalars(q))
-
-
 def add_comment(session: Session, issue: Issue, *, body: str, author_type: str, author_id: str | None) -> Comment:
     if not body.strip():
         raise Invalid("a comment needs a body")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store import schema as s
+from ..store.label_schema import Label
 from .forgepolicy import policy_of
 
 
@@ -38,6 +39,10 @@ def issue(i: s.Issue, assignee_name: str | None = None) -> dict[str, Any]:
             "assignee_type": i.assignee_type, "assignee_id": i.assignee_id,
             "assignee_name": assignee_name, "created_at": _ts(i.created_at),
             "updated_at": _ts(i.updated_at), "version": i.version}
+
+
+def label(x: Label) -> dict[str, Any]:
+    return {"id": x.id, "name": x.name, "color": x.color}
 
 
 def comment(c: s.Comment) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi.encoders import jsonable_encoder
 
 from ...service import issues as svc
-from ...service import auth, issue_deletion, runnability, serialize, tasks, workflow_reply
+from ...service import auth, issue_deletion, issue_search, labels, runnability, serialize, tasks, workflow_reply
 from ...service.issue_versions import EditConflict
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
@@ -24,14 +24,23 @@ def _out(s, issue: Issue) -> dict:
 
 
 @router.get("")
-def list_issues(project: str | None = Query(default=None, max_length=200),
-                status: str | None = Query(default=None, max_length=50),
-                limit: int = Query(default=200, ge=1, le=1000),
+def list_issues(project: list[str] = Query(default=[], max_length=200),
+                status: list[str] = Query(default=[], max_length=200),
+                priority: list[str] = Query(default=[], max_length=200),
+                assignee: list[str] = Query(default=[], max_length=200),
+                label: list[str] = Query(default=[], max_length=200),
+                search: str | None = Query(default=None, max_length=1000),
+                sort: str | None = Query(default=None, max_length=20),
+                limit: int = Query(default=200, ge=1, le=1000), offset: int = Query(default=0, ge=0, le=10_000_000),
                 caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+    """Filters (`a,b` or repeated: any of them; labels: all of them), `search` (words of the
+    issue or its comments, as prefixes) and `sort`: the issue list's own query (issue 26 §3)."""
+    query = issue_search.IssueQuery.parse(status=status, priority=priority, project=project, assignee=assignee,
+                                          label=label, search=search, sort=sort)
     with state.read() as s:
-        project_id = svc.get_project(s, caller.workspace_id, project).id if project else None
-        return [_out(s, i) for i in svc.list_issues(s, caller.workspace_id, project_id=project_id,
-                                                  status=status, limit=limit)]
+        found = issue_search.IssueSearch(s, caller.workspace_id, query, caller.user_id).rows(offset=offset, limit=limit)
+        names = labels.labels_of(s, [i.id for i in found])
+        return [{**_out(s, i), "labels": [serialize.label(x) for x in names[i.id]]} for i in found]
 
 
 @router.post("", status_code=201)

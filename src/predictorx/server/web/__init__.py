@@ -8,14 +8,15 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from . import agents, folders, forges, issues, projects, pullrequests, resources, rooms, roster, session, tasks
-from . import agentenv, agentpage, audit, autopilots, budgets, inbox, issue_edit, notifications, runs, settings, sso, usage, workflows
+from . import agentenv, agentpage, audit, autopilots, budgets, inbox, issue_edit, issuelist, labels, notifications, palette, runs, settings, sso, usage, workflows
 from .assets import Static
 from .pageroute import PageFallback
 from .render import STATIC_DIR
 
 router = APIRouter(include_in_schema=False)
-for _module in (session, sso, projects, resources, folders, workflows, issues, issue_edit, tasks, pullrequests, agents, rooms, roster,
-                forges, agentenv, audit, usage, autopilots, settings, runs, agentpage, inbox, budgets, notifications):
+for _module in (session, sso, projects, resources, folders, workflows, issuelist, labels, palette, issues, issue_edit, tasks,
+                pullrequests, agents, rooms, roster, forges, agentenv, audit, usage, autopilots, settings, runs, agentpage, inbox,
+                budgets, notifications):
     router.include_router(_module.router)
 
 

@@ -23,7 +23,9 @@ _JS_COMMENT_LINE = re.compile(r"^\s*//.*$\n?", re.M)
 TRIMMED = {"px.css": "text/css; charset=utf-8", "px.js": "text/javascript; charset=utf-8",
            "pages.css": "text/css; charset=utf-8",
            "edit.css": "text/css; charset=utf-8", "edit.js": "text/javascript; charset=utf-8",
-           "inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8"}
+           "inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8",
+           "palette.css": "text/css; charset=utf-8", "palette.js": "text/javascript; charset=utf-8",
+           "palette-dialog.css": "text/css; charset=utf-8", "palette-dialog.js": "text/javascript; charset=utf-8"}
 
 
 def trim_css(text: str) -> str:

@@ -1,5 +1,6 @@
-"""Issues on pages: the workspace's list, one issue (comments, assignee, runs), and the Issues
-panel of a project page (create with an optional agent, assign an existing issue to an agent).
+"""Issues on pages: one issue (comments, assignee, runs), and the Issues panel of a project page
+(create with an optional agent, assign an existing issue to an agent). The workspace's list and
+board are web/issuelist.py.
 
 Assigning to an agent queues a task; the answer also fires `px-tasks-changed` so the run lists
 refresh at once, before the event stream reports the new task.
@@ -7,7 +8,6 @@ refresh at once, before the event stream reports the new task.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -24,7 +24,7 @@ from ..models import Assign, CommentIn, IssueCreate, IssueUpdate
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, read_long_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
-from .render import html, is_htmx, panel, redirect
+from .render import html, panel
 from .session import Viewer, viewer
 from .tasks import issue_runs_context
 
@@ -67,112 +67,6 @@ def _assign(request: Request, who: Viewer, ref: str, form: Form) -> None:
     body = Assign(assignee=form.optional("assignee"))
     with request.app.state.px.write() as s:
         svc.assign(s, svc.get_issue(s, who.workspace_id, ref), body.assignee)
-
-
-# -- the workspace's issues -----------------------------------------------------------------
-
-#: Rows the list opens with, and how many more each "Show more" brings (the page stays small).
-LIST_ROWS = 30
-
-
-def list_context(request: Request, who: Viewer, offset: int = 0, **extra: Any) -> dict[str, Any]:
-    with request.app.state.px.read() as s:
-        found = svc.list_issues(s, who.workspace_id, limit=LIST_ROWS + 1, offset=offset)
-        rows = _issue_rows(s, found[:LIST_ROWS])
-        projects = project_svc.list_projects(s, who.workspace_id, by_title=True)
-        agents = _agents(s, who.workspace_id)
-    return {"viewer": who, "section": "issues", "rows": rows, "projects": projects, "agents": agents,
-            "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False, "view": "list",
-            "next_offset": offset + LIST_ROWS if len(found) > LIST_ROWS else None, **extra}
-
-
-#: Cards a column opens with, and how many more each "Show more" brings: a board of 1,000
-#: issues stays a page of a few KB that paints at once (bench/web.py; issue 13 §7).
-COLUMN_CARDS = 8
-MORE_CARDS = 40
-
-
-def _column(s: Session, who: Viewer, status: str, total: int, offset: int, limit: int) -> dict[str, Any]:
-    at = svc.ISSUE_STATUSES.index(status)
-    prev = svc.ISSUE_STATUSES[at - 1] if at > 0 else None
-    nxt = svc.ISSUE_STATUSES[at + 1] if at + 1 < len(svc.ISSUE_STATUSES) else None
-    rows = _issue_rows(s, svc.board_column(s, who.workspace_id, status, offset=offset, limit=limit))
-    shown = offset + len(rows)
-    return {"status": status, "prev": prev, "next": nxt, "total": total, "rows": rows, "shown": shown,
-            "more": min(MORE_CARDS, max(0, total - shown))}
-
-
-def board_context(request: Request, who: Viewer, **extra: Any) -> dict[str, Any]:
-    """The board: one column per status, its latest-changed cards first, each card with ← →
-    buttons (keyboard) and draggable (issue 13 §2); more cards of a column on request."""
-    with request.app.state.px.read() as s:
-        totals = svc.status_counts(s, who.workspace_id)
-        columns = [_column(s, who, st, totals.get(st, 0), 0, COLUMN_CARDS) for st in svc.ISSUE_STATUSES]
-        projects = project_svc.list_projects(s, who.workspace_id, by_title=True)
-        agents = _agents(s, who.workspace_id)
-    return {"viewer": who, "section": "issues", "view": "board", "columns": columns, "projects": projects,
-            "agents": agents, "priorities": project_svc.PRIORITIES, "error": None, "values": {}, "open": False,
-            **extra}
-
-
-def more_cards_context(request: Request, who: Viewer, status: str, offset: int) -> dict[str, Any]:
-    if status not in svc.ISSUE_STATUSES:
-        raise FormError(f"no board column {status!r}; the columns are {', '.join(svc.ISSUE_STATUSES)}", status=400)
-    with request.app.state.px.read() as s:
-        total = svc.status_counts(s, who.workspace_id).get(status, 0)
-        return {"col": _column(s, who, status, total, offset, MORE_CARDS)}
-
-
-@router.get("/issues")
-async def issues_page(request: Request, view: str = Query(default="list", max_length=10),
-                      column: str | None = Query(default=None, max_length=20),
-                      offset: int = Query(default=0, ge=0, le=1_000_000),
-                      who: Viewer = Depends(viewer)) -> Response:
-    if column is not None:  # "Show more" of one board column: its next cards
-        return html("_cards.html", await in_page_thread(more_cards_context, request, who, column, offset))
-    if view == "board":
-        return html("issues.html", await in_page_thread(board_context, request, who))
-    if offset and is_htmx(request):  # "Show more" of the list: its next rows
-        return html("_issue_rows.html", await in_page_thread(list_context, request, who, offset))
-    return html("issues.html", await in_page_thread(list_context, request, who, offset))
-
-
-def _move_target(form: Form) -> tuple[str, str]:
-    """A board move: `m=<number> <status>` (a card's ← → button, or a card dropped on a column)."""
-    number, _, status = form.get("m").partition(" ")
-    if not number.isdigit() or status not in svc.ISSUE_STATUSES:
-        raise FormError("choose the column (status) to move the issue to", status=400)
-    return number, status
-
-
-@router.post("/issues/move")
-async def move(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
-    """A card moved to another column, by its buttons (keyboard) or by dragging it. The board
-    comes back with the moved card on top of its column and its button focused again."""
-    number, status = _move_target(form)
-
-    def before() -> str:
-        with request.app.state.px.read() as s:
-            return svc.get_issue(s, who.workspace_id, number).status
-    old = await in_page_thread(before)
-    await in_page_thread(_change, request, who, number, IssueUpdate(status=status))
-    if not is_htmx(request):
-        return redirect(request, f"/issues?view=board#c{number}")
-    context = await in_page_thread(board_context, request, who)
-    ahead = svc.ISSUE_STATUSES.index(status) >= svc.ISSUE_STATUSES.index(old)
-    focus = {"card": f"c{number}", "button": "next" if ahead else "prev"}
-    return html("_board.html", context, headers={"HX-Trigger-After-Settle": json.dumps({"px-focus": focus})})
-
-
-@router.post("/issues")
-async def create_issue(request: Request, form: Form = Depends(read_form), who: Viewer = Depends(viewer)) -> Response:
-    try:
-        issue = await in_page_thread(_create, request, who, form, None)
-    except FORM_ERRORS as e:
-        context = await in_page_thread(list_context, request, who, error=message_of(e),
-                                          values=form.values(), open=True)
-        return html("_issue_form.html" if is_htmx(request) else "issues.html", context, status_of(e))
-    return redirect(request, f"/issues/{issue.number}")
 
 
 # -- one issue -------------------------------------------------------------------------------

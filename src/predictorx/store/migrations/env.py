@@ -2,6 +2,7 @@
 
 from alembic import context
 
+from predictorx.store import fulltext
 from predictorx.store.schema import Base
 
 engine = context.config.attributes["engine"]
@@ -16,6 +17,7 @@ with engine.connect() as connection:
         target_metadata=Base.metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=fulltext.include_name,  # the full-text index is not a model
     )
     if connection.dialect.name == "postgresql":
         # Replicas starting together: one migrates, the others wait here and then find it done.

@@ -2,13 +2,13 @@
 made on a stale copy is caught) and issue.field_changes (per field, the version that last changed it
 and who did: a conflict names the other value and the person): issue 26 §1
 
-Revision ID: 0027
+Revision ID: 0026
 Revises: 0025
 """
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0027"
+revision = "0026"
 down_revision = "0025"
 branch_labels = None
 depends_on = None

@@ -9,8 +9,9 @@ import pytest
 
 from predictorx.daemon.review import branch_review
 
+from page_weight import PAGE_BUDGET, page_weight
+
 pytestmark = pytest.mark.browser
-PAGE_BUDGET = 100_000
 
 
 def _world(live, branch_repo) -> dict[str, str]:
@@ -54,12 +55,8 @@ def _world(live, branch_repo) -> dict[str, str]:
 
 
 def _weight(live, path: str) -> int:
-    """Bytes of the page's HTML plus the scripts and styles it loads."""
-    html = live.api.get(path, cookies={"px_token": live.token}).text
-    total = len(html.encode())
-    for asset in re.findall(r'(?:src|href)="(/static/[^"]+\.(?:js|css))"', html):
-        total += len(live.api.get(asset).content)
-    return total
+    """Bytes of the page's HTML plus the scripts and styles it loads, as sent (tests/web/weight.py)."""
+    return page_weight(live.api.get, path, cookies={"px_token": live.token})
 
 
 def test_every_page_passes_axe_in_both_themes_and_stays_small(page, live, branch_repo, axe):

@@ -404,3 +404,14 @@ def test_a_plain_form_post_refused_inside_a_panel_gets_a_whole_page(client):
     client.post("/api/issues", json={"title": "t"}, headers={"Authorization": f"Bearer {token}"})
     r = client.post("/issues/1/workflow-state/answer", data={"data": "", "headers": "Content-Type"})
     assert 400 <= r.status_code < 500 and "Sign out" in r.text, r.status_code
+
+
+def test_pages_and_static_files_are_sent_compressed_and_the_api_is_not(client, token):
+    """server/compression.py: a browser downloads htmx as ~17 KB, not 52 KB; a daemon's API
+    answers are not compressed (small and frequent: CPU for nothing)."""
+    script = client.get("/static/htmx.min.js", headers={"Accept-Encoding": "gzip"})
+    assert script.headers["content-encoding"] == "gzip" and script.num_bytes_downloaded < len(script.content) / 2
+    assert client.get("/issues", headers={"Accept-Encoding": "gzip"}).headers["content-encoding"] == "gzip"
+    api = client.get("/api/issues", headers={"Accept-Encoding": "gzip", "Authorization": f"Bearer {token}"})
+    assert api.status_code == 200 and "content-encoding" not in api.headers
+    assert "content-encoding" not in client.get("/static/htmx.min.js", headers={"Accept-Encoding": "identity"}).headers

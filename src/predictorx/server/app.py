@@ -21,6 +21,7 @@ from ..service.daemons import daemon_timeout
 from ..store.db import Database
 from .access import enforce
 from .bodyguard import BodyGuard, max_body_bytes
+from .compression import PageCompression
 from . import notifier
 from .hub import Hub
 from .originguard import OriginGuard
@@ -169,6 +170,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
                   description="Coding-agent CLIs as teammates: projects, issues, agents, daemons, tasks.")
     # Outermost last: every answer gets the headers; forgery is refused before a body is read;
     # bodies are bounded and valid text before anything parses or authenticates them (R-SEC-7).
+    app.add_middleware(PageCompression)  # pages and static files gzip-compressed; the API not
     app.add_middleware(TaskSecretMasking)  # an agent's own writes lose its secrets (issue 28 §2)
     app.add_middleware(BodyGuard, max_bytes=max_body_bytes())  # a wrong setting fails here, at start
     app.add_middleware(OriginGuard)

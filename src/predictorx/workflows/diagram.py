@@ -1,6 +1,10 @@
 """A process drawn as SVG for the issue page: lanes as rows, nodes in columns by their distance
 from the start, the enabled steps outlined, the steps taken filled. No BPMNDI needed: every
-shipped and seed diagram is drawable the same way (R-HAR-3 on the web)."""
+shipped and seed diagram is drawable the same way (R-HAR-3 on the web).
+
+The colours written here are the light theme's; each shape and label also carries a class, which
+the page's stylesheet (static/px-read.css) paints from the theme's variables, so the diagram
+follows a dark system theme with readable labels (issue 26 §8)."""
 
 from __future__ import annotations
 
@@ -46,13 +50,13 @@ def svg(model: ProcessModel, enabled: set[str], taken: set[str]) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
            f'height="{height}" role="img" aria-label="{escape(model.name)}" class="bpmn">',
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
-           'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#777"/></marker></defs>']
+           'orient="auto-start-reverse"><path class="arrow" d="M0,0 L10,5 L0,10 z" fill="#777"/></marker></defs>']
     for i, lane in enumerate(lanes):
-        out.append(f'<rect x="0" y="{i * LANE_H}" width="{width}" height="{LANE_H}" fill="{"#fafafa" if i % 2 else "#f2f4f7"}" '
+        out.append(f'<rect class="lane{" alt" if i % 2 else ""}" x="0" y="{i * LANE_H}" width="{width}" height="{LANE_H}" fill="{"#fafafa" if i % 2 else "#f2f4f7"}" '
                    'stroke="#d0d4da"/>')
         role = model.lanes.get(lane, "")
-        out.append(f'<text x="8" y="{i * LANE_H + 22}" font-size="12" font-weight="bold">{escape(lane)}</text>'
-                   f'<text x="8" y="{i * LANE_H + 38}" font-size="11" fill="#555">{escape(role)}</text>')
+        out.append(f'<text class="lane-name" x="8" y="{i * LANE_H + 22}" font-size="12" font-weight="bold">{escape(lane)}</text>'
+                   f'<text class="lane-role" x="8" y="{i * LANE_H + 38}" font-size="11" fill="#555">{escape(role)}</text>')
     for nid, node in model.nodes.items():
         x1, y1 = pos[nid]
         for name, tgt in node.outgoing:
@@ -62,9 +66,9 @@ def svg(model: ProcessModel, enabled: set[str], taken: set[str]) -> str:
             ex, ey = (x2, y2 + H / 2) if not back else (x2 + W / 2, y2 + H)
             path = (f"M{sx},{sy} C{sx + 20},{sy} {ex - 20},{ey} {ex},{ey}" if not back else
                     f"M{x1 + W / 2},{y1 + H} C{x1 + W / 2},{y1 + H + 30} {ex},{ey + 30} {ex},{ey}")
-            out.append(f'<path d="{path}" fill="none" stroke="#777" marker-end="url(#arrow)"/>')
+            out.append(f'<path class="edge" d="{path}" fill="none" stroke="#777" marker-end="url(#arrow)"/>')
             if name:
-                out.append(f'<text x="{(sx + ex) / 2}" y="{(sy + ey) / 2 - 4}" font-size="10" fill="#333" '
+                out.append(f'<text class="edge-name" x="{(sx + ex) / 2}" y="{(sy + ey) / 2 - 4}" font-size="10" fill="#333" '
                            f'text-anchor="middle">{escape(name)}</text>')
     for nid, node in model.nodes.items():
         x, y = pos[nid]
@@ -77,7 +81,7 @@ def svg(model: ProcessModel, enabled: set[str], taken: set[str]) -> str:
         if node.kind in ("startEvent", "endEvent"):
             out.append(f'<g data-node="{escape(nid)}" data-state="{state}">{title}<circle cx="{x + W / 2}" '
                        f'cy="{y + H / 2}" r="16" fill="{fill}" stroke="{stroke}" stroke-width="{4 if node.kind == "endEvent" else sw}"/>'
-                       f'<text x="{x + W / 2}" y="{y + H + 12}" font-size="10" text-anchor="middle">{label}</text></g>')
+                       f'<text class="outside" x="{x + W / 2}" y="{y + H + 12}" font-size="10" text-anchor="middle">{label}</text></g>')
         elif node.kind.endswith("Gateway"):
             cx, cy = x + W / 2, y + H / 2
             mark = "+" if node.kind == "parallelGateway" else ("D" if node.gate == "decision" else
@@ -85,7 +89,7 @@ def svg(model: ProcessModel, enabled: set[str], taken: set[str]) -> str:
             out.append(f'<g data-node="{escape(nid)}" data-state="{state}">{title}<polygon points="{cx},{cy - 22} '
                        f'{cx + 22},{cy} {cx},{cy + 22} {cx - 22},{cy}" fill="{fill}" stroke="{stroke}" stroke-width="{sw}"/>'
                        f'<text x="{cx}" y="{cy + 4}" font-size="12" text-anchor="middle">{mark}</text>'
-                       f'<text x="{cx}" y="{cy + 34}" font-size="10" text-anchor="middle">{label}</text></g>')
+                       f'<text class="outside" x="{cx}" y="{cy + 34}" font-size="10" text-anchor="middle">{label}</text></g>')
         else:
             dash = ' stroke-dasharray="6 3"' if node.kind == "callActivity" else ""
             out.append(f'<g data-node="{escape(nid)}" data-state="{state}">{title}<rect x="{x}" y="{y}" width="{W}" '

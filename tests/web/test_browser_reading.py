@@ -47,7 +47,7 @@ def test_descriptions_and_results_read_as_markdown_scoped_to_content(page, live)
 def _run(live, provider: str = "command") -> dict:
     live.register_local_daemon(providers=(provider,))
     live.post("/api/agents", {"name": "bot", "provider": provider, "command": ["true"]})
-    issue = live.post("/api/issues", {"title": "Run the tests", "assignee": "bot"})
+    live.post("/api/issues", {"title": "Run the tests", "assignee": "bot"})
     return live.daemon("/api/daemon/claim", {"limit": 1})["tasks"][0]["task"]
 
 

@@ -3,8 +3,9 @@ from the start, the enabled steps outlined, the steps taken filled. No BPMNDI ne
 shipped and seed diagram is drawable the same way (R-HAR-3 on the web).
 
 The colours written here are the light theme's; each shape and label also carries a class, which
-the page's stylesheet (static/px-read.css) paints from the theme's variables, so the diagram
-follows a dark system theme with readable labels (issue 26 §8)."""
+the drawing's own style (STYLE, sent with it so pages without a diagram do not carry it) paints
+from the theme's variables: the diagram follows a dark system theme with readable labels (issue
+26 §8; tests/web/test_browser_reading.py measures each label's contrast in both themes)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,18 @@ from xml.sax.saxutils import escape
 from .model import ProcessModel
 
 W, H, GAP_X, LANE_H, LEFT = 132, 44, 28, 84, 96
+
+# Light, then dark: lanes, lines, text, and the idle / enabled / taken steps' fill and stroke.
+STYLE = ("<style>.bpmn{--l:#f2f4f7;--l2:#fafafa;--ln:#d0d4da;--t:#1b1c1f;--tm:#4a4f57;--e:#6b6f76;"
+         "--i:#fff;--is:#888;--n:#fff4cc;--ns:#c98a00;--k:#dfeedd;--ks:#4b8a45}"
+         "@media (prefers-color-scheme:dark){.bpmn{--l:#1d1e22;--l2:#18191c;--ln:#34363c;--t:#e6e6e9;--tm:#b4b8bf;"
+         "--e:#8b8f97;--i:#26282d;--is:#767a82;--n:#3b3015;--ns:#e0a93a;--k:#1b3223;--ks:#4cc27e}}"
+         ".bpmn .lane{fill:var(--l);stroke:var(--ln)}.bpmn .lane.alt{fill:var(--l2)}.bpmn text{fill:var(--t)}"
+         ".bpmn .lane-role,.bpmn .edge-name{fill:var(--tm)}.bpmn .edge{stroke:var(--e)}.bpmn .arrow{fill:var(--e)}"
+         ".bpmn foreignObject div{color:var(--t)}"
+         ".bpmn [data-state=idle]>:is(rect,circle,polygon){fill:var(--i);stroke:var(--is)}"
+         ".bpmn [data-state=enabled]>:is(rect,circle,polygon){fill:var(--n);stroke:var(--ns)}"
+         ".bpmn [data-state=taken]>:is(rect,circle,polygon){fill:var(--k);stroke:var(--ks)}</style>")
 
 
 def _columns(model: ProcessModel) -> dict[str, int]:
@@ -48,7 +61,7 @@ def svg(model: ProcessModel, enabled: set[str], taken: set[str]) -> str:
     width = LEFT + (max(col.values(), default=0) + 1) * (W + GAP_X)
     height = len(lanes) * LANE_H
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-           f'height="{height}" role="img" aria-label="{escape(model.name)}" class="bpmn">',
+           f'height="{height}" role="img" aria-label="{escape(model.name)}" class="bpmn">', STYLE,
            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
            'orient="auto-start-reverse"><path class="arrow" d="M0,0 L10,5 L0,10 z" fill="#777"/></marker></defs>']
     for i, lane in enumerate(lanes):

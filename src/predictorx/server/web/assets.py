@@ -21,7 +21,8 @@ from starlette.types import Scope
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _JS_COMMENT_LINE = re.compile(r"^\s*//.*$\n?", re.M)
 TRIMMED = {"px.css": "text/css; charset=utf-8", "px.js": "text/javascript; charset=utf-8",
-           "px-read.css": "text/css; charset=utf-8", "px-read.js": "text/javascript; charset=utf-8"}
+           "px-read.css": "text/css; charset=utf-8", "px-read.js": "text/javascript; charset=utf-8",
+           "px-console.css": "text/css; charset=utf-8", "px-console.js": "text/javascript; charset=utf-8"}
 
 
 def trim_css(text: str) -> str:

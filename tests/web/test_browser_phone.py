@@ -42,6 +42,7 @@ def _overflow(page) -> str | None:
 
 def test_every_page_fits_a_phone_and_passes_axe_in_both_themes(phone, live, branch_repo, axe):
     pages = _world(live, branch_repo)
+    pages.update({"room": pages["project"] + "/room", "waiting": "/waiting", "forges": "/forges"})
     problems: dict[str, list[str]] = {}
     for scheme in ("light", "dark"):
         phone.emulate_media(color_scheme=scheme)

@@ -153,3 +153,8 @@ def test_the_workflow_diagram_is_readable_in_both_themes(page, live, axe):
         dark = sum(map(float, re.findall(r"[\d.]+", background)[:3])) < 200
         assert dark == (scheme == "dark"), background
         assert not (found := axe(page)), found
+    # On a phone the diagram and the history scroll in their own boxes, not the page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    page.locator("#workflows svg.bpmn").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")

@@ -44,6 +44,7 @@ def test_ansi_injection_and_terminal_tricks_stay_text():
     assert '<span class="a-f1">&lt;script&gt;alert(1)&lt;/script&gt;</span>' in html
     assert "link" in html and "title" not in html and "&lt;img src=x onerror=alert(3)&gt;m done" in html
     assert str(console.ansi_html("downloading 10%\rdownloading 100%")) == "downloading 100%"
+    assert console.plain("\x1b[31mFAIL\x1b[0m x\x07 \x1b]0;t\x07ok") == "FAIL x ok"  # a summary's preview
 
 
 def _msg(seq: int, kind: str, content: dict) -> SimpleNamespace:

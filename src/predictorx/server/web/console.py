@@ -106,6 +106,11 @@ def ansi_html(text: str) -> Markup:
     return Markup("".join(out))
 
 
+def plain(text: str) -> str:
+    """Terminal output without its escape sequences and control characters (a one-line preview)."""
+    return _CONTROL.sub("", _ESCAPE.sub("", _last_redraw(text)))
+
+
 def _run(text: str, style: Style) -> str:
     if not text:
         return ""

@@ -102,7 +102,8 @@ def resource_title(resource_type: str) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ago=ago, iso=iso, plural=plural, ansi=console.ansi_html, pretty=pretty, humanize=humanize, markdown=transcript.markdown,
+    env.filters.update(ago=ago, iso=iso, plural=plural, ansi=console.ansi_html, ansi_plain=console.plain,
+                       pretty=pretty, humanize=humanize, markdown=transcript.markdown,
                        as_text=transcript.as_text)
     env.globals.update(resource_html=resource_html, resource_title=resource_title, fold=transcript.fold,
                        console_blocks=console.blocks,

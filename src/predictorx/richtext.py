@@ -30,7 +30,23 @@ PREVIEW_CHARS = 3_000
 
 def render(value: str) -> str:
     """Markdown → sanitised HTML, unbounded: callers bound `value`."""
-    return nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow", url_schemes={"http", "https", "mailto"})
+    cleaned = nh3.clean(_MD.render(value), link_rel="noopener noreferrer nofollow", url_schemes={"http", "https", "mailto"})
+    return with_task_boxes(cleaned)
+
+
+# A list item whose text starts "[ ] " or "[x] " (GitHub's task list), in cleaned HTML: "<li>" or,
+# in a loose list, "<li>\n<p>". Only a bare <li> matches, and nh3 has already removed any
+# attribute or tag a text could smuggle in, so the boxes added here are the only inputs.
+_TASK_ITEM = re.compile(r"<li>(\s*<p>)?\[([ xX])\] ")
+_BOX = {" ": '<input type="checkbox" disabled aria-label="not done"> ',
+        "x": '<input type="checkbox" disabled checked aria-label="done"> '}
+
+
+def with_task_boxes(cleaned: str) -> str:
+    """Task-list items as read-only checkboxes."""
+    if "[" not in cleaned:
+        return cleaned
+    return _TASK_ITEM.sub(lambda m: '<li class="task-item">' + (m.group(1) or "") + _BOX[m.group(2).lower()], cleaned)
 
 
 _PREVIEW_OPEN = '<pre class="mono preview">'

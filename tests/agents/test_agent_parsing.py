@@ -224,9 +224,10 @@ def test_command_typed_json_lines_become_those_messages_and_the_rest_text():
         {"type": "text", "text": "Changed a."},
     ))
     assert kinds(messages) == ["text", "thinking", "tool_use", "tool_result", "text", "text", "text"]
-    assert messages[0].content == {"text": "starting"}
+    assert messages[0].content == {"text": "starting", "stream": "stdout"}  # raw output: shown as a console
+    assert messages[6].content == {"text": "Changed a."}
     assert messages[2].content == {"id": "1", "name": "sed", "input": {"file": "a"}}
-    assert messages[4].content == {"text": '{"type": "system", "text": "not a command kind"}'}
+    assert messages[4].content == {"text": '{"type": "system", "text": "not a command kind"}', "stream": "stdout"}
     assert state.result is None and state.last_text == "Changed a."
     assert state.error is None
 

@@ -4,6 +4,7 @@ recent messages in threads, active leases — read through the real `agents-room
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,14 @@ def test_project_room_shows_who_messages_and_leases(page, live, tmp_path, monkey
     expect(thread.locator("li.reply")).to_have_count(1)
     expect(page.locator("#room-lease-list")).to_contain_text("checkout.ts")
     expect(page.locator("#room-lease-list")).to_contain_text("codex-web")
+    # Times the human way, the exact one on hover; states in words (issue 26 §8)
+    whole = page.locator("#room").inner_text()
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", whole) and "no-pid" not in whole, whole
+    seen = page.locator("#room-sessions time").first
+    expect(seen).to_have_text(re.compile(r"just now|\d+ min ago"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", seen.get_attribute("title") or "")
+    expect(page.locator("#room-lease-list time")).to_have_text(re.compile(r"in \d+ (min|h)"))
+    expect(page.locator("#room-sessions .session-state").first).to_have_text(re.compile(r"online"))
     assert not axe(page)
 
     # Live: a third agent joins and the page shows it without a reload.

@@ -34,7 +34,7 @@ def test_the_run_issue_and_usage_pages_show_what_runs_cost(client, token):
     assert "claude-opus-5-5 · 240 in / 40 out · $0.0018" in run.text and "the CLI&#39;s figure" in run.text
     assert "so far" in run.text  # live: the run has not ended
     issue = client.get(f"/issues/{number}")
-    assert "1 runs reported usage: 280 tokens · $0.0018" in issue.text
+    assert "1 run reported usage: 280 tokens · $0.0018" in issue.text
     page = client.get("/usage")
     assert page.status_code == 200 and 'id="usage-chart"' in page.text and "<rect" in page.text
     assert "worker" in page.text and 'id="usage-total">$0.0018<' in page.text
@@ -59,4 +59,4 @@ def test_unknown_cost_is_said_and_a_held_task_says_why(client, token):
     page = client.get(f"/tasks/{held['id']}")
     assert 'id="wait-reason"' in page.text and "hard budget reached: agent worker" in page.text
     usage = client.get("/usage").text
-    assert "reached" in usage and "stop (hard)" in usage and "(+1 runs of unknown cost)" in usage
+    assert "reached" in usage and "stop (hard)" in usage and "(+1 run of unknown cost)" in usage

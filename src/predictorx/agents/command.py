@@ -8,7 +8,8 @@ prompts too long for one environment variable (Linux caps one at 128 KiB; past
 
 Output: a stdout line that is a JSON object whose `type` is one of text, thinking, tool_use,
 tool_result, error becomes that message, its other keys the content
-(`{"type":"text","text":"hi"}` → text `{"text":"hi"}`). Any other line becomes a text message.
+(`{"type":"text","text":"hi"}` → text `{"text":"hi"}`). Any other line becomes a text message
+marked `"stream": "stdout"` (raw output, which the run's page shows as a console).
 An error message fails the run; so does a non-zero exit. The answer is the last text message.
 
 Usage (issue 27) in Claude Code's stream form: a `{"type":"system","subtype":"init","model":…}`
@@ -69,7 +70,8 @@ class CommandAdapter(AgentAdapter):
             return _usage_line(event, state)
         if event is None or event.get("type") not in STRUCTURED_KINDS:
             state.last_text = line
-            return [m.text(line)]
+            # marked as raw output: the run's page shows consecutive ones as one console (web/console.py)
+            return [AgentMessage("text", {"text": line, "stream": "stdout"})]
         kind = event["type"]
         content = {k: v for k, v in event.items() if k != "type"}
         if kind == "text" and isinstance(content.get("text"), str):

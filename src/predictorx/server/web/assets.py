@@ -25,7 +25,9 @@ TRIMMED = {"px.css": "text/css; charset=utf-8", "px.js": "text/javascript; chars
            "edit.css": "text/css; charset=utf-8", "edit.js": "text/javascript; charset=utf-8",
            "inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8",
            "palette.css": "text/css; charset=utf-8", "palette.js": "text/javascript; charset=utf-8",
-           "palette-dialog.css": "text/css; charset=utf-8", "palette-dialog.js": "text/javascript; charset=utf-8"}
+           "palette-dialog.css": "text/css; charset=utf-8", "palette-dialog.js": "text/javascript; charset=utf-8",
+           "px-read.css": "text/css; charset=utf-8", "px-read.js": "text/javascript; charset=utf-8",
+           "px-console.css": "text/css; charset=utf-8", "px-console.js": "text/javascript; charset=utf-8"}
 
 
 def trim_css(text: str) -> str:

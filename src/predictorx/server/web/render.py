@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from ... import resources as registry
 from ... import richtext
-from . import transcript
+from . import console, transcript
 from .pagework import in_page_thread
 
 SERVER_DIR = Path(__file__).resolve().parent.parent
@@ -28,23 +28,45 @@ TEMPLATES_DIR = SERVER_DIR / "templates"
 STATIC_DIR = SERVER_DIR / "static"
 
 
-def ago(value: datetime | None) -> str:
-    """'3 min ago' — the exact time goes in a title attribute next to it."""
-    if value is None:
-        return ""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    seconds = int((datetime.now(timezone.utc) - value).total_seconds())
+def _as_datetime(value: datetime | str | None) -> datetime | None:
+    """A datetime, or an ISO text (agents-room answers carry those), in UTC; None when neither."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
+
+
+def ago(value: datetime | str | None) -> str:
+    """'3 min ago' (or 'in 5 min' for a time ahead) — the exact time goes in a title next to it.
+    A text that is no time is shown as it is."""
+    moment = _as_datetime(value)
+    if moment is None:
+        return value if isinstance(value, str) else ""
+    seconds = int((datetime.now(timezone.utc) - moment).total_seconds())
+    ahead, seconds = seconds < -45, abs(seconds)
     if seconds < 45:
         return "just now"
-    for size, unit in ((86400 * 30, "mo"), (86400, "d"), (3600, "h"), (60, "min")):
+    for size, unit in ((86400 * 365, "y"), (86400 * 30, "mo"), (86400, "d"), (3600, "h"), (60, "min")):
         if seconds >= size:
-            return f"{seconds // size} {unit} ago"
+            return f"in {seconds // size} {unit}" if ahead else f"{seconds // size} {unit} ago"
     return "just now"
 
 
-def iso(value: datetime | None) -> str:
-    return value.isoformat(timespec="seconds") if value is not None else ""
+def iso(value: datetime | str | None) -> str:
+    """The exact time, in UTC, to the second ('2026-12-05T17:42:00+00:00')."""
+    moment = _as_datetime(value)
+    if moment is None:
+        return value if isinstance(value, str) else ""
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """'1 comment', '2 comments', '0 comments' (`many` for an irregular plural)."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
 def pretty(value: Any) -> str:
@@ -80,9 +102,11 @@ def resource_title(resource_type: str) -> str:
 def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES_DIR)), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ago=ago, iso=iso, pretty=pretty, humanize=humanize, markdown=transcript.markdown,
+    env.filters.update(ago=ago, iso=iso, plural=plural, ansi=console.ansi_html, ansi_plain=console.plain,
+                       pretty=pretty, humanize=humanize, markdown=transcript.markdown,
                        as_text=transcript.as_text)
     env.globals.update(resource_html=resource_html, resource_title=resource_title, fold=transcript.fold,
+                       console_blocks=console.blocks,
                        shell_command=transcript.shell_command, tool_summary=transcript.tool_summary,
                        system_line=transcript.system_line, shell_join=shlex.join,
                        stored_html=richtext.as_markup)

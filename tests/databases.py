@@ -67,10 +67,11 @@ def sqlite_copy(template: Path, path: Path) -> str:
 
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
-#: Databases a run made are named pxt_<unix time>_<random>; a run that died (killed, machine
-#: stopped) could not drop its own, so a run drops those older than this when it starts.
+#: Databases a run made are named testdb_<unix time>_<random> (not pxt_…, a task token's look); a
+#: run that died (killed, machine stopped) could not drop its own, so a run drops those older than
+#: this when it starts.
 STALE_AFTER_S = 6 * 3600
-_OURS = re.compile(r"^pxt_(\d{10})_[0-9a-f]{8}$")
+_OURS = re.compile(r"^testdb_(\d{10})_[0-9a-f]{8}$")
 
 
 class PostgresDatabases:
@@ -92,7 +93,7 @@ class PostgresDatabases:
         return psycopg.connect(self.base, autocommit=True, connect_timeout=10)
 
     def _create(self, template: str) -> str:
-        name = f"pxt_{int(time.time())}_{uuid.uuid4().hex[:8]}"
+        name = f"testdb_{int(time.time())}_{uuid.uuid4().hex[:8]}"
         with self._admin() as conn:
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
         return name
@@ -119,7 +120,7 @@ class PostgresDatabases:
         """Dropped by a thread of its own: DROP DATABASE waits for a checkpoint, seconds under load."""
         with self._lock:
             if self._dropper is None:
-                self._dropper = threading.Thread(target=self._drop_each, name="pxt-dropper", daemon=True)
+                self._dropper = threading.Thread(target=self._drop_each, name="testdb-dropper", daemon=True)
                 self._dropper.start()
         self._drops.put(name)
 
@@ -138,7 +139,7 @@ class PostgresDatabases:
 
     def _drop_stale(self) -> None:
         with self._admin() as conn:
-            names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'pxt\\_%'")]
+            names = [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'testdb\\_%'")]
         for name in names:
             made = _OURS.match(name)
             if made and time.time() - int(made[1]) > STALE_AFTER_S:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -29,6 +31,7 @@ def test_upgrade_from_empty_matches_the_models(empty_database_url):
     db.dispose()
 
 
+@pytest.mark.timeout(600)  # every revision up and down: 75–120 s at load 20 (4 xdist workers among 7 runs)
 def test_upgrade_from_every_earlier_version(empty_database_url):
     db = Database(empty_database_url)
     revisions = _revisions(db)

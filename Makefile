@@ -1,4 +1,5 @@
-# Two commands: `make run` (predictorx up) and `make test` (the whole suite); `make test-fast` for the edit loop.
+# Two commands: `make run` (predictorx up) and `make test` (the whole suite); `make test-fast` for the edit loop,
+# `make test-long` (CI) for the whole suite with the long fuzz run.
 # Each bootstraps .venv on first use and again whenever pyproject.toml (or agents-room's) or
 # requirements.lock (the exact versions, pip constraints) changes.
 # agents-room is its own distribution (agents-room/, GPL-3.0-or-later); both go into .venv.
@@ -16,7 +17,7 @@ CLI_STAMP := $(CLIS)/node_modules/.installed-$(shell $(PYTHON) -c "import hashli
 NPM_LOCKS := $(filter-out $(CLIS)/package-lock.json,$(wildcard tests/*/package-lock.json))
 NPM_STAMPS := $(NPM_LOCKS:package-lock.json=node_modules/.installed)
 
-.PHONY: run test test-fast bench clean record-transcripts
+.PHONY: run test test-long test-fast bench clean record-transcripts
 
 tests/%/node_modules/.installed: tests/%/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is needed for the tests (axe-core): install node and npm" >&2; exit 1; }
@@ -49,16 +50,29 @@ run: $(STAMP)
 	@$(COMPILE)
 	$(VENV)/bin/predictorx up $(ARGS)
 
+# The whole suite in PYTEST_WORKERS processes (pytest-xdist): most tests wait on servers, daemons,
+# agent CLIs, git and a browser, so more processes than cores pay off. Each worker has its own temp
+# dirs, state dir and databases (conftest.py, tests/databases.py); the longest tests start first.
+# PYTHONDONTWRITEBYTECODE (set on CI machines) is cleared for pytest alone: it keeps the test modules
+# and plugins it rewrote, which it would otherwise rewrite again in every worker and inner run.
+# The fuzz tests (tests/api/test_fuzz.py, tests/web/test_fuzz_web.py) send FUZZ_EXAMPLES cases per
+# operation; `make test-long` (what CI runs) is the same suite with the long fuzz run.
+PYTEST_WORKERS ?= 4
+FUZZ_EXAMPLES  ?= 10
+PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist worksteal
 test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
 	@$(COMPILE)
-	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	PREDICTORX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTEST) $(PYTEST_ARGS)
+
+test-long:
+	$(MAKE) test FUZZ_EXAMPLES=50
 
 # The edit loop (≤ 3 min on 2 cores): unit and API tests on SQLite, agents-room's, the static gate;
-# no browser, real agent CLI, end-to-end process or long fuzz run (`make test` and CI run those).
+# no browser, real agent CLI, end-to-end process or fuzz run (`make test` and CI run those).
 FAST_SKIP := --ignore=tests/web --ignore=tests/e2e --ignore=tests/realcli --ignore=tests/api/test_fuzz.py
 test-fast: $(STAMP)
 	@$(COMPILE)
-	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(VENV)/bin/python -m pytest -q $(FAST_SKIP) $(PYTEST_ARGS)
+	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(PYTEST) $(FAST_SKIP) $(PYTEST_ARGS)
 
 # Re-record the golden transcripts (tests/fixtures/transcripts/) from the pinned real CLIs,
 # after a version bump in tests/realcli/package.json.

@@ -90,10 +90,13 @@ def isolate(base: Path) -> None:
         os.environ.setdefault(var, value)
 
 
-# At import, before pytest collects a single test module.
-PERSON_STATE = person_state()
+# At import, before pytest collects a single test module. A pytest-xdist worker inherits the
+# environment its controller had already isolated: it isolates itself again (a dir of its own),
+# and the controller, whose session ends after every worker's, alone checks the person's state.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+PERSON_STATE = {} if WORKER else person_state()
 BEFORE = {name: fingerprint(path) for name, path in PERSON_STATE.items()}
-SESSION_DIR = Path(tempfile.mkdtemp(prefix="predictorx-tests-"))
+SESSION_DIR = Path(tempfile.mkdtemp(prefix=f"predictorx-tests-{WORKER or 'main'}-"))
 isolate(SESSION_DIR)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from databases import BACKENDS, POSTGRES_URL, drop_postgres_schema, postgres_schema_url
+from databases import BACKENDS, POSTGRES, POSTGRES_URL, drop_postgres_schema, migrated_sqlite_template, postgres_schema_url, sqlite_copy
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_home_for_wider_fixtures(tmp_path_factory: pytest.TempPathFactory):
@@ -58,8 +58,28 @@ def _event_streams_not_stopped() -> None:
     AppStatus.should_exit = False
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database at the migrations' head, migrated once per test process (tests/databases.py)."""
+    return migrated_sqlite_template(tmp_path_factory.mktemp("template") / "px.db")
+
+
 @pytest.fixture(params=BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path):
+def database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path):
+    """A database of this test's own, already at the migrations' head."""
+    if request.param == "sqlite":
+        yield sqlite_copy(sqlite_template, tmp_path / "px.db")
+        return
+    name = POSTGRES.migrated()
+    try:
+        yield POSTGRES.url(name)
+    finally:
+        POSTGRES.drop_later(name)
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path):
+    """An empty database, for the tests of the migrations themselves."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'px.db'}"
         return
@@ -75,9 +95,29 @@ def db(database_url: str):
     from predictorx.store.db import Database
 
     database = Database(database_url)
-    database.migrate()
     yield database
     database.dispose()
+
+
+def _expected_length(item: pytest.Item) -> int:
+    """0 for the longest tests (a timeout of 15 min or more: the fuzz runs, mypy, the harness flow),
+    1 for tests that start real servers, daemons and agent CLIs, 2 for the rest."""
+    marker = item.get_closest_marker("timeout")
+    if marker and marker.args and marker.args[0] >= 900:
+        return 0
+    return 1 if any(part in item.nodeid for part in ("tests/e2e/", "tests/realcli/")) else 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest first: in parallel workers (`make test`), a long test started last would run on
+    alone at the end while the other workers wait; otherwise collection order is kept."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=_expected_length)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if POSTGRES is not None:
+        POSTGRES.close()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -32,7 +32,7 @@ def test_a_module_fixture_already_sees_temporary_dirs_only(seen_by_a_module_fixt
         assert not path.resolve().is_relative_to(PERSON_HOME), f"the {name} of a module fixture is {path}"
 
 
-def _inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
+def _inner_run(tmp_path: Path, body: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """A pytest session with this repository's root conftest, for a person whose home is tmp_path/person."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(body))
@@ -40,7 +40,7 @@ def _inner_run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
            if not k.startswith(("XDG_", "PREDICTORX_", "AGENTS_ROOM_", "PYTEST_"))}
     env.update(HOME=str(tmp_path / "person"), PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
-                           "test_inner.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                           *args, "test_inner.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_session_that_writes_the_real_state_dir_fails(tmp_path: Path) -> None:
@@ -66,3 +66,25 @@ def test_a_session_that_stays_in_its_dirs_passes(tmp_path: Path) -> None:
     """)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "person's state changed" not in done.stdout
+
+
+@pytest.mark.timeout(600)  # three pytest processes start; minutes on a loaded machine
+def test_a_leak_from_a_parallel_worker_fails_the_run(tmp_path: Path) -> None:
+    """`make test` runs the suite in pytest-xdist workers: a worker's write into the person's state
+    dir is caught by the controller, which alone fingerprints it (a worker inherits isolated dirs)."""
+    leak = tmp_path / "person" / ".local" / "share" / "predictorx"
+    leak.mkdir(parents=True)
+    done = _inner_run(tmp_path, f"""
+        import os
+        from pathlib import Path
+
+        def test_leaks():
+            assert os.environ["PYTEST_XDIST_WORKER"].startswith("gw")
+            Path({str(leak)!r}, "config.json").write_text("{{}}")
+
+        def test_stays():
+            assert not Path(os.environ["PREDICTORX_HOME"]).is_relative_to({str(tmp_path / "person")!r})
+    """, "-p", "xdist", "-n", "2", timeout=500)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 passed" in done.stdout and "person's state changed" in done.stdout
+    assert f"state dir: created {leak / 'config.json'}" in done.stdout

@@ -17,16 +17,16 @@ from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
 
+from databases import sqlite_copy
 from e2e.harness import free_port
 
 CliRun = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
-def served_app(tmp_path, monkeypatch) -> Iterator[str]:
+def served_app(tmp_path, monkeypatch, sqlite_template) -> Iterator[str]:
     """A server on a temp SQLite database; the CLI's PREDICTORX_SERVER_URL and _TOKEN point at it."""
-    db = Database(f"sqlite:///{tmp_path / 'px.db'}")
-    db.migrate()
+    db = Database(sqlite_copy(sqlite_template, tmp_path / "px.db"))  # at head (tests/databases.py)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     token = bootstrap(db, url)

@@ -19,7 +19,9 @@ class Server(ServerProcess):
 
     def __init__(self, home: Path, database_url: str, *, args: tuple[str, ...] = (), port: int | None = None,
                  **env: str):
-        super().__init__(home, database_url, port=port, args=args, start_timeout=30, http_timeout=30,
+        # A start waits until the server answers; parallel workers on a loaded 2-core machine have
+        # taken over 30 s to import and start it (the bound costs nothing when it is quick).
+        super().__init__(home, database_url, port=port, args=args, start_timeout=90, http_timeout=30,
                          env={"PREDICTORX_DAEMON_TIMEOUT": "3", "PREDICTORX_SWEEP_INTERVAL": "0.5", **env})
 
     def cli_env(self, **extra: str) -> dict[str, str]:

@@ -11,8 +11,8 @@ from predictorx.store.migrate import upgrade
 NOW = "2026-12-01 12:00:00"
 
 
-def test_widening_keeps_every_row_and_takes_long_values(database_url):
-    db = Database(database_url)
+def test_widening_keeps_every_row_and_takes_long_values(empty_database_url):
+    db = Database(empty_database_url)
     upgrade(db.engine, "0002")
     with db.engine.begin() as c:
         c.execute(text("INSERT INTO workspace (id, name, slug, repos, issue_counter, created_at) "

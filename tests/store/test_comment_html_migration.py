@@ -12,8 +12,8 @@ from predictorx.store.migrate import downgrade, upgrade
 from predictorx.store.schema import Comment
 
 
-def test_existing_comments_are_rendered_by_the_migration(database_url):
-    db = Database(database_url)
+def test_existing_comments_are_rendered_by_the_migration(empty_database_url):
+    db = Database(empty_database_url)
     upgrade(db.engine)
     with db.write() as s:
         _token, ws, user = auth.bootstrap_owner(s)

@@ -16,8 +16,8 @@ _BEAN = ("INSERT INTO bean (id, workspace_id, issue_id, {extra}title, body, stat
          " CURRENT_TIMESTAMP)")
 
 
-def test_0019_keys_old_beans_and_lets_two_share_a_title(database_url):
-    db = Database(database_url)
+def test_0019_keys_old_beans_and_lets_two_share_a_title(empty_database_url):
+    db = Database(empty_database_url)
     upgrade(db.engine, "0017")
     with db.engine.begin() as conn:
         conn.execute(text("INSERT INTO workspace (id, name, slug, repos, issue_counter, created_at)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -25,15 +27,16 @@ def _revisions(db: Database) -> list[str]:
     return [r.revision for r in reversed(list(script.walk_revisions()))]
 
 
-def test_upgrade_from_empty_matches_the_models(database_url):
-    db = Database(database_url)
+def test_upgrade_from_empty_matches_the_models(empty_database_url):
+    db = Database(empty_database_url)
     upgrade(db.engine)
     assert _diff(db) == []
     db.dispose()
 
 
-def test_upgrade_from_every_earlier_version(database_url):
-    db = Database(database_url)
+@pytest.mark.timeout(600)  # every revision up and down: 75–120 s at load 20 (4 xdist workers among 7 runs)
+def test_upgrade_from_every_earlier_version(empty_database_url):
+    db = Database(empty_database_url)
     revisions = _revisions(db)
     assert revisions, "there must be at least one migration"
     # One pass up the chain, each migration undone and done again on the way: a downgrade that
@@ -62,11 +65,11 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys(tmp_path):
     db.dispose()
 
 
-def test_0012_turns_the_sandbox_on_for_every_existing_agent(database_url):
+def test_0012_turns_the_sandbox_on_for_every_existing_agent(empty_database_url):
     """Agents made while the sandbox was opt-in are sandboxed after the upgrade (issue 29)."""
     from sqlalchemy import text
 
-    db = Database(database_url)
+    db = Database(empty_database_url)
     upgrade(db.engine, "0015")
     with db.engine.begin() as conn:
         conn.execute(text("INSERT INTO workspace (id, name, slug, repos, issue_counter, created_at)"

@@ -29,6 +29,8 @@ from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
 
+from databases import sqlite_copy
+
 # Sized for a loaded 2-core machine (seven test runs at once): Playwright's 5 s `expect` default
 # and a 5 s page load have timed out there. A wait ends as soon as its condition holds, so a
 # generous bound costs nothing when things are quick; only a real failure waits it out.
@@ -52,9 +54,8 @@ def find_chromium() -> str | None:
 # -- the app in-process (TestClient) ---------------------------------------------------------
 
 @pytest.fixture
-def web_db(tmp_path: Path) -> Iterator[Database]:
-    db = Database(f"sqlite:///{tmp_path / 'web.db'}")
-    db.migrate()
+def web_db(tmp_path: Path, sqlite_template: Path) -> Iterator[Database]:
+    db = Database(sqlite_copy(sqlite_template, tmp_path / "web.db"))  # at head (tests/databases.py)
     yield db
     db.dispose()
 
@@ -168,7 +169,10 @@ def live(web_db: Database, token: str) -> Iterator[LiveServer]:
 
 # -- the browser ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
+# One Chromium per test module, not per session: Playwright's sync API keeps an event loop of its
+# own while it runs, and in parallel workers (`make test`) any module may come next on a worker,
+# agents-room's MCP tests with their asyncio.run() among them.
+@pytest.fixture(scope="module")
 def browser():
     executable = find_chromium()
     if executable is None:

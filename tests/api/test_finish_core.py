@@ -138,7 +138,7 @@ def test_the_finish_and_the_claim_do_not_send_json_documents_back(api, db):
         assert t.status == "completed" and not hasattr(t, "review") and not hasattr(t, "context")
         claimed = task_service.claim_as(s, did, workspace_id, limit=1)
         assert len(claimed) == 1 and not hasattr(claimed[0]["task"], "context")
-        assert claimed[0]["context"]["workspace"]["slug"] == "default"  # the answer still carries it
+        assert claimed[0]["context"].workspace.slug == "default"  # the answer still carries it
     assert api.get(f"/api/tasks/{tid}/review").json() == review  # stored as sent
     nxt = claimed[0]["task"].id
     assert api.get(f"/api/tasks/{nxt}").json()["status"] == "dispatched"

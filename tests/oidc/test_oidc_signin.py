@@ -185,7 +185,7 @@ def test_sign_out_revokes_the_session_and_ends_the_providers(oidc_db, provider):
 def test_an_unknown_provider_and_a_missing_code_are_sentences(oidc_db, provider):
     with browser(oidc_db) as web:
         r = web.get("/auth/oidc/nobody")
-        assert r.status_code == 404 and "no OpenID provider named" in r.text
+        assert r.status_code == 404 and "No OpenID provider named" in r.text  # (the browser's 404: a sentence)
         r = web.get("/auth/oidc/callback?state=x")
         assert r.status_code == 400 and "no code or state" in r.text
         r = web.get("/auth/oidc/callback?error=access_denied&error_description=End-User+aborted")

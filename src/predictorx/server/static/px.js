@@ -192,11 +192,19 @@
   document.body.addEventListener("input", function (ev) {
     if (ev.target.form) ev.target.form.classList.add("px-edited");
   });
-  document.body.addEventListener("htmx:confirm", function (ev) {
-    var trigger = ev.detail.triggeringEvent, panel = ev.detail.elt, focused = document.activeElement;
-    if (!trigger || trigger.type !== "px-refresh") return;
+  function busy(panel) {
+    var focused = document.activeElement;
     var typing = focused && focused !== panel && panel.contains(focused) && /^(INPUT|TEXTAREA|SELECT)$/.test(focused.tagName);
-    if (typing || panel.querySelector("form.px-edited")) ev.preventDefault();
+    return typing || !!panel.querySelector("form.px-edited");
+  }
+  document.body.addEventListener("htmx:confirm", function (ev) {
+    var trigger = ev.detail.triggeringEvent;
+    if (trigger && trigger.type === "px-refresh" && busy(ev.detail.elt)) ev.preventDefault();
+  });
+  // A refresh sent before the person started typing must not land after: checked again at the swap.
+  document.body.addEventListener("htmx:beforeSwap", function (ev) {
+    var config = ev.detail.requestConfig, trigger = config && config.triggeringEvent;
+    if (trigger && trigger.type === "px-refresh" && ev.detail.target && busy(ev.detail.target)) ev.detail.shouldSwap = false;
   });
 
   // -- the live connection ----------------------------------------------------------------------

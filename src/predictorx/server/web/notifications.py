@@ -86,24 +86,24 @@ async def change(request: Request, channel_id: str, form: Form = Depends(read_fo
     return await _answer(request, who, notice=f"Saved {done['name']}.")
 
 
-@router.post("/notifications/{channel_id}/remove")
-async def remove(request: Request, channel_id: str, who: Viewer = Depends(viewer)) -> Response:
+async def _on_channel(request: Request, who: Viewer, channel_id: str, action, notice: str) -> Response:
+    """Remove or test one channel through its use case; a refusal is shown on the channel's row."""
     try:
-        await in_page_thread(actions.remove_channel, request.app.state.px, who.workspace_id, _person(who),
-                             _role(who), channel_id)
+        await in_page_thread(action, request.app.state.px, who.workspace_id, _person(who), _role(who), channel_id)
     except FORM_ERRORS as e:
         return await _answer(request, who, status_of(e), error=message_of(e), error_for=channel_id)
-    return await _answer(request, who, notice="Removed.")
+    return await _answer(request, who, notice=notice)
+
+
+@router.post("/notifications/{channel_id}/remove")
+async def remove(request: Request, channel_id: str, who: Viewer = Depends(viewer)) -> Response:
+    return await _on_channel(request, who, channel_id, actions.remove_channel, "Removed.")
 
 
 @router.post("/notifications/{channel_id}/test")
 async def test(request: Request, channel_id: str, who: Viewer = Depends(viewer)) -> Response:
-    try:
-        await in_page_thread(actions.test_channel, request.app.state.px, who.workspace_id, _person(who),
-                             _role(who), channel_id)
-    except FORM_ERRORS as e:
-        return await _answer(request, who, status_of(e), error=message_of(e), error_for=channel_id)
-    return await _answer(request, who, notice="A test message is on its way: see the channel's delivery log.")
+    return await _on_channel(request, who, channel_id, actions.test_channel,
+                             "A test message is on its way: see the channel's delivery log.")
 
 
 @router.get("/notifications/{channel_id}")

@@ -197,3 +197,10 @@ ACP_ONLY = {c.provider: c for c in (QWEN, KILO, COPILOT)}
 
 def node_available() -> bool:
     return shutil.which("node") is not None
+
+
+# npm-packaged agents of issue 25's second round (clis_npm.py).
+from .clis_npm import NPM_ACP_ONLY, NPM_CONFIGURE  # noqa: E402  (it imports RealCli from here)
+
+_CONFIGURE.update(NPM_CONFIGURE)
+ACP_ONLY.update(NPM_ACP_ONLY)

@@ -38,6 +38,11 @@ LOAD_SOMETIMES_FAILS = {"gemini"}
 #: session/request_permission, answered by the agent's policy (`allow` here) and recorded.
 ASKS_PERMISSION = {"qwen", "copilot"}
 NO_NETWORK = {"gemini", "opencode", "claude-code-acp", "qwen", "kilo", "copilot"}
+#: npm-packaged agents of issue 25's second round (tests/realcli/clis_npm.py): pi through pi-acp,
+#: which reports every pi tool, its bash too, with kind "other".
+PROFILES.update({"pi": "pi"})
+NO_NETWORK |= {"pi"}
+TOOL_KIND = {"pi": "other"}
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -58,7 +63,7 @@ def test_a_real_cli_over_acp_runs_follows_up_and_is_cancelled(scenario, profile)
     session = next(m for m in msgs if m["content"].get("event") == "session")["content"]
     assert session["load_session"] is True and session["session_id"] == task["session_id"]
     use = next(m for m in msgs if m["kind"] == "tool_use")["content"]
-    assert use["kind"] == "execute"
+    assert use["kind"] == TOOL_KIND.get(profile, "execute")
     assert next(m for m in msgs if m["kind"] == "tool_result")["content"]["is_error"] is False
     if profile in ASKS_PERMISSION:
         asked = [m["content"] for m in msgs if m["content"].get("event") == "permission"]

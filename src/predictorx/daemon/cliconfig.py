@@ -91,6 +91,13 @@ PLACES: dict[str, tuple[ConfigPlace, ...]] = {
                  ConfigPlace("opencode-state", ".local/state/opencode", "XDG_STATE_HOME", "opencode")),
 }
 
+# pi (an ACP agent through pi-acp): ~/.pi/agent (or $PI_CODING_AGENT_DIR) holds its settings, its
+# providers (models.json), its login (auth.json) and its sessions; pi-acp keeps which ACP session is
+# which pi session file in ~/.pi/pi-acp (its session-map.json, always under HOME), per agent too.
+PLACES["pi"] = (ConfigPlace("pi-agent", ".pi/agent", "PI_CODING_AGENT_DIR", kept=("sessions",), skipped=("bin",),
+                            locked=("settings.json", "models.json", "keybindings.json"), login=("auth.json",),
+                            shared=("extensions", "prompts", "skills", "themes", "tools")),
+                ConfigPlace("pi-acp", ".pi/pi-acp", all_kept=True))
 
 def places(provider: str, home: Path, env: dict[str, str]) -> list[Path]:
     """Where `provider` keeps its config on this machine (for what the sandbox must never bind)."""

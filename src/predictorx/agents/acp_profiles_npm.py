@@ -3,6 +3,7 @@ holds the first ones and what a profile is; this module's entries are merged int
 
 pi (`@mariozechner/pi-coding-agent`) speaks ACP through its community adapter `pi-acp`, which
 runs `pi --mode rpc` in the session's folder and bridges the two: one profile, no adapter code.
+Cline (`cline`) speaks ACP itself (`cline --acp`).
 """
 
 from __future__ import annotations
@@ -19,4 +20,14 @@ NPM_PROFILES: tuple[AcpProfile, ...] = (
         needs="~/.pi/agent/models.json with a provider (its baseUrl, api \"openai-completions\" or another, "
               "apiKey, models) and ~/.pi/agent/settings.json naming defaultProvider and defaultModel; or "
               "a built-in provider's API key in the environment"),
+    AcpProfile(
+        # Cline runs its sessions in a shared background "hub" process by default (started once,
+        # detached, reused by any later Cline on the machine): `local` keeps each run's session in
+        # the process we start, so it stays in the run's sandbox and ends with it. Its tool calls
+        # come to us as permission requests (the agent's policy answers them).
+        "cline", "cline", ("--acp",), env={"CLINE_SESSION_BACKEND_MODE": "local", "CLINE_NO_AUTO_UPDATE": "1"},
+        config_of="cline",
+        needs="CLINE_PROVIDER and CLINE_API_KEY in the environment (its ACP server refuses a session "
+              "without a key or a Cline sign-in), and for another endpoint the provider's baseUrl in "
+              "~/.cline/data/settings/providers.json (`cline auth -p openai -b URL -k KEY -m MODEL`)"),
 )

@@ -119,7 +119,9 @@ class Session:
         if not self.session_model or self.session_id is None:
             return
         dumped = [o.model_dump(mode="json", by_alias=True) if hasattr(o, "model_dump") else o for o in options]
-        option = next((o for o in dumped if isinstance(o, dict) and o.get("category") == "model"), None)
+        models = [o for o in dumped if isinstance(o, dict) and o.get("category") == "model"]
+        # Cline offers two in that category, its provider first: the one named `model` is the model.
+        option = next((o for o in models if o.get("id") == "model"), models[0] if models else None)
         if option is None:
             self._record(m.system("model_not_set", model=self.session_model,
                                   message="this ACP agent offers no model option; it uses its configured model"))

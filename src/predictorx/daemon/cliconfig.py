@@ -98,6 +98,11 @@ PLACES["pi"] = (ConfigPlace("pi-agent", ".pi/agent", "PI_CODING_AGENT_DIR", kept
                             locked=("settings.json", "models.json", "keybindings.json"), login=("auth.json",),
                             shared=("extensions", "prompts", "skills", "themes", "tools")),
                 ConfigPlace("pi-acp", ".pi/pi-acp", all_kept=True))
+# Cline: ~/.cline (or $CLINE_DIR); its settings, provider config (settings/providers.json) and
+# sessions under data/ (or $CLINE_DATA_DIR): the sessions' files and their databases kept per agent.
+PLACES["cline"] = (ConfigPlace("cline", ".cline", "CLINE_DIR", skipped=("data",)),
+                   ConfigPlace("cline-data", ".cline/data", "CLINE_DATA_DIR", kept=("sessions", "db"),
+                               skipped=("logs", "cache")))
 
 def places(provider: str, home: Path, env: dict[str, str]) -> list[Path]:
     """Where `provider` keeps its config on this machine (for what the sandbox must never bind)."""

@@ -12,6 +12,8 @@ from .base import ModelServer, Recorded, Reply, tool_arguments
 
 #: The shell tool's name: OpenCode's `bash`, Qwen Code's `run_shell_command` (Gemini CLI's).
 SHELL_TOOLS = ("bash", "run_shell_command")
+#: Cline's shell tool takes a list of commands (`{"commands": [...]}`).
+SHELL_TOOLS += ("run_commands",)
 
 
 class ChatCompletionsServer(ModelServer):
@@ -35,7 +37,9 @@ class ChatCompletionsServer(ModelServer):
             req.turn, delta, finish = "answer", {"role": "assistant", "content": self.answer}, "stop"
         else:
             req.turn, finish = "tool", "tool_calls"
-            args = tool_arguments(shell.get("parameters"), {"command": self.command_for(req)})
+            command = self.command_for(req)
+            given = {"commands": [command]} if shell["name"] == "run_commands" else {"command": command}
+            args = tool_arguments(shell.get("parameters"), given)
             delta = {"role": "assistant", "content": "Running the command.",
                      "tool_calls": [{"index": 0, "id": self.next_id("call_"), "type": "function",
                                      "function": {"name": shell["name"], "arguments": json.dumps(args)}}]}

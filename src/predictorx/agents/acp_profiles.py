@@ -86,9 +86,9 @@ PROFILES: dict[str, AcpProfile] = {p.name: p for p in (
 
 
 # npm-packaged agents of issue 25's second round, in a module of their own (acp_profiles_npm.py).
-from .acp_profiles_npm import NPM_PROFILES  # noqa: E402  (it imports AcpProfile from here)
+from .acp_profiles_npm import NPM_PROFILES  # noqa: E402
 
-PROFILES.update({p.name: p for p in NPM_PROFILES})
+PROFILES.update({fields["name"]: AcpProfile(**fields) for fields in NPM_PROFILES})
 
 class UnknownProfile(LookupError):
     pass

@@ -8,24 +8,26 @@ Cline (`cline`) speaks ACP itself (`cline --acp`).
 
 from __future__ import annotations
 
-from .acp_profiles import AcpProfile
+from typing import Any
 
-NPM_PROFILES: tuple[AcpProfile, ...] = (
-    AcpProfile(
+#: AcpProfile's fields, by name (acp_profiles.py makes the profiles; no import back, no cycle).
+NPM_PROFILES: tuple[dict[str, Any], ...] = (
+    dict(
         # pi-acp starts `pi --mode rpc` (from PATH, or PI_ACP_PI_COMMAND); pi itself approves its
         # tools (no permission requests reach us). PI_OFFLINE keeps pi's start-up off the network
         # (update check, install telemetry); the model is pi's default from its settings.json, or
         # chosen per session through the session's `model` config option.
-        "pi", "pi-acp", env={"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}, config_of="pi",
+        name="pi", executable="pi-acp", env={"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1"}, config_of="pi",
         needs="~/.pi/agent/models.json with a provider (its baseUrl, api \"openai-completions\" or another, "
               "apiKey, models) and ~/.pi/agent/settings.json naming defaultProvider and defaultModel; or "
               "a built-in provider's API key in the environment"),
-    AcpProfile(
+    dict(
         # Cline runs its sessions in a shared background "hub" process by default (started once,
         # detached, reused by any later Cline on the machine): `local` keeps each run's session in
         # the process we start, so it stays in the run's sandbox and ends with it. Its tool calls
         # come to us as permission requests (the agent's policy answers them).
-        "cline", "cline", ("--acp",), env={"CLINE_SESSION_BACKEND_MODE": "local", "CLINE_NO_AUTO_UPDATE": "1"},
+        name="cline", executable="cline", args=("--acp",),
+        env={"CLINE_SESSION_BACKEND_MODE": "local", "CLINE_NO_AUTO_UPDATE": "1"},
         config_of="cline",
         needs="CLINE_PROVIDER and CLINE_API_KEY in the environment (its ACP server refuses a session "
               "without a key or a Cline sign-in), and for another endpoint the provider's baseUrl in "

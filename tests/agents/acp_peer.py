@@ -9,6 +9,8 @@ The prompt's words choose what it does:
 - ``PEER_HANG``: then waits until `session/cancel` and answers `cancelled`;
 - ``PEER_SPAWN``: first starts a `sleep 300` child in its process group (cancel must stop it; its pid
   goes in `child.pid` in the folder).
+`session/new` offers two config options of category `model`, Cline-style: `provider` first, then
+`model`; `session/set_config_option` notes what was set in `config.txt` in the folder.
 `session/load` replays one user and one agent chunk, which the client must not record again. The
 permission's choice is written into the note, so a test sees what the client answered.
 """
@@ -44,7 +46,16 @@ from acp.schema import (
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SetSessionConfigOptionResponse,
 )
+
+
+_OPTIONS = [SessionConfigOptionSelect(
+    type="select", id=name, name=name.title(), category="model", current_value=value,
+    options=[SessionConfigSelectOption(value=value, name=value)]) for name, value in (("provider", "p-1"),
+                                                                                     ("model", "m-1"))]
 
 
 class Peer:
@@ -66,7 +77,13 @@ class Peer:
         Path(cwd, "mcp.txt").write_text(",".join(s.name for s in mcp_servers or []))
         # (kept in memory: what session/new gave each stdio server in its environment)
         self.mcp_env = {f"{s.name}:{e.name}": e.value for s in mcp_servers or [] for e in getattr(s, "env", None) or []}
-        return NewSessionResponse(session_id=sid)
+        return NewSessionResponse(session_id=sid, config_options=_OPTIONS)
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any,
+                                **kwargs: Any) -> SetSessionConfigOptionResponse:
+        with open(Path(self.cwd[session_id], "config.txt"), "a") as f:
+            f.write(f"{config_id}={value}\n")
+        return SetSessionConfigOptionResponse(config_options=_OPTIONS)
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         if not session_id.startswith("peer-"):

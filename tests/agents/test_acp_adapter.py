@@ -209,3 +209,11 @@ async def test_ask_without_an_answer_in_time_denies(task: Task):
     timeout = next(m.content for m in messages if m.content.get("event") == "permission_timeout")
     assert timeout["choice"] == "no" and "answered deny" in timeout["message"]
     assert not (task.workdir / "note.txt").exists()
+
+
+async def test_the_agents_model_goes_to_the_option_named_model(task: Task):
+    """Cline offers its provider and its model both in the `model` category, the provider first:
+    the agent's model is set on the option named `model`, never on the provider."""
+    _messages, result = await run_agent("acp", task.spec(argv_override=PEER, model="m-2"))
+    assert result.status == "completed", result
+    assert (task.workdir / "config.txt").read_text() == "model=m-2\n"

@@ -46,6 +46,8 @@ TARGET_RATIO_P50 = 1.3
 #: profile → the CLI whose config and model server it uses (as tests/realcli/test_acp.py)
 CLI_OF = {"gemini": "gemini", "opencode": "opencode", "qwen": "qwen", "kilo": "kilo", "copilot": "copilot",
           "claude-code-acp": "claude", "codex-acp": "codex"}
+#: npm-packaged agents of issue 25's second round (tests/realcli/clis_npm.py).
+CLI_OF.update({"pi": "pi", "cline": "cline"})
 _ISSUE = re.compile(r"working on issue #(\d+)")
 
 

@@ -35,6 +35,7 @@ from .branches import ref_component
 from .gitcmd import DEFAULT_TIMEOUT, GitError, git, git_text, sealed_env
 from .gitdata import SHA as _SHA, open_regular, read_small, ref_value
 from .runrepo import is_own_repository
+from . import steptimes
 
 #: The most bytes of object files taken from a run's repository (a hostile agent could write more).
 MAX_IMPORT_BYTES = 8 * 2**30
@@ -68,19 +69,28 @@ class _RunRefs:
 
 def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, agent_name: str, task_id: str,
             scratch: Path, ref: str | None = None, keep_ref: str | None = None,
-            delivered: Callable[[Delivered], None] | None = None, timeout: float = DEFAULT_TIMEOUT) -> Delivered:
+            delivered: Callable[[Delivered], None] | None = None,
+            push_from: Callable[[Path, str], Callable[[], None]] | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> Delivered:
     """Bring the agent's commits and leftover files in `run_tree` to `ref` (default
     `refs/heads/<branch>`) of the git dir `target`, where the task's branch was made at `start`
     (None: not known). `scratch` is a folder of the daemon's (outside anything a run can write)
     for the quarantine. Work that does not build on the branch is not put there; with `keep_ref`
     it is kept in the target under that name (or `-2`, `-3`, …) and the problem says so.
-    `delivered(result)` is called as soon as the target holds it, before the quarantine is removed
-    (the push starts there). Raises DeliveryError.
+    `delivered(result)` is called as soon as the target holds it, before the quarantine is removed.
+    Raises DeliveryError.
 
-    It runs as few git processes as it can (the push waits for it, issue 22): the target's object
-    dir and branch in one `rev-parse`, the person's ignore setting beside it, the run's commits and
-    their trees in one `cat-file --batch-check`, `add`, `write-tree`, and one `fetch` — none when
-    the branch already holds the work."""
+    `push_from(quarantine, tip)` (issue 22: run ended → PR opened) is called the moment the branch's
+    new tip is known and builds on the branch — before it is fetched into the target: it starts
+    the push from the quarantine (the daemon's own repository, holding the run's objects and, as
+    its alternate, the target's) and returns a function that waits for that push. The fetch into
+    the target and everything after it (`delivered`: the handoff, the review) wait for the push,
+    so that git work does not share the CPU with it; the quarantine is removed after it.
+
+    It runs as few git processes as it can before the push: the target's object dir and branch in
+    one `rev-parse`, the person's ignore setting beside it, the run's commits and their trees in one
+    `cat-file --batch-check`, `add`, `write-tree` — then the push, then one `fetch` (none when the
+    branch already holds the work)."""
     ref = ref or f"refs/heads/{branch}"
     if os.path.islink(run_tree) or not run_tree.is_dir():
         # The agent replaced its checkout's folder with a link (to `/`, say): its files are not taken.
@@ -92,13 +102,16 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     try:
         settings = pool.submit(_person_settings, target, timeout)
         objects, current = _target_state(target, ref, timeout)
+        steptimes.mark(task_id, "d_target_state")
         _make_quarantine(quarantine, objects)
         refs, trees = _import(run_tree, quarantine, branch, (current, start), timeout)
+        steptimes.mark(task_id, "d_imported")
         head = refs.head or refs.branch_tip or current or start
         if head is None:
             raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
         made = _commit_leftovers(run_tree, quarantine, head, trees.get(head), target, scratch, settings.result(),
                                  agent_name, task_id, timeout)
+        steptimes.mark(task_id, "d_leftovers_checked")
         candidate = made or head
         prior = refs.branch_tip or current or start or head
         problem = None
@@ -113,9 +126,17 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
                 kept = _fetch_to_free_ref(quarantine, target, "refs/heads/kept", keep_ref, timeout)
                 problem += f"; it is kept as {kept} (`git log {kept}`)"
             candidate = prior
+        if push_from is not None and problem is None and candidate != start:
+            pushing = push_from(quarantine, candidate)  # from here: the fetch below waits for it
+            try:
+                pushing()
+            except Exception:  # noqa: BLE001 — the push reports its own failure; the delivery goes on
+                pass
+            steptimes.mark(task_id, "d_push_waited")
         if candidate != current:  # the branch holds it already (no commits, nothing left): no fetch
             _set_ref(quarantine, "refs/heads/delivered", candidate)
             _fetch(quarantine, target, f"+refs/heads/delivered:{ref}", timeout)
+            steptimes.mark(task_id, "d_fetched")
         result = Delivered(candidate, bool(made) and candidate == made, problem, refs.note)
     except GitError as e:
         raise DeliveryError(f"the work in {run_tree} could not be put on branch {branch} ({e})") from e

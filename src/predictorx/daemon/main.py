@@ -21,7 +21,7 @@ from .. import __version__, agents, allowhosts, config, hardening, protocol, res
 from ..protocol import Event
 from ..agents import descendants, runcgroup
 from ..apiclient import fail
-from . import bytecode, forgework, identity, runcheckouts, worktree
+from . import bytecode, forgework, identity, runcheckouts, steptimes, worktree
 from .context import recovery as contextrecovery
 from .dirlock import DirLocks
 from .gc import GcTimer
@@ -125,6 +125,7 @@ class Daemon:
         try:
             try:
                 answer = await self.api.finish(task_id, **bounded_finish(fields), claim_next=free)
+                steptimes.mark(task_id, "finish_answered")
             except ServerError as e:
                 if e.status not in (400, 413, 422):
                     raise

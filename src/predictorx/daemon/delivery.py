@@ -127,12 +127,7 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
                 problem += f"; it is kept as {kept} (`git log {kept}`)"
             candidate = prior
         if push_from is not None and problem is None and candidate != start:
-            pushing = push_from(quarantine, candidate)  # from here: the fetch below waits for it
-            try:
-                pushing()
-            except Exception:  # noqa: BLE001 — the push reports its own failure; the delivery goes on
-                pass
-            steptimes.mark(task_id, "d_push_waited")
+            _pushed_first(push_from, quarantine, candidate, task_id)
         if candidate != current:  # the branch holds it already (no commits, nothing left): no fetch
             _set_ref(quarantine, "refs/heads/delivered", candidate)
             _fetch(quarantine, target, f"+refs/heads/delivered:{ref}", timeout)
@@ -151,6 +146,17 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         shutil.rmtree(quarantine, ignore_errors=True)
         for name in ("index", "index.lock"):
             (scratch / name).unlink(missing_ok=True)
+
+
+def _pushed_first(push_from: Callable[[Path, str], Callable[[], None]], quarantine: Path, tip: str,
+                  task_id: str) -> None:
+    """The push of `tip` from the quarantine, started and waited for: the fetch into the target
+    and whatever follows run after it, not beside it."""
+    try:
+        push_from(quarantine, tip)()
+    except Exception:  # noqa: BLE001 — the push reports its own failure; the delivery goes on
+        pass
+    steptimes.mark(task_id, "d_push_waited")
 
 
 def _fetch(quarantine: Path, target: Path, refspec: str, timeout: float) -> None:

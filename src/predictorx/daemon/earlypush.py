@@ -51,6 +51,7 @@ class EarlyPush:
     def ask(self, ended_well: bool, result: str | None = None) -> None:
         """The agent ended (`ended_well`: completed, not cancelled): ask for the push target now
         (only for a repository with a forge URL) — its answer comes while the work is delivered."""
+        steptimes.mark(self.task_id, "agent_exited")
         if ended_well and self._target is None and self.branch.get("branch") and self.branch.get("origin_url"):
             self._result = result[:RESULT_MAX] if result else None
             self._target = asyncio.ensure_future(self._ask())

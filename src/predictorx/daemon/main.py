@@ -121,6 +121,7 @@ class Daemon:
         """Report a task's end; if the server cannot be reached, keep it and retry with heartbeats,
         so no task is left running on the server for ever."""
         log.info("task %s: %s", task_id, outcome_line(fields))
+        steptimes.mark(task_id, "finish_sending")
         free = 0 if self._stopping.is_set() else max(0, self.max_tasks - self.busy_slots)
         try:
             try:

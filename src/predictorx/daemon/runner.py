@@ -21,7 +21,7 @@ from .. import agents, protocol, secretmask, unconfined
 from ..protocol import Finish, Outcome
 from ..agents import RunSpec
 from . import permissionwait
-from . import (steptimes, cliconfig, delivery, earlypush, envroot, forgepush, forgework, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
+from . import (cliconfig, delivery, earlypush, envroot, forgepush, forgework, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, workflowhooks, worktree)
 from .branches import task_branch
 from .prompt import build_prompt
@@ -192,9 +192,7 @@ class TaskRun:
         # A review without a branch: deleted, the task changed nothing.
         branch = self.branch if self.review is None or self.review.get("branch") else ""
         await self.handoff.sent(self.branch)
-        steptimes.mark(self.id, "handoff_sent")
         pushed = (await self.early_push.for_finish()).get("forge_pushed")  # the PR opens with the finish
-        steptimes.mark(self.id, "finish_sending")
         fields = self.masker.any(Finish(outcome, branch, self.review, self._uploader.usage, pushed).to_wire())
         self._forget_env()
         await self.daemon.report_finish(self.id, fields)
@@ -273,17 +271,14 @@ class TaskRun:
             outcome = await self._execute(ctx, env, prepared.start_dir, real)
         finally:
             hook = self.early_push.delivered_hook(prepared.branch, self.handoff.read_pending)
-            steptimes.mark(self.id, "finalize_start")
             done = await asyncio.to_thread(worktree.finalize, prepared, delivered=hook,
                                            push_from=self.early_push.quarantine_hook(prepared.branch))
-            steptimes.mark(self.id, "finalized")
             self.branch = done.branch
             await self._note("system", {"event": "worktree", "message": done.message, "branch": done.branch})
             self.review = await self._review(
                 prepared.repo_dir, prepared.baseline_commit, done.branch, mode="worktree",
                 repo_label=str(prepared.repo_dir), worktree_path=str(prepared.worktree_dir) if done.kept_worktree else None,
                 note=done.message, head=prepared.base_commit, origin=origin)
-            steptimes.mark(self.id, "reviewed")
             if done.error:
                 outcome = Outcome("failed", done.message)
         return outcome
@@ -464,7 +459,6 @@ class TaskRun:
         try:
             fresh = build_prompt(self.issue, self.agent, self.task.prompt) + "\n\n"
             result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.agent_stop, fresh)
-            steptimes.mark(self.id, "agent_exited")
             self.early_push.ask(result.status == "completed" and not self.cancel_event.is_set(), result.result)
             await tail  # the running report is in before the end is reported (and raises if it was refused)
             ended_well = result.status == "completed"

@@ -300,11 +300,10 @@ def keep_pushed(session: Session, task_id: str, review: dict[str, Any]) -> dict[
     """The finish's `review`, with the `pushed` of a push reported before it (push_reported with
     `branch`) when that pushed the branch the review names."""
     prior = session.scalar(select(Task.review).where(Task.id == task_id))
-    pushed = prior.get("pushed") if isinstance(prior, dict) else None
-    if isinstance(pushed, dict) and "pushed" not in review and pushed.get("branch") and \
-            review.get("branch") == prior.get("branch"):
-        return {**review, "pushed": pushed}
-    return review
+    if not isinstance(prior, dict) or "pushed" in review or review.get("branch") != prior.get("branch"):
+        return review
+    pushed = prior.get("pushed")
+    return {**review, "pushed": pushed} if isinstance(pushed, dict) and pushed.get("sha") else review
 
 
 def push_at_finish(session: Session, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,

@@ -98,13 +98,11 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     quarantine = scratch / "quarantine.git"
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="px-delivery")
+    pool = ThreadPoolExecutor(2, thread_name_prefix="px-delivery")
     try:
         settings = pool.submit(_person_settings, target, timeout)
-        objects, current = _target_state(target, ref, timeout)
-        steptimes.mark(task_id, "d_target_state")
-        _make_quarantine(quarantine, objects)
-        refs, trees = _import(run_tree, quarantine, branch, (current, start), timeout)
+        current_of = _quarantine_beside(pool, target, ref, quarantine, timeout)
+        refs, trees, current = _import(run_tree, quarantine, branch, start, current_of, timeout)
         steptimes.mark(task_id, "d_imported")
         head = refs.head or refs.branch_tip or current or start
         if head is None:
@@ -191,6 +189,25 @@ def _target_state(target: Path, ref: str, timeout: float) -> tuple[str, str | No
     return lines[0], sha if _SHA.match(sha) else None
 
 
+def _quarantine_beside(pool: ThreadPoolExecutor, target: Path, ref: str, quarantine: Path,
+                       timeout: float) -> Callable[[], str | None]:
+    """The quarantine made at once, while the target's `rev-parse` runs beside the copy of the
+    run's objects (one git process fewer before the push): its alternate is the target's object
+    dir where a plain repository keeps it (no `commondir`), set again if git says otherwise.
+    Returns what gives the target's branch commit (None: no such branch)."""
+    state = pool.submit(_target_state, target, ref, timeout)
+    guess = str(target / "objects") if target.is_absolute() and not (target / "commondir").exists() \
+        and (target / "objects").is_dir() else None
+    _make_quarantine(quarantine, guess or state.result()[0])
+
+    def current() -> str | None:
+        objects, sha = state.result()
+        if objects != guess:
+            (quarantine / "objects" / "info" / "alternates").write_text(objects + "\n")
+        return sha
+    return current
+
+
 def _make_quarantine(quarantine: Path, objects: str) -> None:
     """A bare repository of the daemon's own, written as files (what `git init --bare --template=`
     writes, without a process): its config the daemon's, its only alternate the target's objects."""
@@ -208,14 +225,16 @@ def _set_ref(quarantine: Path, ref: str, sha: str) -> None:
 
 # -- the run's git dir, as data ------------------------------------------------------------------
 
-def _import(run_tree: Path, quarantine: Path, branch: str, known: tuple[str | None, ...],
-            timeout: float) -> tuple[_RunRefs, dict[str, str]]:
+def _import(run_tree: Path, quarantine: Path, branch: str, start: str | None, current_of: Callable[[], str | None],
+            timeout: float) -> tuple[_RunRefs, dict[str, str], str | None]:
     """The run's objects copied in, its HEAD and branch read, each checked to be a commit there;
-    with the trees of those commits and of `known` ones (the target's), for the leftover check."""
+    with the trees of those commits and of the target's (its branch, from `current_of`, and
+    `start`), for the leftover check; and the target's branch commit."""
     if not is_own_repository(run_tree):
         refs = _RunRefs(None, None, f"{run_tree}/.git is not a repository of its own; only the files there "
                                     "were taken over")
-        return refs, _commit_trees(quarantine, known, timeout)
+        current = current_of()
+        return refs, _commit_trees(quarantine, (current, start), timeout), current
     git_dir = run_tree / ".git"
     _copy_objects(git_dir / "objects", quarantine / "objects")
     head_text = read_small(git_dir, "HEAD") or ""
@@ -226,10 +245,11 @@ def _import(run_tree: Path, quarantine: Path, branch: str, known: tuple[str | No
     else:
         head = head_text.strip() or None
     tip = ref_value(git_dir, f"refs/heads/{branch}")
-    trees = _commit_trees(quarantine, (head, tip, *known), timeout)
+    current = current_of()
+    trees = _commit_trees(quarantine, (head, tip, current, start), timeout)
     head, tip = (head if head in trees else None), (tip if tip in trees else None)
     note = None if head else "the agent's HEAD could not be read as a commit; its files were committed on the branch"
-    return _RunRefs(head, tip, note, head_branch), trees
+    return _RunRefs(head, tip, note, head_branch), trees, current
 
 
 def _copy_objects(src: Path, dst: Path) -> None:

@@ -6,15 +6,20 @@
    off so it may write its stamp outside its worktree) writes CLOCK_REALTIME as its first
    instruction. Latency = stamp − the moment the delivery was sent. Each follow-up completes and
    its push lands before the next review (one at a time: latency, not queueing). Target p50 ≤ 1 s.
-2. Run ended → PR opened (with push), against a bare `git push` of the same branch to the same
-   git server: the run's end is the agent's own last instruction (it writes CLOCK_REALTIME after
-   its commit, just before it exits), so everything the daemon does after the agent (delivering
-   the branch, the handoff, the review, the push, the finish) counts; the task's `finished_at`
-   (the server's clock, when the finish arrived) is printed too, but since the push now goes before
-   the finish it flatters. The PR counts as opened when `GET /api/tasks/{id}/pr` first shows its
-   number (polled every 10 ms, so up to 10 ms late). The bare push sends the same branch, from the person's folder, to a
-   second repository on the same stand-in that holds the same history (so it carries the same new
-   objects). Target: p50 ratio ≤ 1.5.
+2. Run ended → PR opened (with push), against a bare `git push` of the same branch to the same git
+   server, in interleaved pairs (one run, then its bare push, nothing else running): the run's end
+   is the agent's own last instruction (it writes CLOCK_REALTIME after its commit, just before it
+   exits), so everything the daemon does after the agent (delivering the branch, the push, its
+   report, the server's PR open) counts. "Opened" is measured twice: when the stand-in answered
+   the PR's POST (the forge created it) and when `GET /api/tasks/{id}/pr` first shows its number
+   (polled every 10 ms, so up to 10 ms late). The bare push sends the same branch, from the
+   person's folder, to a second repository on the same stand-in that holds the same history (so
+   it carries the same new objects), with the same credential path as the daemon's push (the
+   token in git's environment as an Authorization header, forgepush.credential_env); a third push
+   with the token in the URL (as a person types it: git asks without it first and gets 401) is
+   reported beside it. The pair's bare pushes start once the task has finished. The daemon's step
+   times (daemon/steptimes.py, PREDICTORX_STEP_TIMES) give where the time goes, p50 per step from
+   the agent's end. Target: p50 ratio ≤ 1.5.
 
 Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
 """
@@ -107,10 +112,12 @@ def main() -> None:
 def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Namespace) -> dict:
     repo = forge.create_repo("octo/app")
     twin = forge.create_repo("octo/app-bare")  # the bare push's target: the same history
+    twin_url = forge.create_repo("octo/app-bare-url")  # the same, pushed to with the token in the URL
     folder = root / "folder"
     git(root, "clone", "-q", forge.authed_url(repo.path), str(folder))
     git(folder, "remote", "set-url", "origin", repo.clone_url)
     git(folder, "push", "-q", "-f", forge.authed_url(twin.path), "main:main")
+    git(folder, "push", "-q", "-f", forge.authed_url(twin_url.path), "main:main")
     stamps, ends = root / "stamps.txt", root / "ends.txt"
     conn = server.api("POST", "/api/forges", {"kind": "github", "name": "gh", "base_url": forge.base_url,
                                               "api_url": forge.api_url, "credential": forge.token})
@@ -127,7 +134,7 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
     # credential path as the daemon's push (the token in git's environment, forgepush.credential_env).
     bare_env = {**os.environ, **credential_env(PushTarget(remote_url=twin.clone_url, branch="main",
                                                           username=forge.git_username, token=forge.token))}
-    opened, bare, created, since_finish, loads = [], [], [], [], []
+    opened, bare, bare_url, created, since_finish, loads = [], [], [], [], [], []
     steps: dict[str, list[float]] = {}
     first_issue = first_task = None
     for i in range(args.runs):
@@ -156,11 +163,15 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
         subprocess.run(["git", "push", "-q", twin.clone_url, f"{pr['branch']}:refs/heads/{pr['branch']}"], cwd=folder,
                        env=bare_env, check=True, capture_output=True, timeout=60)
         bare.append(time.monotonic() - t0)
+        t0 = time.monotonic()  # as a person types it: the token in the URL (git asks without it first, gets 401)
+        git(folder, "push", "-q", forge.authed_url(twin_url.path), f"{pr['branch']}:refs/heads/{pr['branch']}")
+        bare_url.append(time.monotonic() - t0)
         loads.append((load_before + os.getloadavg()[0]) / 2)
         if first_issue is None:
             first_issue, first_task = issue, task_id
         log(f"run {i}: PR #{pr['number']} created {created[-1] * 1000:.0f} ms / seen {opened[-1] * 1000:.0f} ms after "
-            f"the agent ended ({since_finish[-1] * 1000:.0f} ms after its finish); bare push {bare[-1] * 1000:.0f} ms; "
+            f"the agent ended ({since_finish[-1] * 1000:.0f} ms after its finish); bare push {bare[-1] * 1000:.0f} ms "
+            f"({bare_url[-1] * 1000:.0f} ms with the token in the URL); "
             f"load {loads[-1]:.1f}")
 
     # -- 1: webhook → follow-up's agent process started ----------------------------------------------
@@ -192,6 +203,7 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
                                                   "met": followup.get("p50_ms", 1e9) <= TARGET_FOLLOWUP_P50_MS},
             "run_ended_to_pr_opened_with_push": pr_open,
             "run_ended_to_pr_created_on_the_forge": summary_ms(created), "bare_git_push_same_branch": push,
+            "bare_git_push_same_branch_token_in_url": summary_ms(bare_url),
             "steps_after_the_agent_ended_p50_ms": {k: summary_ms(v)["p50_ms"] for k, v in
                                                    sorted(steps.items(), key=lambda kv: statistics.median(kv[1]))},
             "finish_received_to_pr_opened (negative: the PR opened before the finish)": after_finish,
@@ -199,6 +211,8 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
                                              "met": ratio is not None and ratio <= TARGET_PR_RATIO,
                                              "median_of_pair_ratios": round(statistics.median(pairs), 2) if pairs else None,
                                              "pr_created_on_forge_over_bare_push_p50": created_ratio,
+                                             "pr_opened_over_bare_push_token_in_url_p50": round(
+                                                 pr_open["p50_ms"] / summary_ms(bare_url)["p50_ms"], 2) if bare_url else None,
                                              "load_1min_during_pairs_median": round(statistics.median(loads), 2) if loads else None},
             "notes": "GitHub stand-in on loopback (API in-process uvicorn, git via nginx + git http-backend); "
                      "agent = sh command, sandbox off; PR-open time polled every 10 ms"}

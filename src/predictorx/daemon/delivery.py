@@ -98,17 +98,25 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     quarantine = scratch / "quarantine.git"
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
-    pool = ThreadPoolExecutor(2, thread_name_prefix="px-delivery")
+    pool = ThreadPoolExecutor(3, thread_name_prefix="px-delivery")
     try:
         settings = pool.submit(_person_settings, target, timeout)
         current_of = _quarantine_beside(pool, target, ref, quarantine, timeout)
-        refs, trees, current = _import(run_tree, quarantine, branch, start, current_of, timeout)
-        steptimes.mark(task_id, "d_imported")
-        head = refs.head or refs.branch_tip or current or start
-        if head is None:
-            raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
-        made = _commit_leftovers(run_tree, quarantine, head, trees.get(head), target, scratch, settings.result(),
-                                 agent_name, task_id, timeout)
+        # The run's objects copied and checked (cat-file) while `add` reads its files (one git
+        # process fewer before the push): write-tree waits for the copy.
+        imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout)
+
+        def head_of() -> str:
+            refs, _trees, current = imported.result()
+            head = refs.head or refs.branch_tip or current or start
+            if head is None:
+                raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
+            return head
+        tree = _leftover_tree(run_tree, quarantine, scratch, settings.result(), head_of, timeout)
+        refs, trees, current = imported.result()
+        head = head_of()
+        made = None if tree == trees.get(head) else _commit_leftovers(run_tree, quarantine, head, tree, target,
+                                                                      scratch, agent_name, task_id, timeout)
         steptimes.mark(task_id, "d_leftovers_checked")
         candidate = made or head
         prior = refs.branch_tip or current or start or head
@@ -319,10 +327,11 @@ def _is_ancestor(quarantine: Path, old: str, new: str, timeout: float) -> bool:
 
 # -- the leftover files ----------------------------------------------------------------------------
 
-def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, head_tree: str | None, target: Path,
-                      scratch: Path, settings: list[str], agent_name: str, task_id: str, timeout: float) -> str | None:
-    """A commit of the run's files on top of `head` (None when they are what `head` holds, whose
-    tree is `head_tree`). `settings`: the person's few (`_person_settings`)."""
+def _leftover_tree(run_tree: Path, quarantine: Path, scratch: Path, settings: list[str],
+                   head_of: Callable[[], str], timeout: float) -> str:
+    """The tree of the files the run left (its work tree, read as data), with an index of the
+    daemon's own. `settings`: the person's few (`_person_settings`); `head_of()`: the run's head
+    commit, once its objects are copied in (write-tree checks the objects it names)."""
     index = scratch / "index"
     env = sealed_env(quarantine, GIT_WORK_TREE=str(run_tree), GIT_INDEX_FILE=str(index))
     add = [*settings, "add", "--all"]
@@ -330,11 +339,16 @@ def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, head_tree: st
                                                    check=False).returncode != 0:
         # No index git reads as a plain one (or `add` failed on it): start from HEAD's tree.
         index.unlink(missing_ok=True)
-        git(["read-tree", head], cwd=run_tree, env=env, timeout=timeout)
+        git(["read-tree", head_of()], cwd=run_tree, env=env, timeout=timeout)
         git(add, cwd=run_tree, env=env, timeout=timeout)
-    tree = git_text(["write-tree"], cwd=run_tree, env=env, timeout=timeout)
-    if tree == head_tree:
-        return None
+    head_of()
+    return git_text(["write-tree"], cwd=run_tree, env=env, timeout=timeout)
+
+
+def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, tree: str, target: Path, scratch: Path,
+                      agent_name: str, task_id: str, timeout: float) -> str:
+    """A commit of the run's leftover files (`tree`, not what `head` holds) on top of `head`."""
+    env = sealed_env(quarantine, GIT_WORK_TREE=str(run_tree), GIT_INDEX_FILE=str(scratch / "index"))
     who = {**env, **_identity(target, timeout),
            "GIT_AUTHOR_NAME": f"{agent_name or 'agent'} (Predictor X agent)",
            "GIT_AUTHOR_EMAIL": f"{ref_component(agent_name, 'agent')}@agents.predictorx.invalid"}

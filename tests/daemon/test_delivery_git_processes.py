@@ -213,3 +213,18 @@ def test_a_run_that_changed_nothing_pushes_nothing(tmp_path: Path) -> None:
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
                             scratch=tmp_path / "scratch", push_from=lambda q, t: asked.append(t) or (lambda: None))
     assert done.tip == start and asked == []
+
+
+def test_an_object_add_wrote_beside_the_copy_is_not_a_failure(tmp_path: Path) -> None:
+    """`add` runs beside the copy of the run's objects: when it wrote one of them first (a file the
+    agent committed in the same second as it changed it is hashed again), the copy keeps it and
+    goes on — under load this failed the task ("could not be read": the copy's exclusive create)."""
+    name = "c" * 38
+    (tmp_path / "run" / "ab").mkdir(parents=True)
+    (tmp_path / "run" / "ab" / name).write_bytes(b"the object")
+    (tmp_path / "quarantine" / "ab").mkdir(parents=True)
+    (tmp_path / "quarantine" / "ab" / name).write_bytes(b"the object")
+    (tmp_path / "run" / "ab" / ("d" * 38)).write_bytes(b"another")
+    delivery._copy_objects(tmp_path / "run", tmp_path / "quarantine")
+    assert sorted(p.name for p in (tmp_path / "quarantine" / "ab").iterdir()) == [name, "d" * 38]
+    assert (tmp_path / "quarantine" / "ab" / ("d" * 38)).read_bytes() == b"another"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -298,8 +299,18 @@ def _copy_file(src: Path, dst: Path, copied: int) -> int:
             raise DeliveryError(f"the agent's repository holds more than {MAX_IMPORT_BYTES / 2**30:.0f} GiB of objects; "
                                 "its work was not taken over")
         dst.parent.mkdir(parents=True, exist_ok=True)
-        with open(dst, "xb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 20)
+        # Whole or not at all, under its name: `add` may write the same object there meanwhile (it
+        # runs beside this copy); objects are named by their content, so one already there is it.
+        tmp = dst.with_name(f"{dst.name}.tmp-{uuid.uuid4().hex}")
+        try:
+            with open(tmp, "xb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+            try:
+                os.link(tmp, dst)
+            except FileExistsError:
+                pass
+        finally:
+            tmp.unlink(missing_ok=True)
     return size
 
 

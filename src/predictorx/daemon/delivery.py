@@ -211,8 +211,10 @@ def _quarantine_beside(pool: ThreadPoolExecutor, target: Path, ref: str, quarant
 
     def current() -> str | None:
         objects, sha = state.result()
-        if objects != guess:
-            (quarantine / "objects" / "info" / "alternates").write_text(objects + "\n")
+        if objects != guess:  # replaced whole: `add` may be reading it
+            alternates = quarantine / "objects" / "info" / "alternates"
+            alternates.with_name("alternates.new").write_text(objects + "\n")
+            os.replace(alternates.with_name("alternates.new"), alternates)
         return sha
     return current
 

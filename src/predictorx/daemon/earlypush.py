@@ -95,7 +95,8 @@ class EarlyPush:
         if ok is None:
             return None
         report = {"ok": ok, "sha": sha, "error": error}
-        return None if await self._report(report) else report
+        # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
+        return None if ok and await self._report(report) else report
 
     async def _report(self, report: dict[str, Any]) -> bool:
         """The push's report, now: the server opens the PR without waiting for the finish. False

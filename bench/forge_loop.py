@@ -11,8 +11,9 @@
    is the agent's own last instruction (it writes CLOCK_REALTIME after its commit, just before it
    exits), so everything the daemon does after the agent (delivering the branch, the push, its
    report, the server's PR open) counts. "Opened" is measured twice: when the stand-in answered
-   the PR's POST (the forge created it) and when `GET /api/tasks/{id}/pr` first shows its number
-   (polled every 10 ms, so up to 10 ms late). The bare push sends the same branch, from the
+   the PR's POST (the forge created it; watched in this process, so nothing polls the server
+   before) and when `GET /api/tasks/{id}/pr` first shows its number (polled every 10 ms from
+   then, so up to 10 ms late). The bare push sends the same branch, from the
    person's folder, to a second repository on the same stand-in that holds the same history (so
    it carries the same new objects), with the same credential path as the daemon's push (the
    token in git's environment as an Authorization header, forgepush.credential_env); a third push
@@ -139,8 +140,13 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
     first_issue = first_task = None
     for i in range(args.runs):
         load_before = os.getloadavg()[0]
+        calls_before = len(forge.calls)
         issue = server.api("POST", "/api/issues", {"title": f"Run {i}", "project_id": project["id"], "assignee": "coder"})
         task_id = runs_of(server, issue["number"])[0]["id"]
+        # Watched on the stand-in (in this process) until the forge created it, so no poll of the
+        # server's competes with its work before then; then the server is polled until it shows it.
+        wait_until(lambda: any(c.method == "POST" and c.path.endswith("/pulls") for c in forge.calls[calls_before:]),
+                   60, 0.005, "the PR's POST on the forge")
         pr = wait_until(lambda: (p := server.api("GET", f"/api/tasks/{task_id}/pr")) and p.get("number") and p,
                         60, 0.01, "the PR to open")
         seen = time.time()

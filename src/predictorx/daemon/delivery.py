@@ -27,7 +27,8 @@ import os
 import re
 import shutil
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,13 +107,7 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         # The run's objects copied and checked (cat-file) while `add` reads its files (one git
         # process fewer before the push): write-tree waits for the copy.
         imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout)
-
-        def head_of() -> str:
-            refs, _trees, current = imported.result()
-            head = refs.head or refs.branch_tip or current or start
-            if head is None:
-                raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
-            return head
+        head_of = partial(_head_of, imported, run_tree, start)
         tree = _leftover_tree(run_tree, quarantine, scratch, settings.result(), head_of, timeout)
         refs, trees, current = imported.result()
         head = head_of()
@@ -153,6 +148,16 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         shutil.rmtree(quarantine, ignore_errors=True)
         for name in ("index", "index.lock"):
             (scratch / name).unlink(missing_ok=True)
+
+
+def _head_of(imported: Future[tuple[_RunRefs, dict[str, str], str | None]], run_tree: Path,
+             start: str | None) -> str:
+    """The commit the run's work builds on, once its objects are imported (`_import`)."""
+    refs, _trees, current = imported.result()
+    head = refs.head or refs.branch_tip or current or start
+    if head is None:
+        raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
+    return head
 
 
 def _pushed_first(push_from: Callable[[Path, str], Callable[[], None]], quarantine: Path, tip: str,

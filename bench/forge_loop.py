@@ -6,15 +6,21 @@
    off so it may write its stamp outside its worktree) writes CLOCK_REALTIME as its first
    instruction. Latency = stamp − the moment the delivery was sent. Each follow-up completes and
    its push lands before the next review (one at a time: latency, not queueing). Target p50 ≤ 1 s.
-2. Run ended → PR opened (with push), against a bare `git push` of the same branch to the same
-   git server: the run's end is the agent's own last instruction (it writes CLOCK_REALTIME after
-   its commit, just before it exits), so everything the daemon does after the agent (delivering
-   the branch, the handoff, the review, the push, the finish) counts; the task's `finished_at`
-   (the server's clock, when the finish arrived) is printed too, but since the push now goes before
-   the finish it flatters. The PR counts as opened when `GET /api/tasks/{id}/pr` first shows its
-   number (polled every 10 ms, so up to 10 ms late). The bare push sends the same branch, from the person's folder, to a
-   second repository on the same stand-in that holds the same history (so it carries the same new
-   objects). Target: p50 ratio ≤ 1.5.
+2. Run ended → PR opened (with push), against a bare `git push` of the same branch to the same git
+   server, in interleaved pairs (one run, then its bare push, nothing else running): the run's end
+   is the agent's own last instruction (it writes CLOCK_REALTIME after its commit, just before it
+   exits), so everything the daemon does after the agent (delivering the branch, the push, its
+   report, the server's PR open) counts. "Opened" is measured twice: when the stand-in answered
+   the PR's POST (the forge created it; watched in this process, so nothing polls the server
+   before) and when `GET /api/tasks/{id}/pr` first shows its number (polled every 10 ms from
+   then, so up to 10 ms late). The bare push sends the same branch, from the
+   person's folder, to a second repository on the same stand-in that holds the same history (so
+   it carries the same new objects), with the same credential path as the daemon's push (the
+   token in git's environment as an Authorization header, forgepush.credential_env); a third push
+   with the token in the URL (as a person types it: git asks without it first and gets 401) is
+   reported beside it. The pair's bare pushes start once the task has finished. The daemon's step
+   times (daemon/steptimes.py, PREDICTORX_STEP_TIMES) give where the time goes, p50 per step from
+   the agent's end. Target: p50 ratio ≤ 1.5.
 
 Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
 """
@@ -22,6 +28,8 @@ Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +42,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from _common import Daemon, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until  # noqa: E402
 from forgestand import start_standin  # noqa: E402
+from predictorx.daemon.forgepush import credential_env  # noqa: E402
+from predictorx.forges.base import PushTarget  # noqa: E402
 
 TARGET_FOLLOWUP_P50_MS = 1000.0
 TARGET_PR_RATIO = 1.5
@@ -59,6 +69,17 @@ def stamp_of(stamps: Path, task_id: str) -> float | None:
     return None
 
 
+def step_times(path: Path, task_id: str) -> dict[str, float]:
+    """The daemon's step times of one task (daemon/steptimes.py), the first of each step."""
+    found: dict[str, float] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            tid, step, at = line.split(" ")
+            if tid == task_id and f"daemon: {step}" not in found:
+                found[f"daemon: {step}"] = float(at)
+    return found
+
+
 def runs_of(server: Server, number: int) -> list[dict]:
     return server.api("GET", f"/api/issues/{number}/runs")
 
@@ -77,9 +98,11 @@ def main() -> None:
         server = daemon = None
         try:
             server = Server(root, sqlite_url(root), PREDICTORX_FORGE_POLL_INTERVAL="0")
-            daemon = Daemon(server, root / "daemon")
-            emit({"bench": "forge_loop", "database": "sqlite", "machine": machine(),
-                  **measure(server, daemon, forge, root, args)})
+            daemon = Daemon(server, root / "daemon", PREDICTORX_STEP_TIMES=str(root / "steps.txt"))
+            before = machine()
+            figures = measure(server, daemon, forge, root, args)
+            emit({"bench": "forge_loop", "database": "sqlite", "machine": before,
+                  "loadavg_1_5_15_after": [round(x, 2) for x in os.getloadavg()], **figures})
         finally:
             for p in (daemon, server):
                 if p is not None:
@@ -90,10 +113,12 @@ def main() -> None:
 def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Namespace) -> dict:
     repo = forge.create_repo("octo/app")
     twin = forge.create_repo("octo/app-bare")  # the bare push's target: the same history
+    twin_url = forge.create_repo("octo/app-bare-url")  # the same, pushed to with the token in the URL
     folder = root / "folder"
     git(root, "clone", "-q", forge.authed_url(repo.path), str(folder))
     git(folder, "remote", "set-url", "origin", repo.clone_url)
     git(folder, "push", "-q", "-f", forge.authed_url(twin.path), "main:main")
+    git(folder, "push", "-q", "-f", forge.authed_url(twin_url.path), "main:main")
     stamps, ends = root / "stamps.txt", root / "ends.txt"
     conn = server.api("POST", "/api/forges", {"kind": "github", "name": "gh", "base_url": forge.base_url,
                                               "api_url": forge.api_url, "credential": forge.token})
@@ -106,34 +131,54 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
     server.api("PATCH", f"/api/projects/{project['id']}", {"forge_policy": {"max_followups": 20, "draft": False}})
 
     # -- 2: run ended → PR opened, and the bare push of the same branch -----------------------------
-    opened, bare, pushed, since_finish = [], [], [], []
+    # The bare push: the same branch, from the person's folder, to the same git server, with the same
+    # credential path as the daemon's push (the token in git's environment, forgepush.credential_env).
+    bare_env = {**os.environ, **credential_env(PushTarget(remote_url=twin.clone_url, branch="main",
+                                                          username=forge.git_username, token=forge.token))}
+    opened, bare, bare_url, created, since_finish, loads = [], [], [], [], [], []
+    steps: dict[str, list[float]] = {}
     first_issue = first_task = None
     for i in range(args.runs):
+        load_before = os.getloadavg()[0]
+        calls_before = len(forge.calls)
         issue = server.api("POST", "/api/issues", {"title": f"Run {i}", "project_id": project["id"], "assignee": "coder"})
         task_id = runs_of(server, issue["number"])[0]["id"]
-        pushed_at = None
-
-        def pr_open() -> dict | None:
-            nonlocal pushed_at
-            p = server.api("GET", f"/api/tasks/{task_id}/pr")
-            if p and pushed_at is None:
-                pushed_at = time.time()
-            return p if p.get("number") else None
-        pr = wait_until(pr_open, 60, 0.01, "the PR to open")
+        # Watched on the stand-in (in this process) until the forge created it, so no poll of the
+        # server's competes with its work before then; then the server is polled until it shows it.
+        wait_until(lambda: any(c.method == "POST" and c.path.endswith("/pulls") for c in forge.calls[calls_before:]),
+                   60, 0.005, "the PR's POST on the forge")
+        pr = wait_until(lambda: (p := server.api("GET", f"/api/tasks/{task_id}/pr")) and p.get("number") and p,
+                        60, 0.01, "the PR to open")
         seen = time.time()
-        task = server.api("GET", f"/api/tasks/{task_id}")
+        # The PR may open before the task's finish (the push is reported first): the pair's bare push
+        # starts once the daemon is done with the task, so the two never share the machine.
+        task = wait_until(lambda: (t := server.api("GET", f"/api/tasks/{task_id}")) and t.get("finished_at") and t,
+                          60, 0.01, "the task's finish")
         ended = stamp_of(ends, task_id)
         assert ended is not None, "the agent wrote no end stamp"
         opened.append(seen - ended)
-        pushed.append((pushed_at or seen) - ended)
+        post = [c for c in forge.calls if c.method == "POST" and c.path.endswith("/pulls")][-1]
+        created.append(post.answered_at - ended)
         since_finish.append(seen - _ts(task["finished_at"]))
+        for step, at in step_times(root / "steps.txt", task_id).items():
+            steps.setdefault(step, []).append(at - ended)
+        steps.setdefault("server: finish recorded (finished_at)", []).append(_ts(task["finished_at"]) - ended)
+        steps.setdefault("forge: PR POST arrived", []).append(post.at - ended)
+        steps.setdefault("forge: PR POST answered", []).append(post.answered_at - ended)
         t0 = time.monotonic()
-        git(folder, "push", "-q", forge.authed_url(twin.path), f"{pr['branch']}:refs/heads/{pr['branch']}")
+        subprocess.run(["git", "push", "-q", twin.clone_url, f"{pr['branch']}:refs/heads/{pr['branch']}"], cwd=folder,
+                       env=bare_env, check=True, capture_output=True, timeout=60)
         bare.append(time.monotonic() - t0)
+        t0 = time.monotonic()  # as a person types it: the token in the URL (git asks without it first, gets 401)
+        git(folder, "push", "-q", forge.authed_url(twin_url.path), f"{pr['branch']}:refs/heads/{pr['branch']}")
+        bare_url.append(time.monotonic() - t0)
+        loads.append((load_before + os.getloadavg()[0]) / 2)
         if first_issue is None:
             first_issue, first_task = issue, task_id
-        log(f"run {i}: PR #{pr['number']} {opened[-1] * 1000:.0f} ms after the agent ended "
-            f"({since_finish[-1] * 1000:.0f} ms after its finish); bare push {bare[-1] * 1000:.0f} ms")
+        log(f"run {i}: PR #{pr['number']} created {created[-1] * 1000:.0f} ms / seen {opened[-1] * 1000:.0f} ms after "
+            f"the agent ended ({since_finish[-1] * 1000:.0f} ms after its finish); bare push {bare[-1] * 1000:.0f} ms "
+            f"({bare_url[-1] * 1000:.0f} ms with the token in the URL); "
+            f"load {loads[-1]:.1f}")
 
     # -- 1: webhook → follow-up's agent process started ----------------------------------------------
     pr = server.api("GET", f"/api/tasks/{first_task}/pr")
@@ -158,15 +203,23 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
     followup = summary_ms(latencies)
     pr_open, push, after_finish = summary_ms(opened), summary_ms(bare), summary_ms(since_finish)
     ratio = round(pr_open["p50_ms"] / push["p50_ms"], 2) if push.get("p50_ms") else None
+    pairs = sorted(o / b for o, b in zip(opened, bare))
+    created_ratio = round(summary_ms(created)["p50_ms"] / push["p50_ms"], 2) if push.get("p50_ms") else None
     return {"webhook_to_followup_agent_started": {**followup, "target_p50_ms": TARGET_FOLLOWUP_P50_MS,
                                                   "met": followup.get("p50_ms", 1e9) <= TARGET_FOLLOWUP_P50_MS},
             "run_ended_to_pr_opened_with_push": pr_open,
-            "of_which_run_ended_to_push_recorded": summary_ms(pushed), "bare_git_push_same_branch": push,
-            "finish_received_to_pr_opened": after_finish,
-            "pr_opened_since_finish_over_bare_push_p50": round(after_finish["p50_ms"] / push["p50_ms"], 2)
-            if push.get("p50_ms") else None,
+            "run_ended_to_pr_created_on_the_forge": summary_ms(created), "bare_git_push_same_branch": push,
+            "bare_git_push_same_branch_token_in_url": summary_ms(bare_url),
+            "steps_after_the_agent_ended_p50_ms": {k: summary_ms(v)["p50_ms"] for k, v in
+                                                   sorted(steps.items(), key=lambda kv: statistics.median(kv[1]))},
+            "finish_received_to_pr_opened (negative: the PR opened before the finish)": after_finish,
             "pr_opened_over_bare_push_p50": {"ratio": ratio, "target": TARGET_PR_RATIO,
-                                             "met": ratio is not None and ratio <= TARGET_PR_RATIO},
+                                             "met": ratio is not None and ratio <= TARGET_PR_RATIO,
+                                             "median_of_pair_ratios": round(statistics.median(pairs), 2) if pairs else None,
+                                             "pr_created_on_forge_over_bare_push_p50": created_ratio,
+                                             "pr_opened_over_bare_push_token_in_url_p50": round(
+                                                 pr_open["p50_ms"] / summary_ms(bare_url)["p50_ms"], 2) if bare_url else None,
+                                             "load_1min_during_pairs_median": round(statistics.median(loads), 2) if loads else None},
             "notes": "GitHub stand-in on loopback (API in-process uvicorn, git via nginx + git http-backend); "
                      "agent = sh command, sandbox off; PR-open time polled every 10 ms"}
 

@@ -100,3 +100,34 @@ def test_a_project_that_pushes_only_when_asked_gets_no_target(api):
     api.as_(ran).post(f"/api/daemon/tasks/{task['id']}/status", json={"status": "running"})
     r = api.as_(ran).post(f"/api/daemon/tasks/{task['id']}/push-target", json=BRANCH)
     assert r.status_code == 200 and r.json() == {"forge_push": None} and GOOD_TOKEN not in r.text
+
+
+def test_a_push_reported_before_the_finish_records_it_and_the_finish_keeps_it(api):
+    """The daemon reports its push the moment git is done, while the task still runs (the PR opens
+    then, not at the finish): the report names the branch as the target was asked for it and
+    carries the run's result (the PR's body). The finish's review keeps that `pushed`, and its
+    answer hands out no second target (no second push, no second PR open)."""
+    ran, other = _daemon(api, "ran"), _daemon(api, "other")
+    task_id = _running(api, ran)
+    api.post("/api/forges", json={"kind": KIND, "name": "gh", "base_url": "https://forge.test", "credential": GOOD_TOKEN})
+    sha = "d" * 40
+    report = {"ok": True, "sha": sha, "branch": BRANCH, "result": "Added the feature."}
+    url = f"/api/daemon/tasks/{task_id}/forge-push"
+    assert api.as_(other).post(url, json=report).status_code == 404
+    r = api.as_(ran).post(url, json=report)
+    assert r.status_code == 200 and r.json()["pull_request_id"], r.text
+    pr = api.get(f"/api/tasks/{task_id}/pr").json()
+    assert pr["branch"] == BRANCH["branch"] and pr["head_sha"] == sha
+    task = api.get(f"/api/tasks/{task_id}").json()
+    assert task["status"] == "running" and task["result"] == "Added the feature."
+
+    done = api.as_(ran).post(f"/api/daemon/tasks/{task_id}/finish", json={
+        "status": "completed", "result": "Added the feature.", "review": {**BRANCH, "tip": sha}})
+    assert done.status_code == 200, done.text
+    assert "forge_push" not in done.json()  # pushed already, at this tip: no target in the answer
+    review = api.get(f"/api/tasks/{task_id}/review").json()
+    assert review["pushed"]["sha"] == sha and review["pushed"]["created"] is True and review["tip"] == sha
+    messages = api.get(f"/api/tasks/{task_id}/messages").json()
+    pushes = [m for m in (messages.get("messages", messages) if isinstance(messages, dict) else messages)
+              if (m.get("content") or {}).get("event") == "forge_push"]
+    assert len(pushes) == 1  # recorded once

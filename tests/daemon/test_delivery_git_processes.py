@@ -167,3 +167,64 @@ def test_finalize_tells_the_push_first_and_removes_the_worktree_off_the_finishs_
     while any(x.name.startswith("removed-") for x in scratch.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(x.name.startswith("removed-") for x in scratch.iterdir())
+
+
+def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits_for_it(tmp_path: Path,
+                                                                                         git_calls) -> None:
+    """Issue 22 (run ended → PR opened): `push_from(quarantine, tip)` is called as soon as the new tip
+    is known — after at most five git processes (rev-parse, config, cat-file, add, write-tree),
+    before the person's repository holds the branch — and the quarantine alone is a full source
+    for the push (the run's objects, the target's as its alternate). The fetch into the person's
+    repository and `delivered` (the handoff, the review) come only after the push's wait returns,
+    so no other git of the daemon's runs beside the push."""
+    person, run, start = _person_and_run(tmp_path)
+    (run / "feature.txt").write_text("the agent's work\n")
+    git(run, "add", "feature.txt")
+    git(run, *ID, "commit", "-qm", "feature")
+    tip = git(run, "rev-parse", "HEAD")
+    forge = tmp_path / "forge.git"
+    subprocess.run([REAL_GIT, "init", "-q", "--bare", str(forge)], check=True, timeout=60)
+    order: list[tuple] = []
+    scratch = tmp_path / "scratch"
+
+    def push_from(quarantine: Path, new_tip: str):
+        order.append(("push_from", sorted(git_calls()), git(person, "rev-parse", f"refs/heads/{BRANCH}"), new_tip))
+        subprocess.run([REAL_GIT, "--git-dir", str(quarantine), "push", "-q", str(forge),
+                        f"{new_tip}:refs/heads/{BRANCH}"], check=True, capture_output=True, timeout=60)
+
+        def wait() -> None:
+            order.append(("push waited", "fetch" in git_calls(), quarantine.is_dir()))
+        return wait
+
+    done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1", scratch=scratch,
+                            delivered=lambda d: order.append(("delivered", "fetch" in git_calls())),
+                            push_from=push_from)
+    assert done.tip == tip and done.problem is None
+    assert order == [("push_from", sorted(["rev-parse", "config", "cat-file", "add", "write-tree"]), start, tip),
+                     ("push waited", False, True), ("delivered", True)]
+    assert git(forge, "rev-parse", f"refs/heads/{BRANCH}") == tip  # pushed from the quarantine alone
+    assert git(person, "rev-parse", f"refs/heads/{BRANCH}") == tip
+    assert not (scratch / "quarantine.git").exists()
+
+
+def test_a_run_that_changed_nothing_pushes_nothing(tmp_path: Path) -> None:
+    person, run, start = _person_and_run(tmp_path)
+    asked: list[str] = []
+    done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
+                            scratch=tmp_path / "scratch", push_from=lambda q, t: asked.append(t) or (lambda: None))
+    assert done.tip == start and asked == []
+
+
+def test_an_object_add_wrote_beside_the_copy_is_not_a_failure(tmp_path: Path) -> None:
+    """`add` runs beside the copy of the run's objects: when it wrote one of them first (a file the
+    agent committed in the same second as it changed it is hashed again), the copy keeps it and
+    goes on — under load this failed the task ("could not be read": the copy's exclusive create)."""
+    name = "c" * 38
+    (tmp_path / "run" / "ab").mkdir(parents=True)
+    (tmp_path / "run" / "ab" / name).write_bytes(b"the object")
+    (tmp_path / "quarantine" / "ab").mkdir(parents=True)
+    (tmp_path / "quarantine" / "ab" / name).write_bytes(b"the object")
+    (tmp_path / "run" / "ab" / ("d" * 38)).write_bytes(b"another")
+    delivery._copy_objects(tmp_path / "run", tmp_path / "quarantine")
+    assert sorted(p.name for p in (tmp_path / "quarantine" / "ab").iterdir()) == [name, "d" * 38]
+    assert (tmp_path / "quarantine" / "ab" / ("d" * 38)).read_bytes() == b"another"

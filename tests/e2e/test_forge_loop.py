@@ -83,7 +83,7 @@ def _flow(server, daemon, standin, tmp: Path, browser_page=None, *, protected: b
     issue = server.api("POST", "/api/issues", {"title": f"Add runs ({s.kind})", "project_id": loop.project["id"],
                                                "assignee": "coder"})
     first = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=90)
-    assert first["status"] == "completed", first
+    assert first["status"] == "completed", (first.get("failure_reason"), first)
     pr = wait_until(lambda: (p := loop.pr_of(first["id"])).get("number") and p, 60, 0.1, "the PR to open")
     on_forge = s.pr(path, pr["number"])
     head1 = s.branch_head(path, pr["branch"])

@@ -35,6 +35,8 @@ class Call:
     query: str
     status: int
     operation_id: str = ""
+    at: float = field(default_factory=time.time)  # when the request arrived
+    answered_at: float = 0.0                      # when its answer was ready
 
 
 @dataclass
@@ -147,6 +149,7 @@ class StandInApp:
 
     def _done(self, record: Call, answer: Answer, payload: bytes | None = None) -> Response:
         record.status = answer.status
+        record.answered_at = time.time()
         self.standin.calls.append(record)
         return self._send(answer, payload)
 

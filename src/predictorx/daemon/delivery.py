@@ -26,7 +26,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ from .branches import ref_component
 from .gitcmd import DEFAULT_TIMEOUT, GitError, git, git_text, sealed_env
 from .gitdata import SHA as _SHA, open_regular, read_small, ref_value
 from .runrepo import is_own_repository
+from . import steptimes
 
 #: The most bytes of object files taken from a run's repository (a hostile agent could write more).
 MAX_IMPORT_BYTES = 8 * 2**30
@@ -68,19 +71,28 @@ class _RunRefs:
 
 def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, agent_name: str, task_id: str,
             scratch: Path, ref: str | None = None, keep_ref: str | None = None,
-            delivered: Callable[[Delivered], None] | None = None, timeout: float = DEFAULT_TIMEOUT) -> Delivered:
+            delivered: Callable[[Delivered], None] | None = None,
+            push_from: Callable[[Path, str], Callable[[], None]] | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> Delivered:
     """Bring the agent's commits and leftover files in `run_tree` to `ref` (default
     `refs/heads/<branch>`) of the git dir `target`, where the task's branch was made at `start`
     (None: not known). `scratch` is a folder of the daemon's (outside anything a run can write)
     for the quarantine. Work that does not build on the branch is not put there; with `keep_ref`
     it is kept in the target under that name (or `-2`, `-3`, …) and the problem says so.
-    `delivered(result)` is called as soon as the target holds it, before the quarantine is removed
-    (the push starts there). Raises DeliveryError.
+    `delivered(result)` is called as soon as the target holds it, before the quarantine is removed.
+    Raises DeliveryError.
 
-    It runs as few git processes as it can (the push waits for it, issue 22): the target's object
-    dir and branch in one `rev-parse`, the person's ignore setting beside it, the run's commits and
-    their trees in one `cat-file --batch-check`, `add`, `write-tree`, and one `fetch` — none when
-    the branch already holds the work."""
+    `push_from(quarantine, tip)` (issue 22: run ended → PR opened) is called the moment the branch's
+    new tip is known and builds on the branch — before it is fetched into the target: it starts
+    the push from the quarantine (the daemon's own repository, holding the run's objects and, as
+    its alternate, the target's) and returns a function that waits for that push. The fetch into
+    the target and everything after it (`delivered`: the handoff, the review) wait for the push,
+    so that git work does not share the CPU with it; the quarantine is removed after it.
+
+    It runs as few git processes as it can before the push: the target's object dir and branch in
+    one `rev-parse`, the person's ignore setting beside it, the run's commits and their trees in one
+    `cat-file --batch-check`, `add`, `write-tree` — then the push, then one `fetch` (none when the
+    branch already holds the work)."""
     ref = ref or f"refs/heads/{branch}"
     if os.path.islink(run_tree) or not run_tree.is_dir():
         # The agent replaced its checkout's folder with a link (to `/`, say): its files are not taken.
@@ -88,17 +100,20 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     quarantine = scratch / "quarantine.git"
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="px-delivery")
+    pool = ThreadPoolExecutor(3, thread_name_prefix="px-delivery")
     try:
         settings = pool.submit(_person_settings, target, timeout)
-        objects, current = _target_state(target, ref, timeout)
-        _make_quarantine(quarantine, objects)
-        refs, trees = _import(run_tree, quarantine, branch, (current, start), timeout)
-        head = refs.head or refs.branch_tip or current or start
-        if head is None:
-            raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
-        made = _commit_leftovers(run_tree, quarantine, head, trees.get(head), target, scratch, settings.result(),
-                                 agent_name, task_id, timeout)
+        current_of = _quarantine_beside(pool, target, ref, quarantine, timeout)
+        # The run's objects copied and checked (cat-file) while `add` reads its files (one git
+        # process fewer before the push): write-tree waits for the copy.
+        imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout)
+        head_of = partial(_head_of, imported, run_tree, start)
+        tree = _leftover_tree(run_tree, quarantine, scratch, settings.result(), head_of, timeout)
+        refs, trees, current = imported.result()
+        head = head_of()
+        made = None if tree == trees.get(head) else _commit_leftovers(run_tree, quarantine, head, tree, target,
+                                                                      scratch, agent_name, task_id, timeout)
+        steptimes.mark(task_id, "d_leftovers_checked")
         candidate = made or head
         prior = refs.branch_tip or current or start or head
         problem = None
@@ -113,9 +128,12 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
                 kept = _fetch_to_free_ref(quarantine, target, "refs/heads/kept", keep_ref, timeout)
                 problem += f"; it is kept as {kept} (`git log {kept}`)"
             candidate = prior
+        if push_from is not None and problem is None and candidate != start:
+            _pushed_first(push_from, quarantine, candidate, task_id)
         if candidate != current:  # the branch holds it already (no commits, nothing left): no fetch
             _set_ref(quarantine, "refs/heads/delivered", candidate)
             _fetch(quarantine, target, f"+refs/heads/delivered:{ref}", timeout)
+            steptimes.mark(task_id, "d_fetched")
         result = Delivered(candidate, bool(made) and candidate == made, problem, refs.note)
     except GitError as e:
         raise DeliveryError(f"the work in {run_tree} could not be put on branch {branch} ({e})") from e
@@ -130,6 +148,27 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         shutil.rmtree(quarantine, ignore_errors=True)
         for name in ("index", "index.lock"):
             (scratch / name).unlink(missing_ok=True)
+
+
+def _head_of(imported: Future[tuple[_RunRefs, dict[str, str], str | None]], run_tree: Path,
+             start: str | None) -> str:
+    """The commit the run's work builds on, once its objects are imported (`_import`)."""
+    refs, _trees, current = imported.result()
+    head = refs.head or refs.branch_tip or current or start
+    if head is None:
+        raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
+    return head
+
+
+def _pushed_first(push_from: Callable[[Path, str], Callable[[], None]], quarantine: Path, tip: str,
+                  task_id: str) -> None:
+    """The push of `tip` from the quarantine, started and waited for: the fetch into the target
+    and whatever follows run after it, not beside it."""
+    try:
+        push_from(quarantine, tip)()
+    except Exception:  # noqa: BLE001 — the push reports its own failure; the delivery goes on
+        pass
+    steptimes.mark(task_id, "d_push_waited")
 
 
 def _fetch(quarantine: Path, target: Path, refspec: str, timeout: float) -> None:
@@ -164,6 +203,27 @@ def _target_state(target: Path, ref: str, timeout: float) -> tuple[str, str | No
     return lines[0], sha if _SHA.match(sha) else None
 
 
+def _quarantine_beside(pool: ThreadPoolExecutor, target: Path, ref: str, quarantine: Path,
+                       timeout: float) -> Callable[[], str | None]:
+    """The quarantine made at once, while the target's `rev-parse` runs beside the copy of the
+    run's objects (one git process fewer before the push): its alternate is the target's object
+    dir where a plain repository keeps it (no `commondir`), set again if git says otherwise.
+    Returns what gives the target's branch commit (None: no such branch)."""
+    state = pool.submit(_target_state, target, ref, timeout)
+    guess = str(target / "objects") if target.is_absolute() and not (target / "commondir").exists() \
+        and (target / "objects").is_dir() else None
+    _make_quarantine(quarantine, guess or state.result()[0])
+
+    def current() -> str | None:
+        objects, sha = state.result()
+        if objects != guess:  # replaced whole: `add` may be reading it
+            alternates = quarantine / "objects" / "info" / "alternates"
+            alternates.with_name("alternates.new").write_text(objects + "\n")
+            os.replace(alternates.with_name("alternates.new"), alternates)
+        return sha
+    return current
+
+
 def _make_quarantine(quarantine: Path, objects: str) -> None:
     """A bare repository of the daemon's own, written as files (what `git init --bare --template=`
     writes, without a process): its config the daemon's, its only alternate the target's objects."""
@@ -181,14 +241,16 @@ def _set_ref(quarantine: Path, ref: str, sha: str) -> None:
 
 # -- the run's git dir, as data ------------------------------------------------------------------
 
-def _import(run_tree: Path, quarantine: Path, branch: str, known: tuple[str | None, ...],
-            timeout: float) -> tuple[_RunRefs, dict[str, str]]:
+def _import(run_tree: Path, quarantine: Path, branch: str, start: str | None, current_of: Callable[[], str | None],
+            timeout: float) -> tuple[_RunRefs, dict[str, str], str | None]:
     """The run's objects copied in, its HEAD and branch read, each checked to be a commit there;
-    with the trees of those commits and of `known` ones (the target's), for the leftover check."""
+    with the trees of those commits and of the target's (its branch, from `current_of`, and
+    `start`), for the leftover check; and the target's branch commit."""
     if not is_own_repository(run_tree):
         refs = _RunRefs(None, None, f"{run_tree}/.git is not a repository of its own; only the files there "
                                     "were taken over")
-        return refs, _commit_trees(quarantine, known, timeout)
+        current = current_of()
+        return refs, _commit_trees(quarantine, (current, start), timeout), current
     git_dir = run_tree / ".git"
     _copy_objects(git_dir / "objects", quarantine / "objects")
     head_text = read_small(git_dir, "HEAD") or ""
@@ -199,10 +261,11 @@ def _import(run_tree: Path, quarantine: Path, branch: str, known: tuple[str | No
     else:
         head = head_text.strip() or None
     tip = ref_value(git_dir, f"refs/heads/{branch}")
-    trees = _commit_trees(quarantine, (head, tip, *known), timeout)
+    current = current_of()
+    trees = _commit_trees(quarantine, (head, tip, current, start), timeout)
     head, tip = (head if head in trees else None), (tip if tip in trees else None)
     note = None if head else "the agent's HEAD could not be read as a commit; its files were committed on the branch"
-    return _RunRefs(head, tip, note, head_branch), trees
+    return _RunRefs(head, tip, note, head_branch), trees, current
 
 
 def _copy_objects(src: Path, dst: Path) -> None:
@@ -243,8 +306,18 @@ def _copy_file(src: Path, dst: Path, copied: int) -> int:
             raise DeliveryError(f"the agent's repository holds more than {MAX_IMPORT_BYTES / 2**30:.0f} GiB of objects; "
                                 "its work was not taken over")
         dst.parent.mkdir(parents=True, exist_ok=True)
-        with open(dst, "xb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 20)
+        # Whole or not at all, under its name: `add` may write the same object there meanwhile (it
+        # runs beside this copy); objects are named by their content, so one already there is it.
+        tmp = dst.with_name(f"{dst.name}.tmp-{uuid.uuid4().hex}")
+        try:
+            with open(tmp, "xb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+            try:
+                os.link(tmp, dst)
+            except FileExistsError:
+                pass
+        finally:
+            tmp.unlink(missing_ok=True)
     return size
 
 
@@ -272,10 +345,11 @@ def _is_ancestor(quarantine: Path, old: str, new: str, timeout: float) -> bool:
 
 # -- the leftover files ----------------------------------------------------------------------------
 
-def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, head_tree: str | None, target: Path,
-                      scratch: Path, settings: list[str], agent_name: str, task_id: str, timeout: float) -> str | None:
-    """A commit of the run's files on top of `head` (None when they are what `head` holds, whose
-    tree is `head_tree`). `settings`: the person's few (`_person_settings`)."""
+def _leftover_tree(run_tree: Path, quarantine: Path, scratch: Path, settings: list[str],
+                   head_of: Callable[[], str], timeout: float) -> str:
+    """The tree of the files the run left (its work tree, read as data), with an index of the
+    daemon's own. `settings`: the person's few (`_person_settings`); `head_of()`: the run's head
+    commit, once its objects are copied in (write-tree checks the objects it names)."""
     index = scratch / "index"
     env = sealed_env(quarantine, GIT_WORK_TREE=str(run_tree), GIT_INDEX_FILE=str(index))
     add = [*settings, "add", "--all"]
@@ -283,11 +357,16 @@ def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, head_tree: st
                                                    check=False).returncode != 0:
         # No index git reads as a plain one (or `add` failed on it): start from HEAD's tree.
         index.unlink(missing_ok=True)
-        git(["read-tree", head], cwd=run_tree, env=env, timeout=timeout)
+        git(["read-tree", head_of()], cwd=run_tree, env=env, timeout=timeout)
         git(add, cwd=run_tree, env=env, timeout=timeout)
-    tree = git_text(["write-tree"], cwd=run_tree, env=env, timeout=timeout)
-    if tree == head_tree:
-        return None
+    head_of()
+    return git_text(["write-tree"], cwd=run_tree, env=env, timeout=timeout)
+
+
+def _commit_leftovers(run_tree: Path, quarantine: Path, head: str, tree: str, target: Path, scratch: Path,
+                      agent_name: str, task_id: str, timeout: float) -> str:
+    """A commit of the run's leftover files (`tree`, not what `head` holds) on top of `head`."""
+    env = sealed_env(quarantine, GIT_WORK_TREE=str(run_tree), GIT_INDEX_FILE=str(scratch / "index"))
     who = {**env, **_identity(target, timeout),
            "GIT_AUTHOR_NAME": f"{agent_name or 'agent'} (Predictor X agent)",
            "GIT_AUTHOR_EMAIL": f"{ref_component(agent_name, 'agent')}@agents.predictorx.invalid"}

@@ -1,13 +1,17 @@
-"""A run's push, started as soon as its branch is there (issue 22: run ended → PR opened).
+"""A run's push, started as soon as its commits exist (issue 22: run ended → PR opened).
 
 When the agent ends well, the daemon asks the server for the branch's push target at once
-(`POST /api/daemon/tasks/<id>/push-target`, naming the branch it will report), while it still
-delivers the work and collects the review. As soon as the branch's tip is in the repository the
-daemon pushes from (the person's repository, the repo cache), the push starts; its result rides on
-the task's finish (`forge_pushed`), where the server records it and opens the PR — one request for
-finish, push report and PR. The credential reaches git only as forgepush.py says (its environment,
-never argv), and is dropped when the push is done. Whatever goes wrong here (no answer, a 404 from
-an older server) leaves the old path: the finish's answer carries the target.
+(`POST /api/daemon/tasks/<id>/push-target`, naming the branch it will report). In worktree mode
+the push starts from the delivery's quarantine the moment the branch's new tip is known — before
+it is fetched into the person's repository (`delivery.deliver`'s `push_from`), and that fetch, the
+handoff and the review wait for it, so no other git of the daemon's shares the CPU with it. A
+repository checkout pushes from the repo cache once its review has the tip. As soon as git is
+done the push is reported on its own (`POST /api/daemon/tasks/<id>/forge-push` with the branch and
+the run's result): the server records it and opens the PR while the daemon finishes the rest. If
+that report fails, it rides on the task's finish (`forge_pushed`) instead. The credential reaches
+git only as forgepush.py says (its environment, never argv), and is dropped when the push is done.
+Whatever goes wrong here (no answer, a 404 from an older server) leaves the old path: the finish's
+answer carries the target.
 """
 
 from __future__ import annotations
@@ -18,15 +22,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import steptimes
 from .host import RunHost
 from .serverapi import ServerError
 
 log = logging.getLogger("predictorx.daemon")
+RESULT_MAX = 20_000
+#: The longest the delivery waits for the push before it goes on (git's own timeout is shorter).
+PUSH_WAIT = 360.0
 
 
 class EarlyPush:
-    def __init__(self, daemon: RunHost, task_id: str):
-        self.daemon, self.task_id = daemon, task_id
+    def __init__(self, daemon: RunHost, task_id: str, mask: Callable[[Any], Any] = lambda x: x):
+        self.daemon, self.task_id, self.mask = daemon, task_id, mask
+        self._result: str | None = None  # the run's result: the PR's body reads it
+        self._git_done = asyncio.Event()  # the push's git is over (the delivery goes on)
         self.branch: dict[str, str] = {}   # the branch the finish will report (forgepush.EARLY_KEYS)
         self._target: asyncio.Future[dict[str, Any] | None] | None = None
         self._push: asyncio.Future[dict[str, Any] | None] | None = None
@@ -38,43 +48,82 @@ class EarlyPush:
                  "origin_url": origin_url, "continued_from": continued_from}
         self.branch = {k: v for k, v in named.items() if isinstance(v, str) and v}
 
-    def ask(self, ended_well: bool) -> None:
+    def ask(self, ended_well: bool, result: str | None = None) -> None:
         """The agent ended (`ended_well`: completed, not cancelled): ask for the push target now
         (only for a repository with a forge URL) — its answer comes while the work is delivered."""
+        steptimes.mark(self.task_id, "agent_exited")
         if ended_well and self._target is None and self.branch.get("branch") and self.branch.get("origin_url"):
+            self._result = result[:RESULT_MAX] if result else None
             self._target = asyncio.ensure_future(self._ask())
 
     async def _ask(self) -> dict[str, Any] | None:
+        steptimes.mark(self.task_id, "target_asked")
         try:
             answer = await self.daemon.api.call("POST", f"/api/daemon/tasks/{self.task_id}/push-target",
                                                 self.branch, retries=1)
+            steptimes.mark(self.task_id, "target_answered")
         except ServerError as e:
             log.info("task %s: no early push target (%s); the finish will say", self.task_id, e.detail)
             return None
         return (answer or {}).get("forge_push") or None
 
-    def start(self, branch: str | None, tip: str | None) -> None:
-        """The branch is at `tip` in the repository it is pushed from: push it (if asked for)."""
+    def start(self, branch: str | None, tip: str | None, quarantine: Path | None = None) -> None:
+        """The branch is at `tip` in the repository it is pushed from (`quarantine`: the
+        delivery's; default the one the server names): push it (if asked for)."""
         if self._target is None or self._push is not None:
             return
         if not branch or not tip or branch != self.branch.get("branch"):
             self.drop()
             return
-        self._push = asyncio.ensure_future(self._push_at(tip))
+        self._push = asyncio.ensure_future(self._push_at(tip, quarantine))
 
-    async def _push_at(self, tip: str) -> dict[str, Any] | None:
+    async def _push_at(self, tip: str, quarantine: Path | None) -> dict[str, Any] | None:
         from . import forgework
 
-        assert self._target is not None
-        given = await self._target
-        self._target = None
-        if given is None:
-            return None
-        given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
-        ok, sha, error = await forgework.push_with(self.daemon, self.task_id, given)
+        try:
+            assert self._target is not None
+            given = await self._target
+            self._target = None
+            if given is None:
+                return None
+            given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
+            steptimes.mark(self.task_id, "push_start")
+            ok, sha, error = await forgework.push_with(self.daemon, self.task_id, given, quarantine)
+            steptimes.mark(self.task_id, "push_end")
+        finally:
+            self._git_done.set()
         if ok is None:
             return None
-        return {"ok": ok, "sha": sha, "error": error}
+        report = {"ok": ok, "sha": sha, "error": error}
+        # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
+        return None if ok and await self._report(report) else report
+
+    async def _report(self, report: dict[str, Any]) -> bool:
+        """The push's report, now: the server opens the PR without waiting for the finish. False
+        when it did not go (the finish carries it then)."""
+        body = {**report, "branch": self.branch, **({"result": self.mask(self._result)} if self._result else {})}
+        try:
+            await self.daemon.api.call("POST", f"/api/daemon/tasks/{self.task_id}/forge-push", body, retries=1)
+        except ServerError as e:
+            log.info("task %s: its push report goes with its finish (%s)", self.task_id, e.detail)
+            return False
+        steptimes.mark(self.task_id, "push_reported")
+        return True
+
+    def quarantine_hook(self, branch: str) -> Callable[[Path, str], Callable[[], None]]:
+        """For delivery.deliver's `push_from` (called in its thread): start the push of `tip` from
+        the quarantine on the event loop; the function it returns waits until git is done."""
+        loop = asyncio.get_running_loop()
+
+        async def go(quarantine: Path, tip: str) -> None:
+            self.start(branch, tip, quarantine)
+            if self._push is not None:
+                await self._git_done.wait()
+
+        def push_from(quarantine: Path, tip: str) -> Callable[[], None]:
+            started = asyncio.run_coroutine_threadsafe(go(quarantine, tip), loop)
+            return lambda: started.result(PUSH_WAIT)
+        return push_from
 
     async def for_finish(self) -> dict[str, Any]:
         """The finish's `forge_pushed` (how the push went), or nothing when none was made."""

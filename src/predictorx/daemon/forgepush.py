@@ -77,18 +77,19 @@ def _check(target: PushTarget) -> None:
 
 
 def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,
-         timeout: float = PUSH_TIMEOUT) -> Pushed:
+         timeout: float = PUSH_TIMEOUT, git_dir: bool = False) -> Pushed:
     """Push `local_ref` (a ref or commit in the git dir or working copy `repo`) to
     `refs/heads/<target.branch>` at `target.remote_url`. `lease`: the sha Predictor X pushed
     there last (the forge's branch must still be that), or None (it must not exist yet).
-    Raises PushError with a scrubbed sentence."""
+    `git_dir`: `repo` is a git dir the daemon made itself (the delivery's quarantine), pinned as
+    GIT_DIR. Raises PushError with a scrubbed sentence."""
     _check(target)
     sha = local_ref if _SHA.match(local_ref) else _commit_of(repo, local_ref)
     remote_ref = f"refs/heads/{target.branch}"
     expect = lease if lease and _SHA.match(lease) else ""
     args = ["push", "--porcelain", "--no-verify", f"--force-with-lease={remote_ref}:{expect}",
             target.remote_url, f"{sha}:{remote_ref}"]
-    done = _run(repo, args, target, timeout)
+    done = _run(repo, args, target, timeout, git_dir=git_dir)
     if done.returncode != 0:
         said = scrub(done.stderr.decode("utf-8", "replace") + done.stdout.decode("utf-8", "replace"), target)
         if "stale info" in said or "fetch first" in said or "rejected" in said:
@@ -122,9 +123,12 @@ def fetch(repo: Path, target: PushTarget, dest_ref: str, *, timeout: float = PUS
     return sha
 
 
-def _run(repo: Path, args: list[str], target: PushTarget, timeout: float):
+def _run(repo: Path, args: list[str], target: PushTarget, timeout: float, *, git_dir: bool = False):
+    env = credential_env(target)
+    if git_dir:
+        env["GIT_DIR"] = str(repo)
     try:
-        return git(args, cwd=repo, env=credential_env(target), timeout=timeout, check=False)
+        return git(args, cwd=repo, env=env, timeout=timeout, check=False)
     except GitError as e:  # only a timeout raises with check=False
         raise PushError(f"git {args[0]} to the forge {scrub(str(e), target)}") from None
 

@@ -99,10 +99,12 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
         log.warning("task %s: could not report its push (%s)", task_id, e.detail)
 
 
-async def push_with(daemon: RunHost, task_id: str,
-                    answer: dict[str, Any]) -> tuple[bool | None, str | None, str | None]:
+async def push_with(daemon: RunHost, task_id: str, answer: dict[str, Any],
+                    quarantine: Path | None = None) -> tuple[bool | None, str | None, str | None]:
     """Push the task's branch to the target the server answered: (ok, sha, error); ok None when
-    the answer was unreadable (nothing was pushed, nothing to report)."""
+    the answer was unreadable (nothing was pushed, nothing to report). `quarantine`: push the
+    answer's `tip` from the delivery's own repository (daemon/delivery.py), not from the
+    repository the server names."""
     try:
         target = target_from(answer)
     except (KeyError, TypeError, ValueError):
@@ -110,11 +112,11 @@ async def push_with(daemon: RunHost, task_id: str,
         return None, None, None
     ok, sha, error = False, None, None
     try:
-        repo = checked_repository(daemon, target.extra.get("repo_path", ""))
+        repo = quarantine or checked_repository(daemon, target.extra.get("repo_path", ""))
         # At a run's end the server names the commit this daemon reported as the branch's tip.
         local = target.extra.get("tip") or f"refs/heads/{target.extra.get('local_branch') or target.branch}"
         done = await asyncio.to_thread(forgepush.push, repo, local, target,
-                                       lease=target.extra.get("lease") or None)
+                                       lease=target.extra.get("lease") or None, git_dir=quarantine is not None)
         ok, sha = True, done.sha
         log.info("task %s: pushed %s to the forge's branch %s", task_id, done.sha[:12], target.branch)
     except (forgepush.PushError, ValueError) as e:

@@ -21,7 +21,7 @@ from .. import __version__, agents, allowhosts, config, hardening, protocol, res
 from ..protocol import Event
 from ..agents import descendants, runcgroup
 from ..apiclient import fail
-from . import bytecode, forgework, identity, runcheckouts, worktree
+from . import bytecode, forgework, identity, runcheckouts, steptimes, worktree
 from .context import recovery as contextrecovery
 from .dirlock import DirLocks
 from .gc import GcTimer
@@ -121,10 +121,12 @@ class Daemon:
         """Report a task's end; if the server cannot be reached, keep it and retry with heartbeats,
         so no task is left running on the server for ever."""
         log.info("task %s: %s", task_id, outcome_line(fields))
+        steptimes.mark(task_id, "finish_sending")
         free = 0 if self._stopping.is_set() else max(0, self.max_tasks - self.busy_slots)
         try:
             try:
                 answer = await self.api.finish(task_id, **bounded_finish(fields), claim_next=free)
+                steptimes.mark(task_id, "finish_answered")
             except ServerError as e:
                 if e.status not in (400, 413, 422):
                     raise

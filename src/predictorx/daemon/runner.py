@@ -83,7 +83,7 @@ class TaskRun:
         self._undelivered: list[str] = []  # why some checkout's work could not be delivered
         #: The object stores the daemon made the task's checkout borrow from (for `gitview`).
         self.borrowed_objects: list[Path] = []
-        self.early_push = earlypush.EarlyPush(daemon, self.id)  # the push, once the branch is there (issue 22)
+        self.early_push = earlypush.EarlyPush(daemon, self.id, lambda x: self.masker.any(x))  # the push, once the branch is there (issue 22)
         #: read at the end, sent while the work is delivered
         self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts))
         self.answer_bell = asyncio.Event()  # a person answered its agent's question (permissionwait.py)
@@ -271,7 +271,8 @@ class TaskRun:
             outcome = await self._execute(ctx, env, prepared.start_dir, real)
         finally:
             hook = self.early_push.delivered_hook(prepared.branch, self.handoff.read_pending)
-            done = await asyncio.to_thread(worktree.finalize, prepared, delivered=hook)
+            done = await asyncio.to_thread(worktree.finalize, prepared, delivered=hook,
+                                           push_from=self.early_push.quarantine_hook(prepared.branch))
             self.branch = done.branch
             await self._note("system", {"event": "worktree", "message": done.message, "branch": done.branch})
             self.review = await self._review(
@@ -458,7 +459,7 @@ class TaskRun:
         try:
             fresh = build_prompt(self.issue, self.agent, self.task.prompt) + "\n\n"
             result = await adapter.run_resuming(spec, lambda m: uploader.add(m.kind, m.content), self.agent_stop, fresh)
-            self.early_push.ask(result.status == "completed" and not self.cancel_event.is_set())
+            self.early_push.ask(result.status == "completed" and not self.cancel_event.is_set(), result.result)
             await tail  # the running report is in before the end is reported (and raises if it was refused)
             ended_well = result.status == "completed"
         finally:

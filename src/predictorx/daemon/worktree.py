@@ -358,25 +358,28 @@ def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, ti
 # --- finalize -----------------------------------------------------------------------------------
 
 def finalize(prepared: Prepared, *, timeout: float = TIMEOUT,
-             delivered: Callable[[str | None], None] | None = None) -> Finalized:
+             delivered: Callable[[str | None], None] | None = None,
+             push_from: Callable[[Path, str], Callable[[], None]] | None = None) -> Finalized:
     """After the agent (also after a failure or cancellation, once its processes are gone):
     commit its leftovers to the branch, then remove the worktree — or keep it if that failed.
     `delivered(tip)` is called once the work is on the branch, before the worktree is removed:
     with the branch's new tip when the task added commits to it cleanly, else None (the daemon
-    starts the push there and reads what it still needs from the worktree).
+    starts the push there and reads what it still needs from the worktree). `push_from`: see
+    delivery.deliver (the push starts from its quarantine, before the fetch into the repository).
 
     Returns a Finalized; when `error` is set the task must fail with it (the work is kept in the
     worktree the message names). Raises WorktreeError only when git itself fails on the repository
     (then nothing was removed).
     """
     try:
-        return _finalize(prepared, timeout, delivered or (lambda tip: None))
+        return _finalize(prepared, timeout, delivered or (lambda tip: None), push_from)
     except GitError as e:
         raise WorktreeError(f"could not finish the worktree {prepared.worktree_dir} of {prepared.repo_dir}; "
                             f"it was left as it is ({e})") from e
 
 
-def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], None]) -> Finalized:
+def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], None],
+              push_from: Callable[[Path, str], Callable[[], None]] | None = None) -> Finalized:
     top, wt, ref = p.repo_dir, p.worktree_dir, f"refs/heads/{p.branch}"
     marker = p.env_root / MARKER
     note = None
@@ -392,7 +395,7 @@ def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], Non
             done = delivery.deliver(wt, git_dir, p.branch, p.baseline_commit, agent_name=p.agent_name,
                                     task_id=p.task_id, scratch=p.env_root / ".delivery",
                                     keep_ref=f"{KEPT_REFS}/{ref_component(p.task_id or p.env_root.name, 'worktree')}",
-                                    delivered=tell, timeout=timeout)
+                                    delivered=tell, push_from=push_from, timeout=timeout)
             problem, note = done.problem, done.note
         except delivery.DeliveryError as e:
             problem = str(e)

@@ -161,6 +161,9 @@ def target_at_finish(session: Session, daemon_id: str, task_id: str) -> PushTarg
     task = session.get(Task, task_id)
     if task is None or task.daemon_id != daemon_id or task.status != "completed" or _pushable(task) is not None:
         return None
+    pushed, tip = (task.review or {}).get("pushed"), (task.review or {}).get("tip")
+    if isinstance(pushed, dict) and tip and pushed.get("sha") == tip:  # pushed before its finish (earlypush)
+        return None
     if not policy(session, task.project_id).get("auto_push", True) or _tracked(session, task) is None:
         return None
     target = push_target(session, daemon_id, task_id)
@@ -239,26 +242,47 @@ def _lease(review: dict[str, Any], pr: PullRequest | None) -> str:
 
 
 def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,
-                  error: str | None) -> PullRequest | None:
+                  error: str | None, branch: dict[str, Any] | None = None,
+                  result: str | None = None) -> PullRequest | None:
     """The daemon's report of a push: the PullRequest row on success (listeners called), a
-    sentence on the task either way."""
+    sentence on the task either way. `branch` (EARLY_KEYS) and `result`: the report of a push
+    made before the task's finish (daemon/earlypush.py) names the branch as target_at_end was
+    asked for it, and carries the run's result (the PR's body reads it); the finish's review
+    keeps the `pushed` this writes (`keep_pushed`)."""
     task = _daemons_task(session, daemon_id, task_id)
-    tracked = _tracked(session, task)
+    early = task.status == "running" and branch is not None
+    review = ({k: branch[k] for k in EARLY_KEYS if isinstance(branch.get(k), str) and branch[k]} if early and branch
+              else dict(task.review) if isinstance(task.review, dict) else {})
+    tracked = _tracked(session, task, review)
     if tracked is None:
         raise NotFound(f"task {task_id} has no branch on a forge")
     conn, repo_path, url, pr = tracked
-    review = dict(task.review) if isinstance(task.review, dict) else {}
+    if early and result and not task.result:
+        task.result = result  # as its finish will report it
     if not ok or not sha:
         _say(session, task, {"event": "forge_push_failed",
                              "message": f"The branch was not pushed to {url}: {error or 'no reason given'}"})
         return pr
+    pr = _recorded(session, task, review, conn.id, repo_path, url, pr, sha)
+    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
+    for listener in list(after_push):
+        try:
+            listener(session, pr, task)
+        except Exception:  # one listener's failure must not undo the push's record
+            log.exception("an after_push listener failed for task %s", task.id)
+    return pr
+
+
+def _recorded(session: Session, task: Task, review: dict[str, Any], conn_id: str, repo_path: str, url: str,
+              pr: PullRequest | None, sha: str) -> PullRequest:
+    """The PullRequest row of a push that landed, `review.pushed` and the task's sentence."""
     # Leased on "must not exist" and it landed: the push created the branch (prflow skips
     # looking for a PR of it on the forge then).
     created = not _lease(review, pr)
     if pr is None:
         issue_status = session.scalar(select(Issue.status).where(Issue.id == task.issue_id))
         pr = PullRequest(workspace_id=task.workspace_id, issue_id=task.issue_id, agent_id=task.agent_id,
-                         connection_id=conn.id, repo_path=repo_path, repo_url=url, branch=review["branch"],
+                         connection_id=conn_id, repo_path=repo_path, repo_url=url, branch=review["branch"],
                          state="pushed", issue_status_before=issue_status)
         session.add(pr)
     elif pr.state == "discarded":
@@ -269,13 +293,17 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
     task.review = review
     _say(session, task, {"event": "forge_push", "branch": pr.branch,
                          "message": f"Pushed {sha[:12]} to branch {pr.branch} of {url}."})
-    emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
-    for listener in list(after_push):
-        try:
-            listener(session, pr, task)
-        except Exception:  # one listener's failure must not undo the push's record
-            log.exception("an after_push listener failed for task %s", task.id)
     return pr
+
+
+def keep_pushed(session: Session, task_id: str, review: dict[str, Any]) -> dict[str, Any]:
+    """The finish's `review`, with the `pushed` of a push reported before it (push_reported with
+    `branch`) when that pushed the branch the review names."""
+    prior = session.scalar(select(Task.review).where(Task.id == task_id))
+    if not isinstance(prior, dict) or "pushed" in review or review.get("branch") != prior.get("branch"):
+        return review
+    pushed = prior.get("pushed")
+    return {**review, "pushed": pushed} if isinstance(pushed, dict) and pushed.get("sha") else review
 
 
 def push_at_finish(session: Session, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,

@@ -14,7 +14,7 @@ from ...service import forgepush
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
 from ..forgeasks import local_action
-from ..models import PushReport, Strict
+from ..models import Body, PushReport, Strict
 from ..safejson import SafeJSONResponse
 from ..state import AppState
 
@@ -30,6 +30,14 @@ class EarlyBranch(Strict):
     origin_url: Annotated[str, Field(max_length=4096)] | None = None
     repo_label: Annotated[str, Field(max_length=4096)] | None = None
     continued_from: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
+
+
+class EarlyPushReport(PushReport):
+    """A push report; sent before the task's finish (daemon/earlypush.py), it names the branch as
+    the push target was asked for it and carries the run's result (the PR's body reads it)."""
+
+    branch: EarlyBranch | None = None
+    result: Body | None = None
 
 
 @router.get("/daemon/tasks/{task_id}/forge-target", response_model=None)
@@ -55,11 +63,13 @@ def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends
 
 
 @router.post("/daemon/tasks/{task_id}/forge-push")
-def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
+def forge_pushed(task_id: str, body: EarlyPushReport, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """How a push went. Sent before the finish (a running task), the PR opens once this commits."""
     with state.write() as s:
         pr = forgepush.push_reported(s, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
-                                     error=body.error)
+                                     error=body.error, result=body.result,
+                                     branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
         return {"pull_request_id": pr.id if pr is not None else None}
 
 

@@ -118,8 +118,10 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
     transaction (one request per task a busy daemon turns over, not two)."""
     with state.write() as s:
-        t = tasks.finish(s, caller.principal.daemon_id, task_id,
-                         **body.model_dump(exclude={"claim_next", "forge_pushed", "usage"}))
+        fields = body.model_dump(exclude={"claim_next", "forge_pushed", "usage"})
+        if body.forge_pushed is None and body.review and body.review.get("branch"):
+            fields["review"] = forgepush.keep_pushed(s, task_id, fields["review"])  # pushed before the finish
+        t = tasks.finish(s, caller.principal.daemon_id, task_id, **fields)
         workflow_delivery.after_delivery(s, t.issue_id, body.status, body.review)  # commit-boundary steps
         if body.usage is not None:  # the run's final usage (issue 27)
             usage_actions.usage_reported(s, t, body.usage.model_dump(), final=True)

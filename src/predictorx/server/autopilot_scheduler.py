@@ -67,7 +67,7 @@ class Scheduler:
             with self.state.write() as s:
                 self.fired += len(autopilot_schedule.fire_due_at_once(s, due, now, fired_at=self.clock.now()))
             return
-        except Exception as e:  # refused or failed: one by one below, each firing's outcome its own
+        except Exception as e:  # noqa: BLE001 — refused or failed: one by one below, each its own outcome
             log.info("autopilots %s: firing at once did not go through (%s); one by one", ", ".join(due), e)
         try:
             with self.state.write() as s:

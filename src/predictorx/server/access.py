@@ -344,6 +344,7 @@ ACCESS: dict[str, Rule] = {
     "POST /pull-requests/{pr_id}/ask-again":             MEMBER,
     "GET /usage":                                        MEMBER,   # the usage page (web/usage.py)
     "GET /autopilots":                                   MEMBER,   # web/autopilots.py
+    "POST /autopilots":                                  ADMIN,
     "GET /autopilots/{autopilot_id}":                    MEMBER,
     "POST /autopilots/{autopilot_id}/pause":             ADMIN,
     "POST /autopilots/{autopilot_id}/resume":            ADMIN,

@@ -120,3 +120,18 @@ def test_members_get_no_form_and_are_refused_making_one(client, token, web_db):
         r = member.post("/autopilots", data={"name": "sneaky", "title": "T", "cron": "* * * * *"})
         assert r.status_code == 403
     assert client.get("/api/autopilots", headers=_bearer(token)).json() == []
+
+
+def test_an_owner_changes_the_schedule_on_the_autopilots_page(client, token, web_db):
+    made = client.post("/api/autopilots", headers=_bearer(token), json={
+        "name": "weekly", "title": "Weekly", "cron": "0 9 * * 1"}).json()
+    page = client.get(f"/autopilots/{made['id']}").text
+    assert 'id="autopilot-schedule"' in page and 'value="0 9 * * 1"' in page
+    bad = client.post(f"/autopilots/{made['id']}/schedule", data={"cron": "mondays", "timezone": "Europe/Berlin"})
+    assert bad.status_code == 422 and "not a cron expression" in bad.text
+    form = bad.text.split('id="autopilot-schedule"', 1)[1]
+    assert 'role="alert"' in form and 'value="mondays"' in form and 'value="Europe/Berlin"' in form
+    ok = client.post(f"/autopilots/{made['id']}/schedule", data={"cron": "0 8 * * 1-5", "timezone": "Europe/Berlin"})
+    assert ok.status_code == 303
+    shown = client.get("/api/autopilots/weekly", headers=_bearer(token)).json()
+    assert (shown["cron"], shown["timezone"]) == ("0 8 * * 1-5", "Europe/Berlin")

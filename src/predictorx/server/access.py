@@ -188,6 +188,7 @@ ACCESS: dict[str, Rule] = {
     "POST /api/autopilots":                              ADMIN,
     "GET /api/autopilots/{ref}":                         MEMBER,
     "DELETE /api/autopilots/{ref}":                      ADMIN,
+    "PATCH /api/autopilots/{ref}/schedule":              ADMIN,
     "POST /api/autopilots/{ref}/pause":                  ADMIN,
     "POST /api/autopilots/{ref}/resume":                 ADMIN,
     "POST /api/autopilots/{ref}/fire":                   ADMIN,
@@ -346,6 +347,7 @@ ACCESS: dict[str, Rule] = {
     "GET /autopilots":                                   MEMBER,   # web/autopilots.py
     "POST /autopilots":                                  ADMIN,
     "GET /autopilots/{autopilot_id}":                    MEMBER,
+    "POST /autopilots/{autopilot_id}/schedule":          ADMIN,
     "POST /autopilots/{autopilot_id}/pause":             ADMIN,
     "POST /autopilots/{autopilot_id}/resume":            ADMIN,
     "POST /autopilots/{autopilot_id}/fire":              ADMIN,

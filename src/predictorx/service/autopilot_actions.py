@@ -59,6 +59,18 @@ def create(tx: Transactions, workspace_id: str, user_id: str | None, fields: dic
         return out
 
 
+def reschedule(tx: Transactions, workspace_id: str, ref: str, user_id: str | None, cron: str | None,
+               timezone: str | None, base_url: str = "", *, address: str | None = None,
+               now: datetime | None = None) -> dict[str, Any]:
+    """Change its schedule (cron, time zone); `now`: the scheduler's clock."""
+    with tx.write() as s:
+        row = svc.get(s, workspace_id, ref)
+        before = {"cron": row.cron, "timezone": row.timezone}
+        svc.reschedule(s, row, cron, timezone, now)
+        _audit(s, row, "reschedule", user_id, address, before=before, cron=row.cron, timezone=row.timezone)
+        return svc.describe(s, row, base_url=base_url)
+
+
 def pause(tx: Transactions, workspace_id: str, ref: str, user_id: str | None, *, address: str | None = None) -> dict:
     with tx.write() as s:
         row = svc.get(s, workspace_id, ref)

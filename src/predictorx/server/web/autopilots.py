@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from ...service import autopilot_actions as actions
 from .forges import may_manage
 from ...service.autopilots import ROLE_PREFIX
-from ..models import AutopilotIn
+from ..models import AutopilotIn, AutopilotScheduleIn
 from .forms import FORM_ERRORS, Form, FormError, message_of, read_form, status_of
 from .pageroute import PageRoute
 from .pagework import in_page_thread
@@ -73,7 +73,7 @@ async def create(request: Request, form: Form = Depends(read_form), who: Viewer 
 def _detail(request: Request, who: Viewer, autopilot_id: str, **extra: Any) -> dict[str, Any]:
     shown = actions.show(request.app.state.px, who.workspace_id, autopilot_id, public_base(request))
     return {"viewer": who, "section": "autopilots", "a": shown, "manage": may_manage(who), "error": None,
-            "notice": None, "secret": None, **extra}
+            "notice": None, "secret": None, "schedule_error": None, "typed": None, **extra}
 
 
 @router.get("/autopilots/{autopilot_id}")
@@ -105,3 +105,24 @@ async def resume(request: Request, autopilot_id: str, who: Viewer = Depends(view
 async def fire(request: Request, autopilot_id: str, who: Viewer = Depends(viewer)) -> Response:
     return await _act(request, who, autopilot_id, actions.fire_now,
                       now=request.app.state.autopilot_scheduler.clock.now())
+
+
+@router.post("/autopilots/{autopilot_id}/schedule")
+async def reschedule(request: Request, autopilot_id: str, form: Form = Depends(read_form),
+                     who: Viewer = Depends(viewer)) -> Response:
+    """A new schedule from the autopilot's page (the API's request model and use case); a refusal is
+    said next to the form, with what was typed kept."""
+    def work() -> None:
+        body = AutopilotScheduleIn.model_validate({"cron": form.get("cron"), "timezone": form.optional("timezone")})
+        actions.reschedule(request.app.state.px, who.workspace_id, autopilot_id, who.caller.user_id, body.cron,
+                           body.timezone, address=who.caller.address,
+                           now=request.app.state.autopilot_scheduler.clock.now())
+
+    try:
+        await in_page_thread(work)
+    except FORM_ERRORS as e:
+        context = await in_page_thread(_detail, request, who, autopilot_id, schedule_error=message_of(e),
+                                       typed=form.values())
+        return html("autopilot.html", context, status_of(e))
+    return redirect(request, f"/autopilots/{autopilot_id}")
+

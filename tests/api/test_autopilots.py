@@ -205,3 +205,20 @@ def test_bad_input_is_a_sentence_never_a_500(api):
     refused({"webhook": True}, 409, "exists already")
     assert api.get("/api/autopilots/nope").status_code == 404
     assert api.post("/api/autopilot-firings/nope/replay").status_code == 404
+
+
+def test_the_schedule_is_changed_and_the_next_due_time_follows_it(api):
+    made = api.post("/api/autopilots", json={"name": "daily", "title": "Daily", "cron": "0 9 * * *"}).json()
+    r = api.patch("/api/autopilots/daily/schedule", json={"cron": "30 2 * * *", "timezone": "Europe/Berlin"})
+    assert r.status_code == 200, r.text
+    changed = r.json()
+    assert (changed["cron"], changed["timezone"]) == ("30 2 * * *", "Europe/Berlin")
+    assert changed["next_due_at"] != made["next_due_at"] and changed["next_due_at"][11:16] in ("00:30", "01:30")
+    for body, said in (({"cron": "every day"}, "not a cron expression"), ({"timezone": "Mars/Base"}, "unknown time zone"),
+                       ({"cron": ""}, "needs a trigger")):
+        r = api.patch("/api/autopilots/daily/schedule", json=body)
+        assert r.status_code == 422 and said in r.text, (body, r.text)
+    assert api.get("/api/autopilots/daily").json()["cron"] == "30 2 * * *"  # refusals change nothing
+    hooked = _webhook_autopilot(api, cron="* * * * *")
+    r = api.patch(f"/api/autopilots/{hooked['id']}/schedule", json={"cron": ""})
+    assert r.status_code == 200 and r.json()["cron"] is None and r.json()["next_due_at"] is None  # its webhook stays

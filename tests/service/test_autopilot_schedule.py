@@ -145,3 +145,65 @@ def test_cron_and_time_zone_are_checked():
     with pytest.raises(Invalid, match="never due"):
         autopilot_cron.check("0 0 31 2 *", "UTC")
     assert autopilot_cron.check(" 0  9 * * 1-5 ", "Europe/Berlin") == "0 9 * * 1-5"
+
+
+def test_autopilots_due_together_fire_in_a_few_statements_each(db):
+    """30 due at the same second: a handful of statements for the batch and ~5 per issue (the issue,
+    its classification, the firing's record) — one by one it was ~13 each (select, claim, re-read,
+    savepoint, counter, counter read, issue, classification, runs, record, release…), which on a
+    loaded PostgreSQL made the last of them ~3 s late. Numbers stay consecutive, each slot once."""
+    from sqlalchemy import event
+
+    from predictorx.service import classification
+
+    classification.register()  # (as the app does: each issue is classified, as in production)
+    clock = SteppedClock(datetime(2026, 6, 1, 8, 0, 30, tzinfo=UTC))
+    state, ids = _world(db, clock, **{f"d{i:02d}": "* * * * *" for i in range(30)})
+    scheduler = Scheduler(state, clock)
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        clock.at = datetime(2026, 6, 1, 8, 1, 0, tzinfo=UTC)
+        scheduler.tick()
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
+    assert scheduler.fired == 30
+    assert len(statements) <= 30 * 6 + 12, len(statements)
+    with state.read() as s:
+        numbers = sorted(s.scalars(select(Issue.number)).all())
+        firings = s.scalars(select(AutopilotFiring)).all()
+    assert numbers == list(range(numbers[0], numbers[0] + 30))
+    assert sorted(f.issue_number for f in firings) == numbers
+    assert {f.outcome for f in firings} == {"created"} and all(f.detail.startswith("issue #") for f in firings)
+
+
+def test_a_refused_firing_in_a_batch_fails_alone_and_the_others_fire(db):
+    """The batch goes through whole or not at all: one autopilot whose agent is gone makes it fall
+    back to firing one by one, where that one fails (recorded, counted) and the others file their
+    issues — no gap in the issue numbers, nothing fired twice."""
+    clock = SteppedClock(datetime(2026, 6, 1, 8, 0, 30, tzinfo=UTC))
+    state, ids = _world(db, clock, **{f"b{i}": "* * * * *" for i in range(4)})
+    with state.write() as s:
+        from predictorx.store.autopilot_schema import Autopilot
+
+        s.get(Autopilot, ids["b2"]).assignee = "gone-agent"
+    scheduler = Scheduler(state, clock)
+    clock.at = datetime(2026, 6, 1, 8, 1, 0, tzinfo=UTC)
+    scheduler.tick()
+    with state.read() as s:
+        by_autopilot = {f.autopilot_id: f for f in s.scalars(select(AutopilotFiring))}
+        numbers = sorted(s.scalars(select(Issue.number)).all())
+        failures = s.get(Autopilot, ids["b2"]).failures
+    assert len(by_autopilot) == 4
+    assert by_autopilot[ids["b2"]].outcome == "failed" and "gone-agent" in by_autopilot[ids["b2"]].detail
+    assert by_autopilot[ids["b2"]].issue_id is None and failures == 1
+    assert {by_autopilot[ids[n]].outcome for n in ("b0", "b1", "b3")} == {"created"}
+    assert numbers == list(range(numbers[0], numbers[0] + 3))
+    clock.at += timedelta(seconds=10)
+    scheduler.tick()
+    with state.read() as s:
+        assert len(s.scalars(select(AutopilotFiring)).all()) == 4  # the same minute: nothing more

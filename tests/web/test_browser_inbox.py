@@ -63,3 +63,16 @@ def test_items_arrive_live_in_the_list_and_the_count_and_leave_when_done(page, l
     page.get_by_role("link", name="done", exact=True).click()
     expect(page.locator("#inbox-items li.inbox-item[data-kind='run_failed']")).to_have_count(1)
     expect(page.get_by_role("link", name="Inbox")).to_be_visible()
+
+
+def test_the_sidebar_count_is_live_on_a_page_without_live_parts_of_its_own(page, live):
+    """/agents holds no live list: the count in its sidebar still goes up when a run fails."""
+    live.register_local_daemon(providers=("command", "acp"))
+    task_id = _failing_run(live)
+    page.goto("/agents")
+    assert page.locator("[data-live]").count() == 0
+    count = page.locator("#inbox-count")
+    expect(count).to_have_text("")
+    page.wait_for_function("document.body.classList.contains('live-on')")
+    live.daemon(f"/api/daemon/tasks/{task_id}/finish", {"status": "failed", "failure_reason": "exit code 1"})
+    expect(count).to_contain_text("1 unread")  # no reload

@@ -188,6 +188,7 @@ ACCESS: dict[str, Rule] = {
     "POST /api/autopilots":                              ADMIN,
     "GET /api/autopilots/{ref}":                         MEMBER,
     "DELETE /api/autopilots/{ref}":                      ADMIN,
+    "PATCH /api/autopilots/{ref}/schedule":              ADMIN,
     "POST /api/autopilots/{ref}/pause":                  ADMIN,
     "POST /api/autopilots/{ref}/resume":                 ADMIN,
     "POST /api/autopilots/{ref}/fire":                   ADMIN,
@@ -344,7 +345,9 @@ ACCESS: dict[str, Rule] = {
     "POST /pull-requests/{pr_id}/ask-again":             MEMBER,
     "GET /usage":                                        MEMBER,   # the usage page (web/usage.py)
     "GET /autopilots":                                   MEMBER,   # web/autopilots.py
+    "POST /autopilots":                                  ADMIN,
     "GET /autopilots/{autopilot_id}":                    MEMBER,
+    "POST /autopilots/{autopilot_id}/schedule":          ADMIN,
     "POST /autopilots/{autopilot_id}/pause":             ADMIN,
     "POST /autopilots/{autopilot_id}/resume":            ADMIN,
     "POST /autopilots/{autopilot_id}/fire":              ADMIN,

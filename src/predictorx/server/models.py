@@ -407,6 +407,14 @@ class AutopilotIn(Strict):
     failure_limit: Annotated[int, Field(ge=1, le=1000)] = 5
 
 
+class AutopilotScheduleIn(Strict):
+    """A new schedule for an autopilot: a cron expression (absent or null: the one it has; empty:
+    no schedule — it keeps its webhook) and its time zone (absent: the one it has)."""
+
+    cron: Annotated[str, Field(max_length=100), AfterValidator(_no_nul)] | None = None
+    timezone: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_no_nul)] | None = None
+
+
 # -- outbound notifications (issue 27 §4; routes/notifications.py, web/notifications.py) --
 NotifyKind = Literal["run_failed", "run_budget", "assigned", "review", "step", "gate", "mention", "comment", "permission"]
 

@@ -34,7 +34,8 @@ ACTIONS = frozenset({
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
     "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention", "issue.delete",
-    "autopilot.create", "autopilot.pause", "autopilot.resume", "autopilot.remove", "autopilot.rotate_url",
+    "autopilot.create", "autopilot.reschedule", "autopilot.pause", "autopilot.resume", "autopilot.remove",
+    "autopilot.rotate_url",
     "autopilot.fire", "autopilot.replay", "autopilot.paused",
     "notify.add", "notify.update", "notify.remove",
 })

@@ -20,6 +20,24 @@ def list_autopilots(tx: Transactions, workspace_id: str, base_url: str = "") -> 
         return [svc.describe(s, row, base_url=base_url) for row in svc.list_all(s, workspace_id)]
 
 
+def choices(tx: Transactions, workspace_id: str) -> dict[str, Any]:
+    """What a new autopilot may name (the /autopilots form's lists): the workspace's agents and
+    projects, and the processes of the workflow library (none when it does not load)."""
+    from .agents import list_agents
+    from .errors import Invalid
+    from .projects import list_projects
+    from .workflow_actions import library
+
+    try:
+        workflows = sorted(library().processes)
+    except Invalid:  # (the form still makes autopilots without a workflow)
+        workflows = []
+    with tx.read() as s:
+        return {"agents": sorted(a.name for a in list_agents(s, workspace_id)),
+                "projects": [{"id": p.id, "name": p.title} for p in list_projects(s, workspace_id, by_title=True)],
+                "workflows": workflows}
+
+
 def show(tx: Transactions, workspace_id: str, ref: str, base_url: str = "") -> dict[str, Any]:
     with tx.read() as s:
         return svc.describe(s, svc.get(s, workspace_id, ref), base_url=base_url, history=True)
@@ -39,6 +57,18 @@ def create(tx: Transactions, workspace_id: str, user_id: str | None, fields: dic
         out = svc.describe(s, row, base_url=base_url)
         out["signing_secret"] = secret
         return out
+
+
+def reschedule(tx: Transactions, workspace_id: str, ref: str, user_id: str | None, cron: str | None,
+               timezone: str | None, base_url: str = "", *, address: str | None = None,
+               now: datetime | None = None) -> dict[str, Any]:
+    """Change its schedule (cron, time zone); `now`: the scheduler's clock."""
+    with tx.write() as s:
+        row = svc.get(s, workspace_id, ref)
+        before = {"cron": row.cron, "timezone": row.timezone}
+        svc.reschedule(s, row, cron, timezone, now)
+        _audit(s, row, "reschedule", user_id, address, before=before, cron=row.cron, timezone=row.timezone)
+        return svc.describe(s, row, base_url=base_url)
 
 
 def pause(tx: Transactions, workspace_id: str, ref: str, user_id: str | None, *, address: str | None = None) -> dict:

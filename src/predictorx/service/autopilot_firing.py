@@ -51,6 +51,35 @@ def claim(session: Session, row: Autopilot, *, slot: str, trigger: str, due_at: 
     return session.get(AutopilotFiring, values["id"])
 
 
+def claim_many(session: Session, due: list[tuple[Autopilot, str, datetime]], now: datetime,
+               trigger: str = "cron") -> dict[str, AutopilotFiring]:
+    """`claim` for many (autopilot, slot, due time) at once — one multi-row INSERT … ON CONFLICT DO
+    NOTHING RETURNING, the ORM objects straight from it: the firing rows claimed, by autopilot id
+    (a slot fired already is not among them)."""
+    if not due:
+        return {}
+    values = [{"id": new_id(), "autopilot_id": row.id, "workspace_id": row.workspace_id, "slot": slot[:220],
+               "trigger": trigger, "due_at": due_at, "fired_at": now, "outcome": "running", "payload": None,
+               "replay_of": None} for row, slot, due_at in due]
+    dialect_insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    statement = dialect_insert(AutopilotFiring).on_conflict_do_nothing(
+        index_elements=["autopilot_id", "slot"]).returning(AutopilotFiring)
+    return {f.autopilot_id: f for f in session.scalars(statement, values)}
+
+
+def file_at_once(session: Session, filing: list[tuple[Autopilot, AutopilotFiring, int]]) -> None:
+    """`fire` for a batch the caller rolls back whole on any error (then fires one by one): no
+    savepoint, each issue number taken beforehand (issues.reserve_numbers), refusals raised, and
+    the runs the issues queued looked up once for all of them."""
+    filed = [(row, firing, _file(session, row, firing, number)) for row, firing, number in filing]
+    active: dict[str, Task] = {}
+    for t in session.scalars(select(Task).where(Task.issue_id.in_([issue.id for _, _, issue in filed]),
+                                                Task.active_key.is_not(None)).order_by(Task.created_at)):
+        active.setdefault(t.issue_id, t)
+    for row, firing, issue in filed:
+        _filed(row, firing, issue, active.get(issue.id))
+
+
 def fire(session: Session, row: Autopilot, firing: AutopilotFiring) -> AutopilotFiring:
     """File the issue (and start the workflow) for a claimed firing. A refusal — the agent gone,
     no agent in the role, the workflow unknown — is the firing's failure, recorded, not raised."""
@@ -67,21 +96,31 @@ def fire(session: Session, row: Autopilot, firing: AutopilotFiring) -> Autopilot
 
 
 def _file_issue(session: Session, row: Autopilot, firing: AutopilotFiring) -> None:
+    issue = _file(session, row, firing)
+    active = [t for t in tasks.list_for_issue(session, issue) if t.active_key is not None]
+    _filed(row, firing, issue, active[0] if active else None)
+
+
+def _file(session: Session, row: Autopilot, firing: AutopilotFiring, number: int | None = None) -> Any:
     known = payload.values(row.name, firing.trigger, firing.due_at or firing.fired_at, row.timezone, firing.id)
     issue = issues.create_issue(session, row.workspace_id, row.owner_id, title=payload.title(row.title_template, known),
                                 body=payload.render(row.body_template, known, firing.payload),
-                                project_id=row.project_id)
+                                project_id=row.project_id, number=number)
     agent_name = _assignee(session, row, issue)
     if agent_name:
         issues.assign(session, issue, agent_name)
     if row.workflow:
         _start_workflow(session, row.workflow, issue)
-    active = [t for t in tasks.list_for_issue(session, issue) if t.active_key is not None]
+    return issue
+
+
+def _filed(row: Autopilot, firing: AutopilotFiring, issue: Any, run: Task | None) -> None:
+    """The firing's record of the issue it filed and the run that issue queued (if any)."""
     firing.issue_id, firing.issue_number = issue.id, issue.number
-    firing.task_id = active[0].id if active else None
-    firing.outcome = "running" if active else "created"
-    firing.detail = f"issue #{issue.number} filed" + (f", run {active[0].id[:8]} queued" if active else "")
-    if not active:
+    firing.task_id = run.id if run else None
+    firing.outcome = "running" if run else "created"
+    firing.detail = f"issue #{issue.number} filed" + (f", run {run.id[:8]} queued" if run else "")
+    if run is None:
         row.failures = 0
 
 

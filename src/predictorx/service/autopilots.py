@@ -105,6 +105,22 @@ def create(session: Session, workspace_id: str, owner_id: str | None, fields: di
     return row, secret
 
 
+def reschedule(session: Session, row: Autopilot, expression: str | None, tz: str | None,
+               now: datetime | None = None) -> None:
+    """A new cron schedule and/or time zone (`expression` None: the one it has; empty: no schedule —
+    then it needs its webhook). The next due time counts from `now`; slots of the old schedule that
+    did not come are not fired."""
+    tz = tz or row.timezone
+    expression = row.cron if expression is None else expression.strip()
+    text = cron.check(expression, tz) if expression else None
+    if not text and not row.hook_id:
+        raise Invalid("an autopilot needs a trigger: without a schedule it would have none (it has no webhook)")
+    cron.zone(tz)
+    row.cron, row.timezone = text, tz
+    row.next_due_at = cron.next_due(text, tz, now or utcnow()) if text else None
+    changed(session, row.workspace_id)
+
+
 def pause(session: Session, row: Autopilot, reason: str, now: datetime | None = None) -> None:
     row.paused, row.pause_reason, row.paused_at = True, reason[:500], now or utcnow()
     changed(session, row.workspace_id)

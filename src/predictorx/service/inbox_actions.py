@@ -13,9 +13,9 @@ from .transactions import Transactions
 
 
 def page(tx: Transactions, workspace_id: str, user_id: str, *, state: str = "open", cursor: str | None = None,
-         limit: int = inbox.PAGE) -> dict[str, Any]:
+         limit: int = inbox.PAGE, with_count: bool = True) -> dict[str, Any]:
     with tx.read() as s:
-        return inbox.page(s, workspace_id, user_id, state=state, cursor=cursor, limit=limit)
+        return inbox.page(s, workspace_id, user_id, state=state, cursor=cursor, limit=limit, with_count=with_count)
 
 
 def count(tx: Transactions, workspace_id: str, user_id: str) -> int:

@@ -86,23 +86,26 @@ def assign_checked(session: Session, principal: Principal, workspace_id: str, re
     return issue, task
 
 
-def _next_number(session: Session, workspace_id: str) -> int:
-    # One UPDATE … RETURNING-free increment under the write lock of this transaction.
-    session.execute(update(Workspace).where(Workspace.id == workspace_id)
-                    .values(issue_counter=Workspace.issue_counter + 1))
-    return session.scalar(select(Workspace.issue_counter).where(Workspace.id == workspace_id))
+def reserve_numbers(session: Session, workspace_id: str, count: int = 1) -> int:
+    """The first of `count` consecutive issue numbers, taken in this transaction: one
+    UPDATE … RETURNING under the workspace row's write lock (held to the commit, so numbers are
+    never handed out twice; they are gap-free as long as the caller files an issue for each)."""
+    return int(session.execute(update(Workspace).where(Workspace.id == workspace_id)
+                               .values(issue_counter=Workspace.issue_counter + count)
+                               .returning(Workspace.issue_counter)).scalar_one()) - count + 1
 
 
 def create_issue(session: Session, workspace_id: str, user_id: str | None, *, title: str, body: str = "",
                  status: str = "todo", priority: str = "none", project_id: str | None = None,
-                 assignee: str | None = None) -> Issue:
+                 assignee: str | None = None, number: int | None = None) -> Issue:
+    """`number`: one the caller took with `reserve_numbers` (a batch of issues filed at once)."""
     if status not in ISSUE_STATUSES:
         raise Invalid(f"status must be one of {', '.join(ISSUE_STATUSES)}")
     if priority not in PRIORITIES:
         raise Invalid(f"priority must be one of {', '.join(PRIORITIES)}")
     if project_id:
         project_id = get_project(session, workspace_id, project_id).id
-    issue = Issue(workspace_id=workspace_id, number=_next_number(session, workspace_id), title=title,
+    issue = Issue(workspace_id=workspace_id, number=number or reserve_numbers(session, workspace_id), title=title,
                   body=body, status=status, priority=priority, project_id=project_id, created_by=user_id)
     session.add(issue)
     session.flush()

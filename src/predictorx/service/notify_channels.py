@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from ..store.inbox_schema import NotifyChannel
 from ..store.schema import new_id
-from . import secretbox
+from . import notify_guard, secretbox
 from .errors import Forbidden, Invalid, NotFound
 from .inbox import KINDS
 
@@ -54,6 +54,10 @@ def _apprise_label(url: str) -> str:
     if not scheme or not apprise.Apprise().add(url):
         raise Invalid("not an Apprise URL this server understands (e.g. ntfy://topic, slack://…, discord://…, "
                       "mailto://…, json://host/path); see https://github.com/caronc/apprise/wiki")
+    private = notify_guard.private_named(url)
+    if private is not None:
+        raise Invalid(f"the Apprise URL names a private address ({private}): notifications reach only public "
+                      f"hosts unless the server sets {notify_guard.ALLOW_PRIVATE_ENV}=1")
     return f"{scheme}://…"
 
 

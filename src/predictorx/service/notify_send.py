@@ -14,14 +14,16 @@ import json
 import time
 from typing import Any
 
+from . import notify_guard
 from .notify_deliveries import Claimed, Outcome
 
 TIMEOUT = 10.0
 USER_AGENT = "PredictorX-Notifier/1"
-#: Set to 1 on the server to let webhooks reach loopback, private and link-local addresses (a
-#: receiver on the same machine or network). Off by default: any member adds a webhook, and its
-#: delivery log shows the start of each answer, so it must not be a way to read internal services.
-ALLOW_PRIVATE_ENV = "PREDICTORX_NOTIFY_ALLOW_PRIVATE"
+#: Set to 1 on the server to let webhooks and Apprise URLs reach loopback, private and link-local
+#: addresses (a receiver on the same machine or network). Off by default: any member adds a channel,
+#: and its delivery log shows the start of each answer, so it must not be a way to read internal
+#: services (service/notify_guard.py).
+ALLOW_PRIVATE_ENV = notify_guard.ALLOW_PRIVATE_ENV
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -45,20 +47,8 @@ def send(claimed: Claimed) -> Outcome:
 
 def private_address(url: str) -> str | None:
     """The first address of the URL's host that is not a public one (None: all are public, or
-    private ones are allowed on this server)."""
-    import ipaddress
-    import os
-    import socket
-    from urllib.parse import urlsplit
-
-    if os.environ.get(ALLOW_PRIVATE_ENV) == "1":
-        return None
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    for *_, sockaddr in socket.getaddrinfo(parts.hostname or "", port, proto=socket.IPPROTO_TCP):
-        if not ipaddress.ip_address(sockaddr[0]).is_global:
-            return str(sockaddr[0])
-    return None
+    private ones are allowed on this server): service/notify_guard.py."""
+    return notify_guard.private_address(url)
 
 
 def _webhook(claimed: Claimed) -> Outcome:
@@ -104,7 +94,17 @@ def _apprise(claimed: Claimed) -> Outcome:
     sender = apprise.Apprise()
     if not sender.add(claimed.url):
         return Outcome(False, None, "", "Apprise does not understand this channel's URL")
-    with apprise.LogCapture(level=apprise.logging.WARNING) as log:
+    private = notify_guard.private_named(claimed.url)  # (again: DNS may have changed since it was added)
+    if private is not None:
+        return _refused(private)
+    with notify_guard.connections() as refused, apprise.LogCapture(level=apprise.logging.WARNING) as log:
         ok = bool(sender.notify(title=title, body=body or title))
         said = log.getvalue().strip()
+    if refused:  # a host the plugin contacts, named in the URL or not: nothing was sent, nothing read
+        return _refused(refused[0])
     return Outcome(ok, None, said[:500], None if ok else (said.splitlines()[-1][:500] if said else "not delivered"))
+
+
+def _refused(where: str) -> Outcome:
+    return Outcome(False, None, "", f"the channel's host is a private address ({where}); the server's "
+                   f"{ALLOW_PRIVATE_ENV}=1 allows those", refused=True)

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 
 from ...service import autopilot_actions as actions
 from ..deps import Caller, get_state, user_caller
-from ..models import AutopilotIn
+from ..models import AutopilotIn, AutopilotScheduleIn
 from ..publicurl import public_base
 from ..state import AppState
 
@@ -42,6 +42,14 @@ def show(ref: str, request: Request, caller: Caller = Depends(user_caller),
          state: AppState = Depends(get_state)) -> dict:
     """The autopilot with its latest firings (newest first)."""
     return actions.show(state, caller.workspace_id, ref, public_base(request))
+
+
+@router.patch("/autopilots/{ref}/schedule")
+def reschedule(ref: str, body: AutopilotScheduleIn, request: Request, caller: Caller = Depends(user_caller),
+               state: AppState = Depends(get_state)) -> dict:
+    """A new cron expression and/or time zone; the next due time counts from now."""
+    return actions.reschedule(state, caller.workspace_id, ref, caller.user_id, body.cron, body.timezone,
+                              public_base(request), address=caller.address, now=clock_now(request))
 
 
 @router.post("/autopilots/{ref}/pause")

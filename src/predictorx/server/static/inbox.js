@@ -1,10 +1,10 @@
 // The inbox's live parts (issue 27 §3): the sidebar's unread count and the inbox list refresh when
 // this person's inbox changes, and catch up after a reconnect. They ride on the page's live
-// connection (px.js's pxLive, opened on pages with live parts, the inbox page among them); a page
-// without one shows the count as it was loaded.
+// connection (px.js's pxLive), which this opens on every signed-in page — not only on pages with
+// live parts of their own — so the count in the sidebar is current wherever the person is.
 (function () {
   var count = document.getElementById("inbox-count");
-  if (!count || !window.pxLive || !window.htmx) return;
+  if (!count || !window.pxLive || !window.htmx || !window.EventSource) return;
   var me = count.dataset.user;
   function refresh() {
     htmx.trigger(count, "px-refresh");
@@ -14,4 +14,5 @@
     if (event.type === "inbox_changed" && event.user_id === me) refresh();
   });
   pxLive.onCatchUp(refresh);
+  pxLive.start();
 })();

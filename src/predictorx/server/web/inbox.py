@@ -26,7 +26,7 @@ PAGE = 20
 
 def _page(request: Request, who: Viewer, state: str, cursor: str | None) -> dict[str, Any]:
     found = actions.page(request.app.state.px, who.workspace_id, _person(who), state=state, cursor=cursor,
-                         limit=PAGE)
+                         limit=PAGE, with_count=False)  # (the sidebar's count comes on its own)
     return {"viewer": who, "section": "inbox", "page": found, "state": state, "filters": FILTERS}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .. import unconfined
 from .client import Client, fail, seg

@@ -11,12 +11,13 @@ imports nothing of Predictor X (an import-linter contract): it is the one place 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 __all__ = ["Event", "MESSAGE_KINDS", "ProtocolError", "WorkspaceRef", "ResourceRow", "ClaimContext", "TaskRef",
-           "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "Outcome", "Finish"]
+           "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "wire_keys", "Usage", "Message", "MessageBatch",
+           "TaskStatus", "PushReport", "Outcome", "Finish"]
 
 
 class Event(StrEnum):
@@ -302,7 +303,100 @@ def claimed_task_id(value: Any) -> str | None:
     return task_id if isinstance(task_id, str) and task_id else None
 
 
-# -- a run's end -----------------------------------------------------------------------------------
+# -- what a daemon reports: a run's messages, usage, status, push and end ---------------------------
+# The server validates each of these bodies with a pydantic model of server/models.py that adds
+# the limits (lengths, ranges, clipping) and is tied to its class here by `models.mirrors`, which
+# refuses to load when the two name different keys: a field added on one side cannot be missed on
+# the other (tests/api/test_wire_bodies.py).
+
+def wire_keys(body: type) -> frozenset[str]:
+    """The keys of the JSON object a report class below sends: its fields, with a field marked
+    `flatten` (Finish.outcome) replaced by that class's keys."""
+    keys: set[str] = set()
+    for f in fields(body):
+        nested = f.metadata.get("flatten")
+        keys |= wire_keys(nested) if nested is not None else {f.name}
+    return frozenset(keys)
+
+
+def _wire(value: Any) -> Any:
+    return value.to_wire() if hasattr(value, "to_wire") else dict(value) if isinstance(value, Mapping) else value
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A run's usage so far (agents/usage.py's form): the CLI's own cost where it gave one, else
+    None (the server prices it from the tokens)."""
+
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any] | None) -> Usage | None:
+        """From an adapter's usage dict (its keys of this class; anything else it says is left)."""
+        if d is None:
+            return None
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+    def to_wire(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One streamed message of a run (`kind` one of MESSAGE_KINDS; `content`: agents/message.py)."""
+
+    seq: int
+    kind: str
+    content: Mapping[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "content": dict(self.content)}
+
+
+@dataclass(frozen=True)
+class MessageBatch:
+    """`POST /api/tasks/<id>/messages`: messages in order, and the run's usage when it changed."""
+
+    messages: tuple[Message, ...]
+    usage: Usage | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"messages": [m.to_wire() for m in self.messages]}
+        if self.usage is not None:
+            out["usage"] = self.usage.to_wire()
+        return out
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    """`POST /api/daemon/tasks/<id>/status`: the run moved on (running, waiting with a reason)."""
+
+    status: str
+    wait_reason: str | None = None
+    branch_name: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"status": self.status, "wait_reason": self.wait_reason, "branch_name": self.branch_name}
+
+
+@dataclass(frozen=True)
+class PushReport:
+    """How the daemon's push of a task's branch to its forge went (`POST …/forge-push`, or a
+    finish's `forge_pushed`)."""
+
+    ok: bool
+    sha: str | None = None
+    error: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"ok": self.ok, "sha": self.sha, "error": self.error}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -321,18 +415,19 @@ class Outcome:
 @dataclass(frozen=True)
 class Finish:
     """`POST /api/daemon/tasks/<id>/finish`: the outcome, the branch and its review (daemon/review.py),
-    the run's usage, and how an early push went (`forge_pushed`, daemon/earlypush.py)."""
+    the run's usage, and how an early push went (`forge_pushed`, daemon/earlypush.py). The daemon's
+    host adds `claim_next` (its free slots) when it sends it."""
 
-    outcome: Outcome
+    outcome: Outcome = field(metadata={"flatten": Outcome})
     branch_name: str | None = None
     review: Mapping[str, Any] | None = None
-    usage: Mapping[str, Any] | None = None
-    forge_pushed: Mapping[str, Any] | None = None
+    usage: Usage | None = None
+    forge_pushed: PushReport | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"branch_name": self.branch_name, **self.outcome.to_wire(), "usage": self.usage}
+        out: dict[str, Any] = {"branch_name": self.branch_name, **self.outcome.to_wire(), "usage": _wire(self.usage)}
         if self.review is not None:
             out["review"] = dict(self.review)
         if self.forge_pushed is not None:
-            out["forge_pushed"] = dict(self.forge_pushed)
+            out["forge_pushed"] = self.forge_pushed.to_wire()
         return out

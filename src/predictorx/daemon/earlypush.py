@@ -18,18 +18,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .host import RunHost
-from .serverapi import ServerError
+from ..protocol import PushReport
+from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
 
 
 class EarlyPush:
-    def __init__(self, daemon: RunHost, task_id: str):
-        self.daemon, self.task_id = daemon, task_id
+    """One task's early push. It needs the server connection (to ask for the target) and the
+    daemon's workspaces root (which repositories it may push from: forgework.checked_repository),
+    not the whole host."""
+
+    def __init__(self, api: ServerApi, workspaces_root: Path, task_id: str):
+        self.api, self.workspaces_root, self.task_id = api, workspaces_root, task_id
         self.branch: dict[str, str] = {}   # the branch the finish will report (forgepush.EARLY_KEYS)
         self._target: asyncio.Future[dict[str, Any] | None] | None = None
-        self._push: asyncio.Future[dict[str, Any] | None] | None = None
+        self._push: asyncio.Future[PushReport | None] | None = None
 
     def name(self, mode: str, branch: str | None, repo: Path, origin_url: str | None, continued_from: str | None,
              *, label: str | None = None) -> None:
@@ -46,7 +50,7 @@ class EarlyPush:
 
     async def _ask(self) -> dict[str, Any] | None:
         try:
-            answer = await self.daemon.api.call("POST", f"/api/daemon/tasks/{self.task_id}/push-target",
+            answer = await self.api.call("POST", f"/api/daemon/tasks/{self.task_id}/push-target",
                                                 self.branch, retries=1)
         except ServerError as e:
             log.info("task %s: no early push target (%s); the finish will say", self.task_id, e.detail)
@@ -62,7 +66,7 @@ class EarlyPush:
             return
         self._push = asyncio.ensure_future(self._push_at(tip))
 
-    async def _push_at(self, tip: str) -> dict[str, Any] | None:
+    async def _push_at(self, tip: str) -> PushReport | None:
         from . import forgework
 
         assert self._target is not None
@@ -71,22 +75,21 @@ class EarlyPush:
         if given is None:
             return None
         given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
-        ok, sha, error = await forgework.push_with(self.daemon, self.task_id, given)
+        ok, sha, error = await forgework.push_with(self.workspaces_root, self.task_id, given)
         if ok is None:
             return None
-        return {"ok": ok, "sha": sha, "error": error}
+        return PushReport(ok, sha, error)
 
-    async def for_finish(self) -> dict[str, Any]:
-        """The finish's `forge_pushed` (how the push went), or nothing when none was made."""
+    async def for_finish(self) -> PushReport | None:
+        """The finish's `forge_pushed` (how the push went), or None when none was made."""
         if self._push is None:
             self.drop()
-            return {}
+            return None
         try:
-            pushed = await asyncio.shield(self._push)
+            return await asyncio.shield(self._push)
         except Exception:  # the finish goes whatever happened here
             log.exception("task %s: the early push failed", self.task_id)
-            return {}
-        return {"forge_pushed": pushed} if pushed is not None else {}
+            return None
 
     def delivered_hook(self, branch: str, then: Callable[[asyncio.AbstractEventLoop], None]) -> Callable[[str | None], None]:
         """For worktree.finalize's `delivered` (called in its thread): start the push on the event

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from ..protocol import MessageBatch, PushReport, TaskStatus
 from .retry import FAILOVER_STATUSES, ServerError, backoff
 
 log = logging.getLogger("predictorx.daemon")
@@ -109,7 +110,7 @@ class ServerApi:
 
     async def status(self, task_id: str, status: str, wait_reason: str | None = None,
                      branch_name: str | None = None) -> dict[str, Any]:
-        body = {"status": status, "wait_reason": wait_reason, "branch_name": branch_name}
+        body = TaskStatus(status, wait_reason, branch_name).to_wire()
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/status", body, retries=6)
 
     async def finish(self, task_id: str, **fields: Any) -> dict[str, Any]:
@@ -118,16 +119,9 @@ class ServerApi:
     async def release(self, task_id: str) -> dict[str, Any]:
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/release", {}, retries=3)
 
-    async def messages(self, task_id: str, batch: list[dict[str, Any]]) -> int:
-        return (await self.upload(task_id, batch))["last_seq"]
-
-    async def upload(self, task_id: str, batch: list[dict[str, Any]], usage: dict[str, Any] | None = None
-                     ) -> dict[str, Any]:
+    async def upload(self, task_id: str, batch: MessageBatch) -> dict[str, Any]:
         """A batch of messages (and the run's usage so far): `{"last_seq": …, "stop": reason | None}`."""
-        body: dict[str, Any] = {"messages": batch}
-        if usage is not None:
-            body["usage"] = usage
-        return await self.call("POST", f"/api/tasks/{task_id}/messages", body, retries=0)
+        return await self.call("POST", f"/api/tasks/{task_id}/messages", batch.to_wire(), retries=0)
 
     async def answer(self, request_id: str, ok: bool, error: str | None = None,
                      data: dict[str, Any] | None = None) -> None:
@@ -141,9 +135,8 @@ class ServerApi:
         the forge credential, which goes only into git's environment (daemon/forgepush.py)."""
         return await self.call("GET", f"/api/daemon/tasks/{task_id}/forge-target", retries=2)
 
-    async def forge_pushed(self, task_id: str, ok: bool, sha: str | None = None, error: str | None = None) -> None:
-        await self.call("POST", f"/api/daemon/tasks/{task_id}/forge-push", {"ok": ok, "sha": sha, "error": error},
-                        retries=6)
+    async def forge_pushed(self, task_id: str, report: PushReport) -> None:
+        await self.call("POST", f"/api/daemon/tasks/{task_id}/forge-push", report.to_wire(), retries=6)
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """The push connection: server-sent events, one JSON object each."""

@@ -41,8 +41,8 @@ def make_app(seen: dict) -> typer.Typer:
         seen.update(sub=ctx.invoked_subcommand, limit=limit)
 
     @group.command()
-    def inner_cmd() -> None:
-        seen["inner"] = True
+    def inner_cmd(dry_run: bool = False, times: int = 1) -> None:  # plain defaults: options, as in typer
+        seen.update(inner=True, dry_run=dry_run, times=times)
     return app
 
 
@@ -94,7 +94,10 @@ def test_a_group_callback_runs_before_its_command_or_alone(capsys) -> None:
     seen: dict = {}
     app = make_app(seen)
     assert run(app, capsys, "grp", "--limit", "7")[0] == 0 and seen == {"sub": None, "limit": 7}
-    assert run(app, capsys, "grp", "inner-cmd")[0] == 0 and seen == {"sub": "inner-cmd", "limit": 5, "inner": True}
+    assert run(app, capsys, "grp", "inner-cmd")[0] == 0
+    assert seen == {"sub": "inner-cmd", "limit": 5, "inner": True, "dry_run": False, "times": 1}
+    assert run(app, capsys, "grp", "--limit=1", "inner-cmd", "--dry-run", "--times", "3")[0] == 0
+    assert seen == {"sub": "inner-cmd", "limit": 1, "inner": True, "dry_run": True, "times": 3}
 
 
 def test_confirm_aborts_on_no_and_on_end_of_input(capsys, monkeypatch) -> None:

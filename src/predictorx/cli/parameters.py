@@ -78,8 +78,10 @@ def _param(name: str, default: Any, hint: Any) -> Param:
     if hint is Context:
         return Param(name, is_context=True)
     kind, optional, many = _unwrap(hint)
+    # As in typer: a parameter without a default is an argument, one with a plain default an option.
     info = default if isinstance(default, (OptionInfo, ArgumentInfo)) else \
-        ArgumentInfo(default, (), None, None, None, None)
+        ArgumentInfo(default, (), None, None, None, None) if default is ... else \
+        OptionInfo(default, (), None, None, None, None)
     out = Param(name, kind=kind, many=many, help=info.help, min=info.min, max=info.max, metavar=info.metavar,
                 required=info.default is ..., default=None if info.default is ... else info.default)
     if isinstance(info, OptionInfo):

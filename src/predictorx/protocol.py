@@ -16,7 +16,8 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = ["Event", "MESSAGE_KINDS", "ProtocolError", "WorkspaceRef", "ResourceRow", "ClaimContext", "TaskRef",
-           "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "wire_keys", "Usage", "Message", "MessageBatch",
+           "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "wire_keys", "Runtime", "Registration",
+           "Heartbeat", "ClaimRequest", "RequestAnswer", "Usage", "Message", "MessageBatch",
            "TaskStatus", "PushReport", "Outcome", "Finish"]
 
 
@@ -303,7 +304,8 @@ def claimed_task_id(value: Any) -> str | None:
     return task_id if isinstance(task_id, str) and task_id else None
 
 
-# -- what a daemon reports: a run's messages, usage, status, push and end ---------------------------
+# -- what a daemon sends: who it is, its heartbeat and claims, a run's messages, usage, status, push
+#    and end, its answers to requests ----------------------------------------------------------------
 # The server validates each of these bodies with a pydantic model of server/models.py that adds
 # the limits (lengths, ranges, clipping) and is tied to its class here by `models.mirrors`, which
 # refuses to load when the two name different keys: a field added on one side cannot be missed on
@@ -321,6 +323,69 @@ def wire_keys(body: type) -> frozenset[str]:
 
 def _wire(value: Any) -> Any:
     return value.to_wire() if hasattr(value, "to_wire") else dict(value) if isinstance(value, Mapping) else value
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """An agent CLI a daemon found (daemon/main.probe_runtimes): it runs that provider's agents."""
+
+    provider: str
+    version: str | None = None
+    path: str | None = None
+    capabilities: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"provider": self.provider, "version": self.version, "path": self.path,
+                "capabilities": list(self.capabilities)}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """`POST /api/daemon/register`: who the daemon is and what it runs."""
+
+    daemon_id: str
+    name: str
+    hostname: str | None = None
+    version: str | None = None
+    capabilities: tuple[str, ...] = ()
+    runtimes: tuple[Runtime, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"daemon_id": self.daemon_id, "name": self.name, "hostname": self.hostname, "version": self.version,
+                "capabilities": list(self.capabilities), "runtimes": [r.to_wire() for r in self.runtimes]}
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """`POST /api/daemon/heartbeat`: the tasks it runs (the answer names those cancelled)."""
+
+    task_ids: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"task_ids": list(self.task_ids)}
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """`POST /api/daemon/claim`: up to `limit` queued tasks, or the one named."""
+
+    limit: int = 1
+    task_id: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"limit": self.limit, **({"task_id": self.task_id} if self.task_id else {})}
+
+
+@dataclass(frozen=True)
+class RequestAnswer:
+    """`POST /api/daemon/requests/<id>`: the daemon's answer to a `request` event."""
+
+    ok: bool
+    error: str | None = None
+    data: Mapping[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"ok": self.ok, "error": self.error, **({"data": dict(self.data)} if self.data is not None else {})}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,14 @@ from predictorx.server import models
 
 SAMPLE_USAGE = protocol.Usage(model="m", input_tokens=1, output_tokens=2, cache_read_tokens=3, cache_write_tokens=4,
                               reasoning_tokens=5, cost_usd=0.5)
-SAMPLES = {  # every report body, each field given
+RUNTIME = protocol.Runtime("claude", "2.1.0", "/usr/bin/claude", ("mcp",))
+SAMPLES = {  # every body a daemon sends, each field given
+    protocol.Runtime: RUNTIME,
+    protocol.Registration: protocol.Registration("0" * 8 + "-0000-4000-8000-" + "0" * 12, "laptop", "host", "1.0",
+                                                 ("local_directory",), (RUNTIME,)),
+    protocol.Heartbeat: protocol.Heartbeat(("t1", "t2")),
+    protocol.ClaimRequest: protocol.ClaimRequest(3, "t1"),
+    protocol.RequestAnswer: protocol.RequestAnswer(False, "no such folder", {"merged": False}),
     protocol.Usage: SAMPLE_USAGE,
     protocol.Message: protocol.Message(3, "text", {"text": "hi"}),
     protocol.MessageBatch: protocol.MessageBatch((protocol.Message(0, "text", {"text": "a"}),), SAMPLE_USAGE),

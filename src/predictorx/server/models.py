@@ -219,6 +219,7 @@ class AgentUpdate(Strict):
     mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
+@mirrors(protocol.Runtime)
 class RuntimeIn(Strict):
     provider: ShortName
     version: Name | None = None
@@ -235,6 +236,7 @@ def _uuid(value: str) -> str:
         raise ValueError("must be a UUID") from None
 
 
+@mirrors(protocol.Registration)
 class DaemonRegister(Strict):
     daemon_id: Annotated[str, Field(min_length=32, max_length=36), AfterValidator(_uuid)]
     name: Name
@@ -244,10 +246,12 @@ class DaemonRegister(Strict):
     runtimes: list[RuntimeIn] = Field(default_factory=list, max_length=50)
 
 
+@mirrors(protocol.Heartbeat)
 class Heartbeat(Strict):
     task_ids: list[Ident] = Field(default_factory=list, max_length=1000)
 
 
+@mirrors(protocol.ClaimRequest)
 class Claim(Strict):
     limit: Annotated[int, Field(ge=1, le=100)] = 1
     task_id: Ident | None = None
@@ -348,6 +352,7 @@ class PriceIn(Strict):
     cache_write: Money | None = None
 
 
+@mirrors(protocol.RequestAnswer)
 class RpcAnswer(Strict):
     ok: bool
     error: Body | None = None

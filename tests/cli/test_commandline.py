@@ -74,6 +74,8 @@ def test_a_command_receives_typed_values(capsys) -> None:
     (["do-it", "x", "--need"], "Option '--need' requires an argument."),
     (["do-it", "x", "--need", "z", "--force=yes"], "Option '--force' does not take a value."),
     (["undo"], "No such command 'undo'."),
+    (["--verbose", "do-it"], "No such option: --verbose"),
+    (["grp", "--limit", "x"], "Invalid value for '--limit': 'x' is not a valid integer."),
 ])
 def test_a_mistake_is_one_sentence_and_exit_2(capsys, args: list[str], sentence: str) -> None:
     code, out, err = run(make_app({}), capsys, *args)

@@ -118,6 +118,8 @@ def _run_group(group: Typer, path: list[str], tokens: list[str]) -> None:
     params = parameters(callback) if callback is not None else []
     split = _options_end(params, tokens, group, path)
     head, rest = tokens[:split], tokens[split:]
+    if head and callback is None:
+        raise UsageError(f"No such option: {head[0].partition('=')[0]}", path)
     if not rest:
         if callback is not None and group.invoke_without_command:
             _call(callback, params, head, path, Context(None))
@@ -133,13 +135,9 @@ def _run_group(group: Typer, path: list[str], tokens: list[str]) -> None:
         raise UsageError(f"No such command '{rest[0]}'.", path)
     if callback is not None:
         _call(callback, params, head, path, Context(rest[0]))
-    elif head:
-        raise UsageError(f"No such option: {head[0]}", path)
     if isinstance(target, Typer):
         _run_group(target, [*path, rest[0]], rest[1:])
     else:
-        from .parameters import parameters
-
         _call(target, parameters(target), rest[1:], [*path, rest[0]], None)
 
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from _common import Daemon, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until  # noqa: E402
 from realcli.clis import ACP_ONLY, ALL, BIN  # noqa: E402
 
-from predictorx.agents import acp_profiles  # noqa: E402
+from predictorx.agentconfig import acp_profiles  # noqa: E402
 
 TARGET_RATIO_P50 = 1.3
 #: profile → the CLI whose config and model server it uses (as tests/realcli/test_acp.py)

@@ -18,6 +18,11 @@ LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| *(\S+)$")
 SERVER_SIDE = ("sqlalchemy", "fastapi", "starlette", "uvicorn", "alembic", "predictorx.server", "predictorx.service",
                "predictorx.store", "predictorx.daemon", "predictorx.workflows", "predictorx.workflowmcp")
 ONE_REQUEST = ["issue", "list", "--output", "json"]
+# What a command that makes one plain-http request must not import: the command line is
+# cli/commandline.py, a table plain text (cli/output.py), the request a socket (apiclient.py);
+# dataclasses and inspect are slow imports of the standard library (issue 23, item 9).
+HEAVY = ("typer", "click", "rich", "pydantic", "pydantic_core", "httpx2", "httpcore2", "http.client", "email", "ssl",
+         "dataclasses", "inspect")
 ENV = {**os.environ, "PREDICTORX_SERVER_URL": "http://127.0.0.1:9", "PREDICTORX_TOKEN": "pxt_nobody"}
 
 
@@ -57,13 +62,36 @@ def test_version_loads_no_library(bare: float) -> None:
 
 def test_a_command_that_makes_one_request_loads_its_commands_only(bare: float) -> None:
     modules = imports("-m", "predictorx", *ONE_REQUEST)
-    # No server code, no HTTP library (http.client does), no tables for JSON, no other command group.
-    assert loaded(modules, "httpx2", "httpcore2", "rich", "predictorx.resources", "predictorx.cli.projects",
+    # No server code, no command-line or HTTP library, no other command group.
+    assert loaded(modules, *HEAVY, "predictorx.resources", "predictorx.cli.projects",
                   "predictorx.cli.workflow_commands", *SERVER_SIDE) == []
-    assert "http.client" in modules and "predictorx.cli.issues" in modules
-    # Today ~16× (typer's own start, which coerces every option through pydantic, is most of it);
-    # before issue 23 ~28×. At load 6+ the small bare run's best CPU time moves least, so the
-    # ratio drifted to 22× there: the bound leaves that room; the module lists above are the
-    # sharp check.
+    assert "predictorx.cli.issues" in modules and "socket" in modules
+    # Today ~4.5× (before issue 23 ~28×; with typer, which built a pydantic adapter for every
+    # option, ~16×). At load 6+ the small bare run's best CPU time moves least, so the ratio
+    # drifts up there: the bound leaves that room; the module lists above are the sharp check.
     took = cpu_ms("-m", "predictorx", *ONE_REQUEST)
-    assert took <= 25 * bare, f"`predictorx {' '.join(ONE_REQUEST)}` takes {took:.0f} ms of CPU, a bare interpreter {bare:.0f}"
+    assert took <= 9 * bare, f"`predictorx {' '.join(ONE_REQUEST)}` takes {took:.0f} ms of CPU, a bare interpreter {bare:.0f}"
+
+
+def test_a_table_and_a_usage_error_load_no_library_either() -> None:
+    """The table of `issue list` is plain text, and a mistyped option is answered without typer."""
+    assert loaded(imports("-m", "predictorx", "issue", "list"), *HEAVY, *SERVER_SIDE) == []
+    assert loaded(imports("-m", "predictorx", "issue", "list", "--no-such-option"), "typer", "click", "rich",
+                  "pydantic", *SERVER_SIDE) == []
+
+
+def test_no_module_imports_the_libraries_the_command_line_left() -> None:
+    """typer (which imports pydantic) and rich are no longer dependencies: the commands are declared
+    with cli/commandline.py, tables are plain text. A module importing them again fails here, not in
+    a fresh clone."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "predictorx"
+    found = []
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(src)}: {n}" for n in names if n.split(".")[0] in ("typer", "rich", "click")]
+    assert found == []

@@ -2,9 +2,11 @@
 and the daemon's in-task commands (`repo checkout`) share it. Every failure becomes a `CliError`
 — one sentence for stderr and an exit code — so no caller shows a traceback to a person.
 
-It speaks HTTP with the standard library's http.client: people and agents run the CLI all day,
-one or two requests a time, and an HTTP library's import cost several times the request itself
-(issue 23, item 9; bench/cli_start.py). Proxies come from the environment as for any HTTP client
+It speaks HTTP with the standard library: people and agents run the CLI all day, one or two
+requests a time, and an HTTP library's import cost several times the request itself (issue 23,
+item 9; bench/cli_start.py). A plain http:// request without a proxy (the local server; an agent
+on loopback) is written on a socket here — http.client alone would import email and ssl, a
+quarter of a command's start; https:// and proxies go through http.client. Proxies come from the environment as for any HTTP client
 (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY: an agent in an allowlisted sandbox reaches a remote server
 through one).
 
@@ -53,6 +55,10 @@ class Unreachable(Exception):
     """No connection to the server (refused, no route, unknown name, TLS handshake)."""
 
 
+class BadAnswer(OSError):
+    """The server's answer is not HTTP we can read (cut short, malformed)."""
+
+
 def query(params: dict[str, Any] | None) -> str:
     """`params` as a query string, the way HTTP clients write them (None: empty, bools: true/false)."""
     def text(v: Any) -> str:
@@ -73,15 +79,29 @@ def _proxy_for(scheme: str, host: str) -> str | None:
 
 
 def send(method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: float) -> Answer:
-    """One request with http.client; raises Unreachable, TimeoutError or OSError/HTTPException."""
-    import http.client
-
+    """One request; raises Unreachable, TimeoutError or OSError (BadAnswer for an unreadable answer)."""
     parts = urlsplit(url)
     secure = parts.scheme == "https"
     host, port = parts.hostname or "", parts.port or (443 if secure else 80)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     proxy = _proxy_for(parts.scheme, host)
     headers = {**headers, "Host": parts.netloc.rsplit("@", 1)[-1]}
+    if not proxy and not secure:
+        return _send_plain(method, (host, port), target, headers, body, timeout)
+    import http.client
+
+    try:
+        return _send_http_client(method, url, (host, port), target, headers, body, timeout, proxy)
+    except http.client.HTTPException as e:
+        raise BadAnswer(str(e) or type(e).__name__) from e
+
+
+def _send_http_client(method: str, url: str, address: tuple[str, int], target: str, headers: dict[str, str],
+                      body: bytes | None, timeout: float, proxy: str | None) -> Answer:
+    import http.client
+
+    secure = url.startswith("https:")
+    host, port = address
     if proxy:
         p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         if p.username:
@@ -113,6 +133,77 @@ def send(method: str, url: str, headers: dict[str, str], body: bytes | None, tim
         conn.close()
 
 
+def _send_plain(method: str, address: tuple[str, int], target: str, headers: dict[str, str], body: bytes | None,
+                timeout: float) -> Answer:
+    """HTTP/1.1 on a socket, one request per connection (`Connection: close`: the answer ends where
+    the server closes)."""
+    import socket
+
+    try:
+        sock = socket.create_connection(address, timeout=timeout)
+    except TimeoutError:
+        raise
+    except OSError as e:
+        raise Unreachable(str(e)) from e
+    lines = [f"{method} {target} HTTP/1.1", *(f"{k}: {v}" for k, v in headers.items()), "Connection: close"]
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body or b'')}")
+    received = bytearray()
+    with sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
+        while not _whole(received) and (chunk := sock.recv(65536)):
+            received += chunk
+    return _answer(bytes(received))
+
+
+def _whole(data: bytearray) -> bool:
+    """Whether `data` holds the whole answer by its Content-Length already (a server may keep the
+    connection open; chunks are read to the close that `Connection: close` asked for)."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    head = data[:end].decode("latin-1").lower()
+    for line in head.split("\r\n")[1:]:
+        name, _, value = line.partition(":")
+        if name.strip() == "content-length" and value.strip().isdigit():
+            return len(data) - end - 4 >= int(value)
+    return False
+
+
+def _answer(data: bytes) -> Answer:
+    """A whole HTTP/1.1 answer read: status, then the body by Content-Length or chunks."""
+    head, blank, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ", 2)
+    if not blank or len(status) < 2 or not status[0].startswith("HTTP/1.") or not status[1].isdigit():
+        raise BadAnswer("the server's answer is not HTTP" if data else "the server closed the connection")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    if "chunked" in fields.get("transfer-encoding", "").lower():
+        rest = _dechunk(rest)
+    elif fields.get("content-length", "").isdigit():
+        length = int(fields["content-length"])
+        if len(rest) < length:
+            raise BadAnswer(f"the answer was cut short ({len(rest)} of {length} bytes)")
+        rest = rest[:length]
+    return Answer(int(status[1]), rest)
+
+
+def _dechunk(data: bytes) -> bytes:
+    out, at = bytearray(), 0
+    while True:
+        end = data.find(b"\r\n", at)
+        try:
+            size = int(data[at:end].split(b";", 1)[0], 16)
+        except ValueError:
+            raise BadAnswer("the answer's chunks are malformed") from None
+        if end < 0 or len(data) < end + 2 + size:
+            raise BadAnswer("the answer was cut short")
+        if size == 0:
+            return bytes(out)
+        out += data[end + 2:end + 2 + size]
+        at = end + 2 + size + 2
+
+
 class Client:
     def __init__(self, server_url: str | None = None, token: str | None = None, workspace: str | None = None,
                  timeout: float = 30.0):
@@ -136,8 +227,6 @@ class Client:
 
     def request(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
                 headers: dict[str, str] | None = None) -> Any:
-        import http.client
-
         url = self.server_url + path + (f"?{query(params)}" if params else "")
         headers = {**self.headers, **(headers or {})}
         body = None
@@ -151,7 +240,7 @@ class Client:
                  "or point PREDICTORX_SERVER_URL at a running one")
         except TimeoutError:
             fail(f"the server at {self.server_url} did not answer in time; try again")
-        except (OSError, http.client.HTTPException) as e:
+        except OSError as e:
             fail(f"talking to {self.server_url} failed: {e or type(e).__name__}")
         if r.status_code >= 400:
             try:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 CONFIG_NAME = "config.json"
 
@@ -92,8 +92,7 @@ def write_config(**values: object) -> Path:
     return path
 
 
-@dataclass(frozen=True)
-class ClientConfig:
+class ClientConfig(NamedTuple):  # (not a dataclass: dataclasses imports inspect, a CLI start's tenth)
     server_url: str | None
     token: str | None
     workspace_id: str | None

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Optional
 
-import typer
+from .cli import commandline as typer  # typer's API, without its start-up (cli/commandline.py)
 
 from .apiclient import fail
 

@@ -37,7 +37,7 @@ def _add_in_process_commands() -> None:
     """`server start`, `server nginx-config` and `up` (their server imports wait for their call)."""
     from typing import Optional
 
-    import typer
+    from .cli import commandline as typer
 
     from . import config
     from .apiclient import fail

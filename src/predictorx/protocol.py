@@ -11,12 +11,14 @@ imports nothing of Predictor X (an import-linter contract): it is the one place 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 __all__ = ["Event", "MESSAGE_KINDS", "ProtocolError", "WorkspaceRef", "ResourceRow", "ClaimContext", "TaskRef",
-           "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "Outcome", "Finish"]
+           "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "wire_keys", "Runtime", "Registration",
+           "Heartbeat", "ClaimRequest", "RequestAnswer", "Usage", "Message", "MessageBatch",
+           "TaskStatus", "PushReport", "Outcome", "Finish"]
 
 
 class Event(StrEnum):
@@ -302,7 +304,169 @@ def claimed_task_id(value: Any) -> str | None:
     return task_id if isinstance(task_id, str) and task_id else None
 
 
-# -- a run's end -----------------------------------------------------------------------------------
+# -- what a daemon sends: who it is, its heartbeat and claims, a run's messages, usage, status, push
+#    and end, its answers to requests ----------------------------------------------------------------
+# The server validates each of these bodies with a pydantic model of server/models.py that adds
+# the limits (lengths, ranges, clipping) and is tied to its class here by `models.mirrors`, which
+# refuses to load when the two name different keys: a field added on one side cannot be missed on
+# the other (tests/api/test_wire_bodies.py).
+
+def wire_keys(body: type) -> frozenset[str]:
+    """The keys of the JSON object a report class below sends: its fields, with a field marked
+    `flatten` (Finish.outcome) replaced by that class's keys."""
+    keys: set[str] = set()
+    for f in fields(body):
+        nested = f.metadata.get("flatten")
+        keys |= wire_keys(nested) if nested is not None else {f.name}
+    return frozenset(keys)
+
+
+def _wire(value: Any) -> Any:
+    return value.to_wire() if hasattr(value, "to_wire") else dict(value) if isinstance(value, Mapping) else value
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """An agent CLI a daemon found (daemon/main.probe_runtimes): it runs that provider's agents."""
+
+    provider: str
+    version: str | None = None
+    path: str | None = None
+    capabilities: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"provider": self.provider, "version": self.version, "path": self.path,
+                "capabilities": list(self.capabilities)}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """`POST /api/daemon/register`: who the daemon is and what it runs."""
+
+    daemon_id: str
+    name: str
+    hostname: str | None = None
+    version: str | None = None
+    capabilities: tuple[str, ...] = ()
+    runtimes: tuple[Runtime, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"daemon_id": self.daemon_id, "name": self.name, "hostname": self.hostname, "version": self.version,
+                "capabilities": list(self.capabilities), "runtimes": [r.to_wire() for r in self.runtimes]}
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """`POST /api/daemon/heartbeat`: the tasks it runs (the answer names those cancelled)."""
+
+    task_ids: tuple[str, ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"task_ids": list(self.task_ids)}
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """`POST /api/daemon/claim`: up to `limit` queued tasks, or the one named."""
+
+    limit: int = 1
+    task_id: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"limit": self.limit, **({"task_id": self.task_id} if self.task_id else {})}
+
+
+@dataclass(frozen=True)
+class RequestAnswer:
+    """`POST /api/daemon/requests/<id>`: the daemon's answer to a `request` event."""
+
+    ok: bool
+    error: str | None = None
+    data: Mapping[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"ok": self.ok, "error": self.error, **({"data": dict(self.data)} if self.data is not None else {})}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A run's usage so far (agents/usage.py's form): the CLI's own cost where it gave one, else
+    None (the server prices it from the tokens)."""
+
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float | None = None
+
+    @classmethod
+    def from_mapping(cls, d: Mapping[str, Any] | None) -> Usage | None:
+        """From an adapter's usage dict (its keys of this class; anything else it says is left)."""
+        if d is None:
+            return None
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+    def to_wire(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Message:
+    """One streamed message of a run (`kind` one of MESSAGE_KINDS; `content`: agents/message.py)."""
+
+    seq: int
+    kind: str
+    content: Mapping[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "content": dict(self.content)}
+
+
+@dataclass(frozen=True)
+class MessageBatch:
+    """`POST /api/tasks/<id>/messages`: messages in order, and the run's usage when it changed."""
+
+    messages: tuple[Message, ...]
+    usage: Usage | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"messages": [m.to_wire() for m in self.messages]}
+        if self.usage is not None:
+            out["usage"] = self.usage.to_wire()
+        return out
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    """`POST /api/daemon/tasks/<id>/status`: the run moved on (running, waiting with a reason)."""
+
+    status: str
+    wait_reason: str | None = None
+    branch_name: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"status": self.status, "wait_reason": self.wait_reason, "branch_name": self.branch_name}
+
+
+@dataclass(frozen=True)
+class PushReport:
+    """How the daemon's push of a task's branch to its forge went (`POST …/forge-push`, or a
+    finish's `forge_pushed`)."""
+
+    ok: bool
+    sha: str | None = None
+    error: str | None = None
+    #: Sent before the finish (daemon/earlypush.py): the branch as named when the push target was
+    #: asked for (service/forgepush.EARLY_KEYS) and the run's result (the PR's body reads it).
+    branch: dict[str, str] | None = None
+    result: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        early = {k: v for k, v in (("branch", self.branch), ("result", self.result)) if v is not None}
+        return {"ok": self.ok, "sha": self.sha, "error": self.error, **early}
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -321,18 +485,19 @@ class Outcome:
 @dataclass(frozen=True)
 class Finish:
     """`POST /api/daemon/tasks/<id>/finish`: the outcome, the branch and its review (daemon/review.py),
-    the run's usage, and how an early push went (`forge_pushed`, daemon/earlypush.py)."""
+    the run's usage, and how an early push went (`forge_pushed`, daemon/earlypush.py). The daemon's
+    host adds `claim_next` (its free slots) when it sends it."""
 
-    outcome: Outcome
+    outcome: Outcome = field(metadata={"flatten": Outcome})
     branch_name: str | None = None
     review: Mapping[str, Any] | None = None
-    usage: Mapping[str, Any] | None = None
-    forge_pushed: Mapping[str, Any] | None = None
+    usage: Usage | None = None
+    forge_pushed: PushReport | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"branch_name": self.branch_name, **self.outcome.to_wire(), "usage": self.usage}
+        out: dict[str, Any] = {"branch_name": self.branch_name, **self.outcome.to_wire(), "usage": _wire(self.usage)}
         if self.review is not None:
             out["review"] = dict(self.review)
         if self.forge_pushed is not None:
-            out["forge_pushed"] = dict(self.forge_pushed)
+            out["forge_pushed"] = self.forge_pushed.to_wire()
         return out

@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from predictorx.agents import AgentMessage, acp_profiles, get
+from predictorx.agentconfig import acp_profiles
+from predictorx.agents import AgentMessage, get
 from predictorx.agents.acp_link import split_overrides
 from predictorx.agents.process import STOP_BUDGET_S
 

@@ -1,4 +1,4 @@
-"""An agent's own MCP servers (issue 28 §3; agents/mcpconfig.py): checked when saved, written into
+"""An agent's own MCP servers (issue 28 §3; agentconfig/mcpconfig.py): checked when saved, written into
 each CLI's own MCP configuration beside `predictorx mcp` — Claude Code's --mcp-config file, Codex's
 `-c` overrides, an ACP agent's `session/new` — with its secrets only named in what is written or
 on a command line, and their values given to an ACP agent over its stdin only."""
@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from predictorx.agents import mcpconfig
+from predictorx.agentconfig import mcpconfig
 from predictorx.agents.acp_link import split_overrides
 from predictorx.daemon import workflowhooks as harness
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from predictorx.agents import acp_profiles
+from predictorx.agentconfig import acp_profiles
 from predictorx.cli import small
 
 from cli.test_predictorx_cli import _ok, px, server  # noqa: F401 — the fixtures

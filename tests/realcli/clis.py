@@ -189,7 +189,7 @@ OPENCODE = RealCli("opencode", "opencode", ChatCompletionsServer, f"fixture/{Cha
 QWEN = RealCli("qwen", "qwen", ChatCompletionsServer, ChatCompletionsServer.model, "QWEN.md")
 #: The CLIs with a native adapter (agents/<provider>.py); every one runs through ACP too.
 ALL = {c.provider: c for c in (CLAUDE, CODEX, GEMINI, OPENCODE)}
-#: The CLIs that run here only as ACP agents (a launch profile, agents/acp_profiles.py).
+#: The CLIs that run here only as ACP agents (a launch profile, agentconfig/acp_profiles.py).
 KILO = RealCli("kilo", "kilo", ChatCompletionsServer, f"fixture/{ChatCompletionsServer.model}", "AGENTS.md")
 COPILOT = RealCli("copilot", "copilot", ChatCompletionsServer, ChatCompletionsServer.model, "AGENTS.md")
 ACP_ONLY = {c.provider: c for c in (QWEN, KILO, COPILOT)}

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from predictorx.agents import acp_profiles
+from predictorx.agentconfig import acp_profiles
 
 from .clis import BIN
 from .scenario import kinds_in_order, processes_with, snapshot, wait_until, work_command

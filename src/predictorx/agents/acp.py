@@ -25,7 +25,7 @@ import asyncio
 import logging
 from typing import Any
 
-from . import acp_profiles
+from ..agentconfig import acp_profiles
 from . import message as m
 from .acp_link import split_overrides
 from .adapter import AgentAdapter, MessageHandler, _with_stderr

@@ -81,7 +81,7 @@ def split_overrides(args: list[str], env: dict[str, str] | None = None) -> tuple
     """(the MCP servers named by `-c mcp_servers.NAME.KEY=VALUE` pairs as ACP stdio or HTTP servers,
     the other arguments). Other `-c` pairs (Codex hooks and features) are dropped: ACP has no hooks.
     What Codex would read from its environment (`env_vars`, `env_http_headers`,
-    `bearer_token_env_var`: an agent's secrets, agents/mcpconfig.py) is read from `env` here, and
+    `bearer_token_env_var`: an agent's secrets, agentconfig/mcpconfig.py) is read from `env` here, and
     goes to the agent in `session/new` only."""
     servers: dict[str, dict[str, Any]] = {}
     rest: list[str] = []

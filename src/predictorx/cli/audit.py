@@ -6,7 +6,7 @@ import json
 from enum import Enum
 from typing import Any, Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .client import Client
 from .output import Output, table

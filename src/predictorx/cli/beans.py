@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .client import Client, fail, seg
 from .output import Output, record, table

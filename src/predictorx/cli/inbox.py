@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .client import Client, fail, seg
 from .output import Output, table

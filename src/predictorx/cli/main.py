@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .. import __version__, config
 from .client import Client, CliError, fail, seg
@@ -144,8 +144,7 @@ def add_commands(argv: list[str]) -> None:
     """Add the command groups `argv` needs to the app (all of them unless it names one)."""
     first = next((a for a in argv if not a.startswith("-")), None)
     wanted = [m for m, names in GROUPS.items() if first in names]
-    known = {c.name or c.callback.__name__.replace("_", "-") for c in app.registered_commands if c.callback} \
-        | {g.name for g in app.registered_groups}
+    known = {typer.command_name(c) for c in app.registered_commands} | {g.name for g in app.registered_groups}
     if not wanted and first not in known:
         wanted = list(GROUPS)
     for module_name in wanted:

@@ -13,7 +13,7 @@ import inspect
 import json
 from typing import Any, Callable, Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .. import resources as registry
 from .client import fail

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .client import Client, fail, seg
 from .output import Output, table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from .. import unconfined
 from .client import Client, fail, seg
@@ -74,7 +74,7 @@ def _command_argv(command: str | None, acp_command: str | None, acp_profile: str
     if len(given) > 1:
         fail(f"give one of {' and '.join(given)}, not both", code=2)
     if acp_profile:
-        from ..agents import acp_profiles  # only here: the CLI's start does not load the adapters
+        from ..agentconfig import acp_profiles  # only here: a command loads what it runs
 
         try:
             return acp_profiles.get(acp_profile).command()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-import typer
+from . import commandline as typer  # typer's API, without its start-up (commandline.py)
 
 from . import beans, checks, classify_rules, workflows
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..protocol import PushReport
 from . import steptimes
-from .host import RunHost
-from .serverapi import ServerError
+from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
 RESULT_MAX = 20_000
@@ -33,13 +33,18 @@ PUSH_WAIT = 360.0
 
 
 class EarlyPush:
-    def __init__(self, daemon: RunHost, task_id: str, mask: Callable[[Any], Any] = lambda x: x):
-        self.daemon, self.task_id, self.mask = daemon, task_id, mask
+    """One task's early push. It needs the server connection (to ask for the target and report
+    the push), the daemon's workspaces root (which repositories it may push from:
+    forgework.checked_repository) and the run's masker (for the result it sends) — not the host."""
+
+    def __init__(self, api: ServerApi, workspaces_root: Path, task_id: str,
+                 mask: Callable[[Any], Any] = lambda x: x):
+        self.api, self.workspaces_root, self.task_id, self.mask = api, workspaces_root, task_id, mask
         self._result: str | None = None  # the run's result: the PR's body reads it
         self._git_done = asyncio.Event()  # the push's git is over (the delivery goes on)
         self.branch: dict[str, str] = {}   # the branch the finish will report (forgepush.EARLY_KEYS)
         self._target: asyncio.Future[dict[str, Any] | None] | None = None
-        self._push: asyncio.Future[dict[str, Any] | None] | None = None
+        self._push: asyncio.Future[PushReport | None] | None = None
 
     def name(self, mode: str, branch: str | None, repo: Path, origin_url: str | None, continued_from: str | None,
              *, label: str | None = None) -> None:
@@ -59,8 +64,8 @@ class EarlyPush:
     async def _ask(self) -> dict[str, Any] | None:
         steptimes.mark(self.task_id, "target_asked")
         try:
-            answer = await self.daemon.api.call("POST", f"/api/daemon/tasks/{self.task_id}/push-target",
-                                                self.branch, retries=1)
+            answer = await self.api.call("POST", f"/api/daemon/tasks/{self.task_id}/push-target",
+                                         self.branch, retries=1)
             steptimes.mark(self.task_id, "target_answered")
         except ServerError as e:
             log.info("task %s: no early push target (%s); the finish will say", self.task_id, e.detail)
@@ -77,7 +82,7 @@ class EarlyPush:
             return
         self._push = asyncio.ensure_future(self._push_at(tip, quarantine))
 
-    async def _push_at(self, tip: str, quarantine: Path | None) -> dict[str, Any] | None:
+    async def _push_at(self, tip: str, quarantine: Path | None) -> PushReport | None:
         from . import forgework
 
         try:
@@ -88,22 +93,23 @@ class EarlyPush:
                 return None
             given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
             steptimes.mark(self.task_id, "push_start")
-            ok, sha, error = await forgework.push_with(self.daemon, self.task_id, given, quarantine)
+            ok, sha, error = await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine)
             steptimes.mark(self.task_id, "push_end")
         finally:
             self._git_done.set()
         if ok is None:
             return None
-        report = {"ok": ok, "sha": sha, "error": error}
+        report = PushReport(ok, sha, error)
         # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
         return None if ok and await self._report(report) else report
 
-    async def _report(self, report: dict[str, Any]) -> bool:
+    async def _report(self, report: PushReport) -> bool:
         """The push's report, now: the server opens the PR without waiting for the finish. False
         when it did not go (the finish carries it then)."""
-        body = {**report, "branch": self.branch, **({"result": self.mask(self._result)} if self._result else {})}
+        early = PushReport(report.ok, report.sha, report.error, branch=dict(self.branch),
+                           result=self.mask(self._result) if self._result else None)
         try:
-            await self.daemon.api.call("POST", f"/api/daemon/tasks/{self.task_id}/forge-push", body, retries=1)
+            await self.api.call("POST", f"/api/daemon/tasks/{self.task_id}/forge-push", early.to_wire(), retries=1)
         except ServerError as e:
             log.info("task %s: its push report goes with its finish (%s)", self.task_id, e.detail)
             return False
@@ -125,17 +131,16 @@ class EarlyPush:
             return lambda: started.result(PUSH_WAIT)
         return push_from
 
-    async def for_finish(self) -> dict[str, Any]:
-        """The finish's `forge_pushed` (how the push went), or nothing when none was made."""
+    async def for_finish(self) -> PushReport | None:
+        """The finish's `forge_pushed` (how the push went), or None when none was made."""
         if self._push is None:
             self.drop()
-            return {}
+            return None
         try:
-            pushed = await asyncio.shield(self._push)
+            return await asyncio.shield(self._push)
         except Exception:  # the finish goes whatever happened here
             log.exception("task %s: the early push failed", self.task_id)
-            return {}
-        return {"forge_pushed": pushed} if pushed is not None else {}
+            return None
 
     def delivered_hook(self, branch: str, then: Callable[[asyncio.AbstractEventLoop], None]) -> Callable[[str | None], None]:
         """For worktree.finalize's `delivered` (called in its thread): start the push on the event

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from .. import resources
 from ..forges.base import PushTarget
+from ..protocol import PushReport
 from . import forgepush, localmerge
 from .branches import ref_component
 from .gitcmd import KEPT_REFS, GitError
@@ -34,11 +35,12 @@ def _inside(path: Path, root: Path) -> bool:
     return real.startswith(top + os.sep)
 
 
-def checked_repository(daemon: RunHost, path: str) -> Path:
-    """`path` when this daemon may act on it: one of its repo caches, or an allowed local folder."""
+def checked_repository(workspaces_root: Path, path: str) -> Path:
+    """`path` when this daemon (of `workspaces_root`) may act on it: one of its repo caches, or an
+    allowed local folder."""
     if not path or not os.path.isabs(path):
         raise ValueError(f"{path!r} is not a repository this daemon knows")
-    if _inside(Path(path), daemon.workspaces_root / CACHE_DIR_NAME):
+    if _inside(Path(path), workspaces_root / CACHE_DIR_NAME):
         return Path(os.path.realpath(path))
     try:
         return Path(resources.get("local_directory").check_folder(path))
@@ -90,16 +92,16 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
     except ServerError as e:
         log.warning("task %s: no push target (%s)", task_id, e.detail)
         return
-    ok, sha, error = await push_with(daemon, task_id, answer)
+    ok, sha, error = await push_with(daemon.workspaces_root, task_id, answer)
     if ok is None:
         return
     try:
-        await daemon.api.forge_pushed(task_id, ok, sha, error)
+        await daemon.api.forge_pushed(task_id, PushReport(ok, sha, error))
     except ServerError as e:
         log.warning("task %s: could not report its push (%s)", task_id, e.detail)
 
 
-async def push_with(daemon: RunHost, task_id: str, answer: dict[str, Any],
+async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
                     quarantine: Path | None = None) -> tuple[bool | None, str | None, str | None]:
     """Push the task's branch to the target the server answered: (ok, sha, error); ok None when
     the answer was unreadable (nothing was pushed, nothing to report). `quarantine`: push the
@@ -112,7 +114,7 @@ async def push_with(daemon: RunHost, task_id: str, answer: dict[str, Any],
         return None, None, None
     ok, sha, error = False, None, None
     try:
-        repo = quarantine or checked_repository(daemon, target.extra.get("repo_path", ""))
+        repo = quarantine or checked_repository(workspaces_root, target.extra.get("repo_path", ""))
         # At a run's end the server names the commit this daemon reported as the branch's tip.
         local = target.extra.get("tip") or f"refs/heads/{target.extra.get('local_branch') or target.branch}"
         done = await asyncio.to_thread(forgepush.push, repo, local, target,
@@ -130,7 +132,7 @@ async def push_with(daemon: RunHost, task_id: str, answer: dict[str, Any],
 async def _answer_local(daemon: RunHost, event: dict[str, Any]) -> None:
     ok, error, data = False, None, None
     try:
-        repo = checked_repository(daemon, str(event.get("repo_path", "")))
+        repo = checked_repository(daemon.workspaces_root, str(event.get("repo_path", "")))
         branch = str(event.get("branch") or "")
         if not branch.startswith("agent/") and not event.get("continued"):
             raise ValueError(f"{branch!r} is not a task's branch")

@@ -164,10 +164,10 @@ class Daemon:
         revoked) once with its owner's token read from the client config just for this call, then
         kept nowhere: the daemon token the server answers goes to its own 0600 file (R-SEC-5)."""
         self.runtimes = await asyncio.to_thread(probe_runtimes)
-        payload = {
-            "daemon_id": self.daemon_id, "name": self.name, "hostname": socket.gethostname(),
-            "version": __version__, "capabilities": DAEMON_CAPABILITIES, "runtimes": self.runtimes,
-        }
+        payload = protocol.Registration(
+            self.daemon_id, self.name, socket.gethostname(), __version__, tuple(DAEMON_CAPABILITIES),
+            tuple(protocol.Runtime(r["provider"], r["version"], r["path"], tuple(r["capabilities"]))
+                  for r in self.runtimes))
         answer = None
         if self.api.token is not None:
             try:

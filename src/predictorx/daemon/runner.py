@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import agents, protocol, secretmask, unconfined
-from ..protocol import Finish, Outcome
+from ..protocol import Finish, Outcome, Usage
 from ..agents import RunSpec
 from . import permissionwait
 from . import (cliconfig, delivery, earlypush, envroot, forgepush, forgework, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
@@ -83,7 +83,8 @@ class TaskRun:
         self._undelivered: list[str] = []  # why some checkout's work could not be delivered
         #: The object stores the daemon made the task's checkout borrow from (for `gitview`).
         self.borrowed_objects: list[Path] = []
-        self.early_push = earlypush.EarlyPush(daemon, self.id, lambda x: self.masker.any(x))  # the push, once the branch is there (issue 22)
+        self.early_push = earlypush.EarlyPush(daemon.api, daemon.workspaces_root, self.id,
+                                              lambda x: self.masker.any(x))  # the push, once the branch is there (issue 22)
         #: read at the end, sent while the work is delivered
         self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts))
         self.answer_bell = asyncio.Event()  # a person answered its agent's question (permissionwait.py)
@@ -192,8 +193,9 @@ class TaskRun:
         # A review without a branch: deleted, the task changed nothing.
         branch = self.branch if self.review is None or self.review.get("branch") else ""
         await self.handoff.sent(self.branch)
-        pushed = (await self.early_push.for_finish()).get("forge_pushed")  # the PR opens with the finish
-        fields = self.masker.any(Finish(outcome, branch, self.review, self._uploader.usage, pushed).to_wire())
+        pushed = await self.early_push.for_finish()  # the PR opens with the finish
+        fields = self.masker.any(Finish(outcome, branch, self.review, Usage.from_mapping(self._uploader.usage),
+                                        pushed).to_wire())
         self._forget_env()
         await self.daemon.report_finish(self.id, fields)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from ..protocol import ClaimRequest, Heartbeat, MessageBatch, PushReport, Registration, RequestAnswer, TaskStatus
 from .retry import FAILOVER_STATUSES, ServerError, backoff
 
 log = logging.getLogger("predictorx.daemon")
@@ -88,28 +89,28 @@ class ServerApi:
                 return await self._once(method, path, body, token)
         raise AssertionError("unreachable")
 
-    async def register(self, payload: dict[str, Any], user_token: str | None = None) -> dict[str, Any]:
+    async def register(self, registration: Registration, user_token: str | None = None) -> dict[str, Any]:
         """With `user_token`: the first registration, answered with this daemon's token. Without:
         the daemon registers itself again (a restart) with its own token, which it keeps."""
         if user_token is None and self.token is None:
             raise ServerError(401, "this daemon has no token yet")
-        answer = await self.call("POST", "/api/daemon/register", payload, token=user_token or self.token, retries=5)
+        answer = await self.call("POST", "/api/daemon/register", registration.to_wire(), token=user_token or self.token,
+                                 retries=5)
         if answer.get("token"):
             self.token = answer["token"]
         return answer
 
     async def heartbeat(self, task_ids: list[str]) -> list[str]:
-        return (await self.call("POST", "/api/daemon/heartbeat", {"task_ids": task_ids}, retries=1))["cancelled"]
+        body = Heartbeat(tuple(task_ids)).to_wire()
+        return (await self.call("POST", "/api/daemon/heartbeat", body, retries=1))["cancelled"]
 
     async def claim(self, limit: int, task_id: str | None = None) -> list[dict[str, Any]]:
-        body: dict[str, Any] = {"limit": limit}
-        if task_id:
-            body["task_id"] = task_id
+        body = ClaimRequest(limit, task_id).to_wire()
         return (await self.call("POST", "/api/daemon/claim", body, retries=1))["tasks"]
 
     async def status(self, task_id: str, status: str, wait_reason: str | None = None,
                      branch_name: str | None = None) -> dict[str, Any]:
-        body = {"status": status, "wait_reason": wait_reason, "branch_name": branch_name}
+        body = TaskStatus(status, wait_reason, branch_name).to_wire()
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/status", body, retries=6)
 
     async def finish(self, task_id: str, **fields: Any) -> dict[str, Any]:
@@ -118,22 +119,13 @@ class ServerApi:
     async def release(self, task_id: str) -> dict[str, Any]:
         return await self.call("POST", f"/api/daemon/tasks/{task_id}/release", {}, retries=3)
 
-    async def messages(self, task_id: str, batch: list[dict[str, Any]]) -> int:
-        return (await self.upload(task_id, batch))["last_seq"]
-
-    async def upload(self, task_id: str, batch: list[dict[str, Any]], usage: dict[str, Any] | None = None
-                     ) -> dict[str, Any]:
+    async def upload(self, task_id: str, batch: MessageBatch) -> dict[str, Any]:
         """A batch of messages (and the run's usage so far): `{"last_seq": …, "stop": reason | None}`."""
-        body: dict[str, Any] = {"messages": batch}
-        if usage is not None:
-            body["usage"] = usage
-        return await self.call("POST", f"/api/tasks/{task_id}/messages", body, retries=0)
+        return await self.call("POST", f"/api/tasks/{task_id}/messages", batch.to_wire(), retries=0)
 
     async def answer(self, request_id: str, ok: bool, error: str | None = None,
                      data: dict[str, Any] | None = None) -> None:
-        body: dict[str, Any] = {"ok": ok, "error": error}
-        if data is not None:
-            body["data"] = data
+        body = RequestAnswer(ok, error, data).to_wire()
         await self.call("POST", f"/api/daemon/requests/{request_id}", body, retries=1)
 
     async def forge_target(self, task_id: str) -> dict[str, Any]:
@@ -141,9 +133,8 @@ class ServerApi:
         the forge credential, which goes only into git's environment (daemon/forgepush.py)."""
         return await self.call("GET", f"/api/daemon/tasks/{task_id}/forge-target", retries=2)
 
-    async def forge_pushed(self, task_id: str, ok: bool, sha: str | None = None, error: str | None = None) -> None:
-        await self.call("POST", f"/api/daemon/tasks/{task_id}/forge-push", {"ok": ok, "sha": sha, "error": error},
-                        retries=6)
+    async def forge_pushed(self, task_id: str, report: PushReport) -> None:
+        await self.call("POST", f"/api/daemon/tasks/{task_id}/forge-push", report.to_wire(), retries=6)
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         """The push connection: server-sent events, one JSON object each."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agents.usage import USAGE_EVENT
+from ..protocol import Message, MessageBatch, Usage
 from ..textsafe import clip, sanitize
 from .retry import backoff
 from .serverapi import ServerApi, ServerError
@@ -157,8 +158,9 @@ class MessageUploader:
             batch = self._next_batch()
             usage = self.usage if self._usage_due() else None
             try:
-                self._answered(await self.api.upload(
-                    self.task_id, [{k: v for k, v in m.items() if k != "_bytes"} for m in batch], usage), usage)
+                self._answered(await self.api.upload(self.task_id, MessageBatch(
+                    tuple(Message(m["seq"], m["kind"], m["content"]) for m in batch), Usage.from_mapping(usage))),
+                    usage)
             except ServerError as e:
                 if usage is not None and e.status == 422:  # a server that takes no usage: messages first
                     self._usage_sent = usage

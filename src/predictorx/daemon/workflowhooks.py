@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agents import mcpconfig
+from ..agentconfig import mcpconfig
 from ..workflowmcp.sweep_text import render
 from . import gitview
 from .gitcmd import GitError, git_text
@@ -112,7 +112,7 @@ def _mcp_command() -> list[str]:
 def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str],
               servers: list[dict[str, Any]] | None = None) -> list[str]:
     """Arguments that add `predictorx mcp` and the agent's own MCP servers (`servers`,
-    agents/mcpconfig.py) to this one run (never to the person's config). The task token goes into
+    agentconfig/mcpconfig.py) to this one run (never to the person's config). The task token goes into
     a 0600 file in the env root (outside the workdir), never into argv or the harness's config:
     `predictorx mcp --env-file` reads it; an agent's secret is only named (the CLI reads it from
     its environment)."""

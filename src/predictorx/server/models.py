@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from .. import protocol
 from ..service.workflow_instances import Completion
 from ..textsafe import clip
 
@@ -23,6 +25,26 @@ AllowedHost = Annotated[str, Field(min_length=1, max_length=300), AfterValidator
 Body = Annotated[str, Field(max_length=100_000), AfterValidator(_no_nul)]
 Ident = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
 Position = Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+M = TypeVar("M", bound=BaseModel)
+#: Each report body's model and its protocol class (tests/api/test_wire_bodies.py reads it).
+MIRRORS: dict[type[BaseModel], type] = {}
+
+
+def mirrors(wire: type, *, host_adds: tuple[str, ...] = ()) -> Callable[[type[M]], type[M]]:
+    """The model validates the report body `wire` of protocol.py (adding the limits): checked when
+    this module loads, so the two can never name different keys — a field added to one and
+    forgotten on the other stops the server's start with this sentence, and fails
+    tests/api/test_wire_bodies.py. `host_adds`: keys the daemon's host puts beside the body."""
+    def check(model: type[M]) -> type[M]:
+        ours, theirs = set(model.model_fields), protocol.wire_keys(wire) | set(host_adds)
+        if ours != theirs:
+            raise TypeError(f"server.models.{model.__name__} and protocol.{wire.__name__} differ: only the model has "
+                            f"{sorted(ours - theirs)}, only the protocol {sorted(theirs - ours)}")
+        MIRRORS[model] = wire
+        return model
+    return check
 
 
 class Strict(BaseModel):
@@ -176,7 +198,7 @@ class AgentCreate(Strict):
     permissions: Literal["allow", "deny", "ask"] = "allow"
     #: `ask`: seconds a question waits for a person before deny answers it (none: the daemon's default)
     ask_timeout_s: Annotated[int, Field(ge=10, le=86_400)] | None = None
-    #: Its own MCP servers (agents/mcpconfig.py checks them): stdio or HTTP, secrets only named.
+    #: Its own MCP servers (agentconfig/mcpconfig.py checks them): stdio or HTTP, secrets only named.
     mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
@@ -197,6 +219,7 @@ class AgentUpdate(Strict):
     mcp_servers: list[dict[str, Any]] | None = Field(default=None, max_length=20)
 
 
+@mirrors(protocol.Runtime)
 class RuntimeIn(Strict):
     provider: ShortName
     version: Name | None = None
@@ -213,6 +236,7 @@ def _uuid(value: str) -> str:
         raise ValueError("must be a UUID") from None
 
 
+@mirrors(protocol.Registration)
 class DaemonRegister(Strict):
     daemon_id: Annotated[str, Field(min_length=32, max_length=36), AfterValidator(_uuid)]
     name: Name
@@ -222,10 +246,12 @@ class DaemonRegister(Strict):
     runtimes: list[RuntimeIn] = Field(default_factory=list, max_length=50)
 
 
+@mirrors(protocol.Heartbeat)
 class Heartbeat(Strict):
     task_ids: list[Ident] = Field(default_factory=list, max_length=1000)
 
 
+@mirrors(protocol.ClaimRequest)
 class Claim(Strict):
     limit: Annotated[int, Field(ge=1, le=100)] = 1
     task_id: Ident | None = None
@@ -238,18 +264,35 @@ def Reported(limit: int):  # a type factory, named like the types it makes
     return Annotated[str, BeforeValidator(lambda v: clip(v, limit) if isinstance(v, str) else v)]
 
 
+@mirrors(protocol.TaskStatus)
 class TaskStatus(Strict):
     status: ShortName
     wait_reason: Reported(100_000) | None = None
     branch_name: Reported(500) | None = None
 
 
+class EarlyBranch(Strict):
+    """The branch a daemon will report, named when its agent ended (service/forgepush.EARLY_KEYS)."""
+
+    mode: Annotated[str, Field(max_length=40)] | None = None
+    branch: Annotated[str, Field(max_length=500)] | None = None
+    repo_path: Annotated[str, Field(max_length=4096)] | None = None
+    origin_url: Annotated[str, Field(max_length=4096)] | None = None
+    repo_label: Annotated[str, Field(max_length=4096)] | None = None
+    continued_from: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
+
+
+@mirrors(protocol.PushReport)
 class PushReport(Strict):
-    """How a daemon's push of a task's branch to its forge went (daemon/forgework.py)."""
+    """How a daemon's push of a task's branch to its forge went (daemon/forgework.py). Sent before
+    the task's finish (daemon/earlypush.py), it names the branch as the push target was asked for
+    it and carries the run's result (the PR's body reads it)."""
 
     ok: bool
     sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
     error: Body | None = None
+    branch: EarlyBranch | None = None
+    result: Body | None = None
 
 
 Count = Annotated[int, Field(ge=0, le=10**13)]
@@ -257,6 +300,7 @@ Count = Annotated[int, Field(ge=0, le=10**13)]
 ModelName = Annotated[str, BeforeValidator(lambda v: clip(v, 200) if isinstance(v, str) else v)]
 
 
+@mirrors(protocol.Usage)
 class UsageIn(Strict):
     """A run's usage so far, as the daemon's adapter put it (agents/usage.py): the CLI's own cost
     where it gave one (else None: the server prices it, service/pricing.py)."""
@@ -270,6 +314,7 @@ class UsageIn(Strict):
     cost_usd: Annotated[float, Field(ge=0, le=1_000_000)] | None = None
 
 
+@mirrors(protocol.Finish, host_adds=("claim_next",))
 class TaskFinish(Strict):
     """The end of a run. Accepted whatever the agent printed, so a finished run is never lost."""
 
@@ -285,12 +330,14 @@ class TaskFinish(Strict):
     forge_pushed: PushReport | None = None
 
 
+@mirrors(protocol.Message)
 class MessageIn(Strict):
     seq: Annotated[int, Field(ge=0, le=2_000_000_000)]
     kind: ShortName
     content: dict[str, Any]
 
 
+@mirrors(protocol.MessageBatch)
 class MessageBatch(Strict):
     messages: list[MessageIn] = Field(max_length=1000)
     usage: UsageIn | None = None  # the run's usage so far, live (issue 27)
@@ -320,6 +367,7 @@ class PriceIn(Strict):
     cache_write: Money | None = None
 
 
+@mirrors(protocol.RequestAnswer)
 class RpcAnswer(Strict):
     ok: bool
     error: Body | None = None

@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from .. import allowhosts
-from ..agents import acp_profiles, mcpconfig
+from ..agentconfig import acp_profiles, mcpconfig
 from ..store.schema import ACTIVE_STATUSES, Agent, Daemon, Issue, Runtime, Task, utcnow
 from . import audit
 from .errors import Conflict, Forbidden, Invalid, NotFound

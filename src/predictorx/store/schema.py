@@ -216,7 +216,7 @@ class Agent(Base):
     #: the claim reads them only for an agent that has some (service/agentenv.py; migration 0022).
     env_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     #: Its own MCP servers, added to its runs beside agents-room and `predictorx mcp`
-    #: (agents/mcpconfig.py: stdio or HTTP; secrets only named, never stored here; migration 0022).
+    #: (agentconfig/mcpconfig.py: stdio or HTTP; secrets only named, never stored here; migration 0022).
     mcp_servers: Mapped[list | None] = mapped_column(JSON)
     runtime_id: Mapped[str | None] = mapped_column(ForeignKey("runtime.id", ondelete="SET NULL"))
     # The person whose machines run it (R-SEC-6): it runs only on their daemons, only they edit it.

@@ -8,32 +8,20 @@ no signature 401, a wrong one 403, all changing nothing; the body is bounded bef
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 
 from ...service import autopilot_webhook
 from ..deps import get_state
 from ..state import AppState
-from .forgehooks import TooLarge
+from .signedhooks import receive
 
 router = APIRouter(prefix="/api/autopilot-hooks", tags=["autopilots"])
 
 MAX_DELIVERY_BYTES = 256 * 1024
 
 
-async def _bounded_body(request: Request) -> bytes:
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_DELIVERY_BYTES:
-            raise TooLarge(f"an autopilot delivery may be at most {MAX_DELIVERY_BYTES // 1024} KiB")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 @router.post("/{hook_id}")
 async def deliver(hook_id: str, request: Request, state: AppState = Depends(get_state)) -> dict:
-    body = await _bounded_body(request)
-    headers = {k.lower(): v for k, v in request.headers.items()}
-    done = await run_in_threadpool(autopilot_webhook.ingest, state, hook_id[:64], headers, body)
+    done = await receive(request, state, autopilot_webhook.ingest, hook_id, limit=MAX_DELIVERY_BYTES,
+                         what="an autopilot delivery")
     return {"fired": done.fired, "detail": done.detail, "firing_id": done.firing_id,
             "issue_number": done.issue_number}

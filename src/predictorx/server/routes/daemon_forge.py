@@ -5,39 +5,18 @@ push now, merge or discard locally."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends
-from pydantic import Field
-
 from ...service import forgepush
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
 from ..forgeasks import local_action
-from ..models import Body, PushReport, Strict
+from ..models import EarlyBranch, PushReport
 from ..safejson import SafeJSONResponse
 from ..state import AppState
 
 router = APIRouter(prefix="/api", tags=["forges"])
-
-
-class EarlyBranch(Strict):
-    """The branch a daemon will report, named when its agent ended (service/forgepush.EARLY_KEYS)."""
-
-    mode: Annotated[str, Field(max_length=40)] | None = None
-    branch: Annotated[str, Field(max_length=500)] | None = None
-    repo_path: Annotated[str, Field(max_length=4096)] | None = None
-    origin_url: Annotated[str, Field(max_length=4096)] | None = None
-    repo_label: Annotated[str, Field(max_length=4096)] | None = None
-    continued_from: Annotated[str, Field(pattern=r"^[0-9a-f]{40,64}$")] | None = None
-
-
-class EarlyPushReport(PushReport):
-    """A push report; sent before the task's finish (daemon/earlypush.py), it names the branch as
-    the push target was asked for it and carries the run's result (the PR's body reads it)."""
-
-    branch: EarlyBranch | None = None
-    result: Body | None = None
 
 
 @router.get("/daemon/tasks/{task_id}/forge-target", response_model=None)
@@ -63,7 +42,7 @@ def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends
 
 
 @router.post("/daemon/tasks/{task_id}/forge-push")
-def forge_pushed(task_id: str, body: EarlyPushReport, caller: Caller = Depends(daemon_caller),
+def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
     """How a push went. Sent before the finish (a running task), the PR opens once this commits."""
     with state.write() as s:

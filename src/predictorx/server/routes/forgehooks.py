@@ -10,12 +10,11 @@ below the app-wide limit) before anything reads it.
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 
 from ...service import forgeevents
-from ...service.errors import ServiceError
 from ..deps import get_state
 from ..state import AppState
+from .signedhooks import receive
 
 router = APIRouter(prefix="/api/forges", tags=["forges"])
 
@@ -23,26 +22,8 @@ router = APIRouter(prefix="/api/forges", tags=["forges"])
 MAX_WEBHOOK_BYTES = 2 * 1024 * 1024
 
 
-class TooLarge(ServiceError):
-    status = 413
-
-
-async def _bounded_body(request: Request) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > MAX_WEBHOOK_BYTES:
-        raise TooLarge(f"a webhook delivery may be at most {MAX_WEBHOOK_BYTES // 1024} KiB")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_WEBHOOK_BYTES:
-            raise TooLarge(f"a webhook delivery may be at most {MAX_WEBHOOK_BYTES // 1024} KiB")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 @router.post("/{connection_id}/webhook")
 async def webhook(connection_id: str, request: Request, state: AppState = Depends(get_state)) -> dict:
-    body = await _bounded_body(request)
-    headers = {k.lower(): v for k, v in request.headers.items()}
-    outcome = await run_in_threadpool(forgeevents.ingest, state, connection_id[:64], headers, body)
+    outcome = await receive(request, state, forgeevents.ingest, connection_id, limit=MAX_WEBHOOK_BYTES,
+                            what="a webhook delivery")
     return {"ok": True, "taken": outcome.taken, "detail": outcome.message}

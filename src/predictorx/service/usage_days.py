@@ -7,9 +7,9 @@ rows from `run_usage` (a backfill)."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import case, delete, func, insert, literal, select
+from sqlalchemy import Table, case, delete, func, insert, literal, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -57,7 +57,7 @@ def _upsert(dialect: str) -> Any:
     (executemany): on the table, not the ORM entity — the ORM's bulk insert and a statement with
     the rows inlined compiled again on every report, ~2.5 ms of the server's CPU per message batch
     (issue 30)."""
-    table = UsageDay.__table__
+    table = cast(Table, UsageDay.__table__)
     ins = (pg_insert if dialect == "postgresql" else sqlite_insert)(table)
     return ins.on_conflict_do_update(index_elements=["workspace_id", "dim", "day", "key"],
                                      set_={name: table.c[name] + getattr(ins.excluded, name) for name in SUMMED})

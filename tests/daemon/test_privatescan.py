@@ -110,6 +110,33 @@ def test_a_watch_that_cannot_be_added_means_scanning_every_time(tmp_path, monkey
     assert scan.scans == 2
 
 
+def test_a_folder_the_daemon_may_not_read_keeps_the_scan(tmp_path, monkeypatch):
+    """A daemon that is not root cannot watch (or list) a folder without its read bit: the scan
+    is kept all the same, and that folder's mode is still watched through its parent."""
+    root = _tree(tmp_path)
+    libc = privatescan._libc()
+
+    class NoReadOnCerts:  # the C library, except that "certs" answers EACCES as for a non-root daemon
+        def inotify_init1(self, flags):
+            return libc.inotify_init1(flags)
+
+        def inotify_add_watch(self, fd, path, mask):
+            return -1 if path.endswith(b"certs") else libc.inotify_add_watch(fd, path, mask)
+
+    monkeypatch.setattr(privatescan, "_libc", NoReadOnCerts)
+    monkeypatch.setattr(privatescan.ctypes, "get_errno", lambda: 13)  # (read only after a failure)
+    scan = privatescan.PrivateScan([str(root)])
+    try:
+        scan()
+        scan()
+        assert scan.scans == 1
+        os.chmod(root / "ssl" / "certs", 0o700)  # its own mode: seen by its parent's watch
+        want = {str(root / "shadow"), str(root / "ssl" / "certs")}
+        assert _eventually(scan, want) == want
+    finally:
+        scan.close()
+
+
 def test_the_sandbox_takes_the_kept_scan(monkeypatch):
     """A run's bwrap arguments hide what the scan found, from the kept scan (no scan per run)."""
     calls = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import stat
 import threading
@@ -67,8 +68,12 @@ class _Inotify:
     def watch(self, folder: str) -> None:
         if self.libc.inotify_add_watch(self.fd, os.fsencode(folder), WATCHED | IN_DONT_FOLLOW | IN_ONLYDIR) < 0:
             err = ctypes.get_errno()
-            if os.path.isdir(folder) and not os.path.islink(folder):  # (gone or not a folder: nothing to see there)
-                raise OSError(err, f"inotify_add_watch {folder}")
+            # Gone or not a folder: nothing to see there. Not readable by us (EACCES, a daemon that
+            # is not root): the scan cannot list it either, so nothing inside changes its answer;
+            # the folder's own mode is reported by its parent's watch (IN_ATTRIB).
+            if err in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.EACCES):
+                return
+            raise OSError(err, f"inotify_add_watch {folder}")
 
     def changed(self) -> bool:
         try:

@@ -60,4 +60,21 @@ def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert json.loads(p.stdout)["id"] == 0, p.stderr
     imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
-    assert not imported & {"runpy", "pathlib", "typing", "predictorx", "predictorx.workflowmcp"}, imported
+    # -S: not even `site` (site-packages, the .pth files) before the first answer (issue 30)
+    assert server["args"][0] == "-S" and not imported & {"runpy", "pathlib", "typing", "site", "predictorx",
+                                                          "predictorx.workflowmcp"}, imported
+
+
+def test_the_front_started_without_site_loads_it_for_a_tool_call(tmp_path):
+    """The daemon starts the front with -S (issue 30): a tool call adds `site` first, so the SDK
+    (in site-packages) answers it — here, as it answers a tool it does not have."""
+    mcp_setup("claude", tmp_path, {"PREDICTORX_TOKEN": "t", "PREDICTORX_SERVER_URL": "http://127.0.0.1:9"})
+    server = json.loads((tmp_path / "predictorx.mcp.json").read_text())["mcpServers"]["predictorx"]
+    assert server["args"][0] == "-S"
+    calls = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}}]
+    p = subprocess.run([server["command"], *server["args"]], input="".join(json.dumps(c) + "\n" for c in calls),
+                       capture_output=True, text=True, timeout=120)
+    answers = [json.loads(line) for line in p.stdout.splitlines()]
+    assert answers[1]["result"] == {"content": [{"type": "text", "text": "Unknown tool: no_such_tool"}],
+                                    "isError": True}, (answers, p.stderr)

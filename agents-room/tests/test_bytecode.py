@@ -43,7 +43,7 @@ def test_run_config_compiles_the_package_so_hooks_start_from_bytecode(tmp_path):
     cfg = json.loads(run.stdout)
     hooks = json.loads(Path(cfg["files"][1]).read_text())["hooks"]
     argv = shlex.split(hooks["PostToolUse"][0]["hooks"][0]["command"])
-    assert argv[1] == str(src / "agents_room" / "hook_entry.py")
+    assert argv[1:3] == ["-S", str(src / "agents_room" / "hook_entry.py")]  # -S: no `site` at start (issue 30)
     payload = {"session_id": "chat-1", "cwd": str(tmp_path), "hook_event_name": "PostToolUse",
                "tool_name": "Bash", "tool_input": {"command": "ls"}}
     hook = subprocess.run([argv[0], "-v", *argv[1:]], input=json.dumps(payload), capture_output=True, text=True,

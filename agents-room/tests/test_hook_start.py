@@ -21,7 +21,8 @@ from room_helpers import PY, run_cli
 #: what the usual hook call must not import (each costs start-up time on every tool call)
 HEAVY = {"runpy", "argparse", "pathlib", "typing", "json", "re", "enum", "contextlib", "urllib.parse", "ipaddress",
          "fnmatch", "hashlib", "configparser", "agents_room.cli", "agents_room.commands", "agents_room.integration",
-         "agents_room.install", "agents_room.harness_config", "agents_room.mcp_server", "agents_room.mcp_stdio", "mcp"}
+         "agents_room.install", "agents_room.harness_config", "agents_room.mcp_server", "agents_room.mcp_stdio", "mcp",
+         "site"}  # (started with -S: no site-packages or .pth files looked at, issue 30)
 
 
 def _settings(tmp_path, repo) -> tuple[dict, dict]:
@@ -44,8 +45,9 @@ def test_a_runs_hooks_start_as_a_file_and_the_usual_calls_import_little(tmp_path
     cmds = {ev: shlex.split(groups[0]["hooks"][0]["command"]) for ev, groups in hooks.items()}
     assert set(cmds) == {"PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
     for ev, argv in cmds.items():
-        assert argv[0] == sys.executable and argv[1].endswith(os.path.join("agents_room", "hook_entry.py")), (ev, argv)
-        assert argv[2] == "hook" and harness_config._ours(shlex.join(argv))
+        assert argv[0] == sys.executable and argv[1] == "-S", (ev, argv)
+        assert argv[2].endswith(os.path.join("agents_room", "hook_entry.py")), (ev, argv)
+        assert argv[3] == "hook" and harness_config._ours(shlex.join(argv))
     chat = {"session_id": "chat-1", "cwd": str(repos["web"])}
     bash = {**chat, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
             "tool_response": {"stdout": "a\n", "stderr": "", "interrupted": False}}
@@ -69,7 +71,7 @@ def test_a_runs_hooks_start_as_a_file_and_the_usual_calls_import_little(tmp_path
     r.conn.execute("UPDATE sessions SET last_seen=1, wake_waiter='w' WHERE id=?", (other,))
     codex = {"session_id": "thread-1", "cwd": str(repos["web"]), "hook_event_name": "PostToolUse", "turn_id": "t1",
              "tool_name": "shell", "tool_input": {"command": ["ls"]}}
-    argv = [sys.executable, cmds["PostToolUse"][1], f"--db={db}", "hook", "--event=PostToolUse", "--harness=codex"]
+    argv = [sys.executable, *cmds["PostToolUse"][1:3], f"--db={db}", "hook", "--event=PostToolUse", "--harness=codex"]
     p, names = _imports(argv, codex, {}, repos["web"])
     assert p.returncode == 0 and p.stdout == "" and not names & HEAVY, sorted(names & HEAVY)
     assert r.session_row(other)["wake_waiter"] is None and r.session_row(other)["last_seen"] > 1

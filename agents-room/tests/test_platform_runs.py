@@ -145,10 +145,29 @@ def test_a_runs_mcp_server_starts_as_a_file_and_answers_before_loading_more(tmp_
     starts the stdio front as a file — no package, CLI, argparse or runpy import before it answers."""
     cfg = _run_config("--harness=claude", f"--config-dir={tmp_path / 'r'}", f"--cwd={repos['web']}", cwd=repos["web"])
     entry = json.loads(open(cfg["files"][0]).read())["mcpServers"]["agents-room"]
-    assert entry["args"][-1] == "--serve" and entry["args"][0].endswith("mcp_stdio.py")
+    assert entry["args"][-1] == "--serve" and entry["args"][0] == "-S" and entry["args"][1].endswith("mcp_stdio.py")
     hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
     p = subprocess.run([entry["command"], "-X", "importtime", *entry["args"]], input=json.dumps(hello) + "\n",
                        capture_output=True, text=True, timeout=60, env={**os.environ, **entry["env"]})
     assert json.loads(p.stdout)["result"]["serverInfo"]["name"] == "agents-room", p.stderr
     imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
-    assert not imported & {"runpy", "argparse", "pathlib", "typing", "agents_room", "agents_room.cli"}, imported
+    assert not imported & {"runpy", "argparse", "pathlib", "typing", "agents_room", "agents_room.cli", "site"}, imported
+
+
+def test_a_runs_mcp_server_started_without_site_loads_it_for_a_tool_call(tmp_path, repos, db):
+    """The run's entry starts the front with -S (issue 30): the SDK lives in site-packages, so a
+    tool call adds `site` first and then answers as the SDK server does."""
+    cfg = _run_config("--harness=claude", f"--config-dir={tmp_path / 'r'}", f"--cwd={repos['web']}", cwd=repos["web"])
+    entry = json.loads(open(cfg["files"][0]).read())["mcpServers"]["agents-room"]
+    assert entry["args"][0] == "-S"
+    calls = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
+             {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+              "params": {"name": "room_join", "arguments": {"cwd": str(repos["web"]), "label": "no-site"}}}]
+    p = subprocess.run([entry["command"], *entry["args"]], input="".join(json.dumps(c) + "\n" for c in calls),
+                       capture_output=True, text=True, timeout=120, cwd=repos["web"],
+                       env={**os.environ, **entry["env"], **cfg["env"]})
+    answers = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [0, 1], p.stderr
+    result = answers[1]["result"]
+    assert not result.get("isError"), result
+    assert "s-" in json.dumps(result), result  # the session id room_join returned

@@ -28,8 +28,10 @@ def hook_command(event: str, harness: str, *, autonomy: str | int | None = None,
                  label: str | None = None, db_path: Path | None = None, wake: bool = False, fast: bool = False) -> str:
     """The hook's command line. `fast`: started as the file hook_entry.py (no runpy, CLI or argparse
     before the hook runs, which the harness waits for on every tool call) — for one run's
-    configuration, as mcp_entry(fast=True); an installed one keeps `-m agents_room`."""
-    base = [sys.executable, str(Path(__file__).with_name("hook_entry.py"))] if fast else base_command()
+    configuration, as mcp_entry(fast=True); an installed one keeps `-m agents_room`. The fast one
+    starts with -S (no `site`: 2-4 ms less per hook; the hook needs only the standard library and
+    its own package, found beside the file)."""
+    base = [sys.executable, "-S", str(Path(__file__).with_name("hook_entry.py"))] if fast else base_command()
     argv = base + ["hook", f"--event={event}", f"--harness={harness}"]
     if db_path is not None:
         argv.insert(len(base), f"--db={db_path}")
@@ -90,14 +92,15 @@ def mcp_entry(harness: str, db_path: Path | None = None, *, fast: bool = False) 
     """The MCP server entry. `fast`: the stdio front started as a file (mcp_stdio.py --serve: no
     package, CLI or argparse import before its first answer, which the harness waits for) — for
     one run's configuration, written again for every run; an installed configuration keeps
-    `-m agents_room mcp`, which survives the package moving."""
+    `-m agents_room mcp`, which survives the package moving. The fast one starts with -S and loads
+    `site` only before a tool call (mcp_stdio.with_site)."""
     cmd = base_command()
     env = {"AGENTS_ROOM_HARNESS": harness}
     if db_path is not None:
         env["AGENTS_ROOM_DB"] = str(db_path)
     args = cmd[1:] + ["mcp"]
     if fast:
-        args = [str(Path(__file__).with_name("mcp_stdio.py")), "--serve"]
+        args = ["-S", str(Path(__file__).with_name("mcp_stdio.py")), "--serve"]
     entry = {"command": cmd[0], "args": args, "env": env}
     if harness == "claude":
         entry = {"type": "stdio", **entry}

@@ -21,6 +21,10 @@ if __name__ == "__main__":
 
     _opts = hooks.parse_args(sys.argv[1:])
     if _opts is None:
+        if sys.flags.no_site:  # (started with -S: the CLI may need what site-packages hold)
+            import site
+
+            site.main()
         from agents_room.cli import main
 
         sys.exit(main())

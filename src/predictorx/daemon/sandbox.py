@@ -32,7 +32,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import time
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import config
-from . import seccomp
+from . import privatescan, seccomp
 from .gitdata import repository_dirs
 from .netpolicy import NetworkJail
 
@@ -57,7 +56,8 @@ SECCOMP_FD = 9
 FILTER_NAME = "seccomp.bpf"
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
-#: Searched at each start for what the machine keeps from its other users (`kept_from_others`).
+#: Searched for what the machine keeps from its other users (`kept_from_others`; again when inotify
+#: says something there changed: privatescan.py).
 PRIVATE_SCAN_DIRS = ("/etc",)
 #: Read-only in $HOME for every agent: git's identity and settings.
 SHARED_HOME_FILES = (".gitconfig",)
@@ -161,7 +161,7 @@ class SandboxPlan:
             elif p.is_dir():
                 args += ["--ro-bind", d, d]
                 mounted.append(p)
-        for private in kept_from_others(PRIVATE_SCAN_DIRS):
+        for private in _PRIVATE():
             args += ["--tmpfs", private] if os.path.isdir(private) else ["--ro-bind", "/dev/null", private]
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if not _under(resolv, [Path("/etc")]) and resolv.exists():
@@ -215,28 +215,13 @@ def kept_from_others(roots: Iterable[str]) -> list[str]:
     hidden in the sandbox. Its user namespace maps its root to the daemon's user, so under a root
     daemon an agent, without a capability, still passed as the owner of root's files in the
     system dirs: `/etc/shadow`, `/etc/ssl/private`, the SSH host keys, a database's `pg_hba.conf`.
-    The sandbox sees of them what any user of the machine sees."""
-    found: list[str] = []
-    todo = list(roots)
-    while todo:  # one lstat per entry through scandir (os.walk and a path join per entry cost twice as much)
-        folder = todo.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                mode = entry.stat(follow_symlinks=False).st_mode
-            except OSError:
-                continue
-            if stat.S_ISDIR(mode):
-                if not mode & stat.S_IXOTH:
-                    found.append(entry.path)
-                else:
-                    todo.append(entry.path)
-            elif stat.S_ISREG(mode) and not mode & stat.S_IROTH:
-                found.append(entry.path)
-    return found
+    The sandbox sees of them what any user of the machine sees. (For PRIVATE_SCAN_DIRS, a run
+    takes `_PRIVATE()`: the same scan, kept until inotify says something there changed.)"""
+    return privatescan.scan(roots)
+
+
+#: kept_from_others(PRIVATE_SCAN_DIRS), scanned again only when something there changed
+_PRIVATE = privatescan.PrivateScan(PRIVATE_SCAN_DIRS)
 
 
 def _package_root(path: Path) -> Path:

@@ -6,9 +6,10 @@ rows from `run_usage` (a backfill)."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, cast
 
-from sqlalchemy import case, delete, func, insert, literal, select
+from sqlalchemy import Table, case, delete, func, insert, literal, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -47,11 +48,19 @@ def add(session: Session, row: RunUsage, before: dict[str, Any] | None, after: d
               for (dim, key), sums in changes.items() if any(sums.values())]
     if not values:
         return
-    ins = pg_insert(UsageDay) if session.get_bind().dialect.name == "postgresql" else sqlite_insert(UsageDay)
-    table = UsageDay.__table__
-    session.execute(ins.values(values).on_conflict_do_update(
-        index_elements=["workspace_id", "dim", "day", "key"],
-        set_={name: table.c[name] + getattr(ins.excluded, name) for name in SUMMED}))
+    session.execute(_upsert(session.get_bind().dialect.name), values)
+
+
+@functools.cache
+def _upsert(dialect: str) -> Any:
+    """The upsert of one day-sum row, built once per dialect and executed with a list of rows
+    (executemany): on the table, not the ORM entity — the ORM's bulk insert and a statement with
+    the rows inlined compiled again on every report, ~2.5 ms of the server's CPU per message batch
+    (issue 30)."""
+    table = cast(Table, UsageDay.__table__)
+    ins = (pg_insert if dialect == "postgresql" else sqlite_insert)(table)
+    return ins.on_conflict_do_update(index_elements=["workspace_id", "dim", "day", "key"],
+                                     set_={name: table.c[name] + getattr(ins.excluded, name) for name in SUMMED})
 
 
 def rebuild(session: Session, workspace_id: str) -> None:

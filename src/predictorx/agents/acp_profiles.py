@@ -115,3 +115,9 @@ def check_command(argv: list[str] | None) -> str | None:
     if any("\n" in word or "\0" in word for word in argv):
         return "the ACP command must be one line"
     return None
+
+
+# The Python-packaged agents' profiles (gptme, Mistral Vibe) live beside these; they are AcpProfiles.
+from .acp_profiles_python import PYTHON_PROFILES  # noqa: E402 — it imports AcpProfile from above
+
+PROFILES.update({p.name: p for p in PYTHON_PROFILES})

@@ -1,0 +1,30 @@
+"""Launch profiles of the Python-packaged ACP agents (PyPI): gptme and Mistral Vibe.
+
+Data like the others (acp_profiles.py, which adds these to its PROFILES); what each needs to reach a
+model is in docs/agents.md. Both are installed into a venv of their own (pipx, `uv tool`, or the
+tests' tests/realcli/pyagents/), so the sandbox mounts the venv and its base interpreter
+(daemon/sandbox.py `_package_root`).
+"""
+
+from __future__ import annotations
+
+from .acp_profiles import AcpProfile
+
+PYTHON_PROFILES = (
+    AcpProfile(
+        # gptme 0.35 asks the client before every shell command that is not on its own allowlist
+        # (echo, ls, cat, …), so those reach the agent's policy; its model is `MODEL` (or its
+        # config.toml), no flag. Its session/new in a folder it has worked in continues that
+        # folder's conversation (the session id is derived from the folder).
+        "gptme", "gptme-acp", config_of="gptme",
+        needs="MODEL (e.g. local/<model> with OPENAI_BASE_URL for any OpenAI-compatible endpoint, "
+              "or anthropic/…, openai/… with their API keys), or ~/.config/gptme/config.toml"),
+    AcpProfile(
+        # Mistral Vibe asks the client before each tool that is not auto-approved (its default
+        # mode auto-approves file edits only); its model is `active_model` in ~/.vibe/config.toml.
+        "vibe", "vibe-acp", config_of="vibe",
+        needs="~/.vibe/config.toml (or $VIBE_HOME): a [[providers]] entry with api_base and "
+              "api_key_env_var (backend \"generic\" for any OpenAI-compatible endpoint), a [[models]] "
+              "entry and active_model; the task folders in trusted_folders.toml (else no AGENTS.md); "
+              "or MISTRAL_API_KEY"),
+)

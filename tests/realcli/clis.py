@@ -197,3 +197,10 @@ ACP_ONLY = {c.provider: c for c in (QWEN, KILO, COPILOT)}
 
 def node_available() -> bool:
     return shutil.which("node") is not None
+
+
+# The Python-packaged CLIs (gptme, Mistral Vibe; ACP only here): tests/realcli/pyclis.py.
+from .pyclis import CONFIGURE as _PY_CONFIGURE, PY_ACP  # noqa: E402 — it builds on RealCli above
+
+_CONFIGURE.update(_PY_CONFIGURE)
+ACP_ONLY.update(PY_ACP)

@@ -17,6 +17,10 @@ PYTHON_PROFILES = (
         # config.toml), no flag. Its session/new in a folder it has worked in continues that
         # folder's conversation (the session id is derived from the folder).
         "gptme", "gptme-acp", config_of="gptme",
+        # Its token counts use tiktoken, which fetches its encoding from the internet
+        # (openaipublic.blob.core.windows.net) on every count until cached: off, gptme then counts
+        # ~4 characters a token. A daemon environment that sets it (e.g. 5, gptme's default) wins.
+        env={"GPTME_TIKTOKEN_TIMEOUT": "0"},
         needs="MODEL (e.g. local/<model> with OPENAI_BASE_URL for any OpenAI-compatible endpoint, "
               "or anthropic/…, openai/… with their API keys), or ~/.config/gptme/config.toml"),
     AcpProfile(

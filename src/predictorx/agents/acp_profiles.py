@@ -117,7 +117,7 @@ def check_command(argv: list[str] | None) -> str | None:
     return None
 
 
-# The Python-packaged agents' profiles (gptme, Mistral Vibe) live beside these; they are AcpProfiles.
-from .acp_profiles_python import PYTHON_PROFILES  # noqa: E402 — it imports AcpProfile from above
+# The Python-packaged agents' profiles (gptme, Mistral Vibe) live beside these, as AcpProfile's fields.
+from .acp_profiles_python import PYTHON_PROFILES  # noqa: E402 — beside the others, not above them
 
-PROFILES.update({p.name: p for p in PYTHON_PROFILES})
+PROFILES.update({fields["name"]: AcpProfile(**fields) for fields in PYTHON_PROFILES})

@@ -8,25 +8,26 @@ tests' tests/realcli/pyagents/), so the sandbox mounts the venv and its base int
 
 from __future__ import annotations
 
-from .acp_profiles import AcpProfile
+from typing import Any
 
-PYTHON_PROFILES = (
-    AcpProfile(
-        # gptme 0.35 asks the client before every shell command that is not on its own allowlist
-        # (echo, ls, cat, …), so those reach the agent's policy; its model is `MODEL` (or its
-        # config.toml), no flag. Its session/new in a folder it has worked in continues that
-        # folder's conversation (the session id is derived from the folder).
-        "gptme", "gptme-acp", config_of="gptme",
+#: AcpProfile's fields, one dict per agent (acp_profiles.py makes them AcpProfiles: this module
+#: imports nothing of it, so the two make no import cycle).
+PYTHON_PROFILES: tuple[dict[str, Any], ...] = (
+    dict(
+        # gptme 0.35.1 runs its tools itself over ACP (no permission request, no tool_call update:
+        # docs/agents.md); its model is `MODEL` (or its config.toml), no flag. Its session/new in a
+        # folder it has worked in continues that folder's conversation (the id is the folder's).
+        name="gptme", executable="gptme-acp", config_of="gptme",
         # Its token counts use tiktoken, which fetches its encoding from the internet
         # (openaipublic.blob.core.windows.net) on every count until cached: off, gptme then counts
         # ~4 characters a token. A daemon environment that sets it (e.g. 5, gptme's default) wins.
         env={"GPTME_TIKTOKEN_TIMEOUT": "0"},
         needs="MODEL (e.g. local/<model> with OPENAI_BASE_URL for any OpenAI-compatible endpoint, "
               "or anthropic/…, openai/… with their API keys), or ~/.config/gptme/config.toml"),
-    AcpProfile(
+    dict(
         # Mistral Vibe asks the client before each tool that is not auto-approved (its default
         # mode auto-approves file edits only); its model is `active_model` in ~/.vibe/config.toml.
-        "vibe", "vibe-acp", config_of="vibe",
+        name="vibe", executable="vibe-acp", config_of="vibe",
         needs="~/.vibe/config.toml (or $VIBE_HOME): a [[providers]] entry with api_base and "
               "api_key_env_var (backend \"generic\" for any OpenAI-compatible endpoint), a [[models]] "
               "entry and active_model; the task folders in trusted_folders.toml (else no AGENTS.md); "

@@ -1,4 +1,4 @@
-"""The Python-packaged real CLIs (gptme, Mistral Vibe): where the pinned ones are and how a person
+"""The Python-packaged real CLIs (gptme, Mistral Vibe, fast-agent): where the pinned ones are and how a person
 points each at a model server on 127.0.0.1 (docs/agents.md). `make test` installs them from
 tests/realcli/pyagents/ (exact versions, a venv each) into `.venv-agents/`; clis.py adds them to
 its tables, so the scenario and conftest's `require` treat them like the npm ones."""
@@ -57,7 +57,20 @@ def _vibe(home: Path, server: ModelServer) -> dict[str, str]:
     return {"FIXTURE_API_KEY": "sk-fixture"}
 
 
-CONFIGURE = {"gptme": _gptme, "vibe": _vibe}
+def _fast_agent(home: Path, server: ModelServer) -> dict[str, str]:
+    # fast-agent's `generic` provider is any OpenAI-compatible endpoint (GENERIC_BASE_URL and
+    # GENERIC_API_KEY, its docs); the agent's model is generic.<model>. Its home (the profile's
+    # FAST_AGENT_HOME, ~/.fast-agent) with a config of the person's own, its telemetry off.
+    fast = home / ".fast-agent"
+    fast.mkdir(parents=True, exist_ok=True)
+    (fast / "fastagent.config.yaml").write_text("logger:\n  progress_display: false\n"
+                                                "otel:\n  enabled: false\n")
+    return {"GENERIC_BASE_URL": f"{server.url}/v1", "GENERIC_API_KEY": "sk-fixture"}
+
+
+CONFIGURE = {"gptme": _gptme, "vibe": _vibe, "fast-agent": _fast_agent}
 GPTME = PyRealCli("gptme", "gptme-acp", MarkdownToolChatServer, None, "AGENTS.md")
 VIBE = PyRealCli("vibe", "vibe-acp", ChatCompletionsServer, None, "AGENTS.md")
-PY_ACP = {c.provider: c for c in (GPTME, VIBE)}
+FAST_AGENT = PyRealCli("fast-agent", "fast-agent-acp", ChatCompletionsServer, f"generic.{ChatCompletionsServer.model}",
+                       "AGENTS.md")
+PY_ACP = {c.provider: c for c in (GPTME, VIBE, FAST_AGENT)}

@@ -1,9 +1,9 @@
-"""Launch profiles of the Python-packaged ACP agents (PyPI): gptme and Mistral Vibe.
+"""Launch profiles of the Python-packaged ACP agents (PyPI): gptme, Mistral Vibe and fast-agent.
 
 Data like the others (acp_profiles.py, which adds these to its PROFILES); what each needs to reach a
-model is in docs/agents.md. Both are installed into a venv of their own (pipx, `uv tool`, or the
+model is in docs/agents.md. Each is installed into a venv of its own (pipx, `uv tool`, or the
 tests' tests/realcli/pyagents/), so the sandbox mounts the venv and its base interpreter
-(daemon/sandbox.py `_package_root`).
+(daemon/sandbox.py `python_env`).
 """
 
 from __future__ import annotations
@@ -32,4 +32,14 @@ PYTHON_PROFILES: tuple[dict[str, Any], ...] = (
               "api_key_env_var (backend \"generic\" for any OpenAI-compatible endpoint), a [[models]] "
               "entry and active_model; the task folders in trusted_folders.toml (else no AGENTS.md); "
               "or MISTRAL_API_KEY"),
+    dict(
+        # fast-agent: `--shell` gives its agent the local shell (its `bash` tool), which it runs
+        # without asking; its sessions (and the permission answers it keeps) go to its home, which
+        # would otherwise be `.fast-agent/` in the task's folder: FAST_AGENT_HOME puts it beside
+        # the person's config (the daemon's environment may name another).
+        name="fast-agent", executable="fast-agent-acp", args=("--shell",), model_flag="--model",
+        env={"FAST_AGENT_HOME": "~/.fast-agent"}, config_of="fast-agent",
+        needs="a model as PROVIDER.MODEL (`--model`, e.g. generic.<model> with GENERIC_BASE_URL and "
+              "GENERIC_API_KEY for any OpenAI-compatible endpoint, or anthropic.…, openai.… with their "
+              "keys), or fastagent.config.yaml / fastagent.secrets.yaml in FAST_AGENT_HOME"),
 )

@@ -59,12 +59,8 @@ def _vibe(home: Path, server: ModelServer) -> dict[str, str]:
 
 def _fast_agent(home: Path, server: ModelServer) -> dict[str, str]:
     # fast-agent's `generic` provider is any OpenAI-compatible endpoint (GENERIC_BASE_URL and
-    # GENERIC_API_KEY, its docs); the agent's model is generic.<model>. Its home (the profile's
-    # FAST_AGENT_HOME, ~/.fast-agent) with a config of the person's own, its telemetry off.
-    fast = home / ".fast-agent"
-    fast.mkdir(parents=True, exist_ok=True)
-    (fast / "fastagent.config.yaml").write_text("logger:\n  progress_display: false\n"
-                                                "otel:\n  enabled: false\n")
+    # GENERIC_API_KEY, its docs); the agent's model is generic.<model>. No config file: its
+    # telemetry (OpenTelemetry) is off unless configured.
     return {"GENERIC_BASE_URL": f"{server.url}/v1", "GENERIC_API_KEY": "sk-fixture"}
 
 

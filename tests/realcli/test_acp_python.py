@@ -30,8 +30,17 @@ RESUMES_BY_FOLDER = {"gptme"}
 #: passed to its chat step): no tool_call update, no permission request; the command and its
 #: output come as message text after the turn's answer.
 REPORTS_NO_TOOL_CALLS = {"gptme"}
-#: fast-agent runs its own shell without asking (its permission requests are for MCP tools).
+#: fast-agent runs its own shell without asking (its permission requests are for MCP tools), and
+#: 0.10.48 reports its local shell's call only as it starts (`pending`), never its end: the model
+#: still gets the output (asserted below), the task has no tool_result for it.
 RUNS_SHELL_UNASKED = {"fast-agent"}
+NO_TOOL_RESULT = {"fast-agent"}
+#: fast-agent keeps its home (sessions) in `.fast-agent/` of the task's folder.
+HOME_IN_FOLDER = {"fast-agent"}
+
+
+def sandboxed(s, task_id: str) -> bool:
+    return (s.stream_log(task_id).parents[1] / "seccomp.bpf").is_file()
 
 
 @pytest.mark.parametrize("profile", sorted(PY_ACP))
@@ -45,7 +54,9 @@ def test_a_python_packaged_cli_over_acp_runs_follows_up_and_is_cancelled(scenari
     folder = s.person_repo()
     issue, run = s.assign(s.project(folder, "in_place"))
     task = s.wait(run["id"])
-    assert s.was_sandboxed(task["id"])
+    # fast-agent has no config dir of the person's to copy in (its home is in the task's folder),
+    # so the run's seccomp filter is the sign that it went through bubblewrap.
+    assert s.was_sandboxed(task["id"]) or (profile in HOME_IN_FOLDER and sandboxed(s, task["id"]))
     msgs = s.messages(task["id"])
     raw = s.stream_log(task["id"]).read_text().splitlines()
     session = next(m for m in msgs if m["content"].get("event") == "session")["content"]
@@ -57,9 +68,11 @@ def test_a_python_packaged_cli_over_acp_runs_follows_up_and_is_cancelled(scenari
         assert "Ran command: `cat AGENTS.md" in texts and "All done: README.md has its new line." in task["result"]
         assert not [m for m in msgs if m["kind"] == "tool_use" or m["content"].get("event") == "permission"]
     else:
-        assert kinds_in_order(msgs, ["system", "tool_use", "tool_result", "text"]), (msgs, raw[-12:])
+        kinds = ["system", "tool_use", "text"] if profile in NO_TOOL_RESULT else ["system", "tool_use", "tool_result", "text"]
+        assert kinds_in_order(msgs, kinds), (msgs, raw[-12:])
         assert next(m for m in msgs if m["kind"] == "tool_use")["content"]["kind"] == "execute"
-        assert next(m for m in msgs if m["kind"] == "tool_result")["content"]["is_error"] is False
+        if profile not in NO_TOOL_RESULT:
+            assert next(m for m in msgs if m["kind"] == "tool_result")["content"]["is_error"] is False
         asked = [m["content"] for m in msgs if m["content"].get("event") == "permission"]
         assert profile in RUNS_SHELL_UNASKED or (asked and asked[0]["policy"] == "allow" and asked[0]["choice"]), msgs
         assert task["result"] == "All done: README.md has its new line."

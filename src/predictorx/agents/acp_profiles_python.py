@@ -34,12 +34,11 @@ PYTHON_PROFILES: tuple[dict[str, Any], ...] = (
               "or MISTRAL_API_KEY"),
     dict(
         # fast-agent: `--shell` gives its agent the local shell (its `bash` tool), which it runs
-        # without asking; its sessions (and the permission answers it keeps) go to its home, which
-        # would otherwise be `.fast-agent/` in the task's folder: FAST_AGENT_HOME puts it beside
-        # the person's config (the daemon's environment may name another).
+        # without asking. Its home (sessions, kept permission answers) is `.fast-agent/` in the
+        # folder it starts in, the task's: its shell runs in the home's parent whatever the
+        # session's cwd, so FAST_AGENT_HOME elsewhere would move the shell out of the task's folder.
         name="fast-agent", executable="fast-agent-acp", args=("--shell",), model_flag="--model",
-        env={"FAST_AGENT_HOME": "~/.fast-agent"}, config_of="fast-agent",
         needs="a model as PROVIDER.MODEL (`--model`, e.g. generic.<model> with GENERIC_BASE_URL and "
               "GENERIC_API_KEY for any OpenAI-compatible endpoint, or anthropic.…, openai.… with their "
-              "keys), or fastagent.config.yaml / fastagent.secrets.yaml in FAST_AGENT_HOME"),
+              "keys), or fastagent.config.yaml / fastagent.secrets.yaml in the task's folder"),
 )

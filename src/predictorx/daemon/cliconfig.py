@@ -156,7 +156,3 @@ PLACES["gptme"] = (ConfigPlace("gptme-config", ".config/gptme", "XDG_CONFIG_HOME
 # Mistral Vibe (an ACP-only agent here): ~/.vibe (or $VIBE_HOME); its sessions in logs/.
 PLACES["vibe"] = (ConfigPlace("vibe", ".vibe", "VIBE_HOME", kept=("logs",), skipped=("vibehistory",),
                               locked=("config.toml",)),)
-# fast-agent (an ACP-only agent here): its home (FAST_AGENT_HOME, which its profile sets to
-# ~/.fast-agent): config and secrets read-only, its sessions kept per agent.
-PLACES["fast-agent"] = (ConfigPlace("fast-agent", ".fast-agent", "FAST_AGENT_HOME", kept=("sessions",),
-                                    locked=("fastagent.config.yaml", "fastagent.secrets.yaml")),)

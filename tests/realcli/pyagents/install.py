@@ -1,11 +1,12 @@
 """Install the Python-packaged agent CLIs the real-CLI tests run (`make test` calls this).
 
 Each `<agent>.txt` beside this file is a pip requirements file of exact versions (every package the
-agent installs, from a `pip freeze` of a clean venv) with three header lines read here:
-`# requires-python: X.Y` (the oldest interpreter it runs on) and `# commands: a b` (its entry points,
-linked into `.venv-agents/bin/`, which the tests put on the agent's PATH). Each agent gets its own venv in
-`.venv-agents/<agent>/` (in the repository's root), installed with `--no-deps` so nothing but the pinned set goes in, and again only
-when its file changes (a stamp named by the file's hash).
+agent installs, from a `pip freeze` of a clean venv) with two header lines read here:
+`# requires-python: X.Y` (the oldest interpreter it runs on) and `# commands: a b` (its entry
+points, linked into `.venv-agents/bin/`, which the tests put on the agent's PATH). Each agent gets
+its own venv in `.venv-agents/<agent>/` (in the repository's root, outside tests/), installed with
+`--no-deps` so nothing but the pinned set goes in, and again only when its file changes (a stamp
+named by the file's hash). A failed install stops `make test` with pip's error.
 
 The interpreter: this Python if it is new enough, else the first of `$PREDICTORX_AGENT_PYTHON`,
 `python3.N` on PATH, pyenv's `~/.pyenv/versions/3.N*/bin/python3` (N from the agent's floor up to

@@ -85,4 +85,13 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache $(CLIS)/node_modules
+	rm -rf $(VENV) .venv-agents .pytest_cache $(CLIS)/node_modules
+
+# The Python-packaged agent CLIs of the real-CLI tests (gptme, Mistral Vibe, fast-agent): a venv each in
+# .venv-agents/ from the exact pins in tests/realcli/pyagents/*.txt, again when a pin file changes
+# (install.py keeps a stamp per file; a Python >= the file's floor is found on the machine).
+PYAGENTS_PINS := $(wildcard tests/realcli/pyagents/*.txt)
+.PHONY: pyagents
+pyagents: $(PYAGENTS_PINS)
+	@$(PYTHON) tests/realcli/pyagents/install.py
+test record-transcripts: pyagents

@@ -48,6 +48,8 @@ CLI_OF = {"gemini": "gemini", "opencode": "opencode", "qwen": "qwen", "kilo": "k
           "claude-code-acp": "claude", "codex-acp": "codex"}
 #: npm-packaged agents of issue 25's second round (tests/realcli/clis_npm.py).
 CLI_OF.update({"pi": "pi", "cline": "cline"})
+# The Python-packaged ones (tests/realcli/pyclis.py, in .venv-agents/bin): profile and CLI share a name.
+CLI_OF.update({name: name for name in ACP_ONLY if name in acp_profiles.PROFILES and name not in CLI_OF})
 _ISSUE = re.compile(r"working on issue #(\d+)")
 
 
@@ -116,8 +118,8 @@ def _own_cpu(pid: int) -> float:
 def bench_profile(name: str, runs: int, root: Path) -> dict[str, Any]:
     profile = acp_profiles.get(name)
     cli = ALL.get(CLI_OF[name]) or ACP_ONLY[CLI_OF[name]]
-    if not (BIN / profile.executable).exists():
-        return {"skipped": f"{profile.executable} is not in tests/realcli/node_modules (run `make test` once)"}
+    if not (BIN / profile.executable).exists() and cli.path() is None:
+        return {"skipped": f"{profile.executable} is not in tests/realcli/node_modules or .venv-agents (run `make test` once)"}
     model = cli.server_class("true", "ok")
     model.start()
     home = root / name

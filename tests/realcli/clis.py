@@ -204,3 +204,8 @@ from .clis_npm import NPM_ACP_ONLY, NPM_CONFIGURE  # noqa: E402  (it imports Rea
 
 _CONFIGURE.update(NPM_CONFIGURE)
 ACP_ONLY.update(NPM_ACP_ONLY)
+# The Python-packaged CLIs (gptme, Mistral Vibe; ACP only here): tests/realcli/pyclis.py.
+from .pyclis import CONFIGURE as _PY_CONFIGURE, PY_ACP  # noqa: E402 — it builds on RealCli above
+
+_CONFIGURE.update(_PY_CONFIGURE)
+ACP_ONLY.update(PY_ACP)

@@ -120,3 +120,9 @@ def check_command(argv: list[str] | None) -> str | None:
     if any("\n" in word or "\0" in word for word in argv):
         return "the ACP command must be one line"
     return None
+
+
+# The Python-packaged agents' profiles (gptme, Mistral Vibe) live beside these, as AcpProfile's fields.
+from .acp_profiles_python import PYTHON_PROFILES  # noqa: E402 — beside the others, not above them
+
+PROFILES.update({fields["name"]: AcpProfile(**fields) for fields in PYTHON_PROFILES})

@@ -64,7 +64,7 @@ ASK_TIMEOUT_HELP = ("--permissions ask: seconds a question waits for a person be
                     "(10 to 86400; default: the daemon's PREDICTORX_ASK_TIMEOUT_S, 600).")
 ACP_COMMAND_HELP = "acp provider: the command that starts the agent's ACP server on stdio ('gemini --experimental-acp')."
 ACP_PROFILE_HELP = ("acp provider: a shipped launch profile instead (gemini, opencode, claude-code-acp, codex-acp, qwen, "
-                    "kilo, copilot, pi, cline).")
+                    "kilo, copilot, pi, cline, gptme, vibe, fast-agent).")
 
 
 def _command_argv(command: str | None, acp_command: str | None, acp_profile: str | None) -> list[str] | None:

@@ -158,3 +158,13 @@ def _copy_tree(source: Path, copy: Path, *, ignored: set[str]) -> None:
         shutil.copytree(source, copy, symlinks=True, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copy)
     except shutil.Error:
         pass  # copytree copied everything else before it reports what failed
+
+# gptme (an ACP-only agent here): its config under XDG_CONFIG_HOME, its conversations (the
+# session store, which a follow-up continues) under XDG_DATA_HOME, kept per agent.
+PLACES["gptme"] = (ConfigPlace("gptme-config", ".config/gptme", "XDG_CONFIG_HOME", "gptme",
+                               locked=("config.toml", "config.local.toml")),
+                   ConfigPlace("gptme-data", ".local/share/gptme", "XDG_DATA_HOME", "gptme", all_kept=True),
+                   ConfigPlace("gptme-state", ".local/state/gptme", "XDG_STATE_HOME", "gptme"))
+# Mistral Vibe (an ACP-only agent here): ~/.vibe (or $VIBE_HOME); its sessions in logs/.
+PLACES["vibe"] = (ConfigPlace("vibe", ".vibe", "VIBE_HOME", kept=("logs",), skipped=("vibehistory",),
+                              locked=("config.toml",)),)

@@ -205,6 +205,7 @@ class SandboxPlan:
             if exe and os.path.exists(exe):
                 for p in (Path(os.path.abspath(exe)), Path(os.path.realpath(exe))):
                     found.append(_package_root(p))
+                    found += python_env(p)
         # A file named on the command line (`python3 /opt/agent.py`) is visible, itself only.
         found += [Path(w) for w in argv[1:] if os.path.isabs(w) and os.path.exists(w)]
         return found
@@ -230,6 +231,24 @@ def _package_root(path: Path) -> Path:
     if "node_modules" in parts:
         return Path(*parts[: parts.index("node_modules") + 1])
     return path.parent if path.is_file() else path
+
+
+def python_env(exe: Path) -> list[Path]:
+    """A console script in a Python venv (pipx, `uv tool`, a venv of its own: gptme, Mistral Vibe)
+    runs on the venv's site-packages and its base interpreter, neither in the script's folder: the
+    venv's root and the base's prefix (`home` in its pyvenv.cfg). Nothing for any other file."""
+    root = exe.parent.parent
+    try:
+        cfg = (root / "pyvenv.cfg").read_text(errors="replace")
+    except OSError:
+        return []
+    paths = [root]
+    for line in cfg.splitlines():
+        key, _, value = line.partition("=")
+        home = Path(value.strip())
+        if key.strip() == "home" and home.is_absolute():
+            paths.append(home.parent if home.name == "bin" else home)
+    return paths
 
 
 def _under(path: Path, roots: list[Path]) -> bool:

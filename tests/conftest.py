@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from databases import BACKENDS, POSTGRES, POSTGRES_URL, drop_postgres_schema, migrated_sqlite_template, postgres_schema_url, sqlite_copy
+from databases import (BACKENDS, POSTGRES, POSTGRES_URL, build_shared_templates, drop_postgres_schema,
+                       migrated_sqlite_template, postgres_schema_url, shared_sqlite_template, sqlite_copy)
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_home_for_wider_fixtures(tmp_path_factory: pytest.TempPathFactory):
@@ -60,8 +63,9 @@ def _event_streams_not_stopped() -> None:
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite database at the migrations' head, migrated once per test process (tests/databases.py)."""
-    return migrated_sqlite_template(tmp_path_factory.mktemp("template") / "px.db")
+    """A SQLite database at the migrations' head: the one the controller of a parallel run built, or
+    migrated once in this test process (tests/databases.py)."""
+    return shared_sqlite_template() or migrated_sqlite_template(tmp_path_factory.mktemp("template") / "px.db")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -118,10 +122,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if POSTGRES is not None:
         POSTGRES.close()
+    if _SHARED_DIR:
+        shutil.rmtree(_SHARED_DIR[0], ignore_errors=True)
 
 
+_SHARED_DIR: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """CI sets PREDICTORX_REQUIRE_POSTGRES: PostgreSQL tests must run, never be skipped."""
+    """CI sets PREDICTORX_REQUIRE_POSTGRES: PostgreSQL tests must run, never be skipped.
+    The controller of a parallel run migrates the database templates once for all its workers,
+    before it starts them (xdist's own sessionstart, which starts them, runs last)."""
     if os.environ.get("PREDICTORX_REQUIRE_POSTGRES") and not POSTGRES_URL:
         raise pytest.UsageError("PREDICTORX_REQUIRE_POSTGRES is set but PREDICTORX_TEST_POSTGRES_URL is not")
     if POSTGRES_URL:
@@ -131,6 +143,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             psycopg.connect(POSTGRES_URL, connect_timeout=10).close()
         except psycopg.Error as e:
             raise pytest.UsageError(f"PostgreSQL at PREDICTORX_TEST_POSTGRES_URL is unreachable: {e}") from e
+    if session.config.pluginmanager.has_plugin("dsession"):
+        _SHARED_DIR.append(tempfile.mkdtemp(prefix="predictorx-test-templates-"))
+        build_shared_templates(Path(_SHARED_DIR[0]))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -156,7 +156,8 @@ def live(web_db: Database, token: str) -> Iterator[LiveServer]:
         assert time.monotonic() < deadline, "the test server did not start"
         time.sleep(0.02)
     url = f"http://127.0.0.1:{port}"
-    with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10) as api:
+    # A page under 4 workers on a loaded machine took over 10 s (test_browser_quality's axe run, ReadTimeout).
+    with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as api:
         yield LiveServer(url, token, api)
     server.should_exit = True
     thread.join(timeout=10)

@@ -56,23 +56,26 @@ run: $(STAMP)
 # PYTHONDONTWRITEBYTECODE (set on CI machines) is cleared for pytest alone: it keeps the test modules
 # and plugins it rewrote, which it would otherwise rewrite again in every worker and inner run.
 # The fuzz tests (tests/api/test_fuzz.py, tests/web/test_fuzz_web.py) send FUZZ_EXAMPLES cases per
-# operation; `make test-long` (what CI runs) is the same suite with the long fuzz run.
+# operation, and tests marked `long` (scale and long-run tests: every migration up and down, the
+# whole harness flow, inner parallel pytest runs — the marker's list is in pyproject.toml) are
+# deselected; `make test-long` (what CI runs) is the whole suite: every test, the long fuzz run.
 PYTEST_WORKERS ?= 4
 FUZZ_EXAMPLES  ?= 10
+TEST_MARKS     ?= not long
 PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist worksteal
 test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
 	@$(COMPILE)
-	PREDICTORX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTEST) $(PYTEST_ARGS)
+	PREDICTORX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTEST) -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
 test-long:
-	$(MAKE) test FUZZ_EXAMPLES=50
+	$(MAKE) test FUZZ_EXAMPLES=50 TEST_MARKS=
 
 # The edit loop (≤ 3 min on 2 cores): unit and API tests on SQLite, agents-room's, the static gate;
 # no browser, real agent CLI, end-to-end process or fuzz run (`make test` and CI run those).
 FAST_SKIP := --ignore=tests/web --ignore=tests/e2e --ignore=tests/realcli --ignore=tests/api/test_fuzz.py
 test-fast: $(STAMP)
 	@$(COMPILE)
-	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(PYTEST) $(FAST_SKIP) $(PYTEST_ARGS)
+	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(PYTEST) $(FAST_SKIP) -m "not long" $(PYTEST_ARGS)
 
 # Re-record the golden transcripts (tests/fixtures/transcripts/) from the pinned real CLIs,
 # after a version bump in tests/realcli/package.json.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from databases import BACKENDS, POSTGRES, POSTGRES_URL, drop_postgres_schema, migrated_sqlite_template, postgres_schema_url, sqlite_copy
+from databases import (BACKENDS, POSTGRES, POSTGRES_URL, build_shared_templates, drop_postgres_schema,
+                       migrated_sqlite_template, postgres_schema_url, shared_sqlite_template, sqlite_copy)
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_home_for_wider_fixtures(tmp_path_factory: pytest.TempPathFactory):
@@ -60,8 +63,9 @@ def _event_streams_not_stopped() -> None:
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite database at the migrations' head, migrated once per test process (tests/databases.py)."""
-    return migrated_sqlite_template(tmp_path_factory.mktemp("template") / "px.db")
+    """A SQLite database at the migrations' head: the one the controller of a parallel run built, or
+    migrated once in this test process (tests/databases.py)."""
+    return shared_sqlite_template() or migrated_sqlite_template(tmp_path_factory.mktemp("template") / "px.db")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -108,9 +112,23 @@ def _expected_length(item: pytest.Item) -> int:
     return 1 if any(part in item.nodeid for part in ("tests/e2e/", "tests/realcli/")) else 2
 
 
+def _end_to_end_on_postgres(item: pytest.Item) -> bool:
+    """An end-to-end test's PostgreSQL run: the scenario of its SQLite run again, through real
+    server and daemon processes (82 tests, 2,700 of the suite's 15,450 test-seconds in a profiled
+    `make test`). `make test` runs the SQLite one, and the API, store and workflow tests on both
+    backends; `make test-long` (CI) runs both."""
+    callspec = getattr(item, "callspec", None)
+    return "tests/e2e/" in item.nodeid and callspec is not None and callspec.params.get("database_url") == "postgres"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Longest first: in parallel workers (`make test`), a long test started last would run on
-    alone at the end while the other workers wait; otherwise collection order is kept."""
+    """End-to-end tests on PostgreSQL are long (above). Longest first: in parallel workers (`make
+    test`), a long test started last would run on alone at the end while the other workers wait;
+    otherwise collection order is kept."""
+    for item in items:
+        if _end_to_end_on_postgres(item):
+            item.add_marker(pytest.mark.long)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         items.sort(key=_expected_length)
 
@@ -118,10 +136,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if POSTGRES is not None:
         POSTGRES.close()
+    if _SHARED_DIR:
+        shutil.rmtree(_SHARED_DIR[0], ignore_errors=True)
 
 
+_SHARED_DIR: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """CI sets PREDICTORX_REQUIRE_POSTGRES: PostgreSQL tests must run, never be skipped."""
+    """CI sets PREDICTORX_REQUIRE_POSTGRES: PostgreSQL tests must run, never be skipped.
+    The controller of a parallel run migrates the database templates once for all its workers,
+    before it starts them (xdist's own sessionstart, which starts them, runs last)."""
     if os.environ.get("PREDICTORX_REQUIRE_POSTGRES") and not POSTGRES_URL:
         raise pytest.UsageError("PREDICTORX_REQUIRE_POSTGRES is set but PREDICTORX_TEST_POSTGRES_URL is not")
     if POSTGRES_URL:
@@ -131,6 +157,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             psycopg.connect(POSTGRES_URL, connect_timeout=10).close()
         except psycopg.Error as e:
             raise pytest.UsageError(f"PostgreSQL at PREDICTORX_TEST_POSTGRES_URL is unreachable: {e}") from e
+    if session.config.pluginmanager.has_plugin("dsession"):
+        _SHARED_DIR.append(tempfile.mkdtemp(prefix="predictorx-test-templates-"))
+        build_shared_templates(Path(_SHARED_DIR[0]))
 
 
 @pytest.hookimpl(hookwrapper=True)

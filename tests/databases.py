@@ -6,6 +6,14 @@ into a template and every test gets a copy of it: a file copy on SQLite, `CREATE
 TEMPLATE` on PostgreSQL (tens of ms). A database per test (not a schema in the shared `test`
 database) also keeps each test's NOTIFY traffic to itself when tests run in parallel. The
 migrations themselves run from empty in tests/store (`empty_database_url`).
+
+In a parallel run (`make test`: pytest-xdist) the controller builds both templates once, before it
+starts the workers (`build_shared_templates`), and hands them over in the environment: four workers
+each migrating their own under load cost a minute of CPU together, and the first PostgreSQL test of
+each worker paid its worker's migration inside that test's setup and timeout — at load 8 it once hit
+pytest's 120 s (`test_malformed_json_is_4xx[postgres]`). The PostgreSQL template accepts no
+connection once migrated (ALLOW_CONNECTIONS false), so no session can hold it and make `CREATE
+DATABASE … TEMPLATE` fail with "being accessed by other users".
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 POSTGRES_URL = os.environ.get("PREDICTORX_TEST_POSTGRES_URL")
+#: Set by the controller of a parallel run for its workers (build_shared_templates).
+SHARED_SQLITE = "PREDICTORX_TEST_SQLITE_TEMPLATE"
+SHARED_POSTGRES = "PREDICTORX_TEST_POSTGRES_TEMPLATE"
 BACKENDS = ["sqlite"] + (["postgres"] if POSTGRES_URL else [])
 
 
@@ -77,9 +88,11 @@ _OURS = re.compile(r"^testdb_(\d{10})_[0-9a-f]{8}$")
 class PostgresDatabases:
     """The databases this test process makes on the server of `base` (their names are its own)."""
 
-    def __init__(self, base: str):
+    def __init__(self, base: str, template: str | None = None):
         self.base = base
-        self.template: str | None = None
+        #: The template this process copies; one handed over by the controller is the controller's to drop.
+        self.template: str | None = template
+        self._owns_template = template is None
         self._lock = threading.Lock()
         self._drops: queue.Queue[str | None] = queue.Queue()
         self._dropper: threading.Thread | None = None
@@ -102,15 +115,23 @@ class PostgresDatabases:
         """A new database at the migrations' head (a copy of this process's template)."""
         with self._lock:
             if self.template is None:
-                self._drop_stale()
-                template = self._create("template0")
-                from predictorx.store.db import Database
-
-                db = Database(self.url(template))
-                db.migrate()
-                db.dispose()  # no connection may stay on a template that is copied
-                self.template = template
+                self.template = self.build_template()
             return self._create(self.template)
+
+    def build_template(self) -> str:
+        """A database at the migrations' head that accepts no connection from now on (a copy of it
+        fails while any session is connected to it)."""
+        self._drop_stale()
+        template = self._create("template0")
+        from predictorx.store.db import Database
+
+        db = Database(self.url(template))
+        db.migrate()
+        db.dispose()
+        with self._admin() as conn:
+            conn.execute(f"ALTER DATABASE {template} WITH ALLOW_CONNECTIONS false")
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (template,))
+        return template
 
     def empty(self) -> str:
         """A new, empty database."""
@@ -150,9 +171,26 @@ class PostgresDatabases:
         if self._dropper is not None:
             self._drops.put(None)
             self._dropper.join(timeout=300)
-        if self.template is not None:
+        if self.template is not None and self._owns_template:
             self._drop(self.template)
             self.template = None
 
 
-POSTGRES = PostgresDatabases(POSTGRES_URL) if POSTGRES_URL else None
+POSTGRES = PostgresDatabases(POSTGRES_URL, os.environ.get(SHARED_POSTGRES)) if POSTGRES_URL else None
+
+
+# -- one set of templates for a parallel run -----------------------------------------------------
+
+def build_shared_templates(directory: Path) -> None:
+    """In the controller of a parallel run, before any worker starts: both templates, handed to the
+    workers (which inherit this process's environment) through SHARED_SQLITE and SHARED_POSTGRES."""
+    os.environ[SHARED_SQLITE] = str(migrated_sqlite_template(directory / "px.db"))
+    if POSTGRES is not None and POSTGRES.template is None:
+        POSTGRES.template = POSTGRES.build_template()
+        os.environ[SHARED_POSTGRES] = POSTGRES.template
+
+
+def shared_sqlite_template() -> Path | None:
+    """The SQLite template the controller built, if this is a worker of a parallel run."""
+    path = os.environ.get(SHARED_SQLITE)
+    return Path(path) if path and Path(path).is_file() else None

@@ -68,6 +68,7 @@ def test_a_session_that_stays_in_its_dirs_passes(tmp_path: Path) -> None:
     assert "person's state changed" not in done.stdout
 
 
+@pytest.mark.long  # make test-long (CI) runs it; the single-process guard tests above stay in make test
 @pytest.mark.timeout(600)  # three pytest processes start; minutes on a loaded machine
 def test_a_leak_from_a_parallel_worker_fails_the_run(tmp_path: Path) -> None:
     """`make test` runs the suite in pytest-xdist workers: a worker's write into the person's state

@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,10 +30,54 @@ class ProcessFailed(AssertionError, RuntimeError):
     a RuntimeError for scripts)."""
 
 
+#: Ports for test servers come from below the kernel's ephemeral range: a port found with bind(0)
+#: and released for a server process to bind could meanwhile become the local port of any outgoing
+#: connection (a database client, an HTTP request) of any process on the machine, or be handed to
+#: another test process's bind(0) — with several pytest workers the server then failed to start.
+#: Chosen at random (never from `random`, which a test may seed) and never twice by one process.
+PORTS_FROM = 20000
+_handed_out: set[int] = set()
+_pick = random.SystemRandom()
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A loopback port nothing listens on, for a server about to start (below the ephemeral range)."""
+    end = _ephemeral_start()
+    for _ in range(200 if end - PORTS_FROM >= 1000 else 0):
+        port = _pick.randrange(PORTS_FROM, end)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    with socket.socket() as s:  # a machine whose ephemeral range starts low: the kernel's choice
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def bound_socket() -> socket.socket:
+    """A socket bound to a free loopback port, for a server in this process (uvicorn's
+    `Server.run(sockets=[…])`): no one can take the port between its choice and the server's start."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    return s
+
+
+def address_in_use(log: str) -> bool:
+    """Whether a server's output says its port was taken (Predictor X's sentence, or uvicorn's errno 98)."""
+    return re.search(r"port \d+ on \S+ is in use|address already in use", log, re.IGNORECASE) is not None
 
 
 def wait_until(check: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05, what: str = "condition") -> Any:
@@ -61,6 +108,27 @@ def stop_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
         proc.wait(10)
 
 
+def run_group(args: Sequence[str], *, timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`subprocess.run(args, capture_output=True, text=True, timeout=…)` in a process group of its own,
+    and whatever of that group is left when it ends or times out is killed: subprocess.run kills only
+    the process it started, so a `server start --workers 2` that timed out left its workers running.
+    The output goes through files, not pipes: a child left behind holding a pipe would keep the
+    reader waiting after the command itself ended."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(list(args), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+
+
 class ServerProcess:
     """`python -m predictorx server start --port P [args]` with state dir `home`; `self.http` is a
     client with the owner's token (from the config.json the first start writes). `wrapper` goes
@@ -75,12 +143,23 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "PREDICTORX_HOME": str(home), "PREDICTORX_DATABASE_URL": database_url, **(env or {})}
         home.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_path or home.parent / f"server-{self.port}.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "server", "start", "--port",
-                                      str(self.port), *args], env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        wait_until(self._healthy, start_timeout, 0.05, "the server to answer")
+        for attempt in range(1 if port else 3):  # a port of our choosing may be taken before the server binds it
+            if attempt:
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+            self.log_path = log_path or home.parent / f"server-{self.port}.log"
+            self.log = open(self.log_path, "wb")
+            self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "server", "start", "--port",
+                                          str(self.port), *args], env=self.env, stdout=self.log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                wait_until(self._healthy, start_timeout, 0.05, "the server to answer")
+                break
+            except ProcessFailed as e:
+                stop_group(self.proc)
+                self.log.close()
+                if port or attempt == 2 or not address_in_use(str(e)):
+                    raise
         self.config = json.loads((home / "config.json").read_text())
         self.token = self.config["token"]
         self.http = httpx.Client(base_url=self.url, headers=self.headers(), timeout=http_timeout)

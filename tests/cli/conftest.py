@@ -18,7 +18,7 @@ from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
 
 from databases import sqlite_copy
-from e2e.harness import free_port
+from predictorx.testing import bound_socket
 
 CliRun = Callable[..., tuple[int, str, str]]
 
@@ -27,12 +27,13 @@ CliRun = Callable[..., tuple[int, str, str]]
 def served_app(tmp_path, monkeypatch, sqlite_template) -> Iterator[str]:
     """A server on a temp SQLite database; the CLI's PREDICTORX_SERVER_URL and _TOKEN point at it."""
     db = Database(sqlite_copy(sqlite_template, tmp_path / "px.db"))  # at head (tests/databases.py)
-    port = free_port()
+    sock = bound_socket()  # held from here on: no other process can take the port before the server listens
+    port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     token = bootstrap(db, url)
     srv = uvicorn.Server(uvicorn.Config(create_app(db, migrate=False, web=False), host="127.0.0.1", port=port,
                                         log_level="warning", access_log=False))
-    thread = threading.Thread(target=srv.run, daemon=True)
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not srv.started:
@@ -43,6 +44,7 @@ def served_app(tmp_path, monkeypatch, sqlite_template) -> Iterator[str]:
     yield url
     srv.should_exit = True
     thread.join(timeout=10)
+    sock.close()
     db.dispose()
 
 

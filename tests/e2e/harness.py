@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from predictorx.testing import DaemonProcess, ServerProcess, free_port, wait_until  # noqa: F401  (re-exported)
+from predictorx.testing import DaemonProcess, ServerProcess, free_port, run_group, wait_until  # noqa: F401  (re-exported)
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from databases import POSTGRES_URL, drop_postgres_schema, postgres_schema_url
 from predictorx.server.nginx import nginx_binary, start_standalone
 
-from .harness import Daemon, Server, free_port, wait_until
+from .harness import Daemon, Server, free_port, run_group, wait_until
 
 needs_cluster = [
     pytest.mark.postgres,
@@ -129,8 +128,8 @@ def test_replicas_behind_nginx_wake_across_and_survive_a_replica_kill(cluster, t
 def test_server_workers_need_postgres(tmp_path):
     env = {**os.environ, "PREDICTORX_HOME": str(tmp_path / "h"),
            "PREDICTORX_DATABASE_URL": f"sqlite:///{tmp_path / 'px.db'}"}
-    p = subprocess.run([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
-                        "--workers", "2"], env=env, capture_output=True, text=True, timeout=60)
+    p = run_group([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
+                   "--workers", "2"], env=env, timeout=90)
     assert p.returncode != 0 and "needs PostgreSQL" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -141,8 +140,8 @@ def test_redteam_workers_refuse_a_wrong_body_limit_in_one_sentence(tmp_path):
     env = {**os.environ, "PREDICTORX_HOME": str(tmp_path / "h"), "PREDICTORX_DATABASE_URL": url,
            "PREDICTORX_MAX_BODY_BYTES": "lots"}
     try:
-        p = subprocess.run([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
-                            "--workers", "2"], env=env, capture_output=True, text=True, timeout=60)
+        p = run_group([sys.executable, "-m", "predictorx", "server", "start", "--port", str(free_port()),
+                       "--workers", "2"], env=env, timeout=90)
     finally:
         drop_postgres_schema(POSTGRES_URL, schema)
     assert p.returncode == 1 and "PREDICTORX_MAX_BODY_BYTES" in p.stderr and "Traceback" not in p.stderr

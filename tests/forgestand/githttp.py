@@ -18,13 +18,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from predictorx.testing import free_port  # also imported from here by standin.py
+
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def binaries() -> tuple[str, str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from urllib.parse import urljoin
 import httpx2
 import pytest
 
+from predictorx.testing import free_port
+
 HERE = Path(__file__).parent
 NODE_MODULES = HERE / "node_modules" / "oidc-provider"
 
@@ -30,12 +31,6 @@ PEOPLE = {
     "alice": {"name": "Alice Admin", "email": "alice@example.com", "email_verified": True, "groups": ["eng", "leads"]},
     "bob": {"name": "Bob Builder", "email": "bob@example.com", "email_verified": False, "groups": ["eng"]},
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -130,7 +125,7 @@ def start_provider(tmp: Path) -> OidcStandin:
     if node is None or not NODE_MODULES.exists():
         pytest.fail("oidc-provider is not installed in tests/oidc/node_modules: run `make test` "
                     "(it runs npm ci there), and install node")
-    port = _free_port()
+    port = free_port()
     users = tmp / "users.json"
     users.write_text(json.dumps(PEOPLE))
     log = (tmp / "provider.log").open("w")

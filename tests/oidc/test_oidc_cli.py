@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -23,16 +22,11 @@ from predictorx import config
 from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
+from predictorx.testing import free_port
 
 from .standin import OidcStandin
 
 PX = [sys.executable, "-m", "predictorx"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -46,7 +40,7 @@ def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def server(db_url: str) -> Iterator[str]:
     db = Database(db_url)
     db.migrate()
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     bootstrap(db, url)
     uv = uvicorn.Server(uvicorn.Config(create_app(db, migrate=False), host="127.0.0.1", port=port,
@@ -91,7 +85,7 @@ def test_operator_adds_lists_maps_and_removes_a_provider(oidc_provider, server, 
     assert bad.returncode != 0 and "no workspace 'nowhere'" in bad.stderr and "Traceback" not in bad.stderr
     twice = px("server", "oidc", "add", "corp", "--issuer", oidc_provider.issuer, "--client-id", "x", "--public-client")
     assert twice.returncode != 0 and "already" in twice.stderr
-    nowhere = px("server", "oidc", "add", "other", "--issuer", f"http://127.0.0.1:{_free_port()}", "--client-id", "x",
+    nowhere = px("server", "oidc", "add", "other", "--issuer", f"http://127.0.0.1:{free_port()}", "--client-id", "x",
                  "--public-client")
     assert nowhere.returncode != 0 and "did not answer" in nowhere.stderr and "Traceback" not in nowhere.stderr
     assert "other" not in px("server", "oidc", "list").stdout  # nothing added

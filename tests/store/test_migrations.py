@@ -34,6 +34,7 @@ def test_upgrade_from_empty_matches_the_models(empty_database_url):
     db.dispose()
 
 
+@pytest.mark.long  # make test-long (CI) runs it; test_upgrade_from_empty_matches_the_models stays in make test
 @pytest.mark.timeout(600)  # every revision up and down: 75–120 s at load 20 (4 xdist workers among 7 runs)
 def test_upgrade_from_every_earlier_version(empty_database_url):
     db = Database(empty_database_url)

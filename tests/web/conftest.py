@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -28,6 +27,7 @@ from predictorx import config
 from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
+from predictorx.testing import bound_socket
 
 from databases import sqlite_copy
 
@@ -98,12 +98,6 @@ def local_client(web_db: Database, token: str) -> Iterator[TestClient]:
 
 # -- the app served for real (for the browser) -----------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class LiveServer:
     url: str
@@ -150,21 +144,24 @@ class LiveServer:
 
 @pytest.fixture
 def live(web_db: Database, token: str) -> Iterator[LiveServer]:
-    port = _free_port()
+    sock = bound_socket()  # held from here on: no other process can take the port before the server listens
+    port = sock.getsockname()[1]
     app = create_app(web_db, migrate=False)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                            access_log=False, lifespan="on"))
-    thread = threading.Thread(target=server.run, name="px-web-test-server", daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="px-web-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
         assert time.monotonic() < deadline, "the test server did not start"
         time.sleep(0.02)
     url = f"http://127.0.0.1:{port}"
-    with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10) as api:
+    # A page under 4 workers on a loaded machine took over 10 s (test_browser_quality's axe run, ReadTimeout).
+    with httpx2.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as api:
         yield LiveServer(url, token, api)
     server.should_exit = True
     thread.join(timeout=10)
+    sock.close()
 
 
 # -- the browser ----------------------------------------------------------------------------

@@ -129,6 +129,22 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def cancelled_mid_tool(s: Any) -> None:
+    """A slow task cancelled while its shell runs: `session/cancel`, then its process group; every
+    process of it gone within 5 s, nothing written where the agent must not write."""
+    slow = s.person_repo("slow")
+    s.model.command = work_command(s.cli, "; sleep 45")
+    _issue, run = s.assign(s.project(slow, "in_place"), "Slow job")
+    wait_until(lambda: b"edited by" in (slow / "README.md").read_bytes(), 120, what="the in-place edit")
+    assert processes_with(f"PREDICTORX_TASK_ID={run['id']}"), "the agent should be running"
+    started = time.monotonic()
+    s.server.api("POST", f"/api/tasks/{run['id']}/cancel")
+    s.server.wait_task(run["id"], ("cancelled",), timeout=5)
+    wait_until(lambda: not processes_with(f"PREDICTORX_TASK_ID={run['id']}"), 5 - (time.monotonic() - started),
+               what="every process of the cancelled ACP agent to end")
+    assert list(s.decoy.iterdir()) == []
+
+
 def kinds_in_order(messages: list[dict[str, Any]], wanted: list[str]) -> bool:
     """`wanted` occurs in the message kinds as a subsequence (other kinds may sit between)."""
     it = iter(m["kind"] for m in messages)

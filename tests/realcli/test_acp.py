@@ -16,14 +16,13 @@ can continue the session with `session/load`):
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from predictorx.agentconfig import acp_profiles
 
 from .clis import BIN
-from .scenario import kinds_in_order, processes_with, snapshot, wait_until, work_command
+from .scenario import cancelled_mid_tool, kinds_in_order, snapshot, wait_until
 
 #: ACP profile → the CLI whose config and model server it uses (tests/realcli/clis.py).
 PROFILES = {"gemini": "gemini", "opencode": "opencode", "claude-code-acp": "claude", "codex-acp": "codex",
@@ -107,18 +106,7 @@ def test_a_real_cli_over_acp_runs_follows_up_and_is_cancelled(scenario, profile)
     assert not [m for m in s.messages(follow["id"]) if m["content"].get("event") == "resume_skipped"]
     assert snapshot(s.root / "cli-home") == person_config
 
-    # -- cancelled while its shell runs: session/cancel, then the group; all gone within 5 s -----
-    slow = s.person_repo("slow")
-    s.model.command = work_command(s.cli, "; sleep 45")
-    _issue, run = s.assign(s.project(slow, "in_place"), "Slow job")
-    wait_until(lambda: b"edited by" in (slow / "README.md").read_bytes(), 120, what="the in-place edit")
-    assert processes_with(f"PREDICTORX_TASK_ID={run['id']}"), "the agent should be running"
-    started = time.monotonic()
-    s.server.api("POST", f"/api/tasks/{run['id']}/cancel")
-    s.server.wait_task(run["id"], ("cancelled",), timeout=5)
-    wait_until(lambda: not processes_with(f"PREDICTORX_TASK_ID={run['id']}"), 5 - (time.monotonic() - started),
-               what="every process of the cancelled ACP agent to end")
-    assert list(s.decoy.iterdir()) == []
+    cancelled_mid_tool(s)
     if profile in NO_NETWORK:
         assert s.tripwire.requests == [], s.tripwire.requests
     if profile in ONLY_TRIES:

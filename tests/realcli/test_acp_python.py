@@ -15,14 +15,13 @@ a real server and daemon, sandboxed, against their scripted model servers — te
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from predictorx.agentconfig import acp_profiles
 
 from .pyclis import PY_ACP
-from .scenario import kinds_in_order, processes_with, snapshot, wait_until, work_command
+from .scenario import cancelled_mid_tool, kinds_in_order, snapshot
 
 #: Agents without session/load whose session/new continues the folder's conversation.
 RESUMES_BY_FOLDER = {"gptme"}
@@ -100,16 +99,5 @@ def test_a_python_packaged_cli_over_acp_runs_follows_up_and_is_cancelled(scenari
     assert ("resume_skipped" in events) is (profile in RESUMES_BY_FOLDER)
     assert snapshot(s.root / "cli-home") == person_config
 
-    # -- cancelled while its shell runs: session/cancel, then the group; all gone within 5 s -----
-    slow = s.person_repo("slow")
-    s.model.command = work_command(s.cli, "; sleep 45")
-    _issue, run = s.assign(s.project(slow, "in_place"), "Slow job")
-    wait_until(lambda: b"edited by" in (slow / "README.md").read_bytes(), 120, what="the in-place edit")
-    assert processes_with(f"PREDICTORX_TASK_ID={run['id']}"), "the agent should be running"
-    started = time.monotonic()
-    s.server.api("POST", f"/api/tasks/{run['id']}/cancel")
-    s.server.wait_task(run["id"], ("cancelled",), timeout=5)
-    wait_until(lambda: not processes_with(f"PREDICTORX_TASK_ID={run['id']}"), 5 - (time.monotonic() - started),
-               what="every process of the cancelled ACP agent to end")
-    assert list(s.decoy.iterdir()) == []
+    cancelled_mid_tool(s)
     assert s.tripwire.requests == [], s.tripwire.requests

@@ -58,9 +58,21 @@ def test_an_answer_to_a_question_no_longer_asked_says_so(page, live):
                 {"messages": [{"seq": 0, "kind": "system", "content": QUESTION}]})
     page.goto(f"/tasks/{task_id}")
     expect(page.locator("#permission-question")).to_be_visible()
-    # Meanwhile the agent's wait ended: the daemon answered deny on its own.
+    page.wait_for_function("document.body.classList.contains('live-on')")
+    # Meanwhile the agent's wait ended: the daemon answered deny on its own. The header's live
+    # refresh is held back until the person has clicked, so the click meets the old question.
+    header = f"**/tasks/{task_id}/header"
+    page.route(header, lambda route: route.abort())
     live.daemon(f"/api/tasks/{task_id}/messages", {"messages": [{"seq": 1, "kind": "system", "content": {
         "event": "permission_timeout", "request_id": "q1", "choice": "reject"}}]})
     page.locator("#permission-question").get_by_role("button", name="Reject").click()
-    expect(page.locator(".form-error, [role=alert]").first).to_contain_text("not waiting for an answer")
+    refusal = page.locator("#task-header .form-error[role=alert]")
+    expect(refusal).to_contain_text("not waiting for an answer")
     assert not (live.get(f"/api/tasks/{task_id}").get("permission_answers") or {})
+
+    # A live refresh landing after the refusal brings the header up to date and keeps the refusal.
+    page.unroute(header)
+    with page.expect_response(lambda r: r.url.endswith(f"/tasks/{task_id}/header") and r.ok):
+        page.evaluate("htmx.trigger(document.getElementById('task-header'), 'px-refresh')")
+    expect(page.locator("#permission-question")).to_have_count(0)
+    expect(refusal).to_contain_text("not waiting for an answer")

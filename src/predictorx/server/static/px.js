@@ -207,6 +207,25 @@
     if (trigger && trigger.type === "px-refresh" && ev.detail.target && busy(ev.detail.target)) ev.detail.shouldSwap = false;
   });
 
+  // The answer to a person's own request (a refusal such as "not waiting for an answer") stays
+  // shown when a live refresh lands after it; it goes with the person's next request there.
+  function byRefresh(detail) {
+    var trigger = detail.requestConfig && detail.requestConfig.triggeringEvent;
+    return !!(trigger && trigger.type === "px-refresh");
+  }
+  document.body.addEventListener("htmx:afterSwap", function (ev) {
+    var target = ev.detail.target;
+    if (!target) return;
+    if (!byRefresh(ev.detail)) {
+      var said = target.querySelector(".form-error:not([hidden])");
+      target._pxSaid = said ? said.cloneNode(true) : null;
+      return;
+    }
+    if (!target._pxSaid || target.querySelector(".form-error:not([hidden])")) return;
+    var first = target.firstElementChild, kept = target._pxSaid.cloneNode(true);
+    if (first && first.tagName === "HEADER") first.after(kept); else target.prepend(kept);
+  });
+
   // -- the live connection ----------------------------------------------------------------------
   // One EventSource on /api/events. A lost connection (the server stopped, the network or the
   // browser offline) says "Reconnecting…", the live dot stops being green, and the connection is

@@ -147,3 +147,20 @@ def test_outside_a_send_lookups_are_not_refused(no_private):
         with pytest.raises(notify_guard.PrivateAddressRefused):
             socket.getaddrinfo("127.0.0.1", 80)
     assert socket.getaddrinfo("127.0.0.1", 80)  # other code of the server resolves as before
+
+
+def test_a_webhook_whose_name_moves_to_loopback_between_check_and_connection_is_refused(no_private, receiver,
+                                                                                        monkeypatch):
+    """The webhook's check resolves its host, then the connection resolves it again: a name that
+    answers a public address to the check and loopback to the connection (DNS rebinding) is refused
+    at the connection's own lookup — the loopback receiver hears nothing. The check is made to see a
+    public address here; the connection's lookup is the real one (an IP literal, no DNS)."""
+    port, got = receiver
+    monkeypatch.setattr(notify_guard, "resolve", lambda host, port: [PUBLIC])
+    claimed = q.Claimed("d", "d", "test", {"event": "test"}, "webhook", f"http://127.0.0.1:{port}/x", "s" * 20, 0)
+    outcome = notify_send.send(claimed)
+    assert not outcome.ok and outcome.refused and not outcome.retryable, outcome
+    assert "127.0.0.1" in (outcome.error or "") and "internal secret answer" not in outcome.excerpt
+    assert got == []
+    monkeypatch.setenv(notify_guard.ALLOW_PRIVATE_ENV, "1")  # the server's consent: it is delivered
+    assert notify_send.send(claimed).ok and len(got) == 1

@@ -10,9 +10,10 @@ Three checks, on both kinds of channel where they apply:
 - `named_hosts(url)`: the hosts an Apprise URL names (its host part and the server options such as
   `?smtp=`): an IP literal is classified as it is; a name is resolved, and one that does not
   resolve is let through to the next check (Discord's `discord://<id>/<token>` names no host);
-- `connections()`: around Apprise's own send, every name lookup the send makes (whatever host its
-  plugin contacts, named in the URL or not) is classified before any connection is made, and a
-  non-global answer is refused (an OSError to the plugin, recorded for the delivery log).
+- `connections()`: around Apprise's own send and a webhook's request, every name lookup the send
+  makes (whatever host its plugin contacts, named in the URL or not; the webhook's host again, as
+  DNS may answer the connection otherwise than the check) is classified before any connection is
+  made, and a non-global answer is refused (an OSError to the sender, recorded for the delivery log).
 """
 
 from __future__ import annotations

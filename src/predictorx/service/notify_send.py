@@ -66,10 +66,15 @@ def _webhook(claimed: Claimed) -> Outcome:
     headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
                "X-PredictorX-Event": claimed.event, "X-PredictorX-Delivery": claimed.delivery_key,
                "X-PredictorX-Timestamp": stamp, "X-PredictorX-Signature": signature(claimed.secret or "", stamp, body)}
-    try:
-        r = httpx.post(claimed.url, content=body, headers=headers, timeout=TIMEOUT, follow_redirects=False)
-    except httpx.HTTPError as e:
-        return Outcome(False, None, "", f"{type(e).__name__}: {e}"[:500])
+    # The check above and the connection resolve the name apart: the connection's own lookup is
+    # classified too, so a name that moves to a private address in between (DNS rebinding) is refused.
+    with notify_guard.connections() as refused:
+        try:
+            r = httpx.post(claimed.url, content=body, headers=headers, timeout=TIMEOUT, follow_redirects=False)
+        except httpx.HTTPError as e:
+            if refused:
+                return _refused(refused[0])
+            return Outcome(False, None, "", f"{type(e).__name__}: {e}"[:500])
     excerpt = r.text[:500]
     ok = 200 <= r.status_code < 300
     return Outcome(ok, r.status_code, excerpt, None if ok else f"the receiver answered {r.status_code}")

@@ -70,13 +70,14 @@ def stamp_of(stamps: Path, task_id: str) -> float | None:
 
 
 def step_times(path: Path, task_id: str) -> dict[str, float]:
-    """The daemon's step times of one task (daemon/steptimes.py), the first of each step."""
+    """The daemon's and the server's step times of one task (predictorx/steptimes.py), the first of each step."""
     found: dict[str, float] = {}
     if path.exists():
         for line in path.read_text().splitlines():
             tid, step, at = line.split(" ")
-            if tid == task_id and f"daemon: {step}" not in found:
-                found[f"daemon: {step}"] = float(at)
+            name = f"server: {step}" if step.startswith("s_") else f"daemon: {step}"
+            if tid == task_id and name not in found:
+                found[name] = float(at)
     return found
 
 
@@ -97,7 +98,8 @@ def main() -> None:
         forge = start_standin("github", root / "standin")
         server = daemon = None
         try:
-            server = Server(root, sqlite_url(root), PREDICTORX_FORGE_POLL_INTERVAL="0")
+            server = Server(root, sqlite_url(root), PREDICTORX_FORGE_POLL_INTERVAL="0",
+                            PREDICTORX_STEP_TIMES=str(root / "steps.txt"))
             daemon = Daemon(server, root / "daemon", PREDICTORX_STEP_TIMES=str(root / "steps.txt"))
             before = machine()
             figures = measure(server, daemon, forge, root, args)

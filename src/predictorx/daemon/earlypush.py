@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import PushReport
-from . import steptimes
+from .. import steptimes
 from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from .. import steptimes
 from ..store.schema import ForgeConnection, PullRequest, Task, User
 from . import forgefeedback, forgepush, issues
 from . import pullrequests as prs
@@ -78,12 +79,14 @@ def _open_wanted(session: Session, pr: PullRequest, task: Task) -> bool:
 
 
 def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, plan: prs.OpenPlan,
-                      branch_created: bool = False) -> None:
+                      branch_created: bool = False, task_id: str = "") -> None:
     """Open the PR of a push that landed, with the plan read in the push's transaction. Runs
     after that transaction committed (it calls the forge). `branch_created`: that push created
     the branch (no PR of it can be open yet)."""
+    steptimes.mark(task_id, "s_open_start")
     try:
         prs.open_pr(db, workspace_id, pr_id, branch_created=branch_created, plan=plan)
+        steptimes.mark(task_id, "s_open_written")
     except Exception as e:  # noqa: BLE001 — a background open must not take the push report down
         log.warning("opening the pull request of %s failed: %s", pr_id, e)
         prs.note(db, workspace_id, pr_id, f"Opening the pull request failed: {getattr(e, 'message', e)}")
@@ -168,7 +171,7 @@ def _after_push(session: Session, pr: PullRequest, task: Task) -> None:
         return
 
     def start(_session: Session) -> None:
-        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, plan, created),
+        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, plan, created, task.id),
                          name="px-open-pr", daemon=True).start()
 
     event.listen(session, "after_commit", start, once=True)

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from ... import steptimes
 from ...service import forgepush
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
@@ -45,11 +46,14 @@ def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends
 def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
     """How a push went. Sent before the finish (a running task), the PR opens once this commits."""
+    steptimes.mark(task_id, "s_report_in")
     with state.write() as s:
         pr = forgepush.push_reported(s, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
                                      error=body.error, result=body.result,
                                      branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
-        return {"pull_request_id": pr.id if pr is not None else None}
+        out = {"pull_request_id": pr.id if pr is not None else None}
+    steptimes.mark(task_id, "s_report_committed")
+    return out
 
 
 @router.post("/tasks/{task_id}/push", status_code=202)

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 from ... import steptimes
-from ...service import forgepush
+from ...service import forgepush, prflow
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
 from ..forgeasks import local_action
@@ -45,15 +45,14 @@ def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends
 @router.post("/daemon/tasks/{task_id}/forge-push")
 def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
-    """How a push went. Sent before the finish (a running task), the PR opens once this commits."""
+    """How a push went. Sent before the finish (a running task): the PR opens on the forge before
+    the report is written, and is on record with it (service/prflow.report_push)."""
     steptimes.mark(task_id, "s_report_in")
-    with state.write() as s:
-        pr = forgepush.push_reported(s, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
-                                     error=body.error, result=body.result,
-                                     branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
-        out = {"pull_request_id": pr.id if pr is not None else None}
+    pr_id = prflow.report_push(state, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
+                               error=body.error, result=body.result,
+                               branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
     steptimes.mark(task_id, "s_report_committed")
-    return out
+    return {"pull_request_id": pr_id}
 
 
 @router.post("/tasks/{task_id}/push", status_code=202)

@@ -173,17 +173,21 @@ def target_at_finish(session: Session, daemon_id: str, task_id: str) -> PushTarg
     return target
 
 
-#: What a daemon says of a branch when it asks for its push target at the agent's end (the rest
-#: of the review comes with the finish).
+#: What a daemon says of a branch when it asks for its push target while its agent works or at its
+#: end (the rest of the review comes with the finish).
 EARLY_KEYS = ("mode", "branch", "repo_path", "origin_url", "repo_label", "continued_from")
+#: How long a daemon may use a push target asked while its agent works (daemon/earlypush.py): a
+#: run that ends later asks again, so a credential rotated or a policy changed meanwhile is seen.
+TARGET_VALID_S = 120
 
 
 def target_at_end(session: Session, daemon_id: str, task_id: str, branch: dict[str, Any]) -> PushTarget | None:
-    """When a task's agent ended well, before its finish: the push target of the branch its daemon
-    names (`branch`: EARLY_KEYS of the review it will report), so the push runs while the daemon
-    still collects the review and its report rides on the finish. Only for the daemon running the
-    task (anyone else: 404), only while it runs, only when the project pushes automatically and
-    the repository maps to a connection; else None. Nothing is written."""
+    """While a task's agent works (and again at its end when that answer is older than
+    TARGET_VALID_S), before its finish: the push target of the branch its daemon names (`branch`:
+    EARLY_KEYS of the review it will report), so the push starts the moment the work is on the
+    branch. Only for the daemon running the task (anyone else: 404), only while it runs, only when
+    the project pushes automatically and the repository maps to a connection; else None. Nothing
+    is written."""
     task = _daemons_task(session, daemon_id, task_id)
     review = {k: branch[k] for k in EARLY_KEYS if isinstance(branch.get(k), str) and branch[k]}
     if task.status != "running" or _pushable(task, review) is not None:

@@ -32,14 +32,15 @@ def forge_target(task_id: str, caller: Caller = Depends(daemon_caller),
 @router.post("/daemon/tasks/{task_id}/push-target", response_model=None)
 def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends(daemon_caller),
                        state: AppState = Depends(get_state)) -> SafeJSONResponse:
-    """The agent ended well: the push target of its branch now (null when the project does not
-    push automatically or the repository maps to no connection), so the daemon pushes before its
-    finish and reports the push with it. Only to the daemon running the task; never cached."""
+    """Asked while the agent works (and again at its end when that answer is older than
+    `valid_for_s`): the push target of its branch (null when the project does not push
+    automatically or the repository maps to no connection), so the daemon pushes the moment the
+    work is on the branch. Only to the daemon running the task; never cached."""
     with state.read() as s:
         target = forgepush.target_at_end(s, caller.principal.daemon_id or "", task_id,
                                          body.model_dump(exclude_none=True))
-    return SafeJSONResponse({"forge_push": asdict(target) if target is not None else None},
-                            headers={"Cache-Control": "no-store"})
+    return SafeJSONResponse({"forge_push": asdict(target) if target is not None else None,
+                             "valid_for_s": forgepush.TARGET_VALID_S}, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/daemon/tasks/{task_id}/forge-push")

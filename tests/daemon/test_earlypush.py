@@ -146,3 +146,34 @@ def test_a_failed_push_whose_target_did_not_change_is_not_made_again(monkeypatch
         report = await push.for_finish()
         assert len(made) == 1 and api.asked == 2 and report is not None and report.ok is False
     asyncio.run(go())
+
+
+def test_the_delivery_goes_on_only_once_the_report_is_answered(pushes) -> None:
+    """The fetch into the person's repository, the handoff and the review wait for the push
+    (quarantine_hook) and for its report's answer: the server opens the PR meanwhile with the
+    CPU and its database's write lock to itself."""
+    async def go() -> None:
+        answered = asyncio.Event()
+
+        class Slow(Api):
+            async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+                if path.endswith("/forge-push"):
+                    await answered.wait()
+                return await super().call(method, path, body, retries=retries)
+
+        api = Slow({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(True)
+        push.start("agent/bot/t1", "b" * 40)
+        for _ in range(200):
+            if pushes:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
+        assert pushes and not push._git_done.is_set()  # pushed, its report not answered: the rest waits
+        answered.set()
+        await push.for_finish()
+        assert push._git_done.is_set() and len(api.reports) == 1
+    asyncio.run(go())

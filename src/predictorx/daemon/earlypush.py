@@ -14,7 +14,9 @@ and that fetch, the handoff and the review wait for it, so no other git of the d
 CPU with it. A repository checkout pushes from the repo cache once its review has the tip. As
 soon as git is done the push is reported on its own (`POST /api/daemon/tasks/<id>/forge-push` with
 the branch and the run's result): the server opens the PR and records both while the daemon
-finishes the rest. If that report fails, it rides on the task's finish (`forge_pushed`) instead.
+finishes the rest — which waits for that answer, so the delivery's fetch, the handoff and the
+review (git processes, a write on the server) do not compete with the PR's open. If that report
+fails, it rides on the task's finish (`forge_pushed`) instead.
 The credential reaches git only as forgepush.py says (its environment, never argv), and is dropped
 when the push is done. Whatever goes wrong here (no answer, a 404 from an older server) leaves the
 old path: the finish's answer carries the target.
@@ -51,7 +53,7 @@ class EarlyPush:
                  mask: Callable[[Any], Any] = lambda x: x):
         self.api, self.workspaces_root, self.task_id, self.mask = api, workspaces_root, task_id, mask
         self._result: str | None = None  # the run's result: the PR's body reads it
-        self._git_done = asyncio.Event()  # the push's git is over (the delivery goes on)
+        self._git_done = asyncio.Event()  # the push and its report are over (the delivery goes on)
         self.branch: dict[str, str] = {}   # the branch the finish will report (forgepush.EARLY_KEYS)
         self._target: asyncio.Future[dict[str, Any] | None] | None = None
         self._fresh_until = 0.0  # the event loop's clock: the target answered is used until then
@@ -136,13 +138,13 @@ class EarlyPush:
                 del fresh
             del given  # the credential lives no longer than the push
             steptimes.mark(self.task_id, "push_end")
+            if ok is None:
+                return None
+            report = PushReport(ok, sha, error)
+            # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
+            return None if ok and await self._report(report) else report
         finally:
-            self._git_done.set()
-        if ok is None:
-            return None
-        report = PushReport(ok, sha, error)
-        # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
-        return None if ok and await self._report(report) else report
+            self._git_done.set()  # after the report: the server opens the PR with the CPU to itself
 
     async def _push_to(self, given: dict[str, Any], tip: str, quarantine: Path | None
                        ) -> tuple[bool | None, str | None, str | None]:
@@ -166,7 +168,8 @@ class EarlyPush:
 
     def quarantine_hook(self, branch: str) -> Callable[[Path, str], Callable[[], None]]:
         """For delivery.deliver's `push_from` (called in its thread): start the push of `tip` from
-        the quarantine on the event loop; the function it returns waits until git is done."""
+        the quarantine on the event loop; the function it returns waits until git is done and its
+        report answered (the server opens the PR meanwhile with the CPU and its write lock to itself)."""
         loop = asyncio.get_running_loop()
 
         async def go(quarantine: Path, tip: str) -> None:

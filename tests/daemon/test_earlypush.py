@@ -177,3 +177,22 @@ def test_the_delivery_goes_on_only_once_the_report_is_answered(pushes) -> None:
         await push.for_finish()
         assert push._git_done.is_set() and len(api.reports) == 1
     asyncio.run(go())
+
+
+def test_the_target_is_asked_once_the_running_report_is_in_and_not_when_it_failed(pushes) -> None:
+    async def go() -> None:
+        for fails in (False, True):
+            api = Api({"forge_push": target(), "valid_for_s": 120})
+            push = early(api)
+            running: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            assert push.prefetch_after(running) is running
+            await asyncio.sleep(0)
+            assert push._target is None  # not before the report is in
+            running.set_exception(ServerError(409, "refused")) if fails else running.set_result(None)
+            await asyncio.sleep(0)
+            assert (push._target is None) is fails
+            if not fails:
+                await push._target
+                assert api.asked == 1
+            push.drop()
+    asyncio.run(go())

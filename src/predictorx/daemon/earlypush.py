@@ -76,6 +76,14 @@ class EarlyPush:
         if self._target is None and self._push is None and self._pushable():
             self._target, self._prefetched = asyncio.ensure_future(self._ask()), True
 
+    def prefetch_after(self, running: "asyncio.Future[Any]") -> "asyncio.Future[Any]":
+        """`prefetch` once the running report `running` is in (not when it failed); returns it."""
+        def reported(done: "asyncio.Future[Any]") -> None:
+            if not done.cancelled() and done.exception() is None:
+                self.prefetch()
+        running.add_done_callback(reported)
+        return running
+
     def ask(self, ended_well: bool, result: str | None = None) -> None:
         """The agent ended (`ended_well`: completed, not cancelled). Well: keep the target asked
         while it worked if it is still fresh (or on its way), else ask now — its answer comes

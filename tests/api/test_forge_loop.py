@@ -197,6 +197,41 @@ def test_a_report_whose_pr_the_forge_would_not_open_ahead_is_recorded_and_opened
     assert len(calls) == 2 and len(world.s.prs(REPO)) == 1 and pr["head_sha"] == sha
 
 
+def test_a_slow_forge_does_not_hold_the_push_report_up(world, monkeypatch):
+    """The open ahead of the report waits for the forge at most prflow.OPEN_AHEAD_WAIT: past it
+    the push is recorded and answered, the PR opened after the commit — one PR on the forge,
+    whichever call made it."""
+    import threading
+
+    from predictorx.forges.github import GitHubForge
+    from predictorx.service import prflow
+
+    monkeypatch.setattr(prflow, "OPEN_AHEAD_WAIT", 0.2, raising=False)
+    world.api.post("/api/issues", json={"title": "Slow", "project_id": world.project["id"], "assignee": "bot"})
+    task_id = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    world.daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"})
+    sha = _push_branch(world.s, world.tmp, BRANCH, "slow fix")
+    opening, release, calls = GitHubForge.open_pr, threading.Event(), []
+
+    def first_hangs(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(60)
+        return opening(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitHubForge, "open_pr", first_hangs)
+    branch = {"mode": "checkout", "branch": BRANCH, "origin_url": world.repo.clone_url}
+    started = time.monotonic()
+    r = world.daemon.post(f"/api/daemon/tasks/{task_id}/forge-push", json={"ok": True, "sha": sha, "branch": branch})
+    took = time.monotonic() - started
+    release.set()
+    assert r.status_code == 200 and took < 30, (r.text, took)
+    assert world.api.get(f"/api/tasks/{task_id}/review").json()["pushed"]["sha"] == sha
+    pr = world.opened(task_id)
+    wait_for(lambda: len(calls) == 2, what="both opens to be over")
+    assert len(world.s.prs(REPO)) == 1 and world.s.prs(REPO)[0].number == pr["number"]
+
+
 def test_a_pr_opened_elsewhere_for_the_branch_is_adopted(world):
     world.policy(auto_pr=False)
     issue, task_id = world.run()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import event
@@ -155,6 +156,11 @@ def bind(db: prs.Transactions | None) -> None:
 #: session.info key: a PR opened on the forge before the push report's transaction (`report_push`),
 #: as (task id, prs.Opened) — written by `_after_push` in that transaction.
 OPENED_AHEAD = "px.pr_opened_ahead"
+#: The longest a push report waits for the forge to open its PR ahead of the report's transaction:
+#: a slower forge does not hold the daemon's report (nor its delivery) up to the forge's timeout;
+#: the PR is then opened after the commit (adopting one the slow call made meanwhile).
+OPEN_AHEAD_WAIT = 5.0
+_ahead = ThreadPoolExecutor(4, thread_name_prefix="px-open-ahead")
 
 
 def report_push(db: prs.Transactions, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,
@@ -197,7 +203,7 @@ def _opened_ahead(db: prs.Transactions, daemon_id: str, task_id: str, branch: di
         if plan is None:
             return None
         steptimes.mark(task_id, "s_open_start")
-        return prs.open_on_forge(plan, created)
+        return _ahead.submit(prs.open_on_forge, plan, created).result(OPEN_AHEAD_WAIT)
     except Exception as e:  # noqa: BLE001 — the push is recorded whatever; the PR opens after its commit then
         log.info("the pull request of task %s opens after its push is recorded (%s)", task_id, e)
         return None

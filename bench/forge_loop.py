@@ -20,7 +20,7 @@
    token in git's environment as an Authorization header, forgepush.credential_env); a third push
    with the token in the URL (as a person types it: git asks without it first and gets 401) is
    reported beside it. The pair's bare pushes start once the task has finished. The daemon's step
-   times (daemon/steptimes.py, PREDICTORX_STEP_TIMES) give where the time goes, p50 per step from
+   times and the server's (predictorx/steptimes.py, PREDICTORX_STEP_TIMES) give where the time goes, p50 per step from
    the agent's end. Target: p50 ratio ≤ 1.5.
 
 Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]

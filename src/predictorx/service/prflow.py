@@ -171,9 +171,11 @@ def report_push(db: prs.Transactions, daemon_id: str, task_id: str, *, ok: bool,
     PR is opened on the forge first — planned in a short read transaction, the forge called with
     none open — and then the push and the PR's number are written in one transaction. Before, the
     push was recorded first and the PR opened after that commit, its number written in a second
-    write transaction: the forge now sees the PR one write transaction sooner, and the pages two.
-    Whatever is not opened ahead (the forge refused or was down, a PR row in another state, a
-    task this daemon did not run) takes that path still (`_after_push`)."""
+    write transaction: the forge now sees the PR a write transaction sooner (a read comes before
+    its POST instead), the pages after as many transactions as before (a read and a write instead
+    of two writes). Whatever is not opened ahead (the forge refused, was down or slower than
+    OPEN_AHEAD_WAIT, a PR row in another state, a task this daemon did not run) takes that path
+    still (`_after_push`)."""
     opened = _opened_ahead(db, daemon_id, task_id, branch, result) if ok and sha else None
     with db.write() as s:
         if opened is not None:

@@ -11,15 +11,16 @@
    is the agent's own last instruction (it writes CLOCK_REALTIME after its commit, just before it
    exits), so everything the daemon does after the agent (delivering the branch, the push, its
    report, the server's PR open) counts. "Opened" is measured twice: when the stand-in answered
-   the PR's POST (the forge created it; watched in this process, so nothing polls the server
-   before) and when `GET /api/tasks/{id}/pr` first shows its number (polled every 10 ms from
-   then, so up to 10 ms late). The bare push sends the same branch, from the
+   the PR's POST (the forge created it; watched in this process) and when the server's event
+   stream (`GET /api/events`, what the task and issue pages hold) says the PR is open — nothing
+   polls the server meanwhile, so no request of the bench's shares the CPU with its work. The
+   bare push sends the same branch, from the
    person's folder, to a second repository on the same stand-in that holds the same history (so
    it carries the same new objects), with the same credential path as the daemon's push (the
    token in git's environment as an Authorization header, forgepush.credential_env); a third push
    with the token in the URL (as a person types it: git asks without it first and gets 401) is
    reported beside it. The pair's bare pushes start once the task has finished. The daemon's step
-   times (daemon/steptimes.py, PREDICTORX_STEP_TIMES) give where the time goes, p50 per step from
+   times and the server's (predictorx/steptimes.py, PREDICTORX_STEP_TIMES) give where the time goes, p50 per step from
    the agent's end. Target: p50 ratio ≤ 1.5.
 
 Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
@@ -28,7 +29,9 @@ Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import threading
 import statistics
 import subprocess
 import sys
@@ -42,6 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from _common import Daemon, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until  # noqa: E402
 from forgestand import start_standin  # noqa: E402
+import httpx2 as httpx  # noqa: E402
 from predictorx.daemon.forgepush import credential_env  # noqa: E402
 from predictorx.forges.base import PushTarget  # noqa: E402
 
@@ -70,14 +74,39 @@ def stamp_of(stamps: Path, task_id: str) -> float | None:
 
 
 def step_times(path: Path, task_id: str) -> dict[str, float]:
-    """The daemon's step times of one task (daemon/steptimes.py), the first of each step."""
+    """The daemon's and the server's step times of one task (predictorx/steptimes.py), the first of each step."""
     found: dict[str, float] = {}
     if path.exists():
         for line in path.read_text().splitlines():
             tid, step, at = line.split(" ")
-            if tid == task_id and f"daemon: {step}" not in found:
-                found[f"daemon: {step}"] = float(at)
+            name = f"server: {step}" if step.startswith("s_") else f"daemon: {step}"
+            if tid == task_id and name not in found:
+                found[name] = float(at)
     return found
+
+
+class PrEvents(threading.Thread):
+    """Holds the server's event stream (as a task page does); records when each task's PR is first
+    said to be open (a `pull_request_changed` event with state open or draft)."""
+
+    def __init__(self, server: Server):
+        super().__init__(daemon=True)
+        self.server, self.opened, self.ready = server, {}, threading.Event()
+
+    def run(self) -> None:
+        try:
+            with httpx.stream("GET", f"{self.server.url}/api/events", headers=self.server.headers(),
+                              timeout=httpx.Timeout(30, read=None)) as r:
+                for line in r.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    event = json.loads(line[5:])
+                    if event.get("type") == "hello":
+                        self.ready.set()
+                    elif event.get("type") == "pull_request_changed" and event.get("state") in ("open", "draft"):
+                        self.opened.setdefault(event.get("task_id"), time.time())
+        except httpx.HTTPError:
+            pass  # the server stopped at the end of the bench
 
 
 def runs_of(server: Server, number: int) -> list[dict]:
@@ -97,7 +126,8 @@ def main() -> None:
         forge = start_standin("github", root / "standin")
         server = daemon = None
         try:
-            server = Server(root, sqlite_url(root), PREDICTORX_FORGE_POLL_INTERVAL="0")
+            server = Server(root, sqlite_url(root), PREDICTORX_FORGE_POLL_INTERVAL="0",
+                            PREDICTORX_STEP_TIMES=str(root / "steps.txt"))
             daemon = Daemon(server, root / "daemon", PREDICTORX_STEP_TIMES=str(root / "steps.txt"))
             before = machine()
             figures = measure(server, daemon, forge, root, args)
@@ -135,6 +165,9 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
     # credential path as the daemon's push (the token in git's environment, forgepush.credential_env).
     bare_env = {**os.environ, **credential_env(PushTarget(remote_url=twin.clone_url, branch="main",
                                                           username=forge.git_username, token=forge.token))}
+    events = PrEvents(server)
+    events.start()
+    assert events.ready.wait(30), "the event stream said no hello"
     opened, bare, bare_url, created, since_finish, loads = [], [], [], [], [], []
     steps: dict[str, list[float]] = {}
     first_issue = first_task = None
@@ -143,13 +176,13 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
         calls_before = len(forge.calls)
         issue = server.api("POST", "/api/issues", {"title": f"Run {i}", "project_id": project["id"], "assignee": "coder"})
         task_id = runs_of(server, issue["number"])[0]["id"]
-        # Watched on the stand-in (in this process) until the forge created it, so no poll of the
-        # server's competes with its work before then; then the server is polled until it shows it.
+        # Watched on the stand-in and on the event stream (both in this process): no request of the
+        # bench's competes with the server's work before the PR is shown open.
         wait_until(lambda: any(c.method == "POST" and c.path.endswith("/pulls") for c in forge.calls[calls_before:]),
                    60, 0.005, "the PR's POST on the forge")
-        pr = wait_until(lambda: (p := server.api("GET", f"/api/tasks/{task_id}/pr")) and p.get("number") and p,
-                        60, 0.01, "the PR to open")
-        seen = time.time()
+        seen = wait_until(lambda: events.opened.get(task_id), 60, 0.005, "the PR's open on the event stream")
+        pr = server.api("GET", f"/api/tasks/{task_id}/pr")
+        assert pr.get("number"), pr
         # The PR may open before the task's finish (the push is reported first): the pair's bare push
         # starts once the daemon is done with the task, so the two never share the machine.
         task = wait_until(lambda: (t := server.api("GET", f"/api/tasks/{task_id}")) and t.get("finished_at") and t,
@@ -201,6 +234,8 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
         log(f"follow-up {i}: agent started {latencies[-1] * 1000:.0f} ms after the webhook was sent")
 
     followup = summary_ms(latencies)
+    pr_posts = [c for c in forge.calls if c.method == "POST" and c.path.endswith("/pulls")]
+    api_peers = {c.peer for c in forge.calls if c.peer}
     pr_open, push, after_finish = summary_ms(opened), summary_ms(bare), summary_ms(since_finish)
     ratio = round(pr_open["p50_ms"] / push["p50_ms"], 2) if push.get("p50_ms") else None
     pairs = sorted(o / b for o, b in zip(opened, bare))
@@ -220,8 +255,11 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
                                              "pr_opened_over_bare_push_token_in_url_p50": round(
                                                  pr_open["p50_ms"] / summary_ms(bare_url)["p50_ms"], 2) if bare_url else None,
                                              "load_1min_during_pairs_median": round(statistics.median(loads), 2) if loads else None},
+            "forge_api_connections": {"pr_posts": len(pr_posts), "their_connections": len({c.peer for c in pr_posts}),
+                                      "api_calls": sum(1 for c in forge.calls if c.peer),
+                                      "connections_of_all_calls": len(api_peers)},
             "notes": "GitHub stand-in on loopback (API in-process uvicorn, git via nginx + git http-backend); "
-                     "agent = sh command, sandbox off; PR-open time polled every 10 ms"}
+                     "agent = sh command, sandbox off; PR seen open = its pull_request_changed event on /api/events"}
 
 
 if __name__ == "__main__":

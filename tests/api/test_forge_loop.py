@@ -135,6 +135,103 @@ def test_the_pr_opens_once_on_push_and_opening_again_returns_the_same(world):
     assert world.issue(issue["number"])["status"] == "in_review"
 
 
+def test_an_early_push_report_opens_the_pr_first_and_is_answered_with_it_open(world, db, monkeypatch):
+    """The daemon's push report of a running task (daemon/earlypush.py) opens the PR on the forge
+    before anything of the push is written, then writes the push and the PR's number in one
+    transaction (service/prflow.report_push): when the report is answered the PR is open and shown,
+    its body has the result the report carried, and the issue is in review — no second
+    transaction or thread to wait for."""
+    from predictorx.forges.github import GitHubForge
+    from predictorx.store.schema import Task
+
+    issue = world.api.post("/api/issues", json={"title": "Early", "project_id": world.project["id"],
+                                                "assignee": "bot"}).json()
+    task_id = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    world.daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"})
+    sha = _push_branch(world.s, world.tmp, BRANCH, "early fix")
+    written_when_asked: list[dict] = []
+    opening = GitHubForge.open_pr
+
+    def watched(self, *args, **kwargs):
+        with db.read() as s:
+            written_when_asked.append(dict(s.get(Task, task_id).review or {}))
+        return opening(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitHubForge, "open_pr", watched)
+    branch = {"mode": "checkout", "branch": BRANCH, "origin_url": world.repo.clone_url}
+    r = world.daemon.post(f"/api/daemon/tasks/{task_id}/forge-push",
+                          json={"ok": True, "sha": sha, "branch": branch, "result": "I did: early fix"})
+    assert r.status_code == 200, r.text
+    assert len(written_when_asked) == 1 and "pushed" not in written_when_asked[0]
+    pr = world.pr_of(task_id)  # not waited for: written with the push
+    assert pr["number"] and pr["state"] == "draft" and pr["head_sha"] == sha and pr["id"] == r.json()["pull_request_id"]
+    assert world.api.get(f"/api/tasks/{task_id}/review").json()["pushed"]["sha"] == sha
+    assert world.issue(issue["number"])["status"] == "in_review"
+    assert "I did: early fix" in world.s.pr(REPO, pr["number"]).body and len(world.s.prs(REPO)) == 1
+
+
+def test_a_report_whose_pr_the_forge_would_not_open_ahead_is_recorded_and_opened_after(world, monkeypatch):
+    """The forge refusing (or failing) the open ahead of the report loses nothing: the push is
+    recorded and the PR opened after that commit, as before."""
+    from predictorx.forges.github import GitHubForge
+    from predictorx.forges.base import ForgeUnavailable
+
+    world.api.post("/api/issues", json={"title": "Flaky", "project_id": world.project["id"], "assignee": "bot"})
+    task_id = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    world.daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"})
+    sha = _push_branch(world.s, world.tmp, BRANCH, "flaky fix")
+    opening, calls = GitHubForge.open_pr, []
+
+    def once_down(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ForgeUnavailable("the forge is down for a moment")
+        return opening(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitHubForge, "open_pr", once_down)
+    branch = {"mode": "checkout", "branch": BRANCH, "origin_url": world.repo.clone_url}
+    r = world.daemon.post(f"/api/daemon/tasks/{task_id}/forge-push", json={"ok": True, "sha": sha, "branch": branch})
+    assert r.status_code == 200, r.text
+    assert world.api.get(f"/api/tasks/{task_id}/review").json()["pushed"]["sha"] == sha
+    pr = world.opened(task_id)
+    assert len(calls) == 2 and len(world.s.prs(REPO)) == 1 and pr["head_sha"] == sha
+
+
+def test_a_slow_forge_does_not_hold_the_push_report_up(world, monkeypatch):
+    """The open ahead of the report waits for the forge at most prflow.OPEN_AHEAD_WAIT: past it
+    the push is recorded and answered, the PR opened after the commit — one PR on the forge,
+    whichever call made it."""
+    import threading
+
+    from predictorx.forges.github import GitHubForge
+    from predictorx.service import prflow
+
+    monkeypatch.setattr(prflow, "OPEN_AHEAD_WAIT", 0.2, raising=False)
+    world.api.post("/api/issues", json={"title": "Slow", "project_id": world.project["id"], "assignee": "bot"})
+    task_id = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    world.daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"})
+    sha = _push_branch(world.s, world.tmp, BRANCH, "slow fix")
+    opening, release, calls = GitHubForge.open_pr, threading.Event(), []
+
+    def first_hangs(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(60)
+        return opening(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitHubForge, "open_pr", first_hangs)
+    branch = {"mode": "checkout", "branch": BRANCH, "origin_url": world.repo.clone_url}
+    started = time.monotonic()
+    r = world.daemon.post(f"/api/daemon/tasks/{task_id}/forge-push", json={"ok": True, "sha": sha, "branch": branch})
+    took = time.monotonic() - started
+    release.set()
+    assert r.status_code == 200 and took < 30, (r.text, took)
+    assert world.api.get(f"/api/tasks/{task_id}/review").json()["pushed"]["sha"] == sha
+    pr = world.opened(task_id)
+    wait_for(lambda: len(calls) == 2, what="both opens to be over")
+    assert len(world.s.prs(REPO)) == 1 and world.s.prs(REPO)[0].number == pr["number"]
+
+
 def test_a_pr_opened_elsewhere_for_the_branch_is_adopted(world):
     world.policy(auto_pr=False)
     issue, task_id = world.run()

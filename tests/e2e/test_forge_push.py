@@ -158,6 +158,40 @@ def _queue_follow_up(server, issue_number: int, branch: str) -> str:
     return task_id
 
 
+def test_the_target_is_held_while_the_agent_works_and_reaches_no_process_it_can_read(
+        server, start_daemon, github_standin, tmp_path):
+    """The push target (with the credential) is asked while the agent works (daemon/earlypush.py),
+    so the run's end pushes without a round trip first. Held in the daemon's memory only: the
+    agent, waiting until the daemon has it, reads every process environment and command line it
+    can (/proc/*/environ, /proc/*/cmdline) and its own environment — none holds the token or its
+    Basic form — and the daemon's and the server's logs do not either."""
+    standin = github_standin
+    standin.create_repo(REPO, {"app.py": "print('v1')\n"})
+    folder = _person_clone(standin, tmp_path)
+    steps, seen = tmp_path / "steps.txt", tmp_path / "seen-by-agent.txt"
+    daemon = start_daemon(PREDICTORX_STEP_TIMES=str(steps))
+    _connect(server, standin)
+    project = _project(server, daemon, folder)
+    agent = (f'for i in $(seq 1 600); do grep -q "$PREDICTORX_TASK_ID target_answered" {steps} && break; '
+             f"sleep 0.05; done; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline > {seen} 2>/dev/null; "
+             f"env >> {seen}; echo \"print('v2')\" > app.py")
+    server.api("POST", "/api/agents", {"name": "coder", "provider": "command", "command": ["sh", "-c", agent],
+                                       **UNCONFINED})
+    issue = server.api("POST", "/api/issues", {"title": "v2", "project_id": project["id"], "assignee": "coder"})
+    task = server.wait_task(server.runs(issue["number"])[0]["id"], timeout=60)
+    assert task["status"] == "completed", task
+    wait_until(lambda: standin.branch_head(REPO, task["branch_name"]), 30, 0.1, "the branch on the forge")
+    order = [line.split(" ")[1] for line in steps.read_text().splitlines() if line.startswith(task["id"])]
+    assert "target_answered" in order and order.index("target_answered") < order.index("agent_exited"), order
+    assert order.count("target_asked") == 1  # its end asked nothing more
+    read = seen.read_bytes()
+    assert b"PREDICTORX_TASK_ID" in read and len(read) > 1000  # it did read the processes' environments
+    for secret in _secrets(standin):
+        assert secret.encode() not in read
+        assert secret not in daemon.output()
+        assert secret not in server.log_path.read_text()
+
+
 def test_only_the_daemon_that_ran_the_task_gets_its_push_target(server, start_daemon, github_standin, tmp_path):
     standin = github_standin
     standin.create_repo(REPO, {"app.py": "print('v1')\n"})

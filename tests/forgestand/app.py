@@ -37,6 +37,7 @@ class Call:
     operation_id: str = ""
     at: float = field(default_factory=time.time)  # when the request arrived
     answered_at: float = 0.0                      # when its answer was ready
+    peer: str = ""                                # the client's address:port (one per TCP connection)
 
 
 @dataclass
@@ -161,7 +162,7 @@ class StandInApp:
             return self._send(self.flavour.not_found(), None)
         rest = raw_path[len(self.flavour.api_prefix):]
         query_pairs = parse_qsl(request.url.query, keep_blank_values=True)
-        record = Call(request.method, rest, request.url.query, 0)
+        record = Call(request.method, rest, request.url.query, 0, peer=_peer(request))
         if not self._authorised(request):
             return self._done(record, self.flavour.unauthorized())
         if self.standin.rate_limited_until > time.time():
@@ -223,7 +224,7 @@ class StandInApp:
 
     async def _extra(self, request: Request, raw_path: str) -> Response:
         """A path outside the REST description (GitHub's GraphQL endpoint): its own handler checks it."""
-        record = Call(request.method, raw_path, request.url.query, 0, raw_path)
+        record = Call(request.method, raw_path, request.url.query, 0, raw_path, peer=_peer(request))
         if not self._authorised(request):
             return self._done(record, self.flavour.unauthorized())
         body, _has_body, not_json = _json_body(await request.body())
@@ -246,3 +247,7 @@ def build_app(standin: "StandIn", flavour: Flavour) -> Starlette:
     app = StandInApp(standin, flavour)
     return Starlette(routes=[Route("/_standin/git-auth", app.git_auth, methods=["GET"]),
                              Route("/{path:path}", app.api, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
+
+
+def _peer(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else ""

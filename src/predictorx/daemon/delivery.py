@@ -37,7 +37,7 @@ from .branches import ref_component
 from .gitcmd import DEFAULT_TIMEOUT, GitError, git, git_text, sealed_env
 from .gitdata import SHA as _SHA, open_regular, read_small, ref_value
 from .runrepo import is_own_repository
-from . import steptimes
+from .. import steptimes
 
 #: The most bytes of object files taken from a run's repository (a hostile agent could write more).
 MAX_IMPORT_BYTES = 8 * 2**30
@@ -93,6 +93,7 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     one `rev-parse`, the person's ignore setting beside it, the run's commits and their trees in one
     `cat-file --batch-check`, `add`, `write-tree` — then the push, then one `fetch` (none when the
     branch already holds the work)."""
+    steptimes.mark(task_id, "d_start")
     ref = ref or f"refs/heads/{branch}"
     if os.path.islink(run_tree) or not run_tree.is_dir():
         # The agent replaced its checkout's folder with a link (to `/`, say): its files are not taken.

@@ -1,17 +1,25 @@
 """A run's push, started as soon as its commits exist (issue 22: run ended → PR opened).
 
-When the agent ends well, the daemon asks the server for the branch's push target at once
-(`POST /api/daemon/tasks/<id>/push-target`, naming the branch it will report). In worktree mode
-the push starts from the delivery's quarantine the moment the branch's new tip is known — before
-it is fetched into the person's repository (`delivery.deliver`'s `push_from`), and that fetch, the
-handoff and the review wait for it, so no other git of the daemon's shares the CPU with it. A
-repository checkout pushes from the repo cache once its review has the tip. As soon as git is
-done the push is reported on its own (`POST /api/daemon/tasks/<id>/forge-push` with the branch and
-the run's result): the server records it and opens the PR while the daemon finishes the rest. If
-that report fails, it rides on the task's finish (`forge_pushed`) instead. The credential reaches
-git only as forgepush.py says (its environment, never argv), and is dropped when the push is done.
-Whatever goes wrong here (no answer, a 404 from an older server) leaves the old path: the finish's
-answer carries the target.
+The push target (remote URL, branch, lease and the connection's credential) is asked while the
+agent works — once its running report is in (`prefetch`, `POST /api/daemon/tasks/<id>/push-target`
+naming the branch it will report) — so the run's end needs no round trip before git. It is held
+in this daemon's memory only (never the agent's environment, a file, a command line or a log) and
+used only while it is younger than the server allows (`valid_for_s`, at most PREFETCH_KEEP); a
+run that ends later, or a prefetch that got no answer, asks again at the agent's end (`ask`), and
+a run that does not end well drops it at once. A push that fails with a prefetched target asks
+once more and, when the server's answer differs (a rotated credential, another lease), pushes again.
+In worktree mode the push starts from the delivery's quarantine the moment the branch's new tip
+is known — before it is fetched into the person's repository (`delivery.deliver`'s `push_from`),
+and that fetch, the handoff and the review wait for it, so no other git of the daemon's shares the
+CPU with it. A repository checkout pushes from the repo cache once its review has the tip. As
+soon as git is done the push is reported on its own (`POST /api/daemon/tasks/<id>/forge-push` with
+the branch and the run's result): the server opens the PR and records both while the daemon
+finishes the rest — which waits for that answer, so the delivery's fetch, the handoff and the
+review (git processes, a write on the server) do not compete with the PR's open. If that report
+fails, it rides on the task's finish (`forge_pushed`) instead.
+The credential reaches git only as forgepush.py says (its environment, never argv), and is dropped
+when the push is done. Whatever goes wrong here (no answer, a 404 from an older server) leaves the
+old path: the finish's answer carries the target.
 """
 
 from __future__ import annotations
@@ -23,13 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import PushReport
-from . import steptimes
+from .. import steptimes
 from .serverapi import ServerApi, ServerError
 
 log = logging.getLogger("predictorx.daemon")
 RESULT_MAX = 20_000
 #: The longest the delivery waits for the push before it goes on (git's own timeout is shorter).
 PUSH_WAIT = 360.0
+#: The longest a push target asked while the agent works is kept (the server may allow less).
+PREFETCH_KEEP = 120.0
+#: What of two push targets must match for a push that failed with the first to gain nothing from the second.
+_SAME_TARGET = ("remote_url", "branch", "username", "token")
 
 
 class EarlyPush:
@@ -41,9 +53,11 @@ class EarlyPush:
                  mask: Callable[[Any], Any] = lambda x: x):
         self.api, self.workspaces_root, self.task_id, self.mask = api, workspaces_root, task_id, mask
         self._result: str | None = None  # the run's result: the PR's body reads it
-        self._git_done = asyncio.Event()  # the push's git is over (the delivery goes on)
+        self._git_done = asyncio.Event()  # the push and its report are over (the delivery goes on)
         self.branch: dict[str, str] = {}   # the branch the finish will report (forgepush.EARLY_KEYS)
         self._target: asyncio.Future[dict[str, Any] | None] | None = None
+        self._fresh_until = 0.0  # the event loop's clock: the target answered is used until then
+        self._prefetched = False  # the target in hand was asked while the agent worked
         self._push: asyncio.Future[PushReport | None] | None = None
 
     def name(self, mode: str, branch: str | None, repo: Path, origin_url: str | None, continued_from: str | None,
@@ -53,13 +67,39 @@ class EarlyPush:
                  "origin_url": origin_url, "continued_from": continued_from}
         self.branch = {k: v for k, v in named.items() if isinstance(v, str) and v}
 
+    def _pushable(self) -> bool:
+        return bool(self.branch.get("branch") and self.branch.get("origin_url"))
+
+    def prefetch(self) -> None:
+        """The agent works (its running report is in): ask for the push target now, so its end
+        needs no round trip before the push (only for a repository with a forge URL)."""
+        if self._target is None and self._push is None and self._pushable():
+            self._target, self._prefetched = asyncio.ensure_future(self._ask()), True
+
+    def prefetch_after(self, running: "asyncio.Future[Any]") -> "asyncio.Future[Any]":
+        """`prefetch` once the running report `running` is in (not when it failed); returns it."""
+        def reported(done: "asyncio.Future[Any]") -> None:
+            if not done.cancelled() and done.exception() is None:
+                self.prefetch()
+        running.add_done_callback(reported)
+        return running
+
     def ask(self, ended_well: bool, result: str | None = None) -> None:
-        """The agent ended (`ended_well`: completed, not cancelled): ask for the push target now
-        (only for a repository with a forge URL) — its answer comes while the work is delivered."""
+        """The agent ended (`ended_well`: completed, not cancelled). Well: keep the target asked
+        while it worked if it is still fresh (or on its way), else ask now — its answer comes
+        while the work is delivered. Otherwise the target is dropped at once."""
         steptimes.mark(self.task_id, "agent_exited")
-        if ended_well and self._target is None and self.branch.get("branch") and self.branch.get("origin_url"):
-            self._result = result[:RESULT_MAX] if result else None
-            self._target = asyncio.ensure_future(self._ask())
+        if not ended_well:
+            self.drop()
+            return
+        if self._push is not None or not self._pushable():
+            return
+        self._result = result[:RESULT_MAX] if result else None
+        held = self._target
+        if held is not None and (not held.done() or asyncio.get_running_loop().time() < self._fresh_until):
+            return
+        self.drop()
+        self._target, self._prefetched = asyncio.ensure_future(self._ask()), False
 
     async def _ask(self) -> dict[str, Any] | None:
         steptimes.mark(self.task_id, "target_asked")
@@ -69,8 +109,15 @@ class EarlyPush:
             steptimes.mark(self.task_id, "target_answered")
         except ServerError as e:
             log.info("task %s: no early push target (%s); the finish will say", self.task_id, e.detail)
+            self._fresh_until = 0.0  # asked again at the agent's end
             return None
-        return (answer or {}).get("forge_push") or None
+        answer = answer or {}
+        try:
+            keep = min(PREFETCH_KEEP, float(answer.get("valid_for_s", PREFETCH_KEEP)))
+        except (TypeError, ValueError):
+            keep = 0.0
+        self._fresh_until = asyncio.get_running_loop().time() + keep
+        return answer.get("forge_push") or None
 
     def start(self, branch: str | None, tip: str | None, quarantine: Path | None = None) -> None:
         """The branch is at `tip` in the repository it is pushed from (`quarantine`: the
@@ -83,25 +130,36 @@ class EarlyPush:
         self._push = asyncio.ensure_future(self._push_at(tip, quarantine))
 
     async def _push_at(self, tip: str, quarantine: Path | None) -> PushReport | None:
-        from . import forgework
-
         try:
             assert self._target is not None
             given = await self._target
             self._target = None
             if given is None:
                 return None
-            given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
             steptimes.mark(self.task_id, "push_start")
-            ok, sha, error = await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine)
+            ok, sha, error = await self._push_to(given, tip, quarantine)
+            if ok is False and self._prefetched:  # asked while the agent worked: ask again, maybe retry
+                fresh = await self._ask()
+                if fresh is not None and any(fresh.get(k) != given.get(k) for k in _SAME_TARGET + ("extra",)):
+                    log.info("task %s: its push target changed since it was asked; pushing again", self.task_id)
+                    ok, sha, error = await self._push_to(fresh, tip, quarantine)
+                del fresh
+            del given  # the credential lives no longer than the push
             steptimes.mark(self.task_id, "push_end")
+            if ok is None:
+                return None
+            report = PushReport(ok, sha, error)
+            # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
+            return None if ok and await self._report(report) else report
         finally:
-            self._git_done.set()
-        if ok is None:
-            return None
-        report = PushReport(ok, sha, error)
-        # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
-        return None if ok and await self._report(report) else report
+            self._git_done.set()  # after the report: the server opens the PR with the CPU to itself
+
+    async def _push_to(self, given: dict[str, Any], tip: str, quarantine: Path | None
+                       ) -> tuple[bool | None, str | None, str | None]:
+        from . import forgework
+
+        given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
+        return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine)
 
     async def _report(self, report: PushReport) -> bool:
         """The push's report, now: the server opens the PR without waiting for the finish. False
@@ -118,7 +176,8 @@ class EarlyPush:
 
     def quarantine_hook(self, branch: str) -> Callable[[Path, str], Callable[[], None]]:
         """For delivery.deliver's `push_from` (called in its thread): start the push of `tip` from
-        the quarantine on the event loop; the function it returns waits until git is done."""
+        the quarantine on the event loop; the function it returns waits until git is done and its
+        report answered (the server opens the PR meanwhile with the CPU and its write lock to itself)."""
         loop = asyncio.get_running_loop()
 
         async def go(quarantine: Path, tip: str) -> None:

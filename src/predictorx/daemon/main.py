@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, agents, allowhosts, config, hardening, protocol, resources, secretmask
+from .. import __version__, agents, allowhosts, config, hardening, protocol, resources, secretmask, steptimes
 from ..protocol import Event
 from ..agents import descendants, runcgroup
 from ..apiclient import fail
-from . import bytecode, forgework, identity, runcheckouts, steptimes, worktree
+from . import bytecode, forgework, identity, runcheckouts, worktree
 from .context import recovery as contextrecovery
 from .dirlock import DirLocks
 from .gc import GcTimer

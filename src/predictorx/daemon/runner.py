@@ -414,8 +414,8 @@ class TaskRun:
         # Side by side (issue 9): the running report, `agents-room run-config` (a process, rooms.py),
         # the sweep (HTTP and git, R-HAR-7) and the context (files). The CLI waits only for what its
         # command line and folder need (run-config, the context); the report and the sweep come
-        # while it starts (see _prompt_tail).
-        running = asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch))
+        # while it starts (see _prompt_tail). Once the report is in, the push target is asked (issue 22).
+        running = self.early_push.prefetch_after(asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch)))
         rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self._room_run(), env.path, cwd))
         sweep_ready = asyncio.ensure_future(workflowhooks.task_start(self.daemon.api, self.id, self.issue.number, cwd,
                                                                      tuple(self.borrowed_objects)))

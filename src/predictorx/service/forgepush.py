@@ -173,17 +173,21 @@ def target_at_finish(session: Session, daemon_id: str, task_id: str) -> PushTarg
     return target
 
 
-#: What a daemon says of a branch when it asks for its push target at the agent's end (the rest
-#: of the review comes with the finish).
+#: What a daemon says of a branch when it asks for its push target while its agent works or at its
+#: end (the rest of the review comes with the finish).
 EARLY_KEYS = ("mode", "branch", "repo_path", "origin_url", "repo_label", "continued_from")
+#: How long a daemon may use a push target asked while its agent works (daemon/earlypush.py): a
+#: run that ends later asks again, so a credential rotated or a policy changed meanwhile is seen.
+TARGET_VALID_S = 120
 
 
 def target_at_end(session: Session, daemon_id: str, task_id: str, branch: dict[str, Any]) -> PushTarget | None:
-    """When a task's agent ended well, before its finish: the push target of the branch its daemon
-    names (`branch`: EARLY_KEYS of the review it will report), so the push runs while the daemon
-    still collects the review and its report rides on the finish. Only for the daemon running the
-    task (anyone else: 404), only while it runs, only when the project pushes automatically and
-    the repository maps to a connection; else None. Nothing is written."""
+    """While a task's agent works (and again at its end when that answer is older than
+    TARGET_VALID_S), before its finish: the push target of the branch its daemon names (`branch`:
+    EARLY_KEYS of the review it will report), so the push starts the moment the work is on the
+    branch. Only for the daemon running the task (anyone else: 404), only while it runs, only when
+    the project pushes automatically and the repository maps to a connection; else None. Nothing
+    is written."""
     task = _daemons_task(session, daemon_id, task_id)
     review = {k: branch[k] for k in EARLY_KEYS if isinstance(branch.get(k), str) and branch[k]}
     if task.status != "running" or _pushable(task, review) is not None:
@@ -249,14 +253,8 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
     made before the task's finish (daemon/earlypush.py) names the branch as target_at_end was
     asked for it, and carries the run's result (the PR's body reads it); the finish's review
     keeps the `pushed` this writes (`keep_pushed`)."""
-    task = _daemons_task(session, daemon_id, task_id)
+    task, review, (conn, repo_path, url, pr) = reported_branch(session, daemon_id, task_id, branch)
     early = task.status == "running" and branch is not None
-    review = ({k: branch[k] for k in EARLY_KEYS if isinstance(branch.get(k), str) and branch[k]} if early and branch
-              else dict(task.review) if isinstance(task.review, dict) else {})
-    tracked = _tracked(session, task, review)
-    if tracked is None:
-        raise NotFound(f"task {task_id} has no branch on a forge")
-    conn, repo_path, url, pr = tracked
     if early and result and not task.result:
         task.result = result  # as its finish will report it
     if not ok or not sha:
@@ -273,12 +271,32 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
     return pr
 
 
+def reported_branch(session: Session, daemon_id: str, task_id: str, branch: dict[str, Any] | None = None
+                    ) -> tuple[Task, dict[str, Any], tuple[ForgeConnection, str, str, PullRequest | None]]:
+    """A push report's task (only for the daemon that ran it: else NotFound), the branch it
+    pushed as a review says it (`branch`, EARLY_KEYS, while the task runs; else the task's
+    review) and where that is tracked (_tracked; NotFound when nowhere). Nothing is written."""
+    task = _daemons_task(session, daemon_id, task_id)
+    early = task.status == "running" and branch is not None
+    review = ({k: branch[k] for k in EARLY_KEYS if isinstance(branch.get(k), str) and branch[k]} if early and branch
+              else dict(task.review) if isinstance(task.review, dict) else {})
+    tracked = _tracked(session, task, review)
+    if tracked is None:
+        raise NotFound(f"task {task_id} has no branch on a forge")
+    return task, review, tracked
+
+
+def creates_branch(review: dict[str, Any], pr: PullRequest | None) -> bool:
+    """A push leased on "must not exist" that landed created the branch (no PR of it can be open)."""
+    return not _lease(review, pr)
+
+
 def _recorded(session: Session, task: Task, review: dict[str, Any], conn_id: str, repo_path: str, url: str,
               pr: PullRequest | None, sha: str) -> PullRequest:
     """The PullRequest row of a push that landed, `review.pushed` and the task's sentence."""
     # Leased on "must not exist" and it landed: the push created the branch (prflow skips
     # looking for a PR of it on the forge then).
-    created = not _lease(review, pr)
+    created = creates_branch(review, pr)
     if pr is None:
         issue_status = session.scalar(select(Issue.status).where(Issue.id == task.issue_id))
         pr = PullRequest(workspace_id=task.workspace_id, issue_id=task.issue_id, agent_id=task.agent_id,

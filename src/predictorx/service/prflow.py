@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from .. import steptimes
 from ..store.schema import ForgeConnection, PullRequest, Task, User
 from . import forgefeedback, forgepush, issues
 from . import pullrequests as prs
@@ -78,12 +80,14 @@ def _open_wanted(session: Session, pr: PullRequest, task: Task) -> bool:
 
 
 def opened_after_push(db: prs.Transactions, workspace_id: str, pr_id: str, plan: prs.OpenPlan,
-                      branch_created: bool = False) -> None:
+                      branch_created: bool = False, task_id: str = "") -> None:
     """Open the PR of a push that landed, with the plan read in the push's transaction. Runs
     after that transaction committed (it calls the forge). `branch_created`: that push created
     the branch (no PR of it can be open yet)."""
+    steptimes.mark(task_id, "s_open_start")
     try:
         prs.open_pr(db, workspace_id, pr_id, branch_created=branch_created, plan=plan)
+        steptimes.mark(task_id, "s_open_written")
     except Exception as e:  # noqa: BLE001 — a background open must not take the push report down
         log.warning("opening the pull request of %s failed: %s", pr_id, e)
         prs.note(db, workspace_id, pr_id, f"Opening the pull request failed: {getattr(e, 'message', e)}")
@@ -149,11 +153,76 @@ def bind(db: prs.Transactions | None) -> None:
     _bound = db
 
 
+#: session.info key: a PR opened on the forge before the push report's transaction (`report_push`),
+#: as (task id, prs.Opened) — written by `_after_push` in that transaction.
+OPENED_AHEAD = "px.pr_opened_ahead"
+#: The longest a push report waits for the forge to open its PR ahead of the report's transaction:
+#: a slower forge does not hold the daemon's report (nor its delivery) up to the forge's timeout;
+#: the PR is then opened after the commit (adopting one the slow call made meanwhile).
+OPEN_AHEAD_WAIT = 5.0
+_ahead = ThreadPoolExecutor(4, thread_name_prefix="px-open-ahead")
+
+
+def report_push(db: prs.Transactions, daemon_id: str, task_id: str, *, ok: bool, sha: str | None,
+                error: str | None, branch: dict[str, Any] | None = None, result: str | None = None) -> str | None:
+    """A daemon's push report (POST /api/daemon/tasks/{id}/forge-push); the PR row's id or None.
+
+    When the push landed and its PR is to open (auto_pr, or a person asked, and not open yet) the
+    PR is opened on the forge first — planned in a short read transaction, the forge called with
+    none open — and then the push and the PR's number are written in one transaction. Before, the
+    push was recorded first and the PR opened after that commit, its number written in a second
+    write transaction: the forge now sees the PR a write transaction sooner (a read comes before
+    its POST instead), the pages after as many transactions as before (a read and a write instead
+    of two writes). Whatever is not opened ahead (the forge refused, was down or slower than
+    OPEN_AHEAD_WAIT, a PR row in another state, a task this daemon did not run) takes that path
+    still (`_after_push`)."""
+    opened = _opened_ahead(db, daemon_id, task_id, branch, result) if ok and sha else None
+    with db.write() as s:
+        if opened is not None:
+            s.info[OPENED_AHEAD] = (task_id, opened)
+        pr = forgepush.push_reported(s, daemon_id, task_id, ok=ok, sha=sha, error=error, result=result,
+                                     branch=branch)
+        return pr.id if pr is not None else None
+
+
+def _opened_ahead(db: prs.Transactions, daemon_id: str, task_id: str, branch: dict[str, Any] | None,
+                  result: str | None) -> prs.Opened | None:
+    """The PR of a push report, opened on the forge before the report is written, or None."""
+    try:
+        with db.read() as s:
+            task, review, (conn, repo_path, url, pr) = forgepush.reported_branch(s, daemon_id, task_id, branch)
+            if pr is not None and (pr.number is not None or pr.state not in ("pushed",) + prs.OPEN_STATES):
+                return None
+            row = pr or PullRequest(workspace_id=task.workspace_id, issue_id=task.issue_id, agent_id=task.agent_id,
+                                    connection_id=conn.id, repo_path=repo_path, repo_url=url,
+                                    branch=review.get("branch"), state="pushed", task_id=task.id)
+            with _lock:
+                asked = task.id in _open_when_pushed
+            if not (asked or prs.policy_of(s, row)["auto_pr"]):
+                return None
+            plan = prs.open_plan(s, row, result=result)  # `row` is never added: nothing is written here
+            created = forgepush.creates_branch(review, pr)
+        if plan is None:
+            return None
+        steptimes.mark(task_id, "s_open_start")
+        return _ahead.submit(prs.open_on_forge, plan, created).result(OPEN_AHEAD_WAIT)
+    except Exception as e:  # noqa: BLE001 — the push is recorded whatever; the PR opens after its commit then
+        log.info("the pull request of task %s opens after its push is recorded (%s)", task_id, e)
+        return None
+
+
 def _after_push(session: Session, pr: PullRequest, task: Task) -> None:
-    """forgepush's listener: once the push's transaction commits, open the PR in a thread of its
-    own (a forge call never runs inside a transaction, nor in the daemon's report request)."""
+    """forgepush's listener: a PR opened ahead of this transaction (`report_push`) is written
+    here; otherwise, once the push's transaction commits, the PR is opened in a thread of its own
+    (a forge call never runs inside a transaction, nor in the daemon's report request)."""
     forgefeedback.forget_stale_checks(pr)  # the push moved the head
     announce(session, pr)
+    ahead = session.info.pop(OPENED_AHEAD, None)
+    if ahead is not None and ahead[0] == task.id:
+        with _lock:
+            _open_when_pushed.discard(task.id)
+        prs.record_opened(session, pr, ahead[1])
+        return
     db, ws, pr_id = _bound, pr.workspace_id, pr.id
     pushed = (task.review or {}).get("pushed") if isinstance(task.review, dict) else None
     created = bool(isinstance(pushed, dict) and pushed.get("created"))
@@ -168,7 +237,7 @@ def _after_push(session: Session, pr: PullRequest, task: Task) -> None:
         return
 
     def start(_session: Session) -> None:
-        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, plan, created),
+        threading.Thread(target=opened_after_push, args=(db, ws, pr_id, plan, created, task.id),
                          name="px-open-pr", daemon=True).start()
 
     event.listen(session, "after_commit", start, once=True)

@@ -212,12 +212,14 @@ def _clip(text: str, limit: int = BODY_PART_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + "\n\n… (cut; the whole is on the task page)"
 
 
-def pr_body(session: Session, pr: PullRequest, issue: Issue, link_base: str) -> str:
-    """The run's result and handoff, and a link back to the issue page."""
+def pr_body(session: Session, pr: PullRequest, issue: Issue, link_base: str, result: str | None = None) -> str:
+    """The run's result (`result`: as its push report carries it, before the task row has it) and
+    handoff, and a link back to the issue page."""
     task = session.get(Task, pr.task_id) if pr.task_id else None
     parts = []
-    if task is not None and task.result:
-        parts.append("## What the agent did\n\n" + _clip(task.result))
+    result = result or (task.result if task is not None else None)
+    if result:
+        parts.append("## What the agent did\n\n" + _clip(result))
     handoff = session.get(TaskHandoff, task.id) if task is not None else None
     content = handoff.content if handoff is not None and isinstance(handoff.content, dict) else {}
     for key, heading in (("done", "Done"), ("open_questions", "Open questions"), ("next_step", "Next step")):
@@ -244,8 +246,10 @@ class OpenPlan:
     info_key: tuple[str, str]
 
 
-def open_plan(s: Session, pr: PullRequest, link_base: str | None = None) -> OpenPlan | None:
-    """The plan to open `pr` on its forge, or None when it is open already."""
+def open_plan(s: Session, pr: PullRequest, link_base: str | None = None, result: str | None = None) -> OpenPlan | None:
+    """The plan to open `pr` on its forge, or None when it is open already. `pr` may be a row not
+    written yet (a push report read ahead, service/prflow.py); `result`: the run's, when its task
+    row does not hold it yet."""
     if pr.number is not None and pr.state != "discarded":
         return None
     if pr.state == "discarded":
@@ -256,7 +260,7 @@ def open_plan(s: Session, pr: PullRequest, link_base: str | None = None) -> Open
         raise NotFound("the issue of this branch was deleted")
     project = s.get(Project, issue.project_id) if issue.project_id else None
     return OpenPlan(where, pr.branch, pr.base_branch or _default_branch_hint(s, project, pr.repo_path), issue.title,
-                    pr_body(s, pr, issue, link_base if link_base is not None else public_url()),
+                    pr_body(s, pr, issue, link_base if link_base is not None else public_url(), result),
                     bool(policy_of(s, pr)["draft"]), (pr.connection_id, pr.repo_path))
 
 
@@ -271,6 +275,25 @@ def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str |
             plan = open_plan(s, get(s, workspace_id, pr_id), link_base)
             if plan is None:
                 return pr_id
+    opened = open_on_forge(plan, branch_created)
+    with db.write() as s:
+        pr = get(s, workspace_id, pr_id, for_update=True)
+        record_opened(s, pr, opened)
+        return pr.id
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What the forge answered to opening a PR (`open_on_forge`), to be written (`record_opened`)."""
+
+    made: forge_api.PullRequest
+    info: forge_api.RepoInfo
+
+
+def open_on_forge(plan: OpenPlan, branch_created: bool = False) -> Opened:
+    """The forge calls of opening a PR, no transaction open: the repository's default branch and
+    merge methods (cached), the PR for the branch if one is open (not after a push that created
+    the branch), else a new one. Raises Conflict / ForgeCallFailed with the forge's sentence."""
     where, branch, info_key = plan.where, plan.branch, plan.info_key
     info, made = _cached_repo_info(info_key), None
     if info is None and not branch_created:
@@ -294,12 +317,14 @@ def open_pr(db: Transactions, workspace_id: str, pr_id: str, *, link_base: str |
         except forge_api.ForgeUnavailable as e:
             raise connections.ForgeCallFailed(f"opening the pull request: the forge could not be reached — {e}",
                                               502) from None
-    with db.write() as s:
-        pr = get(s, workspace_id, pr_id, for_update=True)
-        if pr.number is None:
-            pr.poll_state = {**(pr.poll_state or {}), "merge_methods": list(info.merge_methods)}
-            apply_remote(s, pr, made)
-        return pr.id
+    return Opened(made, info)
+
+
+def record_opened(s: Session, pr: PullRequest, opened: Opened) -> None:
+    """The forge's answer to opening `pr`, on its row (unless a webhook gave it a number first)."""
+    if pr.number is None:
+        pr.poll_state = {**(pr.poll_state or {}), "merge_methods": list(opened.info.merge_methods)}
+        apply_remote(s, pr, opened.made)
 
 
 def _cached_repo_info(key: tuple[str, str]) -> forge_api.RepoInfo | None:

@@ -8,7 +8,8 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from ...service import forgepush
+from ... import steptimes
+from ...service import forgepush, prflow
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
 from ..forgeasks import local_action
@@ -31,25 +32,28 @@ def forge_target(task_id: str, caller: Caller = Depends(daemon_caller),
 @router.post("/daemon/tasks/{task_id}/push-target", response_model=None)
 def push_target_at_end(task_id: str, body: EarlyBranch, caller: Caller = Depends(daemon_caller),
                        state: AppState = Depends(get_state)) -> SafeJSONResponse:
-    """The agent ended well: the push target of its branch now (null when the project does not
-    push automatically or the repository maps to no connection), so the daemon pushes before its
-    finish and reports the push with it. Only to the daemon running the task; never cached."""
+    """Asked while the agent works (and again at its end when that answer is older than
+    `valid_for_s`): the push target of its branch (null when the project does not push
+    automatically or the repository maps to no connection), so the daemon pushes the moment the
+    work is on the branch. Only to the daemon running the task; never cached."""
     with state.read() as s:
         target = forgepush.target_at_end(s, caller.principal.daemon_id or "", task_id,
                                          body.model_dump(exclude_none=True))
-    return SafeJSONResponse({"forge_push": asdict(target) if target is not None else None},
-                            headers={"Cache-Control": "no-store"})
+    return SafeJSONResponse({"forge_push": asdict(target) if target is not None else None,
+                             "valid_for_s": forgepush.TARGET_VALID_S}, headers={"Cache-Control": "no-store"})
 
 
 @router.post("/daemon/tasks/{task_id}/forge-push")
 def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon_caller),
                  state: AppState = Depends(get_state)) -> dict[str, Any]:
-    """How a push went. Sent before the finish (a running task), the PR opens once this commits."""
-    with state.write() as s:
-        pr = forgepush.push_reported(s, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
-                                     error=body.error, result=body.result,
-                                     branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
-        return {"pull_request_id": pr.id if pr is not None else None}
+    """How a push went. Sent before the finish (a running task): the PR opens on the forge before
+    the report is written, and is on record with it (service/prflow.report_push)."""
+    steptimes.mark(task_id, "s_report_in")
+    pr_id = prflow.report_push(state, caller.principal.daemon_id or "", task_id, ok=body.ok, sha=body.sha,
+                               error=body.error, result=body.result,
+                               branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
+    steptimes.mark(task_id, "s_report_committed")
+    return {"pull_request_id": pr_id}
 
 
 @router.post("/tasks/{task_id}/push", status_code=202)

@@ -1,0 +1,198 @@
+"""daemon/earlypush.py (issue 22, run ended → PR opened): the push target is asked while the agent
+works, so the run's end needs no round trip before git; it is used only while fresh (the server's
+`valid_for_s`), dropped at once when the run does not end well, and a push that fails with a target
+asked earlier asks again and pushes again when the server's answer changed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from predictorx.daemon import earlypush, forgework
+from predictorx.daemon.serverapi import ServerError
+
+BRANCH = ("worktree", "agent/bot/t1", Path("/somewhere/app"), "https://forge.test/o/app.git", None)
+
+
+def target(token: str = "tok-1") -> dict[str, Any]:
+    return {"remote_url": "https://forge.test/o/app.git", "branch": "agent/bot/t1", "username": "x",
+            "token": token, "extra": {"repo_path": "/somewhere/app", "lease": ""}}
+
+
+class Api:
+    """The server as the early push sees it: answers to push-target, reports recorded."""
+
+    def __init__(self, *answers: dict[str, Any] | Exception):
+        self.answers = list(answers)
+        self.asked = 0
+        self.reports: list[dict[str, Any]] = []
+
+    async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+        if path.endswith("/push-target"):
+            self.asked += 1
+            answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        self.reports.append(body)
+        return {"pull_request_id": "pr-1"}
+
+
+def early(api: Api) -> earlypush.EarlyPush:
+    push = earlypush.EarlyPush(api, Path("/nowhere"), "t1")  # type: ignore[arg-type]
+    push.name(*BRANCH)
+    return push
+
+
+@pytest.fixture
+def pushes(monkeypatch) -> list[dict[str, Any]]:
+    """forgework.push_with, recording the targets it was given: the first push fails when the token is tok-1."""
+    made: list[dict[str, Any]] = []
+
+    async def push_with(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None):
+        made.append(answer)
+        if answer["token"] == "tok-1" and len(made) == 1:
+            return False, None, "the forge refused the credential"
+        return True, "a" * 40, None
+    monkeypatch.setattr(forgework, "push_with", push_with)
+    return made
+
+
+def test_the_target_asked_while_the_agent_works_serves_its_end_without_asking_again(pushes) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target  # the agent works; the answer comes
+        push.ask(True, "done it")
+        push.start("agent/bot/t1", "b" * 40)
+        report = await push.for_finish()
+        assert api.asked == 1 and report is None and len(api.reports) == 1  # pushed and reported early
+        assert pushes[0]["extra"]["tip"] == "b" * 40 and api.reports[0]["result"] == "done it"
+    asyncio.run(go())
+
+
+def test_a_target_older_than_the_server_allows_is_asked_again_at_the_end(pushes) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-2"), "valid_for_s": 0})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(True)
+        push.start("agent/bot/t1", "b" * 40)
+        await push.for_finish()
+        assert api.asked == 2 and len(pushes) == 1  # stale: asked again
+    asyncio.run(go())
+
+
+def test_a_prefetch_that_got_no_answer_is_asked_again_at_the_end(pushes) -> None:
+    async def go() -> None:
+        api = Api(ServerError(0, "server unreachable"), {"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        assert await push._target is None
+        push.ask(True)
+        push.start("agent/bot/t1", "b" * 40)
+        await push.for_finish()
+        assert api.asked == 2 and len(pushes) == 1
+    asyncio.run(go())
+
+
+def test_a_run_that_does_not_end_well_drops_the_target_at_once(pushes) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target(), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(False)
+        assert push._target is None  # the credential is not kept
+        push.start("agent/bot/t1", "b" * 40)
+        assert await push.for_finish() is None and pushes == [] and api.asked == 1
+    asyncio.run(go())
+
+
+def test_a_push_that_failed_with_a_prefetched_target_is_made_again_with_a_changed_one(pushes) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-1"), "valid_for_s": 120}, {"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(True)
+        push.start("agent/bot/t1", "b" * 40)
+        await push.for_finish()
+        assert [p["token"] for p in pushes] == ["tok-1", "tok-2"] and api.asked == 2
+        assert len(api.reports) == 1 and api.reports[0]["ok"] is True
+    asyncio.run(go())
+
+
+def test_a_failed_push_whose_target_did_not_change_is_not_made_again(monkeypatch) -> None:
+    made: list[dict[str, Any]] = []
+
+    async def refused(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None):
+        made.append(answer)
+        return False, None, "someone else pushed there"
+    monkeypatch.setattr(forgework, "push_with", refused)
+
+    async def go() -> None:
+        api = Api({"forge_push": target(), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(True)
+        push.start("agent/bot/t1", "b" * 40)
+        report = await push.for_finish()
+        assert len(made) == 1 and api.asked == 2 and report is not None and report.ok is False
+    asyncio.run(go())
+
+
+def test_the_delivery_goes_on_only_once_the_report_is_answered(pushes) -> None:
+    """The fetch into the person's repository, the handoff and the review wait for the push
+    (quarantine_hook) and for its report's answer: the server opens the PR meanwhile with the
+    CPU and its database's write lock to itself."""
+    async def go() -> None:
+        answered = asyncio.Event()
+
+        class Slow(Api):
+            async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+                if path.endswith("/forge-push"):
+                    await answered.wait()
+                return await super().call(method, path, body, retries=retries)
+
+        api = Slow({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(True)
+        push.start("agent/bot/t1", "b" * 40)
+        for _ in range(200):
+            if pushes:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
+        assert pushes and not push._git_done.is_set()  # pushed, its report not answered: the rest waits
+        answered.set()
+        await push.for_finish()
+        assert push._git_done.is_set() and len(api.reports) == 1
+    asyncio.run(go())
+
+
+def test_the_target_is_asked_once_the_running_report_is_in_and_not_when_it_failed(pushes) -> None:
+    async def go() -> None:
+        for fails in (False, True):
+            api = Api({"forge_push": target(), "valid_for_s": 120})
+            push = early(api)
+            running: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            assert push.prefetch_after(running) is running
+            await asyncio.sleep(0)
+            assert push._target is None  # not before the report is in
+            running.set_exception(ServerError(409, "refused")) if fails else running.set_result(None)
+            await asyncio.sleep(0)
+            assert (push._target is None) is fails
+            if not fails:
+                await push._target
+                assert api.asked == 1
+            push.drop()
+    asyncio.run(go())

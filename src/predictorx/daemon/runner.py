@@ -104,10 +104,10 @@ class TaskRun:
         self.stop_reason = reason
         self.cancel()
 
-    def _release_slot(self) -> None:
+    def _release_slot(self, finish_follows: bool = False) -> None:
         if self.holds_slot:
             self.holds_slot = False
-            self.daemon.slot_released()
+            self.daemon.slot_released(finish_follows)
 
     # -- the run --------------------------------------------------------------------------------
     def start(self, done: Callable[[], None]) -> None:
@@ -174,7 +174,7 @@ class TaskRun:
         finally:
             started = self.phase in ("running", "finishing")
             self.phase = "finishing"
-            self._release_slot()
+            self._release_slot(finish_follows=True)
             await asyncio.shield(self._uploader.close())
             if env is not None:
                 try:

@@ -37,3 +37,32 @@ def test_a_daemon_that_applies_allowlists_gets_the_policy_with_the_task(api):
     assert claimed["fenced"]["network"] == "allowlist"
     assert claimed["fenced"]["allow_hosts"] == ["api.anthropic.com:443", "127.0.0.1:8080"]
     assert claimed["free"]["network"] == "open" and claimed["free"]["allow_hosts"] == []
+
+
+def test_a_claim_that_refused_a_task_announces_the_queue_again(api, monkeypatch):
+    """A refused task took a place in the claim, so the claim answers fewer than asked while work
+    is still queued: the claim says task_queued (with the owner), so daemons look again — a daemon
+    reads fewer than asked as nothing more (issue 30, daemon/main.py)."""
+    import predictorx.server.state as state_module
+
+    published: list[dict] = []
+    real_take = state_module.take
+
+    def take(session):
+        events = real_take(session)
+        published.extend(events)
+        return events
+
+    monkeypatch.setattr(state_module, "take", take)
+    me = api.get("/api/me").json()["user"]["id"]
+    old, old_api = _daemon(api, [])
+    api.post("/api/agents", json={"name": "fenced", "provider": "claude", "runtime": old, "sandbox": True,
+                                  "network": "allowlist", "allow_hosts": ["api.anthropic.com"]})
+    api.post("/api/agents", json={"name": "free", "provider": "claude", "runtime": old})
+    api.post("/api/issues", json={"title": "Fenced work", "assignee": "fenced"})
+    api.post("/api/issues", json={"title": "Open work", "assignee": "free"})
+    published.clear()
+    assert old_api.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []  # the fenced one, refused
+    assert [e.get("owner_id") for e in published if e["type"] == "task_queued"] == [me]
+    [task] = old_api.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]  # what the announcement finds
+    assert task["agent"]["name"] == "free"

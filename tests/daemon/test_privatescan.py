@@ -90,7 +90,7 @@ def test_every_change_that_hides_or_shows_something_is_seen(tmp_path):
 
 def test_without_inotify_every_call_scans(tmp_path, monkeypatch):
     root = _tree(tmp_path)
-    monkeypatch.setattr(privatescan, "_libc", lambda: None)
+    monkeypatch.setattr(privatescan, "inotify_libc", lambda: None)
     scan = privatescan.PrivateScan([str(root)])
     scan()
     os.chmod(root / "hosts", 0o600)
@@ -103,7 +103,7 @@ def test_a_watch_that_cannot_be_added_means_scanning_every_time(tmp_path, monkey
     def refuse(self, folder):
         raise OSError(28, "inotify watch limit")
 
-    monkeypatch.setattr(privatescan._Inotify, "watch", refuse)
+    monkeypatch.setattr(privatescan.Inotify, "watch", refuse)
     scan = privatescan.PrivateScan([str(root)])
     scan()
     scan()
@@ -114,7 +114,7 @@ def test_a_folder_the_daemon_may_not_read_keeps_the_scan(tmp_path, monkeypatch):
     """A daemon that is not root cannot watch (or list) a folder without its read bit: the scan
     is kept all the same, and that folder's mode is still watched through its parent."""
     root = _tree(tmp_path)
-    libc = privatescan._libc()
+    libc = privatescan.inotify_libc()
 
     class NoReadOnCerts:  # the C library, except that "certs" answers EACCES as for a non-root daemon
         def inotify_init1(self, flags):
@@ -123,7 +123,7 @@ def test_a_folder_the_daemon_may_not_read_keeps_the_scan(tmp_path, monkeypatch):
         def inotify_add_watch(self, fd, path, mask):
             return -1 if path.endswith(b"certs") else libc.inotify_add_watch(fd, path, mask)
 
-    monkeypatch.setattr(privatescan, "_libc", NoReadOnCerts)
+    monkeypatch.setattr(privatescan, "inotify_libc", NoReadOnCerts)
     monkeypatch.setattr(privatescan.ctypes, "get_errno", lambda: 13)  # (read only after a failure)
     scan = privatescan.PrivateScan([str(root)])
     try:

@@ -54,7 +54,7 @@ class _Host:
         self.workspaces_root = root
         self.finished: dict[str, Any] = {}
 
-    def slot_released(self) -> None:
+    def slot_released(self, finish_follows: bool = False) -> None:
         pass
 
     async def report_finish(self, task_id: str, fields: dict[str, Any]) -> None:

@@ -25,8 +25,8 @@ class RunHost(Protocol):
     repo_cache: RepoCache
     task_timeout: float | None
 
-    def slot_released(self) -> None:
-        """The run gave its execution slot back (it waits, or it is done)."""
+    def slot_released(self, finish_follows: bool = False) -> None:
+        """The run gave its execution slot back (it waits, or it is done: `finish_follows`)."""
 
     async def acquire_slot(self) -> None:
         """Wait for an execution slot (after waiting for a folder)."""

@@ -95,14 +95,30 @@ class Daemon:
         self._slot_free = asyncio.Event()
         self.unreported: dict[str, dict[str, Any]] = {}  # finishes the server has not acknowledged
         self._push_connected = False
+        #: work was announced while every slot was busy: a freed slot looks (see slot_released)
+        self._claim_owed = False
         self._stopping = asyncio.Event()
         self._background_jobs: set[asyncio.Task] = set()
 
     # -- slots ------------------------------------------------------------------------------------
-    def slot_released(self) -> None:
+    def slot_released(self, finish_follows: bool = False) -> None:
+        """A run gave its slot back: it waits for its folder, or it ends (`finish_follows`: its
+        finish claims the next tasks itself, `claim_next`, and `_run_done` looks after it)."""
         self.busy_slots -= 1
         self._slot_free.set()
-        self._claim_wakeup.set()
+        if not finish_follows:
+            self._look_again_if_owed()
+
+    def _look_again_if_owed(self) -> None:
+        """A freed slot asks the server for work only when some may be waiting for it: the last
+        claim filled every slot (the server may hold more), or one failed, or the push connection
+        is down. Otherwise the pushes announce new work: no empty claim after every run (issue 30)."""
+        if self._claim_owed or not self._push_connected:
+            self._claim_wakeup.set()
+
+    def _run_done(self, task_id: str) -> None:
+        self.runs.pop(task_id, None)
+        self._look_again_if_owed()
 
     async def acquire_slot(self) -> None:
         """For a task that waited for its folder: run only when an execution slot is free."""
@@ -143,7 +159,10 @@ class Daemon:
         if (answer or {}).get("forge_push"):  # its project pushes at run end (daemon/forgework.py)
             self._background(forgework.push_task(self, task_id, answer.pop("forge_push")))
         # The same request claimed the next tasks (one round trip per task turned over).
-        for item in (answer or {}).get("claimed", []):
+        claimed = (answer or {}).get("claimed", [])
+        if len(claimed) < free:  # the server had no more for us
+            self._claim_owed = False
+        for item in claimed:
             self._start(item)
 
     def executable_for(self, provider: str) -> list[str] | None:
@@ -355,15 +374,20 @@ class Daemon:
     async def _claim_available(self) -> None:
         # A stopping daemon claims nothing: the work its stop hands back is announced again, and a
         # claim loop whose cancel Python 3.11 swallowed would take it straight back.
+        # Owed until the server says it has nothing more (full slots, a failed claim: the next
+        # freed slot looks again).
+        self._claim_owed = True
         while not self._stopping.is_set() and self.busy_slots < self.max_tasks:
-            claimed = await self.api.claim(self.max_tasks - self.busy_slots)
+            asked = self.max_tasks - self.busy_slots
+            claimed = await self.api.claim(asked)
             for item in claimed:
                 if self._stopping.is_set():
                     if (task_id := protocol.claimed_task_id(item)) is not None:
                         await self.release(task_id)
                 else:
                     self._start(item)
-            if not claimed:
+            if len(claimed) < asked:  # the server had no more (what it held back, it announces again)
+                self._claim_owed = False
                 return
 
     def _start(self, item: Any) -> None:
@@ -384,10 +408,7 @@ class Daemon:
         log.info("task %s: running %s (%s) on issue #%s", run.id, claim.agent.name, claim.agent.provider,
                  claim.issue.number)
 
-        def done() -> None:
-            self.runs.pop(run.id, None)
-            self._claim_wakeup.set()
-        run.start(done)
+        run.start(lambda: self._run_done(run.id))
 
     # -- heartbeats -------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:

@@ -56,7 +56,7 @@ def scan(roots: Iterable[str], entered: Callable[[str], None] | None = None) -> 
     return found
 
 
-class _Inotify:
+class Inotify:
     """An inotify instance (non-blocking); `changed()` says whether any event is waiting."""
 
     def __init__(self, libc: ctypes.CDLL) -> None:
@@ -85,7 +85,7 @@ class _Inotify:
         os.close(self.fd)
 
 
-def _libc() -> ctypes.CDLL | None:
+def inotify_libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         libc.inotify_init1, libc.inotify_add_watch  # noqa: B018 — present, or AttributeError
@@ -102,8 +102,8 @@ class PrivateScan:
         self.scans = 0  # (how many times it read the folders: tests, and the docs' figures)
         self._lock = threading.Lock()
         self._found: list[str] | None = None
-        self._watch: _Inotify | None = None
-        self._libc = _libc()
+        self._watch: Inotify | None = None
+        self._libc = inotify_libc()
 
     def __call__(self) -> list[str]:
         with self._lock:
@@ -114,10 +114,10 @@ class PrivateScan:
 
     def _rescan(self) -> None:
         self.close()
-        watch: _Inotify | None = None
+        watch: Inotify | None = None
         if self._libc is not None:
             try:
-                watch = _Inotify(self._libc)
+                watch = Inotify(self._libc)
             except OSError:
                 watch = None
         failed: list[bool] = []

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from .. import agents, protocol, secretmask, unconfined
 from ..protocol import Finish, Outcome, Usage
 from ..agents import RunSpec
-from . import permissionwait
+from . import filegone, permissionwait
 from . import (cliconfig, delivery, earlypush, envroot, forgepush, forgework, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
                sandboxmode, sessions, workflowhooks, worktree)
 from .branches import task_branch
@@ -104,10 +104,10 @@ class TaskRun:
         self.stop_reason = reason
         self.cancel()
 
-    def _release_slot(self) -> None:
+    def _release_slot(self, finish_follows: bool = False) -> None:
         if self.holds_slot:
             self.holds_slot = False
-            self.daemon.slot_released()
+            self.daemon.slot_released(finish_follows)
 
     # -- the run --------------------------------------------------------------------------------
     def start(self, done: Callable[[], None]) -> None:
@@ -174,7 +174,7 @@ class TaskRun:
         finally:
             started = self.phase in ("running", "finishing")
             self.phase = "finishing"
-            self._release_slot()
+            self._release_slot(finish_follows=True)
             await asyncio.shield(self._uploader.close())
             if env is not None:
                 try:
@@ -232,13 +232,10 @@ class TaskRun:
                 f"the worktree is made when it is done (waiting up to {limit:.0f} s)"))
         except ServerError as e:
             log.warning("task %s: could not report its wait (%s)", self.id, e)
-        deadline = asyncio.get_running_loop().time() + limit
-        while lock.exists():
-            if asyncio.get_running_loop().time() > deadline:
-                raise TaskFailed(f"git's {lock} was still there after {limit:.0f} s: a git command is still "
-                                 f"running in {repo}, or one stopped and left it behind. Let it finish (or, if "
-                                 "no git command is running there, delete that file), then assign the issue again.")
-            await asyncio.sleep(0.2)
+        if not await filegone.until_gone(lock, limit):  # woken when git removes it, not polled
+            raise TaskFailed(f"git's {lock} was still there after {limit:.0f} s: a git command is still "
+                             f"running in {repo}, or one stopped and left it behind. Let it finish (or, if "
+                             "no git command is running there, delete that file), then assign the issue again.")
 
     async def _in_worktree(self, ctx: TaskContext, env: envroot.EnvRoot, real: Path) -> Outcome:
         self.handoff.defer = True

@@ -141,7 +141,10 @@ class MessageUploader:
         return batch
 
     def _usage_due(self) -> bool:
-        return self.usage is not None and self.usage != self._usage_sent
+        """New figures to send with the next batch. Once closing, figures alone are not sent: the
+        run's finish carries its final usage (protocol.Finish), so the end costs no request of
+        its own (issue 30); with messages still to send they go along."""
+        return self.usage is not None and self.usage != self._usage_sent and not (self._closed and not self._pending)
 
     def _answered(self, answer: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
         if usage is not None:

@@ -302,6 +302,9 @@ def claim(session: Session, daemon_id: str, workspace_id: str, *, limit: int = 1
             if reason:  # R-RES-9: never silently run in place; R-SEC-9: nor on the open network
                 orm_task = session.get(Task, task.id, populate_existing=True)
                 refuse(session, orm_task, reason)
+                # It took a place in this claim: daemons look again (a claim answered with fewer
+                # than asked means nothing more is queued for the claimer, daemon/main.py).
+                emit(session, task.workspace_id, Event.TASK_QUEUED, owner_id=agents[task.agent_id].owner_id)
                 continue
         raw, row = _token_row(daemon_id, task, expires_at)
         tokens.append(row)

@@ -1,0 +1,59 @@
+"""The uploader's requests (issue 30): a burst of messages is one batch with the run's latest
+usage; while the run goes on, usage alone is sent (a hard budget is checked on it); at the end,
+usage alone is not — the finish carries the final figures — but messages still waiting go up
+with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from predictorx.daemon.uploader import MessageUploader
+from predictorx.protocol import MessageBatch
+
+
+class _Api:
+    def __init__(self) -> None:
+        self.batches: list[MessageBatch] = []
+
+    async def upload(self, task_id: str, batch: MessageBatch) -> dict[str, Any]:
+        self.batches.append(batch)
+        return {}
+
+
+def _usage(tokens: int) -> dict[str, Any]:
+    return {"event": "usage", "input_tokens": tokens, "output_tokens": 1}
+
+
+async def test_the_closing_flush_sends_no_usage_only_batch() -> None:
+    api = _Api()
+    up = MessageUploader(api, "t-1", min_gap=0.0)  # type: ignore[arg-type]
+    up.start()
+    await up.add("text", {"text": "hi"})
+    await up._send_some()  # the message went up
+    await up.add("system", _usage(20))  # the CLI's last figures, after its last message
+    await up.close()
+    assert [len(b.messages) for b in api.batches] == [1], "a batch of usage alone was sent at the end"
+    assert up.usage is not None and up.usage["input_tokens"] == 20  # what the run's finish reports
+
+
+async def test_messages_waiting_at_the_end_go_up_with_the_usage() -> None:
+    api = _Api()
+    up = MessageUploader(api, "t-1", min_gap=60.0)  # type: ignore[arg-type]
+    up.start()
+    await up.add("text", {"text": "first"})
+    await up.add("system", _usage(5))
+    await up.add("text", {"text": "second"})
+    await up.close()
+    texts = [m.content["text"] for b in api.batches for m in b.messages]
+    assert texts == ["first", "second"]
+    assert any(b.usage is not None for b in api.batches)
+
+
+async def test_usage_alone_is_sent_while_the_run_goes_on() -> None:
+    api = _Api()
+    up = MessageUploader(api, "t-1", min_gap=0.0)  # type: ignore[arg-type]
+    up.start()
+    await up.add("system", _usage(7))
+    await up._send_some()
+    assert len(api.batches) == 1 and not api.batches[0].messages and api.batches[0].usage is not None
+    await up.close()

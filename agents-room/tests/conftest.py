@@ -1,22 +1,8 @@
-from pathlib import Path
-
 import pytest
 
 from agents_room.room import Room
 
-from room_helpers import PY, run_cli  # noqa: F401 -- re-exported for older imports
-
-
-def make_repo(root: Path, name: str, remote: str | None = None) -> Path:
-    """A directory that looks like a git checkout (enough for repo detection; no git needed)."""
-    d = root / name
-    (d / ".git").mkdir(parents=True)
-    cfg = "[core]\n\trepositoryformatversion = 0\n"
-    if remote:
-        cfg += f'[remote "origin"]\n\turl = {remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
-    (d / ".git" / "config").write_text(cfg)
-    (d / "src").mkdir()
-    return d
+from room_helpers import PY, make_repo, run_cli  # noqa: F401 -- re-exported for older imports
 
 
 @pytest.fixture(autouse=True)

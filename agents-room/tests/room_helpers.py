@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 PY = sys.executable
 
@@ -14,3 +15,15 @@ def run_cli(*args: str, input: str | None = None, env: dict | None = None, cwd=N
     return subprocess.run(
         [PY, "-m", "agents_room", *args], input=input, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout
     )
+
+
+def make_repo(root: Path, name: str, remote: str | None = None) -> Path:
+    """A directory that looks like a git checkout (enough for repo detection; no git needed)."""
+    d = root / name
+    (d / ".git").mkdir(parents=True)
+    cfg = "[core]\n\trepositoryformatversion = 0\n"
+    if remote:
+        cfg += f'[remote "origin"]\n\turl = {remote}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+    (d / ".git" / "config").write_text(cfg)
+    (d / "src").mkdir()
+    return d

@@ -7,12 +7,15 @@ unread against receives of 20 from a store holding just those 20, interleaved, m
 so a loaded machine slows both alike. The timing is of the whole call (Room.recv, what msg_recv
 runs), generous (2×) but far below what counting the backlog cost (~400× here before the fix)."""
 
+import shutil
 import statistics
 import time
 
 import pytest
 
 from agents_room.room import Room
+
+from room_helpers import make_repo
 
 UNREAD_COUNT_CAP = 500  # the documented cap (docs/protocol.md: "more than 500")
 BACKLOG = 100_000
@@ -52,12 +55,36 @@ def _timed(fn):
     return time.thread_time() - t0, out
 
 
+@pytest.fixture(scope="module")
+def _prepared(tmp_path_factory):
+    """The two stores built once for this module (100,000 rows take 5-20 s to write), closed with
+    their WAL folded in; each test opens copies of its own (`stores`), so none sees another's reads."""
+    base = tmp_path_factory.mktemp("recv-backlog")
+    with pytest.MonkeyPatch.context() as mp:  # as the autouse `isolated` does for a test
+        mp.setenv("HOME", str(base / "home"))
+        mp.setenv("AGENTS_ROOM_DB", str(base / "room.db"))
+        (base / "home").mkdir()
+        repo = make_repo(base, "api-checkout", "git@github.com:acme/api.git")
+        small, sa, sb = _pair(base, "small", repo)
+        big, ba, bb = _pair(base, "big", repo)
+        _unread(big, ba, bb, BACKLOG)
+        for room in (small, big):
+            room.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            room.close()
+    return base, (sa, sb), (ba, bb)
+
+
 @pytest.fixture
-def stores(tmp_path, repos):
-    small, sa, sb = _pair(tmp_path, "small", repos["api"])
-    big, ba, bb = _pair(tmp_path, "big", repos["api"])
-    _unread(big, ba, bb, BACKLOG)
-    return (small, sa, sb), (big, ba, bb)
+def stores(tmp_path, _prepared):
+    base, (sa, sb), (ba, bb) = _prepared
+    opened = []
+    for name in ("small", "big"):
+        shutil.copy2(base / f"{name}.db", tmp_path / f"{name}.db")  # the WAL is empty: the file is the store
+        opened.append(Room.open(tmp_path / f"{name}.db"))
+    small, big = opened
+    yield (small, sa, sb), (big, ba, bb)
+    small.close()
+    big.close()
 
 
 def test_a_receive_of_20_costs_the_same_with_100000_unread(stores):

@@ -28,6 +28,8 @@ from predictorx.server.app import create_app
 from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
 
+from databases import sqlite_copy
+
 CALLERS = ("owner", "admin", "member", "outsider", "daemon", "task", "anonymous")
 STREAMS = {"GET /api/events", "GET /api/daemon/events"}  # never opened by an allowed caller here
 #: Reads whose object rule (in the service) refuses a member who does not own the fixture's agent:
@@ -62,14 +64,19 @@ def test_docs_security_lists_the_whole_matrix():
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, sqlite_template):
     home = tmp_path_factory.mktemp("matrix")
-    db = Database(f"sqlite:///{home / 'px.db'}")
-    db.migrate()
+    db = Database(sqlite_copy(sqlite_template, home / "px.db"))
     app = create_app(db, migrate=False, web=True)
     owner_token = bootstrap(db, "http://testserver")
     # From loopback, as a browser on the server's machine: local-folder pages answer there only.
-    with TestClient(app, base_url="http://testserver", client=("127.0.0.1", 50000)) as client:
+    # The daemon below never sends a heartbeat and its task is claimed once: at a load of 12 the
+    # module's tests outlasted the 30 s daemon timeout and the 60 s lease, and the sweeper took the
+    # task back ("this task is not held by this daemon"). Liveness is not what this module tests.
+    with pytest.MonkeyPatch.context() as mp, \
+            TestClient(app, base_url="http://testserver", client=("127.0.0.1", 50000)) as client:
+        mp.setenv("PREDICTORX_DAEMON_TIMEOUT", "86400")
+        mp.setenv("PREDICTORX_TASK_LEASE", "86400")
         def call(method, path, token=None, **kw):
             headers = {"Origin": "http://testserver", **kw.pop("headers", {})}
             if token:

@@ -24,14 +24,18 @@ from predictorx.server.run import bootstrap
 from predictorx.store.db import Database
 from predictorx.testing import free_port
 
+from databases import sqlite_copy
+
 from .standin import OidcStandin
 
 PX = [sys.executable, "-m", "predictorx"]
+HTTP_TIMEOUT = 60  # a loaded 2-core machine (4 workers) took over the 5 s default to answer a poll
 
 
 @pytest.fixture
-def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sqlite_template: Path) -> str:
+    """A database of this test's own at the migrations' head (a copy of the template, not migrated again)."""
+    url = sqlite_copy(sqlite_template, tmp_path / "cli.db")
     monkeypatch.setenv("PREDICTORX_DATABASE_URL", url)
     return url
 
@@ -39,7 +43,6 @@ def db_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def server(db_url: str) -> Iterator[str]:
     db = Database(db_url)
-    db.migrate()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     bootstrap(db, url)
@@ -91,7 +94,7 @@ def test_operator_adds_lists_maps_and_removes_a_provider(oidc_provider, server, 
     assert "other" not in px("server", "oidc", "list").stdout  # nothing added
     assert px("server", "oidc", "remove", "corp").returncode == 0
     assert "no OpenID providers" in px("server", "oidc", "list").stdout
-    assert httpx2.get(f"{server}/api/sso/providers").json() == []
+    assert httpx2.get(f"{server}/api/sso/providers", timeout=HTTP_TIMEOUT).json() == []
 
 
 def _sign_in_line(proc: subprocess.Popen) -> str:
@@ -112,7 +115,7 @@ def _login(server: str, *extra: str) -> subprocess.Popen:
 
 def _signed_in_as(server: str) -> str:
     token = config.read_config()["token"]
-    me = httpx2.get(f"{server}/api/me", headers={"Authorization": f"Bearer {token}"})
+    me = httpx2.get(f"{server}/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_TIMEOUT)
     assert me.status_code == 200, me.text
     return me.json()["user"]["name"]
 
@@ -149,13 +152,14 @@ def test_login_sso_by_the_loopback_redirect(oidc_provider, server):
 
 def test_a_device_handle_signs_in_once(oidc_provider, server):
     add_provider(oidc_provider, server)
-    started = httpx2.post(f"{server}/api/sso/device", json={"provider": "corp"}).json()
+    started = httpx2.post(f"{server}/api/sso/device", json={"provider": "corp"}, timeout=HTTP_TIMEOUT).json()
     assert "device_code" not in started  # the device code stays on the server
-    assert httpx2.post(f"{server}/api/sso/device/poll", json={"handle": started["handle"]}).json()["status"] == "pending"
+    pending = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": started["handle"]}, timeout=HTTP_TIMEOUT)
+    assert pending.json()["status"] == "pending"
     oidc_provider.follow(started["verification_uri_complete"], "alice")
-    done = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": started["handle"]})
+    done = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": started["handle"]}, timeout=HTTP_TIMEOUT)
     assert done.status_code == 200 and done.json()["token"].startswith("pxu_")
-    again = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": started["handle"]})
+    again = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": started["handle"]}, timeout=HTTP_TIMEOUT)
     assert again.status_code == 401 and "used already" in again.json()["detail"]
-    unknown = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": "x" * 43})
+    unknown = httpx2.post(f"{server}/api/sso/device/poll", json={"handle": "x" * 43}, timeout=HTTP_TIMEOUT)
     assert unknown.status_code == 401

@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from ... import resources as registry
 from ... import richtext
-from . import console, transcript
+from . import console, templatecache, transcript
 from .pagework import in_page_thread
 
 SERVER_DIR = Path(__file__).resolve().parent.parent
@@ -120,6 +120,8 @@ def compile_templates() -> int:
     """Compile every template now, before the server answers: the first view of each page would
     otherwise compile it, holding the interpreter for a few hundred milliseconds in which the
     event loop answers nothing (bench/pagestall.py saw a 1 s health answer so). How many."""
+    if ENV.bytecode_cache is None:  # what an earlier start compiled, when unchanged (templatecache.py)
+        ENV.bytecode_cache = templatecache.bytecode_cache(ENV)
     names = [p.name for p in TEMPLATES_DIR.glob("*.html")]
     for name in names:
         ENV.get_template(name)

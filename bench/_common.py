@@ -16,9 +16,10 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,34 @@ class Server(ServerProcess):
 
         t = psutil.Process(self.proc.pid).cpu_times()
         return t.user + t.system
+
+
+class EventWatch(threading.Thread):
+    """Holds a server's event stream (as a page does) and records when each task's first event that
+    `wanted` accepts arrived: `seen[task_id]` (time.time()); `ready` is set once the stream says hello."""
+
+    def __init__(self, server: Server, wanted: Callable[[dict[str, Any]], bool]):
+        super().__init__(daemon=True)
+        self.server, self.wanted = server, wanted
+        self.seen: dict[str, float] = {}
+        self.ready = threading.Event()
+
+    def run(self) -> None:
+        import httpx2 as httpx
+
+        try:
+            with httpx.stream("GET", f"{self.server.url}/api/events", headers=self.server.headers(),
+                              timeout=httpx.Timeout(30, read=None)) as r:
+                for line in r.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    event = json.loads(line[5:])
+                    if event.get("type") == "hello":
+                        self.ready.set()
+                    elif event.get("task_id") and self.wanted(event):
+                        self.seen.setdefault(event["task_id"], time.time())
+        except httpx.HTTPError:
+            pass  # the server stopped at the end of the bench
 
 
 class Daemon(DaemonProcess):

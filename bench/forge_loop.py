@@ -29,9 +29,7 @@ Usage: .venv/bin/python bench/forge_loop.py [--followups 15] [--runs 10]
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import threading
 import statistics
 import subprocess
 import sys
@@ -43,9 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
-from _common import Daemon, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until  # noqa: E402
+from _common import Daemon, EventWatch, Server, emit, log, machine, sqlite_url, summary_ms, tempdir, wait_until  # noqa: E402
 from forgestand import start_standin  # noqa: E402
-import httpx2 as httpx  # noqa: E402
 from predictorx.daemon.forgepush import credential_env  # noqa: E402
 from predictorx.forges.base import PushTarget  # noqa: E402
 
@@ -85,28 +82,9 @@ def step_times(path: Path, task_id: str) -> dict[str, float]:
     return found
 
 
-class PrEvents(threading.Thread):
-    """Holds the server's event stream (as a task page does); records when each task's PR is first
-    said to be open (a `pull_request_changed` event with state open or draft)."""
-
-    def __init__(self, server: Server):
-        super().__init__(daemon=True)
-        self.server, self.opened, self.ready = server, {}, threading.Event()
-
-    def run(self) -> None:
-        try:
-            with httpx.stream("GET", f"{self.server.url}/api/events", headers=self.server.headers(),
-                              timeout=httpx.Timeout(30, read=None)) as r:
-                for line in r.iter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    event = json.loads(line[5:])
-                    if event.get("type") == "hello":
-                        self.ready.set()
-                    elif event.get("type") == "pull_request_changed" and event.get("state") in ("open", "draft"):
-                        self.opened.setdefault(event.get("task_id"), time.time())
-        except httpx.HTTPError:
-            pass  # the server stopped at the end of the bench
+def pr_events(server: Server) -> EventWatch:
+    """When each task's PR is first said to be open (`pull_request_changed`, state open or draft)."""
+    return EventWatch(server, lambda e: e.get("type") == "pull_request_changed" and e.get("state") in ("open", "draft"))
 
 
 def runs_of(server: Server, number: int) -> list[dict]:
@@ -165,7 +143,7 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
     # credential path as the daemon's push (the token in git's environment, forgepush.credential_env).
     bare_env = {**os.environ, **credential_env(PushTarget(remote_url=twin.clone_url, branch="main",
                                                           username=forge.git_username, token=forge.token))}
-    events = PrEvents(server)
+    events = pr_events(server)
     events.start()
     assert events.ready.wait(30), "the event stream said no hello"
     opened, bare, bare_url, created, since_finish, loads = [], [], [], [], [], []
@@ -180,7 +158,7 @@ def measure(server: Server, daemon: Daemon, forge, root: Path, args: argparse.Na
         # bench's competes with the server's work before the PR is shown open.
         wait_until(lambda: any(c.method == "POST" and c.path.endswith("/pulls") for c in forge.calls[calls_before:]),
                    60, 0.005, "the PR's POST on the forge")
-        seen = wait_until(lambda: events.opened.get(task_id), 60, 0.005, "the PR's open on the event stream")
+        seen = wait_until(lambda: events.seen.get(task_id), 60, 0.005, "the PR's open on the event stream")
         pr = server.api("GET", f"/api/tasks/{task_id}/pr")
         assert pr.get("number"), pr
         # The PR may open before the task's finish (the push is reported first): the pair's bare push

@@ -12,48 +12,21 @@ Usage: .venv/bin/python bench/wake.py [--samples 100] [--rate 5]
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 
-import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Server, emit, log, machine, postgres_base_url, postgres_schema, summary_ms, tempdir
+from _common import EventWatch, Server, emit, log, machine, postgres_base_url, postgres_schema, summary_ms, tempdir
 
 TARGET_P50_MS = 100.0
 
 
-class Listener(threading.Thread):
-    """Holds one replica's event stream; records when each task's task_queued event arrives."""
-
-    def __init__(self, server: Server):
-        super().__init__(daemon=True)
-        self.server = server
-        self.seen: dict[str, float] = {}
-        self.ready = threading.Event()
-
-    def run(self) -> None:
-        try:
-            self._listen()
-        except httpx.HTTPError:
-            pass  # the server stopped at the end of the bench
-
-    def _listen(self) -> None:
-        timeout = httpx.Timeout(30, read=None)
-        with httpx.stream("GET", f"{self.server.url}/api/events", headers=self.server.headers(),
-                          timeout=timeout) as r:
-            for line in r.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                event = json.loads(line[5:])
-                if event.get("type") == "hello":
-                    self.ready.set()
-                elif event.get("type") == "task_queued" and event.get("task_id"):
-                    self.seen.setdefault(event["task_id"], time.time())
+def listener(server: Server) -> EventWatch:
+    """One replica's event stream: when each task's task_queued event arrives."""
+    return EventWatch(server, lambda e: e.get("type") == "task_queued")
 
 
 def main() -> None:
@@ -71,7 +44,7 @@ def main() -> None:
         shutil.copy(a.home / "config.json", root / "b" / "server-home" / "config.json")
         b = Server(root / "b", url)
         try:
-            on_a, on_b = Listener(a), Listener(b)
+            on_a, on_b = listener(a), listener(b)
             for lst in (on_a, on_b):
                 lst.start()
                 lst.ready.wait(30)

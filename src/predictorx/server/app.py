@@ -24,6 +24,7 @@ from .bodyguard import BodyGuard, max_body_bytes
 from .compression import PageCompression
 from . import notifier
 from .hub import Hub
+from .jobstop import stop_jobs
 from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
 from .routes import beans as bean_routes, classifications, workflow_tasks, roles as role_routes
@@ -160,9 +161,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
         try:
             yield
         finally:
-            for job in jobs:
-                job.cancel()
-            await asyncio.gather(*jobs, return_exceptions=True)
+            await stop_jobs(jobs)  # (cancelled again while any is left: server/jobstop.py)
 
     # Every route passes the role matrix first (server/access.py, R-SEC-4).
     app = FastAPI(title="Predictor X", version=__version__, lifespan=lifespan, dependencies=[Depends(enforce)],

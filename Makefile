@@ -73,7 +73,7 @@ test-long:
 # The edit loop (≤ 3 min on 2 cores): unit and API tests on SQLite, agents-room's, the static gate;
 # no browser, real agent CLI, end-to-end process or fuzz run (`make test` and CI run those).
 FAST_SKIP := --ignore=tests/web --ignore=tests/e2e --ignore=tests/realcli --ignore=tests/api/test_fuzz.py
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(NPM_STAMPS)
 	@$(COMPILE)
 	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(PYTEST) $(FAST_SKIP) -m "not long" $(PYTEST_ARGS)
 

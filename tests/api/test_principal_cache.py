@@ -88,3 +88,34 @@ def test_another_server_process_forgets_when_postgres_tells_it(api, app, databas
                 time.sleep(0.01)
     finally:
         other_db.dispose()
+
+
+def test_a_daemon_request_in_flight_when_its_owner_is_removed_changes_nothing(api, app):
+    """Finding 4's race (seen in CI): a heartbeat authenticated before the removal committed and
+    written after it put the removed member's daemon back online; a claim so could take the tasks
+    the removal had just put back. The write checks the token again inside its transaction."""
+    from predictorx.server.deps import Caller
+    from predictorx.server.models import Claim, Heartbeat
+    from predictorx.server.routes import daemons as routes
+    from predictorx.service.auth import Unauthorized, authenticate
+
+    from tests.api.test_claim_scale import _daemon
+    from tests.api.test_security_authz import _add, _ws
+
+    ws = _ws(api)
+    bob_id, bob = _add(api, "Bob")
+    daemon_id, daemon = _daemon(bob)
+    bob.post("/api/agents", json={"name": "bob-bot", "provider": "command", "command": ["true"]})
+    issue = bob.post("/api/issues", json={"title": "Bob's", "assignee": "bob-bot"}).json()
+    state = app.state.px
+    with state.read() as s:  # what the requests in flight authenticated, before the removal
+        in_flight = Caller(authenticate(s, daemon.token), ws)
+    assert api.delete(f"/api/workspaces/{ws}/members/{bob_id}").status_code == 204
+
+    with pytest.raises(Unauthorized):
+        routes.heartbeat(Heartbeat(task_ids=[]), in_flight, state)
+    with pytest.raises(Unauthorized):
+        routes.claim(Claim(limit=5), in_flight, state)
+    assert api.get(f"/api/daemons/{daemon_id}").json()["online"] is False
+    runs = api.get(f"/api/issues/{issue['number']}/runs").json()
+    assert [r["status"] for r in runs] == ["queued"]

@@ -89,6 +89,17 @@ def authenticate_hash(session: Session, token_hash: str) -> Principal:
                      task_id=tok.task_id)
 
 
+def still_valid(session: Session, principal: Principal) -> None:
+    """Inside a write: the caller's token was checked before the transaction began (or came from
+    the principal cache), and a revocation committed since must win — a removed member's daemon
+    whose heartbeat was in flight came back online, and its claim could take the tasks the removal
+    had just put back. On PostgreSQL the share lock orders this write after a revocation in flight
+    (or the revocation after it); SQLite's BEGIN IMMEDIATE already does."""
+    revoked = session.scalar(select(Token.revoked).where(Token.id == principal.token_id).with_for_update(read=True))
+    if revoked is None or revoked:
+        raise Unauthorized("invalid or expired token: run `predictorx login` again")
+
+
 def user_of(session: Session, principal: Principal) -> User | None:
     """The person a user token stands for (None for daemon and task tokens)."""
     return session.get(User, principal.user_id) if principal.user_id else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -12,7 +14,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import agentenv, forgepush, serialize, tasks, usage_actions, workflow_delivery
+from ...service import agentenv, auth, forgepush, serialize, tasks, usage_actions, workflow_delivery
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
@@ -23,6 +25,8 @@ from ..safejson import SafeJSONResponse
 from ..state import AppState
 
 if TYPE_CHECKING:  # annotations only: routes and pages reach the database through the services
+    from sqlalchemy.orm import Session
+
     from ...store.schema import Daemon
 
 router = APIRouter(prefix="/api", tags=["daemons"])
@@ -51,7 +55,7 @@ def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: 
     registers itself again on every start with that token (answer: token null, keep yours)."""
     if caller.principal.kind not in ("user", "daemon"):
         raise Forbidden("register a daemon with your own token, or the daemon's token")
-    with state.write() as s:
+    with _daemon_write(state, caller) as s:
         d, token = svc.register(s, caller.workspace_id, caller.principal, daemon_id=body.daemon_id.lower(),
                                 name=body.name, hostname=body.hostname, version=body.version,
                                 capabilities=body.capabilities, runtimes=[r.model_dump() for r in body.runtimes],
@@ -60,13 +64,21 @@ def register(body: DaemonRegister, caller: Caller = Depends(get_caller), state: 
                 "heartbeat_interval_s": svc.heartbeat_interval().total_seconds()}
 
 
+@contextmanager
+def _daemon_write(state: AppState, caller: Caller) -> Iterator[Session]:
+    """A write for a daemon whose token is still valid inside the transaction (service/auth.py)."""
+    with state.write() as s:
+        auth.still_valid(s, caller.principal)
+        yield s
+
+
 def _me(s, caller: Caller) -> Daemon:
     return svc.daemon_of(s, caller.principal)
 
 
 @router.post("/daemon/heartbeat")
 def heartbeat(body: Heartbeat, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
-    with state.write() as s:
+    with _daemon_write(state, caller) as s:
         return {"cancelled": tasks.heartbeat(s, _me(s, caller), body.task_ids, svc.daemon_timeout())}
 
 
@@ -89,7 +101,7 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
 
 @router.post("/daemon/claim", response_model=None)
 def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> Response:
-    with state.write() as s:
+    with _daemon_write(state, caller) as s:
         claimed = tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id, limit=body.limit,
                                  task_id=body.task_id)
         if not claimed:
@@ -100,7 +112,7 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
 @router.post("/daemon/tasks/{task_id}/status")
 def report_status(task_id: str, body: TaskStatus, caller: Caller = Depends(daemon_caller),
                   state: AppState = Depends(get_state)) -> dict:
-    with state.write() as s:
+    with _daemon_write(state, caller) as s:
         t = tasks.report_status(s, caller.principal.daemon_id, task_id, status=body.status,
                                 wait_reason=body.wait_reason, branch_name=body.branch_name)
         return serialize.task(t)
@@ -108,7 +120,7 @@ def report_status(task_id: str, body: TaskStatus, caller: Caller = Depends(daemo
 
 @router.post("/daemon/tasks/{task_id}/release")
 def release(task_id: str, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> dict:
-    with state.write() as s:
+    with _daemon_write(state, caller) as s:
         return serialize.task(tasks.release(s, caller.principal.daemon_id, task_id))
 
 
@@ -117,7 +129,7 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
            state: AppState = Depends(get_state)) -> Response:
     """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
     transaction (one request per task a busy daemon turns over, not two)."""
-    with state.write() as s:
+    with _daemon_write(state, caller) as s:
         fields = body.model_dump(exclude={"claim_next", "forge_pushed", "usage"})
         if body.forge_pushed is None and body.review and body.review.get("branch"):
             fields["review"] = forgepush.keep_pushed(s, task_id, fields["review"])  # pushed before the finish

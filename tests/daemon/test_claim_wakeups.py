@@ -124,3 +124,25 @@ async def test_with_the_push_down_a_freed_slot_looks_at_once(daemon: Any) -> Non
     api.queued = ["t-2"]  # queued while the push was down: no announcement reaches the daemon
     d.slot_released()  # it waits for its folder
     await _until(lambda: started == ["t-1", "t-2"], "a freed slot claims while the push is down")
+
+
+async def test_an_idle_daemon_whose_claim_failed_looks_again_without_a_new_announcement(daemon: Any) -> None:
+    """The announcement is spent by the failed claim, and an idle daemon has no run whose end would
+    look again: it retries by itself (before, it waited for the safety poll, 30 s, while a queue
+    of work stood still — seen as a 200-task test timing out in CI)."""
+    from predictorx.daemon.retry import ServerError
+
+    d, api, started = daemon
+    api.queued = ["t-1"]
+    fail_once = [True]
+    real_claim = api.claim
+
+    async def claim(limit: int, task_id: str | None = None) -> list[dict[str, Any]]:
+        if fail_once and fail_once.pop():
+            api.claims.append(limit)
+            raise ServerError(503, "the database is busy")
+        return await real_claim(limit, task_id)
+    api.claim = claim  # type: ignore[method-assign]
+    await d._on_event({"type": Event.TASK_QUEUED})
+    await _until(lambda: started == ["t-1"], "the task is claimed by a retry after the failed claim")
+    assert len(api.claims) == 2

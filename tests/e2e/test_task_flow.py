@@ -140,7 +140,7 @@ def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp
                                        "command": ["sh", "-c", f'echo "$PREDICTORX_TASK_ID" >> {log}']})
     issues = [server.api("POST", "/api/issues", {"title": f"job {i}", "assignee": "fast"}) for i in range(200)]
     wait_until(lambda: len(server.api("GET", "/api/tasks", params={"status": "completed", "limit": 1000})) == 200,
-               timeout=120, interval=0.5, what="200 completed tasks")
+               timeout=300, interval=0.5, what="200 completed tasks")  # a loaded 2-core machine
     lines = log.read_text().split()
     assert len(lines) == 200 and len(set(lines)) == 200
     daemons = {t["daemon_id"] for t in server.api("GET", "/api/tasks", params={"limit": 1000})}

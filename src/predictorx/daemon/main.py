@@ -352,6 +352,7 @@ class Daemon:
 
     # -- claiming ---------------------------------------------------------------------------------
     async def _claim_loop(self) -> None:
+        failures = 0
         while True:
             try:
                 # Pushed events drive claims; a slow look while connected is only a safety net.
@@ -362,14 +363,19 @@ class Daemon:
             self._claim_wakeup.clear()
             try:
                 await self._claim_available()
+                failures = 0
+                continue
             except asyncio.CancelledError:
                 raise
             except ServerError as e:
                 log.warning("claim failed: %s", e.detail)
-                await asyncio.sleep(1)
             except Exception:
                 log.exception("claim failed")
-                await asyncio.sleep(1)
+            # The work it was woken for is still queued and its announcement spent: look again
+            # soon (an idle daemon has no run whose end would), backing off while it keeps failing.
+            failures += 1
+            await asyncio.sleep(min(10.0, 0.5 * 2 ** min(failures, 5)))
+            self._claim_wakeup.set()
 
     async def _claim_available(self) -> None:
         # A stopping daemon claims nothing: the work its stop hands back is announced again, and a

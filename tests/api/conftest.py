@@ -46,3 +46,20 @@ def api(app, db):
     token = bootstrap(db, "http://testserver")
     with TestClient(app) as client:
         yield Api(client, token)
+
+
+@pytest.fixture
+def published(monkeypatch) -> list[dict]:
+    """Every event the server's transactions publish, in order (as each commits)."""
+    import predictorx.server.state as state_module
+
+    events_seen: list[dict] = []
+    real_take = state_module.take
+
+    def take(session):
+        events = real_take(session)
+        events_seen.extend(events)
+        return events
+
+    monkeypatch.setattr(state_module, "take", take)
+    return events_seen

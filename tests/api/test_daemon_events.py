@@ -61,19 +61,8 @@ def test_a_daemon_hears_only_its_owners_queued_work_and_its_own_cancels(api):
         assert seen == [("task_queued", mine_task), ("task_queued", theirs_task), ("task_changed", mine_task)]
 
 
-def test_every_requeue_and_freed_slot_names_whose_agent_it_is(api, monkeypatch):
+def test_every_requeue_and_freed_slot_names_whose_agent_it_is(api, published):
     """The owner travels with every task_queued the services announce, so the hub can route it."""
-    import predictorx.server.state as state_module
-
-    published: list[dict] = []
-    real_take = state_module.take
-
-    def take(session):
-        events = real_take(session)
-        published.extend(events)
-        return events
-
-    monkeypatch.setattr(state_module, "take", take)
     me = api.get("/api/me").json()["user"]["id"]
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "one-at-a-time", "provider": "command", "command": ["true"],

@@ -39,21 +39,10 @@ def test_a_daemon_that_applies_allowlists_gets_the_policy_with_the_task(api):
     assert claimed["free"]["network"] == "open" and claimed["free"]["allow_hosts"] == []
 
 
-def test_a_claim_that_refused_a_task_announces_the_queue_again(api, monkeypatch):
+def test_a_claim_that_refused_a_task_announces_the_queue_again(api, published):
     """A refused task took a place in the claim, so the claim answers fewer than asked while work
     is still queued: the claim says task_queued (with the owner), so daemons look again — a daemon
     reads fewer than asked as nothing more (issue 30, daemon/main.py)."""
-    import predictorx.server.state as state_module
-
-    published: list[dict] = []
-    real_take = state_module.take
-
-    def take(session):
-        events = real_take(session)
-        published.extend(events)
-        return events
-
-    monkeypatch.setattr(state_module, "take", take)
     me = api.get("/api/me").json()["user"]["id"]
     old, old_api = _daemon(api, [])
     api.post("/api/agents", json={"name": "fenced", "provider": "claude", "runtime": old, "sandbox": True,

@@ -47,6 +47,17 @@ def early(api: Api) -> earlypush.EarlyPush:
     return push
 
 
+async def ended(api: Api, ended_well: bool = True, result: str | None = None) -> tuple[earlypush.EarlyPush, Any]:
+    """A run's push as the run makes it: the target asked while the agent works (what came back),
+    then the agent's end and its push started."""
+    push = early(api)
+    push.prefetch()
+    fetched = await push._target
+    push.ask(ended_well, result)
+    push.start("agent/bot/t1", "b" * 40)
+    return push, fetched
+
+
 @pytest.fixture
 def pushes(monkeypatch) -> list[dict[str, Any]]:
     """forgework.push_with, recording the targets it was given: the first push fails when the token is tok-1."""
@@ -64,11 +75,7 @@ def pushes(monkeypatch) -> list[dict[str, Any]]:
 def test_the_target_asked_while_the_agent_works_serves_its_end_without_asking_again(pushes) -> None:
     async def go() -> None:
         api = Api({"forge_push": target("tok-2"), "valid_for_s": 120})
-        push = early(api)
-        push.prefetch()
-        await push._target  # the agent works; the answer comes
-        push.ask(True, "done it")
-        push.start("agent/bot/t1", "b" * 40)
+        push, _ = await ended(api, result="done it")  # the agent works; the answer comes
         report = await push.for_finish()
         assert api.asked == 1 and report is None and len(api.reports) == 1  # pushed and reported early
         assert pushes[0]["extra"]["tip"] == "b" * 40 and api.reports[0]["result"] == "done it"
@@ -78,11 +85,7 @@ def test_the_target_asked_while_the_agent_works_serves_its_end_without_asking_ag
 def test_a_target_older_than_the_server_allows_is_asked_again_at_the_end(pushes) -> None:
     async def go() -> None:
         api = Api({"forge_push": target("tok-2"), "valid_for_s": 0})
-        push = early(api)
-        push.prefetch()
-        await push._target
-        push.ask(True)
-        push.start("agent/bot/t1", "b" * 40)
+        push, _ = await ended(api)
         await push.for_finish()
         assert api.asked == 2 and len(pushes) == 1  # stale: asked again
     asyncio.run(go())
@@ -91,11 +94,8 @@ def test_a_target_older_than_the_server_allows_is_asked_again_at_the_end(pushes)
 def test_a_prefetch_that_got_no_answer_is_asked_again_at_the_end(pushes) -> None:
     async def go() -> None:
         api = Api(ServerError(0, "server unreachable"), {"forge_push": target("tok-2"), "valid_for_s": 120})
-        push = early(api)
-        push.prefetch()
-        assert await push._target is None
-        push.ask(True)
-        push.start("agent/bot/t1", "b" * 40)
+        push, fetched = await ended(api)
+        assert fetched is None
         await push.for_finish()
         assert api.asked == 2 and len(pushes) == 1
     asyncio.run(go())
@@ -117,11 +117,7 @@ def test_a_run_that_does_not_end_well_drops_the_target_at_once(pushes) -> None:
 def test_a_push_that_failed_with_a_prefetched_target_is_made_again_with_a_changed_one(pushes) -> None:
     async def go() -> None:
         api = Api({"forge_push": target("tok-1"), "valid_for_s": 120}, {"forge_push": target("tok-2"), "valid_for_s": 120})
-        push = early(api)
-        push.prefetch()
-        await push._target
-        push.ask(True)
-        push.start("agent/bot/t1", "b" * 40)
+        push, _ = await ended(api)
         await push.for_finish()
         assert [p["token"] for p in pushes] == ["tok-1", "tok-2"] and api.asked == 2
         assert len(api.reports) == 1 and api.reports[0]["ok"] is True
@@ -138,11 +134,7 @@ def test_a_failed_push_whose_target_did_not_change_is_not_made_again(monkeypatch
 
     async def go() -> None:
         api = Api({"forge_push": target(), "valid_for_s": 120})
-        push = early(api)
-        push.prefetch()
-        await push._target
-        push.ask(True)
-        push.start("agent/bot/t1", "b" * 40)
+        push, _ = await ended(api)
         report = await push.for_finish()
         assert len(made) == 1 and api.asked == 2 and report is not None and report.ok is False
     asyncio.run(go())
@@ -162,11 +154,7 @@ def test_the_delivery_goes_on_only_once_the_report_is_answered(pushes) -> None:
                 return await super().call(method, path, body, retries=retries)
 
         api = Slow({"forge_push": target("tok-2"), "valid_for_s": 120})
-        push = early(api)
-        push.prefetch()
-        await push._target
-        push.ask(True)
-        push.start("agent/bot/t1", "b" * 40)
+        push, _ = await ended(api)
         for _ in range(200):
             if pushes:
                 break

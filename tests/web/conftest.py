@@ -143,7 +143,11 @@ class LiveServer:
 
 
 @pytest.fixture
-def live(web_db: Database, token: str) -> Iterator[LiveServer]:
+def live(web_db: Database, token: str, monkeypatch) -> Iterator[LiveServer]:
+    # The tests play daemons that never beat: under load a test outlasted the 30 s daemon timeout and
+    # the sweeper failed its claimed task (an extra inbox item). A test about the sweep sets its own.
+    monkeypatch.setenv("PREDICTORX_DAEMON_TIMEOUT", "86400")
+    monkeypatch.setenv("PREDICTORX_TASK_LEASE", "86400")
     sock = bound_socket()  # held from here on: no other process can take the port before the server listens
     port = sock.getsockname()[1]
     app = create_app(web_db, migrate=False)

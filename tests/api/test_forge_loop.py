@@ -567,3 +567,17 @@ def test_a_new_credential_asks_the_forge_again_who_may_write(world):
     world.deliver("comment", pr["number"])
     assert world.s.count("GET", "/collaborators/dana/permission") == 2
     assert "and now?" in (world.runs(issue["number"])[-1]["prompt"] or "")
+
+
+def test_a_push_reported_again_is_said_once(world):
+    """The daemon sends a push report again when its answer was lost (a timeout): the task's
+    messages say "Pushed …" once, the PR is the same, the review keeps the push."""
+    issue, task_id = world.run()
+    pr = world.opened(task_id)
+    sha = world.api.get(f"/api/tasks/{task_id}/review").json()["pushed"]["sha"]
+    world.report_push(task_id, sha)
+    said = [m for m in world.api.get(f"/api/tasks/{task_id}/messages").json()
+            if str((m.get("content") or {}).get("message", "")).startswith("Pushed ")]
+    assert len(said) == 1, said
+    assert world.pr_of(task_id)["id"] == pr["id"] and len(world.s.prs(REPO)) == 1
+    assert world.api.get(f"/api/tasks/{task_id}/review").json()["pushed"]["sha"] == sha

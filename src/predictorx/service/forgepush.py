@@ -261,7 +261,12 @@ def push_reported(session: Session, daemon_id: str, task_id: str, *, ok: bool, s
         _say(session, task, {"event": "forge_push_failed",
                              "message": f"The branch was not pushed to {url}: {error or 'no reason given'}"})
         return pr
-    pr = _recorded(session, task, review, conn.id, repo_path, url, pr, sha)
+    # The same report again (its answer was lost on the way, so the daemon sent it with its finish
+    # or on its own): the review keeps it, the task says it once, an opened PR hears of it once.
+    again = pr is not None and pr.task_id == task.id and pr.head_sha == sha
+    pr = _recorded(session, task, review, conn.id, repo_path, url, pr, sha, say=not again)
+    if again and pr.number is not None:
+        return pr
     emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     for listener in list(after_push):
         try:
@@ -292,7 +297,7 @@ def creates_branch(review: dict[str, Any], pr: PullRequest | None) -> bool:
 
 
 def _recorded(session: Session, task: Task, review: dict[str, Any], conn_id: str, repo_path: str, url: str,
-              pr: PullRequest | None, sha: str) -> PullRequest:
+              pr: PullRequest | None, sha: str, *, say: bool = True) -> PullRequest:
     """The PullRequest row of a push that landed, `review.pushed` and the task's sentence."""
     # Leased on "must not exist" and it landed: the push created the branch (prflow skips
     # looking for a PR of it on the forge then).
@@ -307,10 +312,13 @@ def _recorded(session: Session, task: Task, review: dict[str, Any], conn_id: str
         pr.state = "pushed"
     pr.head_sha, pr.task_id, pr.updated_at = sha, task.id, utcnow()
     session.flush()
-    review["pushed"] = {"sha": sha, "url": url, "branch": pr.branch, "at": utcnow().isoformat(), "created": created}
+    prior = task.review.get("pushed") if isinstance(task.review, dict) else None
+    review["pushed"] = (prior if not say and isinstance(prior, dict) and prior.get("sha") == sha else
+                        {"sha": sha, "url": url, "branch": pr.branch, "at": utcnow().isoformat(), "created": created})
     task.review = review
-    _say(session, task, {"event": "forge_push", "branch": pr.branch,
-                         "message": f"Pushed {sha[:12]} to branch {pr.branch} of {url}."})
+    if say:
+        _say(session, task, {"event": "forge_push", "branch": pr.branch,
+                             "message": f"Pushed {sha[:12]} to branch {pr.branch} of {url}."})
     return pr
 
 

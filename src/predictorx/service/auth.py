@@ -13,9 +13,10 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
+from ..store import direct
 from ..store.schema import Agent, Member, Task, Token, User, Workspace, utcnow
 from . import audit
 from .errors import NotFound, ServiceError
@@ -89,14 +90,17 @@ def authenticate_hash(session: Session, token_hash: str) -> Principal:
                      task_id=tok.task_id)
 
 
+_REVOKED = select(Token.__table__.c.revoked).where(Token.__table__.c.id == bindparam("id")).with_for_update(read=True)
+
+
 def still_valid(session: Session, principal: Principal) -> None:
     """Inside a write: the caller's token was checked before the transaction began (or came from
     the principal cache), and a revocation committed since must win — a removed member's daemon
     whose heartbeat was in flight came back online, and its claim could take the tasks the removal
     had just put back. On PostgreSQL the share lock orders this write after a revocation in flight
     (or the revocation after it); SQLite's BEGIN IMMEDIATE already does."""
-    revoked = session.scalar(select(Token.revoked).where(Token.id == principal.token_id).with_for_update(read=True))
-    if revoked is None or revoked:
+    found = direct.rows(session.connection(), _REVOKED, {"id": principal.token_id})  # (a daemon's hot path)
+    if not found or found[0].revoked:
         raise Unauthorized("invalid or expired token: run `predictorx login` again")
 
 

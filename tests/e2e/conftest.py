@@ -8,6 +8,11 @@ from .harness import Daemon, Server
 LOG_TAIL = 4000
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "server_env(**env): the test's server runs with these environment variables "
+                                       "(e.g. a daemon timeout longer than the harness's quick 3 s)")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """A failed end-to-end test's report ends with its server's and daemons' logs: a failure seen
@@ -26,7 +31,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.fixture
 def server(request, tmp_path, database_url):
-    s = Server(tmp_path / "server-home", database_url)
+    env: dict[str, str] = {}
+    for marker in reversed(list(request.node.iter_markers("server_env"))):
+        env.update(marker.kwargs)
+    s = Server(tmp_path / "server-home", database_url, **env)
     request.node.__dict__.setdefault("_px_logs", {})["server"] = s.log_path
     yield s
     s.stop()

@@ -25,10 +25,10 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = bench  # its dataclasses look their module up
 _spec.loader.exec_module(bench)
 
-#: Generous bounds for a shared machine (load average 8–11 on 2 cores while this was written, when
-#: PostgreSQL with two workers saw an occasional 1.5 s health answer): a stall is tens of seconds
-#: (on the code before the fix: health p99 90 s, and the task failed).
-HEALTH_P99_MS = 2_500
+#: Generous bounds for a shared machine: a stall is tens of seconds (on the code before the fix:
+#: health p99 90 s, and the task failed), while an honest server on a loaded machine answers in
+#: seconds at worst (a fresh-clone CI run at load 15 saw a p99 of 3.1 s with PostgreSQL's two workers).
+HEALTH_P99_MS = 10_000
 
 
 def test_hammering_an_issue_page_stalls_neither_health_nor_the_daemons(tmp_path, database_url):

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from .harness import UNCONFINED, git, make_repo, wait_until
 
@@ -132,6 +133,9 @@ def test_killed_daemon_fails_its_running_task_and_keeps_messages(server, start_d
             psutil.Process(pid).kill()  # the orphaned fake: a real daemon's restart reaps it via recovery
 
 
+# Two busy daemons on a loaded machine (CI, load 17) went over the harness's 3 s without a
+# heartbeat, and the sweeper failed the tasks they held: this test is about claims, not liveness.
+@pytest.mark.server_env(PREDICTORX_DAEMON_TIMEOUT="120")
 def test_two_daemons_race_for_200_tasks_each_runs_once(server, start_daemon, tmp_path):
     log = tmp_path / "runs.log"
     start_daemon("a")

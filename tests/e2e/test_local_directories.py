@@ -148,7 +148,7 @@ def test_worktree_mode_needs_a_git_repository(server, start_daemon, tmp_path):
 def test_a_restarted_daemon_recovers_a_worktree_its_crash_left(database_url, tmp_path):
     """R-EX-6: the restarted daemon reconciles its crashed task ("restarted") and recovers the worktree.
 
-    Its own server with a long heartbeat timeout: with the suite's 3 s, a daemon start that takes
+    Its own server with a long heartbeat timeout: with a short one, a daemon start that takes
     longer on a busy machine lets the sweeper fail the task first, which is a different (also
     correct) path than the one this test is about."""
     server = Server(tmp_path / "patient-server", database_url, PREDICTORX_DAEMON_TIMEOUT="60")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from predictorx.server import quietserver, run
+from predictorx.server.web import render
 
 from databases import sqlite_copy
 
@@ -22,6 +23,7 @@ def test_the_server_serves_with_the_collector_on_and_its_start_frozen(tmp_path: 
         seen.update(enabled=gc.isenabled(), frozen=gc.get_freeze_count())
 
     monkeypatch.setattr(quietserver, "serve", serve)
+    monkeypatch.setattr(render.ENV, "bytecode_cache", render.ENV.bytecode_cache)  # serve() gives it one: not for later tests
     gc.disable()  # as `server start` does before its imports
     try:
         run.serve("127.0.0.1", 8484, db_url=sqlite_copy(sqlite_template, tmp_path / "px.db"))

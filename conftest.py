@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import platformdirs
 import pytest
+
+#: What `python3` on PATH runs for the whole session: the interpreter under the suite (outside its
+#: venv, like a plain `python3`), so the fake agent CLIs (`#!/usr/bin/env python3`, started for
+#: every probe and run) do not go through a version manager's shim first — pyenv's costs a bash
+#: and a `pyenv exec` per start, twice the CPU of the fake itself.
+PYTHON3 = Path(os.path.realpath(sys.executable))
 
 
 def person_state() -> dict[str, Path]:
@@ -82,6 +89,10 @@ def isolate(base: Path) -> None:
                       ("AGENTS_ROOM_DB", base / "agents-room" / "room.db")):
         os.environ[var] = str(path)
     home.mkdir(parents=True)
+    python_dir = base / "python3-bin"
+    python_dir.mkdir()
+    (python_dir / "python3").symlink_to(PYTHON3)
+    os.environ["PATH"] = os.pathsep.join([str(python_dir), os.environ.get("PATH", os.defpath)])
     for var in ("PREDICTORX_SERVER_URL", "PREDICTORX_TOKEN", "PREDICTORX_DATABASE_URL", "PREDICTORX_WORKSPACE"):
         os.environ.pop(var, None)
     # git finds no ~/.gitconfig in the new HOME: commits made by session-wide fixtures need a name.

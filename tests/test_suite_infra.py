@@ -127,3 +127,16 @@ def test_the_postgres_template_takes_no_connection_and_copies_in_parallel() -> N
     for name in made:
         POSTGRES.drop_later(name)
     assert not errors and len(made) == 4, errors
+
+
+def test_python3_on_the_path_is_the_suites_interpreter_with_nothing_between() -> None:
+    """The fake agent CLIs start as `#!/usr/bin/env python3`, for every probe and run: a version
+    manager's shim found first on PATH (pyenv's: a bash and `pyenv exec`) cost more CPU than the fake."""
+    import shutil
+    import sys
+
+    found = shutil.which("python3")
+    assert found is not None and os.path.realpath(found) == os.path.realpath(sys.executable), found
+    version = subprocess.run(["python3", "-c", "import sys; print(sys.version)"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    assert version == sys.version

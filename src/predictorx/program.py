@@ -52,6 +52,12 @@ def _add_in_process_commands() -> None:
                      workers: int = typer.Option(1, "--workers", min=1, max=64,
                                                  help="Server processes on this port (PostgreSQL only).")) -> None:
         """Run the API and web server in the foreground."""
+        import gc
+
+        # The start imports and builds ~220,000 objects that live as long as the process (modules,
+        # routes, models, templates); the collector would walk them again and again while they pile
+        # up, a quarter of the start's CPU. Off until serve() has built the app (it freezes them).
+        gc.disable()
         from .hardening import harden_service
         from .server.run import port_free, serve
 

@@ -146,3 +146,33 @@ async def test_an_idle_daemon_whose_claim_failed_looks_again_without_a_new_annou
     await d._on_event({"type": Event.TASK_QUEUED})
     await _until(lambda: started == ["t-1"], "the task is claimed by a retry after the failed claim")
     assert len(api.claims) == 2
+
+
+async def test_a_connected_daemon_claims_unasked_only_every_few_minutes(tmp_path: Path, monkeypatch: Any) -> None:
+    """The safety look (work that became claimable without an announcement) was a claim every
+    30 s: a write on the server twice a minute for ever, a tenth of an idle daemon's CPU. While
+    the push is up it comes every 5 minutes; with the push down the daemon polls as before."""
+    import predictorx.daemon.main as main
+
+    d = Daemon(_Queue(), name="host", max_tasks=2, workspaces_root=tmp_path / "ws")  # type: ignore[arg-type]
+    waited: list[float] = []
+    real_wait_for = asyncio.wait_for
+
+    async def wait_for(awaitable: Any, timeout: float) -> Any:
+        waited.append(timeout)
+        return await real_wait_for(awaitable, 0)  # no wake-up came: the loop looks unasked at once
+
+    monkeypatch.setattr(main.asyncio, "wait_for", wait_for)
+    d._push_connected = True
+    loop = asyncio.create_task(d._claim_loop())
+    try:
+        await _until(lambda: len(waited) >= 2, "the claim loop to wait twice")
+        assert min(waited) >= 300.0, waited
+        d._push_connected = False
+        seen = len(waited)
+        await _until(lambda: len(waited) > seen + 1, "the claim loop to wait with the push down")
+        assert waited[-1] == d.poll_interval
+    finally:
+        while not loop.done():
+            loop.cancel()
+            await asyncio.wait([loop], timeout=0.1)

@@ -42,6 +42,13 @@ DAEMON_CAPABILITIES = [*resources.daemon_capabilities(), allowhosts.DAEMON_CAPAB
 
 #: heartbeat interval bounds and the default before (or without) the server's answer
 DEFAULT_HEARTBEAT_S, MIN_HEARTBEAT_S, MAX_HEARTBEAT_S = 5.0, 0.1, 60.0
+#: While the push connection is up, how often a daemon with a free slot claims unasked. Every
+#: queued task is announced, a claim that held work back announces it again, and the server
+#: announces the whole queue again when its LISTEN reconnects; what this look still finds is work
+#: that became claimable without an announcement (a budget's new day) or one lost to a stuck
+#: stream. It was every 30 s: a claim (a write on the server) twice a minute for ever, a tenth of
+#: an idle daemon's CPU (issue 30).
+SAFETY_POLL_S = 300.0
 
 
 def _env_float(name: str, default: float) -> float:
@@ -89,7 +96,7 @@ class Daemon:
         self.heartbeat_interval = _env_float("PREDICTORX_HEARTBEAT_INTERVAL", 0) or DEFAULT_HEARTBEAT_S
         self._heartbeat_from_env = bool(_env_float("PREDICTORX_HEARTBEAT_INTERVAL", 0))
         self.poll_interval = _env_float("PREDICTORX_POLL_INTERVAL", 3)
-        self.safety_poll_interval = 30.0
+        self.safety_poll_interval = SAFETY_POLL_S
         self.runtimes: list[dict[str, Any]] = []
         self._claim_wakeup = asyncio.Event()
         self._slot_free = asyncio.Event()

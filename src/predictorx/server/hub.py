@@ -29,6 +29,8 @@ DAEMON_TYPES = (Event.TASK_QUEUED, Event.TASK_CANCELLED, Event.PERMISSION_ANSWER
 #: A notice between server processes, never delivered to a subscriber: tokens or memberships
 #: changed, so cached principals must be forgotten (server/principals.py).
 PRINCIPALS_CHANGED = "principals_changed"
+#: A notice between server processes: a workspace's model prices changed (service/price_cache.py).
+PRICES_CHANGED = "prices_changed"
 #: Put on a subscriber's own queue when its stream must end (never published).
 STREAM_CLOSED = "stream_closed"
 

@@ -15,6 +15,8 @@ from typing import Any
 import uvicorn
 from uvicorn.main import STARTUP_FAILURE
 
+from . import eventstream
+
 #: uvicorn refreshes the Date header on ticks where counter % 10 == 0; every tick here is one
 TICK_S = 1.0
 
@@ -25,6 +27,7 @@ class QuietServer(uvicorn.Server):
 
     async def main_loop(self) -> None:
         self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        eventstream.serve_streams()  # its streams hear of the shutdown below, without polling
         counter = 0
         should_exit = await self.on_tick(counter)
         while not should_exit:
@@ -34,6 +37,10 @@ class QuietServer(uvicorn.Server):
             except asyncio.TimeoutError:
                 pass
             should_exit = await self.on_tick(counter)
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        eventstream.stop_streams()  # open event streams end first: uvicorn waits for them
+        await super().shutdown(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)

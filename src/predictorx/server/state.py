@@ -10,11 +10,11 @@ from contextlib import contextmanager
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
-from ..service import inbox_feed
+from ..service import inbox_feed, price_cache
 from ..service.events import take
 from ..store import direct
 from ..store.db import WRITTEN, Database
-from .hub import CHANNEL, PRINCIPALS_CHANGED, Hub
+from .hub import CHANNEL, PRICES_CHANGED, PRINCIPALS_CHANGED, Hub
 from .principals import PrincipalCache, changes_principals
 
 
@@ -46,6 +46,7 @@ class AppState:
         self.postgres = db.engine.dialect.name == "postgresql"
         self.principals = PrincipalCache()
         hub.on_notice(PRINCIPALS_CHANGED, self.principals.forget)  # another process changed them
+        hub.on_notice(PRICES_CHANGED, price_cache.forget)  # (this process forgets as it commits)
 
     def read(self):
         return self.db.read()
@@ -58,9 +59,12 @@ class AppState:
             session.flush()
             inbox_feed.derive(session)  # what this transaction puts in people's inboxes, committed with it
             events = take(session)
-            principals_changed = changes_principals(session.info.get(WRITTEN, set()))
+            written = session.info.get(WRITTEN, set())
+            principals_changed = changes_principals(written)
             if self.postgres:  # NOTIFY is delivered on commit, to every server process
                 notices = [{"type": PRINCIPALS_CHANGED}] if principals_changed else []
+                if price_cache.changes_prices(written):
+                    notices.append({"type": PRICES_CHANGED})
                 payloads = _notify_payloads(events + notices)
                 if payloads:
                     conn = session.connection()

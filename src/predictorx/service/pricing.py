@@ -20,6 +20,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.usage_schema import ModelPrice
+from . import price_cache
+from .price_cache import Price
 
 log = logging.getLogger("predictorx.usage")
 
@@ -41,7 +43,7 @@ def override_of(session: Session, workspace_id: str, model: str | None) -> Model
     return session.scalar(select(ModelPrice).where(ModelPrice.workspace_id == workspace_id, ModelPrice.model == model))
 
 
-def _by_override(usage: dict[str, Any], price: ModelPrice) -> int:
+def _by_override(usage: dict[str, Any], price: Price) -> int:
     """Prices per million tokens (in micros), cache reads and writes at the input price unless set."""
     cache_read = price.cache_read_micros if price.cache_read_micros is not None else price.input_micros
     cache_write = price.cache_write_micros if price.cache_write_micros is not None else price.input_micros
@@ -77,8 +79,11 @@ def table_price(usage: dict[str, Any]) -> int | None:
 
 
 def cost_of(session: Session, workspace_id: str, usage: dict[str, Any]) -> tuple[int | None, str | None]:
-    """(millionths of a dollar, source) for a run's usage; (None, None) when nothing says."""
-    override = override_of(session, workspace_id, usage.get("model"))
+    """(millionths of a dollar, source) for a run's usage; (None, None) when nothing says. The
+    workspace's prices come from the process's cache (service/price_cache.py): every message
+    batch of a run is priced."""
+    model = usage.get("model")
+    override = price_cache.prices_of(session, workspace_id).get(model) if model else None
     if override is not None:
         return _by_override(usage, override), "override"
     if usage.get("cost_usd") is not None:
@@ -106,6 +111,7 @@ def list_prices(session: Session, workspace_id: str) -> list[dict[str, Any]]:
 def set_price(session: Session, workspace_id: str, model: str, input: float, output: float,
               cache_read: float | None = None, cache_write: float | None = None) -> dict[str, Any]:
     """Runs priced from now on use it; runs already priced keep their figure."""
+    price_cache.forget_after_commit(session)
     price = override_of(session, workspace_id, model) or ModelPrice(workspace_id=workspace_id, model=model)
     price.input_micros, price.output_micros = micros(input), micros(output)
     price.cache_read_micros = None if cache_read is None else micros(cache_read)
@@ -121,4 +127,5 @@ def remove_price(session: Session, workspace_id: str, model: str) -> None:
     price = override_of(session, workspace_id, model)
     if price is None:
         raise NotFound(f"this workspace has no price of its own for {model!r}")
+    price_cache.forget_after_commit(session)
     session.delete(price)

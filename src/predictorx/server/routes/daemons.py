@@ -3,7 +3,6 @@ and its event stream (push dispatch, R-EX-2)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -170,7 +169,7 @@ async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller
     then it hears of work it may take (its owner's agents) and of its own tasks' cancels."""
     owner_id = await run_in_threadpool(_owner_of, state, caller)
     sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request))
-    return EventStream(_stream(request, state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
+    return EventStream(_stream(state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
 
 
 def _owner_of(state: AppState, caller: Caller) -> str | None:
@@ -184,19 +183,17 @@ async def events(request: Request, caller: Caller = Depends(user_caller),
                  state: AppState = Depends(get_state)) -> EventStream:
     """Live updates for browsers and `predictorx … --watch`."""
     sub = state.hub.subscribe(caller.workspace_id, token_hash=token_hash(request))
-    return EventStream(_stream(request, state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
+    return EventStream(_stream(state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
 
 
-async def _stream(request: Request, state: AppState, sub, hello: dict):
+async def _stream(state: AppState, sub, hello: dict):
     try:
         yield {"data": json.dumps(hello)}
         while True:
-            try:
-                event = await asyncio.wait_for(sub.queue.get(), timeout=5)
-            except asyncio.TimeoutError:
-                if sub.closed or await request.is_disconnected():
-                    return
-                continue
+            # No timeout: a client that goes away ends the response (sse-starlette listens for
+            # the disconnect and cancels this), and a closed subscription puts an event on the
+            # queue. It used to wake every 5 s per stream to look (issue 30).
+            event = await sub.queue.get()
             if sub.closed or event.get("type") == Event.DAEMON_REVOKED:
                 return  # its token or membership ended (server/streamwatch.py): reconnecting answers 401
             yield {"data": json.dumps(event)}

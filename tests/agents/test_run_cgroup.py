@@ -3,6 +3,7 @@ on an event, and it is removed — also one a killed daemon left behind."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -42,7 +43,7 @@ def test_everything_the_agent_starts_is_in_its_cgroup_and_ends_with_it() -> None
     assert not group.path.exists()
 
 
-def test_an_empty_cgroup_a_killed_daemon_left_is_removed_at_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_cgroup_a_killed_daemon_left_is_removed_at_the_next_run() -> None:
     left, busy = runcgroup.RunCgroup.make(new_tag()), runcgroup.RunCgroup.make(new_tag())
     assert left is not None and busy is not None
     holder = subprocess.Popen([*busy.launcher(), "sleep", "600"])
@@ -51,7 +52,12 @@ def test_an_empty_cgroup_a_killed_daemon_left_is_removed_at_the_next_run(monkeyp
         while not busy.populated():  # until the launcher has joined
             assert time.monotonic() < deadline and holder.poll() is None
             time.sleep(0.01)
-        monkeypatch.setattr(runcgroup, "ABANDONED_AFTER_S", -1.0)
+        # `left` made to look abandoned, not the threshold lowered: every empty run cgroup in the
+        # shared hierarchy would then be fair game, and another test's daemon lost the cgroup it
+        # had just made for a run, before the run's launcher joined it (a fresh-clone CI run).
+        long_ago = time.time() - 10 * runcgroup.ABANDONED_AFTER_S
+        for old in (left, busy):  # both old: only the empty one goes
+            os.utime(old.path, (long_ago, long_ago))
         fresh = runcgroup.RunCgroup.make(new_tag())
         assert fresh is not None
         fresh.remove()

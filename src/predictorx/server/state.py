@@ -61,15 +61,18 @@ class AppState:
             events = take(session)
             written = session.info.get(WRITTEN, set())
             principals_changed = changes_principals(written)
+            prices_changed = price_cache.changes_prices(written)
             if self.postgres:  # NOTIFY is delivered on commit, to every server process
                 notices = [{"type": PRINCIPALS_CHANGED}] if principals_changed else []
-                if price_cache.changes_prices(written):
+                if prices_changed:
                     notices.append({"type": PRICES_CHANGED})
                 payloads = _notify_payloads(events + notices)
                 if payloads:
                     conn = session.connection()
                     for payload in payloads:
                         direct.rows(conn, _NOTIFY, {"c": CHANNEL, "p": payload})
+        if prices_changed:  # this process at once, as for principals; the others by the notice
+            price_cache.forget()
         if principals_changed:  # this process at once, before the request is answered
             self.principals.forget()
             if not self.postgres:  # (PostgreSQL's NOTIFY above reaches this process's listener too)

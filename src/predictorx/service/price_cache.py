@@ -4,8 +4,8 @@ Every message batch of a run carries its usage, and pricing it read the workspac
 model each time (~14 % of a busy server's samples). Now each server process keeps what it read,
 per workspace (all its prices at once: most workspaces have none), and forgets it:
 
-- in the process that changed a price, as the change commits (`set_price`/`remove_price` call
-  `forget_after_commit`), and at once too, so a report in between reads the table again;
+- in the process that changed a price, as the change commits (server/state.py's write sees the
+  table among what the transaction wrote, as it does for principals);
 - on PostgreSQL, in every other server process: the change's transaction sends a
   `prices_changed` notice with its NOTIFY (server/state.py), whose handler calls `forget`; a
   process whose LISTEN connection dropped forgets when it listens again (server/hub.py);
@@ -21,7 +21,7 @@ import threading
 import time
 from typing import NamedTuple
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..store.usage_schema import ModelPrice
@@ -69,13 +69,6 @@ def forget() -> None:
     with _lock:
         _generation += 1
         _kept.clear()
-
-
-def forget_after_commit(session: Session) -> None:
-    """`session` changes a price: forget now, and again once it commits (a read in between would
-    otherwise keep the old one)."""
-    forget()
-    event.listen(session, "after_commit", lambda _session: forget(), once=True)
 
 
 def changes_prices(written: set[tuple[str, str]]) -> bool:

@@ -111,7 +111,6 @@ def list_prices(session: Session, workspace_id: str) -> list[dict[str, Any]]:
 def set_price(session: Session, workspace_id: str, model: str, input: float, output: float,
               cache_read: float | None = None, cache_write: float | None = None) -> dict[str, Any]:
     """Runs priced from now on use it; runs already priced keep their figure."""
-    price_cache.forget_after_commit(session)
     price = override_of(session, workspace_id, model) or ModelPrice(workspace_id=workspace_id, model=model)
     price.input_micros, price.output_micros = micros(input), micros(output)
     price.cache_read_micros = None if cache_read is None else micros(cache_read)
@@ -127,5 +126,4 @@ def remove_price(session: Session, workspace_id: str, model: str) -> None:
     price = override_of(session, workspace_id, model)
     if price is None:
         raise NotFound(f"this workspace has no price of its own for {model!r}")
-    price_cache.forget_after_commit(session)
     session.delete(price)

@@ -21,6 +21,15 @@ from pathlib import Path
 import platformdirs
 import pytest
 
+# The forge stand-ins' fixtures are imported by some test modules and named by others' `pytest_plugins`:
+# rewritten at their first import, so pytest need not warn that it could not rewrite them later.
+pytest.register_assert_rewrite("forgestand.fixtures")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A helper module pytest cannot rewrite would run its asserts bare: an error, not a warning.
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestAssertRewriteWarning")
+
 #: What `python3` on PATH runs for the whole session: the interpreter under the suite (outside its
 #: venv, like a plain `python3`), so the fake agent CLIs (`#!/usr/bin/env python3`, started for
 #: every probe and run) do not go through a version manager's shim first — pyenv's costs a bash

@@ -136,6 +136,8 @@ def test_server_workers_need_postgres(tmp_path):
     assert p.returncode != 0 and "needs PostgreSQL" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.postgres
+@pytest.mark.skipif(not POSTGRES_URL, reason="needs PREDICTORX_TEST_POSTGRES_URL")
 def test_redteam_workers_refuse_a_wrong_body_limit_in_one_sentence(tmp_path):
     """A wrong PREDICTORX_MAX_BODY_BYTES with --workers: every worker died on it with a traceback and
     uvicorn's supervisor restarted them for ever; now one sentence and exit 1, nothing started."""

@@ -3,9 +3,9 @@
 
 `fork_server(command, env, log_path)` returns a `ForkedProcess`, which answers what the harness and
 the tests ask of a `subprocess.Popen` (pid, poll, wait, send_signal, terminate, kill, returncode);
-the process is the zygote's child, so the zygote reports its end. Where the zygote cannot be had
-(it died, or PREDICTORX_TEST_FORK_SERVERS=0), `fork_server` returns None and the caller starts
-the server as before."""
+the process is the zygote's child, so the zygote reports its end. A zygote that died is started
+again; with PREDICTORX_TEST_FORK_SERVERS=0 `fork_server` returns None and the caller starts the
+server as before."""
 
 from __future__ import annotations
 
@@ -85,7 +85,8 @@ class Zygote:
             with self.changed:
                 if word == "ready":
                     ready.set()
-                elif word == "pid":
+                elif word == "pid":  # a pid the kernel gave again: the earlier process's end is not this one's
+                    self._exits.pop(int(rest[0]), None)
                     self._pids.append(int(rest[0]))
                 elif word == "exit":
                     self._exits[int(rest[0])] = int(rest[1])

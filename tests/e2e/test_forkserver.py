@@ -27,6 +27,8 @@ def test_a_forked_server_is_the_tests_own_and_reports_its_end(tmp_path, database
         assert server.api("GET", "/api/health") is not None
         assert "Predictor X server on http://127.0.0.1" in server.log_path.read_text()
         assert server.proc.poll() is None
+        blocked = int(next(line.split()[1] for line in open(f"/proc/{proc.pid}/status") if line.startswith("SigBlk:")), 16)
+        assert not blocked & (1 << (signal.SIGCHLD - 1))  # the zygote's guard is not inherited (nor by its agents)
     finally:
         server.stop()
     # as from `python -m predictorx server start`: uvicorn stops gracefully, then re-raises the SIGTERM

@@ -8,8 +8,8 @@ a process that imported them already runs `python -m predictorx` as an exec woul
 environment, argv, a session of its own and its output in the test's log.
 
 Protocol, one line each way: stdin gets a JSON request {"argv", "env", "log"}; stdout answers
-`pid <pid>` for it, and `exit <pid> <code>` (a negative code: the signal) when a child ends —
-this process reaps its children. EOF on stdin ends it."""
+`pid <pid>` for it, and later `exit <pid> <code>` (a negative code: the signal) when that child
+ends — this process reaps its children. EOF on stdin ends it."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def child(request: dict) -> None:
     code: int = 1
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})  # as a fresh process has it
         os.setsid()
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -91,10 +92,14 @@ def main() -> None:
     os.write(1, b"ready\n")
     for line in sys.stdin:
         request = json.loads(line)
+        # SIGCHLD waits until the pid is told: `exit <pid>` always comes after `pid <pid>`, so the client
+        # can tell the end of a process from that of an earlier one the kernel gave the same pid
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
             child(request)
         os.write(1, f"pid {pid}\n".encode())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
 
 
 if __name__ == "__main__":

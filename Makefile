@@ -63,7 +63,7 @@ PYTEST_WORKERS ?= 4
 FUZZ_EXAMPLES  ?= 10
 TEST_MARKS     ?= not long
 PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist worksteal
-test: installs
+test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
 	@$(COMPILE)
 	PREDICTORX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTEST) -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
@@ -73,7 +73,7 @@ test-long:
 # The edit loop (≤ 3 min on 2 cores): unit and API tests on SQLite, agents-room's, the static gate;
 # no browser, real agent CLI, end-to-end process or fuzz run (`make test` and CI run those).
 FAST_SKIP := --ignore=tests/web --ignore=tests/e2e --ignore=tests/realcli --ignore=tests/api/test_fuzz.py
-test-fast: installs-fast
+test-fast: $(STAMP) $(NPM_STAMPS)
 	@$(COMPILE)
 	PREDICTORX_TEST_POSTGRES_URL= PREDICTORX_REQUIRE_POSTGRES= $(PYTEST) $(FAST_SKIP) -m "not long" $(PYTEST_ARGS)
 
@@ -90,20 +90,6 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .venv-agents .pytest_cache $(CLIS)/node_modules
 
-# A fresh clone's installs — .venv (pip), the npm packages of the test folders (npm ci), the real
-# CLIs (npm ci, 2.7 GB) and the Python agents' venvs (pip) — are independent and wait mostly on the
-# disk and the package caches: one after another they took 2:10 of a fresh-clone `make test` on 2
-# cores. A make of their own runs them side by side (-j; each output line whole, -Oline, where this
-# make has it); when everything is installed it only checks the stamps.
-INSTALL_JOBS ?= 8
-SYNC_LINES := $(if $(filter output-sync,$(.FEATURES)),-Oline)
-INSTALL_FLAGS = --no-print-directory -j $(INSTALL_JOBS) $(SYNC_LINES)
-.PHONY: installs installs-fast
-installs:
-	@$(MAKE) $(INSTALL_FLAGS) $(STAMP) $(NPM_STAMPS) $(CLI_STAMP) pyagents
-installs-fast:
-	@$(MAKE) $(INSTALL_FLAGS) $(STAMP) $(NPM_STAMPS)
-
 # The Python-packaged agent CLIs of the real-CLI tests (gptme, Mistral Vibe, fast-agent): a venv each in
 # .venv-agents/ from the exact pins in tests/realcli/pyagents/*.txt, again when a pin file changes
 # (install.py keeps a stamp per file; a Python >= the file's floor is found on the machine).
@@ -111,4 +97,4 @@ PYAGENTS_PINS := $(wildcard tests/realcli/pyagents/*.txt)
 .PHONY: pyagents
 pyagents: $(PYAGENTS_PINS)
 	@$(PYTHON) tests/realcli/pyagents/install.py
-record-transcripts: pyagents
+test record-transcripts: pyagents

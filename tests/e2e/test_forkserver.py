@@ -49,6 +49,6 @@ def test_a_forked_server_that_cannot_start_fails_with_its_reason(tmp_path, datab
     taken.listen()
     try:
         with pytest.raises(ProcessFailed, match="in use"):
-            Server(tmp_path / "home", database_url, port=taken.getsockname()[1])
+            Server(tmp_path / "home", database_url, port=taken.getsockname()[1]).stop()  # (stopped if it started)
     finally:
         taken.close()

@@ -162,9 +162,8 @@ class ServerProcess:
                 self.url = f"http://127.0.0.1:{self.port}"
             self.log_path = log_path or self.home.parent / f"server-{self.port}.log"
             self.log = open(self.log_path, "wb")
-            self.proc = subprocess.Popen([*wrapper, sys.executable, "-m", "predictorx", "server", "start", "--port",
-                                          str(self.port), *args], env=self.env, stdout=self.log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = self._popen([*wrapper, sys.executable, "-m", "predictorx", "server", "start", "--port",
+                                     str(self.port), *args], bool(wrapper or args))
             try:
                 wait_until(self._healthy, start_timeout, 0.05, "the server to answer")
                 return
@@ -173,6 +172,11 @@ class ServerProcess:
                 self.log.close()
                 if port or attempt == 2 or not address_in_use(str(e)):
                     raise
+
+    def _popen(self, command: list[str], customised: bool) -> subprocess.Popen:
+        """The server's process, its output to `self.log`, in a session of its own. `customised`: a
+        wrapper or arguments of the caller's (a test harness may start plain servers another way)."""
+        return subprocess.Popen(command, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def headers(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self.token}"}

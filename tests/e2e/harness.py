@@ -11,6 +11,8 @@ from pathlib import Path
 
 from predictorx.testing import DaemonProcess, ServerProcess, free_port, run_group, wait_until  # noqa: F401  (re-exported)
 
+from .forkserver import fork_server
+
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
 
@@ -25,6 +27,12 @@ class Server(ServerProcess):
         # taken over 30 s to import and start it (the bound costs nothing when it is quick).
         super().__init__(home, database_url, port=port, args=args, start_timeout=90, http_timeout=30,
                          env={"PREDICTORX_DAEMON_TIMEOUT": "30", "PREDICTORX_SWEEP_INTERVAL": "0.5", **env})
+
+    def _popen(self, command: list[str], customised: bool):
+        """A plain server is forked from the zygote, which imported the server already (forkserver.py);
+        one with a wrapper or arguments of its own (workers, a different host) starts as before."""
+        forked = None if customised else fork_server(command, self.env, self.log_path)
+        return forked or super()._popen(command, customised)
 
     def cli_env(self, **extra: str) -> dict[str, str]:
         return {**self.env, **extra}

@@ -505,6 +505,35 @@ def test_the_poller_finds_a_review_asks_conditionally_and_keeps_to_its_budget(wo
     assert poller.once(db, now=1061.0) == 4
 
 
+def test_a_poll_that_read_the_pr_before_a_push_does_not_put_the_old_head_back(world, db, monkeypatch):
+    """The poller read the PR (its old head) from the forge; a follow-up's push was reported before
+    the poll wrote what it read: the PR keeps the new head (the old code set the old one back and
+    dropped the new head's checks, so a check on the new head matched no PR)."""
+    from predictorx.forges.github import GitHubForge
+    from predictorx.service.forgeevents import Poller
+
+    issue, task_id = world.run()
+    pr = world.opened(task_id)
+    world.s.submit_review(REPO, pr["number"], "changes_requested", body="Again.", comments=[("fix.txt", 1, "Redo.")])
+    world.deliver("review", pr["number"])
+    follow = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    reviews, pushed = GitHubForge.reviews, []
+
+    def push_meanwhile(self, *args, **kwargs):
+        if not pushed:
+            pushed.append(world.finish(follow, "second fix"))
+        return reviews(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitHubForge, "reviews", push_meanwhile)
+    Poller(limit_per_minute=100, interval=0).once(db, now=time.time() + 3600)
+    assert pushed and pushed[0] != pr["head_sha"]
+    assert world.pr_of(follow)["head_sha"] == pushed[0]
+    # The next poll reads the forge again (no 304 for what the stale read saw) and agrees.
+    monkeypatch.setattr(GitHubForge, "reviews", reviews)
+    Poller(limit_per_minute=100, interval=0).once(db, now=time.time() + 7200)
+    assert world.pr_of(follow)["head_sha"] == pushed[0]
+
+
 def test_a_pr_that_hears_webhooks_is_not_polled(world, db):
     from predictorx.service.forgeevents import Poller
 

@@ -217,7 +217,13 @@ def poll_pr(db: Transactions, workspace_id: str, pr_id: str, where: ForgeTarget,
         if pr is None or pr.workspace_id != workspace_id:
             return
         pr.polled_at = utcnow()
-        if remote is not None and (remote.state != pr.state or remote.head_sha != pr.head_sha):
+        # A push reported while the forge was read moved the head: what was read is older than the
+        # row (its head would put the old commit back and drop the new one's checks). The next poll
+        # reads again, so the validators of this read are not kept.
+        moved = pr.head_sha != state.get("head_sha")
+        if moved:
+            validators = dict(state.get("validators") or {})
+        elif remote is not None and (remote.state != pr.state or remote.head_sha != pr.head_sha):
             apply_remote(s, pr, remote)
         for review in reviews:
             feedback.on_review(s, pr, review, may_write)

@@ -56,7 +56,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 from _common import Daemon, Server, emit, log, machine, sqlite_url, tempdir  # noqa: E402
-from daemon_idle import run_ns  # noqa: E402
 from realcli.clis import CLAUDE  # noqa: E402
 from realcli.modelserver import AnthropicServer  # noqa: E402
 from realcli.modelserver.base import Recorded, Reply  # noqa: E402
@@ -519,6 +518,23 @@ def _own_cpu_ns(pid: int) -> int:
         return time.clock_gettime_ns((~pid << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
     except OSError:
         return 0
+
+
+def run_ns(pid: int) -> int:
+    """Nanoseconds the live threads of `pid` have run (/proc/<pid>/task/*/schedstat, as
+    bench/daemon_idle.py reads them; an ended thread's time is lost)."""
+    total = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in threads:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def _precise(pid: int) -> tuple[int, int]:

@@ -31,7 +31,11 @@ def transient(exc: BaseException) -> bool:
     return False
 
 
-def backoff(attempts: int | None, *, initial: float = 0.2, maximum: float = 5.0,
+#: backoff()'s first wait (it doubles from there, up to `maximum`, plus up to `initial` of jitter)
+BACKOFF_INITIAL_S = 0.2
+
+
+def backoff(attempts: int | None, *, initial: float = BACKOFF_INITIAL_S, maximum: float = 5.0,
             retry_on: Callable[[BaseException], bool] = transient,
             before_sleep: Callable | None = None) -> AsyncRetrying:
     """`async for attempt in backoff(n): with attempt: …` — n tries in all (None: until it works)."""

@@ -194,11 +194,13 @@ async def test_a_transient_failure_is_retried_and_an_unreachable_url_fails_over(
         await api.close()
 
 
-def test_https_and_a_configured_proxy_stay_with_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+def test_https_and_a_proxied_url_stay_with_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(var, raising=False)
-    assert plainhttp.eligible("http://127.0.0.1:8484")
-    assert not plainhttp.eligible("https://px.example.com")
+    assert ServerApi(["http://127.0.0.1:8484", "https://px.example.com"], "t")._plain_urls == {"http://127.0.0.1:8484"}
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example.com:3128")
-    assert not plainhttp.eligible("http://127.0.0.1:8484")
-    assert ServerApi("http://127.0.0.1:8484", "t")._plain_urls == set()
+    assert ServerApi("http://px.example.com:8484", "t")._plain_urls == set()
+    # NO_PROXY as httpx reads it (the bench's and realcli's environment: a dead proxy, loopback exempt)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    api = ServerApi(["http://127.0.0.1:8484", "http://localhost:8484", "http://px.example.com:8484"], "t")
+    assert api._plain_urls == {"http://127.0.0.1:8484", "http://localhost:8484"}

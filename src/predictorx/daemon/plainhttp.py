@@ -6,8 +6,8 @@ ms. The daemon makes ~9 calls per run and a heartbeat every 10 s, most of its ow
 after the run's set-up. So a server reached over plain HTTP without a proxy — a daemon beside its
 server, or on its network — is called through this: one HTTP/1.1 request per connection at a
 time, kept-alive connections reused, a response read by its Content-Length or chunked (or to the
-connection's end). Anything else (https, an HTTP proxy in the environment) stays with httpx, and
-so does the push connection (a stream).
+connection's end). Anything else (https, a URL httpx would reach through a proxy of the
+environment) stays with httpx, and so does the push connection (a stream).
 
 Errors are `OSError`, `asyncio.IncompleteReadError`, `TimeoutError` or `ValueError` (a malformed
 response): the caller treats each as the server being unreachable. A request on a reused
@@ -21,7 +21,8 @@ import asyncio
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-from urllib.request import getproxies
+
+import httpx2 as httpx
 
 #: A kept-alive connection idle this long is not reused: the server closes its own after 5 s
 #: (server/connguard.py KEEP_ALIVE_SECONDS), and a request racing that close would be sent twice.
@@ -32,14 +33,15 @@ MAX_IDLE = 8
 MAX_HEAD_BYTES = 64 * 1024
 
 
-def eligible(url: str) -> bool:
-    """`url` is plain http and no HTTP proxy is configured in the environment (httpx reads the
-    same variables, `http_proxy`/`all_proxy` in either case, and with them `no_proxy`: that
-    decision is left to httpx)."""
+def eligible(url: str, client: httpx.AsyncClient) -> bool:
+    """`url` is plain http and `client` (httpx, reading the environment's `http_proxy`,
+    `all_proxy` and `no_proxy` as it does) would reach it directly, not through a proxy."""
     if urlsplit(url).scheme != "http":
         return False
-    proxies = getproxies()
-    return not (proxies.get("http") or proxies.get("all"))
+    try:  # (httpx's own decision, so that NO_PROXY means here exactly what it means to httpx)
+        return client._transport_for_url(httpx.URL(url)) is client._transport
+    except AttributeError:  # another httpx: it makes the calls
+        return False
 
 
 @dataclass

@@ -51,7 +51,7 @@ class ServerApi:
         #: The calls to a plain-http URL without a proxy, over asyncio streams: a tenth of httpx's
         #: CPU per call (daemon/plainhttp.py, issue 30). The push connection stays with httpx.
         self.plain = PlainHttp(timeout)
-        self._plain_urls = {u for u in self.urls if eligible(u)}
+        self._plain_urls = {u for u in self.urls if eligible(u, self.http)}
 
     @property
     def server_url(self) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +18,7 @@ import httpx2 as httpx
 
 from ..protocol import ClaimRequest, Heartbeat, MessageBatch, PushReport, Registration, RequestAnswer, TaskStatus
 from .plainhttp import PlainHttp, eligible
-from .retry import BACKOFF_INITIAL_S, FAILOVER_STATUSES, ServerError, backoff, transient
+from .retry import FAILOVER_STATUSES, ServerError, first_then_backoff
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -100,19 +99,9 @@ class ServerApi:
 
     async def call(self, method: str, path: str, body: Any = None, *, retries: int | None = 3,
                    token: str | None = None) -> Any:
-        """One request; `retries` more tries on a transient failure (None: until it succeeds).
-        The first try goes without the retry machinery (tenacity's is ~0.1 ms of CPU a call, a
-        sixth of the call, issue 30); after a transient failure the retries wait as backoff()'s."""
-        try:
-            return await self._once(method, path, body, token)
-        except ServerError as e:
-            if retries == 0 or not transient(e):
-                raise
-        await asyncio.sleep(random.uniform(BACKOFF_INITIAL_S, 2 * BACKOFF_INITIAL_S))
-        async for attempt in backoff(retries, initial=2 * BACKOFF_INITIAL_S):
-            with attempt:
-                return await self._once(method, path, body, token)
-        raise AssertionError("unreachable")
+        """One request; `retries` more tries on a transient failure (None: until it succeeds)."""
+        return await first_then_backoff(lambda: self._once(method, path, body, token),
+                                        None if retries is None else retries + 1)
 
     async def register(self, registration: Registration, user_token: str | None = None) -> dict[str, Any]:
         """With `user_token`: the first registration, answered with this daemon's token. Without:

@@ -20,7 +20,9 @@ Printed per run, for each N (CPU seconds, PSS MB):
 - `per_run`: everything else a run has: its MCP servers (agents-room, predictorx), hooks, the
   Bash tool's commands, the daemon's git and agents-room calls (a bare run: its tool's commands);
 - `daemon`, `server`: those processes themselves (a share of one, per run);
-- `daemon_cpu_s_per_run_minute` (target ≤ 0.05 at every N), `platform_over_cli` = (per_run +
+- `daemon_cpu_s_per_run_minute` (target ≤ 0.05 at every N; by clock ticks of 10 ms, and beside it
+  `…_ns` by the daemon's process CPU clock and `…_schedstat` by its live threads' schedstat, both in
+  ns: a 60-s run is a handful of ticks of the daemon), `platform_over_cli` = (per_run +
   daemon + server) ÷ cli (target ≤ 0.2 at N=4), `task_over_bare` = a task's CPU ÷ a bare run's
   (target ≤ 1.3); beside it `platform_added_over_cli`, the same less the bare run's own `per_run`
   (its tool's commands, and the CLI's CPU after its last sample: both runs have them);
@@ -343,8 +345,9 @@ class StreamWindow:
 
     def __init__(self, model: SlowModel, seen: int, n: int, daemon_pid: int) -> None:
         self.model, self.seen, self.n, self.pid = model, seen, n, daemon_pid
-        self.start: tuple[float, float] | None = None
-        self.end: tuple[float, float] | None = None
+        #: (time, CPU s by ticks, CPU ns by the process clock) at the window's ends
+        self.start: tuple[float, float, int] | None = None
+        self.end: tuple[float, float, int] | None = None
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -360,20 +363,23 @@ class StreamWindow:
         while not self.stop_event.wait(0.05):  # (the bench's own polling: it is not measured)
             answers = [r.at for r in self.model.requests[self.seen:] if r.turn == "answer"]
             if self.start is None and len(answers) >= self.n:
-                self.start = (time.time(), _own_cpu(self.pid))
+                self.start = (time.time(), _own_cpu(self.pid), _own_cpu_ns(self.pid))
                 first_ends = min(answers) + self.model.stream_s - 0.5
                 if self.stop_event.wait(max(0.0, first_ends - time.time())):
                     return
-                self.end = (time.time(), _own_cpu(self.pid))
+                self.end = (time.time(), _own_cpu(self.pid), _own_cpu_ns(self.pid))
                 return
 
     def seconds(self) -> float | None:
         return round(self.end[0] - self.start[0], 1) if self.start and self.end else None
 
-    def per_run_minute(self) -> float | None:
+    def per_run_minute(self, precise: bool = False) -> float | None:
+        """The daemon's CPU s per run-minute in the window: by clock ticks, or (`precise`) by its
+        process CPU clock."""
         if not (self.start and self.end) or self.end[0] - self.start[0] < 1:
             return None
-        return round((self.end[1] - self.start[1]) / (self.n * (self.end[0] - self.start[0]) / 60), 4)
+        cpu = (self.end[2] - self.start[2]) / 1e9 if precise else self.end[1] - self.start[1]
+        return round(cpu / (self.n * (self.end[0] - self.start[0]) / 60), 4)
 
 
 # -- the two kinds of run ---------------------------------------------------------------------------
@@ -446,6 +452,7 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
     offset = acct.offset()
     phase = Phase({daemon.proc.pid: "platform", server.proc.pid: "server"})
     d0, s0, reaped0 = _own_cpu(daemon.proc.pid), _own_cpu(server.proc.pid), _children_cpu(daemon.proc.pid)
+    d0_ns = _precise(daemon.proc.pid)
     seen_requests = len(model.requests)
     t0 = time.monotonic()
     window = StreamWindow(model, seen_requests, n, daemon.proc.pid)
@@ -457,6 +464,8 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
         tasks = _wait_ended(server, model, ids, seen_requests)
     wall = time.monotonic() - t0
     daemon_cpu, server_cpu = _own_cpu(daemon.proc.pid) - d0, _own_cpu(server.proc.pid) - s0
+    d1_ns = _precise(daemon.proc.pid)
+    daemon_clock_s, daemon_sched_s = (d1_ns[0] - d0_ns[0]) / 1e9, (d1_ns[1] - d0_ns[1]) / 1e9
     reaped = _children_cpu(daemon.proc.pid) - reaped0  # the CLIs, their trees, git, orphans: exact
     cpu = phase.cpu(acct.since(offset))
     pss = phase.pss()
@@ -473,7 +482,13 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
             "wall_s": round(wall, 1), "run_minutes": round(run_minutes, 2), "per_run": _round(per_run),
             "per_run_top_processes": phase.top_labels(12, n), "per_run_process_counts": phase.top_counts(12, n),
             "daemon_cpu_s_per_run_minute": round(daemon_cpu / run_minutes, 4) if run_minutes else None,
+            # the same by the daemon's process CPU clock (ns; every thread, ended ones too) and by
+            # schedstat (ns; its threads alive at both ends): ticks cannot tell 4 from 5 in a run
+            "daemon_cpu_s_per_run_minute_ns": round(daemon_clock_s / run_minutes, 4) if run_minutes else None,
+            "daemon_cpu_s_per_run_minute_schedstat": round(daemon_sched_s / run_minutes, 4) if run_minutes else None,
+            "daemon_cpu_s_precise": {"clock": round(daemon_clock_s / n, 4), "schedstat": round(daemon_sched_s / n, 4)},
             "daemon_cpu_s_per_run_minute_while_streaming": window.per_run_minute(),
+            "daemon_cpu_s_per_run_minute_while_streaming_ns": window.per_run_minute(precise=True),
             "streaming_window_s": window.seconds(),
             "platform_over_cli": round(added / per_run["cli_cpu_s"], 3) if per_run["cli_cpu_s"] else None,
             "loadavg_1_5_15": _loadavg()}
@@ -482,15 +497,49 @@ def platform_runs(n: int, server: Server, daemon: Daemon, model: SlowModel, acct
 def idle_cost(server: Server, daemon: Daemon, seconds: float) -> dict:
     """CPU seconds per minute of the daemon and the server with nothing to do."""
     d0, s0, t0 = _own_cpu(daemon.proc.pid), _own_cpu(server.proc.pid), time.monotonic()
+    d0_ns = _own_cpu_ns(daemon.proc.pid)
     time.sleep(seconds)
     minutes = (time.monotonic() - t0) / 60
     return {"seconds": seconds, "daemon_cpu_s_per_minute": round((_own_cpu(daemon.proc.pid) - d0) / minutes, 4),
+            "daemon_cpu_s_per_minute_ns": round((_own_cpu_ns(daemon.proc.pid) - d0_ns) / 1e9 / minutes, 4),
             "server_cpu_s_per_minute": round((_own_cpu(server.proc.pid) - s0) / minutes, 4)}
 
 
 def _own_cpu(pid: int) -> float:
     st = _stat(pid)
     return st[2] if st else 0.0
+
+
+def _own_cpu_ns(pid: int) -> int:
+    """CPU nanoseconds of the process itself, every thread, those that ended too: its process CPU
+    clock (clock_getcpuclockid(3), which Linux lets any process read). The clock-tick figure of
+    /proc/<pid>/stat cannot tell 4 ticks from 5 in a 60-s run of the daemon."""
+    try:
+        return time.clock_gettime_ns((~pid << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+    except OSError:
+        return 0
+
+
+def run_ns(pid: int) -> int:
+    """Nanoseconds the live threads of `pid` have run (/proc/<pid>/task/*/schedstat, as
+    bench/daemon_idle.py reads them; an ended thread's time is lost)."""
+    total = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in threads:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _precise(pid: int) -> tuple[int, int]:
+    """(process CPU clock ns, schedstat ns of its live threads) of `pid`."""
+    return _own_cpu_ns(pid), run_ns(pid)
 
 
 def _duration_s(task: dict) -> float:
@@ -584,6 +633,8 @@ def main() -> None:
         "idle": idle, "by_concurrency": results,
         "daemon_cpu_s_per_run_minute_max": max((r["task"]["daemon_cpu_s_per_run_minute"] or 0
                                                 for r in results.values()), default=None),
+        "daemon_cpu_s_per_run_minute_ns_max": max((r["task"]["daemon_cpu_s_per_run_minute_ns"] or 0
+                                                   for r in results.values()), default=None),
         "daemon_cpu_s_per_run_minute_while_streaming_max": max(
             (r["task"]["daemon_cpu_s_per_run_minute_while_streaming"] or 0 for r in results.values()), default=None),
         "platform_over_cli_at_4": four.get("platform_over_cli"),

@@ -8,6 +8,7 @@ Behind one proxy, one URL is enough: the proxy itself routes around a dead repli
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -16,7 +17,8 @@ from typing import Any
 import httpx2 as httpx
 
 from ..protocol import ClaimRequest, Heartbeat, MessageBatch, PushReport, Registration, RequestAnswer, TaskStatus
-from .retry import FAILOVER_STATUSES, ServerError, backoff
+from .plainhttp import PlainHttp, eligible
+from .retry import FAILOVER_STATUSES, ServerError, first_then_backoff
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -45,6 +47,10 @@ class ServerApi:
         self.workspace = workspace
         self.timeout = timeout
         self.http = httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=32))
+        #: The calls to a plain-http URL without a proxy, over asyncio streams: a tenth of httpx's
+        #: CPU per call (daemon/plainhttp.py, issue 30). The push connection stays with httpx.
+        self.plain = PlainHttp(timeout)
+        self._plain_urls = {u for u in self.urls if eligible(u, self.http)}
 
     @property
     def server_url(self) -> str:
@@ -66,17 +72,27 @@ class ServerApi:
     async def _once(self, method: str, path: str, body: Any, token: str | None) -> Any:
         index = self._current
         url = self.urls[index]
+        r: httpx.Response | Any
+        plain = url in self._plain_urls
+        # (encoded as httpx does; an unencodable body is the caller's error, not the server's)
+        data = None if body is None or not plain else json.dumps(
+            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         try:
-            r = await self.http.request(method, url + path, json=body, headers=self._headers(token))
-        except (httpx.TransportError, httpx.TimeoutException) as e:
+            if plain:
+                r = await self.plain.request(method, url + path, data, self._headers(token))
+            else:
+                r = await self.http.request(method, url + path, json=body, headers=self._headers(token))
+        except (httpx.TransportError, httpx.TimeoutException, OSError, asyncio.IncompleteReadError,
+                TimeoutError, ValueError) as e:
             self._failed(index, str(e) or type(e).__name__)
             raise ServerError(0, f"server {url} unreachable: {e or type(e).__name__}") from e
         if r.status_code < 400:
-            return r.json() if r.content else None
+            return json.loads(r.content) if r.content else None
+        text = r.content.decode("utf-8", errors="replace")
         try:
-            detail = r.json().get("detail", r.text)
+            detail = json.loads(r.content).get("detail", text)
         except (ValueError, AttributeError):
-            detail = r.text
+            detail = text
         if r.status_code in FAILOVER_STATUSES:
             self._failed(index, f"HTTP {r.status_code}")
         raise ServerError(r.status_code, str(detail)[:500])
@@ -84,10 +100,8 @@ class ServerApi:
     async def call(self, method: str, path: str, body: Any = None, *, retries: int | None = 3,
                    token: str | None = None) -> Any:
         """One request; `retries` more tries on a transient failure (None: until it succeeds)."""
-        async for attempt in backoff(None if retries is None else retries + 1):
-            with attempt:
-                return await self._once(method, path, body, token)
-        raise AssertionError("unreachable")
+        return await first_then_backoff(lambda: self._once(method, path, body, token),
+                                        None if retries is None else retries + 1)
 
     async def register(self, registration: Registration, user_token: str | None = None) -> dict[str, Any]:
         """With `user_token`: the first registration, answered with this daemon's token. Without:
@@ -160,4 +174,5 @@ class ServerApi:
             raise ServerError(0, f"push connection to {url} lost: {e or type(e).__name__}") from e
 
     async def close(self) -> None:
+        await self.plain.aclose()
         await self.http.aclose()

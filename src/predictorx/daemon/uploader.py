@@ -22,7 +22,7 @@ from typing import Any
 from ..agents.usage import USAGE_EVENT
 from ..protocol import Message, MessageBatch, Usage
 from ..textsafe import clip, sanitize
-from .retry import backoff
+from .retry import first_then_backoff
 from .serverapi import ServerApi, ServerError
 
 #: Longest string kept in one message (characters); the raw log keeps the rest.
@@ -205,18 +205,16 @@ class MessageUploader:
             self._last_sent = asyncio.get_running_loop().time()
             # Until it goes through (close() bounds the wait): a batch is never skipped or reordered.
             try:
-                async for attempt in backoff(None, retry_on=lambda e: isinstance(e, ServerError),
-                                             before_sleep=self._retrying):
-                    with attempt:
-                        await self._send_some()
+                await first_then_backoff(self._send_some, None, retry_on=lambda e: isinstance(e, ServerError),
+                                         before_sleep=self._retrying)
             except Exception:  # the loop outlives anything one round does (R-SEC-8)
                 log.exception("task %s: sending messages failed; retrying", self.task_id)
                 await asyncio.sleep(1)
             if self._closed and not self._pending and not self._usage_due():
                 return
 
-    def _retrying(self, state) -> None:
-        log.warning("task %s: sending messages failed (%s); retrying", self.task_id, state.outcome.exception())
+    def _retrying(self, error: BaseException) -> None:
+        log.warning("task %s: sending messages failed (%s); retrying", self.task_id, error)
 
     async def close(self, timeout: float = 30.0) -> None:
         """Flush everything (bounded), then stop."""

@@ -1,0 +1,206 @@
+"""The daemon's calls to a plain-http server over asyncio streams (daemon/plainhttp.py, issue 30):
+what HTTP/1.1 gives back is read right (a length, chunks, the connection's end), connections are
+kept and reused, one the server closed while idle costs a retry on a new connection and not the
+call, a silent server is a timeout, and ServerApi sends its calls this way — unless the URL is
+https or a proxy is configured, which stay with httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from predictorx.daemon import plainhttp
+from predictorx.daemon.plainhttp import PlainHttp
+from predictorx.daemon.serverapi import ServerApi, ServerError
+
+#: the request's bytes → the raw response (b"": close at once; None: say nothing)
+Reply = Callable[[bytes], bytes | None]
+
+
+class _Server:
+    """A loopback HTTP server whose every answer the test writes by hand."""
+
+    def __init__(self, reply: Reply, *, close_after: bool = False) -> None:
+        self.reply, self.close_after = reply, close_after
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.writers.append(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                request = head + await reader.readexactly(length)
+                self.requests.append(request)
+                answer = self.reply(request)
+                if answer == b"":  # read, then the connection closed without a word
+                    writer.close()
+                    return
+                if answer is None:
+                    await asyncio.sleep(3600)
+                    return
+                writer.write(answer)
+                await writer.drain()
+                if self.close_after:
+                    writer.close()
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def stop(self) -> None:
+        for w in self.writers:
+            w.close()
+        self.server.close()
+
+
+def _json(status: int, body: Any, extra: str = "") -> bytes:
+    data = json.dumps(body).encode()
+    return f"HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n{extra}\r\n".encode() + data
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[..., Any]]:
+    servers: list[_Server] = []
+
+    async def start(reply: Reply, **kw: Any) -> tuple[_Server, str]:
+        s = _Server(reply, **kw)
+        servers.append(s)
+        return s, await s.start()
+
+    yield start
+    for s in servers:
+        await s.stop()
+
+
+async def test_lengths_chunks_and_the_connections_end(serve: Callable[..., Any]) -> None:
+    answers = iter([
+        _json(200, {"a": 1}),
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        b"4;x=y\r\n{\"b\"\r\n4\r\n: 2}\r\n0\r\nx-trailer: 1\r\n\r\n",
+        b"HTTP/1.0 200 OK\r\n\r\n{\"c\": 3}",
+    ])
+    server, url = await serve(lambda _req: next(answers), close_after=False)
+    http = PlainHttp(timeout=10)
+    try:
+        first = await http.request("POST", url + "/x?q=1", b'{"k":1}', {"Authorization": "Bearer t"})
+        assert (first.status_code, json.loads(first.content)) == (200, {"a": 1})
+        second = await http.request("GET", url + "/y", None, {})
+        assert json.loads(second.content) == {"b": 2}
+        assert server.connections == 1, "a kept-alive connection was not reused"
+        # HTTP/1.0 without a length: the body is what comes before the connection ends
+        server.close_after = True
+        third = await http.request("GET", url + "/z", None, {})
+        assert json.loads(third.content) == {"c": 3}
+    finally:
+        await http.aclose()
+    sent = server.requests[0].decode()
+    assert sent.startswith("POST /x?q=1 HTTP/1.1\r\n")
+    assert "Authorization: Bearer t\r\n" in sent and "Content-Length: 7\r\n" in sent and sent.endswith('{"k":1}')
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced(serve: Callable[..., Any]) -> None:
+    server, url = await serve(lambda _req: _json(200, {"ok": True}))
+    http = PlainHttp(timeout=10)
+    try:
+        await http.request("GET", url + "/a", None, {})
+        for w in server.writers:  # the server's keep-alive timeout, say
+            w.close()
+        await asyncio.sleep(0.1)
+        assert (await http.request("GET", url + "/b", None, {})).status_code == 200
+        assert server.connections == 2
+    finally:
+        await http.aclose()
+
+
+async def test_a_reused_connection_closed_as_the_request_arrives_is_retried_once(serve: Callable[..., Any]) -> None:
+    answers = iter([_json(200, {"n": 1}), b"", _json(200, {"n": 2})])
+    server, url = await serve(lambda _req: next(answers))
+    http = PlainHttp(timeout=10)
+    try:
+        await http.request("GET", url + "/a", None, {})
+        second = await http.request("POST", url + "/b", b"{}", {})
+        assert json.loads(second.content) == {"n": 2}
+        assert server.connections == 2 and len(server.requests) == 3
+    finally:
+        await http.aclose()
+
+
+async def test_an_idle_connection_older_than_the_reuse_limit_is_not_reused(
+        serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plainhttp, "IDLE_REUSE_S", 0.0)
+    server, url = await serve(lambda _req: _json(200, {}))
+    http = PlainHttp(timeout=10)
+    try:
+        await http.request("GET", url + "/a", None, {})
+        await http.request("GET", url + "/b", None, {})
+        assert server.connections == 2
+    finally:
+        await http.aclose()
+
+
+async def test_a_silent_server_is_a_timeout(serve: Callable[..., Any]) -> None:
+    _server, url = await serve(lambda _req: None)
+    http = PlainHttp(timeout=0.5)
+    try:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(http.request("GET", url + "/a", None, {}), 30)
+    finally:
+        await http.aclose()
+
+
+async def test_server_api_calls_a_plain_http_server_without_httpx(serve: Callable[..., Any]) -> None:
+    server, url = await serve(lambda req: _json(200, {"cancelled": []}) if b"/heartbeat" in req
+                              else _json(409, {"detail": "no"}))
+    api = ServerApi(url, "tok", workspace="ws")
+
+    async def no_httpx(*_a: Any, **_kw: Any) -> Any:
+        raise AssertionError("the call went through httpx")
+
+    api.http.request = no_httpx  # type: ignore[method-assign]
+    try:
+        assert await api.heartbeat(["t-1"]) == []
+        with pytest.raises(ServerError) as refused:
+            await api.call("POST", "/api/other", {"x": 1}, retries=3)
+        assert (refused.value.status, refused.value.detail) == (409, "no")
+        assert len(server.requests) == 2, "a 4xx was retried"
+    finally:
+        await api.close()
+    sent = server.requests[0].decode()
+    assert "Authorization: Bearer tok\r\n" in sent and "X-Workspace: ws\r\n" in sent
+    assert sent.endswith('{"task_ids":["t-1"]}')
+
+
+async def test_a_transient_failure_is_retried_and_an_unreachable_url_fails_over(serve: Callable[..., Any]) -> None:
+    answers = iter([_json(503, {"detail": "restarting"}), _json(200, {"ok": 1})])
+    server, url = await serve(lambda _req: next(answers))
+    dead = "http://127.0.0.1:9"  # (discard: nothing listens on loopback)
+    api = ServerApi([dead, url], "tok")
+    try:
+        assert await api.call("GET", "/api/x", retries=3) == {"ok": 1}
+        assert api.server_url == url and len(server.requests) == 2
+    finally:
+        await api.close()
+
+
+def test_https_and_a_proxied_url_stay_with_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    assert ServerApi(["http://127.0.0.1:8484", "https://px.example.com"], "t")._plain_urls == {"http://127.0.0.1:8484"}
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example.com:3128")
+    assert ServerApi("http://px.example.com:8484", "t")._plain_urls == set()
+    # NO_PROXY as httpx reads it (the bench's and realcli's environment: a dead proxy, loopback exempt)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    api = ServerApi(["http://127.0.0.1:8484", "http://localhost:8484", "http://px.example.com:8484"], "t")
+    assert api._plain_urls == {"http://127.0.0.1:8484", "http://localhost:8484"}

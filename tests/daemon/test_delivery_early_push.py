@@ -48,11 +48,11 @@ def _commit(run: Path, name: str, text: str) -> str:
     return git(run, "rev-parse", "HEAD")
 
 
-def _wrap_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, on_write_tree: str) -> None:
-    """A `git` first on PATH that runs `on_write_tree` (shell) before the daemon's write-tree."""
+def _wrap_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, command: str = "write-tree") -> None:
+    """A `git` first on PATH that runs `before` (shell) before the daemon's `command`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "git").write_text(f'#!/bin/sh\ncase " $* " in *" write-tree "*) {on_write_tree} ;; esac\n'
+    (bin_dir / "git").write_text(f'#!/bin/sh\ncase " $* " in *" {command} "*) {before} ;; esac\n'
                                  f'exec "{REAL_GIT}" "$@"\n')
     (bin_dir / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
@@ -92,9 +92,7 @@ def test_the_runs_head_is_pushed_beside_the_leftover_check_not_after_it(tmp_path
     person, run, start = _person_and_run(tmp_path)
     tip = _commit(run, "feature.txt", "the agent's work\n")
     started, said = tmp_path / "push-started", tmp_path / "write-tree.log"
-    _wrap_git(tmp_path, monkeypatch,
-              f'i=0; while [ ! -e "{started}" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; '
-              f'if [ -e "{started}" ]; then echo after-push >> "{said}"; else echo before-push >> "{said}"; fi')
+    _wrap_git(tmp_path, monkeypatch, _waits_for(started, said))
     forge = Forge(tmp_path)
 
     def push_from(quarantine: Path, new_tip: str):
@@ -106,6 +104,52 @@ def test_the_runs_head_is_pushed_beside_the_leftover_check_not_after_it(tmp_path
                             scratch=tmp_path / "scratch", push_from=push_from)
     assert done.tip == tip and done.problem is None and not done.leftovers
     assert said.read_text().split() == ["after-push"]
+    assert forge.log == [("pushed", tip), ("settled", tip, True)] and forge.head() == tip
+
+
+def _waits_for(started: Path, said: Path) -> str:
+    """Shell: wait (at most 10 s) for `started`, then say in `said` whether it was there."""
+    return (f'i=0; while [ ! -e "{started}" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; '
+            f'if [ -e "{started}" ]; then echo after-push >> "{said}"; else echo before-push >> "{said}"; fi')
+
+
+def test_a_head_on_the_runs_task_branch_is_pushed_before_git_is_asked_about_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's HEAD on its own copy of the task branch, its commit a loose object: the push starts
+    once the objects are copied, before the cat-file that checks the run's commits (it waits
+    here until the push started; before, the push waited for it)."""
+    person, run, start = _person_and_run(tmp_path)
+    tip = _commit(run, "feature.txt", "the agent's work\n")
+    started, said = tmp_path / "push-started", tmp_path / "cat-file.log"
+    _wrap_git(tmp_path, monkeypatch, _waits_for(started, said), "cat-file")
+    forge = Forge(tmp_path)
+
+    def push_from(quarantine: Path, new_tip: str):
+        settle = forge.push_from(quarantine, new_tip)
+        started.touch()
+        return settle
+
+    done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
+                            scratch=tmp_path / "scratch", push_from=push_from)
+    assert done.tip == tip and said.read_text().split() == ["after-push"]
+    assert forge.log == [("pushed", tip), ("settled", tip, True)] and forge.head() == tip
+
+
+@pytest.mark.parametrize("how", ["packed", "detached"])
+def test_a_head_git_must_check_is_pushed_once_it_is_checked(tmp_path: Path, how: str) -> None:
+    """A head whose object is packed (the agent ran `git gc`), or a detached HEAD on top of the
+    branch: pushed once cat-file (and merge-base) said it is a commit that builds on the branch."""
+    person, run, start = _person_and_run(tmp_path)
+    if how == "detached":
+        git(run, "checkout", "-q", "--detach")
+    tip = _commit(run, "feature.txt", "the agent's work\n")
+    if how == "packed":
+        git(run, "gc", "-q")
+        assert not (run / ".git" / "objects" / tip[:2] / tip[2:]).exists()
+    forge = Forge(tmp_path)
+    done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
+                            scratch=tmp_path / "scratch", push_from=forge.push_from)
+    assert done.tip == tip and done.problem is None
     assert forge.log == [("pushed", tip), ("settled", tip, True)] and forge.head() == tip
 
 

@@ -172,8 +172,9 @@ def test_finalize_tells_the_push_first_and_removes_the_worktree_off_the_finishs_
 def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits_for_it(tmp_path: Path,
                                                                                          git_calls) -> None:
     """Issue 22 (run ended → PR opened): `push_from(quarantine, tip)` is called as soon as the run's
-    head is in the quarantine — after the target's rev-parse, the person's config and one cat-file
-    (`add` and `write-tree` run beside it), before the person's repository holds the branch — and
+    head is in the quarantine (tests/daemon/test_delivery_early_push.py: before any git process
+    when it is on the run's task branch; the rest of the delivery's git runs beside the push),
+    before the person's repository holds the branch — and
     the quarantine alone is a full source for the push (the run's objects, the target's as its
     alternate). The fetch into the person's repository and `delivered` (the handoff, the review)
     come only after the push's wait (`settle(final tip)`) returns, so no other git of the daemon's
@@ -191,9 +192,8 @@ def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits
 
     def push_from(quarantine: Path, new_tip: str):
         calls = git_calls()
-        order.append(("push_from", {"rev-parse", "config", "cat-file"} <= set(calls) <= {
-            "rev-parse", "config", "cat-file", "add", "write-tree"}, git(person, "rev-parse", f"refs/heads/{BRANCH}"),
-            new_tip))
+        order.append(("push_from", set(calls) <= {"rev-parse", "config", "cat-file", "add", "write-tree"},
+                      git(person, "rev-parse", f"refs/heads/{BRANCH}"), new_tip))
         subprocess.run([REAL_GIT, "--git-dir", str(quarantine), "push", "-q", str(forge),
                         f"{new_tip}:refs/heads/{BRANCH}"], check=True, capture_output=True, timeout=60)
 

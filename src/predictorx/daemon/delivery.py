@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import uuid
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from collections.abc import Callable
@@ -95,10 +96,11 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     and everything after it (`delivered`: the handoff, the review) wait for the push, so that git
     work does not share the CPU with it; the quarantine is removed after it.
 
-    It runs as few git processes as it can before the push: the target's object dir and branch in
-    one `rev-parse`, the person's ignore setting beside it, the run's commits and their trees in one
-    `cat-file --batch-check` — then the push, beside `add` and `write-tree`; then one `fetch` (none
-    when the branch already holds the work)."""
+    It runs as few git processes as it can before the push: none when the run's HEAD is on its copy
+    of the task branch (the commit's loose object is read); else the target's object dir and branch
+    in one `rev-parse`, the run's commits and their trees in one `cat-file --batch-check` (and a
+    `merge-base` when the head is elsewhere). Beside the push: those, the person's ignore setting,
+    `add` and `write-tree`; after it one `fetch` (none when the branch already holds the work)."""
     steptimes.mark(task_id, "d_start")
     ref = ref or f"refs/heads/{branch}"
     if os.path.islink(run_tree) or not run_tree.is_dir():
@@ -108,15 +110,15 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
     pool = ThreadPoolExecutor(4, thread_name_prefix="px-delivery")
-    early: Future[_Early | None] | None = None
+    head_push = _HeadPush(push_from, quarantine, start, task_id, timeout) if push_from is not None else None
     try:
         settings = pool.submit(_person_settings, target, timeout)
         current_of = _quarantine_beside(pool, target, ref, quarantine, timeout)
         # The run's objects copied and checked (cat-file) while `add` reads its files (one git
         # process fewer before the push): write-tree waits for the copy.
-        imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout)
-        if push_from is not None:  # the run's head pushed beside the leftover check
-            early = pool.submit(_push_head, push_from, imported, quarantine, start, task_id, timeout)
+        imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout,
+                               head_push.copied if head_push is not None else None)
+        early = pool.submit(head_push.after_import, imported) if head_push is not None else None
         head_of = partial(_head_of, imported, run_tree, start)
         tree = _leftover_tree(run_tree, quarantine, scratch, settings.result(), head_of, timeout)
         refs, trees, current = imported.result()
@@ -144,9 +146,8 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         return result
     finally:
         pool.shutdown(wait=True)
-        if early is not None and not early.cancelled() and early.exception() is None \
-                and (pushing := early.result()) is not None:
-            pushing.settle(None, task_id)  # failed on the way: the push ends (unreported) before its source goes
+        if head_push is not None and head_push.started is not None:
+            head_push.started.settle(None, task_id)  # failed on the way: the push ends (unreported) before its source goes
         shutil.rmtree(quarantine, ignore_errors=True)
         for name in ("index", "index.lock"):
             (scratch / name).unlink(missing_ok=True)
@@ -184,22 +185,56 @@ def _push_final(push_from: PushFrom | None, pushing: _Early | None, quarantine: 
         _Early(final, push_from(quarantine, final)).settle(final, task_id)
 
 
-def _push_head(push_from: PushFrom, imported: Future[tuple[_RunRefs, dict[str, str], str | None]],
-               quarantine: Path, start: str | None, task_id: str, timeout: float) -> _Early | None:
-    """The push of the run's head commit, started as soon as its objects are in the quarantine
-    (`imported`) when it is new and builds on the branch (as `_on_branch` checks it); else None."""
+class _HeadPush:
+    """The push of the run's head commit, started as soon as it is known to be new and to build on
+    the branch (as `_on_branch` checks it), beside the leftover check: when the run's HEAD is on its
+    own copy of the task branch, the moment the run's objects are copied (`copied`: its loose object
+    says it is a commit, as cat-file would read it; the branch as the run left it is where it
+    builds); else once they are checked (`after_import`: cat-file, and merge-base when needed)."""
+
+    def __init__(self, push_from: PushFrom, quarantine: Path, start: str | None, task_id: str, timeout: float):
+        self.push_from, self.quarantine, self.start, self.task_id = push_from, quarantine, start, task_id
+        self.timeout = timeout
+        self.started: _Early | None = None
+
+    def _push(self, head: str) -> None:
+        steptimes.mark(self.task_id, "d_head_checked")
+        self.started = _Early(head, self.push_from(self.quarantine, head))
+
+    def copied(self, head: str | None, tip: str | None) -> None:
+        """From `_import`, before git is asked anything (its thread; `after_import` comes after)."""
+        try:
+            if head and head == tip and head != self.start and _loose_commit(self.quarantine / "objects", head):
+                self._push(head)
+        except Exception:  # noqa: BLE001 — not pushed now: `after_import` tries again
+            self.started = None
+
+    def after_import(self, imported: Future[tuple[_RunRefs, dict[str, str], str | None]]) -> _Early | None:
+        try:
+            refs, _trees, current = imported.result()
+            head = refs.head or refs.branch_tip or current or self.start
+            if self.started is not None or head is None or head == self.start:
+                return self.started
+            prior = refs.branch_tip or current or self.start or head
+            if head == prior or _is_ancestor(self.quarantine, prior, head, self.timeout):
+                self._push(head)
+        except Exception:  # noqa: BLE001 — the delivery reports it; a push started waits for its end
+            pass
+        return self.started
+
+
+def _loose_commit(objects: Path, sha: str) -> bool:
+    """`sha` is a loose object in `objects` whose header says it is a commit (what cat-file
+    --batch-check reads of it)."""
+    fd = open_regular(objects / sha[:2] / sha[2:]) if _SHA.match(sha) else None
+    if fd is None:
+        return False
     try:
-        refs, _trees, current = imported.result()
-        head = refs.head or refs.branch_tip or current or start
-        if head is None or head == start:
-            return None
-        prior = refs.branch_tip or current or start or head
-        if head != prior and not _is_ancestor(quarantine, prior, head, timeout):
-            return None
-        steptimes.mark(task_id, "d_head_checked")
-        return _Early(head, push_from(quarantine, head))
-    except Exception:  # noqa: BLE001 — the delivery reports it; the push then waits for its end
-        return None
+        with os.fdopen(fd, "rb") as f:
+            header = zlib.decompressobj().decompress(f.read(256), 64)
+    except (OSError, zlib.error):
+        return False
+    return header.startswith(b"commit ") and b"\0" in header
 
 
 def _on_branch(run_tree: Path, quarantine: Path, branch: str, refs: _RunRefs, current: str | None,
@@ -305,10 +340,12 @@ def _set_ref(quarantine: Path, ref: str, sha: str) -> None:
 # -- the run's git dir, as data ------------------------------------------------------------------
 
 def _import(run_tree: Path, quarantine: Path, branch: str, start: str | None, current_of: Callable[[], str | None],
-            timeout: float) -> tuple[_RunRefs, dict[str, str], str | None]:
+            timeout: float, copied: Callable[[str | None, str | None], None] | None = None
+            ) -> tuple[_RunRefs, dict[str, str], str | None]:
     """The run's objects copied in, its HEAD and branch read, each checked to be a commit there;
     with the trees of those commits and of the target's (its branch, from `current_of`, and
-    `start`), for the leftover check; and the target's branch commit."""
+    `start`), for the leftover check; and the target's branch commit. `copied(head, tip)`: told
+    the run's HEAD and branch as read, once the objects are copied (before any git process)."""
     if not is_own_repository(run_tree):
         refs = _RunRefs(None, None, f"{run_tree}/.git is not a repository of its own; only the files there "
                                     "were taken over")
@@ -324,6 +361,8 @@ def _import(run_tree: Path, quarantine: Path, branch: str, start: str | None, cu
     else:
         head = head_text.strip() or None
     tip = ref_value(git_dir, f"refs/heads/{branch}")
+    if copied is not None:
+        copied(head, tip)
     current = current_of()
     trees = _commit_trees(quarantine, (head, tip, current, start), timeout)
     head, tip = (head if head in trees else None), (tip if tip in trees else None)

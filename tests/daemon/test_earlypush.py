@@ -29,8 +29,12 @@ class Api:
         self.answers = list(answers)
         self.asked = 0
         self.reports: list[dict[str, Any]] = []
+        self.pushing: list[dict[str, Any]] = []  # told a push is under way (the server plans its PR)
 
     async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+        if path.endswith("/pushing"):
+            self.pushing.append(body)
+            return {"planned": True}
         if path.endswith("/push-target"):
             self.asked += 1
             answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -264,4 +268,35 @@ def test_the_quarantine_hook_starts_the_push_then_settles_it_from_the_deliverys_
             assert [r["sha"] for r in api.reports] == ["c" * 40]
         await asyncio.to_thread(delivery_thread)
         assert landed == [("b" * 40, ""), ("c" * 40, "b" * 40)]
+    asyncio.run(go())
+
+
+def test_the_server_hears_the_push_is_under_way_and_the_report_follows_its_answer(landed) -> None:
+    """Once git is on its way the server is told (`POST …/pushing`, the branch and the run's result
+    its report will carry) so it plans the PR meanwhile; the report goes once that is answered
+    (its plan is ready) — and goes all the same when the server refuses it (an older server)."""
+    async def go() -> None:
+        class Told(Api):
+            def __init__(self, refuse: bool, *answers: dict[str, Any]):
+                super().__init__(*answers)
+                self.refuse, self.order = refuse, []
+
+            async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+                if path.endswith("/pushing"):
+                    self.order.append("pushing" if landed else "pushing before git")
+                    await asyncio.sleep(0.05)  # the server plans (its answer comes later than git's)
+                    self.order.append("planned")
+                    if self.refuse:
+                        raise ServerError(404, "Not Found")
+                elif path.endswith("/forge-push"):
+                    self.order.append("report")
+                return await super().call(method, path, body, retries=retries)
+
+        for refuse in (False, True):
+            landed.clear()
+            api = Told(refuse, {"forge_push": target("tok-2"), "valid_for_s": 120})
+            push, _ = await ended(api, result="done it")
+            assert await push.for_finish() is None
+            assert api.order == ["pushing", "planned", "report"] and len(api.reports) == 1
+            assert api.pushing == ([] if refuse else [{"branch": push.branch, "result": "done it"}])
     asyncio.run(go())

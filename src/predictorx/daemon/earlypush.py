@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..protocol import PushReport
+from ..protocol import PushReport, Pushing
 from .. import steptimes
 from .serverapi import ServerApi, ServerError
 
@@ -41,6 +41,8 @@ log = logging.getLogger("predictorx.daemon")
 RESULT_MAX = 20_000
 #: The longest the delivery waits for the push before it goes on (git's own timeout is shorter).
 PUSH_WAIT = 360.0
+#: The longest the push report waits for the server to have planned its PR (`_plan_ahead`).
+PLAN_WAIT = 2.0
 #: The longest a push target asked while the agent works is kept (the server may allow less).
 PREFETCH_KEEP = 120.0
 #: What of two push targets must match for a push that failed with the first to gain nothing from the second.
@@ -63,6 +65,7 @@ class EarlyPush:
         self._prefetched = False  # the target in hand was asked while the agent worked
         self._push: asyncio.Future[PushReport | None] | None = None
         self._final: asyncio.Future[str | None] | None = None  # the branch's final tip (`settle`)
+        self._planning: asyncio.Future[None] | None = None  # the push under way, told (`_plan_ahead`)
 
     def name(self, mode: str, branch: str | None, repo: Path, origin_url: str | None, continued_from: str | None,
              *, label: str | None = None) -> None:
@@ -152,7 +155,9 @@ class EarlyPush:
             if given is None:
                 return None
             steptimes.mark(self.task_id, "push_start")
-            ok, sha, error, given = await self._pushed(given, tip, quarantine)
+            pushing = asyncio.ensure_future(self._pushed(given, tip, quarantine))
+            self._plan_ahead()  # once git is on its way: the server plans the PR meanwhile
+            ok, sha, error, given = await pushing
             final = await self._final_tip(tip)
             if final is not None and final != tip:  # the leftover commit, on top of what was pushed
                 ok, sha, error, given = await (self._fast_forward(given, sha, final, quarantine) if ok and sha
@@ -166,6 +171,8 @@ class EarlyPush:
             if ok is None:
                 return None
             report = PushReport(ok, sha, error)
+            if self._planning is not None:  # its plan ready first: the report does not read it again
+                await asyncio.wait([self._planning], timeout=PLAN_WAIT)
             # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
             return None if ok and await self._report(report) else report
         finally:
@@ -207,6 +214,19 @@ class EarlyPush:
 
         given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
         return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine)
+
+    def _plan_ahead(self) -> None:
+        """Tell the server the push is under way (`POST …/pushing`, the branch and result its report
+        will carry): it plans the PR while git works. Not waited for; whatever it answers changes
+        nothing here (an older server's 404: the report plans it then)."""
+        body = Pushing(dict(self.branch), self.mask(self._result) if self._result else None)
+
+        async def tell() -> None:
+            try:
+                await self.api.call("POST", f"/api/daemon/tasks/{self.task_id}/pushing", body.to_wire(), retries=0)
+            except ServerError as e:
+                log.debug("task %s: the server planned no PR ahead (%s)", self.task_id, e.detail)
+        self._planning = asyncio.ensure_future(tell())
 
     async def _report(self, report: PushReport) -> bool:
         """The push's report, now: the server opens the PR without waiting for the finish. False

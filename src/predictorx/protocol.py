@@ -469,6 +469,19 @@ class PushReport:
 
 
 @dataclass(frozen=True)
+class Pushing:
+    """`POST /api/daemon/tasks/<id>/pushing`, sent as the daemon's push of the task's branch starts
+    (daemon/earlypush.py): the branch as its push report will name it and the run's result, so the
+    server plans the PR meanwhile (service/prflow.plan_ahead; nothing is written)."""
+
+    branch: dict[str, str]
+    result: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"branch": dict(self.branch), "result": self.result}
+
+
+@dataclass(frozen=True)
 class Outcome:
     """How a run ended, as the daemon tells it (`status`: completed | failed | cancelled)."""
 

@@ -25,6 +25,8 @@ SAMPLES = {  # every body a daemon sends, each field given
     protocol.MessageBatch: protocol.MessageBatch((protocol.Message(0, "text", {"text": "a"}),), SAMPLE_USAGE),
     protocol.TaskStatus: protocol.TaskStatus("waiting", "a folder is in use", "agent/x"),
     protocol.PushReport: protocol.PushReport(False, "a" * 40, "rejected"),
+    protocol.Pushing: protocol.Pushing({"mode": "worktree", "branch": "agent/x", "origin_url": "https://h/o/r.git"},
+                                       "result"),
     protocol.Finish: protocol.Finish(protocol.Outcome("failed", "why", "result", "sess"), "agent/x",
                                      {"branch": "agent/x"}, SAMPLE_USAGE, protocol.PushReport(True, "b" * 40)),
 }

@@ -171,12 +171,14 @@ def test_finalize_tells_the_push_first_and_removes_the_worktree_off_the_finishs_
 
 def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits_for_it(tmp_path: Path,
                                                                                          git_calls) -> None:
-    """Issue 22 (run ended → PR opened): `push_from(quarantine, tip)` is called as soon as the new tip
-    is known — after at most five git processes (rev-parse, config, cat-file, add, write-tree),
-    before the person's repository holds the branch — and the quarantine alone is a full source
-    for the push (the run's objects, the target's as its alternate). The fetch into the person's
-    repository and `delivered` (the handoff, the review) come only after the push's wait returns,
-    so no other git of the daemon's runs beside the push."""
+    """Issue 22 (run ended → PR opened): `push_from(quarantine, tip)` is called as soon as the run's
+    head is in the quarantine (tests/daemon/test_delivery_early_push.py: before any git process
+    when it is on the run's task branch; the rest of the delivery's git runs beside the push),
+    before the person's repository holds the branch — and
+    the quarantine alone is a full source for the push (the run's objects, the target's as its
+    alternate). The fetch into the person's repository and `delivered` (the handoff, the review)
+    come only after the push's wait (`settle(final tip)`) returns, so no other git of the daemon's
+    runs beside the push after the leftover check."""
     person, run, start = _person_and_run(tmp_path)
     (run / "feature.txt").write_text("the agent's work\n")
     git(run, "add", "feature.txt")
@@ -186,22 +188,24 @@ def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits
     subprocess.run([REAL_GIT, "init", "-q", "--bare", str(forge)], check=True, timeout=60)
     order: list[tuple] = []
     scratch = tmp_path / "scratch"
+    git_calls.reset()
 
     def push_from(quarantine: Path, new_tip: str):
-        order.append(("push_from", sorted(git_calls()), git(person, "rev-parse", f"refs/heads/{BRANCH}"), new_tip))
+        calls = git_calls()
+        order.append(("push_from", set(calls) <= {"rev-parse", "config", "cat-file", "add", "write-tree"},
+                      git(person, "rev-parse", f"refs/heads/{BRANCH}"), new_tip))
         subprocess.run([REAL_GIT, "--git-dir", str(quarantine), "push", "-q", str(forge),
                         f"{new_tip}:refs/heads/{BRANCH}"], check=True, capture_output=True, timeout=60)
 
-        def wait() -> None:
-            order.append(("push waited", "fetch" in git_calls(), quarantine.is_dir()))
-        return wait
+        def settle(final: str | None) -> None:
+            order.append(("push waited", final, "fetch" in git_calls(), quarantine.is_dir()))
+        return settle
 
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1", scratch=scratch,
                             delivered=lambda d: order.append(("delivered", "fetch" in git_calls())),
                             push_from=push_from)
     assert done.tip == tip and done.problem is None
-    assert order == [("push_from", sorted(["rev-parse", "config", "cat-file", "add", "write-tree"]), start, tip),
-                     ("push waited", False, True), ("delivered", True)]
+    assert order == [("push_from", True, start, tip), ("push waited", tip, False, True), ("delivered", True)]
     assert git(forge, "rev-parse", f"refs/heads/{BRANCH}") == tip  # pushed from the quarantine alone
     assert git(person, "rev-parse", f"refs/heads/{BRANCH}") == tip
     assert not (scratch / "quarantine.git").exists()
@@ -211,7 +215,7 @@ def test_a_run_that_changed_nothing_pushes_nothing(tmp_path: Path) -> None:
     person, run, start = _person_and_run(tmp_path)
     asked: list[str] = []
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
-                            scratch=tmp_path / "scratch", push_from=lambda q, t: asked.append(t) or (lambda: None))
+                            scratch=tmp_path / "scratch", push_from=lambda q, t: asked.append(t) or (lambda final: None))
     assert done.tip == start and asked == []
 
 

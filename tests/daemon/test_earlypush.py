@@ -29,8 +29,12 @@ class Api:
         self.answers = list(answers)
         self.asked = 0
         self.reports: list[dict[str, Any]] = []
+        self.pushing: list[dict[str, Any]] = []  # told a push is under way (the server plans its PR)
 
     async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+        if path.endswith("/pushing"):
+            self.pushing.append(body)
+            return {"planned": True}
         if path.endswith("/push-target"):
             self.asked += 1
             answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -183,4 +187,116 @@ def test_the_target_is_asked_once_the_running_report_is_in_and_not_when_it_faile
                 await push._target
                 assert api.asked == 1
             push.drop()
+    asyncio.run(go())
+
+
+@pytest.fixture
+def landed(monkeypatch) -> list[tuple[str, str]]:
+    """forgework.push_with, recording (tip, lease) of each push; every push lands at its tip."""
+    made: list[tuple[str, str]] = []
+
+    async def push_with(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None):
+        made.append((answer["extra"]["tip"], answer["extra"]["lease"]))
+        return True, answer["extra"]["tip"], None
+    monkeypatch.setattr(forgework, "push_with", push_with)
+    return made
+
+
+async def _started_early(api: Api) -> earlypush.EarlyPush:
+    """The run's head pushed from the delivery's quarantine, its final tip told later (quarantine_hook)."""
+    push = early(api)
+    push.prefetch()
+    await push._target
+    push.ask(True, "done it")
+    push.start("agent/bot/t1", "b" * 40, Path("/q"), final_to_come=True)
+    return push
+
+
+def test_the_head_pushed_first_is_reported_only_once_its_final_tip_is_told(landed) -> None:
+    """A push started beside the leftover check is not reported (the PR does not open) before the
+    delivery says the branch's final tip: the head itself here."""
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = await _started_early(api)
+        for _ in range(200):
+            if landed:
+                break
+            await asyncio.sleep(0.01)
+        for _ in range(20):  # the push's coroutine goes as far as it can without its final tip
+            await asyncio.sleep(0)
+        assert landed == [("b" * 40, "")] and api.reports == [] and not push._git_done.is_set()
+        push.settle("b" * 40)
+        assert await push.for_finish() is None
+        assert landed == [("b" * 40, "")] and [r["sha"] for r in api.reports] == ["b" * 40]
+    asyncio.run(go())
+
+
+def test_a_leftover_commit_is_pushed_next_leased_on_the_head_and_reported_as_the_tip(landed) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = await _started_early(api)
+        push.settle("c" * 40)
+        assert await push.for_finish() is None
+        # The second push overwrites only what the first left there; the report names the final tip.
+        assert landed == [("b" * 40, ""), ("c" * 40, "b" * 40)]
+        assert len(api.reports) == 1 and api.reports[0]["sha"] == "c" * 40 and api.reports[0]["ok"] is True
+    asyncio.run(go())
+
+
+def test_a_push_whose_delivery_failed_is_not_reported(landed) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = await _started_early(api)
+        push.settle(None)
+        assert await push.for_finish() is None
+        assert landed == [("b" * 40, "")] and api.reports == [] and push._git_done.is_set()
+    asyncio.run(go())
+
+
+def test_the_quarantine_hook_starts_the_push_then_settles_it_from_the_deliverys_thread(landed) -> None:
+    async def go() -> None:
+        api = Api({"forge_push": target("tok-2"), "valid_for_s": 120})
+        push = early(api)
+        push.prefetch()
+        await push._target
+        push.ask(True)
+        push_from = push.quarantine_hook("agent/bot/t1")
+
+        def delivery_thread() -> None:
+            settle = push_from(Path("/q"), "b" * 40)
+            settle("c" * 40)  # returns once the pushes are done and reported
+            assert [r["sha"] for r in api.reports] == ["c" * 40]
+        await asyncio.to_thread(delivery_thread)
+        assert landed == [("b" * 40, ""), ("c" * 40, "b" * 40)]
+    asyncio.run(go())
+
+
+def test_the_server_hears_the_push_is_under_way_and_the_report_follows_its_answer(landed) -> None:
+    """Once git is on its way the server is told (`POST …/pushing`, the branch and the run's result
+    its report will carry) so it plans the PR meanwhile; the report goes once that is answered
+    (its plan is ready) — and goes all the same when the server refuses it (an older server)."""
+    async def go() -> None:
+        class Told(Api):
+            def __init__(self, refuse: bool, *answers: dict[str, Any]):
+                super().__init__(*answers)
+                self.refuse, self.order = refuse, []
+
+            async def call(self, method: str, path: str, body: Any = None, *, retries: int = 0) -> Any:
+                if path.endswith("/pushing"):
+                    self.order.append("pushing" if landed else "pushing before git")
+                    await asyncio.sleep(0.05)  # the server plans (its answer comes later than git's)
+                    self.order.append("planned")
+                    if self.refuse:
+                        raise ServerError(404, "Not Found")
+                elif path.endswith("/forge-push"):
+                    self.order.append("report")
+                return await super().call(method, path, body, retries=retries)
+
+        for refuse in (False, True):
+            landed.clear()
+            api = Told(refuse, {"forge_push": target("tok-2"), "valid_for_s": 120})
+            push, _ = await ended(api, result="done it")
+            assert await push.for_finish() is None
+            assert api.order == ["pushing", "planned", "report"] and len(api.reports) == 1
+            assert api.pushing == ([] if refuse else [{"branch": push.branch, "result": "done it"}])
     asyncio.run(go())

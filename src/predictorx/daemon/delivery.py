@@ -23,10 +23,12 @@ The agent's work tree and git dir are only ever read; nothing of it is configura
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import uuid
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from collections.abc import Callable
@@ -47,6 +49,7 @@ _LOOSE = re.compile(r"^[0-9a-f]{38}$")
 _PACK = re.compile(r"^(pack-[0-9a-f]{40})\.(pack|idx)$")
 _IDENT = re.compile(r"^(.*) <([^<>]*)> \d+ [+-]\d{4}$")
 UPLOAD_PACK = "--upload-pack=git-upload-pack"
+log = logging.getLogger("predictorx.daemon")
 
 
 class DeliveryError(RuntimeError):
@@ -72,7 +75,7 @@ class _RunRefs:
 def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, agent_name: str, task_id: str,
             scratch: Path, ref: str | None = None, keep_ref: str | None = None,
             delivered: Callable[[Delivered], None] | None = None,
-            push_from: Callable[[Path, str], Callable[[], None]] | None = None,
+            push_from: PushFrom | None = None,
             timeout: float = DEFAULT_TIMEOUT) -> Delivered:
     """Bring the agent's commits and leftover files in `run_tree` to `ref` (default
     `refs/heads/<branch>`) of the git dir `target`, where the task's branch was made at `start`
@@ -82,17 +85,22 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     `delivered(result)` is called as soon as the target holds it, before the quarantine is removed.
     Raises DeliveryError.
 
-    `push_from(quarantine, tip)` (issue 22: run ended → PR opened) is called the moment the branch's
-    new tip is known and builds on the branch — before it is fetched into the target: it starts
-    the push from the quarantine (the daemon's own repository, holding the run's objects and, as
-    its alternate, the target's) and returns a function that waits for that push. The fetch into
-    the target and everything after it (`delivered`: the handoff, the review) wait for the push,
-    so that git work does not share the CPU with it; the quarantine is removed after it.
+    `push_from(quarantine, tip)` (issue 22: run ended → PR opened) starts the push of `tip` from
+    the quarantine (the daemon's own repository, holding the run's objects and, as its alternate,
+    the target's) and returns `settle(final)`, which waits for that push once the branch's final
+    tip is known: `tip` itself, a commit on top of it (the run's leftover files: pushed next, a
+    fast-forward, before the push is reported) or None (the delivery failed: nothing is
+    reported). It is called the moment the run's head commit is in the quarantine and builds on
+    the branch — beside the leftover check (`add`, `write-tree`), not after it; with no such head
+    (no commits, only leftover files), once the leftover commit is made. The fetch into the target
+    and everything after it (`delivered`: the handoff, the review) wait for the push, so that git
+    work does not share the CPU with it; the quarantine is removed after it.
 
-    It runs as few git processes as it can before the push: the target's object dir and branch in
-    one `rev-parse`, the person's ignore setting beside it, the run's commits and their trees in one
-    `cat-file --batch-check`, `add`, `write-tree` — then the push, then one `fetch` (none when the
-    branch already holds the work)."""
+    It runs as few git processes as it can before the push: none when the run's HEAD is on its copy
+    of the task branch (the commit's loose object is read); else the target's object dir and branch
+    in one `rev-parse`, the run's commits and their trees in one `cat-file --batch-check` (and a
+    `merge-base` when the head is elsewhere). Beside the push: those, the person's ignore setting,
+    `add` and `write-tree`; after it one `fetch` (none when the branch already holds the work)."""
     steptimes.mark(task_id, "d_start")
     ref = ref or f"refs/heads/{branch}"
     if os.path.islink(run_tree) or not run_tree.is_dir():
@@ -101,13 +109,16 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
     quarantine = scratch / "quarantine.git"
     shutil.rmtree(quarantine, ignore_errors=True)
     scratch.mkdir(parents=True, exist_ok=True)
-    pool = ThreadPoolExecutor(3, thread_name_prefix="px-delivery")
+    pool = ThreadPoolExecutor(4, thread_name_prefix="px-delivery")
+    head_push = _HeadPush(push_from, quarantine, start, task_id, timeout) if push_from is not None else None
     try:
         settings = pool.submit(_person_settings, target, timeout)
         current_of = _quarantine_beside(pool, target, ref, quarantine, timeout)
         # The run's objects copied and checked (cat-file) while `add` reads its files (one git
         # process fewer before the push): write-tree waits for the copy.
-        imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout)
+        imported = pool.submit(_import, run_tree, quarantine, branch, start, current_of, timeout,
+                               head_push.copied if head_push is not None else None)
+        early = pool.submit(head_push.after_import, imported) if head_push is not None else None
         head_of = partial(_head_of, imported, run_tree, start)
         tree = _leftover_tree(run_tree, quarantine, scratch, settings.result(), head_of, timeout)
         refs, trees, current = imported.result()
@@ -115,22 +126,11 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         made = None if tree == trees.get(head) else _commit_leftovers(run_tree, quarantine, head, tree, target,
                                                                       scratch, agent_name, task_id, timeout)
         steptimes.mark(task_id, "d_leftovers_checked")
-        candidate = made or head
-        prior = refs.branch_tip or current or start or head
-        problem = None
-        # A leftover commit's parent is `head`: it builds on `head` without asking git.
-        if candidate != prior and not (made and prior == head) and not _is_ancestor(quarantine, prior, candidate,
-                                                                                     timeout):
-            on = f" (its branch {refs.head_branch})" if refs.head_branch and refs.head_branch != branch else ""
-            problem = (f"the agent left its checkout {run_tree} on commit {candidate[:12]}{on}, which does not "
-                       f"build on branch {branch}, so it was not put there")
-            if keep_ref:
-                _set_ref(quarantine, "refs/heads/kept", candidate)
-                kept = _fetch_to_free_ref(quarantine, target, "refs/heads/kept", keep_ref, timeout)
-                problem += f"; it is kept as {kept} (`git log {kept}`)"
-            candidate = prior
-        if push_from is not None and problem is None and candidate != start:
-            _pushed_first(push_from, quarantine, candidate, task_id)
+        pushing = early.result() if early is not None else None
+        candidate, problem = _on_branch(run_tree, quarantine, branch, refs, current, start, head, made,
+                                        pushing.tip if pushing is not None else None, keep_ref, target, timeout)
+        _push_final(push_from, pushing, quarantine, candidate if problem is None and candidate != start else None,
+                    task_id)
         if candidate != current:  # the branch holds it already (no commits, nothing left): no fetch
             _set_ref(quarantine, "refs/heads/delivered", candidate)
             _fetch(quarantine, target, f"+refs/heads/delivered:{ref}", timeout)
@@ -146,9 +146,117 @@ def deliver(run_tree: Path, target: Path, branch: str, start: str | None, *, age
         return result
     finally:
         pool.shutdown(wait=True)
+        if head_push is not None and head_push.started is not None:
+            head_push.started.settle(None, task_id)  # failed on the way: the push ends (unreported) before its source goes
         shutil.rmtree(quarantine, ignore_errors=True)
         for name in ("index", "index.lock"):
             (scratch / name).unlink(missing_ok=True)
+
+
+#: delivery.deliver's `push_from(quarantine, tip)`, returning `settle(final tip or None)`.
+PushFrom = Callable[[Path, str], Callable[[str | None], None]]
+
+
+class _Early:
+    """A push started from the quarantine (`push_from`), settled once: by the delivery with the
+    branch's final tip, or on its way out with None."""
+
+    def __init__(self, tip: str, settle: Callable[[str | None], None]):
+        self.tip, self._settle, self._settled = tip, settle, False
+
+    def settle(self, final: str | None, task_id: str) -> None:
+        if self._settled:
+            return
+        self._settled = True
+        try:
+            self._settle(final)
+        except Exception:  # the push reports its own failure; the delivery goes on
+            log.warning("task %s: waiting for its push failed", task_id, exc_info=True)
+        steptimes.mark(task_id, "d_push_waited")
+
+
+def _push_final(push_from: PushFrom | None, pushing: _Early | None, quarantine: Path, final: str | None,
+                task_id: str) -> None:
+    """The branch's final tip (None: nothing to push) told to the push started early, else pushed
+    now; returns once the push is done and reported."""
+    if pushing is not None:
+        pushing.settle(final, task_id)
+    elif push_from is not None and final is not None:
+        _Early(final, push_from(quarantine, final)).settle(final, task_id)
+
+
+class _HeadPush:
+    """The push of the run's head commit, started as soon as it is known to be new and to build on
+    the branch (as `_on_branch` checks it), beside the leftover check: when the run's HEAD is on its
+    own copy of the task branch, the moment the run's objects are copied (`copied`: its loose object
+    says it is a commit, as cat-file would read it; the branch as the run left it is where it
+    builds); else once they are checked (`after_import`: cat-file, and merge-base when needed)."""
+
+    def __init__(self, push_from: PushFrom, quarantine: Path, start: str | None, task_id: str, timeout: float):
+        self.push_from, self.quarantine, self.start, self.task_id = push_from, quarantine, start, task_id
+        self.timeout = timeout
+        self.started: _Early | None = None
+
+    def _push(self, head: str) -> None:
+        steptimes.mark(self.task_id, "d_head_checked")
+        self.started = _Early(head, self.push_from(self.quarantine, head))
+
+    def copied(self, head: str | None, tip: str | None) -> None:
+        """From `_import`, before git is asked anything (its thread; `after_import` comes after)."""
+        try:
+            if head and head == tip and head != self.start and _loose_commit(self.quarantine / "objects", head):
+                self._push(head)
+        except Exception:  # noqa: BLE001 — not pushed now: `after_import` tries again
+            self.started = None
+
+    def after_import(self, imported: Future[tuple[_RunRefs, dict[str, str], str | None]]) -> _Early | None:
+        try:
+            refs, _trees, current = imported.result()
+            head = refs.head or refs.branch_tip or current or self.start
+            if self.started is not None or head is None or head == self.start:
+                return self.started
+            prior = refs.branch_tip or current or self.start or head
+            if head == prior or _is_ancestor(self.quarantine, prior, head, self.timeout):
+                self._push(head)
+        except Exception:  # noqa: BLE001 — the delivery reports it; a push started waits for its end
+            pass
+        return self.started
+
+
+def _loose_commit(objects: Path, sha: str) -> bool:
+    """`sha` is a loose object in `objects` whose header says it is a commit (what cat-file
+    --batch-check reads of it)."""
+    fd = open_regular(objects / sha[:2] / sha[2:]) if _SHA.match(sha) else None
+    if fd is None:
+        return False
+    try:
+        with os.fdopen(fd, "rb") as f:
+            header = zlib.decompressobj().decompress(f.read(256), 64)
+    except (OSError, zlib.error):
+        return False
+    return header.startswith(b"commit ") and b"\0" in header
+
+
+def _on_branch(run_tree: Path, quarantine: Path, branch: str, refs: _RunRefs, current: str | None,
+               start: str | None, head: str, made: str | None, checked: str | None, keep_ref: str | None,
+               target: Path, timeout: float) -> tuple[str, str | None]:
+    """The commit the branch is to hold, and why the run's work is not on it (None: it is): the
+    work (`made`, else `head`) must build on the branch as the run left it (its own copy of the
+    task branch, else the target's, else `start`). `checked`: a commit known to build on it."""
+    candidate = made or head
+    prior = refs.branch_tip or current or start or head
+    # A leftover commit's parent is `head`: it builds on `head` without asking git.
+    if candidate == prior or candidate == checked or (made and head in (prior, checked)) \
+            or _is_ancestor(quarantine, prior, candidate, timeout):
+        return candidate, None
+    on = f" (its branch {refs.head_branch})" if refs.head_branch and refs.head_branch != branch else ""
+    problem = (f"the agent left its checkout {run_tree} on commit {candidate[:12]}{on}, which does not "
+               f"build on branch {branch}, so it was not put there")
+    if keep_ref:
+        _set_ref(quarantine, "refs/heads/kept", candidate)
+        kept = _fetch_to_free_ref(quarantine, target, "refs/heads/kept", keep_ref, timeout)
+        problem += f"; it is kept as {kept} (`git log {kept}`)"
+    return prior, problem
 
 
 def _head_of(imported: Future[tuple[_RunRefs, dict[str, str], str | None]], run_tree: Path,
@@ -159,17 +267,6 @@ def _head_of(imported: Future[tuple[_RunRefs, dict[str, str], str | None]], run_
     if head is None:
         raise DeliveryError(f"{run_tree} holds no commit the daemon could read")
     return head
-
-
-def _pushed_first(push_from: Callable[[Path, str], Callable[[], None]], quarantine: Path, tip: str,
-                  task_id: str) -> None:
-    """The push of `tip` from the quarantine, started and waited for: the fetch into the target
-    and whatever follows run after it, not beside it."""
-    try:
-        push_from(quarantine, tip)()
-    except Exception:  # noqa: BLE001 — the push reports its own failure; the delivery goes on
-        pass
-    steptimes.mark(task_id, "d_push_waited")
 
 
 def _fetch(quarantine: Path, target: Path, refspec: str, timeout: float) -> None:
@@ -243,10 +340,12 @@ def _set_ref(quarantine: Path, ref: str, sha: str) -> None:
 # -- the run's git dir, as data ------------------------------------------------------------------
 
 def _import(run_tree: Path, quarantine: Path, branch: str, start: str | None, current_of: Callable[[], str | None],
-            timeout: float) -> tuple[_RunRefs, dict[str, str], str | None]:
+            timeout: float, copied: Callable[[str | None, str | None], None] | None = None
+            ) -> tuple[_RunRefs, dict[str, str], str | None]:
     """The run's objects copied in, its HEAD and branch read, each checked to be a commit there;
     with the trees of those commits and of the target's (its branch, from `current_of`, and
-    `start`), for the leftover check; and the target's branch commit."""
+    `start`), for the leftover check; and the target's branch commit. `copied(head, tip)`: told
+    the run's HEAD and branch as read, once the objects are copied (before any git process)."""
     if not is_own_repository(run_tree):
         refs = _RunRefs(None, None, f"{run_tree}/.git is not a repository of its own; only the files there "
                                     "were taken over")
@@ -262,6 +361,8 @@ def _import(run_tree: Path, quarantine: Path, branch: str, start: str | None, cu
     else:
         head = head_text.strip() or None
     tip = ref_value(git_dir, f"refs/heads/{branch}")
+    if copied is not None:
+        copied(head, tip)
     current = current_of()
     trees = _commit_trees(quarantine, (head, tip, current, start), timeout)
     head, tip = (head if head in trees else None), (tip if tip in trees else None)

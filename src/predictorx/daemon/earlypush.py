@@ -8,10 +8,12 @@ used only while it is younger than the server allows (`valid_for_s`, at most PRE
 run that ends later, or a prefetch that got no answer, asks again at the agent's end (`ask`), and
 a run that does not end well drops it at once. A push that fails with a prefetched target asks
 once more and, when the server's answer differs (a rotated credential, another lease), pushes again.
-In worktree mode the push starts from the delivery's quarantine the moment the branch's new tip
-is known — before it is fetched into the person's repository (`delivery.deliver`'s `push_from`),
-and that fetch, the handoff and the review wait for it, so no other git of the daemon's shares the
-CPU with it. A repository checkout pushes from the repo cache once its review has the tip. As
+In worktree mode the push starts from the delivery's quarantine the moment the run's head commit
+is in it and builds on the branch — beside the leftover check (`delivery.deliver`'s `push_from`);
+the delivery then tells the branch's final tip (`settle`): the head, or the leftover commit on top
+of it, pushed next as a fast-forward leased on the head; only then is the push reported (a delivery
+that failed reports nothing). The fetch into the person's repository, the handoff and the review
+wait for it, so no other git of the daemon's shares the CPU with it after the leftover check. A repository checkout pushes from the repo cache once its review has the tip. As
 soon as git is done the push is reported on its own (`POST /api/daemon/tasks/<id>/forge-push` with
 the branch and the run's result): the server opens the PR and records both while the daemon
 finishes the rest — which waits for that answer, so the delivery's fetch, the handoff and the
@@ -27,10 +29,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..protocol import PushReport
+from ..protocol import PushReport, Pushing
 from .. import steptimes
 from .serverapi import ServerApi, ServerError
 
@@ -38,6 +41,8 @@ log = logging.getLogger("predictorx.daemon")
 RESULT_MAX = 20_000
 #: The longest the delivery waits for the push before it goes on (git's own timeout is shorter).
 PUSH_WAIT = 360.0
+#: The longest the push report waits for the server to have planned its PR (`_plan_ahead`).
+PLAN_WAIT = 2.0
 #: The longest a push target asked while the agent works is kept (the server may allow less).
 PREFETCH_KEEP = 120.0
 #: What of two push targets must match for a push that failed with the first to gain nothing from the second.
@@ -59,6 +64,8 @@ class EarlyPush:
         self._fresh_until = 0.0  # the event loop's clock: the target answered is used until then
         self._prefetched = False  # the target in hand was asked while the agent worked
         self._push: asyncio.Future[PushReport | None] | None = None
+        self._final: asyncio.Future[str | None] | None = None  # the branch's final tip (`settle`)
+        self._planning: asyncio.Future[None] | None = None  # the push under way, told (`_plan_ahead`)
 
     def name(self, mode: str, branch: str | None, repo: Path, origin_url: str | None, continued_from: str | None,
              *, label: str | None = None) -> None:
@@ -119,15 +126,26 @@ class EarlyPush:
         self._fresh_until = asyncio.get_running_loop().time() + keep
         return answer.get("forge_push") or None
 
-    def start(self, branch: str | None, tip: str | None, quarantine: Path | None = None) -> None:
+    def start(self, branch: str | None, tip: str | None, quarantine: Path | None = None, *,
+              final_to_come: bool = False) -> None:
         """The branch is at `tip` in the repository it is pushed from (`quarantine`: the
-        delivery's; default the one the server names): push it (if asked for)."""
+        delivery's; default the one the server names): push it (if asked for). `final_to_come`:
+        the branch's final tip is told later (`settle`), and the push is reported only then."""
         if self._target is None or self._push is not None:
             return
         if not branch or not tip or branch != self.branch.get("branch"):
             self.drop()
             return
+        if final_to_come:
+            self._final = asyncio.get_running_loop().create_future()
         self._push = asyncio.ensure_future(self._push_at(tip, quarantine))
+
+    def settle(self, final: str | None) -> None:
+        """The branch's final tip, for a push started with `final_to_come`: the tip pushed, a
+        commit on top of it (the run's leftover files: pushed next, a fast-forward, then reported)
+        or None (the delivery did not finish: nothing is reported)."""
+        if self._final is not None and not self._final.done():
+            self._final.set_result(final)
 
     async def _push_at(self, tip: str, quarantine: Path | None) -> PushReport | None:
         try:
@@ -137,22 +155,58 @@ class EarlyPush:
             if given is None:
                 return None
             steptimes.mark(self.task_id, "push_start")
-            ok, sha, error = await self._push_to(given, tip, quarantine)
-            if ok is False and self._prefetched:  # asked while the agent worked: ask again, maybe retry
-                fresh = await self._ask()
-                if fresh is not None and any(fresh.get(k) != given.get(k) for k in _SAME_TARGET + ("extra",)):
-                    log.info("task %s: its push target changed since it was asked; pushing again", self.task_id)
-                    ok, sha, error = await self._push_to(fresh, tip, quarantine)
-                del fresh
+            pushing = asyncio.ensure_future(self._pushed(given, tip, quarantine))
+            self._plan_ahead()  # once git is on its way: the server plans the PR meanwhile
+            ok, sha, error, given = await pushing
+            final = await self._final_tip(tip)
+            if final is not None and final != tip:  # the leftover commit, on top of what was pushed
+                ok, sha, error, given = await (self._fast_forward(given, sha, final, quarantine) if ok and sha
+                                               else self._pushed(given, final, quarantine))
             del given  # the credential lives no longer than the push
             steptimes.mark(self.task_id, "push_end")
+            if final is None:
+                log.warning("task %s: its work was not delivered; the push of %s is not reported", self.task_id,
+                            tip[:12])
+                return None
             if ok is None:
                 return None
             report = PushReport(ok, sha, error)
+            if self._planning is not None:  # its plan ready first: the report does not read it again
+                await asyncio.wait([self._planning], timeout=PLAN_WAIT)
             # A failed push opens no PR: its sentence goes with the finish, as before (no second try).
             return None if ok and await self._report(report) else report
         finally:
             self._git_done.set()  # after the report: the server opens the PR with the CPU to itself
+
+    async def _final_tip(self, tip: str) -> str | None:
+        if self._final is None:
+            return tip
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._final), PUSH_WAIT)
+        except asyncio.TimeoutError:
+            return None
+
+    async def _pushed(self, given: dict[str, Any], tip: str, quarantine: Path | None
+                      ) -> tuple[bool | None, str | None, str | None, dict[str, Any]]:
+        """The push of `tip`; one that failed with a target asked while the agent worked asks
+        again and, when the answer differs, pushes again. Also returns the target it used."""
+        ok, sha, error = await self._push_to(given, tip, quarantine)
+        if ok is False and self._prefetched:  # asked while the agent worked: ask again, maybe retry
+            self._prefetched = False
+            fresh = await self._ask()
+            if fresh is not None and any(fresh.get(k) != given.get(k) for k in _SAME_TARGET + ("extra",)):
+                log.info("task %s: its push target changed since it was asked; pushing again", self.task_id)
+                ok, sha, error = await self._push_to(fresh, tip, quarantine)
+                given = fresh
+            del fresh
+        return ok, sha, error, given
+
+    async def _fast_forward(self, given: dict[str, Any], pushed: str, final: str, quarantine: Path | None
+                            ) -> tuple[bool | None, str | None, str | None, dict[str, Any]]:
+        """`final` (a commit on top of `pushed`) pushed where `pushed` just went: leased on it."""
+        leased = {**given, "extra": {**(given.get("extra") or {}), "lease": pushed}}
+        ok, sha, error = await self._push_to(leased, final, quarantine)
+        return ok, sha, error, given
 
     async def _push_to(self, given: dict[str, Any], tip: str, quarantine: Path | None
                        ) -> tuple[bool | None, str | None, str | None]:
@@ -160,6 +214,19 @@ class EarlyPush:
 
         given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
         return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine)
+
+    def _plan_ahead(self) -> None:
+        """Tell the server the push is under way (`POST …/pushing`, the branch and result its report
+        will carry): it plans the PR while git works. Not waited for; whatever it answers changes
+        nothing here (an older server's 404: the report plans it then)."""
+        body = Pushing(dict(self.branch), self.mask(self._result) if self._result else None)
+
+        async def tell() -> None:
+            try:
+                await self.api.call("POST", f"/api/daemon/tasks/{self.task_id}/pushing", body.to_wire(), retries=0)
+            except ServerError as e:
+                log.debug("task %s: the server planned no PR ahead (%s)", self.task_id, e.detail)
+        self._planning = asyncio.ensure_future(tell())
 
     async def _report(self, report: PushReport) -> bool:
         """The push's report, now: the server opens the PR without waiting for the finish. False
@@ -174,20 +241,22 @@ class EarlyPush:
         steptimes.mark(self.task_id, "push_reported")
         return True
 
-    def quarantine_hook(self, branch: str) -> Callable[[Path, str], Callable[[], None]]:
-        """For delivery.deliver's `push_from` (called in its thread): start the push of `tip` from
-        the quarantine on the event loop; the function it returns waits until git is done and its
-        report answered (the server opens the PR meanwhile with the CPU and its write lock to itself)."""
+    def quarantine_hook(self, branch: str) -> Callable[[Path, str], Callable[[str | None], None]]:
+        """For delivery.deliver's `push_from` (called in its threads): start the push of `tip` from
+        the quarantine on the event loop; the function it returns tells the branch's final tip
+        (`settle`) and waits until git is done and its report answered (the server opens the PR
+        meanwhile with the CPU and its write lock to itself)."""
         loop = asyncio.get_running_loop()
 
-        async def go(quarantine: Path, tip: str) -> None:
-            self.start(branch, tip, quarantine)
+        async def settled(final: str | None) -> None:
+            self.settle(final)
             if self._push is not None:
                 await self._git_done.wait()
 
-        def push_from(quarantine: Path, tip: str) -> Callable[[], None]:
-            started = asyncio.run_coroutine_threadsafe(go(quarantine, tip), loop)
-            return lambda: started.result(PUSH_WAIT)
+        def push_from(quarantine: Path, tip: str) -> Callable[[str | None], None]:
+            # In order on the loop: the push starts before its final tip is told.
+            loop.call_soon_threadsafe(partial(self.start, branch, tip, quarantine, final_to_come=True))
+            return lambda final: asyncio.run_coroutine_threadsafe(settled(final), loop).result(PUSH_WAIT)
         return push_from
 
     async def for_finish(self) -> PushReport | None:

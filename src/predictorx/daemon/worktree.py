@@ -359,7 +359,7 @@ def _undo_prepare(top: Path, wt_dir: Path, branch: str | None, baseline: str, ti
 
 def finalize(prepared: Prepared, *, timeout: float = TIMEOUT,
              delivered: Callable[[str | None], None] | None = None,
-             push_from: Callable[[Path, str], Callable[[], None]] | None = None) -> Finalized:
+             push_from: delivery.PushFrom | None = None) -> Finalized:
     """After the agent (also after a failure or cancellation, once its processes are gone):
     commit its leftovers to the branch, then remove the worktree — or keep it if that failed.
     `delivered(tip)` is called once the work is on the branch, before the worktree is removed:
@@ -379,7 +379,7 @@ def finalize(prepared: Prepared, *, timeout: float = TIMEOUT,
 
 
 def _finalize(p: Prepared, timeout: float, delivered: Callable[[str | None], None],
-              push_from: Callable[[Path, str], Callable[[], None]] | None = None) -> Finalized:
+              push_from: delivery.PushFrom | None = None) -> Finalized:
     top, wt, ref = p.repo_dir, p.worktree_dir, f"refs/heads/{p.branch}"
     marker = p.env_root / MARKER
     note = None

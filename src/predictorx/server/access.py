@@ -251,6 +251,7 @@ ACCESS: dict[str, Rule] = {
     "GET /api/daemon/tasks/{task_id}/forge-target":      DAEMON,
     "POST /api/daemon/tasks/{task_id}/forge-push":       DAEMON,
     "POST /api/daemon/tasks/{task_id}/push-target":      DAEMON,
+    "POST /api/daemon/tasks/{task_id}/pushing":          DAEMON,
     "POST /api/tasks/{task_id}/push":                    MEMBER,
     "POST /api/tasks/{task_id}/local-merge":             MEMBER,   # the folder's daemon's owner only: forgeasks
     "POST /api/tasks/{task_id}/local-discard":           MEMBER,   # the folder's daemon's owner only: forgeasks

@@ -295,6 +295,15 @@ class PushReport(Strict):
     result: Body | None = None
 
 
+@mirrors(protocol.Pushing)
+class Pushing(Strict):
+    """A daemon's push of a task's branch has started (daemon/earlypush.py): the branch as its push
+    report will name it and the run's result, for the PR planned meanwhile."""
+
+    branch: EarlyBranch
+    result: Body | None = None
+
+
 Count = Annotated[int, Field(ge=0, le=10**13)]
 #: A model's name as a CLI reported it: cut, never refused (Reported's rule).
 ModelName = Annotated[str, BeforeValidator(lambda v: clip(v, 200) if isinstance(v, str) else v)]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event
@@ -187,28 +189,94 @@ def report_push(db: prs.Transactions, daemon_id: str, task_id: str, *, ok: bool,
 
 def _opened_ahead(db: prs.Transactions, daemon_id: str, task_id: str, branch: dict[str, Any] | None,
                   result: str | None) -> prs.Opened | None:
-    """The PR of a push report, opened on the forge before the report is written, or None."""
+    """The PR of a push report, opened on the forge before the report is written, or None. Its
+    plan is the one read while the daemon pushed (`plan_ahead`) when that is there, else read now."""
     try:
-        with db.read() as s:
-            task, review, (conn, repo_path, url, pr) = forgepush.reported_branch(s, daemon_id, task_id, branch)
-            if pr is not None and (pr.number is not None or pr.state not in ("pushed",) + prs.OPEN_STATES):
-                return None
-            row = pr or PullRequest(workspace_id=task.workspace_id, issue_id=task.issue_id, agent_id=task.agent_id,
-                                    connection_id=conn.id, repo_path=repo_path, repo_url=url,
-                                    branch=review.get("branch"), state="pushed", task_id=task.id)
-            with _lock:
-                asked = task.id in _open_when_pushed
-            if not (asked or prs.policy_of(s, row)["auto_pr"]):
-                return None
-            plan = prs.open_plan(s, row, result=result)  # `row` is never added: nothing is written here
-            created = forgepush.creates_branch(review, pr)
-        if plan is None:
+        planned = _take_planned(daemon_id, task_id, branch, result) or _read_plan(db, daemon_id, task_id, branch,
+                                                                                 result)
+        if planned is None:
             return None
         steptimes.mark(task_id, "s_open_start")
-        return _ahead.submit(prs.open_on_forge, plan, created).result(OPEN_AHEAD_WAIT)
+        return _ahead.submit(prs.open_on_forge, *planned).result(OPEN_AHEAD_WAIT)
     except Exception as e:  # noqa: BLE001 — the push is recorded whatever; the PR opens after its commit then
         log.info("the pull request of task %s opens after its push is recorded (%s)", task_id, e)
         return None
+
+
+def _read_plan(db: prs.Transactions, daemon_id: str, task_id: str, branch: dict[str, Any] | None,
+               result: str | None, *, running: bool = False) -> tuple[prs.OpenPlan, bool] | None:
+    """The plan to open the PR of the task's pushed branch and whether the push creates the branch,
+    read in a short read transaction (nothing is written); None when no PR is to open (`running`:
+    or the task is not running). NotFound when the task is not this daemon's or its branch is on
+    no forge."""
+    with db.read() as s:
+        task, review, (conn, repo_path, url, pr) = forgepush.reported_branch(s, daemon_id, task_id, branch)
+        if running and task.status != "running":
+            return None
+        if pr is not None and (pr.number is not None or pr.state not in ("pushed",) + prs.OPEN_STATES):
+            return None
+        row = pr or PullRequest(workspace_id=task.workspace_id, issue_id=task.issue_id, agent_id=task.agent_id,
+                                connection_id=conn.id, repo_path=repo_path, repo_url=url,
+                                branch=review.get("branch"), state="pushed", task_id=task.id)
+        with _lock:
+            asked = task.id in _open_when_pushed
+        if not (asked or prs.policy_of(s, row)["auto_pr"]):
+            return None
+        plan = prs.open_plan(s, row, result=result)  # `row` is never added: nothing is written here
+        created = forgepush.creates_branch(review, pr)
+    return None if plan is None else (plan, created)
+
+
+# -- planned while the daemon pushes -------------------------------------------------------------
+
+#: How long a plan read while its daemon pushed (`plan_ahead`) serves that push's report; a slower
+#: push reads it again.
+PLAN_KEEP = 10.0
+
+
+@dataclass(frozen=True)
+class _Planned:
+    daemon_id: str
+    branch: dict[str, Any] | None
+    result: str | None
+    plan: tuple[prs.OpenPlan, bool]
+    at: float
+
+
+#: Task id → the plan read for its push under way (in this process; taken by its report, or
+#: dropped once older than PLAN_KEEP). It holds the connection's credential as a forge call's plan
+#: does, no longer than that.
+_planned: dict[str, _Planned] = {}
+
+
+def plan_ahead(db: prs.Transactions, daemon_id: str, task_id: str, *, branch: dict[str, Any] | None,
+               result: str | None) -> bool:
+    """A daemon's push of the task's branch is under way (POST /api/daemon/tasks/{id}/pushing):
+    the PR its report will open is planned now — read, nothing written — so that report goes
+    straight to the forge. True when a PR is to open (and its plan is kept). NotFound for a task
+    that is not this daemon's or whose branch is on no forge; False for one that is not running."""
+    planned = _read_plan(db, daemon_id, task_id, branch, result, running=True) if branch else None
+    now = time.monotonic()
+    with _lock:
+        for stale in [k for k, v in _planned.items() if now - v.at > PLAN_KEEP]:
+            del _planned[stale]
+        if planned is None:
+            _planned.pop(task_id, None)
+            return False
+        _planned[task_id] = _Planned(daemon_id, branch, result, planned, now)
+    return True
+
+
+def _take_planned(daemon_id: str, task_id: str, branch: dict[str, Any] | None,
+                  result: str | None) -> tuple[prs.OpenPlan, bool] | None:
+    """The plan `plan_ahead` read for this push, if it was for the same daemon, branch and result
+    and is younger than PLAN_KEEP; it is taken either way."""
+    with _lock:
+        planned = _planned.pop(task_id, None)
+    if planned is None or time.monotonic() - planned.at > PLAN_KEEP:
+        return None
+    same = (planned.daemon_id, planned.branch, planned.result) == (daemon_id, branch, result)
+    return planned.plan if same else None
 
 
 def _after_push(session: Session, pr: PullRequest, task: Task) -> None:

@@ -13,7 +13,7 @@ from ...service import forgepush, prflow
 from ...service import tasks as task_service
 from ..deps import Caller, daemon_caller, get_state, user_caller
 from ..forgeasks import local_action
-from ..models import EarlyBranch, PushReport
+from ..models import EarlyBranch, PushReport, Pushing
 from ..safejson import SafeJSONResponse
 from ..state import AppState
 
@@ -54,6 +54,17 @@ def forge_pushed(task_id: str, body: PushReport, caller: Caller = Depends(daemon
                                branch=body.branch.model_dump(exclude_none=True) if body.branch else None)
     steptimes.mark(task_id, "s_report_committed")
     return {"pull_request_id": pr_id}
+
+
+@router.post("/daemon/tasks/{task_id}/pushing")
+def pushing(task_id: str, body: Pushing, caller: Caller = Depends(daemon_caller),
+            state: AppState = Depends(get_state)) -> dict[str, Any]:
+    """Sent as the daemon's push of a running task's branch starts: the PR its push report will
+    open is planned now (read, nothing written), so that report goes straight to the forge
+    (service/prflow.plan_ahead). Only from the daemon running the task (anyone else: 404)."""
+    planned = prflow.plan_ahead(state, caller.principal.daemon_id or "", task_id,
+                                branch=body.branch.model_dump(exclude_none=True), result=body.result)
+    return {"planned": planned}
 
 
 @router.post("/tasks/{task_id}/push", status_code=202)

@@ -32,6 +32,9 @@ HERE = Path(__file__).resolve().parent
 #: Outside tests/ (the venvs hold site-packages' own test files, which the suite's checks would
 #: walk); gitignored, removed by `make clean`.
 VENVS = HERE.parents[2] / ".venv-agents"
+#: Bounds for a hung install (a pip index that stops answering): far above a slow machine's minutes.
+VENV_TIMEOUT_S = 300
+PIP_TIMEOUT_S = 1800
 BIN = VENVS / "bin"
 NEWEST_MINOR = 14
 
@@ -85,9 +88,9 @@ def install(pins: Path) -> bool:
         started = time.monotonic()
         print(f"installing the pinned agent CLI {name} into .venv-agents/{name} ({python})")
         shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=VENV_TIMEOUT_S)
         subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "--no-deps", "--no-input", "-r", str(pins)], check=True)
+                        "--no-deps", "--no-input", "-r", str(pins)], check=True, timeout=PIP_TIMEOUT_S)
         stamp.touch()
         print(f"{name}: installed in {time.monotonic() - started:.0f} s")
     BIN.mkdir(exist_ok=True)
@@ -103,7 +106,16 @@ def main(argv: list[str]) -> int:
     wanted = set(argv)
     for pins in sorted(HERE.glob("*.txt")):
         if not wanted or pins.stem in wanted:
-            install(pins)
+            try:
+                install(pins)
+            except subprocess.TimeoutExpired as e:
+                print(f"{pins.stem}: `{' '.join(map(str, e.cmd[:4]))} …` gave no result in {e.timeout:.0f} s; "
+                      "check the package index is reachable, then run make again", file=sys.stderr)
+                return 1
+            except subprocess.CalledProcessError as e:
+                print(f"{pins.stem}: `{' '.join(map(str, e.cmd[:4]))} …` failed (exit {e.returncode}); "
+                      "its output is above", file=sys.stderr)
+                return 1
     return 0
 
 

@@ -8,7 +8,6 @@ the quarantine it reads is removed). Work that does not build on the branch is n
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,29 +15,10 @@ import pytest
 
 from predictorx.daemon import delivery
 
-BRANCH = "agent/bot/t1"
-ID = ["-c", "user.name=p", "-c", "user.email=p@example.com"]
-REAL_GIT = shutil.which("git") or "git"
+from delivery_repos import BRANCH, ID, REAL_GIT, git, person_and_run
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run([REAL_GIT, "-C", str(cwd), *args], check=True, capture_output=True, text=True,
-                          timeout=60).stdout.strip()
 
-
-def _person_and_run(tmp_path: Path) -> tuple[Path, Path, str]:
-    person = tmp_path / "person"
-    person.mkdir()
-    git(person, "init", "-q", "-b", "main")
-    (person / "README.md").write_text("hello\n")
-    git(person, "add", "README.md")
-    git(person, *ID, "commit", "-qm", "base")
-    start = git(person, "rev-parse", "HEAD")
-    git(person, "branch", BRANCH, start)
-    run = tmp_path / "run"
-    git(tmp_path, "clone", "-q", "--shared", str(person), str(run))
-    git(run, "checkout", "-q", BRANCH)
-    return person, run, start
 
 
 def _commit(run: Path, name: str, text: str) -> str:
@@ -80,6 +60,14 @@ class Forge:
                 self.push(quarantine, final)
         return settle
 
+    def marking(self, started: Path):
+        """`push_from` that also touches `started` once the push began (a wrapped git waits for it)."""
+        def push_from(quarantine: Path, tip: str):
+            settle = self.push_from(quarantine, tip)
+            started.touch()
+            return settle
+        return push_from
+
     def head(self) -> str:
         return git(self.path, "rev-parse", f"refs/heads/{BRANCH}")
 
@@ -89,19 +77,14 @@ def test_the_runs_head_is_pushed_beside_the_leftover_check_not_after_it(tmp_path
     """The daemon's write-tree (the end of the leftover check) waits here until the push has
     started: the push of the run's head does not wait for the leftover check. (Before, the push
     started only after write-tree: write-tree gave up waiting and said so.)"""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     tip = _commit(run, "feature.txt", "the agent's work\n")
     started, said = tmp_path / "push-started", tmp_path / "write-tree.log"
     _wrap_git(tmp_path, monkeypatch, _waits_for(started, said))
     forge = Forge(tmp_path)
 
-    def push_from(quarantine: Path, new_tip: str):
-        settle = forge.push_from(quarantine, new_tip)
-        started.touch()
-        return settle
-
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
-                            scratch=tmp_path / "scratch", push_from=push_from)
+                            scratch=tmp_path / "scratch", push_from=forge.marking(started))
     assert done.tip == tip and done.problem is None and not done.leftovers
     assert said.read_text().split() == ["after-push"]
     assert forge.log == [("pushed", tip), ("settled", tip, True)] and forge.head() == tip
@@ -118,19 +101,14 @@ def test_a_head_on_the_runs_task_branch_is_pushed_before_git_is_asked_about_it(
     """The run's HEAD on its own copy of the task branch, its commit a loose object: the push starts
     once the objects are copied, before the cat-file that checks the run's commits (it waits
     here until the push started; before, the push waited for it)."""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     tip = _commit(run, "feature.txt", "the agent's work\n")
     started, said = tmp_path / "push-started", tmp_path / "cat-file.log"
     _wrap_git(tmp_path, monkeypatch, _waits_for(started, said), "cat-file")
     forge = Forge(tmp_path)
 
-    def push_from(quarantine: Path, new_tip: str):
-        settle = forge.push_from(quarantine, new_tip)
-        started.touch()
-        return settle
-
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
-                            scratch=tmp_path / "scratch", push_from=push_from)
+                            scratch=tmp_path / "scratch", push_from=forge.marking(started))
     assert done.tip == tip and said.read_text().split() == ["after-push"]
     assert forge.log == [("pushed", tip), ("settled", tip, True)] and forge.head() == tip
 
@@ -139,7 +117,7 @@ def test_a_head_on_the_runs_task_branch_is_pushed_before_git_is_asked_about_it(
 def test_a_head_git_must_check_is_pushed_once_it_is_checked(tmp_path: Path, how: str) -> None:
     """A head whose object is packed (the agent ran `git gc`), or a detached HEAD on top of the
     branch: pushed once cat-file (and merge-base) said it is a commit that builds on the branch."""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     if how == "detached":
         git(run, "checkout", "-q", "--detach")
     tip = _commit(run, "feature.txt", "the agent's work\n")
@@ -154,7 +132,7 @@ def test_a_head_git_must_check_is_pushed_once_it_is_checked(tmp_path: Path, how:
 
 
 def test_leftovers_on_the_runs_commit_are_pushed_next_as_a_fast_forward(tmp_path: Path) -> None:
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     head = _commit(run, "feature.txt", "committed\n")
     (run / "left.txt").write_text("left uncommitted\n")
     forge = Forge(tmp_path)
@@ -170,7 +148,7 @@ def test_leftovers_on_the_runs_commit_are_pushed_next_as_a_fast_forward(tmp_path
 def test_only_leftovers_are_pushed_once_their_commit_is_made(tmp_path: Path) -> None:
     """No commit of the run's own (its head is where the branch started): nothing is pushed before
     the leftover commit exists."""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     (run / "left.txt").write_text("left\n")
     forge = Forge(tmp_path)
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
@@ -179,7 +157,7 @@ def test_only_leftovers_are_pushed_once_their_commit_is_made(tmp_path: Path) -> 
 
 
 def test_a_head_that_does_not_build_on_the_branch_is_never_pushed(tmp_path: Path) -> None:
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     git(run, "checkout", "-q", "--orphan", "elsewhere")
     _commit(run, "other.txt", "unrelated history\n")
     forge = Forge(tmp_path)
@@ -193,20 +171,15 @@ def test_a_delivery_that_fails_after_the_push_began_settles_it_with_nothing_befo
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """write-tree fails here after the head's push started: the push is told None (it is not
     reported: no PR opens for a delivery that failed) and ends while its quarantine is still there."""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     tip = _commit(run, "feature.txt", "the agent's work\n")
     started = tmp_path / "push-started"
     _wrap_git(tmp_path, monkeypatch,
               f'i=0; while [ ! -e "{started}" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; exit 1')
     forge = Forge(tmp_path)
 
-    def push_from(quarantine: Path, new_tip: str):
-        settle = forge.push_from(quarantine, new_tip)
-        started.touch()
-        return settle
-
     with pytest.raises(delivery.DeliveryError):
         delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
-                         scratch=tmp_path / "scratch", push_from=push_from)
+                         scratch=tmp_path / "scratch", push_from=forge.marking(started))
     assert forge.log == [("pushed", tip), ("settled", None, True)]
     assert not (tmp_path / "scratch" / "quarantine.git").exists()

@@ -6,7 +6,6 @@ repositories of the daemon's (the quarantine, the target): never in the agent's 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,14 +13,9 @@ import pytest
 
 from predictorx.daemon import delivery
 
-BRANCH = "agent/bot/t1"
-ID = ["-c", "user.name=p", "-c", "user.email=p@example.com"]
-REAL_GIT = shutil.which("git") or "git"  # the test's own git calls are not counted
+from delivery_repos import BRANCH, ID, REAL_GIT, git, person_and_run
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run([REAL_GIT, "-C", str(cwd), *args], check=True, capture_output=True, text=True,
-                          timeout=60).stdout.strip()
 
 
 @pytest.fixture
@@ -49,22 +43,6 @@ def git_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return calls
 
 
-def _person_and_run(tmp_path: Path) -> tuple[Path, Path, str]:
-    """The person's repository with the task's branch at `start`, and the run's checkout of it
-    (a repository of its own borrowing the person's objects, as a run's is)."""
-    person = tmp_path / "person"
-    person.mkdir()
-    git(person, "init", "-q", "-b", "main")
-    (person / "README.md").write_text("hello\n")
-    git(person, "add", "README.md")
-    git(person, *ID, "commit", "-qm", "base")
-    start = git(person, "rev-parse", "HEAD")
-    git(person, "branch", BRANCH, start)
-    run = tmp_path / "run"
-    git(tmp_path, "clone", "-q", "--shared", str(person), str(run))
-    git(run, "checkout", "-q", BRANCH)
-    return person, run, start
-
 
 def _deliver(person: Path, run: Path, start: str, tmp_path: Path, seen: list[tuple[str | None, bool]]):
     scratch = tmp_path / "scratch"
@@ -80,7 +58,7 @@ def _deliver(person: Path, run: Path, start: str, tmp_path: Path, seen: list[tup
 
 
 def test_a_run_that_committed_its_work_is_delivered_with_six_git_processes(tmp_path: Path, git_calls) -> None:
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     (run / "feature.txt").write_text("the agent's work\n")
     git(run, "add", "feature.txt")
     git(run, *ID, "commit", "-qm", "feature")
@@ -99,7 +77,7 @@ def test_a_run_that_committed_its_work_is_delivered_with_six_git_processes(tmp_p
 
 
 def test_a_run_that_changed_nothing_fetches_nothing(tmp_path: Path, git_calls) -> None:
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     seen: list[tuple[str | None, bool]] = []
     git_calls.reset()
     done = _deliver(person, run, start, tmp_path, seen)
@@ -109,7 +87,7 @@ def test_a_run_that_changed_nothing_fetches_nothing(tmp_path: Path, git_calls) -
 
 
 def test_leftovers_are_committed_on_the_agents_commit_without_an_ancestry_check(tmp_path: Path, git_calls) -> None:
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     (run / "feature.txt").write_text("committed\n")
     git(run, "add", "feature.txt")
     git(run, *ID, "commit", "-qm", "feature")
@@ -127,7 +105,7 @@ def test_leftovers_are_committed_on_the_agents_commit_without_an_ancestry_check(
 def test_an_index_git_cannot_read_is_replaced_by_heads_tree(tmp_path: Path, git_calls) -> None:
     """The run's index is only a head start: when git cannot read it (an agent wrote garbage there),
     the delivery starts from HEAD's tree and still takes every file."""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     (run / "left.txt").write_text("left\n")
     (run / ".git" / "index").write_bytes(b"DIRC\x00\x00\x00\x09garbage")
     seen: list[tuple[str | None, bool]] = []
@@ -179,7 +157,7 @@ def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits
     alternate). The fetch into the person's repository and `delivered` (the handoff, the review)
     come only after the push's wait (`settle(final tip)`) returns, so no other git of the daemon's
     runs beside the push after the leftover check."""
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     (run / "feature.txt").write_text("the agent's work\n")
     git(run, "add", "feature.txt")
     git(run, *ID, "commit", "-qm", "feature")
@@ -212,7 +190,7 @@ def test_the_push_starts_from_the_quarantine_before_the_fetch_and_the_rest_waits
 
 
 def test_a_run_that_changed_nothing_pushes_nothing(tmp_path: Path) -> None:
-    person, run, start = _person_and_run(tmp_path)
+    person, run, start = person_and_run(tmp_path)
     asked: list[str] = []
     done = delivery.deliver(run, person / ".git", BRANCH, start, agent_name="bot", task_id="t1",
                             scratch=tmp_path / "scratch", push_from=lambda q, t: asked.append(t) or (lambda final: None))

@@ -18,14 +18,20 @@ def git(cwd: Path, *args: str) -> str:
                           timeout=60).stdout.strip()
 
 
-def person_and_run(tmp_path: Path) -> tuple[Path, Path, str]:
-    """(the person's repository, the run's checkout, `start`: the commit the task's branch was made at)."""
+def person_repo(tmp_path: Path) -> Path:
+    """The person's repository: `main` with one commit (README.md, "hello")."""
     person = tmp_path / "person"
     person.mkdir()
     git(person, "init", "-q", "-b", "main")
     (person / "README.md").write_text("hello\n")
     git(person, "add", "README.md")
     git(person, *ID, "commit", "-qm", "base")
+    return person
+
+
+def person_and_run(tmp_path: Path) -> tuple[Path, Path, str]:
+    """(the person's repository, the run's checkout, `start`: the commit the task's branch was made at)."""
+    person = person_repo(tmp_path)
     start = git(person, "rev-parse", "HEAD")
     git(person, "branch", BRANCH, start)
     run = tmp_path / "run"

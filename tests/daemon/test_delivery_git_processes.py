@@ -13,7 +13,7 @@ import pytest
 
 from predictorx.daemon import delivery
 
-from delivery_repos import BRANCH, ID, REAL_GIT, git, person_and_run
+from delivery_repos import BRANCH, ID, REAL_GIT, git, person_and_run, person_repo
 
 
 
@@ -124,12 +124,7 @@ def test_finalize_tells_the_push_first_and_removes_the_worktree_off_the_finishs_
 
     from predictorx.daemon.worktree import finalize, prepare
 
-    person = tmp_path / "person"
-    person.mkdir()
-    git(person, "init", "-q", "-b", "main")
-    (person / "README.md").write_text("hello\n")
-    git(person, "add", "README.md")
-    git(person, *ID, "commit", "-qm", "base")
+    person = person_repo(tmp_path)
     p = prepare(person, tmp_path / "env", "bot", "t1")
     (p.worktree_dir / "work.txt").write_text("the agent's work\n")
     git(p.worktree_dir, "add", "work.txt")

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlencode, urlsplit
 
 from . import config
+from .http1 import parse_head
 
 
 class CliError(Exception):
@@ -173,11 +174,10 @@ def _whole(data: bytearray) -> bool:
 def _answer(data: bytes) -> Answer:
     """A whole HTTP/1.1 answer read: status, then the body by Content-Length or chunks."""
     head, blank, rest = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = lines[0].split(" ", 2)
-    if not blank or len(status) < 2 or not status[0].startswith("HTTP/1.") or not status[1].isdigit():
+    parsed = parse_head(head) if blank else None
+    if parsed is None:
         raise BadAnswer("the server's answer is not HTTP" if data else "the server closed the connection")
-    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    _version, status, fields = parsed
     if "chunked" in fields.get("transfer-encoding", "").lower():
         rest = _dechunk(rest)
     elif fields.get("content-length", "").isdigit():
@@ -185,7 +185,7 @@ def _answer(data: bytes) -> Answer:
         if len(rest) < length:
             raise BadAnswer(f"the answer was cut short ({len(rest)} of {length} bytes)")
         rest = rest[:length]
-    return Answer(int(status[1]), rest)
+    return Answer(status, rest)
 
 
 def _dechunk(data: bytes) -> bytes:

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
+from ..http1 import parse_head
+
 #: A kept-alive connection idle this long is not reused: the server closes its own after 5 s
 #: (server/connguard.py KEEP_ALIVE_SECONDS), and a request racing that close would be sent twice.
 IDLE_REUSE_S = 4.0
@@ -130,18 +132,12 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool, bytes
             raw = await reader.readuntil(b"\r\n\r\n")
         except asyncio.LimitOverrunError as e:
             raise ValueError("response headers too large") from e
-        lines = raw.decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        if not version.startswith("HTTP/1."):
-            raise ValueError(f"not an HTTP/1 response: {lines[0][:80]!r}")
-        status = int(rest[:3])
+        parsed = parse_head(raw[:-4])
+        if parsed is None:
+            raise ValueError(f"not an HTTP/1 response: {raw[:80]!r}")
+        version, status, headers = parsed
         if status >= 200:  # (a 1xx interim response is followed by the real one)
             break
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
     keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
     if "chunked" in headers.get("transfer-encoding", "").lower():
         return status, keep, await _read_chunked(reader)

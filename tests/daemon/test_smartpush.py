@@ -83,6 +83,13 @@ def test_a_new_branch_then_an_update_leased_on_it_and_a_refused_overwrite(github
     # The same tip again: nothing to send, it is there.
     assert asyncio.run(smartpush.push(here, second, target, lease=first, is_git_dir=False)).sha == second
 
+    async def with_discovery_under_way(tip: str, lease: str) -> str:
+        return (await smartpush.push(here, tip, target, lease=lease, is_git_dir=False,
+                                     session=asyncio.ensure_future(smartpush.discover(target)))).sha
+    fourth = _commit(here, "c.txt", "four\n")  # a follow-up: pushed as its refs arrive
+    assert asyncio.run(with_discovery_under_way(fourth, second)) == fourth == standin.branch_head(REPO, BRANCH)
+    second = fourth
+
     # Refs discovered, then someone pushes on the forge: the server's ref lock refuses the stale update.
     third = _commit(here, "a.txt", "three\n")
 

@@ -171,7 +171,7 @@ class EarlyPush:
             self._target = None
             if given is None:
                 return None
-            session = await self._discovered()  # the forge's refs, asked at the agent's end
+            session, self._discovery = self._discovery, None  # the forge's refs, asked at the agent's end
             steptimes.mark(self.task_id, "push_start")
             pushing = asyncio.ensure_future(self._pushed(given, tip, quarantine, session))
             self._plan_ahead()  # once git is on its way: the server plans the PR meanwhile
@@ -208,7 +208,7 @@ class EarlyPush:
                       ) -> tuple[bool | None, str | None, str | None, dict[str, Any]]:
         """The push of `tip`; one that failed with a target asked while the agent worked asks
         again and, when the answer differs, pushes again. Also returns the target it used.
-        `session`: the forge's refs discovered already (smartpush.Session), for the first push."""
+        `session`: the forge's refs asked at the agent's end (smartpush.SessionLike), for the first push."""
         ok, sha, error = await self._push_to(given, tip, quarantine, session)
         if ok is False and self._prefetched:  # asked while the agent worked: ask again, maybe retry
             self._prefetched = False
@@ -233,16 +233,6 @@ class EarlyPush:
 
         given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
         return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine, session=session)
-
-    async def _discovered(self) -> Any:
-        """The early discovery's session, once (a later push discovers again)."""
-        discovery, self._discovery = self._discovery, None
-        if discovery is None:
-            return None
-        try:
-            return await discovery
-        except asyncio.CancelledError:
-            return None
 
     def _plan_ahead(self) -> None:
         """Tell the server the push is under way (`POST …/pushing`, the branch and result its report
@@ -314,11 +304,7 @@ class EarlyPush:
             self._target.cancel()  # its answer (with the credential) is not kept
             self._target = None
         if self._discovery is not None:
-            self._discovery.add_done_callback(_close_session)
-            self._discovery.cancel()
+            from . import smartpush
+
+            smartpush.discard(self._discovery)
             self._discovery = None
-
-
-def _close_session(done: "asyncio.Future[Any]") -> None:
-    if not done.cancelled() and done.exception() is None and done.result() is not None:
-        done.result().close()

@@ -102,19 +102,18 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
 
 
 async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
-                    quarantine: Path | None = None, *, session: smartpush.Session | None = None
+                    quarantine: Path | None = None, *, session: smartpush.SessionLike = None
                     ) -> tuple[bool | None, str | None, str | None]:
     """Push the task's branch to the target the server answered: (ok, sha, error); ok None when
     the answer was unreadable (nothing was pushed, nothing to report). `quarantine`: push the
     answer's `tip` from the delivery's own repository (daemon/delivery.py), not from the
-    repository the server names. `session`: the forge's refs discovered already (smartpush.py;
-    used when it is for this target, closed either way)."""
+    repository the server names. `session`: the forge's refs discovered already, or being
+    discovered (smartpush.py; used when it is for this target, closed either way)."""
     try:
         target = target_from(answer)
     except (KeyError, TypeError, ValueError):
         log.warning("task %s: the server's push target was unreadable", task_id)
-        if session is not None:
-            session.close()
+        smartpush.discard(session)
         return None, None, None
     ok, sha, error = False, None, None
     try:
@@ -129,14 +128,13 @@ async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
         error = str(e)
         log.warning("task %s: push failed: %s", task_id, error)
     finally:
-        if session is not None:
-            session.close()
+        smartpush.discard(session)
         del target, session  # the credential lives no longer than the push
     return ok, sha, error
 
 
 async def _push(task_id: str, repo: Path, local: str, target: PushTarget, is_git_dir: bool,
-                session: smartpush.Session | None) -> forgepush.Pushed:
+                session: smartpush.SessionLike) -> forgepush.Pushed:
     """The push spoken by the daemon itself (smartpush.py), or `git push` where it does not speak it."""
     lease = target.extra.get("lease") or None
     try:

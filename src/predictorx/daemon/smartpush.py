@@ -31,6 +31,7 @@ import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Union
 from urllib.parse import urlsplit
 
 from ..forges.base import PushTarget
@@ -87,6 +88,10 @@ class Session:
         if self._conn is not None:
             self._conn[1].close()
             self._conn = None
+
+
+#: A session, a discovery under way that gives one (or None), or none.
+SessionLike = Union["Session", "asyncio.Future[Session | None]", None]
 
 
 def unsupported_here(target: PushTarget) -> str | None:
@@ -151,25 +156,47 @@ async def discover(target: PushTarget) -> Session:
 
 
 async def push(repo: Path, tip: str, target: PushTarget, *, lease: str | None, is_git_dir: bool,
-               session: Session | None = None) -> Pushed:
+               session: "SessionLike" = None) -> Pushed:
     """Update `refs/heads/<target.branch>` at the forge to `tip` (a commit of `repo`), leased as
-    forgepush.push leases it. `session`: refs discovered already for this target (closed here).
-    Raises PushError (a sentence, no secret) or Unsupported (push with git instead)."""
+    forgepush.push leases it. `session`: refs discovered (or being discovered) for this target
+    already; closed here. pack-objects starts before that discovery is awaited, so its start
+    overlaps the discovery still under way. Raises PushError (a sentence, no secret) or
+    Unsupported (push with git instead)."""
+    packer = None
     try:
         if not _SHA.match(tip):
             raise Unsupported("the tip is not a commit name")
         git_dir = git_dir_of(repo, is_git_dir)
-        if session is None or not session.serves(target):
-            if session is not None:
-                session.close()
-            session = await discover(target)
-        return await _update(session, git_dir, tip, target, lease)
-    finally:
-        if session is not None:
+        packer = await _Packer.start(git_dir)
+        found = await session if isinstance(session, asyncio.Future) else session
+        session = found
+        if session is not None and not session.serves(target):
             session.close()
+            session = None
+        if session is None:
+            session = await discover(target)
+        return await _update(session, packer, git_dir, tip, target, lease)
+    finally:
+        if packer is not None:
+            await packer.stop()
+        discard(session)
 
 
-async def _update(session: Session, git_dir: Path, tip: str, target: PushTarget, lease: str | None) -> Pushed:
+def discard(session: "SessionLike") -> None:
+    """Close `session`, or the one a discovery under way will give (that discovery is cancelled)."""
+    if isinstance(session, asyncio.Future):
+        if session.done():
+            session = None if session.cancelled() or session.exception() else session.result()
+        else:
+            session.add_done_callback(discard)
+            session.cancel()
+            return
+    if session is not None:
+        session.close()
+
+
+async def _update(session: Session, packer: "_Packer", git_dir: Path, tip: str, target: PushTarget,
+                  lease: str | None) -> Pushed:
     adv, ref = session.advertised, f"refs/heads/{target.branch}"
     if "report-status" not in adv.caps:
         raise Unsupported("the server offers no report-status")
@@ -180,7 +207,7 @@ async def _update(session: Session, git_dir: Path, tip: str, target: PushTarget,
         return Pushed(tip)  # already there (as `git push` says "Everything up-to-date")
     if current != (lease if lease and _SHA.match(lease) else ZERO):
         raise PushError(CHANGED.format(branch=target.branch))
-    pack = await _pack(git_dir, tip, present(git_dir, adv.haves), "ofs-delta" in adv.caps)
+    pack = await packer.pack(tip, present(git_dir, adv.haves))
     wanted = ["report-status"] + [c for c in ("side-band-64k", "quiet") if c in adv.caps]
     if any(c.startswith("agent=") for c in adv.caps):
         wanted.append(f"agent={AGENT}")
@@ -275,30 +302,41 @@ def _whole(report: bytes) -> bool:
     return False
 
 
-async def _pack(git_dir: Path, tip: str, bases: set[str], ofs_delta: bool) -> bytes:
-    """The pack of `tip` less what `bases` reach: one `git pack-objects` (the daemon's environment)."""
-    args = ["git", f"--git-dir={git_dir}", "pack-objects", "--stdout", "--thin", "--revs", "-q"]
-    if ofs_delta:
-        args.append("--delta-base-offset")
-    revs = (tip + "\n" + "".join(f"^{b}\n" for b in sorted(bases))).encode()
-    proc = await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE, env=git_env(),
-                                                start_new_session=True)
-    try:
+class _Packer:
+    """One real `git pack-objects --stdout --thin --revs` (the daemon's environment: no token),
+    started before the revisions it packs are known. Its deltas name their bases by object id
+    (no `--delta-base-offset`: that needs the server's `ofs-delta`, not known yet), which every
+    receive-pack takes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process):
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, git_dir: Path) -> "_Packer":
+        return cls(await asyncio.create_subprocess_exec(
+            "git", f"--git-dir={git_dir}", "pack-objects", "--stdout", "--thin", "--revs", "-q",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=git_env(), start_new_session=True))
+
+    async def pack(self, tip: str, bases: set[str]) -> bytes:
+        """The pack of `tip` less what `bases` reach."""
+        revs = (tip + "\n" + "".join(f"^{b}\n" for b in sorted(bases))).encode()
         async with asyncio.timeout(STEP_TIMEOUT):
-            out, err = await proc.communicate(revs)
-    except BaseException:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        await proc.wait()
-        raise
-    if proc.returncode != 0:
-        raise Unsupported(f"git pack-objects failed: {err.decode('utf-8', 'replace').strip()[-300:]}")
-    if len(out) > MAX_PACK:
-        raise Unsupported("a pack larger than the daemon sends itself")
-    return out
+            out, err = await self.proc.communicate(revs)
+        if self.proc.returncode != 0:
+            raise Unsupported(f"git pack-objects failed: {err.decode('utf-8', 'replace').strip()[-300:]}")
+        if len(out) > MAX_PACK:
+            raise Unsupported("a pack larger than the daemon sends itself")
+        return out
+
+    async def stop(self) -> None:
+        """End it if it still runs (not used, timed out, cancelled), its process group with it."""
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await self.proc.wait()
 
 
 def _check_report(report: bytes, said: list[str], ref: str, target: PushTarget) -> None:

@@ -167,6 +167,8 @@ async def push(repo: Path, tip: str, target: PushTarget, *, lease: str | None, i
         if not _SHA.match(tip):
             raise Unsupported("the tip is not a commit name")
         git_dir = git_dir_of(repo, is_git_dir)
+        if session is None:  # asked now, beside pack-objects' start
+            session = asyncio.ensure_future(discover(target))
         packer = await _Packer.start(git_dir)
         found = await session if isinstance(session, asyncio.Future) else session
         session = found

@@ -31,7 +31,7 @@ import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 from urllib.parse import urlsplit
 
 from ..forges.base import PushTarget
@@ -91,7 +91,7 @@ class Session:
 
 
 #: A session, a discovery under way that gives one (or None), or none.
-SessionLike = Union["Session", "asyncio.Future[Session | None]", None]
+SessionLike = Union["Session", "asyncio.Future[Any]", None]
 
 
 def unsupported_here(target: PushTarget) -> str | None:
@@ -135,24 +135,29 @@ async def discover(target: PushTarget) -> Session:
     if why:
         raise Unsupported(why)
     parts = urlsplit(target.remote_url)
+    conn = None
     try:
         async with asyncio.timeout(STEP_TIMEOUT):
             conn = await _connect(parts.scheme, parts.hostname or "", parts.port)
             status, headers = await _request(conn, "GET", f"{_path(target)}/info/refs?service=git-receive-pack",
                                              target, None)
             body = await _read_all(conn[0], headers)
+        if status != 200:
+            raise Unsupported(f"the ref discovery was answered {status}")
+        if _type(headers) != "application/x-git-receive-pack-advertisement":
+            raise Unsupported("not a smart-HTTP server")
+        session = Session(target, _advertised(body), conn)
     except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError, ssl.SSLError) as e:
+        if conn is not None:
+            conn[1].close()
         raise Unsupported(f"the ref discovery failed ({type(e).__name__})") from None
-    if status != 200:
-        conn[1].close()
-        raise Unsupported(f"the ref discovery was answered {status}")
-    if _type(headers) != "application/x-git-receive-pack-advertisement":
-        conn[1].close()
-        raise Unsupported("not a smart-HTTP server")
-    keep = "close" not in headers.get("connection", "").lower()
-    if not keep:
-        conn[1].close()
-    return Session(target, _advertised(body), conn if keep else None)
+    except BaseException:
+        if conn is not None:
+            conn[1].close()
+        raise
+    if "close" in headers.get("connection", "").lower():
+        session.close()  # the push opens its own
+    return session
 
 
 async def push(repo: Path, tip: str, target: PushTarget, *, lease: str | None, is_git_dir: bool,

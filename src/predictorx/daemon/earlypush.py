@@ -19,7 +19,10 @@ the branch and the run's result): the server opens the PR and records both while
 finishes the rest — which waits for that answer, so the delivery's fetch, the handoff and the
 review (git processes, a write on the server) do not compete with the PR's open. If that report
 fails, it rides on the task's finish (`forge_pushed`) instead.
-The credential reaches git only as forgepush.py says (its environment, never argv), and is dropped
+At the agent's end (the target in hand) the forge's refs are asked at once (smartpush.discover,
+beside the delivery) and that discovery is handed to the push, which then only sends its pack.
+The credential reaches git only as forgepush.py says (its environment, never argv) — or, when the
+daemon speaks the push itself, only its own HTTP client's header (smartpush.py) — and is dropped
 when the push is done. Whatever goes wrong here (no answer, a 404 from an older server) leaves the
 old path: the finish's answer carries the target.
 """

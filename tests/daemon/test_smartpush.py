@@ -153,3 +153,21 @@ def test_the_token_reaches_no_childs_argv_or_environment(github_standin, here: P
     assert "pack-objects" in calls and "'push'" not in calls  # the daemon spoke receive-pack itself
     basic = base64.b64encode(f"{target.username}:{target.token}".encode()).decode()
     assert target.token not in calls and basic not in calls
+
+
+def test_a_proxy_or_a_tls_setting_of_gits_leaves_the_push_to_git(monkeypatch) -> None:
+    plain = PushTarget(remote_url="http://127.0.0.1:9/o/app.git", branch=BRANCH, username="x", token="t")
+    tls = PushTarget(remote_url="https://forge.example/o/app.git", branch=BRANCH, username="x", token="t")
+    for name in [n for n in os.environ if n.startswith(("GIT_SSL_", "GIT_HTTP_", "GIT_CURL_")) or "proxy" in n.lower()
+                 or n in ("SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE")]:
+        monkeypatch.delenv(name)
+    assert smartpush.unsupported_here(plain) is None and smartpush.unsupported_here(tls) is None
+    monkeypatch.setenv("GIT_SSL_CAINFO", "/etc/ssl/certs/ca-certificates.crt")  # used as git uses it
+    assert smartpush.unsupported_here(tls) is None
+    monkeypatch.setenv("GIT_SSL_NO_VERIFY", "1")  # a TLS setting: only for an https remote
+    assert smartpush.unsupported_here(plain) is None and "GIT_SSL_NO_VERIFY" in (smartpush.unsupported_here(tls) or "")
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+    monkeypatch.delenv("GIT_SSL_NO_VERIFY")
+    assert "https_proxy" in (smartpush.unsupported_here(plain) or "")
+    with_token = PushTarget(remote_url="https://x:tok@forge.example/o/app.git", branch=BRANCH, username="x", token="t")
+    assert "credentials" in (smartpush.unsupported_here(with_token) or "")

@@ -14,11 +14,11 @@ import pytest
 from predictorx.daemon import earlypush, forgework
 from predictorx.daemon.serverapi import ServerError
 
-BRANCH = ("worktree", "agent/bot/t1", Path("/somewhere/app"), "https://forge.test/o/app.git", None)
+BRANCH = ("worktree", "agent/bot/t1", Path("/somewhere/app"), "http://127.0.0.1:9/o/app.git", None)
 
 
 def target(token: str = "tok-1") -> dict[str, Any]:
-    return {"remote_url": "https://forge.test/o/app.git", "branch": "agent/bot/t1", "username": "x",
+    return {"remote_url": "http://127.0.0.1:9/o/app.git", "branch": "agent/bot/t1", "username": "x",
             "token": token, "extra": {"repo_path": "/somewhere/app", "lease": ""}}
 
 
@@ -67,7 +67,7 @@ def pushes(monkeypatch) -> list[dict[str, Any]]:
     """forgework.push_with, recording the targets it was given: the first push fails when the token is tok-1."""
     made: list[dict[str, Any]] = []
 
-    async def push_with(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None):
+    async def push_with(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None, **_kw: Any):
         made.append(answer)
         if answer["token"] == "tok-1" and len(made) == 1:
             return False, None, "the forge refused the credential"
@@ -131,7 +131,7 @@ def test_a_push_that_failed_with_a_prefetched_target_is_made_again_with_a_change
 def test_a_failed_push_whose_target_did_not_change_is_not_made_again(monkeypatch) -> None:
     made: list[dict[str, Any]] = []
 
-    async def refused(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None):
+    async def refused(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None, **_kw: Any):
         made.append(answer)
         return False, None, "someone else pushed there"
     monkeypatch.setattr(forgework, "push_with", refused)
@@ -195,7 +195,7 @@ def landed(monkeypatch) -> list[tuple[str, str]]:
     """forgework.push_with, recording (tip, lease) of each push; every push lands at its tip."""
     made: list[tuple[str, str]] = []
 
-    async def push_with(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None):
+    async def push_with(_root: Path, _task: str, answer: dict[str, Any], _quarantine: Path | None = None, **_kw: Any):
         made.append((answer["extra"]["tip"], answer["extra"]["lease"]))
         return True, answer["extra"]["tip"], None
     monkeypatch.setattr(forgework, "push_with", push_with)

@@ -19,7 +19,10 @@ the branch and the run's result): the server opens the PR and records both while
 finishes the rest — which waits for that answer, so the delivery's fetch, the handoff and the
 review (git processes, a write on the server) do not compete with the PR's open. If that report
 fails, it rides on the task's finish (`forge_pushed`) instead.
-The credential reaches git only as forgepush.py says (its environment, never argv), and is dropped
+At the agent's end (the target in hand) the forge's refs are asked at once (smartpush.discover,
+beside the delivery) and that discovery is handed to the push, which then only sends its pack.
+The credential reaches git only as forgepush.py says (its environment, never argv) — or, when the
+daemon speaks the push itself, only its own HTTP client's header (smartpush.py) — and is dropped
 when the push is done. Whatever goes wrong here (no answer, a 404 from an older server) leaves the
 old path: the finish's answer carries the target.
 """
@@ -66,6 +69,7 @@ class EarlyPush:
         self._push: asyncio.Future[PushReport | None] | None = None
         self._final: asyncio.Future[str | None] | None = None  # the branch's final tip (`settle`)
         self._planning: asyncio.Future[None] | None = None  # the push under way, told (`_plan_ahead`)
+        self._discovery: asyncio.Future[Any] | None = None  # the forge's refs, asked at the agent's end
 
     def name(self, mode: str, branch: str | None, repo: Path, origin_url: str | None, continued_from: str | None,
              *, label: str | None = None) -> None:
@@ -103,10 +107,26 @@ class EarlyPush:
             return
         self._result = result[:RESULT_MAX] if result else None
         held = self._target
-        if held is not None and (not held.done() or asyncio.get_running_loop().time() < self._fresh_until):
-            return
-        self.drop()
-        self._target, self._prefetched = asyncio.ensure_future(self._ask()), False
+        if held is None or (held.done() and asyncio.get_running_loop().time() >= self._fresh_until):
+            self.drop()
+            self._target, self._prefetched = asyncio.ensure_future(self._ask()), False
+        if self._target is not None:
+            self._discovery = asyncio.ensure_future(self._discover(self._target))
+
+    async def _discover(self, target: "asyncio.Future[dict[str, Any] | None]") -> Any:
+        """The forge's refs asked (smartpush.discover) as soon as the agent ended and the target is
+        in hand, beside the delivery's leftover check: the push then only sends. None when the
+        daemon will not speak the push itself (git push does it then)."""
+        from . import forgepush, forgework, smartpush
+
+        given = await asyncio.shield(target)
+        if given is None:
+            return None
+        try:
+            return await smartpush.discover(forgework.target_from(given))
+        except (smartpush.Unsupported, forgepush.PushError, KeyError, TypeError, ValueError) as e:
+            log.debug("task %s: no early ref discovery (%s)", self.task_id, e)
+            return None
 
     async def _ask(self) -> dict[str, Any] | None:
         steptimes.mark(self.task_id, "target_asked")
@@ -154,8 +174,9 @@ class EarlyPush:
             self._target = None
             if given is None:
                 return None
+            session, self._discovery = self._discovery, None  # the forge's refs, asked at the agent's end
             steptimes.mark(self.task_id, "push_start")
-            pushing = asyncio.ensure_future(self._pushed(given, tip, quarantine))
+            pushing = asyncio.ensure_future(self._pushed(given, tip, quarantine, session))
             self._plan_ahead()  # once git is on its way: the server plans the PR meanwhile
             ok, sha, error, given = await pushing
             final = await self._final_tip(tip)
@@ -186,11 +207,12 @@ class EarlyPush:
         except asyncio.TimeoutError:
             return None
 
-    async def _pushed(self, given: dict[str, Any], tip: str, quarantine: Path | None
+    async def _pushed(self, given: dict[str, Any], tip: str, quarantine: Path | None, session: Any = None
                       ) -> tuple[bool | None, str | None, str | None, dict[str, Any]]:
         """The push of `tip`; one that failed with a target asked while the agent worked asks
-        again and, when the answer differs, pushes again. Also returns the target it used."""
-        ok, sha, error = await self._push_to(given, tip, quarantine)
+        again and, when the answer differs, pushes again. Also returns the target it used.
+        `session`: the forge's refs asked at the agent's end (smartpush.SessionLike), for the first push."""
+        ok, sha, error = await self._push_to(given, tip, quarantine, session)
         if ok is False and self._prefetched:  # asked while the agent worked: ask again, maybe retry
             self._prefetched = False
             fresh = await self._ask()
@@ -208,12 +230,12 @@ class EarlyPush:
         ok, sha, error = await self._push_to(leased, final, quarantine)
         return ok, sha, error, given
 
-    async def _push_to(self, given: dict[str, Any], tip: str, quarantine: Path | None
+    async def _push_to(self, given: dict[str, Any], tip: str, quarantine: Path | None, session: Any = None
                        ) -> tuple[bool | None, str | None, str | None]:
         from . import forgework
 
         given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
-        return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine)
+        return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine, session=session)
 
     def _plan_ahead(self) -> None:
         """Tell the server the push is under way (`POST …/pushing`, the branch and result its report
@@ -284,3 +306,8 @@ class EarlyPush:
         if self._target is not None:
             self._target.cancel()  # its answer (with the credential) is not kept
             self._target = None
+        if self._discovery is not None:
+            from . import smartpush
+
+            smartpush.discard(self._discovery)
+            self._discovery = None

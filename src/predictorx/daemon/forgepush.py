@@ -34,6 +34,11 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 FETCHED_REFS = "refs/predictorx/forge"
 
 
+#: The sentence of a push refused because the forge's branch is not what Predictor X pushed last.
+CHANGED = ("the forge's branch {branch} was changed since Predictor X last pushed it "
+           "(someone else pushed there), so it was not overwritten; look at it on the forge")
+
+
 class PushError(RuntimeError):
     """The push or fetch did not happen; the message is a sentence for the task's page (no secret)."""
 
@@ -69,7 +74,7 @@ def scrub(text: str, target: PushTarget) -> str:
     return re.sub(r"(://)[^/@\s]+@", r"\1***@", text)
 
 
-def _check(target: PushTarget) -> None:
+def check_target(target: PushTarget) -> None:
     if not target.remote_url.startswith(("https://", "http://")):
         raise PushError(f"the forge remote {target.remote_url!r} is not an http(s) URL; nothing was pushed")
     if not target.branch or target.branch.startswith("-") or ".." in target.branch:
@@ -83,7 +88,7 @@ def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,
     there last (the forge's branch must still be that), or None (it must not exist yet).
     `git_dir`: `repo` is a git dir the daemon made itself (the delivery's quarantine), pinned as
     GIT_DIR. Raises PushError with a scrubbed sentence."""
-    _check(target)
+    check_target(target)
     sha = local_ref if _SHA.match(local_ref) else _commit_of(repo, local_ref)
     remote_ref = f"refs/heads/{target.branch}"
     expect = lease if lease and _SHA.match(lease) else ""
@@ -93,8 +98,7 @@ def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,
     if done.returncode != 0:
         said = scrub(done.stderr.decode("utf-8", "replace") + done.stdout.decode("utf-8", "replace"), target)
         if "stale info" in said or "fetch first" in said or "rejected" in said:
-            raise PushError(f"the forge's branch {target.branch} was changed since Predictor X last pushed it "
-                            "(someone else pushed there), so it was not overwritten; look at it on the forge")
+            raise PushError(CHANGED.format(branch=target.branch))
         raise PushError(f"git push to {scrub(target.remote_url, target)} failed: {_tail(said)}")
     return Pushed(sha)
 
@@ -109,7 +113,7 @@ def _commit_of(repo: Path, local_ref: str) -> str:
 
 def fetch(repo: Path, target: PushTarget, dest_ref: str, *, timeout: float = PUSH_TIMEOUT) -> str:
     """Fetch `refs/heads/<target.branch>` from the forge into `dest_ref` of `repo`; return its sha."""
-    _check(target)
+    check_target(target)
     args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", target.remote_url,
             f"+refs/heads/{target.branch}:{dest_ref}"]
     done = _run(repo, args, target, timeout)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from .. import resources
 from ..forges.base import PushTarget
 from ..protocol import PushReport
-from . import forgepush, localmerge
+from . import forgepush, localmerge, smartpush
 from .branches import ref_component
 from .gitcmd import KEPT_REFS, GitError
 from .host import RunHost
@@ -102,31 +102,46 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
 
 
 async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
-                    quarantine: Path | None = None) -> tuple[bool | None, str | None, str | None]:
+                    quarantine: Path | None = None, *, session: smartpush.SessionLike = None
+                    ) -> tuple[bool | None, str | None, str | None]:
     """Push the task's branch to the target the server answered: (ok, sha, error); ok None when
     the answer was unreadable (nothing was pushed, nothing to report). `quarantine`: push the
     answer's `tip` from the delivery's own repository (daemon/delivery.py), not from the
-    repository the server names."""
+    repository the server names. `session`: the forge's refs discovered already, or being
+    discovered (smartpush.py; used when it is for this target, closed either way)."""
     try:
         target = target_from(answer)
     except (KeyError, TypeError, ValueError):
         log.warning("task %s: the server's push target was unreadable", task_id)
+        smartpush.discard(session)
         return None, None, None
     ok, sha, error = False, None, None
     try:
         repo = quarantine or checked_repository(workspaces_root, target.extra.get("repo_path", ""))
         # At a run's end the server names the commit this daemon reported as the branch's tip.
         local = target.extra.get("tip") or f"refs/heads/{target.extra.get('local_branch') or target.branch}"
-        done = await asyncio.to_thread(forgepush.push, repo, local, target,
-                                       lease=target.extra.get("lease") or None, git_dir=quarantine is not None)
+        done = await _push(task_id, repo, local, target, quarantine is not None, session)
+        session = None
         ok, sha = True, done.sha
         log.info("task %s: pushed %s to the forge's branch %s", task_id, done.sha[:12], target.branch)
     except (forgepush.PushError, ValueError) as e:
         error = str(e)
         log.warning("task %s: push failed: %s", task_id, error)
     finally:
-        del target  # the credential lives no longer than the push
+        smartpush.discard(session)
+        del target, session  # the credential lives no longer than the push
     return ok, sha, error
+
+
+async def _push(task_id: str, repo: Path, local: str, target: PushTarget, is_git_dir: bool,
+                session: smartpush.SessionLike) -> forgepush.Pushed:
+    """The push spoken by the daemon itself (smartpush.py), or `git push` where it does not speak it."""
+    lease = target.extra.get("lease") or None
+    try:
+        return await smartpush.push(repo, local, target, lease=lease, is_git_dir=is_git_dir, session=session)
+    except smartpush.Unsupported as e:
+        log.info("task %s: pushing with git push (%s)", task_id, e)
+    return await asyncio.to_thread(forgepush.push, repo, local, target, lease=lease, git_dir=is_git_dir)
 
 
 async def _answer_local(daemon: RunHost, event: dict[str, Any]) -> None:

@@ -163,10 +163,8 @@ def _parser():
     ins.add_argument("--room", action="append", default=[])
     ins.add_argument("--dry-run", action="store_true", help="print what would be written")
 
-    rc = sub.add_parser(
-        "run-config",
-        help="print, as JSON, the MCP server and hooks to add to one agent run (for platforms; touches no user config)",
-    )
+    rc = sub.add_parser("run-config", help="print, as JSON, the MCP server and hooks to add to one agent run "
+                                          "(for platforms; touches no user config)")
     rc.add_argument("--harness", required=True, choices=["claude", "codex"])
     rc.add_argument("--config-dir", required=True, help="a folder owned by this run, for its files")
     rc.add_argument("--cwd", required=True, help="the agent's working directory (its repository gives the repo room)")
@@ -174,9 +172,7 @@ def _parser():
     rc.add_argument("--label", default="")
     rc.add_argument("--autonomy", default=None, help="notify, hold or wake (default: hold; wake only with --interactive)")
     rc.add_argument("--interactive", action="store_true", help="a person's chat: register the wake hook")
-    rc.add_argument("--platform-ends-session", action="store_true",
-                    help="the platform ends the run's session itself once the run is over (run-config --serve's "
-                         '{"end": SESSION}, or leave --session): no SessionEnd hook')
+    rc.add_argument("--platform-ends-session", action="store_true", help="no SessionEnd hook: the platform ends it")
     return p
 
 

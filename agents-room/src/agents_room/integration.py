@@ -150,7 +150,14 @@ def prepare_agent_run(
     hooks, entry = (hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db,
                                session_start=session is None, fast=True, session_end=not platform_ends),
                     mcp_entry(harness, db, fast=True))
-    files: list[Path] = []
+    args, files = _harness_files(harness, config_dir, hooks, entry)
+    return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
+                          label=label, marker=marker, autonomy=level, session=session, intro=intro,
+                          platform_ends_session=platform_ends)
+
+
+def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict) -> tuple[list[str], list[Path]]:
+    """The run's extra CLI arguments for `hooks` and the MCP `entry`, and the files written for them."""
     if harness == "claude":
         mcp_file = config_dir / "agents-room.mcp.json"
         settings_file = config_dir / "agents-room.settings.json"
@@ -172,9 +179,7 @@ def prepare_agent_run(
         record = config_dir / "agents-room.codex-overrides.txt"
         record.write_text("\n".join(overrides) + "\n")
         files = [record]
-    return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
-                          label=label, marker=marker, autonomy=level, session=session, intro=intro,
-                          platform_ends_session=platform_ends)
+    return args, files
 
 
 def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, autonomy: str) -> tuple[str | None, str]:

@@ -39,12 +39,17 @@ _EMPTY = {"resources/list": "resources", "resources/templates/list": "resourceTe
 # settings of json's defaults, so a value reads and writes exactly as with json; anything else (no
 # C accelerator, bytes that are not UTF-8, a byte order mark, a document that does not decode, a
 # value that does not encode) goes to json itself, so its answers and errors are json's own.
-try:
-    from _json import encode_basestring as _encode_str
-    from _json import make_encoder as _make_encoder
-    from _json import make_scanner as _make_scanner
-except ImportError:  # not CPython: json does it all
-    _make_scanner = _make_encoder = _encode_str = None
+
+
+def _json_c() -> Any:
+    try:
+        import _json
+    except ImportError:  # not CPython: json does it all
+        return None
+    return _json
+
+
+_C = _json_c()
 _WS = " \t\n\r"  # json.decoder.WHITESPACE
 
 
@@ -57,7 +62,7 @@ class _JsonDefaults:
     parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
 
 
-_scan = _make_scanner(_JsonDefaults()) if _make_scanner is not None else None
+_scan = _C.make_scanner(_JsonDefaults()) if _C is not None else None
 
 
 def json_loads(s: str | bytes) -> Any:
@@ -81,9 +86,9 @@ def _unencodable(o: Any) -> Any:
 
 def json_dumps(obj: Any) -> str:
     """`json.dumps(obj, ensure_ascii=False)`."""
-    if _make_encoder is not None:
+    if _C is not None:
         try:  # (markers, default, encoder, indent, separators, sort_keys, skipkeys, allow_nan): json's
-            encode = _make_encoder({}, _unencodable, _encode_str, None, ": ", ", ", False, False, True)
+            encode = _C.make_encoder({}, _unencodable, _C.encode_basestring, None, ": ", ", ", False, False, True)
             return "".join(encode(obj, 0))
         except (TypeError, ValueError):  # json says what does not encode, in its own words
             pass

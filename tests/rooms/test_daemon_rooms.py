@@ -6,6 +6,7 @@ import ast
 import json
 import logging
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,8 +38,6 @@ def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, mo
     # Claude Code: the session is joined before the CLI starts (no SessionStart hook before its first
     # request) and the model learns it from the prompt.
     assert "SessionStart" not in settings["hooks"]
-    # …and ended by the daemon once the run is over (after_run): no SessionEnd hook process (issue 30)
-    assert "SessionEnd" not in settings["hooks"] and {"PostToolUse", "Stop"} <= set(settings["hooks"])
     sid = env["AGENTS_ROOM_SESSION"]
     assert f"you are session {sid}" in intro and "repo:shop" in intro and "shared:project-shop-01234567" in intro
     cx_args, _, cx_intro = rooms.room_setup(_run("codex"), tmp_path / "cx", _repo(tmp_path / "c"))
@@ -168,7 +167,9 @@ def test_a_run_that_ended_well_has_its_session_ended_by_the_daemon(tmp_path, mon
     rooms.SERVER.stop()
     rooms.start_ahead([{"provider": "claude"}])
     server = rooms.SERVER._proc
-    _, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
+    args, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
+    hooks = json.loads(Path(args[args.index("--settings") + 1]).read_text())["hooks"]
+    assert "SessionEnd" not in hooks and {"PostToolUse", "Stop"} <= set(hooks)
     sid = env["AGENTS_ROOM_SESSION"]
     assert _session(sid) == (None, 2)  # its project's room and its repo's
     rooms.after_run(env, ended_well=True)
@@ -179,22 +180,38 @@ def test_a_run_that_ended_well_has_its_session_ended_by_the_daemon(tmp_path, mon
     other = {"AGENTS_ROOM_SESSION": "s-00000000"}  # not one of its runs' sessions: left alone
     rooms.after_run(other, ended_well=True)
     rooms.SERVER.stop()
+    # With no server there now, ending it would take a process of its own: the run keeps its hook.
+    args, env, _ = rooms.room_setup(_run(), tmp_path / "f", _repo(tmp_path / "f"))
+    assert "SessionEnd" in json.loads(Path(args[args.index("--settings") + 1]).read_text())["hooks"]
+    rooms.after_run(env, ended_well=True)
+    assert _session(env["AGENTS_ROOM_SESSION"])[0] is None  # (its SessionEnd hook would end it)
+    rooms.SERVER.stop()
 
 
 def test_an_agents_room_that_does_not_know_platform_ends_session_keeps_its_hook(tmp_path, monkeypatch):
-    """An older agents-room refuses --platform-ends-session: the run is configured without it, with
-    its SessionEnd hook, and the daemon does not end that session itself."""
+    """An older agents-room (here: its `run-config --serve`) refuses --platform-ends-session: the run
+    is configured without it, with its SessionEnd hook, and the daemon does not end that session."""
     real = rooms.agents_room_command()
     old = tmp_path / "old-agents-room"
-    old.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = --platform-ends-session ] && '
-                   '{ echo "unrecognized arguments: --platform-ends-session" >&2; exit 2; }; done\n'
-                   f'exec {real[0]} "$@"\n')
+    old.write_text(f"""#!{sys.executable}
+import json, subprocess, sys
+assert sys.argv[1:] == ["run-config", "--serve"]
+for line in sys.stdin:
+    args = json.loads(line)
+    if "--platform-ends-session" in args:
+        answer = {{"code": 2, "out": "", "err": "error: unrecognized arguments: --platform-ends-session"}}
+    else:
+        p = subprocess.run({real!r} + ["run-config", *args], capture_output=True, text=True, timeout=60)
+        answer = {{"code": p.returncode, "out": p.stdout, "err": p.stderr}}
+    print(json.dumps(answer), flush=True)
+""")
     old.chmod(0o755)
     monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", str(old))
     rooms.SERVER.stop()
+    rooms.start_ahead([{"provider": "claude"}])
     args, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
     settings = json.loads(Path(args[args.index("--settings") + 1]).read_text())
-    assert "SessionEnd" in settings["hooks"] and env["AGENTS_ROOM_SESSION"]
+    assert "SessionEnd" in settings["hooks"] and env["AGENTS_ROOM_SESSION"] and rooms.SERVER.serving()
     rooms.after_run(env, ended_well=True)
     assert _session(env["AGENTS_ROOM_SESSION"])[0] is None  # its SessionEnd hook ends it
     rooms.SERVER.stop()

@@ -87,6 +87,10 @@ class _Server:
                 self._later()
         return subprocess.CompletedProcess(proc.args, answer["code"], answer["out"], answer["err"])
 
+    def serving(self) -> bool:
+        """Whether a server is there now (its runs' sessions are then ended through it)."""
+        return self._proc is not None
+
     def end(self, session: str, db: str | None) -> bool:
         """End a run's session through the server (`{"end": …}`: no Python start for it); False if
         it could not (no server now, or one too old to know the request): use the plain command."""
@@ -201,7 +205,10 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
         raise RuntimeError("the agents-room command is not installed (pip install agents-room)")
     args = [f"--harness={harness}", f"--config-dir={config_dir}", f"--cwd={cwd}", f"--label={label}"]
     args += [f"--room={r}" for r in rooms]
-    res = _ask(cmd, args if tuple(cmd) in _NO_PLATFORM_ENDS else [*args, _PLATFORM_ENDS])
+    # The daemon ends the session itself only through a server (a process of its own would cost more
+    # than the hook): without one now, the run keeps its SessionEnd hook.
+    ends_here = SERVER.serving() and tuple(cmd) not in _NO_PLATFORM_ENDS
+    res = _ask(cmd, [*args, _PLATFORM_ENDS] if ends_here else args)
     if res.returncode == 2 and _PLATFORM_ENDS in res.stderr:  # an older agents-room: its hook ends the session
         _NO_PLATFORM_ENDS.add(tuple(cmd))
         res = _ask(cmd, args)

@@ -19,8 +19,10 @@ Two phases, so the figures compare like with like and the machine is not simply 
 
 1. `sequential`: one task at a time (`--sequential`, default 10), each right after a bare run so
    both see the same load — the per-task overhead against the bare start (`ratio_p50` of this
-   phase is against those paired bare runs), and the CPU seconds one task costs (daemons + their
-   agents + server; the bare run's CPU beside it);
+   phase is against those paired bare runs), and the CPU seconds one task costs (daemons, their
+   agents and helper processes, server; the bare run's CPU beside it). The bench asks the server
+   whether a task ended only once the model answered its last turn (every 2 s before): its own
+   requests are not the platform's cost;
 2. `load`: `--tasks` (default 50) assignments at `--rate` per second — by default the rate the
    machine can serve: half of its cores' CPU seconds per second over the CPU one task took in
    phase 1 (reported as `rate_per_s`, with how it was chosen). Its lower bound is measured the

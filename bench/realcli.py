@@ -19,8 +19,10 @@ Two phases, so the figures compare like with like and the machine is not simply 
 
 1. `sequential`: one task at a time (`--sequential`, default 10), each right after a bare run so
    both see the same load — the per-task overhead against the bare start (`ratio_p50` of this
-   phase is against those paired bare runs), and the CPU seconds one task costs (daemons + their
-   agents + server; the bare run's CPU beside it);
+   phase is against those paired bare runs), and the CPU seconds one task costs (daemons, their
+   agents and helper processes, server; the bare run's CPU beside it). The bench asks the server
+   whether a task ended only once the model answered its last turn (every 2 s before): its own
+   requests are not the platform's cost;
 2. `load`: `--tasks` (default 50) assignments at `--rate` per second — by default the rate the
    machine can serve: half of its cores' CPU seconds per second over the CPU one task took in
    phase 1 (reported as `rate_per_s`, with how it was chosen). Its lower bound is measured the
@@ -140,11 +142,23 @@ def _children_cpu() -> float:
 
 
 def _tree_cpu(pid: int) -> float:
-    """CPU seconds of a process and of the children it has waited for (its agents, their hooks)."""
+    """CPU seconds of a process, of the children it has waited for (its agents, their hooks), and of
+    its descendants still alive (the daemon's `agents-room run-config --serve`, an agent still
+    running): the daemon's helper processes are the platform's cost too."""
     import psutil
 
-    t = psutil.Process(pid).cpu_times()
-    return t.user + t.system + t.children_user + t.children_system
+    def total(p: psutil.Process) -> float:
+        t = p.cpu_times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    proc = psutil.Process(pid)
+    used = total(proc)
+    for child in proc.children(recursive=True):
+        try:
+            used += total(child)
+        except psutil.Error:  # (it ended meanwhile: its parent's children_* has it once reaped)
+            pass
+    return used
 
 
 class Platform:
@@ -170,9 +184,25 @@ class Platform:
             d.stop()
         self.server.stop()
 
-    def _wait(self, task_id: str) -> dict:
-        return wait_until(lambda: (x := self.server.api("GET", f"/api/tasks/{task_id}"))["status"]
-                          in ("completed", "failed", "cancelled") and x, 600, 0.1, f"task {task_id}")
+    def _wait(self, model: AnthropicServer, number: int, task_id: str) -> dict:
+        """The task once it ended. The server is asked every 0.1 s only once the model has answered
+        the task's last turn (its CLI is then ending), and every 2 s before, in case it failed: a
+        bench asking ten times a second all along cost the server ~20 ms of CPU per task (1.6 ms a
+        request), which was counted as the platform's (issue 30)."""
+        mark = f"working on issue #{number}:"
+        seen, answered, asked = 0, False, time.monotonic()
+
+        def ended() -> dict | None:
+            nonlocal seen, answered, asked
+            new = model.requests[seen:]
+            seen += len(new)
+            answered = answered or any(r.turn == "answer" and mark in r.text for r in new)
+            if not answered and time.monotonic() < asked + 2.0:
+                return None
+            asked = time.monotonic()
+            task = self.server.api("GET", f"/api/tasks/{task_id}")
+            return task if task["status"] in ("completed", "failed", "cancelled") else None
+        return wait_until(ended, 600, 0.1, f"task {task_id}")
 
     def phase(self, model: AnthropicServer, name: str, tasks: int, rate: float | None,
               before_each: Any = None) -> dict:
@@ -193,12 +223,12 @@ class Platform:
             task_id = self.server.api("GET", f"/api/issues/{issue['number']}/runs")[0]["id"]
             assigned[issue["number"]] = (returned, task_id)
             if rate is None:
-                done[issue["number"]] = self._wait(task_id)
+                done[issue["number"]] = self._wait(model, issue["number"], task_id)
             else:
                 time.sleep(max(0.0, due - time.monotonic()))
         for number, (_, task_id) in assigned.items():
             if number not in done:
-                done[number] = self._wait(task_id)
+                done[number] = self._wait(model, number, task_id)
         wall = time.monotonic() - t0
         cpu = self.cpu() - cpu0
         first_request: dict[int, float] = {}

@@ -60,9 +60,45 @@ def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert json.loads(p.stdout)["id"] == 0, p.stderr
     imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
-    # -S: not even `site` (site-packages, the .pth files) before the first answer (issue 30)
+    # -S: not even `site` (site-packages, the .pth files) before the first answer (issue 30); nor
+    # the json package (its `re` import was half of the front's start): json's C half does the work
     assert server["args"][0] == "-S" and not imported & {"runpy", "pathlib", "typing", "site", "predictorx",
-                                                          "predictorx.workflowmcp"}, imported
+                                                          "predictorx.workflowmcp", "json", "re", "enum"}, imported
+
+
+VALUES = [{"jsonrpc": "2.0", "id": 7, "result": {"tools": [{"name": "x", "description": "é “q” \n\t\\ \u2028 \U0001f600",
+                                                            "inputSchema": {"type": "object", "required": []}}]}},
+          {"a": [1, -2.5, 1e300, 10 ** 30, True, False, None, "", {}, []], "ü": {"nested": [[[]]]}},
+          {"x": float("nan"), "y": float("inf"), "z": float("-inf")}, "plain", 3, [], {1: "int key", None: 0}]
+
+
+def test_the_fronts_json_reads_and_writes_as_json_does():
+    from predictorx.workflowmcp.mcp_stdio import json_dumps, json_loads
+
+    for value in VALUES:
+        text = json.dumps(value, ensure_ascii=False)
+        assert json_dumps(value) == text
+        assert json_dumps(json_loads(text)) == json_dumps(json.loads(text))
+        assert json_dumps(json_loads(text.encode("utf-8"))) == text
+    assert json_loads(b'\xef\xbb\xbf{"bom": 1}') == {"bom": 1}  # (json's own way with a byte order mark)
+    for bad in ("{nope", '{"a": 1} x', "", b"\xff{}", "[1,]"):
+        try:
+            json.loads(bad)
+        except ValueError as e:
+            expected = str(e)
+        try:
+            json_loads(bad)
+        except ValueError as e:
+            assert str(e) == expected
+        else:
+            raise AssertionError(f"{bad!r} decoded")
+    for unencodable in ({"a": object()}, {(1, 2): 3}):
+        try:
+            json_dumps(unencodable)
+        except TypeError as e:
+            assert "not" in str(e) and "Traceback" not in str(e)
+        else:
+            raise AssertionError("encoded")
 
 
 def test_the_front_started_without_site_loads_it_for_a_tool_call(tmp_path):

@@ -4,6 +4,8 @@ import json
 import os
 import sys
 
+import pytest
+
 from mcp import Client, StdioServerParameters
 
 from agents_room.mcp_server import build_server
@@ -160,3 +162,27 @@ def test_the_fast_front_starts_without_the_sdk(db, tmp_path):
     assert replies[0]["result"]["protocolVersion"] == "2025-06-18"
     assert {t["name"] for t in replies[1]["result"]["tools"]} == TOOLS
     assert replies[2]["error"]["code"] == -32601
+
+
+def test_the_fast_fronts_json_reads_and_writes_as_json_does():
+    """The front reads and writes JSON with json's C half, without importing the json package:
+    the same text and values as json, and json's own errors."""
+    from agents_room.mcp_stdio import json_dumps, json_loads
+
+    values = [{"jsonrpc": "2.0", "id": 7, "result": {"text": "é “q” \n\t\\ \u2028 \U0001f600", "list": []}},
+              {"a": [1, -2.5, 1e300, 10 ** 30, True, False, None, "", {}, []], "ü": {"nested": [[[]]]}},
+              {"x": float("nan"), "y": float("inf")}, "plain", 3, {1: "int key", None: 0}]
+    for value in values:
+        text = json.dumps(value, ensure_ascii=False)
+        assert json_dumps(value) == text
+        assert json_dumps(json_loads(text)) == json_dumps(json_loads(text.encode("utf-8"))) == text
+    assert json_loads(b'\xef\xbb\xbf{"bom": 1}') == {"bom": 1}
+    for bad in ("{nope", '{"a": 1} x', "", b"\xff{}", "[1,]"):
+        with pytest.raises(ValueError) as theirs:
+            json.loads(bad)
+        with pytest.raises(ValueError) as ours:
+            json_loads(bad)
+        assert str(ours.value) == str(theirs.value)
+    for unencodable in ({"a": object()}, {(1, 2): 3}):
+        with pytest.raises(TypeError):
+            json_dumps(unencodable)

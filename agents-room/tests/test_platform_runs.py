@@ -151,7 +151,9 @@ def test_a_runs_mcp_server_starts_as_a_file_and_answers_before_loading_more(tmp_
                        capture_output=True, text=True, timeout=60, env={**os.environ, **entry["env"]})
     assert json.loads(p.stdout)["result"]["serverInfo"]["name"] == "agents-room", p.stderr
     imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
-    assert not imported & {"runpy", "argparse", "pathlib", "typing", "agents_room", "agents_room.cli", "site"}, imported
+    # nor the json package (its `re` import was half of the front's start): json's C half does the work
+    assert not imported & {"runpy", "argparse", "pathlib", "typing", "agents_room", "agents_room.cli", "site",
+                           "json", "re", "enum"}, imported
 
 
 def test_a_runs_mcp_server_started_without_site_loads_it_for_a_tool_call(tmp_path, repos, db):
@@ -171,3 +173,46 @@ def test_a_runs_mcp_server_started_without_site_loads_it_for_a_tool_call(tmp_pat
     result = answers[1]["result"]
     assert not result.get("isError"), result
     assert "s-" in json.dumps(result), result  # the session id room_join returned
+
+
+def test_a_platform_that_ends_the_session_gets_no_session_end_hook(tmp_path, repos, db):
+    """`run-config --platform-ends-session` (issue 30): the platform ends the session it is handed
+    once the run is over, so no SessionEnd hook process runs at the run's end; without the flag,
+    or with no session joined ahead (Codex), the hook is registered as before."""
+    common = [f"--cwd={repos['web']}", "--room=project-shop", "--label=agent"]
+    ends = _run_config("--harness=claude", f"--config-dir={tmp_path / 'a'}", "--platform-ends-session", *common,
+                       cwd=repos["web"])
+    hooks = json.loads(open(ends["args"][ends["args"].index("--settings") + 1]).read())["hooks"]
+    assert ends["platform_ends_session"] is True and ends["session"]
+    assert "SessionEnd" not in hooks and {"PostToolUse", "Stop", "PreToolUse"} <= set(hooks)
+    plain = _run_config("--harness=claude", f"--config-dir={tmp_path / 'b'}", *common, cwd=repos["web"])
+    hooks = json.loads(open(plain["args"][plain["args"].index("--settings") + 1]).read())["hooks"]
+    assert plain["platform_ends_session"] is False and "SessionEnd" in hooks
+    codex = _run_config("--harness=codex", f"--config-dir={tmp_path / 'c'}", "--platform-ends-session", *common,
+                        cwd=repos["web"])
+    assert codex["platform_ends_session"] is False and codex["session"] is None
+
+
+def test_run_config_serve_ends_a_runs_session(tmp_path, repos, db):
+    """`{"end": SESSION, "db": …}` on `run-config --serve` ends a run's session as its SessionEnd
+    hook would (leases released, rooms kept for a resume); an ended one stays as it was; an unknown
+    one or a bad request is an answer with a sentence, and the server goes on."""
+    run = ["--harness=claude", f"--config-dir={tmp_path / 'r'}", f"--cwd={repos['web']}", "--room=project-shop",
+           "--label=agent", "--platform-ends-session"]
+    first = run_cli("run-config", *run, cwd=repos["web"])
+    sid = json.loads(first.stdout)["session"]
+    room = Room.open(db)
+    room.lease_acquire(sid, ["src/**"], ttl=600)
+    room.close()
+    lines = [{"end": sid, "db": str(db)}, {"end": sid, "db": None}, {"end": "s-00000000", "db": str(db)},
+             {"end": 7}, run]
+    res = run_cli("run-config", "--serve", input="".join(json.dumps(x) + "\n" for x in lines))
+    answers = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [a["code"] for a in answers] == [0, 0, 1, 2, 0], answers
+    assert "s-00000000" in answers[2]["err"] and "Traceback" not in answers[2]["err"] and "{\"end\"" in answers[3]["err"]
+    room = Room.open(db)
+    row = room.session_row(sid)
+    assert row["ended_at"] is not None
+    assert room.conn.execute("SELECT count(*) FROM leases WHERE session_id=?", (sid,)).fetchone()[0] == 0
+    assert room.conn.execute("SELECT count(*) FROM memberships WHERE session_id=?", (sid,)).fetchone()[0] == 2
+    room.close()

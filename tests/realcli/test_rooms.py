@@ -84,6 +84,10 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
     result_at = s.stream_log(task["id"]).stat().st_mtime
     assert result_at >= answer.at
     assert finished - result_at < 2.0, f"the task ended {finished - result_at:.1f} s after the CLI's result"
+    if provider == "claude":  # its session ended with the run — by the daemon, which registered no
+        # SessionEnd hook (issue 30) — and keeps its rooms for a resume (Codex has no SessionEnd event)
+        assert agent["session"] not in {x["session"] for x in _room("who")["sessions"]}
+        assert room in _room("who", "--session", agent["session"])["sessions"][0]["rooms"]
 
 
 def test_codex_offers_the_agents_room_mcp_tools(tmp_path):

@@ -6,6 +6,7 @@ import ast
 import json
 import logging
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -134,7 +135,7 @@ def test_an_agents_room_without_serve_gets_the_plain_command(tmp_path, monkeypat
 
 def test_a_run_that_did_not_end_well_has_its_session_ended(tmp_path, monkeypatch):
     """A run killed before any of its hooks ran leaves the session joined ahead with no process;
-    the daemon ends it (a run that ended well ended it with its SessionEnd hook)."""
+    the daemon ends it (and takes it out of its rooms)."""
     monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
     _, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
     sid = env["AGENTS_ROOM_SESSION"]
@@ -142,4 +143,75 @@ def test_a_run_that_did_not_end_well_has_its_session_ended(tmp_path, monkeypatch
     assert sid in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}
     rooms.end_session(env)
     assert sid not in {s["session"] for s in json.loads(subprocess.run(who, capture_output=True, text=True, check=True).stdout)["sessions"]}
+    rooms.SERVER.stop()
+
+
+def _session(sid: str) -> tuple[float | None, int]:
+    """(ended_at, rooms it is in) of an agents-room session, read from the store."""
+    import os
+    import sqlite3
+
+    db = sqlite3.connect(os.environ["AGENTS_ROOM_DB"])
+    try:
+        ended = db.execute("SELECT ended_at FROM sessions WHERE id=?", (sid,)).fetchone()[0]
+        return ended, db.execute("SELECT count(*) FROM memberships WHERE session_id=?", (sid,)).fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_a_run_that_ended_well_has_its_session_ended_by_the_daemon(tmp_path, monkeypatch):
+    """Its run registered no SessionEnd hook (a Python process per run, issue 30): the daemon ends
+    the session once the run is over, through its `run-config --serve` process, as that hook did —
+    leases released, rooms kept for a resume — and only a session the daemon was told to end."""
+    monkeypatch.delenv("PREDICTORX_AGENTS_ROOM", raising=False)
+    rooms.SERVER.stop()
+    rooms.start_ahead([{"provider": "claude"}])
+    server = rooms.SERVER._proc
+    args, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
+    hooks = json.loads(Path(args[args.index("--settings") + 1]).read_text())["hooks"]
+    assert "SessionEnd" not in hooks and {"PostToolUse", "Stop"} <= set(hooks)
+    sid = env["AGENTS_ROOM_SESSION"]
+    assert _session(sid) == (None, 2)  # its project's room and its repo's
+    rooms.after_run(env, ended_well=True)
+    ended, kept = _session(sid)
+    assert ended is not None and kept == 2 and rooms.SERVER._proc is server and server.poll() is None
+    rooms.after_run(env, ended_well=True)  # (once only: a second end is not asked for)
+    assert _session(sid) == (ended, 2)
+    other = {"AGENTS_ROOM_SESSION": "s-00000000"}  # not one of its runs' sessions: left alone
+    rooms.after_run(other, ended_well=True)
+    rooms.SERVER.stop()
+    # With no server there now, ending it would take a process of its own: the run keeps its hook.
+    args, env, _ = rooms.room_setup(_run(), tmp_path / "f", _repo(tmp_path / "f"))
+    assert "SessionEnd" in json.loads(Path(args[args.index("--settings") + 1]).read_text())["hooks"]
+    rooms.after_run(env, ended_well=True)
+    assert _session(env["AGENTS_ROOM_SESSION"])[0] is None  # (its SessionEnd hook would end it)
+    rooms.SERVER.stop()
+
+
+def test_an_agents_room_that_does_not_know_platform_ends_session_keeps_its_hook(tmp_path, monkeypatch):
+    """An older agents-room (here: its `run-config --serve`) refuses --platform-ends-session: the run
+    is configured without it, with its SessionEnd hook, and the daemon does not end that session."""
+    real = rooms.agents_room_command()
+    old = tmp_path / "old-agents-room"
+    old.write_text(f"""#!{sys.executable}
+import json, subprocess, sys
+assert sys.argv[1:] == ["run-config", "--serve"]
+for line in sys.stdin:
+    args = json.loads(line)
+    if "--platform-ends-session" in args:
+        answer = {{"code": 2, "out": "", "err": "error: unrecognized arguments: --platform-ends-session"}}
+    else:
+        p = subprocess.run({real!r} + ["run-config", *args], capture_output=True, text=True, timeout=60)
+        answer = {{"code": p.returncode, "out": p.stdout, "err": p.stderr}}
+    print(json.dumps(answer), flush=True)
+""")
+    old.chmod(0o755)
+    monkeypatch.setenv("PREDICTORX_AGENTS_ROOM", str(old))
+    rooms.SERVER.stop()
+    rooms.start_ahead([{"provider": "claude"}])
+    args, env, _ = rooms.room_setup(_run(), tmp_path / "e", _repo(tmp_path))
+    settings = json.loads(Path(args[args.index("--settings") + 1]).read_text())
+    assert "SessionEnd" in settings["hooks"] and env["AGENTS_ROOM_SESSION"] and rooms.SERVER.serving()
+    rooms.after_run(env, ended_well=True)
+    assert _session(env["AGENTS_ROOM_SESSION"])[0] is None  # its SessionEnd hook ends it
     rooms.SERVER.stop()

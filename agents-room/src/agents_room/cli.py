@@ -163,10 +163,8 @@ def _parser():
     ins.add_argument("--room", action="append", default=[])
     ins.add_argument("--dry-run", action="store_true", help="print what would be written")
 
-    rc = sub.add_parser(
-        "run-config",
-        help="print, as JSON, the MCP server and hooks to add to one agent run (for platforms; touches no user config)",
-    )
+    rc = sub.add_parser("run-config", help="print, as JSON, the MCP server and hooks to add to one agent run "
+                                          "(for platforms; touches no user config)")
     rc.add_argument("--harness", required=True, choices=["claude", "codex"])
     rc.add_argument("--config-dir", required=True, help="a folder owned by this run, for its files")
     rc.add_argument("--cwd", required=True, help="the agent's working directory (its repository gives the repo room)")
@@ -174,6 +172,7 @@ def _parser():
     rc.add_argument("--label", default="")
     rc.add_argument("--autonomy", default=None, help="notify, hold or wake (default: hold; wake only with --interactive)")
     rc.add_argument("--interactive", action="store_true", help="a person's chat: register the wake hook")
+    rc.add_argument("--platform-ends-session", action="store_true", help="no SessionEnd hook: the platform ends it")
     return p
 
 
@@ -225,11 +224,42 @@ def _run_config_from_stdin() -> int:
     return main(["run-config", *extra])
 
 
+def _end_session(line: str, err) -> int:
+    """``{"end": SESSION, "db": PATH or null}`` on ``run-config --serve``: the platform ends the
+    session of a run that is over (``run-config --platform-ends-session`` registered no SessionEnd
+    hook), as that hook would have: leases released, rooms and mail kept for a resume. A session
+    that has already ended stays as it was. The exit code: 0 ended (or was), 1 not, 2 a bad request."""
+    try:
+        request = json.loads(line)
+    except ValueError:
+        request = None
+    sid, db = (request.get("end"), request.get("db")) if isinstance(request, dict) else (None, None)
+    if not isinstance(sid, str) or not (db is None or isinstance(db, str)):
+        err.write('agents-room run-config --serve: expected one JSON array of run-config arguments, or '
+                  '{"end": SESSION, "db": PATH or null}, a line\n')
+        return 2
+    from .room import Room
+
+    try:
+        room = Room.open(db)
+        try:
+            if room.session_row(sid)["ended_at"] is None:
+                room.end(sid)
+        finally:
+            room.close()
+    except Exception as e:  # noqa: BLE001 — one bad request never ends the others' server
+        err.write(f"agents-room: session {sid} was not ended: {' '.join(str(e).split())}\n")
+        return 1
+    return 0
+
+
 def _run_config_serve() -> int:
     """``run-config --serve``: one process for all of a platform's runs. Each input line is one
     run's run-config arguments as a JSON array; each answer is one JSON line ``{"code": exit code,
     "out": what run-config printed, "err": its error output}``, in order. End of input exits 0.
-    A run then waits only for its own configuration (a few ms), never for a Python start."""
+    A run then waits only for its own configuration (a few ms), never for a Python start. A line
+    ``{"end": SESSION, "db": PATH or null}`` ends a run's session once it is over (:func:`_end_session`):
+    no Python start for that either."""
     import contextlib
     import io
 
@@ -241,6 +271,11 @@ def _run_config_serve() -> int:
         if not line.strip():
             continue
         out, err = io.StringIO(), io.StringIO()
+        if line.lstrip().startswith("{"):  # {"end": SESSION, "db": …}: a run is over
+            code = _end_session(line, err)
+            sys.stdout.write(json.dumps({"code": code, "out": "", "err": err.getvalue()}) + "\n")
+            sys.stdout.flush()
+            continue
         try:
             extra = _run_config_args(line)
         except ValueError:
@@ -343,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg = prepare_agent_run(
                 args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
                 db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
-                interactive=args.interactive,
+                interactive=args.interactive, platform_ends_session=args.platform_ends_session,
             )
         except (OSError, ValueError) as exc:
             print(f"agents-room run-config: {' '.join(str(exc).split())}", file=sys.stderr)

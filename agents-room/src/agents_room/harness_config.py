@@ -52,12 +52,14 @@ def _is_wake(autonomy: str | int | None) -> bool:
 
 def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list[str] | None = None,
                label: str | None = None, db_path: Path | None = None, session_start: bool = True,
-               fast: bool = False) -> dict:
+               fast: bool = False, session_end: bool = True) -> dict:
     """The ``hooks`` mapping in the harness's own layout (event -> matcher groups -> handlers).
 
     ``session_start=False``: no SessionStart hook — the run's session was joined before the harness
     started (``run-config`` of a headless Claude Code run), so nothing runs before its first request.
     ``fast``: hooks started as the file hook_entry.py (see :func:`hook_command`).
+    ``session_end=False``: no SessionEnd hook — the platform that started the run ends its session
+    itself once the run is over (``run-config --platform-ends-session``): one Python process less per run.
     """
 
     def cmd(event: str, **kw) -> dict:
@@ -85,6 +87,8 @@ def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list
         spec = {k: v for k, v in spec.items() if k in CODEX_EVENTS}
     if not session_start:
         del spec["SessionStart"]
+    if not session_end:
+        spec.pop("SessionEnd", None)
     return spec
 
 

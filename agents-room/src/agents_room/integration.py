@@ -69,6 +69,9 @@ class AgentRunConfig:
     #: what the SessionStart hook would have told the model (its session, rooms, who is there):
     #: for the platform to put in the run's prompt; "" when the hook tells it
     intro: str = field(default="")
+    #: the platform ends ``session`` once the run is over (no SessionEnd hook was registered): with
+    #: ``run-config --serve``'s ``{"end": session}`` or ``agents-room leave --session``
+    platform_ends_session: bool = field(default=False)
 
     def to_json(self) -> dict:
         """The shape ``agents-room run-config`` prints."""
@@ -76,7 +79,7 @@ class AgentRunConfig:
             "harness": self.harness, "args": list(self.args), "env": dict(self.env),
             "files": [str(f) for f in self.files], "rooms": list(self.rooms), "repo_room": self.repo_room,
             "label": self.label, "marker": self.marker, "autonomy": self.autonomy,
-            "session": self.session, "intro": self.intro,
+            "session": self.session, "intro": self.intro, "platform_ends_session": self.platform_ends_session,
         }
 
 
@@ -93,6 +96,7 @@ def prepare_agent_run(
     cwd: Path,
     autonomy: str | None = None,
     interactive: bool = False,
+    platform_ends_session: bool = False,
 ) -> AgentRunConfig:
     """Prepare one agent run to join ``rooms`` plus its repo room, without touching user config.
 
@@ -105,6 +109,9 @@ def prepare_agent_run(
     autonomy: the level agreed with the operator: ``notify``, ``hold`` or ``wake``; default ``hold`` for a
     headless run, ``wake`` for an interactive one. A headless run never gets ``wake`` (nobody to wake).
     interactive: a person's chat (wake hook registered) rather than a headless platform run.
+    platform_ends_session: the platform ends the session it is handed (``session``) once the run is
+    over, so no SessionEnd hook is registered (a Python process less per run, issue 30); only for a
+    session joined ahead (headless Claude Code), and said back as ``platform_ends_session``.
 
     Raises ``ValueError`` for an unknown harness, autonomy or an invalid room name.
     """
@@ -139,9 +146,18 @@ def prepare_agent_run(
         if session:
             env["AGENTS_ROOM_SESSION"] = session
     bytecode.ensure()  # the run's hooks and MCP front start from this package's bytecode
+    platform_ends = bool(platform_ends_session and session)
     hooks, entry = (hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db,
-                               session_start=session is None, fast=True), mcp_entry(harness, db, fast=True))
-    files: list[Path] = []
+                               session_start=session is None, fast=True, session_end=not platform_ends),
+                    mcp_entry(harness, db, fast=True))
+    args, files = _harness_files(harness, config_dir, hooks, entry)
+    return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
+                          label=label, marker=marker, autonomy=level, session=session, intro=intro,
+                          platform_ends_session=platform_ends)
+
+
+def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict) -> tuple[list[str], list[Path]]:
+    """The run's extra CLI arguments for `hooks` and the MCP `entry`, and the files written for them."""
     if harness == "claude":
         mcp_file = config_dir / "agents-room.mcp.json"
         settings_file = config_dir / "agents-room.settings.json"
@@ -163,8 +179,7 @@ def prepare_agent_run(
         record = config_dir / "agents-room.codex-overrides.txt"
         record.write_text("\n".join(overrides) + "\n")
         files = [record]
-    return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
-                          label=label, marker=marker, autonomy=level, session=session, intro=intro)
+    return args, files
 
 
 def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, autonomy: str) -> tuple[str | None, str]:

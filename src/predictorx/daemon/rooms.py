@@ -87,7 +87,29 @@ class _Server:
                 self._later()
         return subprocess.CompletedProcess(proc.args, answer["code"], answer["out"], answer["err"])
 
-    def _exchange(self, proc: subprocess.Popen[str], args: list[str]) -> dict[str, Any]:
+    def serving(self) -> bool:
+        """Whether a server is there now (its runs' sessions are then ended through it)."""
+        return self._proc is not None
+
+    def end(self, session: str, db: str | None) -> bool:
+        """End a run's session through the server (`{"end": …}`: no Python start for it); False if
+        it could not (no server now, or one too old to know the request): use the plain command."""
+        with self._lock:
+            proc = self._proc
+            if proc is None:
+                return False
+            try:
+                answer = self._exchange(proc, {"end": session, "db": db})
+            except (OSError, ValueError, TimeoutError) as e:
+                log.warning("agents-room run-config --serve failed (%s); starting another", e)
+                self._drop()
+                self._later()
+                return False
+        if answer["code"] == 1:
+            log.warning("agents-room session %s was not ended: %s", session, str(answer.get("err", "")).strip())
+        return answer["code"] != 2
+
+    def _exchange(self, proc: subprocess.Popen[str], args: list[str] | dict[str, Any]) -> dict[str, Any]:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(args) + "\n")
         proc.stdin.flush()
@@ -168,6 +190,12 @@ def _discard(proc: subprocess.Popen[str]) -> None:
 
 
 SERVER = _Server()
+#: Sessions whose run registered no SessionEnd hook (run-config --platform-ends-session): the daemon
+#: ends each once its run is over (`after_run`), through the server — a Python process less per run.
+_ENDED_HERE: set[str] = set()
+#: run-config's flag for that; an agents-room that does not know it is asked without it
+_PLATFORM_ENDS = "--platform-ends-session"
+_NO_PLATFORM_ENDS: set[tuple[str, ...]] = set()
 
 
 def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str) -> dict[str, Any]:
@@ -177,16 +205,28 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
         raise RuntimeError("the agents-room command is not installed (pip install agents-room)")
     args = [f"--harness={harness}", f"--config-dir={config_dir}", f"--cwd={cwd}", f"--label={label}"]
     args += [f"--room={r}" for r in rooms]
-    res = SERVER.ask(cmd, args)
-    if res is None:
-        res = subprocess.run([*cmd, "run-config", *args], capture_output=True, text=True, timeout=RUN_CONFIG_TIMEOUT_S,
-                             stdin=subprocess.DEVNULL)
+    # The daemon ends the session itself only through a server (a process of its own would cost more
+    # than the hook): without one now, the run keeps its SessionEnd hook.
+    ends_here = SERVER.serving() and tuple(cmd) not in _NO_PLATFORM_ENDS
+    res = _ask(cmd, [*args, _PLATFORM_ENDS] if ends_here else args)
+    if res.returncode == 2 and _PLATFORM_ENDS in res.stderr:  # an older agents-room: its hook ends the session
+        _NO_PLATFORM_ENDS.add(tuple(cmd))
+        res = _ask(cmd, args)
     if res.returncode != 0:
         raise RuntimeError((res.stderr.strip() or f"agents-room run-config exited {res.returncode}").splitlines()[-1])
     cfg = json.loads(res.stdout)
     if not isinstance(cfg.get("args"), list) or not isinstance(cfg.get("env"), dict):
         raise RuntimeError("agents-room run-config printed an unexpected shape")
     return cfg
+
+
+def _ask(cmd: list[str], args: list[str]) -> subprocess.CompletedProcess[str]:
+    """run-config's answer for `args`, from the server or else a process of its own."""
+    res = SERVER.ask(cmd, args)
+    if res is None:
+        res = subprocess.run([*cmd, "run-config", *args], capture_output=True, text=True, timeout=RUN_CONFIG_TIMEOUT_S,
+                             stdin=subprocess.DEVNULL)
+    return res
 
 
 def start_ahead(runtimes: list[dict[str, Any]]) -> None:
@@ -228,14 +268,33 @@ def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict
         log.warning("task %s runs without agents-room: %s", run.task_id, e)
         return [], {}, ""
     intro = cfg.get("intro") if isinstance(cfg.get("intro"), str) else ""
-    return [str(a) for a in cfg["args"]], {str(k): str(v) for k, v in cfg["env"].items()}, intro
+    env = {str(k): str(v) for k, v in cfg["env"].items()}
+    if cfg.get("platform_ends_session") is True and env.get("AGENTS_ROOM_SESSION"):
+        _ENDED_HERE.add(env["AGENTS_ROOM_SESSION"])
+    return [str(a) for a in cfg["args"]], env, intro
+
+
+def after_run(extra_env: dict[str, str], ended_well: bool) -> None:
+    """A run with an agents-room session is over: a run that did not end well leaves it
+    (`end_session`); one that did is ended here if no SessionEnd hook of its own did that (as that
+    hook does: leases released, rooms and mail kept for a resume), through the `--serve` process."""
+    sid = extra_env.get("AGENTS_ROOM_SESSION")
+    if not sid:
+        return
+    if not ended_well:
+        end_session(extra_env)
+    elif sid in _ENDED_HERE:
+        _ENDED_HERE.discard(sid)
+        if not SERVER.end(sid, extra_env.get("AGENTS_ROOM_DB")):
+            end_session(extra_env)
 
 
 def end_session(extra_env: dict[str, str]) -> None:
     """End the session `run-config` joined ahead for a run (`AGENTS_ROOM_SESSION`) that did not end
     well: killed before any hook of it ran, it would stay in its rooms with no process to judge it
-    gone by. A run that ended well ended it with its SessionEnd hook. Best effort."""
+    gone by. A run that ended well ended it in `after_run` (or with its SessionEnd hook). Best effort."""
     sid, cmd = extra_env.get("AGENTS_ROOM_SESSION"), agents_room_command()
+    _ENDED_HERE.discard(sid or "")
     if not sid or cmd is None:
         return
     env = {**os.environ, **{k: v for k, v in extra_env.items() if k == "AGENTS_ROOM_DB"}}

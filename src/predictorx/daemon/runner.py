@@ -471,8 +471,8 @@ class TaskRun:
                 await asyncio.shield(self._deliver_run_checkouts(ctx, env))
             except Exception:  # the run's end must still be reported
                 log.exception("task %s: could not deliver the repositories its agent checked out", self.id)
-            if not ended_well and extra_env.get("AGENTS_ROOM_SESSION"):
-                await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
+            if extra_env.get("AGENTS_ROOM_SESSION"):  # (its session ended: the daemon ends it, issue 30)
+                await asyncio.shield(asyncio.to_thread(rooms.after_run, extra_env, ended_well))
         end = workflowhooks.EndState(workflowhooks.start_head(sweep_ready), self.branch, tuple(self.borrowed_objects))
         await self.handoff.at_end(cwd, result.result, end)  # the handoff's git facts (R-HAR-7)
         if result.session_id:

@@ -9,13 +9,13 @@ runs exactly as the SDK server runs it (`MCPServer.call_tool`). agents-room's `a
 does the same (its own copy: it is a separate distribution that shares no code with this one).
 
 The daemon starts it as `python <this file> --env-file F`: no package `__init__`, no runpy, no CLI
-import, and only json, os and sys before the first answer (issue 9: Claude Code waits for it).
+import, and only os, sys and json's C half (`_json`, not the json package: issue 30) before the first
+answer (issue 9: Claude Code waits for it).
 Newline-delimited JSON-RPC 2.0 over stdin/stdout, the MCP stdio transport, one request at a time.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -32,6 +32,75 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, PARSE_ERROR = -32601, -32602, -32603, -32700
 #: Lists the SDK server answers, empty here as there.
 _EMPTY = {"resources/list": "resources", "resources/templates/list": "resourceTemplates", "prompts/list": "prompts"}
+
+
+# -- json.loads / json.dumps(…, ensure_ascii=False) without the json package ----------------------
+# The json package imports `re`, and `re` imports `enum`, `functools` and `collections`: about 7 ms
+# of CPU, half of this front's start, paid by every run before its harness's first model request
+# (issue 30). The work is done by the C scanner and encoder json itself uses (`_json`), with the
+# settings of json's defaults, so a value reads and writes exactly as with json; anything else (no
+# C accelerator, bytes that are not UTF-8, a byte order mark, a document that does not decode, a
+# value that does not encode) goes to json itself, so its answers and errors are json's own.
+
+
+def _json_c() -> Any:
+    try:
+        import _json
+    except ImportError:  # not CPython: json does it all
+        return None
+    return _json
+
+
+_C = _json_c()
+_WS = " \t\n\r"  # json.decoder.WHITESPACE
+
+
+class _JsonDefaults:
+    """What the scanner reads from `json.JSONDecoder()` (json's default decoder)."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+_scan = _C.make_scanner(_JsonDefaults()) if _C is not None else None
+
+
+def json_loads(s: str | bytes) -> Any:
+    """`json.loads(s)`."""
+    try:
+        text = s.decode("utf-8") if isinstance(s, bytes) else s
+    except UnicodeDecodeError:
+        text = None
+    if _scan is None or not isinstance(text, str) or text.startswith("\ufeff"):
+        return _json().loads(s)
+    try:
+        obj, end = _scan(text, len(text) - len(text.lstrip(_WS)))
+    except Exception:  # noqa: BLE001 — not a document: json says why, in its own words
+        return _json().loads(s)
+    return obj if not text[end:].lstrip(_WS) else _json().loads(s)  # (extra data: json's error)
+
+
+def _unencodable(o: Any) -> Any:
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+def json_dumps(obj: Any) -> str:
+    """`json.dumps(obj, ensure_ascii=False)`."""
+    if _C is not None:
+        try:  # (markers, default, encoder, indent, separators, sort_keys, skipkeys, allow_nan): json's
+            encode = _C.make_encoder({}, _unencodable, _C.encode_basestring, None, ": ", ", ", False, False, True)
+            return "".join(encode(obj, 0))
+        except (TypeError, ValueError):  # json says what does not encode, in its own words
+            pass
+    return _json().dumps(obj, ensure_ascii=False)
+
+
+def _json() -> Any:
+    import json
+
+    return json
 
 
 class Front:
@@ -133,19 +202,19 @@ def serve(front: Front, stdin: Any = None, stdout: Any = None) -> None:
         if not raw.strip():
             continue
         try:
-            msg = json.loads(raw)
+            msg = json_loads(raw)
         except ValueError:
             reply: dict[str, Any] | None = _error(None, PARSE_ERROR, "Parse error")
         else:
             reply = front.handle(msg)
         if reply is not None:
-            stdout.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+            stdout.write(json_dumps(reply).encode("utf-8") + b"\n")
             stdout.flush()
 
 
 def _read_json(path: str | os.PathLike[str]) -> Any:
     with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
+        return json_loads(fh.read())
 
 
 def listing_of(app: Any) -> dict[str, Any]:
@@ -178,6 +247,8 @@ def run() -> None:
 if __name__ == "__main__":
     # --write: refresh mcp_tools.json; --env-file F: serve, as the daemon starts it
     if sys.argv[1:] == ["--write"]:
+        import json
+
         from predictorx.workflowmcp.mcp_server import build_server
 
         with open(TOOLS_FILE, "w", encoding="utf-8") as fh:

@@ -9,10 +9,10 @@ VENV   := .venv
 # with pip into .tools/ once: pip spent 149 CPU-s and 2:40 on them on 2 cores (a new machine, cold
 # caches), uv installs the same exact pins from its cache in a fraction of that. Where uv cannot be
 # fetched, pip does the installs as before. uv does not read pip's config (pip.conf, PIP_*): it takes
-# the system's CA store (UV_NATIVE_TLS) or SSL_CERT_FILE's bundle, and PyPI or UV_INDEX_URL.
+# the system's CA store (UV_SYSTEM_CERTS) or SSL_CERT_FILE's bundle, and PyPI or UV_INDEX_URL.
 UV_VERSION := 0.13.9
 UV         := .tools/uv-$(UV_VERSION)/bin/uv
-export UV_NATIVE_TLS ?= 1
+export UV_SYSTEM_CERTS ?= 1
 export UV_PYTHON_DOWNLOADS ?= never
 UV_FAILED  := echo "uv could not install from PyPI (its error is above): check that pypi.org is reachable; behind a TLS-inspecting proxy set SSL_CERT_FILE to its CA bundle (uv does not read pip.conf)" >&2; exit 1
 STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")

@@ -5,6 +5,16 @@
 # agents-room is its own distribution (agents-room/, GPL-3.0-or-later); both go into .venv.
 PYTHON ?= python3
 VENV   := .venv
+# The installs (.venv, the Python agent CLIs' venvs) are made by uv, pinned here and fetched from PyPI
+# with pip into .tools/ once: pip spent 149 CPU-s and 2:40 on them on 2 cores (a new machine, cold
+# caches), uv installs the same exact pins from its cache in a fraction of that. Where uv cannot be
+# fetched, pip does the installs as before. uv does not read pip's config (pip.conf, PIP_*): it takes
+# the system's CA store (UV_SYSTEM_CERTS) or SSL_CERT_FILE's bundle, and PyPI or UV_INDEX_URL.
+UV_VERSION := 0.13.9
+UV         := .tools/uv-$(UV_VERSION)/bin/uv
+export UV_SYSTEM_CERTS ?= 1
+export UV_PYTHON_DOWNLOADS ?= never
+UV_FAILED  := echo "uv could not install from PyPI (its error is above): check that pypi.org is reachable; behind a TLS-inspecting proxy set SSL_CERT_FILE to its CA bundle (uv does not read pip.conf)" >&2; exit 1
 STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 # The real agent CLIs the end-to-end tests drive (R-EX-9), pinned by tests/realcli/package-lock.json
 # and installed again whenever that lock changes. Only the two install scripts the CLIs need are
@@ -25,12 +35,24 @@ tests/%/node_modules/.installed: tests/%/package-lock.json
 	@npm ci --prefix tests/$* --no-audit --no-fund --ignore-scripts --loglevel=error
 	@touch $@
 
-$(STAMP): pyproject.toml agents-room/pyproject.toml requirements.lock
+# uv itself: a static binary from its PyPI wheel (pip, ~2 s); a machine without it falls back to pip.
+$(UV):
+	@mkdir -p .tools && $(PYTHON) -m pip install -q --disable-pip-version-check \
+	  --target $(dir $(@D)) uv==$(UV_VERSION) >.tools/uv-install.log 2>&1 \
+	  || echo "uv $(UV_VERSION) could not be fetched with pip (why: .tools/uv-install.log): installing with pip instead (slower)" >&2
+
+$(STAMP): pyproject.toml agents-room/pyproject.toml requirements.lock | $(UV)
 	@if test -x $(VENV)/bin/python; then echo "pyproject.toml changed: updating .venv (Predictor X, agents-room and their pinned dependencies; under a minute)"; \
-	 else echo "first run: creating .venv and installing Predictor X, agents-room and their pinned dependencies from PyPI (about a minute; once)"; fi
-	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-	@$(VENV)/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e './agents-room[dev]' -e '.[dev,postgres]'
+	 else echo "first run: creating .venv and installing Predictor X, agents-room and their pinned dependencies from PyPI (under a minute; once)"; fi
+	@if test -x $(UV); then \
+	  { test -x $(VENV)/bin/python || $(UV) venv -q --seed --python $(PYTHON) $(VENV); } && \
+	  $(UV) pip install -q --compile-bytecode --python $(VENV)/bin/python -c requirements.lock \
+	    -e './agents-room[dev]' -e '.[dev,postgres]' || { $(UV_FAILED); }; \
+	else \
+	  { test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV); } && \
+	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip && \
+	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e './agents-room[dev]' -e '.[dev,postgres]'; \
+	fi
 	@rm -f $(VENV)/.installed-* && touch $@
 	@echo "installed into .venv; the commands are .venv/bin/predictorx and .venv/bin/agents-room"
 
@@ -63,7 +85,12 @@ PYTEST_WORKERS ?= 4
 FUZZ_EXAMPLES  ?= 10
 TEST_MARKS     ?= not long
 PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -p xdist -n $(PYTEST_WORKERS) --dist worksteal
-test: $(STAMP) $(NPM_STAMPS) $(CLI_STAMP)
+# The installs run side by side (npm's downloads and uv's overlap; each is in its own folder).
+TEST_DEPS := $(STAMP) $(NPM_STAMPS) $(CLI_STAMP) pyagents
+.PHONY: test-deps
+test-deps: $(TEST_DEPS)
+test:
+	@$(MAKE) --no-print-directory -j 4 test-deps
 	@$(COMPILE)
 	PREDICTORX_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PYTEST) -m "$(TEST_MARKS)" $(PYTEST_ARGS)
 
@@ -88,13 +115,14 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/report.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-agents .pytest_cache $(CLIS)/node_modules
+	rm -rf $(VENV) .venv-agents .tools .pytest_cache $(CLIS)/node_modules
 
 # The Python-packaged agent CLIs of the real-CLI tests (gptme, Mistral Vibe, fast-agent): a venv each in
 # .venv-agents/ from the exact pins in tests/realcli/pyagents/*.txt, again when a pin file changes
-# (install.py keeps a stamp per file; a Python >= the file's floor is found on the machine).
+# (install.py keeps a stamp per file; a Python >= the file's floor is found on the machine; the three
+# install side by side, with uv where it was fetched, else with pip).
 PYAGENTS_PINS := $(wildcard tests/realcli/pyagents/*.txt)
 .PHONY: pyagents
-pyagents: $(PYAGENTS_PINS)
-	@$(PYTHON) tests/realcli/pyagents/install.py
-test record-transcripts: pyagents
+pyagents: $(PYAGENTS_PINS) | $(UV)
+	@$(PYTHON) tests/realcli/pyagents/install.py $(if $(wildcard $(UV)),--uv=$(UV))
+record-transcripts: pyagents

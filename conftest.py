@@ -31,7 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "error::pytest.PytestAssertRewriteWarning")
 
 #: What `python3` on PATH runs for the whole session: the interpreter under the suite (outside its
-#: venv, like a plain `python3`), so the fake agent CLIs (`#!/usr/bin/env python3`, started for
+#: venv, like a plain `python3`), so the fake agent CLIs (`#!/usr/bin/env -S python3 -S`, started for
 #: every probe and run) do not go through a version manager's shim first — pyenv's costs a bash
 #: and a `pyenv exec` per start, twice the CPU of the fake itself.
 PYTHON3 = Path(os.path.realpath(sys.executable))

@@ -130,7 +130,7 @@ def test_the_postgres_template_takes_no_connection_and_copies_in_parallel() -> N
 
 
 def test_python3_on_the_path_is_the_suites_interpreter_with_nothing_between() -> None:
-    """The fake agent CLIs start as `#!/usr/bin/env python3`, for every probe and run: a version
+    """The fake agent CLIs start as `#!/usr/bin/env -S python3 -S`, for every probe and run: a version
     manager's shim found first on PATH (pyenv's: a bash and `pyenv exec`) cost more CPU than the fake."""
     import shutil
     import sys

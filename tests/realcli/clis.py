@@ -19,6 +19,13 @@ BIN = HERE / "node_modules" / ".bin"
 DEAD_PROXY = "http://127.0.0.1:9"
 
 
+def probed_executables() -> set[str]:
+    """The executables of the providers a daemon probes on its PATH (daemon/main.probe_runtimes)."""
+    from predictorx import agents
+
+    return {exe for p in agents.known_providers() if (exe := agents.get(p).executable)}
+
+
 class Tripwire:
     """The HTTP(S) proxy and npm registry a CLI is given: it records every request that reaches it
     (a CONNECT to a host, a package fetch) and refuses it at once, so a test can assert that a
@@ -65,6 +72,20 @@ class RealCli:
         exe = BIN / self.executable
         return exe if exe.exists() else None
 
+    def bin_dir(self, where: Path) -> Path:
+        """BIN without the other agent CLIs a daemon finds on PATH and asks `--version` when it
+        starts (~0.5 CPU-s each for a node CLI, 2 CPU-s per daemon start for all four): this CLI's
+        test needs only its own. Each link points at the real file, so the sandbox mounts what
+        it mounted from BIN (the node_modules tree, daemon/sandbox.py `_package_root`)."""
+        others = probed_executables() - {self.executable}
+        folder = where / f"bin-{self.provider}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry in BIN.iterdir():
+            link = folder / entry.name
+            if entry.name not in others and not link.exists():
+                link.symlink_to(os.path.realpath(entry))
+        return folder
+
     def environment(self, home: Path, server: ModelServer, proxy: str = DEAD_PROXY) -> dict[str, str]:
         """The daemon's environment (agents inherit it): a HOME of the test's own with the CLI's
         config pointing at `server`, telemetry and updates off, every other host unreachable
@@ -74,7 +95,7 @@ class RealCli:
             "HOME": str(home),
             "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
             "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": f"{self.bin_dir(home.parent)}{os.pathsep}{os.environ.get('PATH', '')}",
             "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
             "npm_config_registry": proxy + "/", "npm_config_offline": "true",

@@ -115,8 +115,9 @@ class EarlyPush:
 
     async def _discover(self, target: "asyncio.Future[dict[str, Any] | None]") -> Any:
         """The forge's refs asked (smartpush.discover) as soon as the agent ended and the target is
-        in hand, beside the delivery's leftover check: the push then only sends. None when the
-        daemon will not speak the push itself (git push does it then)."""
+        in hand, beside the delivery's leftover check: the push then only sends. None (no target)
+        or why the daemon will not speak the push itself (smartpush.Unsupported: `git push` does
+        it then, with no second discovery first)."""
         from . import forgepush, forgework, smartpush
 
         given = await asyncio.shield(target)
@@ -124,7 +125,10 @@ class EarlyPush:
             return None
         try:
             return await smartpush.discover(forgework.target_from(given))
-        except (smartpush.Unsupported, forgepush.PushError, KeyError, TypeError, ValueError) as e:
+        except smartpush.Unsupported as e:
+            log.debug("task %s: no early ref discovery (%s)", self.task_id, e)
+            return e
+        except (forgepush.PushError, KeyError, TypeError, ValueError) as e:
             log.debug("task %s: no early ref discovery (%s)", self.task_id, e)
             return None
 

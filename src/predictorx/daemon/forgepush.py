@@ -77,8 +77,20 @@ def scrub(text: str, target: PushTarget) -> str:
 def check_target(target: PushTarget) -> None:
     if not target.remote_url.startswith(("https://", "http://")):
         raise PushError(f"the forge remote {target.remote_url!r} is not an http(s) URL; nothing was pushed")
-    if not target.branch or target.branch.startswith("-") or ".." in target.branch:
+    if not _branch_name_ok(target.branch):
         raise PushError(f"{target.branch!r} is not a branch name Predictor X pushes")
+
+
+#: What git's check-ref-format refuses in a ref name (control characters, space, ~^:?*[\ and DEL).
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def _branch_name_ok(branch: str) -> bool:
+    """`branch` is a name git's check-ref-format takes for refs/heads/<branch> (and no option)."""
+    return bool(branch) and not (
+        branch.startswith(("-", "/", ".")) or branch.endswith(("/", ".", ".lock")) or ".." in branch
+        or "//" in branch or "@{" in branch or branch == "@" or "/." in branch or ".lock/" in branch
+        or _REF_BAD.search(branch))
 
 
 def push(repo: Path, local_ref: str, target: PushTarget, *, lease: str | None,

@@ -141,6 +141,10 @@ async def _push(task_id: str, repo: Path, local: str, target: PushTarget, is_git
         return await smartpush.push(repo, local, target, lease=lease, is_git_dir=is_git_dir, session=session)
     except smartpush.Unsupported as e:
         log.info("task %s: pushing with git push (%s)", task_id, e)
+    except forgepush.PushError:
+        raise  # the forge's or the lease's answer: git push would hear the same
+    except Exception:  # a fault of this client's: git push still delivers the work
+        log.warning("task %s: the daemon's own push failed; pushing with git push", task_id, exc_info=True)
     return await asyncio.to_thread(forgepush.push, repo, local, target, lease=lease, git_dir=is_git_dir)
 
 

@@ -37,16 +37,24 @@ from urllib.parse import urlsplit
 from ..forges.base import PushTarget
 from ..http1 import parse_head
 from .forgepush import CHANGED, PushError, Pushed, check_target, scrub
-from .gitcmd import git_env
+from .gitcmd import git_env, sealed_env
 from .gitobjects import present
 
 ZERO = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-#: Each of the two requests and the pack's making is bounded by this (seconds).
+#: Each of the two requests and the pack's making is bounded by this (seconds)…
 STEP_TIMEOUT = 120.0
-#: A pack larger than this is left to `git push` (it streams; this holds the pack in memory).
-MAX_PACK = 256 * 1024 * 1024
+#: …and the whole push by this, so that `git push` after it (forgepush.PUSH_TIMEOUT) still ends
+#: within the delivery's wait for the push (earlypush.PUSH_WAIT).
+PUSH_BUDGET = 50.0
+#: A pack larger than this is left to `git push` (it streams; this holds the pack in memory, and
+#: a push that large gains nothing from the few milliseconds this saves).
+MAX_PACK = 64 * 1024 * 1024
 MAX_HEAD = 64 * 1024
+#: What a forge may send: a ref advertisement, a report (with its side-band messages), one chunk.
+MAX_ADVERTISEMENT = 32 * 1024 * 1024
+MAX_REPORT = 1024 * 1024
+MAX_CHUNK = 16 * 1024 * 1024
 AGENT = "git/predictorx"
 #: What in the daemon's environment changes how git would reach the forge: then git does it.
 _ENV_NAMES = {"http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
@@ -169,20 +177,25 @@ async def push(repo: Path, tip: str, target: PushTarget, *, lease: str | None, i
     Unsupported (push with git instead)."""
     packer = None
     try:
-        if not _SHA.match(tip):
-            raise Unsupported("the tip is not a commit name")
-        git_dir = git_dir_of(repo, is_git_dir)
-        if session is None:  # asked now, beside pack-objects' start
-            session = asyncio.ensure_future(discover(target))
-        packer = await _Packer.start(git_dir)
-        found = await session if isinstance(session, asyncio.Future) else session
-        session = found
-        if session is not None and not session.serves(target):
-            session.close()
-            session = None
-        if session is None:
-            session = await discover(target)
-        return await _update(session, packer, git_dir, tip, target, lease)
+        async with asyncio.timeout(PUSH_BUDGET):
+            if not _SHA.match(tip):
+                raise Unsupported("the tip is not a commit name")
+            git_dir = git_dir_of(repo, is_git_dir)
+            if session is None:  # asked now, beside pack-objects' start
+                session = asyncio.ensure_future(discover(target))
+            packer = await _Packer.start(git_dir)
+            found = await session if isinstance(session, asyncio.Future) else session
+            if isinstance(found, Unsupported):  # the discovery at the agent's end failed: not asked twice
+                raise found
+            session = found
+            if session is not None and not session.serves(target):
+                session.close()
+                session = None
+            if session is None:
+                session = await discover(target)
+            return await _update(session, packer, git_dir, tip, target, lease)
+    except TimeoutError:
+        raise Unsupported(f"the push took longer than {PUSH_BUDGET:.0f} s") from None
     finally:
         if packer is not None:
             await packer.stop()
@@ -194,6 +207,8 @@ def discard(session: "SessionLike") -> None:
     if isinstance(session, asyncio.Future):
         if session.done():
             session = None if session.cancelled() or session.exception() else session.result()
+            if isinstance(session, Unsupported):
+                session = None
         else:
             session.add_done_callback(discard)
             session.cancel()
@@ -214,17 +229,18 @@ async def _update(session: Session, packer: "_Packer", git_dir: Path, tip: str, 
         return Pushed(tip)  # already there (as `git push` says "Everything up-to-date")
     if current != (lease if lease and _SHA.match(lease) else ZERO):
         raise PushError(CHANGED.format(branch=target.branch))
-    pack = await packer.pack(tip, present(git_dir, adv.haves))
+    pack = await packer.pack(tip, await asyncio.to_thread(present, git_dir, adv.haves))
     wanted = ["report-status"] + [c for c in ("side-band-64k", "quiet") if c in adv.caps]
     if any(c.startswith("agent=") for c in adv.caps):
         wanted.append(f"agent={AGENT}")
-    body = _pkt(f"{current} {tip} {ref}\0{' '.join(wanted)}".encode()) + b"0000" + pack
+    body = (_pkt(f"{current} {tip} {ref}\0{' '.join(wanted)}".encode()) + b"0000", pack)
     report, said = await _post(session, target, body, "side-band-64k" in wanted)
     _check_report(report, said, ref, target)
     return Pushed(tip)
 
 
-async def _post(session: Session, target: PushTarget, body: bytes, side_band: bool) -> tuple[bytes, list[str]]:
+async def _post(session: Session, target: PushTarget, body: tuple[bytes, ...], side_band: bool
+                ) -> tuple[bytes, list[str]]:
     """Send the update and its pack; the report-status (and what the forge said on side band 2)
     as soon as it is complete. The rest of the answer (the forge's post-receive work, its `gc
     --auto`) is read to its end in the background, on this connection, so that work is never cut
@@ -237,9 +253,7 @@ async def _post(session: Session, target: PushTarget, body: bytes, side_band: bo
             if session._conn is not None:
                 try:  # the discovery's connection; one the server closed meanwhile is opened anew
                     status, headers = await _request(session._conn, "POST", path, target, body, extra)
-                except (ConnectionError, asyncio.IncompleteReadError) as e:
-                    if getattr(e, "partial", b""):  # an answer had begun: the request is not sent twice
-                        raise
+                except _NotSent:  # (sent and unanswered, it may have landed: `git push` then looks)
                     session.close()
             if session._conn is None:
                 parts = urlsplit(target.remote_url)
@@ -276,9 +290,11 @@ async def _drain(chunks: AsyncIterator[bytes], writer: asyncio.StreamWriter) -> 
 async def _report_of(chunks: AsyncIterator[bytes], side_band: bool) -> tuple[bytes, list[str]]:
     """The report-status pkt-lines (to their flush) read from the answer's body as it comes, and
     the forge's messages (side band 2 and 3) until then."""
-    pending, report, said = b"", b"", []
+    pending, report, said = b"", b"", list[str]()
     async for chunk in chunks:
         pending += chunk
+        if len(pending) + len(report) > MAX_REPORT:
+            raise ValueError("the forge's report is too long")
         if not side_band:
             report, pending = report + pending, b""
         while side_band and len(pending) >= 4:
@@ -292,7 +308,8 @@ async def _report_of(chunks: AsyncIterator[bytes], side_band: bool) -> tuple[byt
             if payload[:1] == b"\x01":
                 report += payload[1:]
             else:
-                said += [t.strip() for t in payload[1:].decode("utf-8", "replace").splitlines() if t.strip()]
+                said = (said + [t.strip() for t in payload[1:].decode("utf-8", "replace").splitlines()
+                                if t.strip()])[-20:]
         if _whole(report):
             return report, said
     return report, said
@@ -323,18 +340,36 @@ class _Packer:
         return cls(await asyncio.create_subprocess_exec(
             "git", f"--git-dir={git_dir}", "pack-objects", "--stdout", "--thin", "--revs", "-q",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=git_env(), start_new_session=True))
+            env=git_env(sealed_env()), start_new_session=True))
 
     async def pack(self, tip: str, bases: set[str]) -> bytes:
-        """The pack of `tip` less what `bases` reach."""
+        """The pack of `tip` less what `bases` reach; Unsupported beyond MAX_PACK or STEP_TIMEOUT
+        (read as it comes, so a larger one is never held)."""
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         revs = (tip + "\n" + "".join(f"^{b}\n" for b in sorted(bases))).encode()
-        async with asyncio.timeout(STEP_TIMEOUT):
-            out, err = await self.proc.communicate(revs)
-        if self.proc.returncode != 0:
-            raise Unsupported(f"git pack-objects failed: {err.decode('utf-8', 'replace').strip()[-300:]}")
-        if len(out) > MAX_PACK:
-            raise Unsupported("a pack larger than the daemon sends itself")
-        return out
+        try:
+            async with asyncio.timeout(STEP_TIMEOUT):
+                proc.stdin.write(revs)
+                await proc.stdin.drain()
+                proc.stdin.close()
+                err = asyncio.ensure_future(_tail(proc.stderr))
+                parts, size = [], 0
+                while chunk := await proc.stdout.read(1 << 20):
+                    size += len(chunk)
+                    if size > MAX_PACK:
+                        err.cancel()
+                        raise Unsupported("a pack larger than the daemon sends itself")
+                    parts.append(chunk)
+                said = await err
+                await proc.wait()
+        except TimeoutError:
+            raise Unsupported(f"git pack-objects took longer than {STEP_TIMEOUT:.0f} s") from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise Unsupported("git pack-objects ended early") from None
+        if proc.returncode != 0:
+            raise Unsupported(f"git pack-objects failed: {said.decode('utf-8', 'replace').strip()[-300:]}")
+        return b"".join(parts)
 
     async def stop(self) -> None:
         """End it if it still runs (not used, timed out, cancelled), its process group with it."""
@@ -422,11 +457,15 @@ async def _connect(scheme: str, host: str, port: int | None) -> tuple[asyncio.St
     return await asyncio.open_connection(host, port or 80, limit=MAX_HEAD)
 
 
+class _NotSent(ConnectionError):
+    """The connection failed while the request was being written: it may be sent again."""
+
+
 async def _request(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], method: str, path: str,
-                   target: PushTarget, body: bytes | None, extra: dict[str, str] | None = None
+                   target: PushTarget, body: tuple[bytes, ...] | None, extra: dict[str, str] | None = None
                    ) -> tuple[int, dict[str, str]]:
     """One HTTP/1.1 request with the credential in its Authorization header; the answer's status
-    and header fields (its body is the caller's to read: `_body`)."""
+    and header fields (its body is the caller's to read: `_body`). `body`: its parts, in order."""
     reader, writer = conn
     basic = base64.b64encode(f"{target.username}:{target.token}".encode()).decode()
     netloc = urlsplit(target.remote_url).netloc
@@ -434,9 +473,14 @@ async def _request(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], meth
             "Pragma: no-cache"]
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     if body is not None:
-        head.append(f"Content-Length: {len(body)}")
-    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (body or b""))
-    await writer.drain()
+        head.append(f"Content-Length: {sum(len(part) for part in body)}")
+    try:
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        for part in body or ():
+            writer.write(part)
+        await writer.drain()
+    except ConnectionError as e:
+        raise _NotSent(str(e)) from e
     try:
         raw = await reader.readuntil(b"\r\n\r\n")
     except asyncio.LimitOverrunError as e:
@@ -454,11 +498,13 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]) -> AsyncI
     """An answer's body as it arrives (chunked, by its length, or to the connection's end)."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
         while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip(), 16)
+            size = int((await _line(reader)).split(b";", 1)[0].strip(), 16)
             if size == 0:
-                while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, to the empty line
+                while (await _line(reader)) != b"\r\n":  # trailers, to the empty line
                     pass
                 return
+            if size > MAX_CHUNK:
+                raise ValueError("a chunk larger than this client reads")
             yield await reader.readexactly(size)
             if await reader.readexactly(2) != b"\r\n":
                 raise ValueError("malformed chunked body")
@@ -474,8 +520,29 @@ async def _body(reader: asyncio.StreamReader, headers: dict[str, str]) -> AsyncI
         yield data
 
 
+async def _line(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await reader.readuntil(b"\r\n")
+    except asyncio.LimitOverrunError as e:
+        raise ValueError("a chunk line too long") from e
+
+
 async def _read_all(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-    return b"".join([chunk async for chunk in _body(reader, headers)])
+    parts, size = [], 0
+    async for chunk in _body(reader, headers):
+        size += len(chunk)
+        if size > MAX_ADVERTISEMENT:
+            raise ValueError("a ref advertisement larger than this client reads")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+async def _tail(stream: asyncio.StreamReader, keep: int = 4096) -> bytes:
+    """A stream read to its end; its last `keep` bytes."""
+    out = b""
+    while chunk := await stream.read(65536):
+        out = (out + chunk)[-keep:]
+    return out
 
 
 def _type(headers: dict[str, str]) -> str:

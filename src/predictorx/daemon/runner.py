@@ -466,13 +466,13 @@ class TaskRun:
                 for pending in (tail, running, sweep_ready):
                     pending.cancel()
             prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
+            if extra_env.get("AGENTS_ROOM_SESSION"):  # ended first: no lease kept through the delivery, no cancel skips it
+                await asyncio.shield(asyncio.to_thread(rooms.after_run, extra_env, ended_well))
             await asyncio.shield(netpolicy.close(network))
             try:
                 await asyncio.shield(self._deliver_run_checkouts(ctx, env))
             except Exception:  # the run's end must still be reported
                 log.exception("task %s: could not deliver the repositories its agent checked out", self.id)
-            if extra_env.get("AGENTS_ROOM_SESSION"):  # (its session ended: the daemon ends it, issue 30)
-                await asyncio.shield(asyncio.to_thread(rooms.after_run, extra_env, ended_well))
         end = workflowhooks.EndState(workflowhooks.start_head(sweep_ready), self.branch, tuple(self.borrowed_objects))
         await self.handoff.at_end(cwd, result.result, end)  # the handoff's git facts (R-HAR-7)
         if result.session_id:

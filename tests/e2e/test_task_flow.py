@@ -180,9 +180,12 @@ def test_agents_of_one_project_meet_in_its_room(server, start_daemon, tmp_path):
     # joined by `agents-room run-config` before the agent started (no SessionStart hook): the prompt says so
     assert all("you are session s-" in s["prompt"] and "shared:project-storefront-" in s["prompt"] for s in seen[:2])
     assert not any(s["hook_outputs"] for s in seen)
-    who = subprocess.run([sys.executable, "-m", "agents_room", "who", "--json"], capture_output=True, text=True,
-                         timeout=30, env={**os.environ})
+    # Each run over, the daemon ended its session as Claude Code's SessionEnd hook would (issue 30:
+    # the daemon does it, no hook process): leases released, rooms kept for a resume.
+    who = subprocess.run([sys.executable, "-m", "agents_room", "who", "--all", "--json"], capture_output=True,
+                         text=True, timeout=30, env={**os.environ})
     sessions = json.loads(who.stdout)["sessions"]
+    assert [s["state"] for s in sessions] == ["ended"] * 3, sessions
     project_rooms = [{r for r in s["rooms"] if r.startswith("shared:project-storefront-")} for s in sessions]
     assert len(sessions) == 3 and all(len(r) == 1 for r in project_rooms)
     assert sorted(len([r for r in project_rooms if r == x]) for x in project_rooms) == [1, 2, 2]

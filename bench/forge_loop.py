@@ -56,7 +56,7 @@ def git(cwd: Path, *args: str) -> str:
 
 def agent_script(stamps: Path, ends: Path) -> str:
     return (f'echo "$PREDICTORX_TASK_ID $(date +%s.%N)" >> {stamps}; n=$(ls runs 2>/dev/null | wc -l); mkdir -p runs; '
-            'echo "run $n" > runs/$n.txt; git add runs && git -c user.name=bench -c user.email=b@example.com '
+            'echo "run $n of $PREDICTORX_TASK_ID" > runs/$n.txt; git add runs && git -c user.name=bench -c user.email=b@example.com '
             f'commit -qm "run $n"; echo "$PREDICTORX_TASK_ID $(date +%s.%N)" >> {ends}')
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .branches import ref_component
 from .gitcmd import DEFAULT_TIMEOUT, GitError, git, git_text, sealed_env
+from . import quarantine as quarantine_files
 from .gitdata import SHA as _SHA, open_regular, read_small, ref_value
 from .runrepo import is_own_repository
 from .. import steptimes
@@ -308,9 +309,9 @@ def _quarantine_beside(pool: ThreadPoolExecutor, target: Path, ref: str, quarant
     dir where a plain repository keeps it (no `commondir`), set again if git says otherwise.
     Returns what gives the target's branch commit (None: no such branch)."""
     state = pool.submit(_target_state, target, ref, timeout)
-    guess = str(target / "objects") if target.is_absolute() and not (target / "commondir").exists() \
-        and (target / "objects").is_dir() else None
-    _make_quarantine(quarantine, guess or state.result()[0])
+    guess = quarantine_files.objects_guess(target)
+    if guess is None or not quarantine_files.take(quarantine, guess):  # (one made ahead: quarantine.py)
+        quarantine_files.make(quarantine, guess or state.result()[0])
 
     def current() -> str | None:
         objects, sha = state.result()
@@ -320,16 +321,6 @@ def _quarantine_beside(pool: ThreadPoolExecutor, target: Path, ref: str, quarant
             os.replace(alternates.with_name("alternates.new"), alternates)
         return sha
     return current
-
-
-def _make_quarantine(quarantine: Path, objects: str) -> None:
-    """A bare repository of the daemon's own, written as files (what `git init --bare --template=`
-    writes, without a process): its config the daemon's, its only alternate the target's objects."""
-    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
-        (quarantine / sub).mkdir(parents=True)
-    (quarantine / "HEAD").write_text("ref: refs/heads/main\n")
-    (quarantine / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n")
-    (quarantine / "objects" / "info" / "alternates").write_text(objects + "\n")
 
 
 def _set_ref(quarantine: Path, ref: str, sha: str) -> None:

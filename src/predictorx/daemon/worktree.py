@@ -52,7 +52,7 @@ from pathlib import Path
 
 import psutil
 
-from . import delivery, runrepo
+from . import delivery, quarantine, runrepo
 from .branches import NoFreeBranch, create_free_branch, ref_component, task_branch
 from .gitcmd import KEPT_REFS, GitError, git, git_text
 
@@ -182,6 +182,7 @@ def prepare(
         if isinstance(e, GitError):
             raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
         raise
+    quarantine.prepare(env / ".delivery", Path(common))  # the delivery's, made while the agent works
     return Prepared(wt_dir, start, branch, baseline, base, top, env, agent_name, task_id, Path(common))
 
 
@@ -210,6 +211,7 @@ def _prepare_continuing(top: Path, prefix: str, common: Path, env: Path, wt_dir:
         if isinstance(e, GitError):
             raise WorktreeError(f"could not create the task's worktree of {top}: {e.stderr or e}") from e
         raise
+    quarantine.prepare(env / ".delivery", common)
     return Prepared(wt_dir, wt_dir / prefix, branch, start, start, top, env, agent_name, task_id, common,
                     continuing=True)
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
-from ..http1 import parse_head
+from ..http1 import read_head
 
 #: A kept-alive connection idle this long is not reused: the server closes its own after 5 s
 #: (server/connguard.py KEEP_ALIVE_SECONDS), and a request racing that close would be sent twice.
@@ -128,14 +128,7 @@ class PlainHttp:
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool, bytes]:
     """(status, whether the connection may be reused, body) of one response."""
     while True:
-        try:
-            raw = await reader.readuntil(b"\r\n\r\n")
-        except asyncio.LimitOverrunError as e:
-            raise ValueError("response headers too large") from e
-        parsed = parse_head(raw[:-4])
-        if parsed is None:
-            raise ValueError(f"not an HTTP/1 response: {raw[:80]!r}")
-        version, status, headers = parsed
+        version, status, headers = await read_head(reader)
         if status >= 200:  # (a 1xx interim response is followed by the real one)
             break
     keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()

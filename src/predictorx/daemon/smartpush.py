@@ -35,7 +35,7 @@ from typing import Any, Union
 from urllib.parse import urlsplit
 
 from ..forges.base import PushTarget
-from ..http1 import parse_head
+from ..http1 import read_head
 from .forgepush import CHANGED, PushError, Pushed, check_target, scrub
 from .gitcmd import git_env, sealed_env
 from .gitobjects import present
@@ -481,14 +481,7 @@ async def _request(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], meth
         await writer.drain()
     except ConnectionError as e:
         raise _NotSent(str(e)) from e
-    try:
-        raw = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.LimitOverrunError as e:
-        raise ValueError("response headers too large") from e
-    parsed = parse_head(raw[:-4])
-    if parsed is None:
-        raise ValueError("not an HTTP/1 response")
-    _, status, headers = parsed
+    _, status, headers = await read_head(reader)
     if "chunked" not in headers.get("transfer-encoding", "").lower() and "content-length" not in headers:
         headers["connection"] = "close"  # read to its end: the connection is over then
     return status, headers

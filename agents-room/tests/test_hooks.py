@@ -371,6 +371,43 @@ def test_wake_sleeps_on_the_store_and_wakes_when_a_message_is_written(db, repos)
     assert time.monotonic() - began < 10  # a look every 30 s would have taken up to 30
 
 
+def test_an_unwatched_store_is_asked_every_second_whatever_the_longest_sleep(db, repos, monkeypatch):
+    """Without a watch (no inotify, or the user's 128 inotify instances all taken — as under a
+    full test run), nothing wakes the waiter's sleep early: it asks the store every second, not
+    every `--wake-interval` (a message had waited 30 s for it)."""
+    import threading
+
+    from agents_room import hooks, storewatch
+
+    monkeypatch.setattr(storewatch.StoreWatch, "__init__", lambda self, db_path: setattr(self, "fd", None))
+    sleeping, sleep = threading.Event(), storewatch.StoreWatch.wait
+
+    def wait_told(self, timeout: float) -> bool:
+        sleeping.set()  # (past its first look: the message comes while it sleeps)
+        return sleep(self, timeout)
+
+    monkeypatch.setattr(storewatch.StoreWatch, "wait", wait_told)
+    me = _start("claude", repos["api"], autonomy="wake")
+    r, peer = _peer(db, repos["web"])
+    answer: list = []
+
+    def wait() -> None:
+        room = Room.open(db)
+        try:
+            answer.append(hooks._wake(room, room.session_row(me), {"wake_interval": 30, "wake_timeout": 60}))
+        finally:
+            room.close()
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    assert sleeping.wait(20), "the wake waiter never slept"
+    began = time.monotonic()
+    r.send(peer, me, "wake up")
+    waiter.join(40)
+    assert answer and answer[0][1] == 2 and "1 unread message" in answer[0][2]
+    assert time.monotonic() - began < 10  # asked every 30 s, it would have taken up to 30
+
+
 def test_store_watch_returns_on_a_write_and_sleeps_otherwise(tmp_path):
     import sqlite3
 

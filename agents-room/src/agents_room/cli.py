@@ -43,7 +43,7 @@ def _parser():
     h.add_argument("--label")
     h.add_argument("--wake", action="store_true", help="Stop only: wait while idle and wake the chat on a new message")
     h.add_argument("--wake-timeout", type=float, default=3600.0)
-    h.add_argument("--wake-interval", type=float, help="longest sleep between looks (default: 60 s watched, else 1 s)")
+    h.add_argument("--wake-interval", type=float, help="longest sleep between looks while the store is watched (default 60 s); unwatched, at most 1 s")
 
     j = sub.add_parser("join", help="join rooms (creates a session for you unless --session is given)")
     j.add_argument("--session")

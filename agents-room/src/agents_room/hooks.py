@@ -285,8 +285,11 @@ def _wake(room, row, opts: dict) -> tuple[str, int, str]:
     deadline = time.monotonic() + float(opts.get("wake_timeout") or 3600)
     watch = StoreWatch(room.conn.execute("PRAGMA database_list").fetchone()[2])
     # Watched, the store is asked again when it changed (a message is a write), and at least
-    # every WAKE_RECHECK_S for what becomes due with time alone; else every second, as before.
-    interval = float(opts.get("wake_interval") or (WAKE_RECHECK_S if watch.watching else 1.0))
+    # every WAKE_RECHECK_S (or the longest sleep asked) for what becomes due with time alone.
+    # Unwatched (no inotify, or the user's inotify instances all taken), nothing wakes a sleep
+    # early: it is asked every second at most, whatever the longest sleep asked, as before.
+    asked = float(opts.get("wake_interval") or 0) or None
+    interval = (asked or WAKE_RECHECK_S) if watch.watching else min(asked or 1.0, 1.0)
     try:
         while time.monotonic() < deadline:
             if not room.wake_current(sid, token):

@@ -142,3 +142,24 @@ def test_a_discovery_that_failed_at_the_agents_end_is_not_asked_again(tmp_path: 
     error = asyncio.run(asyncio.wait_for(go(), 60))
     assert isinstance(error, smartpush.Unsupported) and "401" in str(error), repr(error)
     assert asked == []
+
+
+def test_a_pack_objects_past_its_time_is_left_to_git_not_an_exception_that_loses_the_report(
+        tmp_path: Path, monkeypatch) -> None:
+    """A TimeoutError out of the pack's making had escaped every handler (the push's report was
+    lost); it is Unsupported now, and `git push` does the push."""
+    monkeypatch.setattr(smartpush, "STEP_TIMEOUT", 0.0001)  # (no pack-objects answers that fast)
+    repo, tip = _repo_with_commit(tmp_path, 1024 * 1024)
+
+    async def go() -> BaseException | None:
+        packer = await smartpush._Packer.start(repo / ".git")
+        try:
+            await packer.pack(tip, set())
+        except BaseException as e:  # noqa: BLE001
+            return e
+        finally:
+            await packer.stop()
+        return None
+
+    error = asyncio.run(asyncio.wait_for(go(), 120))
+    assert isinstance(error, smartpush.Unsupported) and "longer than" in str(error), repr(error)

@@ -27,3 +27,17 @@ def make_repo(root: Path, name: str, remote: str | None = None) -> Path:
     (d / ".git" / "config").write_text(cfg)
     (d / "src").mkdir()
     return d
+
+
+def hook_argv(command: str) -> list[str]:
+    """The Python command line of a hook command: a run's gated hooks put it after the shell's
+    doorbell test (``[ -e BELL ] || exit 0; exec …``, agents_room.bells)."""
+    import shlex
+
+    return shlex.split(command.split("; exec ", 1)[1] if "; exec " in command else command)
+
+
+def run_hook_command(command: str, data: str, env: dict, cwd=None, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run a hook command as Claude Code does: through a shell, the event's JSON on its stdin."""
+    return subprocess.run(["sh", "-c", command], input=data, capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=timeout)

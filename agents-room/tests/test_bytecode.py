@@ -5,7 +5,6 @@ process compiles agents-room's modules again on every tool call."""
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from importlib.util import cache_from_source
 from pathlib import Path
 
 import agents_room
+
+from room_helpers import hook_argv
 
 
 def _package_copy(tmp_path: Path) -> Path:
@@ -42,7 +43,7 @@ def test_run_config_compiles_the_package_so_hooks_start_from_bytecode(tmp_path):
 
     cfg = json.loads(run.stdout)
     hooks = json.loads(Path(cfg["files"][1]).read_text())["hooks"]
-    argv = shlex.split(hooks["PostToolUse"][0]["hooks"][0]["command"])
+    argv = hook_argv(hooks["PostToolUse"][0]["hooks"][0]["command"])
     assert argv[1:3] == ["-S", str(src / "agents_room" / "hook_entry.py")]  # -S: no `site` at start (issue 30)
     payload = {"session_id": "chat-1", "cwd": str(tmp_path), "hook_event_name": "PostToolUse",
                "tool_name": "Bash", "tool_input": {"command": "ls"}}

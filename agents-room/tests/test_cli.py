@@ -162,6 +162,7 @@ def test_install_cli(tmp_path):
     ["hook", "--event=Stop"],
     ["hook", "--event", "PostToolUse", "--harness", "codex", "--autonomy=2", "--room=a", "--room", "b", "--label=x y"],
     ["--db=/tmp/x.db", "hook", "--event=Stop", "--wake", "--wake-timeout=5", "--wake-interval", "0.1"],
+    ["hook", "--event=PostToolUse", "--reads-only"],
 ])
 def test_fast_hook_args_match_argparse(argv):
     from agents_room.cli import _parser
@@ -171,7 +172,7 @@ def test_fast_hook_args_match_argparse(argv):
     ns = _parser().parse_args(argv)
     assert fast == {"event": ns.event, "harness": ns.harness, "autonomy": ns.autonomy, "rooms": ns.room,
                     "label": ns.label, "wake": ns.wake, "wake_timeout": ns.wake_timeout,
-                    "wake_interval": ns.wake_interval, "db": ns.db}
+                    "wake_interval": ns.wake_interval, "db": ns.db, "reads_only": ns.reads_only}
 
 
 @pytest.mark.parametrize("argv", [

@@ -16,7 +16,7 @@ import pytest
 from agents_room import harness_config
 from agents_room.room import Room
 
-from room_helpers import PY, run_cli
+from room_helpers import PY, hook_argv, run_cli
 
 #: what the usual hook call must not import (each costs start-up time on every tool call)
 HEAVY = {"runpy", "argparse", "pathlib", "typing", "json", "re", "enum", "contextlib", "urllib.parse", "ipaddress",
@@ -42,7 +42,7 @@ def _imports(argv: list[str], data: dict, env: dict, cwd) -> tuple[subprocess.Co
 
 def test_a_runs_hooks_start_as_a_file_and_the_usual_calls_import_little(tmp_path, repos, db):
     hooks, env = _settings(tmp_path, repos["web"])
-    cmds = {ev: shlex.split(groups[0]["hooks"][0]["command"]) for ev, groups in hooks.items()}
+    cmds = {ev: hook_argv(groups[0]["hooks"][0]["command"]) for ev, groups in hooks.items()}
     assert set(cmds) == {"PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
     for ev, argv in cmds.items():
         assert argv[0] == sys.executable and argv[1] == "-S", (ev, argv)

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shlex
 import subprocess
 import tomllib
 from pathlib import Path
@@ -14,11 +13,13 @@ from agents_room.integration import AgentRunConfig, prepare_agent_run
 from agents_room.room import Room
 from agents_room import mcp_stdio
 
+from room_helpers import run_hook_command
+
 
 def _run_hook(command: str, cfg: AgentRunConfig, data: dict) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "AGENTS_ROOM_DB"}
     env.update(cfg.env)
-    return subprocess.run(shlex.split(command), input=json.dumps(data), capture_output=True, text=True, env=env, timeout=30)
+    return run_hook_command(command, json.dumps(data), env)
 
 
 def _overrides(args: list[str]) -> dict:

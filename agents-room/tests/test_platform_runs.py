@@ -4,14 +4,13 @@ JSON a platform reads instead of importing agents-room (issue 10 item 7; R-ROOM-
 
 import json
 import os
-import shlex
 import subprocess
 import time
 
 from agents_room.naming import repo_of
 from agents_room.room import Room
 
-from room_helpers import run_cli
+from room_helpers import run_cli, run_hook_command
 
 
 def git(*args, cwd):
@@ -77,8 +76,7 @@ def test_issue9_a_headless_run_is_never_held_by_a_stop_hook(tmp_path, repos, db)
         if with_mail:
             r.send(other, "*", "the /orders API pages now")
         began = time.monotonic()
-        res = subprocess.run(shlex.split(stops[0]["command"]), input=json.dumps({**chat, "hook_event_name": "Stop"}),
-                             env=env, capture_output=True, text=True, timeout=30)
+        res = run_hook_command(stops[0]["command"], json.dumps({**chat, "hook_event_name": "Stop"}), env)
         assert time.monotonic() - began < 2.0 and res.returncode == 0
         # with mail the turn is held once (the model reads it), never the process after its result
         assert ('"decision": "block"' in res.stdout) is with_mail

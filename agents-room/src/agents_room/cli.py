@@ -25,10 +25,8 @@ def _parser():
     import argparse
 
     p = argparse.ArgumentParser(
-        prog="agents-room",
-        description="Rooms, presence, file leases, divergence and nudges for coding agents (SQLite, no daemon).",
-        epilog=USAGE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="agents-room", description="Rooms, presence, file leases, divergence and nudges for coding agents (SQLite, no daemon).",
+        epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--db", help="store path (default: $AGENTS_ROOM_DB or ~/.agents-room/room.db)")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
@@ -44,6 +42,7 @@ def _parser():
     h.add_argument("--wake", action="store_true", help="Stop only: wait while idle and wake the chat on a new message")
     h.add_argument("--wake-timeout", type=float, default=3600.0)
     h.add_argument("--wake-interval", type=float, help="longest sleep between looks while the store is watched (default 60 s); unwatched, at most 1 s")
+    h.add_argument("--reads-only", action="store_true", help="PostToolUse only: record what the tool read or wrote, nothing more")
 
     j = sub.add_parser("join", help="join rooms (creates a session for you unless --session is given)")
     j.add_argument("--session")
@@ -362,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                 "wake_timeout": args.wake_timeout,
                 "wake_interval": args.wake_interval,
                 "db": args.db,
+                "reads_only": args.reads_only,
             }
         )
     if args.cmd == "mcp":
@@ -370,21 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         run(args.db)
         return 0
     if args.cmd == "run-config":
-        from pathlib import Path
-
-        from .integration import prepare_agent_run
-
-        try:
-            cfg = prepare_agent_run(
-                args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
-                db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
-                interactive=args.interactive, platform_ends_session=args.platform_ends_session,
-            )
-        except (OSError, ValueError) as exc:
-            print(f"agents-room run-config: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 1
-        print(json.dumps(cfg.to_json(), indent=2))
-        return 0
+        return _run_config(args)
     if args.cmd == "guard":
         from . import guard
 
@@ -413,6 +399,27 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     return _with_store(args)
+
+
+def _run_config(args) -> int:
+    from pathlib import Path
+
+    from . import liveness
+    from .integration import prepare_agent_run
+
+    try:
+        cfg = prepare_agent_run(
+            args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
+            db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
+            interactive=args.interactive, platform_ends_session=args.platform_ends_session,
+            # the platform that asked (this command's caller, or --serve's) ends the session
+            platform_pid=liveness.harness_pid() if args.platform_ends_session else None,
+        )
+    except (OSError, ValueError) as exc:
+        print(f"agents-room run-config: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    print(json.dumps(cfg.to_json(), indent=2))
+    return 0
 
 
 def _with_store(args) -> int:

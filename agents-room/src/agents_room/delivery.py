@@ -162,6 +162,7 @@ class Delivery(RoomBase):
                 (turn_id, json.dumps(blocks[-10:]), sid),
             )
             self._event("stop_hold", sid, messages=[m["id"] for m in offer.messages])
+            self._ring(sid)  # its next Stop lets the turn end
         return offer
 
     def _stop_guard_current(self, me: sqlite3.Row, now: float, turn_id: str | None) -> bool:
@@ -211,6 +212,7 @@ class Delivery(RoomBase):
         token = os.urandom(6).hex()
         with immediate(self.conn):
             self.conn.execute("UPDATE sessions SET wake_waiter=? WHERE id=?", (token, session))
+            self._ring(session)  # its next tool event stands the waiter down
         return token
 
     def wake_current(self, session: str, token: str) -> bool:

@@ -32,6 +32,9 @@ class Divergence(RoomBase):
                 (me["id"], me["repo"] or "", rel, h, now),
             )
             self._touch(me["id"])
+            from .bells import READ_SUFFIX
+
+            self._ring(me["id"] + READ_SUFFIX)  # its PreToolUse may now find the file changed since
         return {"path": rel, "repo": me["repo"], "hash": h, "recorded": True}
 
     def file_check(self, session: str, paths: list[str] | None = None) -> dict:

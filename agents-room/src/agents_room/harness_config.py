@@ -7,6 +7,7 @@ and :mod:`agents_room.integration` (writes per-run files, touching no user confi
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ MCP_NAME = "agents-room"
 #: every command we register runs `-m agents_room … hook` or `…/agents_room/hook_entry.py … hook`, so a reinstall finds ours
 HOOK_MARK = "agents_room"
 CLAUDE_EDIT_MATCHER = "Edit|Write|MultiEdit|NotebookEdit"
+#: Claude Code's tools that read a file (agents_room.hooks.READ_TOOLS)
+CLAUDE_READ_TOOLS = ("Read",)
 CODEX_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")  # Codex has no SessionEnd
 WAKE_TIMEOUT = 3600
 
@@ -25,12 +28,14 @@ def base_command() -> list[str]:
 
 
 def hook_command(event: str, harness: str, *, autonomy: str | int | None = None, rooms: list[str] | None = None,
-                 label: str | None = None, db_path: Path | None = None, wake: bool = False, fast: bool = False) -> str:
+                 label: str | None = None, db_path: Path | None = None, wake: bool = False, fast: bool = False,
+                 reads_only: bool = False) -> str:
     """The hook's command line. `fast`: started as the file hook_entry.py (no runpy, CLI or argparse
     before the hook runs, which the harness waits for on every tool call) — for one run's
     configuration, as mcp_entry(fast=True); an installed one keeps `-m agents_room`. The fast one
     starts with -S (no `site`: 2-4 ms less per hook; the hook needs only the standard library and
-    its own package, found beside the file)."""
+    its own package, found beside the file). `reads_only`: a PostToolUse that only records what the
+    tool read or wrote (:func:`gate_hooks`)."""
     base = [sys.executable, "-S", str(Path(__file__).with_name("hook_entry.py"))] if fast else base_command()
     argv = base + ["hook", f"--event={event}", f"--harness={harness}"]
     if db_path is not None:
@@ -43,6 +48,8 @@ def hook_command(event: str, harness: str, *, autonomy: str | int | None = None,
         argv.append(f"--label={label}")
     if wake:
         argv.append("--wake")
+    if reads_only:
+        argv.append("--reads-only")
     return shlex.join(argv)
 
 
@@ -90,6 +97,35 @@ def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list
     if not session_end:
         spec.pop("SessionEnd", None)
     return spec
+
+
+def gate_hooks(spec: dict, bells_folder: str, session: str, *, db_path: Path | None, fast: bool) -> dict:
+    """A headless Claude Code run's hooks, started as Python only when there may be something for
+    them to do (issue 30; agents_room.bells): PostToolUse (every tool) and Stop when the session's
+    doorbell rings; PreToolUse (edits) when it has recorded a read or some lease may be live; and
+    an ungated PostToolUse group for Read and the edit tools that records what they read or wrote
+    (divergence: a hash taken later would miss the change it is there to see)."""
+    from .bells import LEASES, READ_SUFFIX
+
+    bell = os.path.join(bells_folder, session)
+    out = dict(spec)
+
+    def gated(groups: list, gate: list[str]) -> list:
+        return [{**g, "hooks": [{**h, "command": _gated(h["command"], gate)} for h in g["hooks"]]} for g in groups]
+
+    out["PostToolUse"] = gated(spec["PostToolUse"], [bell]) + [{
+        "matcher": "|".join(CLAUDE_READ_TOOLS + (CLAUDE_EDIT_MATCHER,)),
+        "hooks": [{"type": "command", "timeout": 10,
+                   "command": hook_command("PostToolUse", "claude", db_path=db_path, fast=fast, reads_only=True)}],
+    }]
+    out["Stop"] = gated(spec["Stop"], [bell])
+    out["PreToolUse"] = gated(spec["PreToolUse"], [bell + READ_SUFFIX, os.path.join(bells_folder, LEASES)])
+    return out
+
+
+def _gated(command: str, gate: list[str]) -> str:
+    test = " || ".join(f"[ -e {shlex.quote(g)} ]" for g in gate)
+    return f"{test} || exit 0; exec {command}"
 
 
 def mcp_entry(harness: str, db_path: Path | None = None, *, fast: bool = False) -> dict:

@@ -88,7 +88,10 @@ def _handed_over(room, key: str, harness: str):
     if row["harness_key"] is None or row["pid"] is None:
         from . import liveness
 
-        room.join(session=sid, harness=harness, harness_key=key, pid=liveness.harness_pid(), raise_only=True)
+        # A session run-config anchored to the platform that ends it (--platform-ends-session) keeps
+        # that pid: a pid seen from inside the run's sandbox (its own PID namespace) means nothing outside.
+        pid = liveness.harness_pid() if row["pid"] is None else None
+        room.join(session=sid, harness=harness, harness_key=key, pid=pid, raise_only=True)
         row = room.session_row(sid)
     return row
 
@@ -147,6 +150,26 @@ def intro(joined: dict) -> str:
 _KEPT: list = []
 
 
+def _record_reads(room, sid: str, payload: dict) -> None:
+    """The hash of each file the tool call read or wrote, as this session last saw it (divergence)."""
+    paths, _ = _paths(payload)
+    for p in paths[:20]:
+        try:
+            room.file_read(sid, p)
+        except Exception:  # noqa: BLE001 — a hook fails open
+            pass
+
+
+def _settle(room, sid: str) -> None:
+    """Silence the session's doorbell if nothing is left due (bells.py); on any failure it stays rung."""
+    try:
+        from .bells import settle_bell
+
+        settle_bell(room, sid)
+    except Exception:  # noqa: BLE001 — one Python start too many next time, never a nudge lost
+        pass
+
+
 def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, int, str]:
     """One hook call: (stdout, exit code, stderr).
 
@@ -194,45 +217,20 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
             return "", 0, ""
 
         if event == "PreToolUse":
-            row, _ = _session_for(room, payload, harness, opts, create=False)
-            if row is None:
-                return "", 0, ""
-            paths, _ = _paths(payload)
-            notes = []
-            from .naming import abs_path, rel_path
-
-            for p in paths:
-                shown = rel_path(abs_path(p, row["repo_root"], row["cwd"]), row["repo_root"])
-                for c in room.leases_against(row["id"], p):
-                    article = "an" if c["mode"] == "exclusive" else "a"
-                    notes.append(
-                        f"{shown} is under {article} {c['mode']} lease held by {c['holder']}"
-                        + (f" ({c['holder_label']})" if c["holder_label"] else "")
-                        + f" in {c['repo'] or 'no repo'} until {c['expires_at']}; message them (msg_send to=\"file:{c['pattern']}\") before editing"
-                    )
-            try:
-                check = room.file_check(row["id"], paths)
-                notes += [f["message"] for f in check["files"] if f["status"] in ("changed", "deleted")]
-            except Exception:  # noqa: BLE001 — a hook fails open
-                pass
-            if not notes:
-                return "", 0, ""
-            return _context(event, "agents-room: " + "; ".join(notes) + "."), 0, ""
+            return _pre_tool_use(room, payload, harness, opts)
 
         if event == "PostToolUse":
-            row, joined = _session_for(room, payload, harness, opts, create=True)
+            row, joined = _session_for(room, payload, harness, opts, create=not opts.get("reads_only"))
             if row is None:
                 return "", 0, ""
             sid = row["id"]
-            paths, writes = _paths(payload)
-            for p in paths[:20]:
-                try:
-                    room.file_read(sid, p)
-                except Exception:  # noqa: BLE001 — a hook fails open
-                    pass
+            _record_reads(room, sid, payload)
+            if opts.get("reads_only"):  # run-config's ungated group for Read and the writes (bells.py)
+                return "", 0, ""
             turn = payload.get("turn_id")
             room.tool_seen(sid, turn_id=turn if isinstance(turn, str) else None)
             offer = room.pending(sid, "tool")
+            _settle(room, sid)
             parts = []
             if joined is not None:
                 parts.append(intro(joined))
@@ -254,6 +252,7 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
                 stop_hook_active=bool(payload.get("stop_hook_active")),
                 turn_id=payload.get("turn_id") if isinstance(payload.get("turn_id"), str) else None,
             )
+            _settle(room, row["id"])
             if offer is None:
                 return "", 0, ""
             import json
@@ -266,6 +265,40 @@ def handle(event: str, harness: str, payload: dict, opts: dict) -> tuple[str, in
         else:
             room.close()
     return "", 0, ""
+
+
+def _pre_tool_use(room, payload: dict, harness: str, opts: dict) -> tuple[str, int, str]:
+    """Before an edit: another session's lease on the file, or the file changed since this session read it."""
+    row, _ = _session_for(room, payload, harness, opts, create=False)
+    if row is None:
+        return "", 0, ""
+    paths, _ = _paths(payload)
+    notes = []
+    from .naming import abs_path, rel_path
+
+    for p in paths:
+        shown = rel_path(abs_path(p, row["repo_root"], row["cwd"]), row["repo_root"])
+        for c in room.leases_against(row["id"], p):
+            article = "an" if c["mode"] == "exclusive" else "a"
+            notes.append(
+                f"{shown} is under {article} {c['mode']} lease held by {c['holder']}"
+                + (f" ({c['holder_label']})" if c["holder_label"] else "")
+                + f" in {c['repo'] or 'no repo'} until {c['expires_at']}; message them (msg_send to=\"file:{c['pattern']}\") before editing"
+            )
+    try:
+        check = room.file_check(row["id"], paths)
+        notes += [f["message"] for f in check["files"] if f["status"] in ("changed", "deleted")]
+    except Exception:  # noqa: BLE001 — a hook fails open
+        pass
+    try:
+        from .bells import settle_leases_bell
+
+        settle_leases_bell(room)  # no live lease left: the next PreToolUse need not start Python for one
+    except Exception:  # noqa: BLE001 — the bell stays: one Python start too many, nothing missed
+        pass
+    if not notes:
+        return "", 0, ""
+    return _context("PreToolUse", "agents-room: " + "; ".join(notes) + "."), 0, ""
 
 
 def _wake(room, row, opts: dict) -> tuple[str, int, str]:
@@ -349,7 +382,8 @@ def main(argv_opts: dict) -> int:
     return code
 
 
-_FLAGS = {"--event", "--harness", "--autonomy", "--room", "--label", "--wake", "--wake-timeout", "--wake-interval", "--db"}
+_FLAGS = {"--event", "--harness", "--autonomy", "--room", "--label", "--wake", "--wake-timeout", "--wake-interval", "--db",
+          "--reads-only"}
 
 
 def parse_args(argv: list[str]) -> dict | None:
@@ -359,7 +393,7 @@ def parse_args(argv: list[str]) -> dict | None:
     Returns None for anything unusual; argparse then handles it.
     """
     opts: dict = {"harness": "claude", "autonomy": None, "rooms": [], "label": None, "wake": False,
-                  "wake_timeout": 3600.0, "wake_interval": None, "db": None, "event": None}
+                  "wake_timeout": 3600.0, "wake_interval": None, "db": None, "event": None, "reads_only": False}
     seen_hook = False
     it = iter(argv)
     for arg in it:
@@ -369,10 +403,10 @@ def parse_args(argv: list[str]) -> dict | None:
         name, eq, value = arg.partition("=")
         if name not in _FLAGS or (name == "--db") == seen_hook:
             return None
-        if name == "--wake":
+        if name in ("--wake", "--reads-only"):
             if eq:
                 return None
-            opts["wake"] = True
+            opts[name[2:].replace("-", "_")] = True
             continue
         if not eq:
             value = next(it, None)

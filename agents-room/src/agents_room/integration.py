@@ -35,12 +35,13 @@ at ``cwd``) and every room in ``rooms``, and tells the model its session id.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bytecode
-from .harness_config import MCP_NAME, hooks_spec, mcp_entry, toml_inline
+from .harness_config import MCP_NAME, gate_hooks, hooks_spec, mcp_entry, toml_inline
 from .naming import normalize_room, repo_of
 
 
@@ -97,6 +98,7 @@ def prepare_agent_run(
     autonomy: str | None = None,
     interactive: bool = False,
     platform_ends_session: bool = False,
+    platform_pid: int | None = None,
 ) -> AgentRunConfig:
     """Prepare one agent run to join ``rooms`` plus its repo room, without touching user config.
 
@@ -111,7 +113,14 @@ def prepare_agent_run(
     interactive: a person's chat (wake hook registered) rather than a headless platform run.
     platform_ends_session: the platform ends the session it is handed (``session``) once the run is
     over, so no SessionEnd hook is registered (a Python process less per run, issue 30); only for a
-    session joined ahead (headless Claude Code), and said back as ``platform_ends_session``.
+    session joined ahead (headless Claude Code), and said back as ``platform_ends_session``. That session
+    is then anchored to the platform's process, ``platform_pid`` (default: this one; ``run-config``
+    gives its caller's): ``who`` shows it live while that process is, and its hooks bind no pid of
+    their own (one seen from inside a sandbox's PID namespace would mean nothing outside it).
+
+    A headless Claude Code run with a session joined ahead gets doorbell-gated hooks
+    (:func:`~agents_room.harness_config.gate_hooks`, :mod:`agents_room.bells`): Python starts only
+    when there may be something for a hook to do.
 
     Raises ``ValueError`` for an unknown harness, autonomy or an invalid room name.
     """
@@ -138,11 +147,13 @@ def prepare_agent_run(
     if not interactive:
         env["AGENTS_ROOM_HEADLESS"] = "1"  # its session is tagged headless: doctor does not ask to wake it
     repo_room, _ = repo_of(str(Path(cwd).resolve()))
-    session, intro = None, ""
+    session, intro, bells = None, "", None
     if harness == "claude" and not interactive:
         # Claude Code runs SessionStart hooks before its first model request: join here instead,
         # while the platform prepares the run, and hand the session to the other hooks.
-        session, intro = _join_ahead(db, cwd=Path(cwd).resolve(), rooms=norm, label=label, autonomy=level)
+        anchor = (platform_pid or os.getpid()) if platform_ends_session else None
+        session, intro, bells = _join_ahead(db, cwd=Path(cwd).resolve(), rooms=norm, label=label, autonomy=level,
+                                            anchor=anchor)
         if session:
             env["AGENTS_ROOM_SESSION"] = session
     bytecode.ensure()  # the run's hooks and MCP front start from this package's bytecode
@@ -150,6 +161,8 @@ def prepare_agent_run(
     hooks, entry = (hooks_spec(harness, autonomy=level, rooms=norm, label=label, db_path=db,
                                session_start=session is None, fast=True, session_end=not platform_ends),
                     mcp_entry(harness, db, fast=True))
+    if session and bells:
+        hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True)
     args, files = _harness_files(harness, config_dir, hooks, entry)
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
                           label=label, marker=marker, autonomy=level, session=session, intro=intro,
@@ -182,22 +195,31 @@ def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict) -> 
     return args, files
 
 
-def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, autonomy: str) -> tuple[str | None, str]:
-    """Join a headless run's session (tagged headless, no pid yet: its first hook call binds the
-    harness's). (None, "") when the store cannot be used: the SessionStart hook then joins."""
+def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, autonomy: str,
+                anchor: int | None) -> tuple[str | None, str, str | None]:
+    """Join a headless run's session (tagged headless). With ``anchor`` (the platform's process, which
+    ends the session) it is that pid's; else none yet: its first hook call binds the harness's.
+    (session, intro, its doorbells' folder), or (None, "", None) when the store cannot be used: the
+    SessionStart hook then joins."""
+    from . import liveness
     from .hooks import intro
     from .queries import HEADLESS_TAG
     from .room import Room
+    from .store import immediate
 
     try:
         room = Room.open(db)
     except Exception:  # noqa: BLE001 — the hook path still works
-        return None, ""
+        return None, "", None
     try:
         joined = room.join(harness="claude", cwd=str(cwd), rooms=rooms, label=label, autonomy=autonomy,
                            tags=[HEADLESS_TAG], raise_only=True)
-        return joined["session"], intro(joined)
+        if anchor is not None:  # not through join(pid=…): that would take another run's row of this pid for its own
+            with immediate(room.conn):
+                room.conn.execute("UPDATE sessions SET pid=?, pid_start=?, env_marker=? WHERE id=?",
+                                  (*liveness.identity(anchor), joined["session"]))
+        return joined["session"], intro(joined), room.bell_folder()
     except Exception:  # noqa: BLE001
-        return None, ""
+        return None, "", None
     finally:
         room.close()

@@ -13,6 +13,7 @@ from .naming import (
     glob_matches,
     globs_overlap,
 )
+from .bells import LEASES
 from .store import immediate
 from .queries import check_ttl, DEFAULT_LEASE_TTL, MAX_LEASE_TTL, RoomBase, RoomError, _fmt_in, _fmt_ts
 
@@ -112,14 +113,11 @@ class Leases(RoomBase):
                 self._event("lease_takeover", sid, lease=l["id"], holder=l["session_id"], reason=why)
             granted = []
             for p in pats:
-                mine = self.conn.execute(
-                    "SELECT id FROM leases WHERE session_id=? AND repo=? AND pattern=?", (sid, repo, p)
-                ).fetchone()
+                mine = self.conn.execute("SELECT id FROM leases WHERE session_id=? AND repo=? AND pattern=?",
+                                         (sid, repo, p)).fetchone()
                 if mine:
-                    self.conn.execute(
-                        "UPDATE leases SET mode=?, acquired_at=?, expires_at=?, notified=0 WHERE id=?",
-                        (mode, now, now + ttl, mine[0]),
-                    )
+                    self.conn.execute("UPDATE leases SET mode=?, acquired_at=?, expires_at=?, notified=0 WHERE id=?",
+                                      (mode, now, now + ttl, mine[0]))
                     lid = mine[0]
                 else:
                     lid = self.conn.execute(
@@ -129,6 +127,7 @@ class Leases(RoomBase):
                 granted.append({"lease_id": lid, "pattern": p, "mode": mode, "repo": repo or None, "expires_at": _fmt_ts(now + ttl)})
             self._touch(sid)
             self._event("lease_acquire", sid, paths=pats, mode=mode)
+            self._ring_all((sid, LEASES))  # its hooks tell it of the expiry; every PreToolUse warns of it
         return {"granted": granted, "conflicts": [], "taken_over": [dict(holder=l["session_id"], pattern=l["pattern"], reason=w) for l, w in takeovers]}
 
     def _my_leases(self, me: sqlite3.Row, paths: list[str] | None) -> list[sqlite3.Row]:
@@ -161,6 +160,8 @@ class Leases(RoomBase):
                         lost.append({"pattern": p, "reason": "you hold no lease on it"
                                      + (f"; your last lease taken over was taken by {ev['session_id']}" if ev else "")})
             self._event("lease_renew", me["id"], n=len(renewed))
+            if renewed:
+                self._ring_all((me["id"], LEASES))
         out: dict = {"renewed": renewed}
         if lost:
             out["not_held"] = lost

@@ -44,14 +44,9 @@ class Maintenance(RoomBase):
             if len(names) < 2:
                 continue
             for legacy in sorted(n for n in names if n != canon):
-                members = [
-                    r[0]
-                    for r in self.conn.execute(
-                        "SELECT m.session_id FROM memberships m JOIN rooms r ON r.id=m.room_id JOIN sessions s ON s.id=m.session_id "
-                        "WHERE r.name=? AND s.ended_at IS NULL",
-                        (legacy,),
-                    )
-                ]
+                members = [r[0] for r in self.conn.execute(
+                    "SELECT m.session_id FROM memberships m JOIN rooms r ON r.id=m.room_id JOIN sessions s ON s.id=m.session_id "
+                    "WHERE r.name=? AND s.ended_at IS NULL", (legacy,))]
                 if not members:
                     # nobody left in the old name: only its history remains there
                     legacy_only.append({"room": canon, "old_name": legacy})
@@ -109,6 +104,7 @@ class Maintenance(RoomBase):
                         self.conn.execute("UPDATE leases SET session_id=? WHERE session_id=?", (keep, old))
                         self.conn.execute("UPDATE sessions SET ended_at=? WHERE id=?", (now, old))
                         self._event("doctor_collapse", old, into=keep)
+                    self._ring(keep)  # the unread mail moved to it
                 report["fixed"].append(f"collapsed duplicate chat rows {drop} into {keep} (unread mail moved)")
         report["duplicate_chats"] = dup_list
         if dup_list and not fix:
@@ -205,4 +201,8 @@ class Maintenance(RoomBase):
                     "AND id NOT IN (SELECT room_id FROM message_rooms)"
                 )
                 self._event("prune", None, messages=expired, sessions=len(gone), events=events)
+        if not dry_run:
+            from .bells import prune_bells
+
+            prune_bells(self)
         return {"dry_run": dry_run, "expired_messages": expired, "gone_sessions": gone, "old_events": events}

@@ -210,12 +210,10 @@ class Messaging(RoomBase):
             rooms = self._rooms_of(sid)
             self.conn.execute(
                 "INSERT INTO message_rooms(message_id, room_id) SELECT ?, room_id FROM memberships WHERE session_id=?",
-                (mid, sid),
-            )
-            self.conn.executemany(
-                "INSERT INTO deliveries(message_id, recipient, state) VALUES (?,?, 'stored')",
-                [(mid, r) for r in sorted(recipients)],
-            )
+                (mid, sid))
+            self.conn.executemany("INSERT INTO deliveries(message_id, recipient, state) VALUES (?,?, 'stored')",
+                                  [(mid, r) for r in sorted(recipients)])
+            self._ring_all(recipients)  # (once this commits) their hooks start Python again
             self._touch(sid)
         result = {
             "message_id": mid,
@@ -277,6 +275,10 @@ class Messaging(RoomBase):
                 out["hint"] = f"more than {more} unread remain; call msg_recv again for the next ones"
             if not msgs:
                 out["empty_because"] = self._why_empty(me, now)
+        if rows and not peek:
+            from .bells import settle_bell
+
+            settle_bell(self, sid)  # all read: its hooks need not start Python for it any more
         return out
 
     def _why_empty(self, me: sqlite3.Row, now: float) -> str:

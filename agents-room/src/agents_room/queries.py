@@ -141,6 +141,7 @@ class RoomBase:
     def __init__(self, conn: sqlite3.Connection, clock: Callable[[], float] = time.time):
         self.conn = conn
         self.clock = clock
+        self._bell_folder: str | None | bool = False  # not looked up yet
 
     # ------------------------------------------------------------------ helpers
     def _event(self, kind: str, session: str | None, **data: Any) -> None:
@@ -213,6 +214,37 @@ class RoomBase:
         return {True: "live", False: "gone", None: "no-pid"}[alive]
 
 
+    # --------------------------------------------------------------- doorbells
+    def bell_folder(self) -> str | None:
+        """The doorbells' folder beside the store (agents_room.bells), or None."""
+        folder = self._bell_folder
+        if folder is False:
+            try:
+                from .bells import folder_of
+
+                folder = folder_of(self.conn.execute("PRAGMA database_list").fetchone()[2])
+            except Exception:  # noqa: BLE001 — no folder, no bells: hooks then run as they always did
+                folder = None
+            self._bell_folder = folder
+        return folder if isinstance(folder, str) else None
+
+    def _ring(self, name: str) -> None:
+        """Ring ``name`` once the current transaction commits (at once outside one)."""
+        folder = self.bell_folder()
+        if folder is None:
+            return
+        from .bells import ring
+
+        pending = getattr(self.conn, "after_commit", None)
+        if pending is not None and self.conn.in_transaction:
+            pending[("bell", folder, name)] = lambda: ring(folder, name)
+        else:
+            ring(folder, name)
+
+    def _ring_all(self, names) -> None:
+        for name in names:
+            self._ring(name)
+
     def notice(self, recipient: str, body: str) -> int:
         """A message from agents-room itself to one session (lease expiry, takeover)."""
         mid = self.conn.execute(
@@ -220,6 +252,7 @@ class RoomBase:
             (SYSTEM_SENDER, recipient, body, self.clock()),
         ).lastrowid
         self.conn.execute("INSERT INTO deliveries(message_id, recipient, state) VALUES (?,?, 'stored')", (mid, recipient))
+        self._ring(recipient)
         return mid
 
     # --------------------------------------------------------------- receiving

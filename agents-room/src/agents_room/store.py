@@ -290,7 +290,8 @@ def _connect(p: str, migrate: bool) -> sqlite3.Connection:
             _tighten(p)
         else:
             _create_private(p)
-    conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False,
+                           factory=StoreConnection)
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -447,6 +448,25 @@ def _retry(fn):
             delay = min(delay * 2, 0.05)
 
 
+class StoreConnection(sqlite3.Connection):
+    """A store connection with what its transaction asked to be done once it commits (the doorbells
+    to ring, agents_room.bells): callables by a key, so each is done once."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.after_commit: dict = {}
+
+
+def _after_commit(conn: sqlite3.Connection, committed: bool) -> None:
+    pending = getattr(conn, "after_commit", None)
+    if not pending:
+        return
+    todo = list(pending.values())
+    pending.clear()
+    for do in todo if committed else ():
+        do()
+
+
 class immediate:  # used as a function: `with immediate(conn):`
     """``BEGIN IMMEDIATE`` … ``COMMIT``; busy errors on BEGIN are retried, never surfaced.
 
@@ -473,6 +493,8 @@ class immediate:  # used as a function: `with immediate(conn):`
         if self.outer:
             return
         if exc_type is not None:
+            _after_commit(self.conn, False)
             self.conn.execute("ROLLBACK")
             return  # the exception goes on
         _retry(lambda: self.conn.execute("COMMIT"))
+        _after_commit(self.conn, True)  # a doorbell rings once what it announces is there to read

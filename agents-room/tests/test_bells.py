@@ -327,3 +327,15 @@ def test_a_bell_is_silenced_only_when_nothing_is_due(trio, clock):
     bells.ring(str(folder), "s-gone0000.read")
     room.prune()
     assert not (folder / "s-gone0000").exists() and not (folder / "s-gone0000.read").exists()
+
+
+def test_doctor_does_not_take_a_platforms_runs_for_one_chat(tmp_path, repos, db):
+    """Runs anchored to the one platform process (run-config --platform-ends-session) share its pid:
+    they are not duplicate rows of one chat, which doctor --fix would collapse."""
+    first, _ = _run(tmp_path / "1", repos, "--platform-ends-session")
+    second, _ = _run(tmp_path / "2", repos, "--platform-ends-session")
+    r = Room.open(db)
+    assert r.session_row(first["session"])["pid"] == r.session_row(second["session"])["pid"] == os.getpid()
+    report = r.doctor(fix=True)
+    assert report["duplicate_chats"] == [] and r.session_row(first["session"])["ended_at"] is None
+    r.close()

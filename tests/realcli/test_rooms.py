@@ -69,6 +69,8 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
     offered = [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
 
     _room("send", "--session", person_id, "--room", room, "--to", "*", NOTE)
+    if provider == "claude":  # its hooks start Python only when its doorbell rings (agents-room's bells.py)
+        assert (Path(os.environ["AGENTS_ROOM_DB"]).parent / "bells" / agent["session"]).exists()
     marker.touch()
     task = s.wait(run["id"])
     offered = offered or [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
@@ -88,6 +90,26 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
         # SessionEnd hook (issue 30) — and keeps its rooms for a resume (Codex has no SessionEnd event)
         assert agent["session"] not in {x["session"] for x in _room("who")["sessions"]}
         assert room in _room("who", "--session", agent["session"])["sessions"][0]["rooms"]
+
+
+def test_a_real_claude_run_with_nothing_for_its_hooks_starts_none_of_them(scenario):
+    """A Claude Code run's tool call and Stop with no mail, lease or hold: its hooks' shell finds no
+    doorbell and exits — no hook Python started (it would have bound the run's session to the chat)."""
+    import sqlite3
+
+    s = scenario("claude")
+    repo = s.person_repo("myrepo")
+    s.model.command = work_command(s.cli)
+    project = s.project(repo, "worktree")
+    _issue, run = s.assign(project)
+    s.wait(run["id"])
+    assert [r.turn for r in s.model.conversation()][-2:] == ["tool", "answer"]
+    conn = sqlite3.connect(os.environ["AGENTS_ROOM_DB"])
+    rows = conn.execute("SELECT id, harness_key, ended_at FROM sessions WHERE label LIKE ?", (s.agent_name + "%",)).fetchall()
+    conn.close()
+    assert len(rows) == 1 and rows[0][2] is not None, rows  # its session, ended by the daemon
+    assert rows[0][1] is None, rows  # no hook of it ran Python
+    assert not (Path(os.environ["AGENTS_ROOM_DB"]).parent / "bells" / rows[0][0]).exists()
 
 
 def test_codex_offers_the_agents_room_mcp_tools(tmp_path):

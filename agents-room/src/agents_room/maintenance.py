@@ -51,18 +51,12 @@ class Maintenance(RoomBase):
                     # nobody left in the old name: only its history remains there
                     legacy_only.append({"room": canon, "old_name": legacy})
                     continue
-                splits.append(
-                    {
-                        "room": canon,
-                        "split_from": legacy,
-                        "sessions": members,
-                        "fix": [
-                            [f"agents-room leave --session {s} --room {legacy}", f"agents-room join --session {s} --room {canon}"]
-                            for s in members
-                        ],
-                        "note": "not fixed automatically: moving a session between rooms is the session's decision",
-                    }
-                )
+                splits.append({
+                    "room": canon, "split_from": legacy, "sessions": members,
+                    "fix": [[f"agents-room leave --session {s} --room {legacy}", f"agents-room join --session {s} --room {canon}"]
+                            for s in members],
+                    "note": "not fixed automatically: moving a session between rooms is the session's decision",
+                })
         report["split_rooms"] = splits
         report["legacy_room_names"] = legacy_only
         if splits:
@@ -73,10 +67,12 @@ class Maintenance(RoomBase):
             "GROUP BY harness, harness_key HAVING count(*) > 1"
         ).fetchall()
         # one harness process: the same chat only when the harness keys agree (or both are missing);
-        # a row with another key is another chat of that process (e.g. after /clear), as join treats it
+        # a row with another key is another chat of that process (e.g. after /clear), as join treats it.
+        # Not headless runs without a chat key: run-config anchored them to the platform's pid, one for all its runs
         dups += self.conn.execute(
             "SELECT harness, pid AS harness_key, group_concat(id) AS ids FROM sessions WHERE ended_at IS NULL AND pid IS NOT NULL "
-            "AND pid_start IS NOT NULL GROUP BY harness, pid, pid_start, coalesce(harness_key, '') HAVING count(*) > 1"
+            "AND pid_start IS NOT NULL AND NOT (harness_key IS NULL AND tags LIKE '%\"headless\"%') "
+            "GROUP BY harness, pid, pid_start, coalesce(harness_key, '') HAVING count(*) > 1"
         ).fetchall()
         dup_list = []
         for d in dups:

@@ -339,3 +339,12 @@ def test_doctor_does_not_take_a_platforms_runs_for_one_chat(tmp_path, repos, db)
     report = r.doctor(fix=True)
     assert report["duplicate_chats"] == [] and r.session_row(first["session"])["ended_at"] is None
     r.close()
+
+
+def test_a_run_whose_bells_cannot_ring_keeps_its_hooks_ungated(tmp_path, repos, db):
+    db.parent.mkdir(parents=True, exist_ok=True)
+    (db.parent / "bells").write_text("not a folder")
+    cfg, hooks = _run(tmp_path, repos, "--platform-ends-session")
+    commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+    assert cfg["session"] and not any("[ -e" in c for c in commands)
+    assert len(hooks["PostToolUse"]) == 1  # as before: one group, every tool

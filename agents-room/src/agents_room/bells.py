@@ -65,6 +65,20 @@ def ring(folder: str, name: str) -> None:
             return
 
 
+def ready(folder: str | None) -> bool:
+    """Make the bells folder (0700) if it is not there; whether bells can be rung in it. A run's hooks
+    are gated only when they can: a bell that cannot ring would lose every nudge."""
+    if folder is None:
+        return False
+    try:
+        os.mkdir(folder, FOLDER_MODE)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    return os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK)
+
+
 def silence(target: str) -> None:
     try:
         os.unlink(target)

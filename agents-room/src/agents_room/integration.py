@@ -201,7 +201,7 @@ def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, aut
     ends the session) it is that pid's; else none yet: its first hook call binds the harness's.
     (session, intro, its doorbells' folder), or (None, "", None) when the store cannot be used: the
     SessionStart hook then joins."""
-    from . import liveness
+    from . import bells, liveness
     from .hooks import intro
     from .queries import HEADLESS_TAG
     from .room import Room
@@ -218,7 +218,8 @@ def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, aut
             with immediate(room.conn):
                 room.conn.execute("UPDATE sessions SET pid=?, pid_start=?, env_marker=? WHERE id=?",
                                   (*liveness.identity(anchor), joined["session"]))
-        return joined["session"], intro(joined), room.bell_folder()
+        folder = room.bell_folder()
+        return joined["session"], intro(joined), folder if bells.ready(folder) else None
     except Exception:  # noqa: BLE001
         return None, "", None
     finally:

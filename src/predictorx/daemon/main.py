@@ -32,7 +32,7 @@ from .retry import backoff
 from . import sandboxmode
 from .serverapi import ServerApi, ServerError
 from .serverapi import server_urls as split_server_urls
-from .uploader import bounded_finish
+from .uploader import bounded_finish, send_carried
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -146,6 +146,7 @@ class Daemon:
         log.info("task %s: %s", task_id, outcome_line(fields))
         steptimes.mark(task_id, "finish_sending")
         free = 0 if self._stopping.is_set() else max(0, self.max_tasks - self.busy_slots)
+        carried_sent = False
         try:
             try:
                 answer = await self.api.finish(task_id, **bounded_finish(fields), claim_next=free)
@@ -153,12 +154,16 @@ class Daemon:
             except ServerError as e:
                 if e.status not in (400, 413, 422):
                     raise
-                # Never lose a finished run to its report (R-SEC-8): send the essentials again.
+                # Never lose a finished run to its report (R-SEC-8): send the essentials again,
+                # and what it carried (its last messages, the handoff) on their own.
                 log.error("task %s: the server refused its end (%s); sending a shorter report", task_id, e.detail)
+                carried_sent = await send_carried(self.api, task_id, fields)
                 answer = await self.api.finish(task_id, **bounded_finish(fields, minimal=True), claim_next=free)
         except ServerError as e:
             if 400 <= e.status < 500:
                 log.error("task %s: the server refused its end (%s)", task_id, e.detail)
+                if not carried_sent:
+                    await send_carried(self.api, task_id, fields)
                 return
             log.warning("task %s: could not report its end (%s); will retry", task_id, e.detail)
             self.unreported[task_id] = fields

@@ -6,6 +6,7 @@ with what it carried sends that on its own, so nothing is lost."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from predictorx.daemon import runner
 from predictorx.daemon.main import Daemon
 from predictorx.daemon.retry import ServerError
 from predictorx.daemon.runner import TaskRun
@@ -97,6 +99,8 @@ def _paths(api: _Api) -> list[str]:
 async def test_against_a_new_server_the_sweep_comes_with_the_claim_and_the_finish_carries_the_rest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IS_SANDBOX", "1")  # (these tests may run as root)
+    # No batch while the run goes on, however slow the machine: every message is left for the end.
+    monkeypatch.setattr(runner, "MessageUploader", functools.partial(MessageUploader, interval=600.0))
     host = _Host(tmp_path / "ws")
     claim, prompt = _claim(tmp_path, sweep=_SWEEP, finish_takes=list(FINISH_CARRIES))
     await TaskRun(host, claim).run()  # type: ignore[arg-type]

@@ -55,6 +55,9 @@ def bounded_finish(fields: dict[str, Any], *, minimal: bool = False) -> dict[str
     for key, value in fields.items():
         if minimal and key not in ("status", *FINISH_LIMITS):
             continue
+        if key == "messages":  # each bounded already as it was added (bounded_message)
+            out[key] = value
+            continue
         if key in FINISH_LIMITS and isinstance(value, str):
             value = clip(value, FINISH_LIMITS[key] // (10 if minimal else 1))
         elif isinstance(value, (dict, list, str)):

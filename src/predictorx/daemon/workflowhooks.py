@@ -197,7 +197,7 @@ async def task_start(api: "ServerApi", task_id: str, issue_number: int, cwd: Pat
         try:
             moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch, borrowed) \
                 if branch[1] else None
-            section = render(sweep, moved)
+            section = render(dict(sweep), moved)
         except Exception as e:  # noqa: BLE001
             section = _unavailable(task_id, issue_number, e)
     return Start(section, head)

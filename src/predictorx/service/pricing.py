@@ -84,7 +84,7 @@ def warm() -> None:
     try:
         table_price({"model": "claude-sonnet-4-5", "input_tokens": 1, "output_tokens": 1,
                      "cache_read_tokens": 0, "cache_write_tokens": 0})
-    except Exception:  # noqa: BLE001 — the first batch priced loads it then, as it did before
+    except Exception:  # the first batch priced loads it then, as it did before
         log.exception("the price table could not be loaded ahead")
 
 

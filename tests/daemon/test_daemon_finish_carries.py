@@ -175,3 +175,25 @@ async def test_a_refused_finish_sends_what_it_carried_on_its_own(tmp_path: Path)
     assert [b.messages[0].content["text"] for b in api.uploaded] == ["last words"]
     assert ("POST", "/api/tasks/t-1/harness/handoff", {"branch": "b", "result": "ok"}) in api.calls
     assert "messages" not in api.finishes[1] and "handoff" not in api.finishes[1]  # the shorter report
+
+
+async def test_a_handoff_goes_on_its_own_when_a_push_report_may_open_the_pr_first(tmp_path: Path) -> None:
+    from predictorx.daemon.workflowhooks import EndState, Handoff
+
+    for push_first in (False, True):
+        api = _Api()
+        handoff = Handoff(api, "t-1", lambda facts: facts, carried=lambda: not push_first)  # type: ignore[arg-type]
+        await handoff.at_end(tmp_path, "ok", EndState())
+        kept = await handoff.sent(None)
+        posted = [body for _, path, body in api.calls if path.endswith("/harness/handoff")]
+        # The PR's body reads the handoff: with a push report on its way it is in before the finish.
+        assert (kept, posted) == ((None, [{"result": "ok"}]) if push_first else ({"result": "ok"}, []))
+
+
+def test_an_early_push_under_way_may_report_first(tmp_path: Path) -> None:
+    from predictorx.daemon.earlypush import EarlyPush
+
+    push = EarlyPush(_Api(), tmp_path, "t-1", lambda x: x)  # type: ignore[arg-type]
+    assert not push.may_report_first()
+    push._target = object()  # type: ignore[assignment]  # (as prefetch or ask leave it: a target asked)
+    assert push.may_report_first()

@@ -84,8 +84,8 @@ class TaskRun:
         self.early_push = earlypush.EarlyPush(daemon.api, daemon.workspaces_root, self.id,
                                               lambda x: self.masker.any(x))  # the push, once the branch is there (issue 22)
         #: read at the end, sent while the work is delivered
-        self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts),
-                                             carried="handoff" in claim.finish_takes)
+        self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts), lambda: (
+            "handoff" in claim.finish_takes and not self.early_push.may_report_first()))
         self.waited = False  # for its folder or for git: the sweep its claim carried may be stale by now
         self.answer_bell = asyncio.Event()  # a person answered its agent's question (permissionwait.py)
 

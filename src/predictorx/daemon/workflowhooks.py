@@ -250,11 +250,13 @@ def handoff_facts(task_id: str, end: EndState, cwd: Path, result: str | None) ->
 class Handoff:
     """A run's handoff at its end: read from its folder (`now`, or `later` — in worktree mode once
     the work is delivered, so the push starts first), sent in the background, awaited (`sent`)
-    before the task's finish. `mask` takes the run's secrets out of what is sent. `carried` (a
-    server whose finish takes the handoff, protocol.FINISH_CARRIES): not sent but kept for the
-    finish (`sent` returns it), one request fewer per task (issue 30)."""
+    before the task's finish. `mask` takes the run's secrets out of what is sent. `carried()`
+    when the facts are read (a server whose finish takes the handoff, protocol.FINISH_CARRIES, and
+    no push report that could open the PR first): not sent but kept for the finish (`sent`
+    returns it), one request fewer per task (issue 30)."""
 
-    def __init__(self, api: "ServerApi", task_id: str, mask: Callable[[Any], Any], carried: bool = False):
+    def __init__(self, api: "ServerApi", task_id: str, mask: Callable[[Any], Any],
+                 carried: Callable[[], bool] = lambda: False):
         self.api, self.task_id, self.mask = api, task_id, mask
         self.carried = carried
         self.defer = False  # worktree mode: read in `read_pending`, before the worktree is removed
@@ -298,7 +300,7 @@ class Handoff:
     async def _post(self, facts: dict[str, Any] | None) -> None:
         if facts is None:
             return
-        if self.carried:
+        if self.carried():
             self._kept = self.mask(facts)
             return
         await post_handoff(self.api, self.task_id, self.mask(facts))

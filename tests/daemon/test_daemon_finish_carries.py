@@ -182,7 +182,7 @@ async def test_a_handoff_goes_on_its_own_when_a_push_report_may_open_the_pr_firs
 
     for push_first in (False, True):
         api = _Api()
-        handoff = Handoff(api, "t-1", lambda facts: facts, carried=lambda: not push_first)  # type: ignore[arg-type]
+        handoff = Handoff(api, "t-1", lambda facts: facts, carried=lambda first=push_first: not first)  # type: ignore[arg-type]
         await handoff.at_end(tmp_path, "ok", EndState())
         kept = await handoff.sent(None)
         posted = [body for _, path, body in api.calls if path.endswith("/harness/handoff")]

@@ -155,26 +155,41 @@ async def test_the_uploader_hands_its_last_small_batch_to_the_finish_and_sends_a
 
 
 class _RefusingApi(_Api):
-    def __init__(self) -> None:
+    """A server that refuses a finish's body the first `refusals` times (an older one: unknown keys)."""
+
+    def __init__(self, refusals: int = 1) -> None:
         super().__init__()
         self.finishes: list[dict[str, Any]] = []
+        self.refusals = refusals
 
     async def finish(self, task_id: str, **fields: Any) -> dict[str, Any]:
         self.finishes.append(fields)
-        if len(self.finishes) == 1:
+        if len(self.finishes) <= self.refusals:
             raise ServerError(422, "the report does not validate")
         return {}
 
 
-async def test_a_refused_finish_sends_what_it_carried_on_its_own(tmp_path: Path) -> None:
-    api = _RefusingApi()
+_CARRYING = {"status": "completed", "result": "ok", "review": {"branch": "b", "changed": True},
+             "handoff": {"branch": "b", "result": "ok"},
+             "messages": [{"seq": 4, "kind": "text", "content": {"text": "last words"}}]}
+
+
+async def test_a_finish_refused_with_what_it_carried_goes_again_without_it_and_keeps_the_review(tmp_path: Path) -> None:
+    api = _RefusingApi()  # (a replica not upgraded yet refuses the keys it does not know)
     daemon = Daemon(api, name="host", workspaces_root=tmp_path / "ws")  # type: ignore[arg-type]
-    fields = {"status": "completed", "result": "ok", "handoff": {"branch": "b", "result": "ok"},
-              "messages": [{"seq": 4, "kind": "text", "content": {"text": "last words"}}]}
-    await daemon.report_finish("t-1", fields)
+    await daemon.report_finish("t-1", dict(_CARRYING))
     assert [b.messages[0].content["text"] for b in api.uploaded] == ["last words"]
     assert ("POST", "/api/tasks/t-1/harness/handoff", {"branch": "b", "result": "ok"}) in api.calls
-    assert "messages" not in api.finishes[1] and "handoff" not in api.finishes[1]  # the shorter report
+    second = api.finishes[1]
+    assert "messages" not in second and "handoff" not in second and second["review"]["branch"] == "b"
+
+
+async def test_a_finish_refused_again_sends_the_essentials(tmp_path: Path) -> None:
+    api = _RefusingApi(refusals=2)
+    daemon = Daemon(api, name="host", workspaces_root=tmp_path / "ws")  # type: ignore[arg-type]
+    await daemon.report_finish("t-1", dict(_CARRYING))
+    assert len(api.finishes) == 3 and "review" not in api.finishes[2] and api.finishes[2]["status"] == "completed"
+    assert len(api.uploaded) == 1  # what it carried, sent once
 
 
 async def test_a_handoff_goes_on_its_own_when_a_push_report_may_open_the_pr_first(tmp_path: Path) -> None:

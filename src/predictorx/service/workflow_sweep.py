@@ -21,10 +21,10 @@ from ..store.workflow_schema import (
     TaskHandoff,
     WorkflowInstance,
 )
-from ..workflows.engine import Run
 from ..workflows.library import Library, active_library
 from ..workflows.loader import DiagramError
 from .classification import pending_questions
+from .workflow_instances import enabled_steps
 
 MAX_BEANS_SHOWN = 50
 log = logging.getLogger("predictorx.server")
@@ -70,7 +70,7 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         if inst.status != "completed":
             running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:
-            enabled = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+            enabled = enabled_steps(lib, inst)
             for e in enabled:
                 if e.get("commit_boundary"):  # the commits that may complete it: the agent's runs' own
                     e["delivered"] = delivered_commits(session, issue, task.agent_id)

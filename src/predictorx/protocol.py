@@ -18,7 +18,7 @@ from typing import Any
 __all__ = ["Event", "MESSAGE_KINDS", "ProtocolError", "WorkspaceRef", "ResourceRow", "ClaimContext", "TaskRef",
            "AgentSpec", "IssueRef", "EnvVar", "ContinueBranch", "Claim", "wire_keys", "Runtime", "Registration",
            "Heartbeat", "ClaimRequest", "RequestAnswer", "Usage", "Message", "MessageBatch",
-           "TaskStatus", "PushReport", "Outcome", "Finish"]
+           "TaskStatus", "PushReport", "Outcome", "FINISH_CARRIES", "Finish"]
 
 
 class Event(StrEnum):
@@ -260,17 +260,24 @@ class Claim:
     resume_session_id: str | None = None  # the agent's earlier CLI session on this issue (R-EX-10)
     continue_branch: ContinueBranch | None = None
     env: tuple[EnvVar, ...] = field(default=(), repr=False)  # never in a log line
+    #: The task-start sweep (R-HAR-7) as the claim found it: the daemon then does not ask for it
+    #: (None: an older server, or it could not be made — the daemon asks `…/harness/sweep`).
+    sweep: Mapping[str, Any] | None = field(default=None, repr=False)
+    #: What this server's finish takes beside the outcome (FINISH_CARRIES): an older server's
+    #: claim names none, and its daemon then sends the handoff and every message on their own.
+    finish_takes: frozenset[str] = frozenset()
 
     @staticmethod
     def wire(*, task: Mapping[str, Any], agent: Mapping[str, Any], issue: Mapping[str, Any], context: ClaimContext,
              token: str, resume_session_id: str | None, continue_branch: ContinueBranch | None = None,
-             env: tuple[EnvVar, ...] = ()) -> dict[str, Any]:
+             env: tuple[EnvVar, ...] = (), sweep: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The server's side: a claim's JSON from the API's task, agent and issue representations
         (a superset of TaskRef, AgentSpec and IssueRef) and the typed rest."""
         return {"task": dict(task), "agent": dict(agent), "issue": dict(issue), "context": context.to_wire(),
                 "token": token, "resume_session_id": resume_session_id,
                 **({"continue_branch": continue_branch.to_wire()} if continue_branch else {}),
-                **({"env": [v.to_wire() for v in env]} if env else {})}
+                **({"env": [v.to_wire() for v in env]} if env else {}),
+                **({"sweep": dict(sweep)} if sweep is not None else {}), "finish_takes": list(FINISH_CARRIES)}
 
     @classmethod
     def from_wire(cls, value: Any) -> Claim:
@@ -291,10 +298,15 @@ class Claim:
             if not isinstance(value, str):
                 raise ProtocolError(f"claim.env[{i}].value is not a string")
             env.append(EnvVar(name=_str(e, "name", f"claim.env[{i}]"), value=value, secret=bool(e.get("secret"))))
+        sweep = d.get("sweep")
+        if sweep is not None:
+            sweep = _obj(sweep, "claim.sweep")
+        takes = _list(d, "finish_takes", "claim")
         return cls(task=TaskRef.from_wire(d.get("task")), agent=AgentSpec.from_wire(d.get("agent")),
                    issue=IssueRef.from_wire(d.get("issue")), context=ClaimContext.from_wire(d.get("context")),
                    token=_str(d, "token", "claim"), resume_session_id=_opt_str(d, "resume_session_id", "claim"),
-                   continue_branch=continuing, env=tuple(env))
+                   continue_branch=continuing, env=tuple(env), sweep=sweep,
+                   finish_takes=frozenset(t for t in takes if isinstance(t, str)))
 
 
 def claimed_task_id(value: Any) -> str | None:
@@ -495,17 +507,28 @@ class Outcome:
                 "failure_reason": self.failure_reason}
 
 
+#: What a finish may carry beside the outcome, when the claim's `finish_takes` names it: the
+#: handoff's git facts (else `POST /api/tasks/<id>/harness/handoff`) and the run's last messages
+#: (else `POST /api/tasks/<id>/messages`) — stored in the finish's transaction, one request per
+#: task instead of three (issue 30).
+FINISH_CARRIES: tuple[str, ...] = ("handoff", "messages")
+
+
 @dataclass(frozen=True)
 class Finish:
     """`POST /api/daemon/tasks/<id>/finish`: the outcome, the branch and its review (daemon/review.py),
-    the run's usage, and how an early push went (`forge_pushed`, daemon/earlypush.py). The daemon's
-    host adds `claim_next` (its free slots) when it sends it."""
+    the run's usage, how an early push went (`forge_pushed`, daemon/earlypush.py), and — to a
+    server that takes them (FINISH_CARRIES) — the handoff's git facts and the run's last messages,
+    which have their seqs, so a retried finish stores them once. The daemon's host adds
+    `claim_next` (its free slots) when it sends it."""
 
     outcome: Outcome = field(metadata={"flatten": Outcome})
     branch_name: str | None = None
     review: Mapping[str, Any] | None = None
     usage: Usage | None = None
     forge_pushed: PushReport | None = None
+    handoff: Mapping[str, Any] | None = None
+    messages: tuple[Message, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"branch_name": self.branch_name, **self.outcome.to_wire(), "usage": _wire(self.usage)}
@@ -513,4 +536,8 @@ class Finish:
             out["review"] = dict(self.review)
         if self.forge_pushed is not None:
             out["forge_pushed"] = self.forge_pushed.to_wire()
+        if self.handoff is not None:  # (absent unless the server takes it: an older one refuses an unknown key)
+            out["handoff"] = dict(self.handoff)
+        if self.messages:
+            out["messages"] = [m.to_wire() for m in self.messages]
         return out

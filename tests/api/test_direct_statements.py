@@ -107,6 +107,19 @@ def test_the_finish_and_claim_request_skips_sqlalchemys_execution(api, pg, monke
             deriving.pop()
 
     monkeypatch.setattr(inbox_feed, "derive", derive)
+    # The claimed task's sweep (issue 30) is the ORM reads `GET …/harness/sweep` made on its own
+    # request before: carried by the claim to save that request, not made direct.
+    from predictorx.service import workflow_sweep
+    real_sweep = workflow_sweep.at_claim
+
+    def at_claim(session, task):
+        deriving.append(1)
+        try:
+            return real_sweep(session, task)
+        finally:
+            deriving.pop()
+
+    monkeypatch.setattr(workflow_sweep, "at_claim", at_claim)
     monkeypatch.setattr(Connection, "_execute_clauseelement", watched)
     done = d.post(f"/api/daemon/tasks/{tid}/finish", json={"status": "completed", "claim_next": 1}).json()
     assert done["status"] == "completed" and len(done["claimed"]) == 1

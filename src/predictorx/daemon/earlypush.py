@@ -285,6 +285,11 @@ class EarlyPush:
             return lambda final: asyncio.run_coroutine_threadsafe(settled(final), loop).result(PUSH_WAIT)
         return push_from
 
+    def may_report_first(self) -> bool:
+        """A push target was asked (or a push started): its report may open the PR before the
+        finish, and the PR's body reads the run's handoff, which must then not wait for the finish."""
+        return self._target is not None or self._push is not None
+
     async def for_finish(self) -> PushReport | None:
         """The finish's `forge_pushed` (how the push went), or None when none was made."""
         if self._push is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, agents, allowhosts, config, hardening, protocol, resources, secretmask, steptimes
-from ..protocol import Event
+from ..protocol import FINISH_CARRIES, Event
 from ..agents import descendants, runcgroup
 from ..apiclient import fail
 from . import bytecode, forgework, identity, runcheckouts, worktree
@@ -32,7 +32,7 @@ from .retry import backoff
 from . import sandboxmode
 from .serverapi import ServerApi, ServerError
 from .serverapi import server_urls as split_server_urls
-from .uploader import bounded_finish
+from .uploader import bounded_finish, send_carried
 
 log = logging.getLogger("predictorx.daemon")
 
@@ -147,18 +147,11 @@ class Daemon:
         steptimes.mark(task_id, "finish_sending")
         free = 0 if self._stopping.is_set() else max(0, self.max_tasks - self.busy_slots)
         try:
-            try:
-                answer = await self.api.finish(task_id, **bounded_finish(fields), claim_next=free)
-                steptimes.mark(task_id, "finish_answered")
-            except ServerError as e:
-                if e.status not in (400, 413, 422):
-                    raise
-                # Never lose a finished run to its report (R-SEC-8): send the essentials again.
-                log.error("task %s: the server refused its end (%s); sending a shorter report", task_id, e.detail)
-                answer = await self.api.finish(task_id, **bounded_finish(fields, minimal=True), claim_next=free)
+            answer = await self._finish(task_id, fields, free)
         except ServerError as e:
             if 400 <= e.status < 500:
                 log.error("task %s: the server refused its end (%s)", task_id, e.detail)
+                await send_carried(self.api, task_id, fields)  # (again, if sent already: seqs, one handoff row)
                 return
             log.warning("task %s: could not report its end (%s); will retry", task_id, e.detail)
             self.unreported[task_id] = fields
@@ -171,6 +164,30 @@ class Daemon:
             self._claim_owed = False
         for item in claimed:
             self._start(item)
+
+    async def _finish(self, task_id: str, fields: dict[str, Any], free: int) -> Any:
+        """The finish; refused for its body (400/413/422): again without what it carried, sent on
+        its own (an older server — a replica not upgraded yet — refuses keys it does not know),
+        then with the essentials only: a finished run is never lost to its report (R-SEC-8)."""
+        carried = [k for k in FINISH_CARRIES if k in fields]
+        bodies = [bounded_finish(fields)]
+        if carried:
+            bodies.append(bounded_finish({k: v for k, v in fields.items() if k not in carried}))
+        bodies.append(bounded_finish(fields, minimal=True))
+        for i, body in enumerate(bodies):
+            try:
+                answer = await self.api.finish(task_id, **body, claim_next=free)
+            except ServerError as e:
+                if e.status not in (400, 413, 422) or i == len(bodies) - 1:
+                    raise
+                log.error("task %s: the server refused its end (%s); sending %s", task_id, e.detail,
+                          "what it carried on its own" if i == 0 and carried else "a shorter report")
+                if i == 0 and carried:
+                    await send_carried(self.api, task_id, fields)
+                continue
+            steptimes.mark(task_id, "finish_answered")
+            return answer
+        return None  # (not reached: the last refusal is raised)
 
     def executable_for(self, provider: str) -> list[str] | None:
         for rt in self.runtimes:

@@ -17,18 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import agents, protocol, secretmask, unconfined
+from .. import agents, protocol, resources, secretmask, unconfined
 from ..protocol import Finish, Outcome, Usage
 from ..agents import RunSpec
-from . import filegone, permissionwait
-from . import (cliconfig, delivery, earlypush, envroot, forgepush, forgework, inplace, netpolicy, review, rooms, runcheckouts, sandbox,
-               sandboxmode, sessions, workflowhooks, worktree)
+from . import (cliconfig, delivery, earlypush, envroot, filegone, forgepush, forgework, inplace, netpolicy, permissionwait,
+               review, rooms, runcheckouts, sandbox, sandboxmode, sessions, workflowhooks, worktree)
 from .branches import task_branch
 from .prompt import build_prompt
 from .context import record as contextrecord
 from .context.prepare import prepare_context
 from .context.types import TaskContext, allowed_repo_urls
-from .. import resources
 from ..resources import placement as where
 from .gitcmd import GitError
 from .host import RunHost
@@ -86,7 +84,9 @@ class TaskRun:
         self.early_push = earlypush.EarlyPush(daemon.api, daemon.workspaces_root, self.id,
                                               lambda x: self.masker.any(x))  # the push, once the branch is there (issue 22)
         #: read at the end, sent while the work is delivered
-        self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts))
+        self.handoff = workflowhooks.Handoff(daemon.api, self.id, lambda facts: self.masker.any(facts), lambda: (
+            "handoff" in claim.finish_takes and not self.early_push.may_report_first()))
+        self.waited = False  # for its folder or for git: the sweep its claim carried may be stale by now
         self.answer_bell = asyncio.Event()  # a person answered its agent's question (permissionwait.py)
 
     # -- control --------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ class TaskRun:
         outcome = Outcome("failed", "the daemon stopped unexpectedly")
         env = None
         self._uploader = MessageUploader(api, self.id, mask=self.masker.any if self.masker else None,
-                                         on_stop=self._stopped_by_server)
+                                         on_stop=self._stopped_by_server, hand_over="messages" in self.claim.finish_takes)
         self._uploader.start()
         try:
             ctx = TaskContext.of_claim(self.claim.context, daemon_id=self.daemon.daemon_id)
@@ -183,6 +183,7 @@ class TaskRun:
                     pass
         if self.stopping and not started:
             self._forget_env()
+            await self._uploader.send_handed_over()  # no finish carries them
             await self.daemon.release(self.id)  # back to the queue, for this or another daemon
             return
         if self.stopping and outcome.status != "completed":
@@ -192,10 +193,10 @@ class TaskRun:
             outcome = replace(outcome, status="cancelled", failure_reason=self.stop_reason or outcome.failure_reason)
         # A review without a branch: deleted, the task changed nothing.
         branch = self.branch if self.review is None or self.review.get("branch") else ""
-        await self.handoff.sent(self.branch)
+        handoff = await self.handoff.sent(self.branch)  # carried (protocol.FINISH_CARRIES): for the finish
         pushed = await self.early_push.for_finish()  # the PR opens with the finish
         fields = self.masker.any(Finish(outcome, branch, self.review, Usage.from_mapping(self._uploader.usage),
-                                        pushed).to_wire())
+                                        pushed, handoff, tuple(self._uploader.handed_over)).to_wire())
         self._forget_env()
         await self.daemon.report_finish(self.id, fields)
 
@@ -211,6 +212,7 @@ class TaskRun:
 
     async def _on_wait(self, reason: str) -> None:
         self.phase = "waiting"
+        self.waited = True
         self._release_slot()  # a waiting task does not hold an execution slot (R-LD-4)
         try:
             await self.daemon.api.status(self.id, "waiting_local_directory", wait_reason=reason)
@@ -226,6 +228,7 @@ class TaskRun:
             return
         limit = float(os.environ.get("PREDICTORX_GIT_LOCK_WAIT", "60"))
         log.info("task %s: waiting for git's %s", self.id, lock)
+        self.waited = True
         try:
             await self.daemon.api.status(self.id, "waiting_local_directory", wait_reason=(
                 f"git is busy in {repo} ({lock} exists: a git command is changing it); "
@@ -415,7 +418,7 @@ class TaskRun:
         running = self.early_push.prefetch_after(asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch)))
         rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self._room_run(), env.path, cwd))
         sweep_ready = asyncio.ensure_future(workflowhooks.task_start(self.daemon.api, self.id, self.issue.number, cwd,
-                                                                     tuple(self.borrowed_objects)))
+                                            tuple(self.borrowed_objects), None if self.waited else self.claim.sweep))
         uploader = self._uploader
         prepared = None
         try:

@@ -24,6 +24,7 @@ from ..protocol import Message, MessageBatch, Usage
 from ..textsafe import clip, sanitize
 from .retry import first_then_backoff
 from .serverapi import ServerApi, ServerError
+from .workflowhooks import post_handoff
 
 #: Longest string kept in one message (characters); the raw log keeps the rest.
 MAX_STRING_CHARS = 256 * 1024
@@ -38,6 +39,10 @@ def _size(message: dict[str, Any]) -> int:
     return len(json.dumps(message, ensure_ascii=False).encode("utf-8"))
 
 
+#: The run's last messages go with its finish (protocol.FINISH_CARRIES) when they are at most this
+#: (bytes, encoded): the finish's body stays far under any server's limit beside its result and review.
+HANDED_OVER_BYTES = 256 * 1024
+
 #: What the server keeps of each finish field (server/models.py TaskFinish): cut here first, so
 #: the report is small and its marker says the daemon cut it.
 FINISH_LIMITS = {"result": 1_000_000, "session_id": 2000, "failure_reason": 100_000, "branch_name": 500}
@@ -50,12 +55,30 @@ def bounded_finish(fields: dict[str, Any], *, minimal: bool = False) -> dict[str
     for key, value in fields.items():
         if minimal and key not in ("status", *FINISH_LIMITS):
             continue
+        if key == "messages":  # each bounded already as it was added (bounded_message)
+            out[key] = value
+            continue
         if key in FINISH_LIMITS and isinstance(value, str):
             value = clip(value, FINISH_LIMITS[key] // (10 if minimal else 1))
         elif isinstance(value, (dict, list, str)):
             value = sanitize(value, MAX_STRING_CHARS)
         out[key] = value
     return out
+
+
+async def send_carried(api: ServerApi, task_id: str, fields: dict[str, Any]) -> bool:
+    """A finish refused with what it carried (protocol.FINISH_CARRIES): its messages and the
+    handoff sent on their own, as to an older server, so neither is lost with it. True if there
+    was something to send."""
+    messages, handoff = fields.get("messages") or [], fields.get("handoff")
+    if messages:
+        try:
+            await api.upload(task_id, MessageBatch(tuple(Message(m["seq"], m["kind"], m["content"]) for m in messages)))
+        except ServerError as e:
+            log.error("task %s: %d messages could not be sent (%s); they stay in the raw log", task_id, len(messages), e)
+    if handoff:
+        await post_handoff(api, task_id, handoff)
+    return bool(messages or handoff)
 
 
 def bounded_message(seq: int, kind: str, content: Any) -> dict[str, Any]:
@@ -80,12 +103,19 @@ class MessageUploader:
     """Also the run's usage (issue 27): the adapter says it as a `system`/`usage` message, which is
     not a transcript message but the latest figures, sent with the next batch (alone if no message
     waits). The server may answer a batch with `stop` (a hard budget reached): `on_stop(reason)`,
-    once; the messages still go up."""
+    once; the messages still go up.
+
+    `hand_over` (a server whose finish takes messages, protocol.FINISH_CARRIES): what is still
+    waiting when the uploader closes, if it is one small batch, is not sent but left in
+    `handed_over` for the run's finish to carry — one request fewer per task (issue 30)."""
 
     def __init__(self, api: ServerApi, task_id: str, *, max_batch: int = 100, interval: float = 0.05,
                  mask: Callable[[Any], Any] | None = None, min_gap: float = 0.5,
-                 on_stop: Callable[[str], None] | None = None):
+                 on_stop: Callable[[str], None] | None = None, hand_over: bool = False):
         self.api = api
+        self.hand_over = hand_over
+        #: The messages left for the finish (with their seqs), once closed.
+        self.handed_over: list[Message] = []
         #: The run's secrets out of every message (secretmask.Masker.any), before it is queued.
         self.mask = mask
         self.on_stop = on_stop
@@ -156,8 +186,28 @@ class MessageUploader:
             if self.on_stop is not None:
                 self.on_stop(str(stop))
 
+    def _take_for_finish(self) -> bool:
+        """Closing, with one small batch left: it goes with the finish instead (`hand_over`)."""
+        if not (self.hand_over and self._closed and self._pending and len(self._pending) <= self.max_batch
+                and sum(m["_bytes"] for m in self._pending) <= HANDED_OVER_BYTES):
+            return False
+        self.handed_over += [Message(m["seq"], m["kind"], m["content"]) for m in self._pending]
+        self._pending.clear()
+        return True
+
+    async def send_handed_over(self) -> None:
+        """No finish carries them after all (the run goes back to the queue): sent on their own."""
+        if self.handed_over:
+            try:
+                await self.api.upload(self.task_id, MessageBatch(tuple(self.handed_over)))
+            except ServerError as e:
+                log.error("task %s: %d messages could not be sent (%s); they stay in the raw log",
+                          self.task_id, len(self.handed_over), e)
+
     async def _send_some(self) -> None:
         while self._pending or self._usage_due():
+            if self._take_for_finish():  # (the finish carries the final usage too)
+                return
             batch = self._next_batch()
             usage = self.usage if self._usage_due() else None
             try:
@@ -226,5 +276,7 @@ class MessageUploader:
                 await asyncio.wait_for(self._task, timeout)
             except asyncio.TimeoutError:
                 self._task.cancel()
+                if self._take_for_finish():
+                    return
                 log.error("task %s: %d messages could not be sent; they stay in the raw log",
                           self.task_id, len(self._pending))

@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -179,23 +179,25 @@ def mcp_args(task_id: str, provider: str, servers: Sequence[Any], env_root: Path
 
 
 async def task_start(api: "ServerApi", task_id: str, issue_number: int, cwd: Path,
-                     borrowed: Sequence[Path] = ()) -> Start:
+                     borrowed: Sequence[Path] = (), claimed: Mapping[str, Any] | None = None) -> Start:
     """The prompt's section (the sweep), and the start head for the handoff's commit list.
     `borrowed`: the object stores the daemon made this checkout borrow from (a plain folder borrows
-    nothing, so a checkout's borrowed history is then not looked into)."""
+    nothing, so a checkout's borrowed history is then not looked into). `claimed`: the sweep the
+    claim carried (protocol.Claim.sweep), used instead of asking for it (issue 30)."""
     # git (what HEAD and the default branch are) beside the sweep request, and none outside a repository.
     facts = asyncio.ensure_future(asyncio.to_thread(_start_facts, cwd, borrowed)) if in_repository(cwd) else None
-    section, sweep = "", None
-    try:
-        sweep = await api.call("GET", f"/api/tasks/{task_id}/harness/sweep", retries=1)
-    except Exception as e:  # noqa: BLE001 — the agent still runs, and is told why it has no sweep
-        section = _unavailable(task_id, issue_number, e)
+    section, sweep = "", claimed
+    if sweep is None:
+        try:
+            sweep = await api.call("GET", f"/api/tasks/{task_id}/harness/sweep", retries=1)
+        except Exception as e:  # noqa: BLE001 — the agent still runs, and is told why it has no sweep
+            section = _unavailable(task_id, issue_number, e)
     head, branch = await facts if facts is not None else (None, (None, None))
     if sweep is not None:
         try:
             moved = await asyncio.to_thread(drift, cwd, sweep.get("last_handoff"), branch, borrowed) \
                 if branch[1] else None
-            section = render(sweep, moved)
+            section = render(dict(sweep), moved)
         except Exception as e:  # noqa: BLE001
             section = _unavailable(task_id, issue_number, e)
     return Start(section, head)
@@ -248,13 +250,19 @@ def handoff_facts(task_id: str, end: EndState, cwd: Path, result: str | None) ->
 class Handoff:
     """A run's handoff at its end: read from its folder (`now`, or `later` — in worktree mode once
     the work is delivered, so the push starts first), sent in the background, awaited (`sent`)
-    before the task's finish. `mask` takes the run's secrets out of what is sent."""
+    before the task's finish. `mask` takes the run's secrets out of what is sent. `carried()`
+    when the facts are read (a server whose finish takes the handoff, protocol.FINISH_CARRIES, and
+    no push report that could open the PR first): not sent but kept for the finish (`sent`
+    returns it), one request fewer per task (issue 30)."""
 
-    def __init__(self, api: "ServerApi", task_id: str, mask: Callable[[Any], Any]):
+    def __init__(self, api: "ServerApi", task_id: str, mask: Callable[[Any], Any],
+                 carried: Callable[[], bool] = lambda: False):
         self.api, self.task_id, self.mask = api, task_id, mask
+        self.carried = carried
         self.defer = False  # worktree mode: read in `read_pending`, before the worktree is removed
         self._pending: tuple[Path, str | None, EndState] | None = None
         self._sending: asyncio.Future[None] | None = None
+        self._kept: dict[str, Any] | None = None  # carried: the facts, masked, for the finish
 
     async def at_end(self, cwd: Path, result: str | None, end: EndState) -> None:
         if self.defer:
@@ -270,14 +278,16 @@ class Handoff:
             facts = handoff_facts(self.task_id, end, cwd, result)
             loop.call_soon_threadsafe(lambda: setattr(self, "_sending", self._send(facts)))
 
-    async def sent(self, branch: str | None) -> None:
-        """Wait until the handoff is in; one never read is read now, on the run's `branch` now."""
+    async def sent(self, branch: str | None) -> dict[str, Any] | None:
+        """Wait until the handoff is in; one never read is read now, on the run's `branch` now.
+        Carried: the facts for the finish (None: none were read)."""
         if self._pending is not None:  # never read (git failed before the work was delivered)
             cwd, result, end = self._pending
             self._pending = None
             self._sending = await self._read_and_send(cwd, result, EndState(end.start_head, branch, end.borrowed))
         if self._sending is not None:
             await asyncio.shield(self._sending)  # in before the finish (the PR's body reads it)
+        return self._kept
 
     async def _read_and_send(self, cwd: Path, result: str | None, end: EndState) -> "asyncio.Future[None]":
         """Its facts read now, sent in the background while the daemon delivers the work."""
@@ -290,7 +300,15 @@ class Handoff:
     async def _post(self, facts: dict[str, Any] | None) -> None:
         if facts is None:
             return
-        try:
-            await self.api.call("POST", f"/api/tasks/{self.task_id}/harness/handoff", self.mask(facts), retries=2)
-        except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
-            log.warning("task %s: handoff not stored (%s)", self.task_id, e)
+        if self.carried():
+            self._kept = self.mask(facts)
+            return
+        await post_handoff(self.api, self.task_id, self.mask(facts))
+
+
+async def post_handoff(api: "ServerApi", task_id: str, facts: Mapping[str, Any]) -> None:
+    """The daemon's part of the handoff on its own (`POST …/harness/handoff`), best effort."""
+    try:
+        await api.call("POST", f"/api/tasks/{task_id}/harness/handoff", dict(facts), retries=2)
+    except Exception as e:  # noqa: BLE001 — the task's end is reported regardless
+        log.warning("task %s: handoff not stored (%s)", task_id, e)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
@@ -16,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import ClientError
-from ..service import audit, classification, forgeevents, inbox_feed, prflow, tasks
+from ..service import audit, classification, forgeevents, inbox_feed, prflow, pricing, tasks
 from ..service.daemons import daemon_timeout
 from ..store.db import Database
 from .access import enforce
@@ -155,6 +156,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
         if forgeevents.poll_interval() > 0:
             jobs.append(asyncio.create_task(_forge_poller(state)))
         prflow.bind(state)  # a push's report opens its PR after the report's transaction
+        threading.Thread(target=pricing.warm, name="px-price-table", daemon=True).start()  # off the request path
         if state.postgres:
             url = db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
             jobs.append(asyncio.create_task(hub.listen_postgres(url)))
@@ -183,9 +185,10 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     async def health() -> dict:
         return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
 
-    # The daemons' routes first: a request is matched against the routes in order, and theirs are
-    # the busiest (every task a daemon turns over). No two routes share a path, so order is free.
-    for module in (daemons, workspaces, members, projects, issues, agents, task_routes, workflow_routes,
+    # The daemons' routes first, then the tasks' (a run's messages): a request is matched against
+    # the routes in order, and theirs are the busiest (every task a daemon turns over). No two
+    # routes share a path, so order is free.
+    for module in (daemons, task_routes, workspaces, members, projects, issues, agents, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
                    pr_routes, daemon_forge, sso_routes,
                    secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks, inbox_routes,

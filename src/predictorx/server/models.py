@@ -323,6 +323,27 @@ class UsageIn(Strict):
     cost_usd: Annotated[float, Field(ge=0, le=1_000_000)] | None = None
 
 
+@mirrors(protocol.Message)
+class MessageIn(Strict):
+    seq: Annotated[int, Field(ge=0, le=2_000_000_000)]
+    kind: ShortName
+    content: dict[str, Any]
+
+
+class HandoffIn(Strict):
+    """A task's handoff (R-HAR-7): the agent's part (done, open questions, next step) or its
+    daemon's (the git facts and the result), `POST /api/tasks/<id>/harness/handoff` or a finish's."""
+
+    done: Annotated[str, Field(max_length=20_000)] | None = None
+    open_questions: Annotated[list[str], Field(max_length=50)] | None = None
+    next_step: Annotated[str, Field(max_length=5_000)] | None = None
+    branch: Annotated[str, Field(max_length=300)] | None = None
+    commits: Annotated[list[str], Field(max_length=200)] | None = None
+    default_branch: Annotated[str, Field(max_length=300)] | None = None
+    default_head: Annotated[str, Field(max_length=64)] | None = None
+    result: Annotated[str, Field(max_length=20_000)] | None = None
+
+
 @mirrors(protocol.Finish, host_adds=("claim_next",))
 class TaskFinish(Strict):
     """The end of a run. Accepted whatever the agent printed, so a finished run is never lost."""
@@ -337,13 +358,10 @@ class TaskFinish(Strict):
     claim_next: Annotated[int, Field(ge=0, le=100)] = 0  # also claim up to this many tasks
     #: The branch was pushed already, with the target asked at the agent's end: how it went.
     forge_pushed: PushReport | None = None
-
-
-@mirrors(protocol.Message)
-class MessageIn(Strict):
-    seq: Annotated[int, Field(ge=0, le=2_000_000_000)]
-    kind: ShortName
-    content: dict[str, Any]
+    #: The handoff's git facts and the run's last messages, stored in the finish's transaction
+    #: (protocol.FINISH_CARRIES; a claim names them in `finish_takes`).
+    handoff: HandoffIn | None = None
+    messages: list[MessageIn] | None = Field(default=None, max_length=1000)
 
 
 @mirrors(protocol.MessageBatch)

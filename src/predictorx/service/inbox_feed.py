@@ -266,9 +266,9 @@ class Feed:
         for item in self.raised:
             payload = _payload(item, now)
             for channel in notify_channels.listening(self.s, item.workspace_id, item.user_id, item.kind):
-                notify_deliveries.enqueue(self.s, channel, item.kind, {**payload, "person": item.user_id}, now=now)
-            for channel in notify_channels.listening(self.s, item.workspace_id, None, item.kind):
-                if (channel.id, item.source_key) not in told:
+                if channel.user_id is not None:  # the person's own
+                    notify_deliveries.enqueue(self.s, channel, item.kind, {**payload, "person": item.user_id}, now=now)
+                elif (channel.id, item.source_key) not in told:
                     told.add((channel.id, item.source_key))
                     notify_deliveries.enqueue(self.s, channel, item.kind, payload, now=now)
 

@@ -110,7 +110,7 @@ def create_issue(session: Session, workspace_id: str, user_id: str | None, *, ti
     session.add(issue)
     session.flush()
     if assignee:
-        assign(session, issue, assignee)
+        assign(session, issue, assignee, new=True)
     issue_hooks.issue_created(session, issue)  # R-HAR-2: the harness classifies it
     return issue
 
@@ -135,19 +135,22 @@ def _resolve_assignee(session: Session, workspace_id: str, assignee: str) -> tup
     return "member", user
 
 
-def assign(session: Session, issue: Issue, assignee: str | None) -> Task | None:
+def assign(session: Session, issue: Issue, assignee: str | None, *, new: bool = False) -> Task | None:
     """Assign to an agent (queues a task) or a member; None unassigns. Other agents' active tasks
-    on the issue are cancelled, as a person would expect from taking the work away."""
+    on the issue are cancelled, as a person would expect from taking the work away (`new`: the
+    issue was made in this transaction, so it has none to look for)."""
     if not assignee:
         _cancel_others(session, issue, None)
         issue.assignee_type, issue.assignee_id = None, None
         return None
     kind, who = _resolve_assignee(session, issue.workspace_id, assignee)
     if isinstance(who, Agent):
-        _cancel_others(session, issue, who.id)
+        if not new:
+            _cancel_others(session, issue, who.id)
         issue.assignee_type, issue.assignee_id = "agent", who.id
         return tasks.enqueue(session, issue, who)
-    _cancel_others(session, issue, None)
+    if not new:
+        _cancel_others(session, issue, None)
     issue.assignee_type, issue.assignee_id = kind, who.id
     return None
 

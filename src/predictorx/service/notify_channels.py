@@ -137,11 +137,14 @@ def visible(session: Session, workspace_id: str, user_id: str) -> list[NotifyCha
 
 
 def listening(session: Session, workspace_id: str, user_id: str | None, kind: str) -> list[NotifyChannel]:
-    """The enabled channels of a person (user_id) or of the workspace (None) that hear `kind`."""
-    owner = NotifyChannel.user_id.is_(None) if user_id is None else NotifyChannel.user_id == user_id
+    """The enabled channels of a person (user_id) and of the workspace that hear `kind`: the
+    person's first, in one read (an inbox item asked twice, on every finish that raised one)."""
+    owner = NotifyChannel.user_id.is_(None) if user_id is None else \
+        (NotifyChannel.user_id == user_id) | NotifyChannel.user_id.is_(None)
     rows = session.scalars(select(NotifyChannel).where(NotifyChannel.workspace_id == workspace_id, owner,
                                                        NotifyChannel.enabled.is_(True)))
-    return [r for r in rows if kind in (r.events or [])]
+    heard = [r for r in rows if kind in (r.events or [])]
+    return [r for r in heard if r.user_id is not None] + [r for r in heard if r.user_id is None]
 
 
 def describe(row: NotifyChannel) -> dict[str, Any]:

@@ -59,7 +59,7 @@ def table_price(usage: dict[str, Any]) -> int | None:
         return None
     with _lock, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import genai_prices  # its snapshot loads at first use (~0.5 s), not at server start
+        import genai_prices  # its snapshot loads at first use (`warm`: in the background at server start)
 
         counts = genai_prices.Usage(
             # its input_tokens counts the cache's tokens too
@@ -76,6 +76,16 @@ def table_price(usage: dict[str, Any]) -> int | None:
                 log.exception("genai-prices could not price %s", model)
                 return None
     return None
+
+
+def warm() -> None:
+    """Load the price table now, in a thread of its own as the server starts: its import and
+    snapshot (tens of ms of CPU) fell inside the first priced message batch, a task's request."""
+    try:
+        table_price({"model": "claude-sonnet-4-5", "input_tokens": 1, "output_tokens": 1,
+                     "cache_read_tokens": 0, "cache_write_tokens": 0})
+    except Exception:  # the first batch priced loads it then, as it did before
+        log.exception("the price table could not be loaded ahead")
 
 
 def cost_of(session: Session, workspace_id: str, usage: dict[str, Any]) -> tuple[int | None, str | None]:

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from ..store.schema import Task, utcnow
 from ..store.workflow_schema import Bean, TaskHandoff, WorkflowInstance
-from ..workflows.engine import Run
 from ..workflows.library import Library
+from .workflow_instances import enabled_steps
 
 AGENT_KEYS = ("done", "open_questions", "next_step")
 DAEMON_KEYS = ("branch", "commits", "default_branch", "default_head", "result")
@@ -28,7 +28,7 @@ def _position(session: Session, lib: Library, task: Task) -> tuple[list[dict[str
                                 .order_by(WorkflowInstance.created_at)):
         enabled = []
         if inst.status == "running" and inst.process_id in lib.processes:
-            enabled = [s.node_id for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+            enabled = [s["node"] for s in enabled_steps(lib, inst)]
         out.append({"process": inst.process_id, "status": inst.status, "enabled": enabled, "version": inst.version})
         text.append(f"{inst.process_id} {inst.status}" + (f" at {', '.join(enabled)}" if enabled else ""))
     return out, "; ".join(text)

@@ -7,9 +7,11 @@ One query per table, no per-bean work: the bench asks for well under a second wi
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from ..store.schema import Agent, Issue, Task
@@ -19,11 +21,13 @@ from ..store.workflow_schema import (
     TaskHandoff,
     WorkflowInstance,
 )
-from ..workflows.engine import Run
-from ..workflows.library import Library
+from ..workflows.library import Library, active_library
+from ..workflows.loader import DiagramError
 from .classification import pending_questions
+from .workflow_instances import enabled_steps
 
 MAX_BEANS_SHOWN = 50
+log = logging.getLogger("predictorx.server")
 
 
 def _blocked(inst: WorkflowInstance, active: WorkflowInstance | None, pending: dict | None, number: int) -> str | None:
@@ -66,7 +70,7 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         if inst.status != "completed":
             running[inst.id] = inst.process_id
         if inst.status == "running" and inst.process_id in lib.processes:
-            enabled = [s.as_dict() for s in Run.load(lib, inst.process_id, inst.state, inst.facts).enabled()]
+            enabled = enabled_steps(lib, inst)
             for e in enabled:
                 if e.get("commit_boundary"):  # the commits that may complete it: the agent's runs' own
                     e["delivered"] = delivered_commits(session, issue, task.agent_id)
@@ -98,3 +102,20 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
         # classifications the table did not decide: the agent answers them (issue 24 §3, §6)
         "pending_classifications": pending_questions(session, task.issue_id),
     }
+
+
+def at_claim(session: Session, task: Any) -> dict[str, Any] | None:
+    """The sweep handed over with the claim of `task` (a task row: its id, issue and agent), so
+    its daemon does not ask for it (protocol.Claim.sweep, issue 30); None when it cannot be made
+    — the daemon then asks `…/harness/sweep` as an older server's does, and tells the agent why
+    it has none if that fails too. A fault of its own is never the claim's failure; the
+    database's is (its transaction is lost either way, and the daemon claims again)."""
+    try:
+        return sweep(session, active_library(), task)
+    except DBAPIError:
+        raise
+    except DiagramError:  # a broken process folder: the daemon's own request says so
+        return None
+    except Exception:
+        log.exception("task %s: no sweep in its claim", getattr(task, "id", "?"))
+        return None

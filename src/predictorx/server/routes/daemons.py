@@ -13,7 +13,8 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import agentenv, auth, forgepush, serialize, tasks, usage_actions, workflow_delivery
+from ...service import agentenv, auth, finish_carried, forgepush, serialize, tasks, usage_actions, workflow_delivery
+from ...service import workflow_sweep
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
 from ..eventstream import EventStream
@@ -85,7 +86,8 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
     """What a daemon needs to run each claimed task; built inside the claiming transaction, so a
     claim whose answer cannot be made is not committed either (the routes also render the JSON
     there, for the same reason). A follow-up of a pull request carries the branch it continues;
-    a run of an agent with variables carries them (to its owner's daemon only: service/agentenv.py)."""
+    a run of an agent with variables carries them (to its owner's daemon only: service/agentenv.py).
+    Each carries its task-start sweep, so the daemon does not ask for it (issue 30)."""
     out = []
     for c in agentenv.with_env(s, daemon_id, claimed):
         continuing = forgepush.continue_branch(s, c["task"]) if c["task"].pull_request_id else None
@@ -94,7 +96,8 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
             issue=serialize.issue(c["issue"]), context=c["context"], token=c["token"],
             resume_session_id=c.get("resume_session_id"),
             continue_branch=protocol.ContinueBranch(**continuing) if continuing else None,
-            env=tuple(protocol.EnvVar(**v) for v in c.get("env") or ())))
+            env=tuple(protocol.EnvVar(**v) for v in c.get("env") or ()),
+            sweep=workflow_sweep.at_claim(s, c["task"])))
     return out
 
 
@@ -129,7 +132,11 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
     """Report a task's end; with `claim_next` N, also claim up to N more tasks in the same
     transaction (one request per task a busy daemon turns over, not two)."""
     with _daemon_write(state, caller) as s:
-        fields = body.model_dump(exclude={"claim_next", "forge_pushed", "usage"})
+        # What it carries (protocol.FINISH_CARRIES) is stored first, as its own routes would have.
+        finish_carried.store(s, caller.principal.daemon_id, caller.workspace_id, task_id,
+                             messages=[m.model_dump() for m in body.messages or ()],
+                             handoff=body.handoff.model_dump(exclude_none=True) if body.handoff else None)
+        fields = body.model_dump(exclude={"claim_next", "forge_pushed", "usage", "handoff", "messages"})
         if body.forge_pushed is None and body.review and body.review.get("branch"):
             fields["review"] = forgepush.keep_pushed(s, task_id, fields["review"])  # pushed before the finish
         t = tasks.finish(s, caller.principal.daemon_id, task_id, **fields)

@@ -5,16 +5,16 @@ by the agent (its part) and by its daemon at the end (git facts and result)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, ConfigDict, Field
 
 from ...service import tasks
 from ...service import workflow_handoff as handoff_svc
 from ...service import workflow_sweep as sweep_svc
 from ...service.errors import Forbidden, NotFound
 from ..deps import Caller, get_caller, get_state
+from ..models import HandoffIn
 from ..state import AppState
 from .workflows import issue_for, library
 
@@ -22,18 +22,6 @@ if TYPE_CHECKING:  # annotations only: routes and pages reach the database throu
     from ...store.schema import Task
 
 router = APIRouter(tags=["harness"])
-
-
-class HandoffIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    done: Optional[str] = Field(default=None, max_length=20_000)
-    open_questions: Optional[list[str]] = Field(default=None, max_length=50)
-    next_step: Optional[str] = Field(default=None, max_length=5_000)
-    branch: Optional[str] = Field(default=None, max_length=300)
-    commits: Optional[list[str]] = Field(default=None, max_length=200)
-    default_branch: Optional[str] = Field(default=None, max_length=300)
-    default_head: Optional[str] = Field(default=None, max_length=64)
-    result: Optional[str] = Field(default=None, max_length=20_000)
 
 
 def _task(s, caller: Caller, task_id: str) -> Task:

@@ -172,6 +172,8 @@ def _parser():
     rc.add_argument("--autonomy", default=None, help="notify, hold or wake (default: hold; wake only with --interactive)")
     rc.add_argument("--interactive", action="store_true", help="a person's chat: register the wake hook")
     rc.add_argument("--platform-ends-session", action="store_true", help="no SessionEnd hook: the platform ends it")
+    rc.add_argument("--platform-forwards-mcp", action="store_true",
+                    help="no MCP server in args: the platform's own MCP server offers ours (the `mcp` field)")
     return p
 
 
@@ -412,6 +414,7 @@ def _run_config(args) -> int:
             args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
             db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
             interactive=args.interactive, platform_ends_session=args.platform_ends_session,
+            platform_forwards_mcp=args.platform_forwards_mcp,
             # the platform that asked (this command's caller, or --serve's) ends the session
             platform_pid=liveness.harness_pid() if args.platform_ends_session else None,
         )

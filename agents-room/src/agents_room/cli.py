@@ -162,6 +162,11 @@ def _parser():
     ins.add_argument("--room", action="append", default=[])
     ins.add_argument("--dry-run", action="store_true", help="print what would be written")
 
+    _run_config_parser(sub)
+    return p
+
+
+def _run_config_parser(sub) -> None:
     rc = sub.add_parser("run-config", help="print, as JSON, the MCP server and hooks to add to one agent run "
                                           "(for platforms; touches no user config)")
     rc.add_argument("--harness", required=True, choices=["claude", "codex"])
@@ -174,7 +179,6 @@ def _parser():
     rc.add_argument("--platform-ends-session", action="store_true", help="no SessionEnd hook: the platform ends it")
     rc.add_argument("--platform-forwards-mcp", action="store_true",
                     help="no MCP server in args: the platform's own MCP server offers ours (the `mcp` field)")
-    return p
 
 
 def _parse_people(parser, argv: list[str]):

@@ -124,10 +124,7 @@ def prepare_agent_run(
     is then anchored to the platform's process, ``platform_pid`` (default: this one; ``run-config``
     gives its caller's): ``who`` shows it live while that process is, and its hooks bind no pid of
     their own (one seen from inside a sandbox's PID namespace would mean nothing outside it).
-    platform_forwards_mcp: the platform's own MCP server offers our tools (from ``mcp``'s
-    ``tools_file``) and forwards their calls to our server, which it starts as ``mcp`` says with the
-    run's ``env`` on the first such call: ``args`` then hold no MCP server (a process less at every
-    run's start, issue 30). ``mcp`` is in the answer either way.
+    platform_forwards_mcp: ``args`` hold no MCP server; the platform's own offers our tools (``mcp``).
 
     A headless Claude Code run with a session joined ahead gets doorbell-gated hooks
     (:func:`~agents_room.harness_config.gate_hooks`, :mod:`agents_room.bells`): Python starts only
@@ -137,12 +134,7 @@ def prepare_agent_run(
     """
     if harness not in SUPPORTED:
         raise ValueError(f"unsupported harness {harness!r}; agents-room integrates with {', '.join(SUPPORTED)}")
-    level = str(autonomy if autonomy is not None else ("wake" if interactive else "hold")).strip().lower()
-    level = {"0": "notify", "1": "hold", "2": "wake"}.get(level, level)
-    if level not in ("notify", "hold", "wake"):
-        raise ValueError(f"autonomy must be notify, hold or wake, not {autonomy!r}")
-    if level == "wake" and not interactive:
-        level = "hold"  # a headless run ends with its result: a wake would only hold it open (issue 9)
+    level = _level(autonomy, interactive)
     norm = list(dict.fromkeys(normalize_room(r) for r in rooms))
     config_dir = Path(config_dir)
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -175,12 +167,29 @@ def prepare_agent_run(
     if session and bells:
         hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True)
     args, files = _harness_files(harness, config_dir, hooks, None if platform_forwards_mcp else entry)
-    published = {"name": MCP_NAME, **{k: v for k, v in entry.items() if k != "type"},
-                 "tools_file": str(Path(__file__).with_name("mcp_tools.json"))}
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
                           label=label, marker=marker, autonomy=level, session=session, intro=intro,
-                          platform_ends_session=platform_ends, mcp=published,
+                          platform_ends_session=platform_ends, mcp=_published(entry),
                           platform_forwards_mcp=platform_forwards_mcp)
+
+
+def _level(autonomy: str | None, interactive: bool) -> str:
+    """The autonomy a run gets: ``autonomy`` (default ``wake`` for a chat, ``hold`` headless), never
+    ``wake`` headless; ValueError for an unknown level."""
+    level = str(autonomy if autonomy is not None else ("wake" if interactive else "hold")).strip().lower()
+    level = {"0": "notify", "1": "hold", "2": "wake"}.get(level, level)
+    if level not in ("notify", "hold", "wake"):
+        raise ValueError(f"autonomy must be notify, hold or wake, not {autonomy!r}")
+    if level == "wake" and not interactive:
+        level = "hold"  # a headless run ends with its result: a wake would only hold it open (issue 9)
+    return level
+
+
+def _published(entry: dict) -> dict:
+    """The MCP entry as ``run-config`` publishes it (``mcp``): for a platform that forwards our tools
+    from its own MCP server (``platform_forwards_mcp``) and starts this on the first call of one."""
+    return {"name": MCP_NAME, **{k: v for k, v in entry.items() if k != "type"},
+            "tools_file": str(Path(__file__).with_name("mcp_tools.json"))}
 
 
 def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict | None) -> tuple[list[str], list[Path]]:

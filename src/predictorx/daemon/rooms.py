@@ -261,6 +261,10 @@ class RoomRun:
 
 def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str], str]:
     """(extra CLI arguments, extra environment, text for the prompt: the agent's session and rooms)."""
+    try:  # (a resumed run's env root: only this run's answer may leave one)
+        (Path(env_root) / FORWARD_FILE).unlink(missing_ok=True)
+    except OSError:
+        pass
     if os.environ.get("PREDICTORX_ROOMS", "1") == "0":
         return [], {}, ""
     if run.provider not in SUPPORTED:
@@ -270,7 +274,6 @@ def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict
     if run.project_title:
         label += f" · {run.project_title}"
     try:
-        (Path(env_root) / FORWARD_FILE).unlink(missing_ok=True)  # (a resumed run's env root: this run's answer decides)
         cfg = run_config(_HARNESS_OF.get(run.provider, run.provider), config_dir=Path(env_root) / "agents-room", cwd=cwd,
                          rooms=rooms, label=label)
     except Exception as e:  # noqa: BLE001 — coordination is a help, never a reason to fail

@@ -422,9 +422,7 @@ class TaskRun:
             prepared = await prepare_context(cwd, adapter.config_provider(list(self.agent.command or ())), self.id, ctx,
                                              checkouts=self._checkouts, record=env.path / contextrecord.RECORD_NAME)
             extra_args, extra_env, room_intro = await rooms_ready
-            # after run-config: a Claude Code run's agents-room tools may come through `predictorx mcp`
-            workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env,
-                                                  rooms.forward_file(env.path) if extra_env else None)
+            workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env)
         except BaseException:
             if prepared is not None:
                 prepared.cleanup()

@@ -170,12 +170,14 @@ def _unavailable(task_id: str, issue_number: int, e: Exception) -> str:
            f"{issue_number}` before you act.\n"
 
 
-def mcp_args(task_id: str, provider: str, servers: Sequence[Any], env_root: Path, agent_env: dict[str, str],
-             forward: Path | None = None) -> list[str]:
-    """The extra CLI arguments that add `predictorx mcp` (and the agent's own MCP `servers`, and
-    agents-room's tools to `forward`) to the run; none if that cannot be set up."""
+def mcp_args(task_id: str, provider: str, servers: Sequence[Any], env_root: Path, agent_env: dict[str, str]) -> list[str]:
+    """The extra CLI arguments that add `predictorx mcp` (and the agent's own MCP `servers`) to the
+    run; none if that cannot be set up. Asked after the run's room setup: the agents-room MCP entry
+    it may have left for `predictorx mcp` to forward to (rooms.forward_file) goes in too."""
+    from .rooms import forward_file
+
     try:
-        return mcp_setup(provider, env_root, agent_env, [dict(s) for s in servers], forward)
+        return mcp_setup(provider, env_root, agent_env, [dict(s) for s in servers], forward_file(env_root))
     except (OSError, mcpconfig.McpConfigError) as e:
         log.warning("task %s runs without the predictorx MCP server: %s", task_id, e)
         return []

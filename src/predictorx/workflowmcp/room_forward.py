@@ -11,18 +11,17 @@ never imported (it is a separate GPL distribution).
 
 Every wait is bounded: a child that does not start, dies, or does not answer in time is ended and
 the call answered with a tool error that says so; the next call starts it again. Imported on the
-first forwarded call only, so nothing here costs a run's start.
+first forwarded call only, so nothing here (the json package included) costs a run's start.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
 import time
 from typing import Any
-
-from .mcp_stdio import json_dumps, json_loads
 
 #: the child's start and handshake (its MCP SDK import is about a second of CPU, more under load)
 START_TIMEOUT_S = 30.0
@@ -79,7 +78,7 @@ class Forwarder:
         deadline = time.monotonic() + timeout_s
         while True:
             line = self._line(deadline)
-            msg = json_loads(line) if line.strip() else None
+            msg = json.loads(line) if line.strip() else None
             if not isinstance(msg, dict):
                 continue
             if "method" in msg:  # the child asks something of its client (a ping) or notifies
@@ -93,7 +92,7 @@ class Forwarder:
 
     def _send(self, msg: dict[str, Any]) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        self._proc.stdin.write(json_dumps(msg).encode("utf-8") + b"\n")
+        self._proc.stdin.write(json.dumps(msg, ensure_ascii=False).encode("utf-8") + b"\n")
         self._proc.stdin.flush()
 
     def _line(self, deadline: float) -> bytes:

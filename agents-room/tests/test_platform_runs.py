@@ -214,3 +214,35 @@ def test_run_config_serve_ends_a_runs_session(tmp_path, repos, db):
     assert room.conn.execute("SELECT count(*) FROM leases WHERE session_id=?", (sid,)).fetchone()[0] == 0
     assert room.conn.execute("SELECT count(*) FROM memberships WHERE session_id=?", (sid,)).fetchone()[0] == 2
     room.close()
+
+
+def test_run_config_publishes_its_mcp_entry_and_leaves_it_to_a_platform_that_forwards_it(tmp_path, repos, db):
+    """Issue 30: every answer carries the MCP entry and its tools manifest (`mcp`); with
+    --platform-forwards-mcp (here through --serve) `args` hold no MCP server, for either harness,
+    and the answer says so — the platform's own MCP server offers the tools and starts the entry."""
+    def ask(harness: str, *flags: str) -> dict:
+        args = [f"--harness={harness}", f"--config-dir={tmp_path / harness / str(len(flags))}",
+                f"--cwd={repos['web']}", "--room=project-shop", *flags]
+        res = run_cli("run-config", "--serve", input=json.dumps(args) + "\n")
+        answer = json.loads(res.stdout)
+        assert answer["code"] == 0, answer["err"]
+        return json.loads(answer["out"])
+
+    plain, forwarded = ask("claude"), ask("claude", "--platform-forwards-mcp")
+    assert "--mcp-config" in plain["args"] and plain["platform_forwards_mcp"] is False
+    assert "--mcp-config" not in forwarded["args"] and forwarded["platform_forwards_mcp"] is True
+    assert forwarded["args"][0] == "--settings" and forwarded["files"] == [forwarded["args"][1]]
+    entry = forwarded["mcp"]
+    assert entry["name"] == "agents-room" and entry["args"][-1] == "--serve" and entry["env"]["AGENTS_ROOM_HARNESS"] == "claude"
+    assert plain["mcp"]["command"] == entry["command"] and plain["mcp"]["args"] == entry["args"]
+    listing = json.loads(open(entry["tools_file"], encoding="utf-8").read())
+    assert {"msg_send", "msg_recv", "room_join"} <= {t["name"] for t in listing["tools"]}
+    # what the entry starts answers tools/list with that manifest
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
+    out = subprocess.run([entry["command"], *entry["args"]], input=json.dumps(init) + "\n" + json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) + "\n", capture_output=True, text=True, timeout=60,
+        env={**os.environ, **entry["env"]}).stdout.splitlines()
+    assert json.loads(out[1])["result"]["tools"] == listing["tools"]
+    codex = ask("codex", "--platform-forwards-mcp")
+    assert not [a for a in codex["args"] if a.startswith("mcp_servers.")] and codex["platform_forwards_mcp"] is True
+    assert "features.hooks=true" in codex["args"] and ask("codex")["mcp"]["env"]["AGENTS_ROOM_HARNESS"] == "codex"

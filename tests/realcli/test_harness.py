@@ -29,6 +29,8 @@ def test_real_claude_completes_its_workflow_step_through_predictorx_mcp(scenario
     asked = [r for r in s.model.requests if r.turn in ("search", "tool", "answer")]
     assert [r.turn for r in asked] == ["search", "tool", "answer"], [(r.turn, r.path) for r in s.model.requests]
     assert TOOL in asked[0].text and "mcp__predictorx__handoff_write" in asked[0].text
+    # one MCP server for the run (issue 30): agents-room's tools come through `predictorx mcp` too
+    assert "mcp__predictorx__msg_send" in asked[0].text and "mcp__agents-room__" not in asked[0].text
     assert "enabled step `capture`" in asked[0].text
     # The tool ran through `predictorx mcp` with the task's token: the server's answer came back.
     msgs = s.messages(task["id"])

@@ -92,6 +92,34 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
         assert room in _room("who", "--session", agent["session"])["sessions"][0]["rooms"]
 
 
+def test_a_real_claude_run_reaches_agents_rooms_tools_through_its_one_mcp_server(scenario):
+    """Issue 30: Claude Code gets one MCP server, `predictorx mcp`, which also offers agents-room's
+    tools (`mcp__predictorx__msg_send`) and forwards their calls to agents-room's own front, started
+    on that first call: the model's msg_send reaches the person's session. (A predictorx tool through
+    the same front: test_harness.py.)"""
+    s = scenario("claude")
+    repo = s.person_repo("myrepo")
+    project = s.project(repo, "worktree")
+    room = "shared:" + project_room(project["id"], project["title"])
+    joined = _room("join", "--room", room, "--label", "person", cwd=repo)
+    person_id = joined.get("session") or joined["session_id"]
+
+    def send(req) -> dict:
+        own = re.search(r"you are session (s-[0-9a-f]+)", json.dumps(req.body))
+        return {"session": own.group(1) if own else "s-unknown", "to": person_id, "body": NOTE}
+    s.model.call = ("mcp__predictorx__msg_send", send)
+    s.model.answer = "Told the person."
+    _issue, run = s.assign(project)
+    task = s.wait(run["id"])
+    first = s.model.conversation()[0]
+    assert "mcp__predictorx__msg_send" in first.text and "mcp__predictorx__workflow_complete" in first.text
+    assert "mcp__agents-room__" not in first.text and "mcp__agents_room__" not in first.text
+    result = [m for m in s.messages(task["id"]) if m["kind"] == "tool_result"][-1]
+    assert not result["content"].get("is_error"), result
+    got = _room("recv", "--session", person_id)
+    assert NOTE in json.dumps(got), got
+
+
 def test_a_real_claude_run_with_nothing_for_its_hooks_starts_none_of_them(scenario):
     """A Claude Code run's tool call and Stop with no mail, lease or hold: its hooks' shell finds no
     doorbell and exits — no hook Python started (it would have bound the run's session to the chat)."""

@@ -162,6 +162,11 @@ def _parser():
     ins.add_argument("--room", action="append", default=[])
     ins.add_argument("--dry-run", action="store_true", help="print what would be written")
 
+    _run_config_parser(sub)
+    return p
+
+
+def _run_config_parser(sub) -> None:
     rc = sub.add_parser("run-config", help="print, as JSON, the MCP server and hooks to add to one agent run "
                                           "(for platforms; touches no user config)")
     rc.add_argument("--harness", required=True, choices=["claude", "codex"])
@@ -172,7 +177,8 @@ def _parser():
     rc.add_argument("--autonomy", default=None, help="notify, hold or wake (default: hold; wake only with --interactive)")
     rc.add_argument("--interactive", action="store_true", help="a person's chat: register the wake hook")
     rc.add_argument("--platform-ends-session", action="store_true", help="no SessionEnd hook: the platform ends it")
-    return p
+    rc.add_argument("--platform-forwards-mcp", action="store_true",
+                    help="no MCP server in args: the platform's own MCP server offers ours (the `mcp` field)")
 
 
 def _parse_people(parser, argv: list[str]):
@@ -412,6 +418,7 @@ def _run_config(args) -> int:
             args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
             db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
             interactive=args.interactive, platform_ends_session=args.platform_ends_session,
+            platform_forwards_mcp=args.platform_forwards_mcp,
             # the platform that asked (this command's caller, or --serve's) ends the session
             platform_pid=liveness.harness_pid() if args.platform_ends_session else None,
         )

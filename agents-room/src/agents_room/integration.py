@@ -73,6 +73,11 @@ class AgentRunConfig:
     #: the platform ends ``session`` once the run is over (no SessionEnd hook was registered): with
     #: ``run-config --serve``'s ``{"end": session}`` or ``agents-room leave --session``
     platform_ends_session: bool = field(default=False)
+    #: the MCP server's entry ({"name", "command", "args", "env", "tools_file": its tools/list
+    #: manifest}): what a platform that forwards our tools from its own MCP server starts
+    mcp: dict = field(default_factory=dict)
+    #: ``args`` hold no MCP server: the platform offers our tools through its own (``mcp``)
+    platform_forwards_mcp: bool = field(default=False)
 
     def to_json(self) -> dict:
         """The shape ``agents-room run-config`` prints."""
@@ -81,6 +86,7 @@ class AgentRunConfig:
             "files": [str(f) for f in self.files], "rooms": list(self.rooms), "repo_room": self.repo_room,
             "label": self.label, "marker": self.marker, "autonomy": self.autonomy,
             "session": self.session, "intro": self.intro, "platform_ends_session": self.platform_ends_session,
+            "mcp": dict(self.mcp), "platform_forwards_mcp": self.platform_forwards_mcp,
         }
 
 
@@ -99,6 +105,7 @@ def prepare_agent_run(
     interactive: bool = False,
     platform_ends_session: bool = False,
     platform_pid: int | None = None,
+    platform_forwards_mcp: bool = False,
 ) -> AgentRunConfig:
     """Prepare one agent run to join ``rooms`` plus its repo room, without touching user config.
 
@@ -117,6 +124,7 @@ def prepare_agent_run(
     is then anchored to the platform's process, ``platform_pid`` (default: this one; ``run-config``
     gives its caller's): ``who`` shows it live while that process is, and its hooks bind no pid of
     their own (one seen from inside a sandbox's PID namespace would mean nothing outside it).
+    platform_forwards_mcp: ``args`` hold no MCP server; the platform's own offers our tools (``mcp``).
 
     A headless Claude Code run with a session joined ahead gets doorbell-gated hooks
     (:func:`~agents_room.harness_config.gate_hooks`, :mod:`agents_room.bells`): Python starts only
@@ -126,12 +134,7 @@ def prepare_agent_run(
     """
     if harness not in SUPPORTED:
         raise ValueError(f"unsupported harness {harness!r}; agents-room integrates with {', '.join(SUPPORTED)}")
-    level = str(autonomy if autonomy is not None else ("wake" if interactive else "hold")).strip().lower()
-    level = {"0": "notify", "1": "hold", "2": "wake"}.get(level, level)
-    if level not in ("notify", "hold", "wake"):
-        raise ValueError(f"autonomy must be notify, hold or wake, not {autonomy!r}")
-    if level == "wake" and not interactive:
-        level = "hold"  # a headless run ends with its result: a wake would only hold it open (issue 9)
+    level = _level(autonomy, interactive)
     norm = list(dict.fromkeys(normalize_room(r) for r in rooms))
     config_dir = Path(config_dir)
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -163,28 +166,50 @@ def prepare_agent_run(
                     mcp_entry(harness, db, fast=True))
     if session and bells:
         hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True)
-    args, files = _harness_files(harness, config_dir, hooks, entry)
+    args, files = _harness_files(harness, config_dir, hooks, None if platform_forwards_mcp else entry)
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
                           label=label, marker=marker, autonomy=level, session=session, intro=intro,
-                          platform_ends_session=platform_ends)
+                          platform_ends_session=platform_ends, mcp=_published(entry),
+                          platform_forwards_mcp=platform_forwards_mcp)
 
 
-def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict) -> tuple[list[str], list[Path]]:
-    """The run's extra CLI arguments for `hooks` and the MCP `entry`, and the files written for them."""
+def _level(autonomy: str | None, interactive: bool) -> str:
+    """The autonomy a run gets: ``autonomy`` (default ``wake`` for a chat, ``hold`` headless), never
+    ``wake`` headless; ValueError for an unknown level."""
+    level = str(autonomy if autonomy is not None else ("wake" if interactive else "hold")).strip().lower()
+    level = {"0": "notify", "1": "hold", "2": "wake"}.get(level, level)
+    if level not in ("notify", "hold", "wake"):
+        raise ValueError(f"autonomy must be notify, hold or wake, not {autonomy!r}")
+    if level == "wake" and not interactive:
+        level = "hold"  # a headless run ends with its result: a wake would only hold it open (issue 9)
+    return level
+
+
+def _published(entry: dict) -> dict:
+    """The MCP entry as ``run-config`` publishes it (``mcp``): for a platform that forwards our tools
+    from its own MCP server (``platform_forwards_mcp``) and starts this on the first call of one."""
+    return {"name": MCP_NAME, **{k: v for k, v in entry.items() if k != "type"},
+            "tools_file": str(Path(__file__).with_name("mcp_tools.json"))}
+
+
+def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict | None) -> tuple[list[str], list[Path]]:
+    """The run's extra CLI arguments for `hooks` and the MCP `entry` (None: no MCP server), and the
+    files written for them."""
     if harness == "claude":
-        mcp_file = config_dir / "agents-room.mcp.json"
         settings_file = config_dir / "agents-room.settings.json"
-        mcp_file.write_text(json.dumps({"mcpServers": {MCP_NAME: entry}}, indent=2) + "\n")
         settings_file.write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
-        files = [mcp_file, settings_file]
-        args = ["--mcp-config", str(mcp_file), "--settings", str(settings_file)]
+        files, args = [settings_file], ["--settings", str(settings_file)]
+        if entry is not None:
+            mcp_file = config_dir / "agents-room.mcp.json"
+            mcp_file.write_text(json.dumps({"mcpServers": {MCP_NAME: entry}}, indent=2) + "\n")
+            files, args = [mcp_file, settings_file], ["--mcp-config", str(mcp_file), *args]
     else:
         overrides = [
             f"mcp_servers.{MCP_NAME}.command={toml_inline(entry['command'])}",
             f"mcp_servers.{MCP_NAME}.args={toml_inline(entry['args'])}",
             f"mcp_servers.{MCP_NAME}.env={toml_inline(entry['env'])}",
-            "features.hooks=true",
-        ] + [f"hooks.{event}={toml_inline(groups)}" for event, groups in hooks.items()]
+        ] if entry is not None else []
+        overrides += ["features.hooks=true"] + [f"hooks.{event}={toml_inline(groups)}" for event, groups in hooks.items()]
         # Codex 0.169 runs no hook it has not been told to trust (a person trusts hooks once in the TUI;
         # a headless `codex exec` never asks), and `-c bypass_hook_trust=true` is not read: the flag is
         # the one way the platform's own hooks run. Checked against the real codex 0.169.0 (issue 9).

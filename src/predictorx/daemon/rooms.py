@@ -195,7 +195,12 @@ SERVER = _Server()
 _ENDED_HERE: set[str] = set()
 #: run-config's flag for that; an agents-room that does not know it is asked without it
 _PLATFORM_ENDS = "--platform-ends-session"
-_NO_PLATFORM_ENDS: set[tuple[str, ...]] = set()
+#: run-config's flag for a run whose agents-room tools `predictorx mcp` offers and forwards
+_FORWARDS_MCP = "--platform-forwards-mcp"
+#: (flag, agents-room command) an older agents-room did not know: asked without it from then on
+_UNKNOWN_FLAGS: set[tuple[str, tuple[str, ...]]] = set()
+#: where room_setup leaves run-config's MCP entry for workflowhooks.mcp_setup (in the run's env root)
+FORWARD_FILE = "predictorx-mcp.agents-room.json"
 
 
 def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str) -> dict[str, Any]:
@@ -206,12 +211,15 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
     args = [f"--harness={harness}", f"--config-dir={config_dir}", f"--cwd={cwd}", f"--label={label}"]
     args += [f"--room={r}" for r in rooms]
     # The daemon ends the session itself only through a server (a process of its own would cost more
-    # than the hook): without one now, the run keeps its SessionEnd hook.
-    ends_here = SERVER.serving() and tuple(cmd) not in _NO_PLATFORM_ENDS
-    res = _ask(cmd, [*args, _PLATFORM_ENDS] if ends_here else args)
-    if res.returncode == 2 and _PLATFORM_ENDS in res.stderr:  # an older agents-room: its hook ends the session
-        _NO_PLATFORM_ENDS.add(tuple(cmd))
-        res = _ask(cmd, args)
+    # than the hook): without one now, the run keeps its SessionEnd hook. A Claude Code run's
+    # agents-room tools come through `predictorx mcp` (FORWARD_FILE): one MCP process less per run.
+    flags = [f for f, wanted in ((_PLATFORM_ENDS, SERVER.serving()), (_FORWARDS_MCP, harness == "claude"))
+             if wanted and (f, tuple(cmd)) not in _UNKNOWN_FLAGS]
+    res = _ask(cmd, [*args, *flags])
+    unknown = [f for f in flags if f in res.stderr]
+    if res.returncode == 2 and unknown:  # an older agents-room: its hook ends the session, its own MCP server
+        _UNKNOWN_FLAGS.update((f, tuple(cmd)) for f in unknown)
+        res = _ask(cmd, [*args, *(f for f in flags if f not in unknown)])
     if res.returncode != 0:
         raise RuntimeError((res.stderr.strip() or f"agents-room run-config exited {res.returncode}").splitlines()[-1])
     cfg = json.loads(res.stdout)
@@ -253,6 +261,10 @@ class RoomRun:
 
 def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str], str]:
     """(extra CLI arguments, extra environment, text for the prompt: the agent's session and rooms)."""
+    try:  # (a resumed run's env root: only this run's answer may leave one)
+        (Path(env_root) / FORWARD_FILE).unlink(missing_ok=True)
+    except OSError:
+        pass
     if os.environ.get("PREDICTORX_ROOMS", "1") == "0":
         return [], {}, ""
     if run.provider not in SUPPORTED:
@@ -271,7 +283,28 @@ def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict
     env = {str(k): str(v) for k, v in cfg["env"].items()}
     if cfg.get("platform_ends_session") is True and env.get("AGENTS_ROOM_SESSION"):
         _ENDED_HERE.add(env["AGENTS_ROOM_SESSION"])
+    if cfg.get("platform_forwards_mcp") is True:
+        try:
+            _write_forward(Path(env_root) / FORWARD_FILE, cfg.get("mcp"))
+        except (OSError, ValueError) as e:  # its tools are gone from args: no room rather than half of one
+            log.warning("task %s runs without agents-room: its MCP entry cannot be forwarded (%s)", run.task_id, e)
+            end_session(env)
+            return [], {}, ""
     return [str(a) for a in cfg["args"]], env, intro
+
+
+def _write_forward(path: Path, entry: Any) -> None:
+    """run-config's `mcp` entry, for `predictorx mcp --agents-room` (workflowhooks.mcp_setup)."""
+    if not (isinstance(entry, dict) and isinstance(entry.get("command"), str) and isinstance(entry.get("args"), list)
+            and isinstance(entry.get("env", {}), dict) and isinstance(entry.get("tools_file"), str)):
+        raise ValueError("run-config's `mcp` entry has an unexpected shape")
+    path.write_text(json.dumps(entry))
+
+
+def forward_file(env_root: Path) -> Path | None:
+    """The run's agents-room MCP entry room_setup left for `predictorx mcp` to forward to, if any."""
+    path = Path(env_root) / FORWARD_FILE
+    return path if path.is_file() else None
 
 
 def after_run(extra_env: dict[str, str], ended_well: bool) -> None:

@@ -422,10 +422,10 @@ class TaskRun:
         uploader = self._uploader
         prepared = None
         try:
-            workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env)
             prepared = await prepare_context(cwd, adapter.config_provider(list(self.agent.command or ())), self.id, ctx,
                                              checkouts=self._checkouts, record=env.path / contextrecord.RECORD_NAME)
             extra_args, extra_env, room_intro = await rooms_ready
+            workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env)
         except BaseException:
             if prepared is not None:
                 prepared.cleanup()

@@ -111,12 +111,13 @@ def _mcp_command() -> list[str]:
 
 
 def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str],
-              servers: list[dict[str, Any]] | None = None) -> list[str]:
+              servers: list[dict[str, Any]] | None = None, forward: Path | None = None) -> list[str]:
     """Arguments that add `predictorx mcp` and the agent's own MCP servers (`servers`,
     agentconfig/mcpconfig.py) to this one run (never to the person's config). The task token goes into
     a 0600 file in the env root (outside the workdir), never into argv or the harness's config:
     `predictorx mcp --env-file` reads it; an agent's secret is only named (the CLI reads it from
-    its environment)."""
+    its environment). `forward` (Claude Code): agents-room's MCP entry (rooms.forward_file), whose
+    tools `predictorx mcp` then offers and forwards — the run's one MCP process of the two."""
     if provider not in MCP_HARNESSES:
         return []
     own = mcpconfig.normalize(servers or [])
@@ -129,6 +130,7 @@ def mcp_setup(provider: str, env_root: Path, agent_env: dict[str, str],
         json.dump({k: agent_env[k] for k in keys if k in agent_env}, fh)
     args = [*cmd[1:], "--env-file", str(env_file)]
     if provider == "claude":
+        args += ["--agents-room", str(forward)] if forward is not None else []
         path = env_root / "predictorx.mcp.json"
         path.write_text(json.dumps({"mcpServers": {**mcpconfig.claude_servers(own),
                                                    "predictorx": {"command": cmd[0], "args": args}}}, indent=2))
@@ -170,9 +172,12 @@ def _unavailable(task_id: str, issue_number: int, e: Exception) -> str:
 
 def mcp_args(task_id: str, provider: str, servers: Sequence[Any], env_root: Path, agent_env: dict[str, str]) -> list[str]:
     """The extra CLI arguments that add `predictorx mcp` (and the agent's own MCP `servers`) to the
-    run; none if that cannot be set up."""
+    run; none if that cannot be set up. Asked after the run's room setup: the agents-room MCP entry
+    it may have left for `predictorx mcp` to forward to (rooms.forward_file) goes in too."""
+    from .rooms import forward_file
+
     try:
-        return mcp_setup(provider, env_root, agent_env, [dict(s) for s in servers])
+        return mcp_setup(provider, env_root, agent_env, [dict(s) for s in servers], forward_file(env_root))
     except (OSError, mcpconfig.McpConfigError) as e:
         log.warning("task %s runs without the predictorx MCP server: %s", task_id, e)
         return []

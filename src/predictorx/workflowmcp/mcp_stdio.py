@@ -7,6 +7,9 @@ written by `python -m predictorx.workflowmcp.mcp_stdio --write` and checked agai
 tests/test_harness_mcp_front.py — and the SDK is imported only when a tool is called, which then
 runs exactly as the SDK server runs it (`MCPServer.call_tool`). agents-room's `agents-room mcp`
 does the same (its own copy: it is a separate distribution that shares no code with this one).
+With `--agents-room F` (a Claude Code run whose agents-room allows it, daemon/rooms.py) it also lists
+agents-room's tools and forwards their calls to agents-room's own front (room_forward.py): one MCP
+process per run instead of two (issue 30).
 
 The daemon starts it as `python <this file> --env-file F`: no package `__init__`, no runpy, no CLI
 import, and only os, sys and json's C half (`_json`, not the json package: issue 30) before the first
@@ -104,13 +107,18 @@ def _json() -> Any:
 
 
 class Front:
-    """One stdio session: `listing` is {"name", "instructions", "tools"}; `build` makes the SDK server."""
+    """One stdio session: `listing` is {"name", "instructions", "tools"}; `build` makes the SDK server.
+    `forward`: agents-room's MCP entry whose tools `forwarded` names (room_forward.py), or None."""
 
-    def __init__(self, listing: dict[str, Any], build: Callable[[], Any]) -> None:
+    def __init__(self, listing: dict[str, Any], build: Callable[[], Any], forward: dict[str, Any] | None = None,
+                 forwarded: frozenset[str] = frozenset()) -> None:
         self.listing = listing
         self.build = build
+        self.forward, self.forwarded = forward, forwarded
+        self.protocol = HANDSHAKE_VERSIONS[-1]  # as agreed in `initialize`: the forwarded child's too
         self._app: Any = None
         self._loop: Any = None
+        self._forwarder: Any = None
 
     def handle(self, msg: Any) -> dict[str, Any] | None:
         if not isinstance(msg, dict) or "method" not in msg:
@@ -121,8 +129,9 @@ class Front:
         try:
             if method == "initialize":
                 offered = params.get("protocolVersion")
+                self.protocol = offered if offered in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
                 result: Any = {
-                    "protocolVersion": offered if offered in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
+                    "protocolVersion": self.protocol,
                     "capabilities": {"prompts": {"listChanged": False},
                                      "resources": {"listChanged": False, "subscribe": False},
                                      "tools": {"listChanged": False}},
@@ -148,6 +157,8 @@ class Front:
         return {"jsonrpc": "2.0", "id": mid, "result": result}
 
     def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if name in self.forwarded and self.forward is not None:
+            return self._forward(name, arguments)
         with_site()
         import asyncio
 
@@ -165,6 +176,39 @@ class Front:
         out = res.model_dump(by_alias=True, mode="json", exclude_none=True)
         out.pop("resultType", None)  # the 2026-07-28 envelope's; handshake revisions do not carry it
         return out
+
+
+    def _forward(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """An agents-room tool: its own front answers (started on the first such call)."""
+        from predictorx.workflowmcp import room_forward
+
+        if self._forwarder is None:
+            self._forwarder = room_forward.Forwarder(self.forward)  # type: ignore[arg-type]
+        try:
+            answer = self._forwarder.call(name, arguments, self.protocol)
+        except room_forward.ForwardFailed as e:
+            return {"content": [{"type": "text", "text": str(e)}], "isError": True}
+        if "error" in answer:
+            err = answer["error"] if isinstance(answer["error"], dict) else {}
+            raise _RpcError(err.get("code", INTERNAL_ERROR), str(err.get("message", "agents-room failed")), err.get("data"))
+        return answer.get("result") or {}
+
+    def close(self) -> None:
+        """Input ended: a forwarded child is told so (and killed if it lingers)."""
+        if self._forwarder is not None:
+            self._forwarder.close()
+
+
+def with_forwarded(listing: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[str, Any], frozenset[str]]:
+    """(`listing` with agents-room's tools and instructions added, agents-room's MCP entry, the names
+    of the tools it answers) from the daemon's file of run-config's `mcp` entry (daemon/rooms.py)."""
+    forward = _read_json(path)
+    theirs = _read_json(forward["tools_file"])
+    own = {t["name"] for t in listing["tools"]}
+    added = [t for t in theirs["tools"] if t["name"] not in own]
+    instructions = "\n\n".join(x for x in (listing.get("instructions"), theirs.get("instructions")) if x)
+    merged = {**listing, "instructions": instructions, "tools": [*listing["tools"], *added]}
+    return merged, forward, frozenset(t["name"] for t in added)
 
 
 _SITE = {"loaded": False}
@@ -235,17 +279,30 @@ def load_env_file(path: str | os.PathLike[str]) -> None:
     os.environ.update({k: str(v) for k, v in values.items() if k.startswith("PREDICTORX_")})
 
 
-def run() -> None:
+def run(forward_file: str | None = None) -> None:
+    """Serve until end of input; `forward_file`: also agents-room's tools (with_forwarded)."""
     def build() -> Any:
         from predictorx.workflowmcp.mcp_server import build_server
 
         return build_server()
 
-    serve(Front(_read_json(TOOLS_FILE), build))
+    listing: dict[str, Any] = _read_json(TOOLS_FILE)
+    forward: dict[str, Any] | None = None
+    forwarded: frozenset[str] = frozenset()
+    if forward_file is not None:
+        try:
+            listing, forward, forwarded = with_forwarded(listing, forward_file)
+        except (OSError, ValueError, KeyError, TypeError) as e:  # our own tools still work
+            sys.stderr.write(f"predictorx mcp: agents-room's tools are not offered ({forward_file}: {e})\n")
+    front = Front(listing, build, forward, forwarded)
+    try:
+        serve(front)
+    finally:
+        front.close()
 
 
 if __name__ == "__main__":
-    # --write: refresh mcp_tools.json; --env-file F: serve, as the daemon starts it
+    # --write: refresh mcp_tools.json; --env-file F [--agents-room G]: serve, as the daemon starts it
     if sys.argv[1:] == ["--write"]:
         import json
 
@@ -253,8 +310,8 @@ if __name__ == "__main__":
 
         with open(TOOLS_FILE, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n")
-    elif len(sys.argv) == 3 and sys.argv[1] == "--env-file":
+    elif len(sys.argv) in (3, 5) and sys.argv[1] == "--env-file" and sys.argv[3:4] in ([], ["--agents-room"]):
         load_env_file(sys.argv[2])
-        run()
+        run(sys.argv[4] if len(sys.argv) == 5 else None)
     else:
-        sys.exit("usage: python -m predictorx.workflowmcp.mcp_stdio --env-file FILE | --write")
+        sys.exit("usage: python -m predictorx.workflowmcp.mcp_stdio --env-file FILE [--agents-room FILE] | --write")

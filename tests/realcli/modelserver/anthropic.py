@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .base import ModelServer, Recorded, Reply, tool_arguments
@@ -13,8 +14,9 @@ class AnthropicServer(ModelServer):
     protocol = "anthropic"
     model = "claude-scripted-1"
     #: When set, turn 1 calls this tool (e.g. an MCP tool, `mcp__predictorx__workflow_complete`)
-    #: with these arguments instead of the shell, provided the request offers it.
-    call: tuple[str, dict[str, Any]] | None = None
+    #: with these arguments (or what a function of the request gives: e.g. the agents-room session
+    #: its prompt names) instead of the shell, provided the request offers it.
+    call: tuple[str, dict[str, Any] | Callable[[Recorded], dict[str, Any]]] | None = None
 
     def reply(self, req: Recorded) -> Reply:
         if req.path.endswith("/count_tokens"):
@@ -41,7 +43,9 @@ class AnthropicServer(ModelServer):
         else:
             req.turn = "tool"
             if self.call is not None:
-                use = {"type": "tool_use", "id": self.next_id("toolu_"), "name": self.call[0], "input": self.call[1]}
+                given = self.call[1]
+                use = {"type": "tool_use", "id": self.next_id("toolu_"), "name": self.call[0],
+                       "input": given(req) if callable(given) else given}
             else:
                 use = {"type": "tool_use", "id": self.next_id("toolu_"), "name": SHELL_TOOL,
                        "input": tool_arguments(shell.get("input_schema"), {"command": self.command_for(req)})}

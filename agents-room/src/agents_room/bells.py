@@ -25,6 +25,8 @@ from .store import immediate
 
 TYPE_CHECKING = False  # typing stays off the hooks' path
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .queries import RoomBase
 
 FOLDER = "bells"
@@ -101,27 +103,26 @@ def bell_due(room: RoomBase, session: str) -> bool:
 
 def settle_bell(room: RoomBase, session: str) -> None:
     """Silence ``session``'s bell if nothing is due, deciding inside a write transaction."""
-    folder = room.bell_folder()
-    if folder is None:
-        return
-    target = path(folder, session)
-    if not os.path.exists(target):
-        return
-    with immediate(room.conn):
-        if not bell_due(room, session):
-            silence(target)
+    _settle(room, session, lambda: bell_due(room, session))
 
 
 def settle_leases_bell(room: RoomBase) -> None:
     """Silence ``.leases`` if no session holds a live lease, deciding inside a write transaction."""
+    _settle(room, LEASES, lambda: room.conn.execute(
+        "SELECT 1 FROM leases WHERE expires_at>? LIMIT 1", (room.clock(),)).fetchone() is not None)
+
+
+def _settle(room: RoomBase, name: str, due: Callable[[], bool]) -> None:
+    """Silence the bell ``name`` if ``due()`` says nothing is, asked inside a write transaction (no
+    writer commits in between; one that commits later rings later)."""
     folder = room.bell_folder()
     if folder is None:
         return
-    target = path(folder, LEASES)
+    target = path(folder, name)
     if not os.path.exists(target):
         return
     with immediate(room.conn):
-        if room.conn.execute("SELECT 1 FROM leases WHERE expires_at>? LIMIT 1", (room.clock(),)).fetchone() is None:
+        if not due():
             silence(target)
 
 

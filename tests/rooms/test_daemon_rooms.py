@@ -11,20 +11,12 @@ import time
 from pathlib import Path
 
 from predictorx.daemon import rooms
+from room_runs import repo, room_run
 
 SRC = Path(rooms.__file__).resolve().parents[1]
 
 
-def _run(provider: str = "claude") -> rooms.RoomRun:
-    return rooms.RoomRun(task_id="t-1", provider=provider, agent_name="claude-1", issue_number=7,
-                         project_id="0123456789abcdef", project_title="Shop")
-
-
-def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "shop"
-    repo.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
-    return repo
+_run, _repo = room_run, repo
 
 
 def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, monkeypatch):

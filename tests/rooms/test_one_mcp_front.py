@@ -14,22 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from predictorx.daemon import rooms
+from room_runs import repo, room_run
 from predictorx.daemon.workflowhooks import mcp_setup
 
 AGENT_ENV = {"PREDICTORX_SERVER_URL": "http://127.0.0.1:9", "PREDICTORX_TOKEN": "task-token-secret",
              "PREDICTORX_ISSUE": "7", "PREDICTORX_TASK_ID": "t-1"}
 
 
-def _run(provider: str = "claude") -> rooms.RoomRun:
-    return rooms.RoomRun(task_id="t-1", provider=provider, agent_name="claude-1", issue_number=7,
-                         project_id="0123456789abcdef", project_title="Shop")
-
-
-def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "shop"
-    repo.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
-    return repo
+_run, _repo = room_run, repo
 
 
 def _assemble(provider: str, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str]]:

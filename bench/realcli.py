@@ -187,11 +187,14 @@ class Platform:
             d.stop()
         self.server.stop()
 
-    def _wait(self, model: AnthropicServer, number: int, task_id: str) -> dict:
-        """The task once it ended. The server is asked every 0.1 s only once the model has answered
-        the task's last turn (its CLI is then ending), and every 2 s before, in case it failed: a
-        bench asking ten times a second all along cost the server ~20 ms of CPU per task (1.6 ms a
-        request), which was counted as the platform's (issue 30)."""
+    def _wait(self, model: AnthropicServer, number: int) -> dict:
+        """The issue's task once it ended, read from the issue's run list (the one request the bench
+        makes per look: it names the task and its status). The server is asked every 0.2 s only
+        once the model has answered the task's last turn (its CLI is then ending), and every 2 s
+        before, in case it failed: a bench asking ten times a second all along cost the server
+        ~20 ms of CPU per task (1.6 ms a request), which was counted as the platform's (issue 30);
+        so did a look at the run list right after the assignment and a second request per look for
+        the task itself (~10 ms a task), now left out."""
         mark = f"working on issue #{number}:"
         seen, answered, asked = 0, False, time.monotonic()
 
@@ -199,13 +202,15 @@ class Platform:
             nonlocal seen, answered, asked
             new = model.requests[seen:]
             seen += len(new)
-            answered = answered or any(r.turn == "answer" and mark in r.text for r in new)
-            if not answered and time.monotonic() < asked + 2.0:
+            if not answered and any(r.turn == "answer" and mark in r.text for r in new):
+                answered, asked = True, time.monotonic()  # (its CLI and the daemon still have to end it)
+            if time.monotonic() < asked + (0.2 if answered else 2.0):
                 return None
             asked = time.monotonic()
-            task = self.server.api("GET", f"/api/tasks/{task_id}")
-            return task if task["status"] in ("completed", "failed", "cancelled") else None
-        return wait_until(ended, 600, 0.1, f"task {task_id}")
+            runs = self.server.api("GET", f"/api/issues/{number}/runs")
+            task = runs[0] if runs else None
+            return task if task is not None and task["status"] in ("completed", "failed", "cancelled") else None
+        return wait_until(ended, 600, 0.05, f"the task of issue #{number}")
 
     def phase(self, model: AnthropicServer, name: str, tasks: int, rate: float | None,
               before_each: Any = None) -> dict:
@@ -213,7 +218,7 @@ class Platform:
         log(f"{name}: {tasks} assignments " + ("one at a time" if rate is None else f"at {rate:.2f}/s"))
         seen = len(model.requests)
         cpu0, t0 = self.cpu(), time.monotonic()
-        assigned: dict[int, tuple[float, str]] = {}
+        assigned: dict[int, float] = {}
         done: dict[int, dict] = {}
         for i in range(tasks):
             if before_each is not None:
@@ -222,16 +227,14 @@ class Platform:
                 cpu0 += self.cpu() - cpu_paused  # (nothing of the platform's should run meanwhile)
             due = time.monotonic() + (1 / rate if rate else 0)
             issue = self.server.api("POST", "/api/issues", {"title": f"bench {name} job {i}", "assignee": "claude-bench"})
-            returned = time.time()
-            task_id = self.server.api("GET", f"/api/issues/{issue['number']}/runs")[0]["id"]
-            assigned[issue["number"]] = (returned, task_id)
+            assigned[issue["number"]] = time.time()
             if rate is None:
-                done[issue["number"]] = self._wait(model, issue["number"], task_id)
+                done[issue["number"]] = self._wait(model, issue["number"])
             else:
                 time.sleep(max(0.0, due - time.monotonic()))
-        for number, (_, task_id) in assigned.items():
+        for number in assigned:
             if number not in done:
-                done[number] = self._wait(model, number, task_id)
+                done[number] = self._wait(model, number)
         wall = time.monotonic() - t0
         cpu = self.cpu() - cpu0
         first_request: dict[int, float] = {}
@@ -239,7 +242,7 @@ class Platform:
             m = _ISSUE.search(r.text) if r.turn == "tool" else None
             if m and int(m.group(1)) in assigned:
                 first_request.setdefault(int(m.group(1)), r.at)
-        to_first = [first_request[n] - assigned[n][0] for n in assigned if n in first_request]
+        to_first = [first_request[n] - assigned[n] for n in assigned if n in first_request]
         result_to_done = []
         for task in done.values():
             logs = list(self.root.glob(f"ws-*/*/{task['id']}/logs/claude.stream.jsonl"))

@@ -77,15 +77,16 @@ async def test_a_runs_filter_reaches_bwrap_as_the_daemons_fd_without_a_shell(tmp
     plan = sandbox.SandboxPlan(bwrap=sandbox.bwrap_executable(), provider="command", readable=[tmp_path],
                                home=tmp_path / "home", seccomp=sandbox.write_filter(tmp_path))
     env = {"PATH": "/usr/bin:/bin"}
+    lines: list[str] = []
+
+    async def on_line(line: str) -> None:
+        lines.append(line)
+
     for argv, ran in ((X32_GETPID, False), ([*X32_GETPID[:3], "print('ran')"], True)):
         command, fds = sandboxed(plan, argv, env)
         assert command[0] == plan.bwrap and len(fds) == 1
         assert command[command.index("--seccomp") + 1] == str(fds[0])
-        lines: list[str] = []
-
-        async def on_line(line: str) -> None:
-            lines.append(line)
-
+        lines.clear()
         request = ProcessRequest(argv=command, cwd=tmp_path, env=env, stdin_data=None, pass_fds=fds, timeout_s=60,
                                  stream_log=tmp_path / "x.stream.jsonl", stderr_log=tmp_path / "x.stderr.log")
         try:

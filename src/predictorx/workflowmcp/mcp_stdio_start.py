@@ -9,4 +9,7 @@ if __name__ == "__main__":
     import _frozen_importlib_external as _bootstrap
 
     __file__ = __file__[: -len("_start.py")] + ".py"
-    exec(_bootstrap.SourceFileLoader("__main__", __file__).get_code("__main__"), globals())
+    _code = _bootstrap.SourceFileLoader("__main__", __file__).get_code("__main__")
+    if _code is None:  # (a source loader always has code; for the type checker)
+        raise SystemExit(f"{__file__} has no code")
+    exec(_code, globals())

@@ -96,3 +96,31 @@ async def test_a_runs_filter_reaches_bwrap_as_the_daemons_fd_without_a_shell(tmp
         assert (outcome.exit_code == 0 and lines == ["ran"]) if ran else (outcome.exit_code != 0 and not lines), \
             (outcome, lines, (tmp_path / "x.stderr.log").read_text())
     assert plan(X32_GETPID, env)[0] == "/bin/sh"  # (a plan called as before still opens it so)
+
+
+def test_a_plan_resolves_each_path_once_and_keeps_its_mounts(tmp_path, monkeypatch):
+    """A PATH entry was resolved again among the mounts, and every `_under` turned each root into
+    text again (issue 30): each path is resolved once per command line now, the mounts the same."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "work").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "bin")
+    plan = sandbox.SandboxPlan(bwrap="bwrap", provider="command", writable=[tmp_path / "work", tmp_path / "link"],
+                               readable=[tmp_path / "bin", tmp_path / "link"], hidden=[tmp_path / "work" / "secret"],
+                               home=tmp_path / "home", chdir=tmp_path / "work")
+    env = {"PATH": f"{tmp_path / 'link'}:{tmp_path / 'bin'}:/usr/bin"}
+    expected = plan.arguments(["/bin/true"], env)
+    (tmp_path / "work" / "secret").mkdir()
+    covered = plan.arguments(["/bin/true"], env)
+    assert covered == [*expected[:-2], "--tmpfs", str(tmp_path / "work" / "secret"), *expected[-2:]]
+    resolved: list[str] = []
+    real = os.path.realpath
+
+    def counting(path, *args, **kwargs):
+        resolved.append(os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    assert plan.arguments(["/bin/true"], env) == covered
+    again = sorted({p for p in resolved if resolved.count(p) > 1})
+    assert not again, again
+    assert str(tmp_path / "bin") not in resolved  # (found as its link's target: already resolved)

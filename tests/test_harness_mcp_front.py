@@ -64,6 +64,51 @@ def test_the_front_loads_only_what_its_first_answer_needs(tmp_path):
     # the json package (its `re` import was half of the front's start): json's C half does the work
     assert server["args"][0] == "-S" and not imported & {"runpy", "pathlib", "typing", "site", "predictorx",
                                                           "predictorx.workflowmcp", "json", "re", "enum"}, imported
+    # nor os (~1 ms: the env file's values reach the environment with the first tool call, below)
+    assert "os" not in imported, imported
+
+
+def test_the_front_runs_from_its_bytecode(tmp_path):
+    """mcp_stdio.py started as a script was compiled again at every run's start (~2 ms, issue 30):
+    the daemon starts it through mcp_stdio_start.py, which runs it from its bytecode (made once
+    when missing or stale, as an import makes it) as the same `__main__`."""
+    import shutil
+
+    from predictorx.workflowmcp import mcp_stdio
+
+    folder = tmp_path / "predictorx" / "workflowmcp"
+    folder.mkdir(parents=True)
+    for name in ("mcp_stdio.py", "mcp_stdio_start.py", "mcp_tools.json"):
+        shutil.copy(Path(mcp_stdio.__file__).with_name(name), folder / name)
+    (tmp_path / "env.json").write_text(json.dumps({"PREDICTORX_TOKEN": "t"}))
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-S", str(folder / "mcp_stdio_start.py"), "--env-file", str(tmp_path / "env.json")],
+                           input=json.dumps(hello) + "\n", capture_output=True, text=True, timeout=60, env=env)
+        assert json.loads(p.stdout)["result"]["serverInfo"]["name"] == "predictorx", p.stderr
+        assert [x.name.split(".")[0] for x in (folder / "__pycache__").iterdir()] == ["mcp_stdio"]
+    assert mcp_setup("claude", tmp_path, {"PREDICTORX_TOKEN": "t"}) and \
+        json.loads((tmp_path / "predictorx.mcp.json").read_text())["mcpServers"]["predictorx"]["args"] == \
+        ["-S", str(Path(mcp_stdio.__file__).with_name("mcp_stdio_start.py")), "--env-file", str(tmp_path / "predictorx-mcp.env.json")]
+
+
+def test_the_env_files_values_are_in_the_environment_before_a_tool_runs(monkeypatch):
+    from predictorx.workflowmcp.mcp_stdio import Front
+
+    monkeypatch.setenv("PREDICTORX_ISSUE", "before")  # (so that the test's own value is undone after it)
+    monkeypatch.delenv("PREDICTORX_ISSUE")
+    seen = []
+
+    def build():
+        seen.append(os.environ.get("PREDICTORX_ISSUE"))
+        raise RuntimeError("no server here")
+
+    front = Front({"name": "predictorx", "instructions": "", "tools": []}, build, env={"PREDICTORX_ISSUE": "7"})
+    assert front.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})["result"] == {"tools": []}
+    assert "PREDICTORX_ISSUE" not in os.environ
+    answer = front.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+    assert seen == ["7"] and "no server here" in answer["error"]["message"]
 
 
 VALUES = [{"jsonrpc": "2.0", "id": 7, "result": {"tools": [{"name": "x", "description": "é “q” \n\t\\ \u2028 \U0001f600",

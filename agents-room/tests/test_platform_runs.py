@@ -10,7 +10,7 @@ import time
 from agents_room.naming import repo_of
 from agents_room.room import Room
 
-from room_helpers import run_cli, run_hook_command
+from room_helpers import PY, run_cli, run_hook_command
 
 
 def git(*args, cwd):
@@ -246,3 +246,48 @@ def test_run_config_publishes_its_mcp_entry_and_leaves_it_to_a_platform_that_for
     codex = ask("codex", "--platform-forwards-mcp")
     assert not [a for a in codex["args"] if a.startswith("mcp_servers.")] and codex["platform_forwards_mcp"] is True
     assert "features.hooks=true" in codex["args"] and ask("codex")["mcp"]["env"]["AGENTS_ROOM_HARNESS"] == "codex"
+
+
+def _serve_one(p: subprocess.Popen, request) -> dict:
+    p.stdin.write(json.dumps(request) + "\n")
+    p.stdin.flush()
+    return json.loads(p.stdout.readline())
+
+
+def test_run_config_serve_keeps_the_store_warm_and_lets_a_replaced_one_be(tmp_path, repos, db):
+    """`run-config --serve` opened the store twice a run (join, end), each time as its last
+    connection: the open read the write-ahead log back and the close checkpointed and deleted it,
+    most of the run's configuration CPU (issue 30). It keeps a read-only connection to the store
+    now, so the log stays between runs; a store moved aside and made again at its path gets a new
+    one, and neither store is harmed (a read-only connection never checkpoints or deletes)."""
+    run = ["--harness=claude", f"--config-dir={tmp_path / 'r'}", f"--cwd={repos['web']}", "--room=project-shop",
+           "--label=agent", "--platform-ends-session"]
+    wal = db.with_name(db.name + "-wal")
+    p = subprocess.Popen([PY, "-m", "agents_room", "run-config", "--serve"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        first = _serve_one(p, run)
+        assert first["code"] == 0, first
+        sid = json.loads(first["out"])["session"]
+        assert _serve_one(p, {"end": sid, "db": None})["code"] == 0
+        assert wal.exists()  # (no connection of the server's closed as the store's last)
+        aside = tmp_path / "aside"
+        aside.mkdir()
+        for f in tmp_path.glob("room.db*"):
+            f.rename(aside / f.name)
+        second = _serve_one(p, run)
+        assert second["code"] == 0, second
+        assert _serve_one(p, {"end": json.loads(second["out"])["session"], "db": None})["code"] == 0
+        assert wal.exists()
+    finally:
+        p.stdin.close()
+        assert p.wait(timeout=30) == 0
+        p.stdout.close()
+    for store, session in ((db, json.loads(second["out"])["session"]), (aside / "room.db", sid)):
+        room = Room.open(store)
+        try:
+            assert [r["id"] for r in room.conn.execute("SELECT id FROM sessions")] == [session]
+            assert room.session_row(session)["ended_at"] is not None
+            assert room.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        finally:
+            room.close()

@@ -272,6 +272,9 @@ def _run_config_serve() -> int:
 
     _parser()  # built once (cached), ahead of the first run
     bytecode.ensure()  # (and the runs' hooks and MCP front compiled, ahead of the first run too)
+    from .store import keep_warm
+
+    keep_warm()  # the stores the runs use stay open read-only: their opens and closes are cheap
     for line in sys.stdin:
         if not line.strip():
             continue

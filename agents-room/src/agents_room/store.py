@@ -279,6 +279,56 @@ def connect(path: Path | str | None = None, *, migrate: bool = True) -> sqlite3.
         raise StoreError(diagnose(p) or f"the store {p} cannot be opened ({exc}); run `agents-room doctor`") from None
 
 
+#: Stores this process keeps a read-only connection to (:func:`keep_warm`): path -> (it, (dev, inode))
+_WARM: dict[str, tuple[sqlite3.Connection, tuple[int, int]]] = {}
+_KEEP_WARM = {"on": False}
+
+
+def keep_warm() -> None:
+    """From now on this process (``run-config --serve``: a run opens the store twice, to join and to
+    end its session) keeps each store it opens warm: one read-only connection to it stays open.
+
+    Without one, the store was usually opened and closed by connections that were each its last:
+    an open read the write-ahead log back into a new shared-memory index, and the close of the last
+    connection checkpointed the log into the database and deleted both (~2 ms of CPU per open, most
+    of a run's configuration; issue 30). A read-only connection can neither checkpoint nor delete
+    anything, at its close either: a store moved aside and made again at its path (its inode
+    changes) gets a new one, and the old one is closed without touching the files now there."""
+    _KEEP_WARM["on"] = True
+
+
+def _warm(p: str) -> None:
+    if not _KEEP_WARM["on"] or p == ":memory:":
+        return
+    try:
+        st = os.stat(p)
+    except OSError:
+        return
+    held = _WARM.get(p)
+    if held is not None and held[1] == (st.st_dev, st.st_ino):
+        return
+    if held is not None:
+        del _WARM[p]
+        held[0].close()
+    try:
+        conn = sqlite3.connect(f"file:{_uri_path(p)}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               isolation_level=None, check_same_thread=False)
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # (opened lazily: the file is read now)
+    except sqlite3.Error:
+        conn.close()
+        return
+    _WARM[p] = (conn, (st.st_dev, st.st_ino))
+
+
+def _uri_path(p: str) -> str:
+    """`p` in an SQLite URI (its escapes: `%`, and `?` and `#`, which would end the path; no urllib,
+    which the hooks that import this module would pay for)."""
+    return p.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
 def _connect(p: str, migrate: bool) -> sqlite3.Connection:
     """`p` as pathlib spells it (:func:`_path_str`); the checks as Path.mkdir and Path.exists make them."""
     if p != ":memory:":
@@ -303,6 +353,7 @@ def _connect(p: str, migrate: bool) -> sqlite3.Connection:
     except BaseException:
         conn.close()
         raise
+    _warm(p)
     return conn
 
 

@@ -22,7 +22,7 @@ from . import message as m
 from .message import AgentMessage
 from .process import ProcessOutcome, ProcessRequest, run_process
 from .result import RunResult, RunStatus
-from .spec import RunSpec
+from .spec import RunSpec, sandboxed
 from .stream_state import StreamState
 from .usage import USAGE_EVENT, usage_news
 
@@ -187,19 +187,25 @@ class AgentAdapter:
         if cancel.is_set():  # cancelled while the task was being prepared: never start it
             return RunResult("cancelled", None, None, "cancelled before the agent started", None, None)
         env = self.build_env(spec)
+        pass_fds: tuple[int, ...] = ()
         if spec.sandbox is not None:
-            argv = spec.sandbox(argv, env)
-        request = ProcessRequest(
-            argv=argv,
-            cwd=spec.cwd,
-            env=env,
-            stdin_data=self.stdin_payload(spec) if spec.prompt_tail is None else self._late_stdin(spec),
-            stream_log=spec.logs_dir / f"{self.provider}.stream.jsonl",
-            stderr_log=spec.logs_dir / f"{self.provider}.stderr.log",
-            timeout_s=spec.timeout_s,
-            secrets=spec.secrets,
-        )
-        outcome = await run_process(request, on_line, cancel)
+            argv, pass_fds = sandboxed(spec.sandbox, argv, env)
+        try:
+            request = ProcessRequest(
+                argv=argv,
+                cwd=spec.cwd,
+                env=env,
+                stdin_data=self.stdin_payload(spec) if spec.prompt_tail is None else self._late_stdin(spec),
+                stream_log=spec.logs_dir / f"{self.provider}.stream.jsonl",
+                stderr_log=spec.logs_dir / f"{self.provider}.stderr.log",
+                timeout_s=spec.timeout_s,
+                secrets=spec.secrets,
+                pass_fds=pass_fds,
+            )
+            outcome = await run_process(request, on_line, cancel)
+        finally:
+            for fd in pass_fds:  # (the process has its own: the sandbox's seccomp filter)
+                os.close(fd)
         try:
             for msg in self.finish(state):
                 await on_message(msg)

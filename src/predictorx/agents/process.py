@@ -75,6 +75,9 @@ class ProcessRequest:
     stdin_session: Callable[[asyncio.StreamWriter], Awaitable[None]] | None = None
     #: The run's secrets: never written to the raw logs as they are (secretmask.py).
     secrets: tuple[str, ...] = ()
+    #: Open fds the process gets at the same numbers (the sandbox's seccomp filter, spec.sandboxed);
+    #: the caller's to close once the run is over.
+    pass_fds: tuple[int, ...] = ()
 
 
 @dataclass
@@ -192,6 +195,7 @@ async def _spawn(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        pass_fds=request.pass_fds,
         **launch,
     )
     proc = asyncio.subprocess.Process(transport, protocol, loop)

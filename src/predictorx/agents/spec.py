@@ -33,7 +33,8 @@ class RunSpec:
     #: this is done; the others wait for it before starting. A failure here stops the run.
     prompt_tail: asyncio.Future[str] | None = None
     #: Turns the finished argv (and the agent's env) into the sandboxed command line, e.g.
-    #: `bwrap … -- argv` (daemon/sandbox.py); None: the agent runs unconfined.
+    #: `bwrap … -- argv` (daemon/sandbox.py); None: the agent runs unconfined. One with a
+    #: `launch(argv, env)` gives (command line, fds to pass) instead (`sandboxed`).
     sandbox: Callable[[list[str], dict[str, str]], list[str]] | None = None
     #: How an agent's permission requests are answered (ACP): allow, deny or ask.
     permission_policy: str | None = None
@@ -43,3 +44,12 @@ class RunSpec:
     ask_timeout_s: float = 600.0
     #: The values of the run's secrets (in `env`): the raw logs never hold them (secretmask.py).
     secrets: tuple[str, ...] = ()
+
+
+def sandboxed(sandbox: Callable[[list[str], dict[str, str]], list[str]], argv: list[str],
+              env: dict[str, str]) -> tuple[list[str], tuple[int, ...]]:
+    """(the sandboxed command line, the open fds its process is to be given — and then closed:
+    ProcessRequest.pass_fds). A sandbox with `launch` (daemon/sandbox.py SandboxPlan) opens what
+    its process reads (the seccomp filter) itself; any other is called."""
+    launch = getattr(sandbox, "launch", None)
+    return launch(argv, env) if launch is not None else (sandbox(argv, env), ())

@@ -8,6 +8,7 @@ and tell it about cancellations it might have missed.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import platform
@@ -510,6 +511,10 @@ def start(*, foreground: bool, name: str | None, max_tasks: int, server_urls: li
         fail(f"a daemon for this state dir is already running (pid {identity.running_pid()}); stop it first")
     # Orphans of agents come to us, not to init, so they end with their task (finding 13).
     hardening.child_subreaper()
+    # What the start imported and built lives as long as the daemon: frozen, the collector's full
+    # passes walk only what its tasks allocate, not all of it again (~45 ms of CPU over 20 tasks
+    # before, ~10 after; issue 30). As the server does (server/run.py collect_from_now_on).
+    gc.freeze()
     try:
         asyncio.run(_main(cfg, name, max_tasks, sandbox))
     except KeyboardInterrupt:

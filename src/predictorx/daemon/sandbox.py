@@ -51,7 +51,8 @@ PROBE_TIMEOUT_S = 10.0
 #: namespace of its own (as root too), in which it can make no other; every capability dropped;
 #: bwrap sets no_new_privs before it loads the seccomp filter.
 CONFINEMENT = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
-#: The fd bwrap reads the seccomp filter from (opened by the /bin/sh that execs it).
+#: The fd bwrap reads the seccomp filter from when a /bin/sh opens it (`SandboxPlan.__call__`;
+#: `launch` passes the daemon's own fd instead).
 SECCOMP_FD = 9
 FILTER_NAME = "seccomp.bpf"
 
@@ -142,45 +143,67 @@ class SandboxPlan:
     overlays: list[tuple[Path, Path, bool]] = field(default_factory=list)
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        inner, net_args = (self.network.wrap(argv), self.network.bwrap_args()) if self.network else (argv, [])
-        command = [self.bwrap, *self.arguments(argv, env), *net_args, "--", *inner]
+        command = self._command(argv, env, SECCOMP_FD)
         if self.seccomp is None:
             return command
         # bwrap takes the filter as an open fd: a shell opens it and execs bwrap (same pid).
         return ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}< "$0"', str(self.seccomp), *command]
 
-    def arguments(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        args = [*CONFINEMENT, *(["--seccomp", str(SECCOMP_FD)] if self.seccomp is not None else []),
+    def launch(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], tuple[int, ...]]:
+        """(the bwrap command line, the fds its process is given): the seccomp filter opened here,
+        for the process start to pass (`pass_fds`) and then close — no /bin/sh started to open it
+        (~0.5 ms of CPU per run, issue 30). The same sandbox as `__call__`'s."""
+        if self.seccomp is None:
+            return self._command(argv, env, None), ()
+        fd = os.open(self.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return self._command(argv, env, fd), (fd,)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _command(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None) -> list[str]:
+        inner, net_args = (self.network.wrap(argv), self.network.bwrap_args()) if self.network else (argv, [])
+        return [self.bwrap, *self.arguments(argv, env, seccomp_fd), *net_args, "--", *inner]
+
+    def arguments(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None = SECCOMP_FD) -> list[str]:
+        """bwrap's options; `seccomp_fd`: where bwrap reads the filter (when the plan has one)."""
+        filtered = self.seccomp is not None and seccomp_fd is not None
+        args = [*CONFINEMENT, *(["--seccomp", str(seccomp_fd)] if filtered else []),
                 "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var/tmp", "--dir", "/run"]
-        mounted: list[Path] = []
+        mounted = _Roots()
         for d in SYSTEM_DIRS:
             p = Path(d)
             if p.is_symlink():
                 args += ["--symlink", os.readlink(p), d]
             elif p.is_dir():
                 args += ["--ro-bind", d, d]
-                mounted.append(p)
+                mounted.add(p)
         for private in _PRIVATE():
             args += ["--tmpfs", private] if os.path.isdir(private) else ["--ro-bind", "/dev/null", private]
-        resolv = Path(os.path.realpath("/etc/resolv.conf"))
+        real = _Realpaths()
+        resolv = real("/etc/resolv.conf")
         if not _under(resolv, [Path("/etc")]) and resolv.exists():
             args += ["--ro-bind", str(resolv), str(resolv)]
         args += ["--dir", str(self.home)]
-        hidden = [Path(os.path.realpath(h)) for h in self.hidden]
-        for path in _dedupe(self.readable + self._install_paths(argv, env) + self._home_paths(SHARED_HOME_FILES)):
-            if path.exists() and not _under(path, hidden) and not _under(path, mounted):
+        hidden = [real(h) for h in self.hidden]
+        secrets = _Roots(hidden)
+        for path in _dedupe(self.readable + self._install_paths(argv, env, real) + self._home_paths(SHARED_HOME_FILES),
+                            real):
+            if path.exists() and not secrets.covers(path) and not mounted.covers(path):
                 args += ["--ro-bind", str(path), str(path)]
-                mounted.append(path)
-        writable = _dedupe(self.writable)
-        outside = [w for w in writable if not _under(w, hidden)]
+                mounted.add(path)
+        writable = _dedupe(self.writable, real)
+        outside = [w for w in writable if not secrets.covers(w)]
         for path in outside:
+            mounted.add(path)  # (from here on: what a secret may be under)
             if path.exists():
                 args += ["--bind", str(path), str(path)]
         # A secret under something mounted (the state dir inside a person's folder) is covered;
         # a writable path inside a secret (a CLI's ~/.config/<cli>) is mounted again on top.
         for secret in hidden:
-            if secret.exists() and _under(secret, mounted + outside):
+            if secret.exists() and mounted.covers(secret):
                 args += ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
         for path in writable:
             if path not in outside and path.exists():
@@ -194,16 +217,17 @@ class SandboxPlan:
     def _home_paths(self, names: tuple[str, ...]) -> list[Path]:
         return [self.home / n for n in names if (self.home / n).exists()]
 
-    def _install_paths(self, argv: list[str], env: dict[str, str]) -> list[Path]:
+    def _install_paths(self, argv: list[str], env: dict[str, str], real: _Realpaths | None = None) -> list[Path]:
         """The agent CLI's own install: PATH entries, its executable's real home, named files."""
+        real = real or _Realpaths()
         found: list[Path] = []
         for entry in env.get("PATH", "").split(os.pathsep):
             if entry and os.path.isabs(entry) and Path(entry).is_dir():
-                found.append(Path(os.path.realpath(entry)))
+                found.append(real(entry))
         if argv:
             exe = argv[0] if os.path.isabs(argv[0]) else shutil.which(argv[0], path=env.get("PATH"))
             if exe and os.path.exists(exe):
-                for p in (Path(os.path.abspath(exe)), Path(os.path.realpath(exe))):
+                for p in (Path(os.path.abspath(exe)), real(exe)):
                     found.append(_package_root(p))
                     found += python_env(p)
         # A file named on the command line (`python3 /opt/agent.py`) is visible, itself only.
@@ -255,16 +279,48 @@ def _under(path: Path, roots: list[Path]) -> bool:
     """`path` is one of `roots` or inside one. On the paths' text (they are absolute and normalised
     by Path): `r in path.parents` built a tuple of Paths per root, ~0.5 ms per path on a plan's few
     dozen roots, most of the daemon's own CPU per run (issue 30)."""
-    text = str(path)
-    for root in roots:
-        r = str(root)
-        if text == r or text.startswith(r if r.endswith("/") else r + "/"):
-            return True
-    return False
+    return _Roots(roots).covers(path)
 
 
-def _dedupe(paths: list[Path]) -> list[Path]:
-    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths))
+class _Roots:
+    """Paths, and whether another is one of them or inside one (`_under`), on their text: the
+    prefixes kept as they are added, tested in one `str.startswith` (a plan asks ~40 times)."""
+
+    def __init__(self, paths: Iterable[Path] = ()) -> None:
+        self.exact: set[str] = set()
+        self.prefixes: tuple[str, ...] = ()
+        for path in paths:
+            self.add(path)
+
+    def add(self, path: Path) -> None:
+        r = str(path)
+        self.exact.add(r)
+        self.prefixes += (r if r.endswith("/") else r + "/",)
+
+    def covers(self, path: Path) -> bool:
+        text = str(path)
+        return text in self.exact or text.startswith(self.prefixes)
+
+
+class _Realpaths:
+    """`os.path.realpath` for one plan's command line: a path it names several times (a PATH entry,
+    then the same folder among the mounts) is resolved once, and a resolved path is its own."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Path] = {}
+
+    def __call__(self, path: str | Path) -> Path:
+        text = os.fspath(path)
+        found = self.seen.get(text)
+        if found is None:
+            found = self.seen[text] = Path(os.path.realpath(text))
+            self.seen.setdefault(str(found), found)
+        return found
+
+
+def _dedupe(paths: list[Path], real: _Realpaths | None = None) -> list[Path]:
+    real = real or _Realpaths()
+    return list(dict.fromkeys(real(p) for p in paths))
 
 
 def write_filter(folder: Path) -> Path:

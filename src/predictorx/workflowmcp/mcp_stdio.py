@@ -11,25 +11,40 @@ With `--agents-room F` (a Claude Code run whose agents-room allows it, daemon/ro
 agents-room's tools and forwards their calls to agents-room's own front (room_forward.py): one MCP
 process per run instead of two (issue 30).
 
-The daemon starts it as `python <this file> --env-file F`: no package `__init__`, no runpy, no CLI
-import, and only os, sys and json's C half (`_json`, not the json package: issue 30) before the first
-answer (issue 9: Claude Code waits for it).
+The daemon starts it as `python -S mcp_stdio_start.py --env-file F` (this file as `__main__`, from its
+bytecode): no package `__init__`, no runpy, no CLI import, and only sys and json's C half (`_json`,
+not the json package: issue 30) before the first answer (issue 9: Claude Code waits for it); `os`
+(~1 ms of CPU at start) comes with the first tool call, and the env file's values are put into the
+environment then (`Front.env`), before anything that reads them runs.
 Newline-delimited JSON-RPC 2.0 over stdin/stdout, the MCP stdio transport, one request at a time.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
-if __name__ == "__main__" and not __package__:  # started as a file: its package's root, not its folder, on the path
-    sys.path[0] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-TYPE_CHECKING = False  # (typing, like pathlib, costs start-up time this front exists to save)
+TYPE_CHECKING = False  # (typing, like pathlib and os, costs start-up time this front exists to save)
 if TYPE_CHECKING:
+    import os
     from typing import Any, Callable
 
-TOOLS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_tools.json")
+
+def _folder(path: str) -> str:
+    """`os.path.dirname(os.path.abspath(path))` without importing os for an absolute POSIX path
+    (what `__file__` is when started as a file, or imported from an absolute sys.path entry)."""
+    if not path.startswith("/"):
+        import os
+
+        return os.path.dirname(os.path.abspath(path))
+    return path.rstrip("/").rpartition("/")[0] or "/"
+
+
+if __name__ == "__main__" and not __package__:  # started as a file: its package's root, not its folder, on the path
+    sys.path[0] = _folder(_folder(_folder(__file__)))
+
+TOOLS_FILE = _folder(__file__) + "/mcp_tools.json"
+#: What the daemon starts: this file as `__main__`, from its bytecode (mcp_stdio_start.py).
+START_FILE = _folder(__file__) + "/mcp_stdio_start.py"
 #: Revisions reached through the `initialize` handshake; a client offering another gets the newest.
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR, PARSE_ERROR = -32601, -32602, -32603, -32700
@@ -111,8 +126,10 @@ class Front:
     `forward`: agents-room's MCP entry whose tools `forwarded` names (room_forward.py), or None."""
 
     def __init__(self, listing: dict[str, Any], build: Callable[[], Any], forward: dict[str, Any] | None = None,
-                 forwarded: frozenset[str] = frozenset()) -> None:
+                 forwarded: frozenset[str] = frozenset(), env: dict[str, str] | None = None) -> None:
         self.listing = listing
+        #: PREDICTORX_* values (env_file_values) for the environment, put there before the first tool call
+        self.env = env
         self.build = build
         self.forward, self.forwarded = forward, forwarded
         self.protocol = HANDSHAKE_VERSIONS[-1]  # as agreed in `initialize`: the forwarded child's too
@@ -147,6 +164,7 @@ class Front:
             elif method == "tools/call":
                 if not isinstance(params.get("name"), str):
                     return _error(mid, INVALID_PARAMS, "tools/call needs a tool name")
+                self._environ()
                 result = self._call(params["name"], params.get("arguments") or {})
             else:
                 return _error(mid, METHOD_NOT_FOUND, "Method not found", method)
@@ -155,6 +173,13 @@ class Front:
         except Exception as e:  # noqa: BLE001 — one bad request never ends the session
             return _error(mid, INTERNAL_ERROR, f"{type(e).__name__}: {e}")
         return {"jsonrpc": "2.0", "id": mid, "result": result}
+
+    def _environ(self) -> None:
+        if self.env is not None:
+            import os
+
+            os.environ.update(self.env)
+            self.env = None
 
     def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if name in self.forwarded and self.forward is not None:
@@ -270,17 +295,25 @@ def listing_of(app: Any) -> dict[str, Any]:
             "tools": [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]}
 
 
-def load_env_file(path: str | os.PathLike[str]) -> None:
-    """PREDICTORX_* values from the daemon's 0600 file into this process's environment."""
+def env_file_values(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The PREDICTORX_* values of the daemon's 0600 file."""
     try:
         values = _read_json(path)
     except (OSError, ValueError):
         raise SystemExit(f"{path} is not a readable JSON file of PREDICTORX_* values") from None
-    os.environ.update({k: str(v) for k, v in values.items() if k.startswith("PREDICTORX_")})
+    return {k: str(v) for k, v in values.items() if k.startswith("PREDICTORX_")}
 
 
-def run(forward_file: str | None = None) -> None:
-    """Serve until end of input; `forward_file`: also agents-room's tools (with_forwarded)."""
+def load_env_file(path: str | os.PathLike[str]) -> None:
+    """PREDICTORX_* values from the daemon's 0600 file into this process's environment."""
+    import os
+
+    os.environ.update(env_file_values(path))
+
+
+def run(forward_file: str | None = None, env: dict[str, str] | None = None) -> None:
+    """Serve until end of input; `forward_file`: also agents-room's tools (with_forwarded); `env`:
+    values put into the environment before the first tool call (Front.env)."""
     def build() -> Any:
         from predictorx.workflowmcp.mcp_server import build_server
 
@@ -294,7 +327,7 @@ def run(forward_file: str | None = None) -> None:
             listing, forward, forwarded = with_forwarded(listing, forward_file)
         except (OSError, ValueError, KeyError, TypeError) as e:  # our own tools still work
             sys.stderr.write(f"predictorx mcp: agents-room's tools are not offered ({forward_file}: {e})\n")
-    front = Front(listing, build, forward, forwarded)
+    front = Front(listing, build, forward, forwarded, env)
     try:
         serve(front)
     finally:
@@ -311,7 +344,6 @@ if __name__ == "__main__":
         with open(TOOLS_FILE, "w", encoding="utf-8") as fh:
             fh.write(json.dumps(listing_of(build_server()), indent=1, ensure_ascii=False) + "\n")
     elif len(sys.argv) in (3, 5) and sys.argv[1] == "--env-file" and sys.argv[3:4] in ([], ["--agents-room"]):
-        load_env_file(sys.argv[2])
-        run(sys.argv[4] if len(sys.argv) == 5 else None)
+        run(sys.argv[4] if len(sys.argv) == 5 else None, env_file_values(sys.argv[2]))
     else:
         sys.exit("usage: python -m predictorx.workflowmcp.mcp_stdio --env-file FILE [--agents-room FILE] | --write")

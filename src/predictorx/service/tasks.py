@@ -7,11 +7,12 @@ agent rows it counts concurrency against, so no task is ever handed out twice.
 
 from __future__ import annotations
 
+import functools
 import os
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import Table, and_, bindparam, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -361,17 +362,26 @@ def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]
         rows.append({"task_id": task.id, "seq": seq, "kind": kind, "content": content, "created_at": utcnow()})
     if not rows:
         return task.message_seq
-    ins = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     from ..store.schema import new_id
 
     for r in rows:
         r["id"] = new_id()
-    session.execute(ins(TaskMessage).values(rows).on_conflict_do_nothing(index_elements=["task_id", "seq"]))
+    session.execute(_message_insert(session.get_bind().dialect.name), rows)
     task.message_seq = max(task.message_seq, max(r["seq"] for r in rows))
     emit(session, task.workspace_id, Event.TASK_MESSAGES, task_id=task.id, seq=task.message_seq)
     if asks_or_answers(messages):  # a question or its answer: the run's header and lists change too
         emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     return task.message_seq
+
+
+@functools.cache
+def _message_insert(dialect: str) -> Any:
+    """The insert of a batch's messages, built once per dialect and executed with the list of rows
+    (executemany), on the table: the ORM insert with the rows inlined compiled again on every
+    batch (issue 30). A message already stored (a retried batch) is skipped."""
+    table = cast(Table, TaskMessage.__table__)
+    return (pg_insert if dialect == "postgresql" else sqlite_insert)(table).on_conflict_do_nothing(
+        index_elements=["task_id", "seq"])
 
 
 def list_messages(session: Session, task: Task, after: int = -1, limit: int = 1000) -> list[TaskMessage]:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import agentenv, auth, finish_carried, forgepush, serialize, tasks, usage_actions, workflow_delivery
+from ...service import agentenv, auth, claim_precheck, finish_carried, forgepush, serialize, tasks, usage_actions, workflow_delivery
 from ...service import workflow_sweep
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
@@ -103,6 +103,9 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
 
 @router.post("/daemon/claim", response_model=None)
 def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> Response:
+    with state.read() as s:  # nothing queued (the other daemons woken for a task): one read (issue 30)
+        if claim_precheck.nothing_to_claim(s, caller.principal, caller.workspace_id, body.task_id):
+            return SafeJSONResponse({"tasks": []})
     with _daemon_write(state, caller) as s:
         claimed = tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id, limit=body.limit,
                                  task_id=body.task_id)

@@ -1,12 +1,12 @@
-"""A claim that can find nothing is answered from one read (service/claim_precheck.py, issue 30):
-no write transaction when no task of the workspace is queued, with the write path's answers kept —
+"""A claim that can find nothing is answered with one statement (service/claim_precheck.py, issue
+30): no claim UPDATE when no task of the workspace is queued, with the claim path's answers kept —
 a revoked token 401, a daemon no longer registered 404, a queued task still claimed."""
 
 from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import delete, update
+from sqlalchemy import delete, event, update
 
 from predictorx.store.schema import Daemon, Token
 
@@ -20,35 +20,36 @@ def _daemon(api):
     return did, api.as_(r.json()["token"])
 
 
-def _count_writes(api, monkeypatch) -> list[int]:
-    state = api.client.app.state.px
-    real, writes = state.write, []
-
-    def counted():
-        writes.append(1)
-        return real()
-
-    monkeypatch.setattr(state, "write", counted)
-    return writes
-
-
-def test_an_empty_claim_takes_no_write_and_a_queued_task_is_still_claimed(api, monkeypatch):
+def test_an_empty_claim_runs_no_claim_and_a_queued_task_is_still_claimed(api, db):
     _, d = _daemon(api)
     api.post("/api/agents", json={"name": "c1", "provider": "claude"})
-    writes = _count_writes(api, monkeypatch)
-    r = d.post("/api/daemon/claim", json={"limit": 1})
-    assert r.status_code == 200 and r.json() == {"tasks": []}
-    assert d.post("/api/daemon/claim", json={"limit": 1, "task_id": str(uuid.uuid4())}).json() == {"tasks": []}
-    assert writes == []  # (the old path opened a write transaction for each)
-    issue = api.post("/api/issues", json={"title": "x", "assignee": "c1"}).json()
-    tid = api.get(f"/api/issues/{issue['number']}/runs").json()[0]["id"]
-    writes.clear()
-    assert d.post("/api/daemon/claim", json={"limit": 1, "task_id": str(uuid.uuid4())}).json() == {"tasks": []}
-    claimed = d.post("/api/daemon/claim", json={"limit": 1, "task_id": tid}).json()["tasks"]
-    assert [c["task"]["id"] for c in claimed] == [tid] and writes  # queued: the write path claimed it
-    writes.clear()
-    assert d.post("/api/daemon/claim", json={"limit": 1, "task_id": tid}).json() == {"tasks": []}
-    assert writes == []  # it is no longer queued
+    updates: list[str] = []
+    watch = _watcher(updates)
+    event.listen(db.engine, "before_cursor_execute", watch)
+    try:
+        r = d.post("/api/daemon/claim", json={"limit": 1})
+        assert r.status_code == 200 and r.json() == {"tasks": []}
+        assert d.post("/api/daemon/claim", json={"limit": 1, "task_id": str(uuid.uuid4())}).json() == {"tasks": []}
+        assert updates == []  # (the old path ran the claim's UPDATE … RETURNING for each)
+        issue = api.post("/api/issues", json={"title": "x", "assignee": "c1"}).json()
+        tid = api.get(f"/api/issues/{issue['number']}/runs").json()[0]["id"]
+        updates.clear()
+        assert d.post("/api/daemon/claim", json={"limit": 1, "task_id": str(uuid.uuid4())}).json() == {"tasks": []}
+        assert updates == []  # another task than the one queued
+        claimed = d.post("/api/daemon/claim", json={"limit": 1, "task_id": tid}).json()["tasks"]
+        assert [c["task"]["id"] for c in claimed] == [tid] and updates  # queued: the claim took it
+        updates.clear()
+        assert d.post("/api/daemon/claim", json={"limit": 1}).json() == {"tasks": []}
+        assert updates == []  # it is no longer queued
+    finally:
+        event.remove(db.engine, "before_cursor_execute", watch)
+
+
+def _watcher(seen: list[str]):
+    def watch(_conn, _cursor, statement, *_args):
+        if statement.lstrip().upper().startswith("UPDATE TASK"):
+            seen.append(statement)
+    return watch
 
 
 def test_a_revoked_token_and_a_daemon_gone_are_answered_as_before(api, db):

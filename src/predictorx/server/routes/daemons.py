@@ -103,10 +103,10 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
 
 @router.post("/daemon/claim", response_model=None)
 def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> Response:
-    with state.read() as s:  # nothing queued (the other daemons woken for a task): one read (issue 30)
-        if claim_precheck.nothing_to_claim(s, caller.principal, caller.workspace_id, body.task_id):
-            return SafeJSONResponse({"tasks": []})
     with _daemon_write(state, caller) as s:
+        # Nothing queued (the other daemons woken for a task one took): one statement (issue 30).
+        if claim_precheck.nothing_to_claim(s, caller.principal.daemon_id, caller.workspace_id, body.task_id):
+            return SafeJSONResponse({"tasks": []})
         claimed = tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id, limit=body.limit,
                                  task_id=body.task_id)
         if not claimed:

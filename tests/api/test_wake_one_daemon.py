@@ -1,0 +1,146 @@
+"""A task queued wakes one of the daemons that may take it, the others only if it is still queued
+WAKE_OTHERS_S later (server/hub.py, issue 30): each of them made an empty claim. The claim that
+takes it calls the others' wake-up off; a daemon that does not take it costs the task that delay,
+never the task. A task_queued without a task id, and people's pages, are as before: at once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from predictorx.server import hub as hub_module
+from predictorx.server.hub import Hub
+
+WAIT_S = 30.0  # generous: a loaded 2-core machine
+
+
+def _queued(task_id: str | None = "t1", owner: str = "alice") -> dict[str, Any]:
+    event = {"workspace_id": "ws", "type": "task_queued", "owner_id": owner}
+    return {**event, "task_id": task_id} if task_id else event
+
+
+def _got(sub) -> list[dict[str, Any]]:
+    out = []
+    while not sub.queue.empty():
+        out.append(sub.queue.get_nowait())
+    return out
+
+
+async def _until(condition, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def _hub() -> Hub:
+    hub = Hub()
+    hub.bind(asyncio.get_running_loop())
+    return hub
+
+
+def test_one_daemon_is_woken_and_the_others_only_if_the_task_is_still_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 0.05)
+
+    async def main() -> None:
+        hub = _hub()
+        daemons = [hub.subscribe("ws", f"d{i}", "alice") for i in range(3)]
+        bobs, page = hub.subscribe("ws", "b1", "bob"), hub.subscribe("ws")
+        hub.publish([_queued("t1")])
+        first = [d for d in daemons if _got(d)]
+        assert len(first) == 1 and [e["task_id"] for e in _got(page)] == ["t1"]
+        # nobody took it: the others hear of it a moment later (never Bob's daemon)
+        rest = [d for d in daemons if d is not first[0]]
+        await _until(lambda: all(not d.queue.empty() for d in rest), "the other daemons' wake-up")
+        assert [[e["task_id"] for e in _got(d)] for d in rest] == [["t1"], ["t1"]]
+        assert _got(first[0]) == [] and _got(bobs) == [] and hub._others_later == {}
+
+    asyncio.run(main())
+
+
+def test_the_claim_that_takes_it_calls_the_others_wake_up_off_and_the_next_task_wakes_another() -> None:
+    async def main() -> None:
+        hub = _hub()
+        daemons = [hub.subscribe("ws", f"d{i}", "alice") for i in range(3)]
+        woken = []
+        for task_id in ("t1", "t2", "t3"):
+            hub.publish([_queued(task_id)])
+            took = [d for d in daemons if _got(d)]
+            assert len(took) == 1
+            woken.append(took[0])
+            later = hub._others_later[task_id]
+            hub.publish([{"workspace_id": "ws", "type": "task_changed", "task_id": task_id, "status": "dispatched"}])
+            assert later.cancelled() and task_id not in hub._others_later
+        assert len(set(map(id, woken))) == 3  # each task woke another daemon
+        assert all(_got(d) == [] for d in daemons)
+
+    asyncio.run(main())
+
+
+def test_a_task_queued_without_its_id_or_for_one_daemon_wakes_them_all_at_once() -> None:
+    async def main() -> None:
+        hub = _hub()
+        daemons = [hub.subscribe("ws", f"d{i}", "alice") for i in range(3)]
+        hub.publish([_queued(None)])  # a freed slot, a refusal, LISTEN again: whose task is unknown
+        assert all(len(_got(d)) == 1 for d in daemons) and hub._others_later == {}
+        alone = Hub()
+        alone.bind(asyncio.get_running_loop())
+        only = alone.subscribe("ws", "d1", "alice")
+        alone.publish([_queued("t1")])
+        assert len(_got(only)) == 1 and alone._others_later == {}
+
+    asyncio.run(main())
+
+
+def test_a_daemon_that_does_not_take_it_leaves_the_task_claimed_by_another(api, monkeypatch) -> None:
+    """Through the server: the daemon woken first cannot run the agent (no such CLI); the task is
+    still claimed by the other, which hears of it WAKE_OTHERS_S later."""
+    import json
+    import uuid
+
+    monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 0.2)
+
+    def register(provider: str):
+        did = str(uuid.uuid4())
+        r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
+                                                   "runtimes": [{"provider": provider, "version": "1"}]})
+        assert r.status_code == 200, r.text
+        return api.as_(r.json()["token"])
+
+    cannot, can = register("gemini"), register("command")
+    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
+
+    def events(d):
+        stream = api.client.stream("GET", "/api/daemon/events", headers={"Authorization": f"Bearer {d.token}"})
+        return stream
+
+    with events(cannot) as rc, events(can) as rk:
+        lines_c, lines_k = rc.iter_lines(), rk.iter_lines()
+
+        def next_event(lines):
+            for line in lines:
+                if line.startswith("data:"):
+                    return json.loads(line[5:])
+            raise AssertionError("the stream ended")
+
+        assert next_event(lines_c)["type"] == next_event(lines_k)["type"] == "hello"
+        hub = api.client.app.state.px.hub
+        for sub in hub.subscribers():  # the daemon that cannot run it is the one woken first
+            sub.woken = 0 if _is(sub, cannot) else 10**9
+        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
+        e = next_event(lines_c)
+        assert e["type"] == "task_queued"
+        assert cannot.post("/api/daemon/claim", json={"limit": 1}).json() == {"tasks": []}  # no such CLI
+        e = next_event(lines_k)  # WAKE_OTHERS_S later
+        assert (e["type"], e["task_id"]) == ("task_queued", e["task_id"])
+        claimed = can.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+        assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
+
+
+def _is(sub, daemon_api) -> bool:
+    from predictorx.service.auth import hash_token
+
+    return sub.token_hash == hash_token(daemon_api.token)

@@ -95,49 +95,91 @@ def test_a_task_queued_without_its_id_or_for_one_daemon_wakes_them_all_at_once()
     asyncio.run(main())
 
 
-def test_a_daemon_that_does_not_take_it_leaves_the_task_claimed_by_another(api, monkeypatch) -> None:
-    """Through the server: the daemon woken first cannot run the agent (no such CLI); the task is
-    still claimed by the other, which hears of it WAKE_OTHERS_S later."""
-    import json
+def _register(api, provider: str):
     import uuid
 
+    did = str(uuid.uuid4())
+    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
+                                               "runtimes": [{"provider": provider, "version": "1"}]})
+    assert r.status_code == 200, r.text
+    return api.as_(r.json()["token"])
+
+
+def _next_event(lines) -> dict[str, Any]:
+    import json
+
+    for line in lines:
+        if line.startswith("data:"):
+            return json.loads(line[5:])
+    raise AssertionError("the stream ended")
+
+
+def _events(api, d):
+    return api.client.stream("GET", "/api/daemon/events", headers={"Authorization": f"Bearer {d.token}"})
+
+
+def test_a_daemon_that_does_not_take_it_leaves_the_task_claimed_by_another(api, monkeypatch) -> None:
+    """Through the server: the daemon woken first does not claim (full, stopping); the task is
+    still claimed by the other, which hears of it WAKE_OTHERS_S later."""
     monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 0.2)
-
-    def register(provider: str):
-        did = str(uuid.uuid4())
-        r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
-                                                   "runtimes": [{"provider": provider, "version": "1"}]})
-        assert r.status_code == 200, r.text
-        return api.as_(r.json()["token"])
-
-    cannot, can = register("gemini"), register("command")
+    idle, other = _register(api, "command"), _register(api, "command")
     api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
-
-    def events(d):
-        stream = api.client.stream("GET", "/api/daemon/events", headers={"Authorization": f"Bearer {d.token}"})
-        return stream
-
-    with events(cannot) as rc, events(can) as rk:
-        lines_c, lines_k = rc.iter_lines(), rk.iter_lines()
-
-        def next_event(lines):
-            for line in lines:
-                if line.startswith("data:"):
-                    return json.loads(line[5:])
-            raise AssertionError("the stream ended")
-
-        assert next_event(lines_c)["type"] == next_event(lines_k)["type"] == "hello"
+    with _events(api, idle) as ri, _events(api, other) as ro:
+        lines_i, lines_o = ri.iter_lines(), ro.iter_lines()
+        assert _next_event(lines_i)["type"] == _next_event(lines_o)["type"] == "hello"
         hub = api.client.app.state.px.hub
-        for sub in hub.subscribers():  # the daemon that cannot run it is the one woken first
+        for sub in hub.subscribers():  # the daemon that will not claim is the one woken first
+            sub.woken = 0 if _is(sub, idle) else 10**9
+        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
+        e = _next_event(lines_i)
+        assert e["type"] == "task_queued"
+        e = _next_event(lines_o)  # WAKE_OTHERS_S later: nobody claimed it
+        assert e["type"] == "task_queued"
+        claimed = other.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+        assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
+
+
+def test_the_daemon_woken_alone_is_one_that_may_take_the_task(api) -> None:
+    """Through the server: of an owner's daemons, only one with the agent's provider (or the one
+    its runtime is on) is woken first, whatever the turn says: one without it would only delay it."""
+    cannot, can = _register(api, "gemini"), _register(api, "command")
+    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
+    with _events(api, cannot) as rc, _events(api, can) as rk:
+        lines_c, lines_k = rc.iter_lines(), rk.iter_lines()
+        assert _next_event(lines_c)["type"] == _next_event(lines_k)["type"] == "hello"
+        hub = api.client.app.state.px.hub
+        for sub in hub.subscribers():  # it is the other's turn: it may not take the task
             sub.woken = 0 if _is(sub, cannot) else 10**9
         api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
-        e = next_event(lines_c)
-        assert e["type"] == "task_queued"
-        assert cannot.post("/api/daemon/claim", json={"limit": 1}).json() == {"tasks": []}  # no such CLI
-        e = next_event(lines_k)  # WAKE_OTHERS_S later
-        assert (e["type"], e["task_id"]) == ("task_queued", e["task_id"])
+        e = _next_event(lines_k)
+        assert (e["type"], e["provider"]) == ("task_queued", "command")
+        assert hub._others_later[e["task_id"]] is not None
         claimed = can.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
         assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
+        import time
+
+        deadline = time.monotonic() + WAIT_S  # its claim calls the other's wake-up off (on the loop)
+        while e["task_id"] in hub._others_later:
+            assert time.monotonic() < deadline, "the claim did not call the other daemon's wake-up off"
+            time.sleep(0.01)
+
+
+def test_an_agent_bound_to_a_runtime_wakes_that_runtime_s_daemon_first() -> None:
+    async def main() -> None:
+        hub = _hub()
+        d0, d1, d2 = (hub.subscribe("ws", f"d{i}", "alice", providers=frozenset({"claude"})) for i in range(3))
+        d2.woken = 10**9  # not its turn
+        for task_id in ("t1", "t2"):
+            hub.publish([{**_queued(task_id), "provider": "claude", "runtime_daemon_id": "d2"}])
+            assert [len(_got(d)) for d in (d0, d1, d2)] == [0, 0, 1]
+        # by provider: only the daemon that runs it; none runs it: every daemon at once, as before
+        d0.providers = frozenset({"codex"})
+        hub.publish([{**_queued("t3"), "provider": "codex"}])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [1, 0, 0]
+        hub.publish([{**_queued("t4"), "provider": "gemini"}])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [1, 1, 1] and "t4" not in hub._others_later
+
+    asyncio.run(main())
 
 
 def _is(sub, daemon_api) -> bool:

@@ -54,6 +54,18 @@ class Subscriber:
     closed: bool = False
     #: when the hub last woke it alone for a queued task (a count): the next goes to another
     woken: int = 0
+    #: the providers of its runtimes as it connected (None: not known): a task queued for an
+    #: agent of another provider is not one to wake it alone for
+    providers: frozenset[str] | None = None
+
+    def may_take(self, event: dict[str, Any]) -> bool:
+        """Whether, by what the event says (service/tasks.py who_may_take), this daemon can claim
+        the task: the agent's runtime is on it, or the agent has none and it runs the provider."""
+        bound = event.get("runtime_daemon_id")
+        if bound is not None:
+            return self.daemon_id == bound
+        provider = event.get("provider")
+        return provider is None or self.providers is None or provider in self.providers
 
     def close(self) -> None:
         """End the stream: its reader stops at the next event it takes (this one, or the next ping)."""
@@ -104,8 +116,8 @@ class Hub:
         self._loop = loop
 
     def subscribe(self, workspace_id: str, daemon_id: str | None = None, owner_id: str | None = None,
-                  token_hash: str | None = None) -> Subscriber:
-        sub = Subscriber(workspace_id, daemon_id, owner_id, token_hash)
+                  token_hash: str | None = None, providers: frozenset[str] | None = None) -> Subscriber:
+        sub = Subscriber(workspace_id, daemon_id, owner_id, token_hash, providers=providers)
         self._subs.add(sub)
         return sub
 
@@ -143,12 +155,14 @@ class Hub:
             log.warning("dropping event for a slow subscriber")
 
     def _wake_one(self, event: dict[str, Any], wanting: list[Subscriber]) -> list[Subscriber]:
-        """Of the daemons that want this queued task, the one woken alone least recently, and
-        people's pages; the other daemons WAKE_OTHERS_S later unless it leaves the queue."""
+        """Of the daemons that want this queued task and may take it (Subscriber.may_take), the
+        one woken alone least recently, and people's pages; the other daemons WAKE_OTHERS_S later
+        unless it leaves the queue. None that may take it: all of them at once, as before."""
         daemons = [sub for sub in wanting if sub.daemon_id is not None]
-        if len(daemons) < 2 or self._loop is None:
+        able = [sub for sub in daemons if sub.may_take(event)]
+        if len(daemons) < 2 or not able or self._loop is None:
             return wanting
-        chosen = min(daemons, key=lambda sub: sub.woken)
+        chosen = min(able, key=lambda sub: sub.woken)
         chosen.woken = next(self._wakes)
         task_id = event["task_id"]
         previous = self._others_later.pop(task_id, None)

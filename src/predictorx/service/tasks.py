@@ -24,6 +24,7 @@ from ..store.schema import (
     Agent,
     Daemon,
     Issue,
+    Runtime,
     PullRequest,
     Task,
     TaskMessage,
@@ -68,8 +69,20 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
                 wait_reason=runnability.agent_blocker(session, agent))
     session.add(task)
     session.flush()
-    emit(session, issue.workspace_id, Event.TASK_QUEUED, task_id=task.id, owner_id=agent.owner_id)
+    emit(session, issue.workspace_id, Event.TASK_QUEUED, task_id=task.id, owner_id=agent.owner_id,
+         **who_may_take(session, agent))
     return task
+
+
+def who_may_take(session: Session, agent: Agent) -> dict[str, Any]:
+    """What a task_queued event says of the daemons that may claim `agent`'s task (claiming.py's
+    rule): the one its runtime is on, if it is bound to one, else those with its provider. The hub
+    wakes one of them first (server/hub.py): waking one that may not take it cost the task a delay."""
+    if agent.runtime_id is not None:
+        runtime = session.get(Runtime, agent.runtime_id)
+        if runtime is not None:
+            return {"provider": agent.provider, "runtime_daemon_id": runtime.daemon_id}
+    return {"provider": agent.provider}
 
 
 def follow_up(session: Session, issue: Issue, agent: Agent, request: str) -> Task:
@@ -119,7 +132,8 @@ def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> N
     """Tell the daemons that may take `task` (its agent's owner's, server/hub.py) to look."""
     agent = session.get(Agent, task.agent_id)
     emit(session, task.workspace_id, Event.TASK_QUEUED, **({"task_id": task.id} if with_id else {}),
-         owner_id=agent.owner_id if agent is not None else None)
+         owner_id=agent.owner_id if agent is not None else None,
+         **(who_may_take(session, agent) if agent is not None and with_id else {}))
 
 
 def _lock(session: Session) -> bool:

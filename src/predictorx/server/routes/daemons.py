@@ -177,15 +177,20 @@ async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller
                         state: AppState = Depends(get_state)) -> EventStream:
     """The long-lived push connection. The first event tells the daemon to claim what is queued;
     then it hears of work it may take (its owner's agents) and of its own tasks' cancels."""
-    owner_id = await run_in_threadpool(_owner_of, state, caller)
-    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request))
+    owner_id, providers = await run_in_threadpool(_owner_of, state, caller)
+    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request),
+                              providers=providers)
     return EventStream(_stream(state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
 
 
-def _owner_of(state: AppState, caller: Caller) -> str | None:
+def _owner_of(state: AppState, caller: Caller) -> tuple[str | None, frozenset[str] | None]:
+    """(its owner, the providers of its runtimes): whose queued tasks it hears of, and which of
+    them the hub may wake it alone for (server/hub.py). None: every task queued, any of them."""
     with state.read() as s:
         d = svc.find_daemon(s, caller.workspace_id, caller.principal.daemon_id)
-        return d.owner_id if d is not None else None  # (None: it hears every task queued)
+        if d is None:
+            return None, None
+        return d.owner_id, frozenset(rt.provider for rt in svc.runtimes_of(s, d.id))
 
 
 @router.get("/events")

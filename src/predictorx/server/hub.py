@@ -33,6 +33,12 @@ PRINCIPALS_CHANGED = "principals_changed"
 PRICES_CHANGED = "prices_changed"
 #: Put on a subscriber's own queue when its stream must end (never published).
 STREAM_CLOSED = "stream_closed"
+#: A task queued (with its id) wakes one of the connected daemons that may take it; the others
+#: only if it is still queued this much later (issue 30: each of them made an empty claim).
+#: The claim that takes it announces its task_changed, which calls their wake-up off. A daemon
+#: that cannot or does not take it (full, stopping, without the agent's CLI, another task taken
+#: first) costs the task this delay, never the task: the others are woken then, as before.
+WAKE_OTHERS_S = 1.0
 
 
 @dataclass(eq=False)
@@ -46,6 +52,20 @@ class Subscriber:
     token_hash: str | None = None
     queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(maxsize=10_000))
     closed: bool = False
+    #: when the hub last woke it alone for a queued task (a count): the next goes to another
+    woken: int = 0
+    #: the providers of its runtimes as it connected (None: not known): a task queued for an
+    #: agent of another provider is not one to wake it alone for
+    providers: frozenset[str] | None = None
+
+    def may_take(self, event: dict[str, Any]) -> bool:
+        """Whether, by what the event says (service/tasks.py who_may_take), this daemon can claim
+        the task: the agent's runtime is on it, or the agent has none and it runs the provider."""
+        bound = event.get("runtime_daemon_id")
+        if bound is not None:
+            return self.daemon_id == bound
+        provider = event.get("provider")
+        return provider is None or self.providers is None or provider in self.providers
 
     def close(self) -> None:
         """End the stream: its reader stops at the next event it takes (this one, or the next ping)."""
@@ -78,6 +98,8 @@ class Hub:
         self._pending: dict[str, tuple[str, asyncio.Future]] = {}  # request id -> (daemon id, answer)
         self._ids = itertools.count()
         self._notices: dict[str, list[Callable[[], None]]] = {}
+        self._wakes = itertools.count(1)
+        self._others_later: dict[str, asyncio.TimerHandle] = {}  # task id -> the other daemons' wake-up
 
     def on_notice(self, type_: str, handler: Callable[[], None]) -> None:
         """Call `handler` (on the event loop) when a server process sends a notice of this type,
@@ -94,8 +116,8 @@ class Hub:
         self._loop = loop
 
     def subscribe(self, workspace_id: str, daemon_id: str | None = None, owner_id: str | None = None,
-                  token_hash: str | None = None) -> Subscriber:
-        sub = Subscriber(workspace_id, daemon_id, owner_id, token_hash)
+                  token_hash: str | None = None, providers: frozenset[str] | None = None) -> Subscriber:
+        sub = Subscriber(workspace_id, daemon_id, owner_id, token_hash, providers=providers)
         self._subs.add(sub)
         return sub
 
@@ -109,16 +131,52 @@ class Hub:
         return any(s.daemon_id == daemon_id for s in self._subs)
 
     def _deliver(self, events: list[dict[str, Any]]) -> None:
+        """On the event loop."""
         for event in events:
-            if event.get("type") in self._notices:
+            type_ = event.get("type")
+            if type_ in self._notices:
                 self._notice(event["type"])
                 continue
-            for sub in list(self._subs):
-                if sub.wants(event):
-                    try:
-                        sub.queue.put_nowait(event)
-                    except asyncio.QueueFull:  # a stuck reader loses events, never the server
-                        log.warning("dropping event for a slow subscriber")
+            if type_ == Event.TASK_CHANGED and event.get("status") != "queued" and event.get("task_id"):
+                later = self._others_later.pop(event["task_id"], None)
+                if later is not None:  # taken (or ended): the other daemons need not look
+                    later.cancel()
+            wanting = [sub for sub in list(self._subs) if sub.wants(event)]
+            if type_ == Event.TASK_QUEUED and event.get("task_id"):
+                wanting = self._wake_one(event, wanting)
+            for sub in wanting:
+                self._put(sub, event)
+
+    @staticmethod
+    def _put(sub: Subscriber, event: dict[str, Any]) -> None:
+        try:
+            sub.queue.put_nowait(event)
+        except asyncio.QueueFull:  # a stuck reader loses events, never the server
+            log.warning("dropping event for a slow subscriber")
+
+    def _wake_one(self, event: dict[str, Any], wanting: list[Subscriber]) -> list[Subscriber]:
+        """Of the daemons that want this queued task and may take it (Subscriber.may_take), the
+        one woken alone least recently, and people's pages; the other daemons WAKE_OTHERS_S later
+        unless it leaves the queue. None that may take it: all of them at once, as before."""
+        daemons = [sub for sub in wanting if sub.daemon_id is not None]
+        able = [sub for sub in daemons if sub.may_take(event)]
+        if len(daemons) < 2 or not able or self._loop is None:
+            return wanting
+        chosen = min(able, key=lambda sub: sub.woken)
+        chosen.woken = next(self._wakes)
+        task_id = event["task_id"]
+        previous = self._others_later.pop(task_id, None)
+        if previous is not None:
+            previous.cancel()
+        self._others_later[task_id] = self._loop.call_later(WAKE_OTHERS_S, self._wake_others, event, chosen)
+        return [sub for sub in wanting if sub.daemon_id is None or sub is chosen]
+
+    def _wake_others(self, event: dict[str, Any], woken: Subscriber) -> None:
+        """The task is still queued: every other daemon that wants it now hears of it."""
+        self._others_later.pop(event["task_id"], None)
+        for sub in list(self._subs):
+            if sub is not woken and sub.daemon_id is not None and sub.wants(event):
+                self._put(sub, event)
 
     def publish(self, events: list[dict[str, Any]]) -> None:
         """Thread-safe: routes run in a thread pool."""

@@ -21,9 +21,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import event, func, inspect as sa_inspect, select
+from sqlalchemy import bindparam, event, func, inspect as sa_inspect, select
 from sqlalchemy.orm import Session
 
+from ..store import direct
 from ..store.inbox_schema import InboxItem, IssueSubscription
 from ..store.schema import Agent, Comment, Issue, Member, Task, User, utcnow
 from ..store.workflow_schema import RoleBinding, WorkflowInstance
@@ -35,6 +36,11 @@ _CHANGES = "inbox_changes"
 _SEEN = "inbox_events_seen"
 _MENTION = re.compile(r"(?<![\w.@])@([A-Za-z0-9][A-Za-z0-9_.-]{0,99})")
 _registered = False
+_task: Any = Task.__table__
+_agent: Any = Agent.__table__
+#: A run whose agent asks a person before it acts (Agent.permissions "ask").
+_ASKS = (select(_task.c.id).join(_agent, _agent.c.id == _task.c.agent_id)
+         .where(_task.c.id == bindparam("f_task"), _agent.c.permissions == "ask"))
 #: The run statuses an inbox cares about: ended (badly, or moving its issue to in_review), or
 #: running (it may ask a person something).
 _RUN_STATUSES = ("failed", "cancelled", "running", "completed")
@@ -165,6 +171,10 @@ class Feed:
         self._settle(issue.workspace_id, f"permission:{task.id}:", set())
 
     def _permission(self, task_id: str) -> None:
+        # Most agents never ask: one Core statement (built once) says so for every run's
+        # `running`; derive runs after the transaction's last flush (issue 30).
+        if direct.first(self.s.connection(), _ASKS, {"f_task": task_id}) is None:
+            return
         row = self.s.execute(select(Task, Agent).join(Agent, Agent.id == Task.agent_id)
                              .where(Task.id == task_id, Agent.permissions == "ask")).first()
         if row is None:

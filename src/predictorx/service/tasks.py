@@ -7,11 +7,12 @@ agent rows it counts concurrency against, so no task is ever handed out twice.
 
 from __future__ import annotations
 
+import functools
 import os
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import Table, and_, bindparam, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -23,6 +24,7 @@ from ..store.schema import (
     Agent,
     Daemon,
     Issue,
+    Runtime,
     PullRequest,
     Task,
     TaskMessage,
@@ -67,8 +69,20 @@ def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
                 wait_reason=runnability.agent_blocker(session, agent))
     session.add(task)
     session.flush()
-    emit(session, issue.workspace_id, Event.TASK_QUEUED, task_id=task.id, owner_id=agent.owner_id)
+    emit(session, issue.workspace_id, Event.TASK_QUEUED, task_id=task.id, owner_id=agent.owner_id,
+         **who_may_take(session, agent))
     return task
+
+
+def who_may_take(session: Session, agent: Agent) -> dict[str, Any]:
+    """What a task_queued event says of the daemons that may claim `agent`'s task (claiming.py's
+    rule): the one its runtime is on, if it is bound to one, else those with its provider. The hub
+    wakes one of them first (server/hub.py): waking one that may not take it cost the task a delay."""
+    if agent.runtime_id is not None:
+        runtime = session.get(Runtime, agent.runtime_id)
+        if runtime is not None:
+            return {"provider": agent.provider, "runtime_daemon_id": runtime.daemon_id}
+    return {"provider": agent.provider}
 
 
 def follow_up(session: Session, issue: Issue, agent: Agent, request: str) -> Task:
@@ -118,7 +132,8 @@ def _announce_queued(session: Session, task: Task, *, with_id: bool = True) -> N
     """Tell the daemons that may take `task` (its agent's owner's, server/hub.py) to look."""
     agent = session.get(Agent, task.agent_id)
     emit(session, task.workspace_id, Event.TASK_QUEUED, **({"task_id": task.id} if with_id else {}),
-         owner_id=agent.owner_id if agent is not None else None)
+         owner_id=agent.owner_id if agent is not None else None,
+         **(who_may_take(session, agent) if agent is not None and with_id else {}))
 
 
 def _lock(session: Session) -> bool:
@@ -361,17 +376,26 @@ def append_messages(session: Session, task: Task, messages: list[dict[str, Any]]
         rows.append({"task_id": task.id, "seq": seq, "kind": kind, "content": content, "created_at": utcnow()})
     if not rows:
         return task.message_seq
-    ins = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     from ..store.schema import new_id
 
     for r in rows:
         r["id"] = new_id()
-    session.execute(ins(TaskMessage).values(rows).on_conflict_do_nothing(index_elements=["task_id", "seq"]))
+    session.execute(_message_insert(session.get_bind().dialect.name), rows)
     task.message_seq = max(task.message_seq, max(r["seq"] for r in rows))
     emit(session, task.workspace_id, Event.TASK_MESSAGES, task_id=task.id, seq=task.message_seq)
     if asks_or_answers(messages):  # a question or its answer: the run's header and lists change too
         emit(session, task.workspace_id, Event.TASK_CHANGED, task_id=task.id, status=task.status)
     return task.message_seq
+
+
+@functools.cache
+def _message_insert(dialect: str) -> Any:
+    """The insert of a batch's messages, built once per dialect and executed with the list of rows
+    (executemany), on the table: the ORM insert with the rows inlined compiled again on every
+    batch (issue 30). A message already stored (a retried batch) is skipped."""
+    table = cast(Table, TaskMessage.__table__)
+    return (pg_insert if dialect == "postgresql" else sqlite_insert)(table).on_conflict_do_nothing(
+        index_elements=["task_id", "seq"])
 
 
 def list_messages(session: Session, task: Task, after: int = -1, limit: int = 1000) -> list[TaskMessage]:

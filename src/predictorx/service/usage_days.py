@@ -23,15 +23,15 @@ _COLUMNS = {"agent": RunUsage.agent_id, "project": RunUsage.project_id, "issue":
             "person": RunUsage.person_id, "model": RunUsage.model}
 
 
-def snapshot(row: RunUsage) -> dict[str, Any]:
-    """What `row` adds to its day's sums now (and under which keys)."""
+def snapshot(row: Any) -> dict[str, Any]:
+    """What `row` (a RunUsage, or its figures as attributes: service/usage.py) adds to its day's sums now (and under which keys)."""
     return {"runs": 1, **{k: getattr(row, k) or 0 for k in FIGURES}, "cost_micros": row.cost_micros or 0,
             "unknown_cost_runs": 1 if row.cost_micros is None else 0,
             "keys": {"agent": row.agent_id, "project": row.project_id or "", "issue": row.issue_id,
                      "person": row.person_id or "", "model": row.model or "", "all": ""}}
 
 
-def add(session: Session, row: RunUsage, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
+def add(session: Session, row: Any, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
     """Move `row`'s day sums from `before` (None: a new run) to `after` (snapshots)."""
     changes: dict[tuple[str, str], dict[str, int]] = {}
 

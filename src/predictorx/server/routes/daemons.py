@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ...service import daemons as svc
-from ...service import agentenv, auth, finish_carried, forgepush, serialize, tasks, usage_actions, workflow_delivery
+from ...service import agentenv, auth, claim_precheck, finish_carried, forgepush, serialize, tasks, usage_actions, workflow_delivery
 from ...service import workflow_sweep
 from ...service.errors import Forbidden
 from ..deps import Caller, daemon_caller, get_caller, get_state, token_hash, user_caller
@@ -104,6 +104,9 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
 @router.post("/daemon/claim", response_model=None)
 def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState = Depends(get_state)) -> Response:
     with _daemon_write(state, caller) as s:
+        # Nothing queued (the other daemons woken for a task one took): one statement (issue 30).
+        if claim_precheck.nothing_to_claim(s, caller.principal.daemon_id, caller.workspace_id, body.task_id):
+            return SafeJSONResponse({"tasks": []})
         claimed = tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id, limit=body.limit,
                                  task_id=body.task_id)
         if not claimed:
@@ -174,15 +177,20 @@ async def daemon_events(request: Request, caller: Caller = Depends(daemon_caller
                         state: AppState = Depends(get_state)) -> EventStream:
     """The long-lived push connection. The first event tells the daemon to claim what is queued;
     then it hears of work it may take (its owner's agents) and of its own tasks' cancels."""
-    owner_id = await run_in_threadpool(_owner_of, state, caller)
-    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request))
+    owner_id, providers = await run_in_threadpool(_owner_of, state, caller)
+    sub = state.hub.subscribe(caller.workspace_id, caller.principal.daemon_id, owner_id, token_hash(request),
+                              providers=providers)
     return EventStream(_stream(state, sub, hello={"type": Event.HELLO}), ping=PING_SECONDS)
 
 
-def _owner_of(state: AppState, caller: Caller) -> str | None:
+def _owner_of(state: AppState, caller: Caller) -> tuple[str | None, frozenset[str] | None]:
+    """(its owner, the providers of its runtimes): whose queued tasks it hears of, and which of
+    them the hub may wake it alone for (server/hub.py). None: every task queued, any of them."""
     with state.read() as s:
         d = svc.find_daemon(s, caller.workspace_id, caller.principal.daemon_id)
-        return d.owner_id if d is not None else None  # (None: it hears every task queued)
+        if d is None:
+            return None, None
+        return d.owner_id, frozenset(rt.provider for rt in svc.runtimes_of(s, d.id))
 
 
 @router.get("/events")

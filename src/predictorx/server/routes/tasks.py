@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query
 
 from ...service import serialize
-from ...service import permissions, runnability, usage_actions
+from ...service import permissions, runnability, task_view, usage_actions
 from ...service import tasks as svc
 from ...service.errors import Forbidden
 from ..deps import Caller, get_caller, get_state, user_caller
@@ -41,9 +41,9 @@ def list_tasks(project: str | None = Query(default=None, max_length=200),
 @router.get("/{task_id}")
 def get_task(task_id: str, caller: Caller = Depends(get_caller), state: AppState = Depends(get_state)) -> dict:
     with state.read() as s:
-        t = svc.get_task(s, caller.workspace_id, task_id)
+        t = task_view.read(s, caller.workspace_id, task_id)  # one statement: it is polled (issue 30)
         _visible(caller, t)
-        out = _out(s, t)
+        out = task_view.answer(s, t)
         if caller.principal.kind in ("task", "daemon"):
             out["context"] = t.context
         return out

@@ -1,0 +1,188 @@
+"""A task queued wakes one of the daemons that may take it, the others only if it is still queued
+WAKE_OTHERS_S later (server/hub.py, issue 30): each of them made an empty claim. The claim that
+takes it calls the others' wake-up off; a daemon that does not take it costs the task that delay,
+never the task. A task_queued without a task id, and people's pages, are as before: at once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from predictorx.server import hub as hub_module
+from predictorx.server.hub import Hub
+
+WAIT_S = 30.0  # generous: a loaded 2-core machine
+
+
+def _queued(task_id: str | None = "t1", owner: str = "alice") -> dict[str, Any]:
+    event = {"workspace_id": "ws", "type": "task_queued", "owner_id": owner}
+    return {**event, "task_id": task_id} if task_id else event
+
+
+def _got(sub) -> list[dict[str, Any]]:
+    out = []
+    while not sub.queue.empty():
+        out.append(sub.queue.get_nowait())
+    return out
+
+
+async def _until(condition, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def _hub() -> Hub:
+    hub = Hub()
+    hub.bind(asyncio.get_running_loop())
+    return hub
+
+
+def test_one_daemon_is_woken_and_the_others_only_if_the_task_is_still_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 0.05)
+
+    async def main() -> None:
+        hub = _hub()
+        daemons = [hub.subscribe("ws", f"d{i}", "alice") for i in range(3)]
+        bobs, page = hub.subscribe("ws", "b1", "bob"), hub.subscribe("ws")
+        hub.publish([_queued("t1")])
+        first = [d for d in daemons if _got(d)]
+        assert len(first) == 1 and [e["task_id"] for e in _got(page)] == ["t1"]
+        # nobody took it: the others hear of it a moment later (never Bob's daemon)
+        rest = [d for d in daemons if d is not first[0]]
+        await _until(lambda: all(not d.queue.empty() for d in rest), "the other daemons' wake-up")
+        assert [[e["task_id"] for e in _got(d)] for d in rest] == [["t1"], ["t1"]]
+        assert _got(first[0]) == [] and _got(bobs) == [] and hub._others_later == {}
+
+    asyncio.run(main())
+
+
+def test_the_claim_that_takes_it_calls_the_others_wake_up_off_and_the_next_task_wakes_another() -> None:
+    async def main() -> None:
+        hub = _hub()
+        daemons = [hub.subscribe("ws", f"d{i}", "alice") for i in range(3)]
+        woken = []
+        for task_id in ("t1", "t2", "t3"):
+            hub.publish([_queued(task_id)])
+            took = [d for d in daemons if _got(d)]
+            assert len(took) == 1
+            woken.append(took[0])
+            later = hub._others_later[task_id]
+            hub.publish([{"workspace_id": "ws", "type": "task_changed", "task_id": task_id, "status": "dispatched"}])
+            assert later.cancelled() and task_id not in hub._others_later
+        assert len(set(map(id, woken))) == 3  # each task woke another daemon
+        assert all(_got(d) == [] for d in daemons)
+
+    asyncio.run(main())
+
+
+def test_a_task_queued_without_its_id_or_for_one_daemon_wakes_them_all_at_once() -> None:
+    async def main() -> None:
+        hub = _hub()
+        daemons = [hub.subscribe("ws", f"d{i}", "alice") for i in range(3)]
+        hub.publish([_queued(None)])  # a freed slot, a refusal, LISTEN again: whose task is unknown
+        assert all(len(_got(d)) == 1 for d in daemons) and hub._others_later == {}
+        alone = Hub()
+        alone.bind(asyncio.get_running_loop())
+        only = alone.subscribe("ws", "d1", "alice")
+        alone.publish([_queued("t1")])
+        assert len(_got(only)) == 1 and alone._others_later == {}
+
+    asyncio.run(main())
+
+
+def _register(api, provider: str):
+    import uuid
+
+    did = str(uuid.uuid4())
+    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
+                                               "runtimes": [{"provider": provider, "version": "1"}]})
+    assert r.status_code == 200, r.text
+    return api.as_(r.json()["token"])
+
+
+def _next_event(lines) -> dict[str, Any]:
+    import json
+
+    for line in lines:
+        if line.startswith("data:"):
+            return json.loads(line[5:])
+    raise AssertionError("the stream ended")
+
+
+def _events(api, d):
+    return api.client.stream("GET", "/api/daemon/events", headers={"Authorization": f"Bearer {d.token}"})
+
+
+def test_a_daemon_that_does_not_take_it_leaves_the_task_claimed_by_another(api, monkeypatch) -> None:
+    """Through the server: the daemon woken first does not claim (full, stopping); the task is
+    still claimed by the other, which hears of it WAKE_OTHERS_S later."""
+    monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 0.2)
+    idle, other = _register(api, "command"), _register(api, "command")
+    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
+    with _events(api, idle) as ri, _events(api, other) as ro:
+        lines_i, lines_o = ri.iter_lines(), ro.iter_lines()
+        assert _next_event(lines_i)["type"] == _next_event(lines_o)["type"] == "hello"
+        hub = api.client.app.state.px.hub
+        for sub in hub.subscribers():  # the daemon that will not claim is the one woken first
+            sub.woken = 0 if _is(sub, idle) else 10**9
+        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
+        e = _next_event(lines_i)
+        assert e["type"] == "task_queued"
+        e = _next_event(lines_o)  # WAKE_OTHERS_S later: nobody claimed it
+        assert e["type"] == "task_queued"
+        claimed = other.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+        assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
+
+
+def test_the_daemon_woken_alone_is_one_that_may_take_the_task(api) -> None:
+    """Through the server: of an owner's daemons, only one with the agent's provider (or the one
+    its runtime is on) is woken first, whatever the turn says: one without it would only delay it."""
+    cannot, can = _register(api, "gemini"), _register(api, "command")
+    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
+    with _events(api, cannot) as rc, _events(api, can) as rk:
+        lines_c, lines_k = rc.iter_lines(), rk.iter_lines()
+        assert _next_event(lines_c)["type"] == _next_event(lines_k)["type"] == "hello"
+        hub = api.client.app.state.px.hub
+        for sub in hub.subscribers():  # it is the other's turn: it may not take the task
+            sub.woken = 0 if _is(sub, cannot) else 10**9
+        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
+        e = _next_event(lines_k)
+        assert (e["type"], e["provider"]) == ("task_queued", "command")
+        assert hub._others_later[e["task_id"]] is not None
+        claimed = can.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+        assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
+        import time
+
+        deadline = time.monotonic() + WAIT_S  # its claim calls the other's wake-up off (on the loop)
+        while e["task_id"] in hub._others_later:
+            assert time.monotonic() < deadline, "the claim did not call the other daemon's wake-up off"
+            time.sleep(0.01)
+
+
+def test_an_agent_bound_to_a_runtime_wakes_that_runtime_s_daemon_first() -> None:
+    async def main() -> None:
+        hub = _hub()
+        d0, d1, d2 = (hub.subscribe("ws", f"d{i}", "alice", providers=frozenset({"claude"})) for i in range(3))
+        d2.woken = 10**9  # not its turn
+        for task_id in ("t1", "t2"):
+            hub.publish([{**_queued(task_id), "provider": "claude", "runtime_daemon_id": "d2"}])
+            assert [len(_got(d)) for d in (d0, d1, d2)] == [0, 0, 1]
+        # by provider: only the daemon that runs it; none runs it: every daemon at once, as before
+        d0.providers = frozenset({"codex"})
+        hub.publish([{**_queued("t3"), "provider": "codex"}])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [1, 0, 0]
+        hub.publish([{**_queued("t4"), "provider": "gemini"}])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [1, 1, 1] and "t4" not in hub._others_later
+
+    asyncio.run(main())
+
+
+def _is(sub, daemon_api) -> bool:
+    from predictorx.service.auth import hash_token
+
+    return sub.token_hash == hash_token(daemon_api.token)

@@ -57,3 +57,20 @@ async def test_usage_alone_is_sent_while_the_run_goes_on() -> None:
     await up._send_some()
     assert len(api.batches) == 1 and not api.batches[0].messages and api.batches[0].usage is not None
     await up.close()
+
+
+async def test_a_message_is_encoded_once_to_measure_it(monkeypatch) -> None:
+    """Its size is taken when it is bounded and kept for the batch (issue 30: JSON-encoding each
+    message twice was daemon CPU per line the agent printed); a huge one is still cut to size."""
+    from predictorx.daemon import uploader
+
+    measured: list[dict[str, Any]] = []
+    size = uploader._size
+    monkeypatch.setattr(uploader, "_size", lambda m: measured.append(m) or size(m))
+    up = MessageUploader(_Api(), "t-1", min_gap=60.0)  # type: ignore[arg-type]
+    await up.add("text", {"text": "hi"})
+    assert len(measured) == 1
+    assert up._pending[0]["_bytes"] == size({"seq": 0, "kind": "text", "content": {"text": "hi"}})
+    await up.add("tool_result", {"items": ["x" * 1000] * 2000})  # huge in structure: a preview
+    assert up._pending[1]["content"]["truncated"] is True
+    assert up._pending[1]["_bytes"] == size({k: v for k, v in up._pending[1].items() if k != "_bytes"})

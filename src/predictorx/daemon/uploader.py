@@ -83,17 +83,24 @@ async def send_carried(api: ServerApi, task_id: str, fields: dict[str, Any]) -> 
 
 def bounded_message(seq: int, kind: str, content: Any) -> dict[str, Any]:
     """A message the server accepts whatever the agent printed: sanitised, and under the size cap."""
+    return _bounded(seq, kind, content)[0]
+
+
+def _bounded(seq: int, kind: str, content: Any) -> tuple[dict[str, Any], int]:
+    """`bounded_message`, and its size encoded (measured once: the uploader keeps it, issue 30)."""
     if not isinstance(content, dict):
         content = {"value": content}
     limit = MAX_STRING_CHARS
     while True:
         message = {"seq": seq, "kind": kind, "content": sanitize(content, limit)}
-        if _size(message) <= MAX_MESSAGE_BYTES:
-            return message
+        size = _size(message)
+        if size <= MAX_MESSAGE_BYTES:
+            return message, size
         if limit <= 1024:  # huge in structure, not in any one string: keep a preview of it
             preview = json.dumps(message["content"], ensure_ascii=False, default=str)
-            return {"seq": seq, "kind": kind, "content": {
+            message = {"seq": seq, "kind": kind, "content": {
                 "truncated": True, "preview": clip(preview, MAX_MESSAGE_BYTES // 8)}}
+            return message, _size(message)
         limit //= 4
 
 log = logging.getLogger("predictorx.daemon")
@@ -150,12 +157,13 @@ class MessageUploader:
         seq = self._next_seq
         self._next_seq += 1
         try:
-            message = bounded_message(seq, kind, self.mask(content) if self.mask else content)
+            message, size = _bounded(seq, kind, self.mask(content) if self.mask else content)
         except Exception as e:  # a message we cannot shape must not stop the run
             log.exception("task %s: message %d could not be prepared; it stays in the raw log", self.task_id, seq)
             message = {"seq": seq, "kind": "error", "content": {
                 "message": f"this message could not be uploaded ({type(e).__name__}); see the task's raw log"}}
-        message["_bytes"] = _size(message)
+            size = _size(message)
+        message["_bytes"] = size
         self._pending.append(message)
         self._arrived.set()
         if len(self._pending) >= self.max_batch:

@@ -160,8 +160,10 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
             if target is not None:
                 out["forge_push"] = asdict(target)
         if body.claim_next:  # the finish found this daemon registered (or refused the request)
-            out["claimed"] = _claimed(s, tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
-                                                     limit=body.claim_next), caller.principal.daemon_id)
+            # Nothing queued in the workspace (a daemon's usual finish): one statement, as an empty claim.
+            empty = claim_precheck.nothing_to_claim(s, caller.principal.daemon_id, caller.workspace_id, None)
+            out["claimed"] = [] if empty else _claimed(s, tasks.claim_as(
+                s, caller.principal.daemon_id, caller.workspace_id, limit=body.claim_next), caller.principal.daemon_id)
         return SafeJSONResponse(out)
 
 

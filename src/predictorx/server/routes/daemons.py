@@ -97,7 +97,7 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
             resume_session_id=c.get("resume_session_id"),
             continue_branch=protocol.ContinueBranch(**continuing) if continuing else None,
             env=tuple(protocol.EnvVar(**v) for v in c.get("env") or ()),
-            sweep=workflow_sweep.at_claim(s, c["task"])))
+            sweep=workflow_sweep.at_claim(s, c["task"], c["issue"])))
     return out
 
 

@@ -64,3 +64,31 @@ def test_a_revoked_token_and_a_daemon_gone_are_answered_as_before(api, db):
         s.execute(update(Token).where(Token.daemon_id == did2, Token.kind == "daemon").values(revoked=True))
     r = d2.post("/api/daemon/claim", json={"limit": 1})
     assert r.status_code == 401, r.text
+
+
+def test_a_finish_that_claims_next_with_nothing_queued_runs_no_claim(api, db):
+    """A daemon's finish with claim_next (its usual end of a run) runs the claim's UPDATE only when
+    a task of the workspace is queued: claimed [] from the one statement otherwise."""
+    _, d = _daemon(api)
+    api.post("/api/agents", json={"name": "c1", "provider": "claude", "max_concurrent_tasks": 4})
+    first = api.post("/api/issues", json={"title": "a", "assignee": "c1"}).json()
+    tid = api.get(f"/api/issues/{first['number']}/runs").json()[0]["id"]
+    assert [c["task"]["id"] for c in d.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]] == [tid]
+    second = api.post("/api/issues", json={"title": "b", "assignee": "c1"}).json()
+    tid2 = api.get(f"/api/issues/{second['number']}/runs").json()[0]["id"]
+    claims: list[str] = []
+
+    def watch(_conn, _cursor, statement, *_args):
+        set_part = statement.split("WHERE")[0].replace(" ", "")  # the claim sets daemon_id; the finish does not
+        if statement.lstrip().upper().startswith("UPDATE TASK") and "daemon_id=" in set_part:
+            claims.append(statement)
+    event.listen(db.engine, "before_cursor_execute", watch)
+    try:
+        done = d.post(f"/api/daemon/tasks/{tid}/finish", json={"status": "completed", "claim_next": 2}).json()
+        assert done["status"] == "completed" and [c["task"]["id"] for c in done["claimed"]] == [tid2] and claims
+        claims.clear()
+        done = d.post(f"/api/daemon/tasks/{tid2}/finish", json={"status": "completed", "claim_next": 2}).json()
+        assert done["status"] == "completed" and done["claimed"] == []
+        assert claims == []  # nothing queued: the claim's UPDATE … RETURNING did not run
+    finally:
+        event.remove(db.engine, "before_cursor_execute", watch)

@@ -112,10 +112,10 @@ def test_the_finish_and_claim_request_skips_sqlalchemys_execution(api, pg, monke
     from predictorx.service import workflow_sweep
     real_sweep = workflow_sweep.at_claim
 
-    def at_claim(session, task):
+    def at_claim(session, task, *more):
         deriving.append(1)
         try:
-            return real_sweep(session, task)
+            return real_sweep(session, task, *more)
         finally:
             deriving.pop()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -133,10 +133,16 @@ def _refuse_archived_name(session: Session, workspace_id: str, name: str, agent_
                        "Restore on the Agents page) or choose another name")
 
 
+_BY_ID_OR_NAME = (select(Agent).where(Agent.workspace_id == bindparam("ws"),
+                                      or_(Agent.id == bindparam("ref"), Agent.name == bindparam("ref")))
+                  .order_by((Agent.id == bindparam("ref")).desc()).limit(2))
+
+
 def find_agent(session: Session, workspace_id: str, ref: str) -> Agent:
-    agent = session.get(Agent, ref)
-    if agent is None or agent.workspace_id != workspace_id:
-        agent = session.scalar(select(Agent).where(Agent.workspace_id == workspace_id, Agent.name == ref))
+    """The workspace's agent whose id is `ref`, else the one named `ref`. One statement for both
+    (by name, as an issue's assignee usually is, was a miss by id first): names are unique in a
+    workspace, so at most two rows, the one with that id first."""
+    agent = session.scalars(_BY_ID_OR_NAME, {"ws": workspace_id, "ref": ref}).first()
     if agent is None:
         raise NotFound(f"agent {ref!r} not found; `predictorx agent list` shows the agents")
     return agent

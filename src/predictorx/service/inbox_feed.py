@@ -104,6 +104,10 @@ def derive(session: Session) -> None:
     session.info[_SEEN] = len(session.info.get("events", []))
 
 
+#: A task's issue, in one statement (built once): the task's own row was loaded just for its issue id.
+_ISSUE_OF_TASK = select(Issue).join(Task, Task.issue_id == Issue.id).where(Task.id == bindparam("task"))
+
+
 class Feed:
     def __init__(self, session: Session):
         self.s = session
@@ -145,8 +149,7 @@ class Feed:
         elif status == "running":  # (a question or its answer arrives with the run's messages)
             self._permission(task_id)
         elif status == "completed":  # the finish moves the issue in one statement, not through the ORM
-            task = self.s.get(Task, task_id)
-            issue = self.s.get(Issue, task.issue_id) if task is not None else None
+            issue = self.s.scalar(_ISSUE_OF_TASK, {"task": task_id})  # (the task's row is not needed)
             if issue is not None and issue.status == "in_review":
                 self.on_review(issue)
 

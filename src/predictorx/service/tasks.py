@@ -259,7 +259,8 @@ def report_status(session: Session, daemon_id: str, task_id: str, *, status: str
     task.lease_expires_at = None  # past the prepare lease: heartbeats keep it alive now
     if status == "running" and task.started_at is None:
         task.started_at = utcnow()
-        issue_status = session.scalar(select(Issue.status).where(Issue.id == task.issue_id))
+        with session.no_autoflush:  # the task's changes go out in one UPDATE at the end, not two
+            issue_status = session.scalar(select(Issue.status).where(Issue.id == task.issue_id))
         if issue_status in ("backlog", "todo"):
             task.issue_status_before = issue_status
         _move_issue(session, task, ("backlog", "todo"), "in_progress")

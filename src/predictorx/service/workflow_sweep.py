@@ -49,8 +49,10 @@ def delivered_commits(session: Session, issue, agent_id: str, limit: int = 5) ->
     return [{"commit": c, "task": t.id} for t, commits in delivered(session, issue, agent_id) for c in commits][:limit]
 
 
-def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
-    issue = session.get(Issue, task.issue_id)
+def sweep(session: Session, lib: Library, task: Task, issue: Any = None) -> dict[str, Any]:
+    """`issue`: the task's issue if the caller read it already (a claim's row has all its columns)."""
+    if issue is None:
+        issue = session.get(Issue, task.issue_id)
     beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
     counts: dict[str, int] = {}
     for b in beans:
@@ -104,14 +106,14 @@ def sweep(session: Session, lib: Library, task: Task) -> dict[str, Any]:
     }
 
 
-def at_claim(session: Session, task: Any) -> dict[str, Any] | None:
+def at_claim(session: Session, task: Any, issue: Any = None) -> dict[str, Any] | None:
     """The sweep handed over with the claim of `task` (a task row: its id, issue and agent), so
     its daemon does not ask for it (protocol.Claim.sweep, issue 30); None when it cannot be made
     — the daemon then asks `…/harness/sweep` as an older server's does, and tells the agent why
     it has none if that fails too. A fault of its own is never the claim's failure; the
     database's is (its transaction is lost either way, and the daemon claims again)."""
     try:
-        return sweep(session, active_library(), task)
+        return sweep(session, active_library(), task, issue)  # (the claim read its issue: no query again)
     except DBAPIError:
         raise
     except DiagramError:  # a broken process folder: the daemon's own request says so

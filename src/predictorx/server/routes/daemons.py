@@ -97,7 +97,7 @@ def _claimed(s, claimed: list[dict], daemon_id: str | None) -> list[dict]:
             resume_session_id=c.get("resume_session_id"),
             continue_branch=protocol.ContinueBranch(**continuing) if continuing else None,
             env=tuple(protocol.EnvVar(**v) for v in c.get("env") or ()),
-            sweep=workflow_sweep.at_claim(s, c["task"])))
+            sweep=workflow_sweep.at_claim(s, c["task"], c["issue"])))
     return out
 
 
@@ -160,8 +160,10 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
             if target is not None:
                 out["forge_push"] = asdict(target)
         if body.claim_next:  # the finish found this daemon registered (or refused the request)
-            out["claimed"] = _claimed(s, tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id,
-                                                     limit=body.claim_next), caller.principal.daemon_id)
+            # Nothing queued in the workspace (a daemon's usual finish): one statement, as an empty claim.
+            empty = claim_precheck.nothing_to_claim(s, caller.principal.daemon_id, caller.workspace_id, None)
+            out["claimed"] = [] if empty else _claimed(s, tasks.claim_as(
+                s, caller.principal.daemon_id, caller.workspace_id, limit=body.claim_next), caller.principal.daemon_id)
         return SafeJSONResponse(out)
 
 

@@ -6,6 +6,8 @@ never the task. A task_queued without a task id, and people's pages, are as befo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from typing import Any
 
 import pytest
@@ -118,22 +120,31 @@ def _events(api, d):
     return api.client.stream("GET", "/api/daemon/events", headers={"Authorization": f"Bearer {d.token}"})
 
 
+@contextlib.contextmanager
+def _two_daemons(api, first: str, second: str):
+    """Two daemons of one owner (their providers `first`, `second`) on their event streams, the
+    first one's turn to be woken alone, and an issue assigned to a `command` agent: (the daemons,
+    their streams' lines, the hub)."""
+    one, two = _register(api, first), _register(api, second)
+    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
+    with _events(api, one) as r1, _events(api, two) as r2:
+        lines = r1.iter_lines(), r2.iter_lines()
+        assert _next_event(lines[0])["type"] == _next_event(lines[1])["type"] == "hello"
+        hub = api.client.app.state.px.hub
+        for sub in hub.subscribers():
+            sub.woken = 0 if _is(sub, one) else 10**9
+        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
+        yield (one, two), lines, hub
+
+
 def test_a_daemon_that_does_not_take_it_leaves_the_task_claimed_by_another(api, monkeypatch) -> None:
     """Through the server: the daemon woken first does not claim (full, stopping); the task is
     still claimed by the other, which hears of it WAKE_OTHERS_S later."""
     monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 0.2)
-    idle, other = _register(api, "command"), _register(api, "command")
-    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
-    with _events(api, idle) as ri, _events(api, other) as ro:
-        lines_i, lines_o = ri.iter_lines(), ro.iter_lines()
-        assert _next_event(lines_i)["type"] == _next_event(lines_o)["type"] == "hello"
-        hub = api.client.app.state.px.hub
-        for sub in hub.subscribers():  # the daemon that will not claim is the one woken first
-            sub.woken = 0 if _is(sub, idle) else 10**9
-        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
-        e = _next_event(lines_i)
+    with _two_daemons(api, "command", "command") as ((_, other), (lines_idle, lines_other), _hub_):
+        e = _next_event(lines_idle)
         assert e["type"] == "task_queued"
-        e = _next_event(lines_o)  # WAKE_OTHERS_S later: nobody claimed it
+        e = _next_event(lines_other)  # WAKE_OTHERS_S later: nobody claimed it
         assert e["type"] == "task_queued"
         claimed = other.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
         assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
@@ -142,22 +153,12 @@ def test_a_daemon_that_does_not_take_it_leaves_the_task_claimed_by_another(api, 
 def test_the_daemon_woken_alone_is_one_that_may_take_the_task(api) -> None:
     """Through the server: of an owner's daemons, only one with the agent's provider (or the one
     its runtime is on) is woken first, whatever the turn says: one without it would only delay it."""
-    cannot, can = _register(api, "gemini"), _register(api, "command")
-    api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
-    with _events(api, cannot) as rc, _events(api, can) as rk:
-        lines_c, lines_k = rc.iter_lines(), rk.iter_lines()
-        assert _next_event(lines_c)["type"] == _next_event(lines_k)["type"] == "hello"
-        hub = api.client.app.state.px.hub
-        for sub in hub.subscribers():  # it is the other's turn: it may not take the task
-            sub.woken = 0 if _is(sub, cannot) else 10**9
-        api.post("/api/issues", json={"title": "x", "assignee": "cmd"})
-        e = _next_event(lines_k)
+    with _two_daemons(api, "gemini", "command") as ((_, can), (_, lines_can), hub):  # the other's turn
+        e = _next_event(lines_can)
         assert (e["type"], e["provider"]) == ("task_queued", "command")
         assert hub._others_later[e["task_id"]] is not None
         claimed = can.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
         assert [c["task"]["id"] for c in claimed] == [e["task_id"]]
-        import time
-
         deadline = time.monotonic() + WAIT_S  # its claim calls the other's wake-up off (on the loop)
         while e["task_id"] in hub._others_later:
             assert time.monotonic() < deadline, "the claim did not call the other daemon's wake-up off"

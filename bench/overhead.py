@@ -623,6 +623,7 @@ def main() -> None:
                 daemon.stop()
             server.stop()
             Path(acct.path).unlink(missing_ok=True)
+            Path(acct.path).parent.rmdir()  # (its own mkdtemp folder: left behind in /tmp before)
 
     four = results.get("4", {}).get("task", {})
     emit({

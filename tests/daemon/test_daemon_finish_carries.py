@@ -21,6 +21,8 @@ from predictorx.daemon.runner import TaskRun
 from predictorx.daemon.uploader import MessageUploader
 from predictorx.protocol import FINISH_CARRIES, Claim, MessageBatch
 
+from fake_host import FakeHost
+
 #: A stand-in `claude`: keeps its prompt, says one thing and ends.
 _CLAUDE = """
 import json, sys
@@ -61,27 +63,6 @@ class _Api:
         return {"last_seq": batch.messages[-1].seq if batch.messages else -1, "stop": None}
 
 
-class _Host:
-    daemon_id, name, sandbox, task_timeout = "d-1", "test", False, None
-
-    def __init__(self, root: Path) -> None:
-        self.api = _Api()
-        self.workspaces_root = root
-        self.finished: dict[str, Any] = {}
-
-    def slot_released(self, finish_follows: bool = False) -> None:
-        pass
-
-    async def report_finish(self, task_id: str, fields: dict[str, Any]) -> None:
-        self.finished = fields
-
-    def executable_for(self, provider: str) -> None:
-        return None
-
-    def room_setup(self, run: TaskRun, env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:
-        return [], {}, ""
-
-
 def _claim(tmp_path: Path, **server_says: Any) -> tuple[Claim, Path]:
     script, prompt = tmp_path / "claude.py", tmp_path / "prompt.txt"
     script.write_text(_CLAUDE)
@@ -101,7 +82,7 @@ async def test_against_a_new_server_the_sweep_comes_with_the_claim_and_the_finis
     monkeypatch.setenv("IS_SANDBOX", "1")  # (these tests may run as root)
     # No batch while the run goes on, however slow the machine: every message is left for the end.
     monkeypatch.setattr(runner, "MessageUploader", functools.partial(MessageUploader, interval=600.0))
-    host = _Host(tmp_path / "ws")
+    host = FakeHost(tmp_path / "ws", _Api())
     claim, prompt = _claim(tmp_path, sweep=_SWEEP, finish_takes=list(FINISH_CARRIES))
     await TaskRun(host, claim).run()  # type: ignore[arg-type]
     fields = host.finished
@@ -116,7 +97,7 @@ async def test_against_a_new_server_the_sweep_comes_with_the_claim_and_the_finis
 async def test_against_an_older_server_it_asks_for_the_sweep_and_posts_the_handoff_and_messages(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IS_SANDBOX", "1")
-    host = _Host(tmp_path / "ws")
+    host = FakeHost(tmp_path / "ws", _Api())
     claim, prompt = _claim(tmp_path)  # an older server's claim: no sweep, no finish_takes
     await TaskRun(host, claim).run()  # type: ignore[arg-type]
     fields = host.finished
@@ -130,7 +111,7 @@ async def test_against_an_older_server_it_asks_for_the_sweep_and_posts_the_hando
 
 async def test_a_run_that_waited_asks_for_the_sweep_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IS_SANDBOX", "1")
-    host = _Host(tmp_path / "ws")
+    host = FakeHost(tmp_path / "ws", _Api())
     claim, prompt = _claim(tmp_path, sweep=_SWEEP, finish_takes=list(FINISH_CARRIES))
     run = TaskRun(host, claim)
     run.waited = True  # (as _on_wait leaves it: hours may have passed since the claim)

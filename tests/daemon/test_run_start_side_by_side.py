@@ -18,6 +18,8 @@ from predictorx.daemon.retry import ServerError
 from predictorx.daemon.runner import TaskRun
 from predictorx.protocol import Claim
 
+from fake_host import FakeHost
+
 STATUS_S = 0.4
 
 
@@ -46,22 +48,9 @@ class _Api:
         return len(batch)
 
 
-class _Host:
-    daemon_id, name, sandbox, task_timeout = "d-1", "test", False, None
-
+class _Host(FakeHost):
     def __init__(self, root: Path, refuse: bool = False) -> None:
-        self.api = _Api(refuse)
-        self.workspaces_root = root
-        self.finished: dict[str, Any] = {}
-
-    def slot_released(self, finish_follows: bool = False) -> None:
-        pass
-
-    async def report_finish(self, task_id: str, fields: dict[str, Any]) -> None:
-        self.finished = fields
-
-    def executable_for(self, provider: str) -> None:
-        return None
+        super().__init__(root, _Api(refuse))
 
     def room_setup(self, run: TaskRun, env: Any, cwd: Path) -> tuple[list[str], dict[str, str], str]:
         self.api.at.setdefault("rooms asked", time.monotonic())

@@ -35,6 +35,16 @@ class Api:
     def as_(self, token: str) -> "Api":
         return Api(self.client, token)
 
+    def register_daemon(self, provider: str) -> "Api":
+        """A new daemon of this caller with one runtime (`provider`), as that daemon's own Api."""
+        import uuid
+
+        did = str(uuid.uuid4())
+        r = self.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
+                                                    "runtimes": [{"provider": provider, "version": "1"}]})
+        assert r.status_code == 200, r.text
+        return self.as_(r.json()["token"])
+
 
 @pytest.fixture
 def app(db):

@@ -4,7 +4,6 @@ for an agent that asks: the check that an agent asks is one Core statement for e
 
 from __future__ import annotations
 
-import uuid
 
 QUESTION = {"event": "permission", "policy": "ask", "waiting": True, "request_id": "q1",
             "tool_call": {"toolCallId": "call-1", "title": "rm -rf build/", "kind": "execute",
@@ -14,11 +13,7 @@ QUESTION = {"event": "permission", "policy": "ask", "waiting": True, "request_id
 
 
 def _daemon(api):
-    did = str(uuid.uuid4())
-    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
-                                               "runtimes": [{"provider": "acp", "version": "1"}]})
-    assert r.status_code == 200, r.text
-    return api.as_(r.json()["token"])
+    return api.register_daemon("acp")
 
 
 def _asks(api, daemon, agent: str, permissions: str) -> str:

@@ -97,16 +97,6 @@ def test_a_task_queued_without_its_id_or_for_one_daemon_wakes_them_all_at_once()
     asyncio.run(main())
 
 
-def _register(api, provider: str):
-    import uuid
-
-    did = str(uuid.uuid4())
-    r = api.post("/api/daemon/register", json={"daemon_id": did, "name": f"host-{did[:4]}",
-                                               "runtimes": [{"provider": provider, "version": "1"}]})
-    assert r.status_code == 200, r.text
-    return api.as_(r.json()["token"])
-
-
 def _next_event(lines) -> dict[str, Any]:
     import json
 
@@ -125,7 +115,7 @@ def _two_daemons(api, first: str, second: str):
     """Two daemons of one owner (their providers `first`, `second`) on their event streams, the
     first one's turn to be woken alone, and an issue assigned to a `command` agent: (the daemons,
     their streams' lines, the hub)."""
-    one, two = _register(api, first), _register(api, second)
+    one, two = api.register_daemon(first), api.register_daemon(second)
     api.post("/api/agents", json={"name": "cmd", "provider": "command", "command": ["true"]})
     with _events(api, one) as r1, _events(api, two) as r2:
         lines = r1.iter_lines(), r2.iter_lines()

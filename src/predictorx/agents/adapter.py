@@ -22,7 +22,7 @@ from . import message as m
 from .message import AgentMessage
 from .process import ProcessOutcome, ProcessRequest, run_process
 from .result import RunResult, RunStatus
-from .spec import RunSpec, sandboxed
+from .spec import RunSpec, dies_with_parent, sandboxed
 from .stream_state import StreamState
 from .usage import USAGE_EVENT, usage_news
 
@@ -201,6 +201,7 @@ class AgentAdapter:
                 timeout_s=spec.timeout_s,
                 secrets=spec.secrets,
                 pass_fds=pass_fds,
+                dies_with_parent=dies_with_parent(spec.sandbox),
             )
             outcome = await run_process(request, on_line, cancel)
         finally:

@@ -78,6 +78,9 @@ class ProcessRequest:
     #: Open fds the process gets at the same numbers (the sandbox's seccomp filter, spec.sandboxed);
     #: the caller's to close once the run is over.
     pass_fds: tuple[int, ...] = ()
+    #: The program makes itself die with its parent (the sandbox: `bwrap --die-with-parent`): no
+    #: setpriv is started before it to do the same (~1.5 ms of CPU a run, issue 30).
+    dies_with_parent: bool = False
 
 
 @dataclass
@@ -124,6 +127,8 @@ def _launch(request: ProcessRequest) -> tuple[list[str], dict]:
         if os.sep in name and os.path.exists(name):
             raise PermissionError(13, "Permission denied", request.argv[0])
         raise FileNotFoundError(request.argv[0])
+    if request.dies_with_parent:
+        return [exe, *request.argv[1:]], {"umask": _AGENT_UMASK}
     return [_SETPRIV, "--pdeathsig", "KILL", "--", exe, *request.argv[1:]], {"umask": _AGENT_UMASK}
 
 

@@ -53,3 +53,9 @@ def sandboxed(sandbox: Callable[[list[str], dict[str, str]], list[str]], argv: l
     its process reads (the seccomp filter) itself; any other is called."""
     launch = getattr(sandbox, "launch", None)
     return launch(argv, env) if launch is not None else (sandbox(argv, env), ())
+
+
+def dies_with_parent(sandbox: Callable[[list[str], dict[str, str]], list[str]] | None) -> bool:
+    """Whether the sandbox's command dies with its parent by itself (SandboxPlan: bwrap's
+    `--die-with-parent`; ProcessRequest.dies_with_parent)."""
+    return sandbox is not None and getattr(sandbox, "dies_with_parent", False) is True

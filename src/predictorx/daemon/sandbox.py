@@ -37,7 +37,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable
 
 from .. import config
 from . import privatescan, seccomp
@@ -141,6 +141,9 @@ class SandboxPlan:
     #: Bound last, on top of everything: (source outside, path inside, read-only?) — the run's
     #: own copy of its CLI's config (cliconfig.py).
     overlays: list[tuple[Path, Path, bool]] = field(default_factory=list)
+    #: Its bwrap gets `--die-with-parent` (arguments): the agent needs no setpriv to die with the
+    #: daemon (agents/spec.py dies_with_parent).
+    dies_with_parent: ClassVar[bool] = True
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
         command = self._command(argv, env, SECCOMP_FD)

@@ -1,0 +1,64 @@
+"""What the busiest requests of an agent task cost the server (issue 30, "the platform costs
+nothing"), pinned where a change cut it: a person's request learns its workspace without a
+thread-pool hop, and creating an issue for an agent reads the agent and its runtime once."""
+
+from __future__ import annotations
+
+from sqlalchemy import event
+
+from predictorx.server import access
+
+
+def _statements(db):
+    seen: list[str] = []
+
+    def watch(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+    event.listen(db.engine, "before_cursor_execute", watch)
+    return seen, lambda: event.remove(db.engine, "before_cursor_execute", watch)
+
+
+def test_a_members_request_finds_its_workspace_without_a_thread_hop_and_a_slug_still_works(api, monkeypatch):
+    hops: list[str] = []
+    real = access.run_in_threadpool
+
+    async def counted(fn, *args):
+        hops.append(fn.__name__)
+        return await real(fn, *args)
+    monkeypatch.setattr(access, "run_in_threadpool", counted)
+    ws = api.get("/api/workspaces").json()[0]
+    assert api.get("/api/issues").status_code == 200
+    assert api.get("/api/issues", headers={"X-Workspace": ws["id"]}).status_code == 200
+    assert api.get(f"/api/workspaces/{ws['id']}").status_code == 200
+    assert hops == []  # (each was a hop to the thread pool for a lookup that needed no database)
+    assert api.get("/api/issues", headers={"X-Workspace": ws["slug"]}).status_code == 200
+    assert api.get(f"/api/workspaces/{ws['slug']}").status_code == 200
+    assert hops == ["_by_slug", "_path_workspace"]  # a slug is read from the database, as before
+    # Another workspace's slug: 404 from the handler, as before (never a hint that it exists).
+    mia = api.as_(api.post(f"/api/workspaces/{ws['id']}/members", json={"name": "mia"}).json()["token"])
+    assert mia.post("/api/workspaces", json={"name": "Hers", "slug": "hers"}).status_code == 201
+    assert api.get("/api/issues", headers={"X-Workspace": "hers"}).status_code == 404
+    assert api.get("/api/workspaces/hers").status_code == 404
+
+
+def test_creating_an_issue_for_an_agent_reads_the_agent_and_its_runtime_once(api, db, published):
+    daemon = api.register_daemon("claude")
+    agent = api.post("/api/agents", json={"name": "c1", "provider": "claude"}).json()
+    assert agent["runtime_id"]  # bound to the daemon's runtime: the queued event names that daemon
+    seen, stop = _statements(db)
+    try:
+        r = api.post("/api/issues", json={"title": "x", "assignee": "c1"})
+    finally:
+        stop()
+    assert r.status_code == 201 and r.json()["assignee_name"] == "c1"
+    agents = [s for s in seen if s.startswith("SELECT") and " FROM agent " in s]
+    runtimes = [s for s in seen if s.startswith("SELECT") and " FROM runtime" in s]
+    assert len(agents) == 1, agents  # (the answer's assignee name read the agent again)
+    assert len(runtimes) == 1, runtimes  # (the queued event read the agent's runtime again)
+    queued = [e for e in published if e["type"] == "task_queued"]
+    assert [e.get("runtime_daemon_id") for e in queued] == [daemon_id(api, daemon)]
+    assert daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+
+
+def daemon_id(api, daemon) -> str:
+    return daemon.get("/api/me").json()["daemon_id"]

@@ -62,3 +62,28 @@ def test_creating_an_issue_for_an_agent_reads_the_agent_and_its_runtime_once(api
 
 def daemon_id(api, daemon) -> str:
     return daemon.get("/api/me").json()["daemon_id"]
+
+
+def test_a_claims_sweep_reads_only_the_parts_its_issue_has(api, db):
+    daemon = api.register_daemon("claude")
+    api.post("/api/agents", json={"name": "c1", "provider": "claude"})
+    n = api.post("/api/issues", json={"title": "x", "assignee": "c1"}).json()["number"]
+    seen, stop = _statements(db)
+    try:
+        claimed = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]
+    finally:
+        stop()
+    sweep = claimed["sweep"]
+    assert sweep["beans"] == {"counts": {}, "open": [], "open_total": 0} and sweep["instances"] == []
+    assert sweep["interaction"] == {"state": "idle", "active": None, "stack": [], "pending": None}
+    assert sweep["last_handoff"] is None and sweep["sibling_branches"] == []
+    parts = ("FROM bean ", "FROM interaction_state ", "FROM workflow_instance ", "FROM task_handoff ")
+    reads = [s for s in seen if s.startswith("SELECT") and any(p in s for p in parts)]
+    assert len(reads) == 1 and reads[0].startswith("SELECT EXISTS"), reads  # (one query each)
+    tid = claimed["task"]["id"]
+    assert daemon.post(f"/api/daemon/tasks/{tid}/finish", json={"status": "completed"}).status_code == 200
+    assert api.post(f"/api/issues/{n}/beans", json={"title": "CSV writer"}).status_code in (200, 201)
+    again = api.post(f"/api/tasks/{tid}/rerun")
+    assert again.status_code in (200, 201), again.text
+    sweep = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["sweep"]
+    assert sweep["beans"]["open_total"] == 1 and sweep["beans"]["open"][0]["title"] == "CSV writer"

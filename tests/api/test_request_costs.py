@@ -87,3 +87,39 @@ def test_a_claims_sweep_reads_only_the_parts_its_issue_has(api, db):
     assert again.status_code in (200, 201), again.text
     sweep = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["sweep"]
     assert sweep["beans"]["open_total"] == 1 and sweep["beans"]["open"][0]["title"] == "CSV writer"
+
+
+def test_an_agent_tasks_answers_are_encoded_in_the_routes_thread_as_fastapi_would_have(api, monkeypatch):
+    """Create issue, status, messages and the runs: one trip to the thread pool each (FastAPI
+    validated a returned dict against the return type in a second one), and the same bytes as
+    that validation's JSON gave."""
+    import fastapi.routing
+    from pydantic import TypeAdapter
+
+    from predictorx.server.safejson import dumps
+
+    trips: list[str] = []
+    real = fastapi.routing.run_in_threadpool
+
+    async def counted(fn, *args, **kwargs):
+        trips.append(getattr(fn, "__name__", "?"))
+        return await real(fn, *args, **kwargs)
+    daemon = api.register_daemon("claude")
+    api.post("/api/agents", json={"name": "c1", "provider": "claude"})
+    monkeypatch.setattr(fastapi.routing, "run_in_threadpool", counted)
+    answers = []
+
+    def call(r, status=200):
+        assert r.status_code == status, r.text
+        answers.append(r)
+        return r.json()
+    n = call(api.post("/api/issues", json={"title": "x", "body": "é \u2028 \\n", "assignee": "c1"}), 201)["number"]
+    tid = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    call(daemon.post(f"/api/daemon/tasks/{tid}/status", json={"status": "running"}))
+    call(daemon.post(f"/api/tasks/{tid}/messages", json={"messages": [{"seq": 0, "kind": "text", "content": {"t": 1.5}}],
+                                                         "usage": {"model": "m", "input_tokens": 3}}))
+    call(api.get(f"/api/issues/{n}/runs"))
+    assert trips == ["_run_sync_endpoint"] * 5  # (claim's included: it was one trip already)
+    for r in answers:
+        as_validated = TypeAdapter(dict | list[dict]).dump_python(r.json(), mode="json")
+        assert r.content == dumps(as_validated) and r.headers["content-type"] == "application/json"

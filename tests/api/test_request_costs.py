@@ -123,3 +123,35 @@ def test_an_agent_tasks_answers_are_encoded_in_the_routes_thread_as_fastapi_woul
     for r in answers:
         as_validated = TypeAdapter(dict | list[dict]).dump_python(r.json(), mode="json")
         assert r.content == dumps(as_validated) and r.headers["content-type"] == "application/json"
+
+
+def test_a_new_issue_for_an_agent_is_made_in_eleven_statements_and_a_finish_tells_its_subscribers(api, db):
+    """A new issue has no task to look for, and its author's membership and subscription are read
+    together; a finished run's review reaches the issue's subscribers who are members, read with
+    their membership in one statement."""
+    daemon = api.register_daemon("claude")
+    api.post("/api/agents", json={"name": "c1", "provider": "claude"})
+    ws = api.get("/api/workspaces").json()[0]["id"]
+    mia = api.as_(api.post(f"/api/workspaces/{ws}/members", json={"name": "mia"}).json()["token"])
+    assert api.get("/api/issues").status_code == 200  # (the owner's principal read again: a member was added)
+    seen, stop = _statements(db)
+    try:
+        n = api.post("/api/issues", json={"title": "x", "assignee": "c1"}).json()["number"]
+        made = list(seen)
+    finally:
+        stop()
+    assert not [s for s in made if "task.active_key = " in s]  # (enqueue looked for an active task)
+    assert not [s for s in made if s.startswith("SELECT member.")]  # (auto_subscribe: two reads)
+    assert len([s for s in made if not s.startswith(("BEGIN", "COMMIT")) and "pg_notify" not in s]) == 10, made
+    assert mia.put(f"/api/issues/{n}/subscription").status_code == 200
+    tid = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    assert daemon.post(f"/api/daemon/tasks/{tid}/status", json={"status": "running"}).status_code == 200
+    seen, stop = _statements(db)
+    try:
+        assert daemon.post(f"/api/daemon/tasks/{tid}/finish", json={"status": "completed"}).status_code == 200
+    finally:
+        stop()
+    assert not [s for s in seen if s.startswith("SELECT member.")]  # (one read per subscriber)
+    for who in (api, mia):  # both subscribed members hear of the review
+        kinds = [i["kind"] for i in who.get("/api/inbox").json()["items"]]
+        assert "review" in kinds, kinds

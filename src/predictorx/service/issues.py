@@ -155,7 +155,7 @@ def assign(session: Session, issue: Issue, assignee: str | None, *, new: bool = 
         if not new:
             _cancel_others(session, issue, who.id)
         issue.assignee_type, issue.assignee_id = "agent", who.id
-        return tasks.enqueue(session, issue, who)
+        return tasks.enqueue(session, issue, who, new_issue=new)
     if not new:
         _cancel_others(session, issue, None)
     issue.assignee_type, issue.assignee_id = kind, who.id

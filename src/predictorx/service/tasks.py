@@ -55,14 +55,15 @@ def _active_key(agent_id: str, issue_id: str) -> str:
 
 # -- queueing ---------------------------------------------------------------------------------
 
-def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
+def enqueue(session: Session, issue: Issue, agent: Agent, *, new_issue: bool = False) -> Task:
     """At most one active task per (agent, issue): an existing one is returned, not duplicated.
-    An archived agent is given no work."""
+    An archived agent is given no work. `new_issue`: the issue was made in this transaction and
+    has no task yet (nothing to look for)."""
     if agent.archived_at is not None:
         raise Conflict(f"agent {agent.name} is archived: restore it (`predictorx agent restore {agent.name}`, or "
                        "Restore on the Agents page) to give it work")
     key = _active_key(agent.id, issue.id)
-    existing = session.scalar(select(Task).where(Task.active_key == key))
+    existing = None if new_issue else session.scalar(select(Task).where(Task.active_key == key))
     if existing is not None:
         return existing
     # The owner's runtimes, read once for both the wait reason and the event (the event's own

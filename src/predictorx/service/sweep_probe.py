@@ -52,6 +52,7 @@ EVERY_PART = SweepParts(True, True, True, True, True, True)
 
 
 def parts_to_read(session: Session, issue_id: str, agent_id: str, task_id: str) -> SweepParts:
+    session.flush()  # what the transaction added is seen, as the queries' autoflush saw it
     row = direct.first(session.connection(), _PROBE, {"p_issue": issue_id, "p_agent": agent_id, "p_task": task_id})
     if row is None:
         return EVERY_PART

@@ -155,3 +155,18 @@ def test_a_new_issue_for_an_agent_is_made_in_eleven_statements_and_a_finish_tell
     for who in (api, mia):  # both subscribed members hear of the review
         kinds = [i["kind"] for i in who.get("/api/inbox").json()["items"]]
         assert "review" in kinds, kinds
+
+
+def test_an_issues_runs_are_read_with_their_agents(api, db):
+    api.register_daemon("claude")
+    for name in ("c1", "c2"):
+        api.post("/api/agents", json={"name": name, "provider": "claude"})
+    n = api.post("/api/issues", json={"title": "x", "assignee": "c1"}).json()["number"]
+    assert api.post(f"/api/issues/{n}/assign", json={"assignee": "c2"}).status_code == 200
+    seen, stop = _statements(db)
+    try:
+        runs = api.get(f"/api/issues/{n}/runs").json()
+    finally:
+        stop()
+    assert [(r["agent_name"], r["status"]) for r in runs] == [("c1", "cancelled"), ("c2", "queued")]
+    assert not [s for s in seen if s.startswith("SELECT agent.")]  # (each task's agent was a read of its own)

@@ -163,6 +163,12 @@ def list_for_issue(session: Session, issue: Issue) -> list[Task]:
     return list(session.scalars(select(Task).where(Task.issue_id == issue.id).order_by(Task.created_at)))
 
 
+def runs_of_issue(session: Session, issue: Issue) -> list[tuple[Task, Agent | None]]:
+    """list_for_issue with each task's agent, in one statement (the runs list read each agent after)."""
+    return [(t, a) for t, a in session.execute(select(Task, Agent).outerjoin(Agent, Agent.id == Task.agent_id)
+                                               .where(Task.issue_id == issue.id).order_by(Task.created_at))]
+
+
 def list_tasks(session: Session, workspace_id: str, *, project_id: str | None = None,
                status: str | None = None, limit: int = 200) -> list[Task]:
     q = select(Task).where(Task.workspace_id == workspace_id)

@@ -126,8 +126,7 @@ def runs(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depe
     with state.read() as s:
         issue = svc.get_issue(s, caller.workspace_id, ref)
         out = []
-        for t in tasks.list_for_issue(s, issue):
-            agent, _ = tasks.agent_and_issue(s, t)
+        for t, agent in tasks.runs_of_issue(s, issue):
             row = serialize.task(t, agent.name if agent else None, issue.number)
             row["wait_reason"] = runnability.queued_reason(s, t, agent)
             out.append(row)

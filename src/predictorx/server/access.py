@@ -399,12 +399,16 @@ def rule_for(method: str, path: str) -> Rule | None:
     return ACCESS.get(f"{'GET' if method == 'HEAD' else method} {path}")
 
 
-def acting_workspace(request: Request, principal: Principal) -> str | None:
+def acting_workspace(request: Request, principal: Principal) -> tuple[str | None, str | None]:
     """The workspace a request acts in, exactly as its handler will see it (deps.get_caller and
-    web/session.viewer): `/api/workspaces/{ref}` names it in the path (see enforce); other API
-    routes take X-Workspace, else the workspace switcher's cookie, else the principal's first
+    web/session.viewer): `/api/workspaces/{ref}` names it in the path (see _workspace_of); other
+    API routes take X-Workspace, else the workspace switcher's cookie, else the principal's first
     workspace; pages take the cookie, else the first. None: the principal has none (or names one
-    it is not in; the handler then answers 404)."""
+    it is not in; the handler then answers 404).
+
+    As (that workspace, None) from what the principal carries, or (None, the X-Workspace value)
+    when only the database can say (a slug, or an id not of the principal's): the usual request
+    is answered on the event loop, without a thread-pool hop."""
     from .deps import WORKSPACE_COOKIE
 
     chosen = request.cookies.get(WORKSPACE_COOKIE)
@@ -413,9 +417,9 @@ def acting_workspace(request: Request, principal: Principal) -> str | None:
     if request.url.path.startswith("/api/"):
         wanted = request.headers.get("x-workspace")
         if not wanted:
-            return fallback
-        return wanted if wanted in principal.workspace_ids else _by_slug(request, principal, wanted)
-    return fallback
+            return fallback, None
+        return (wanted, None) if wanted in principal.workspace_ids else (None, wanted)
+    return fallback, None
 
 
 def _by_slug(request: Request, principal: Principal, wanted: str) -> str | None:
@@ -431,6 +435,17 @@ def _path_workspace(request: Request, principal: Principal, ref: str) -> str:
     if ws_id is None:  # another workspace, or none: 404, never a hint that it exists (R-SEC-2)
         raise NotFound(f"workspace {ref!r} not found; `predictorx workspace list` shows yours")
     return ws_id
+
+
+async def _workspace_of(request: Request, principal: Principal, path: str) -> str | None:
+    """The workspace the role matrix checks the principal's role in; the thread pool only where
+    a slug must be read from the database."""
+    ref = request.path_params.get("ref") if path.startswith("/api/workspaces/{ref}") else None
+    if ref is not None:
+        return ref if ref in principal.workspace_ids else await run_in_threadpool(
+            _path_workspace, request, principal, ref)
+    ws_id, slug = acting_workspace(request, principal)
+    return await run_in_threadpool(_by_slug, request, principal, slug) if slug is not None else ws_id
 
 
 async def enforce(request: Request) -> None:
@@ -458,11 +473,7 @@ async def enforce(request: Request) -> None:
         raise Forbidden("this endpoint needs a daemon token" if rule.daemon else "this token may not call this")
     if rule.people == "person":
         return
-    ref = request.path_params.get("ref") if path.startswith("/api/workspaces/{ref}") else None
-    if ref is not None:
-        ws_id = await run_in_threadpool(_path_workspace, request, principal, ref)
-    else:
-        ws_id = await run_in_threadpool(acting_workspace, request, principal)
+    ws_id = await _workspace_of(request, principal, path)
     if ws_id is None:
         return  # the handler answers 404 (no such workspace of yours); nothing to authorise yet
     role = principal.role_in(ws_id)

@@ -185,10 +185,11 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     async def health() -> dict:
         return {"ok": True, "version": __version__, "database": db.engine.dialect.name}
 
-    # The daemons' routes first, then the tasks' (a run's messages): a request is matched against
-    # the routes in order, and theirs are the busiest (every task a daemon turns over). No two
-    # routes share a path, so order is free.
-    for module in (daemons, task_routes, workspaces, members, projects, issues, agents, workflow_routes,
+    # The daemons' routes first, then the tasks' (a run's messages), then the issues' (each task
+    # is queued by creating or assigning one, and its runs are looked at): a request is matched
+    # against the routes in order, router by router, and theirs are the busiest (every task a
+    # daemon turns over). No two routes share a path, so order is free.
+    for module in (daemons, task_routes, issues, workspaces, members, projects, agents, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
                    pr_routes, daemon_forge, sso_routes,
                    secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks, inbox_routes,

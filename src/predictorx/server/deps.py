@@ -88,10 +88,11 @@ def _resolve(state: AppState, principal: auth.Principal, x_workspace: str | None
 WORKSPACE_COOKIE = "px_workspace"
 
 
-async def get_caller(request: Request, principal: auth.Principal = Depends(get_principal),
-                     state: AppState = Depends(get_state),
-                     x_workspace: str | None = Header(default=None, max_length=200)) -> Caller:
-    return await _caller(request, principal, state, x_workspace)
+async def get_caller(request: Request, x_workspace: str | None = Header(default=None, max_length=200)) -> Caller:
+    """The caller and its workspace. Flat, as daemon_caller: FastAPI solves each level of nested
+    dependencies (this one's principal and state, theirs) with its own bookkeeping, on every request."""
+    state: AppState = request.app.state.px
+    return await _caller(request, await get_principal(request, state), state, x_workspace)
 
 
 def client_address(request: Request) -> str | None:
@@ -118,8 +119,9 @@ async def _workspace_caller(request: Request, principal: auth.Principal, state: 
     return await run_in_threadpool(_resolve, state, principal, x_workspace)
 
 
-async def user_caller(caller: Caller = Depends(get_caller)) -> Caller:
+async def user_caller(request: Request, x_workspace: str | None = Header(default=None, max_length=200)) -> Caller:
     """Routes for people (and the CLI on their behalf), not for daemons or agents."""
+    caller = await get_caller(request, x_workspace)
     if caller.principal.kind != "user":
         raise Forbidden("this endpoint needs a user token")
     return caller

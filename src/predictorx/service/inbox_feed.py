@@ -133,11 +133,12 @@ class Feed:
             self.touched.setdefault(workspace_id, set()).add(user_id)
 
     def subscribers(self, issue: Issue) -> set[str]:
-        found = set(subscriptions.subscribers(self.s, issue.id))
+        found = subscriptions.subscribers_and_members(self.s, issue)  # (who is a member: the same statement)
         if not found and issue.created_by and not self.s.scalar(select(func.count()).select_from(
                 IssueSubscription).where(IssueSubscription.issue_id == issue.id)):
-            found.add(issue.created_by)  # an issue from before subscriptions: its author
-        return {u for u in found if self._member(issue.workspace_id, u)}
+            # an issue from before subscriptions: its author
+            found = [(issue.created_by, self._member(issue.workspace_id, issue.created_by))]
+        return {u for u, member in found if member}
 
     def _member(self, workspace_id: str, user_id: str | None) -> bool:
         return bool(user_id) and self.s.get(Member, (workspace_id, user_id)) is not None

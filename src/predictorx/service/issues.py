@@ -135,6 +135,10 @@ def _resolve_assignee(session: Session, workspace_id: str, assignee: str) -> tup
     return "member", user
 
 
+#: session.info key: the agents and members this transaction assigned issues to.
+_ASSIGNEES = "px.assignees"
+
+
 def assign(session: Session, issue: Issue, assignee: str | None, *, new: bool = False) -> Task | None:
     """Assign to an agent (queues a task) or a member; None unassigns. Other agents' active tasks
     on the issue are cancelled, as a person would expect from taking the work away (`new`: the
@@ -144,11 +148,14 @@ def assign(session: Session, issue: Issue, assignee: str | None, *, new: bool = 
         issue.assignee_type, issue.assignee_id = None, None
         return None
     kind, who = _resolve_assignee(session, issue.workspace_id, assignee)
+    # Kept for the transaction: the answer names the assignee (assignee_name), and a row no longer
+    # referenced leaves the session's identity map, so that lookup was a second SELECT of it.
+    session.info.setdefault(_ASSIGNEES, []).append(who)
     if isinstance(who, Agent):
         if not new:
             _cancel_others(session, issue, who.id)
         issue.assignee_type, issue.assignee_id = "agent", who.id
-        return tasks.enqueue(session, issue, who)
+        return tasks.enqueue(session, issue, who, new_issue=new)
     if not new:
         _cancel_others(session, issue, None)
     issue.assignee_type, issue.assignee_id = kind, who.id

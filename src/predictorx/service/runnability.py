@@ -83,10 +83,17 @@ def _ago(when: datetime | None, now: datetime) -> str:
     return f"last seen {seconds} s ago"
 
 
-def agent_blocker(session: Session, agent: Agent) -> str | None:
+def owners_runtimes(session: Session, agent: Agent) -> list[tuple[Runtime, Daemon]]:
+    """The runtimes of `agent`'s owner's daemons, with their daemons: what agent_blocker reads."""
+    return _owners_runtimes(session, agent.workspace_id, agent.owner_id)
+
+
+def agent_blocker(session: Session, agent: Agent, pairs: list[tuple[Runtime, Daemon]] | None = None) -> str | None:
     """Why no daemon can take `agent`'s work now (None when one can): names the owner, the
-    provider and, where the owner has such daemons, when each was last seen."""
-    pairs = _owners_runtimes(session, agent.workspace_id, agent.owner_id)
+    provider and, where the owner has such daemons, when each was last seen. `pairs`: the
+    owner's runtimes (owners_runtimes), where the caller read them already."""
+    if pairs is None:
+        pairs = owners_runtimes(session, agent)
     mine = [(rt, d) for rt, d in pairs if rt.provider == agent.provider
             and (agent.runtime_id is None or rt.id == agent.runtime_id)]
     if any(is_online(d) for _, d in mine):

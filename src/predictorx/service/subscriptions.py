@@ -4,7 +4,7 @@ kept (`subscribed` false), so being the author or the assignee again does not un
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
 from ..store.inbox_schema import IssueSubscription
@@ -13,9 +13,16 @@ from ..store.schema import Issue, Member
 
 def auto_subscribe(session: Session, issue: Issue, user_id: str | None, reason: str) -> None:
     """The author or the assignee, unless they unsubscribed (or are not a member: an agent)."""
-    if not user_id or session.get(Member, (issue.workspace_id, user_id)) is None:
+    if not user_id:
         return
-    if session.get(IssueSubscription, (issue.id, user_id)) is None:
+    # Whether they are a member and whether they have a subscription row, in one statement (each
+    # new issue asked both of its author, one after the other).
+    member, subscribed = session.execute(select(
+        exists().where(Member.workspace_id == issue.workspace_id, Member.user_id == user_id),
+        exists().where(IssueSubscription.issue_id == issue.id, IssueSubscription.user_id == user_id))).one()
+    if not member:
+        return
+    if not subscribed:
         session.add(IssueSubscription(issue_id=issue.id, user_id=user_id, workspace_id=issue.workspace_id,
                                       subscribed=True, reason=reason))
         session.flush()
@@ -43,6 +50,9 @@ def describe(row: IssueSubscription | None, issue: Issue) -> dict:
             "reason": row.reason if row is not None else None}
 
 
-def subscribers(session: Session, issue_id: str) -> list[str]:
-    return list(session.scalars(select(IssueSubscription.user_id).where(IssueSubscription.issue_id == issue_id,
-                                                                       IssueSubscription.subscribed.is_(True))))
+def subscribers_and_members(session: Session, issue: Issue) -> list[tuple[str, bool]]:
+    """Each subscriber of `issue`, with whether they are a member of its workspace (one statement)."""
+    return [(user_id, member is not None) for user_id, member in session.execute(
+        select(IssueSubscription.user_id, Member.user_id)
+        .outerjoin(Member, (Member.workspace_id == issue.workspace_id) & (Member.user_id == IssueSubscription.user_id))
+        .where(IssueSubscription.issue_id == issue.id, IssueSubscription.subscribed.is_(True)))]

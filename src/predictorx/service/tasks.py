@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, cast
 
@@ -54,32 +55,37 @@ def _active_key(agent_id: str, issue_id: str) -> str:
 
 # -- queueing ---------------------------------------------------------------------------------
 
-def enqueue(session: Session, issue: Issue, agent: Agent) -> Task:
+def enqueue(session: Session, issue: Issue, agent: Agent, *, new_issue: bool = False) -> Task:
     """At most one active task per (agent, issue): an existing one is returned, not duplicated.
-    An archived agent is given no work."""
+    An archived agent is given no work. `new_issue`: the issue was made in this transaction and
+    has no task yet (nothing to look for)."""
     if agent.archived_at is not None:
         raise Conflict(f"agent {agent.name} is archived: restore it (`predictorx agent restore {agent.name}`, or "
                        "Restore on the Agents page) to give it work")
     key = _active_key(agent.id, issue.id)
-    existing = session.scalar(select(Task).where(Task.active_key == key))
+    existing = None if new_issue else session.scalar(select(Task).where(Task.active_key == key))
     if existing is not None:
         return existing
+    # The owner's runtimes, read once for both the wait reason and the event (the event's own
+    # lookup of the agent's runtime was a second SELECT: the rows read here were already gone).
+    pairs = runnability.owners_runtimes(session, agent)
     task = Task(workspace_id=issue.workspace_id, issue_id=issue.id, agent_id=agent.id,
                 project_id=issue.project_id, status="queued", active_key=key,
-                wait_reason=runnability.agent_blocker(session, agent))
+                wait_reason=runnability.agent_blocker(session, agent, pairs))
     session.add(task)
     session.flush()
     emit(session, issue.workspace_id, Event.TASK_QUEUED, task_id=task.id, owner_id=agent.owner_id,
-         **who_may_take(session, agent))
+         **who_may_take(session, agent, [rt for rt, _ in pairs]))
     return task
 
 
-def who_may_take(session: Session, agent: Agent) -> dict[str, Any]:
+def who_may_take(session: Session, agent: Agent, known: Sequence[Runtime] = ()) -> dict[str, Any]:
     """What a task_queued event says of the daemons that may claim `agent`'s task (claiming.py's
     rule): the one its runtime is on, if it is bound to one, else those with its provider. The hub
-    wakes one of them first (server/hub.py): waking one that may not take it cost the task a delay."""
+    wakes one of them first (server/hub.py): waking one that may not take it cost the task a delay.
+    `known`: runtimes the caller read already (the agent's among them needs no query)."""
     if agent.runtime_id is not None:
-        runtime = session.get(Runtime, agent.runtime_id)
+        runtime = next((rt for rt in known if rt.id == agent.runtime_id), None) or session.get(Runtime, agent.runtime_id)
         if runtime is not None:
             return {"provider": agent.provider, "runtime_daemon_id": runtime.daemon_id}
     return {"provider": agent.provider}
@@ -155,6 +161,12 @@ def agent_and_issue(session: Session, task: Task) -> tuple[Agent | None, Issue |
 
 def list_for_issue(session: Session, issue: Issue) -> list[Task]:
     return list(session.scalars(select(Task).where(Task.issue_id == issue.id).order_by(Task.created_at)))
+
+
+def runs_of_issue(session: Session, issue: Issue) -> list[tuple[Task, Agent | None]]:
+    """list_for_issue with each task's agent, in one statement (the runs list read each agent after)."""
+    return [(t, a) for t, a in session.execute(select(Task, Agent).outerjoin(Agent, Agent.id == Task.agent_id)
+                                               .where(Task.issue_id == issue.id).order_by(Task.created_at))]
 
 
 def list_tasks(session: Session, workspace_id: str, *, project_id: str | None = None,

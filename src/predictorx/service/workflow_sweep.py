@@ -24,6 +24,7 @@ from ..store.workflow_schema import (
 from ..workflows.library import Library, active_library
 from ..workflows.loader import DiagramError
 from .classification import pending_questions
+from .sweep_probe import parts_to_read
 from .workflow_instances import enabled_steps
 
 MAX_BEANS_SHOWN = 50
@@ -53,19 +54,22 @@ def sweep(session: Session, lib: Library, task: Task, issue: Any = None) -> dict
     """`issue`: the task's issue if the caller read it already (a claim's row has all its columns)."""
     if issue is None:
         issue = session.get(Issue, task.issue_id)
-    beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at)))
+    has = parts_to_read(session, issue.id, task.agent_id, task.id)  # (a new issue's: none of them)
+    beans = list(session.scalars(select(Bean).where(Bean.issue_id == issue.id).order_by(Bean.created_at))) \
+        if has.beans else []
     counts: dict[str, int] = {}
     for b in beans:
         counts[b.status] = counts.get(b.status, 0) + 1
     open_beans = [b for b in beans if b.status in ("created", "in-progress")]
     state = session.scalar(select(InteractionState).where(InteractionState.issue_id == issue.id,
-                                                          InteractionState.agent_id == task.agent_id))
+                                                          InteractionState.agent_id == task.agent_id)) \
+        if has.state else None
     active = session.get(WorkflowInstance, state.active_instance_id) if state and state.active_instance_id else None
     pending = state.pending if state else None
     number: int = getattr(issue, "number", 0)
     instances, running = [], {}
     for inst in session.scalars(select(WorkflowInstance).where(WorkflowInstance.issue_id == issue.id)
-                                .order_by(WorkflowInstance.created_at)):
+                                .order_by(WorkflowInstance.created_at)) if has.instances else ():
         item = {"process": inst.process_id, "status": inst.status, "version": inst.version, "enabled": [],
                 "active": active is not None and active.id == inst.id,
                 "blocked": _blocked(inst, active, pending, number)}
@@ -80,12 +84,12 @@ def sweep(session: Session, lib: Library, task: Task, issue: Any = None) -> dict
         instances.append(item)
     last = session.scalar(select(TaskHandoff).join(Task, Task.id == TaskHandoff.task_id)
                           .where(TaskHandoff.issue_id == issue.id, TaskHandoff.task_id != task.id)
-                          .order_by(Task.created_at.desc()).limit(1))
+                          .order_by(Task.created_at.desc()).limit(1)) if has.handoff else None
     siblings = []
     for t, name in session.execute(select(Task, Agent.name).join(Agent, Agent.id == Task.agent_id)
                                    .where(Task.issue_id == issue.id, Task.id != task.id,
                                           Task.branch_name.is_not(None), Task.branch_name != "")
-                                   .order_by(Task.created_at)):
+                                   .order_by(Task.created_at)) if has.siblings else ():
         siblings.append({"task": t.id, "agent": name, "branch": t.branch_name, "status": t.status})
     return {
         "issue": {"number": issue.number, "title": issue.title, "status": issue.status},
@@ -102,7 +106,7 @@ def sweep(session: Session, lib: Library, task: Task, issue: Any = None) -> dict
         "last_handoff": last.content if last else None,
         "sibling_branches": siblings,
         # classifications the table did not decide: the agent answers them (issue 24 §3, §6)
-        "pending_classifications": pending_questions(session, task.issue_id),
+        "pending_classifications": pending_questions(session, task.issue_id) if has.pending else [],
     }
 
 

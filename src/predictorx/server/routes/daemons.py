@@ -114,13 +114,14 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
         return SafeJSONResponse({"tasks": _claimed(s, claimed, caller.principal.daemon_id)})
 
 
-@router.post("/daemon/tasks/{task_id}/status")
+@router.post("/daemon/tasks/{task_id}/status", response_model=None)
 def report_status(task_id: str, body: TaskStatus, caller: Caller = Depends(daemon_caller),
-                  state: AppState = Depends(get_state)) -> dict:
+                  state: AppState = Depends(get_state)) -> Response:
     with _daemon_write(state, caller) as s:
         t = tasks.report_status(s, caller.principal.daemon_id, task_id, status=body.status,
                                 wait_reason=body.wait_reason, branch_name=body.branch_name)
-        return serialize.task(t)
+        out = serialize.task(t)
+    return SafeJSONResponse(out)  # encoded here: no second trip to the thread pool to validate a dict
 
 
 @router.post("/daemon/tasks/{task_id}/release")

@@ -43,11 +43,15 @@ def list_issues(project: list[str] = Query(default=[], max_length=200),
         return [{**_out(s, i), "labels": [serialize.label(x) for x in names[i.id]]} for i in found]
 
 
-@router.post("", status_code=201)
-def create_issue(body: IssueCreate, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> dict:
+# The answers of the routes each agent task calls are encoded here, in the route's thread: FastAPI
+# validated a returned dict against the route's return type in a second trip to the thread pool.
+@router.post("", status_code=201, response_model=None)
+def create_issue(body: IssueCreate, caller: Caller = Depends(user_caller),
+                 state: AppState = Depends(get_state)) -> Response:
     with state.write() as s:
         issue = svc.create_issue(s, caller.workspace_id, caller.user_id, **body.model_dump())
-        return _out(s, issue)
+        out = _out(s, issue)
+    return SafeJSONResponse(out, status_code=201)
 
 
 # The two answers that carry every comment (up to megabytes) are encoded here, in the route's
@@ -117,14 +121,13 @@ def add_comment(ref: str, body: CommentIn, caller: Caller = Depends(get_caller),
         return serialize.comment(c)
 
 
-@router.get("/{ref}/runs")
-def runs(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> list[dict]:
+@router.get("/{ref}/runs", response_model=None)
+def runs(ref: str, caller: Caller = Depends(user_caller), state: AppState = Depends(get_state)) -> Response:
     with state.read() as s:
         issue = svc.get_issue(s, caller.workspace_id, ref)
         out = []
-        for t in tasks.list_for_issue(s, issue):
-            agent, _ = tasks.agent_and_issue(s, t)
+        for t, agent in tasks.runs_of_issue(s, issue):
             row = serialize.task(t, agent.name if agent else None, issue.number)
             row["wait_reason"] = runnability.queued_reason(s, t, agent)
             out.append(row)
-        return out
+    return SafeJSONResponse(out)

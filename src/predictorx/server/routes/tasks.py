@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 
 from ...service import serialize
 from ...service import permissions, runnability, task_view, usage_actions
@@ -8,6 +8,7 @@ from ...service import tasks as svc
 from ...service.errors import Forbidden
 from ..deps import Caller, get_caller, get_state, user_caller
 from ..models import MessageBatch, PermissionAnswerIn
+from ..safejson import SafeJSONResponse
 from ..state import AppState
 
 router = APIRouter(prefix="/api/tasks", tags=["tasks"])
@@ -74,9 +75,9 @@ def rerun(task_id: str, caller: Caller = Depends(user_caller), state: AppState =
         return _out(s, svc.rerun(s, svc.get_task(s, caller.workspace_id, task_id, for_update=True)))
 
 
-@router.post("/{task_id}/messages")
+@router.post("/{task_id}/messages", response_model=None)
 def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get_caller),
-                  state: AppState = Depends(get_state)) -> dict:
+                  state: AppState = Depends(get_state)) -> Response:
     if caller.principal.kind != "daemon":  # an agent must not rewrite what it is recorded saying
         raise Forbidden("messages are posted by the daemon running the task")
     with state.write() as s:
@@ -85,7 +86,7 @@ def post_messages(task_id: str, body: MessageBatch, caller: Caller = Depends(get
         last = svc.append_messages(s, t, [m.model_dump() for m in body.messages])
         # The run's usage so far; a hard budget it reaches stops the run (issue 27 §2).
         stop = usage_actions.usage_reported(s, t, body.usage.model_dump() if body.usage else None)
-        return {"last_seq": last, "stop": stop}
+    return SafeJSONResponse({"last_seq": last, "stop": stop})  # (encoded here: no second thread-pool trip)
 
 
 @router.post("/{task_id}/cancel")

@@ -19,6 +19,8 @@ STAMP  := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.
 # The real agent CLIs the end-to-end tests drive (R-EX-9), pinned by tests/realcli/package-lock.json
 # and installed again whenever that lock changes. Only the two install scripts the CLIs need are
 # run (they link the native binary from its platform package); others (node-gyp builds) are not.
+# They run with a throwaway HOME and XDG dirs: OpenCode's and Kilo's also make their data and
+# cache folders, which a person's own home would keep.
 CLIS      := tests/realcli
 CLI_STAMP := $(CLIS)/node_modules/.installed-$(shell $(PYTHON) -c "import hashlib;print(hashlib.sha256(open('$(CLIS)/package-lock.json','rb').read()).hexdigest()[:12])")
 
@@ -59,7 +61,11 @@ $(STAMP): pyproject.toml agents-room/pyproject.toml requirements.lock | $(UV)
 $(CLI_STAMP): $(CLIS)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
 	  cd $(CLIS) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error && \
-	  npm rebuild --loglevel=error @anthropic-ai/claude-code opencode-ai @kilocode/cli && \
+	  scratch=$$(mktemp -d) && \
+	  HOME=$$scratch XDG_CACHE_HOME=$$scratch/.cache XDG_DATA_HOME=$$scratch/.local/share \
+	    XDG_STATE_HOME=$$scratch/.local/state XDG_CONFIG_HOME=$$scratch/.config npm_config_update_notifier=false \
+	    npm rebuild --loglevel=error @anthropic-ai/claude-code opencode-ai @kilocode/cli && \
+	  rm -rf $$scratch && \
 	  rm -f node_modules/.installed-* && touch $(notdir $(CLI_STAMP)) && mv $(notdir $(CLI_STAMP)) node_modules/; \
 	else echo "npm not found: the real-CLI tests will be skipped (install nodejs and npm)" >&2; fi
 

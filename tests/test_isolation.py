@@ -89,3 +89,36 @@ def test_a_leak_from_a_parallel_worker_fails_the_run(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert "2 passed" in done.stdout and "person's state changed" in done.stdout
     assert f"state dir: created {leak / 'config.json'}" in done.stdout
+
+
+def test_the_real_clis_install_scripts_write_nothing_into_the_persons_home(tmp_path: Path) -> None:
+    """`make test` runs the real CLIs' install scripts (`npm rebuild`); OpenCode's and Kilo's made
+    their data and cache folders in the person's home. The Makefile's rule, run in a copy of the
+    repository's layout with an `npm` that does what those scripts do: the person's home stays empty."""
+    import shutil
+
+    work, person, bin_dir = tmp_path / "repo", tmp_path / "person", tmp_path / "bin"
+    (work / "tests" / "realcli" / "node_modules").mkdir(parents=True)
+    person.mkdir()
+    bin_dir.mkdir()
+    shutil.copy(ROOT / "Makefile", work / "Makefile")
+    shutil.copy(ROOT / "tests" / "realcli" / "package-lock.json", work / "tests" / "realcli" / "package-lock.json")
+    npm = bin_dir / "npm"  # `ci` does nothing; `rebuild` writes where the scripts write (XDG dirs, else HOME)
+    npm.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        [ "$1" = rebuild ] || exit 0
+        mkdir -p "${XDG_DATA_HOME:-$HOME/.local/share}/opencode/log" "${XDG_CACHE_HOME:-$HOME/.cache}/kilo/bin"
+        echo "$HOME" > "$0.home"
+        """))
+    npm.chmod(0o755)
+    cli_stamp = subprocess.run(["make", "-s", "-f", "Makefile", "--eval", "cli-stamp: ; @echo $(CLI_STAMP)", "cli-stamp"],
+                               cwd=work, capture_output=True, text=True, timeout=120).stdout.strip()
+    assert cli_stamp.startswith("tests/realcli/node_modules/.installed-"), cli_stamp
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(person), "LANG": "C.UTF-8"}
+    done = subprocess.run(["make", "-f", "Makefile", cli_stamp], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rebuilt_in = Path((bin_dir / "npm.home").read_text().strip())
+    assert rebuilt_in != person and not rebuilt_in.exists()  # a throwaway HOME, removed afterwards
+    assert list(person.iterdir()) == []
+    assert (work / cli_stamp).exists()

@@ -111,10 +111,12 @@ def test_the_real_clis_install_scripts_write_nothing_into_the_persons_home(tmp_p
         echo "$HOME" > "$0.home"
         """))
     npm.chmod(0o755)
-    cli_stamp = subprocess.run(["make", "-s", "-f", "Makefile", "--eval", "cli-stamp: ; @echo $(CLI_STAMP)", "cli-stamp"],
-                               cwd=work, capture_output=True, text=True, timeout=120).stdout.strip()
-    assert cli_stamp.startswith("tests/realcli/node_modules/.installed-"), cli_stamp
+    # (no MAKEFLAGS or MAKELEVEL of a `make test` around this: a nested make prints its directory)
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(person), "LANG": "C.UTF-8"}
+    cli_stamp = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile",
+                                "--eval", "cli-stamp: ; @echo $(CLI_STAMP)", "cli-stamp"],
+                               cwd=work, env=env, capture_output=True, text=True, timeout=120).stdout.strip()
+    assert cli_stamp.startswith("tests/realcli/node_modules/.installed-"), cli_stamp
     done = subprocess.run(["make", "-f", "Makefile", cli_stamp], cwd=work, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -20,18 +20,20 @@ def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_a
     home, sessions = tmp_path / "home", tmp_path / "sessions"
     _claude_home(home)
     overlays = cliconfig.prepare("claude", home, {}, tmp_path / "run1", sessions)
-    mounts = {target: (source, ro) for source, target, ro in overlays}
+    mounts = {target: (source, how) for source, target, how in overlays}
     copy, _ = mounts[home / ".claude"]
     assert copy == tmp_path / "run1" / "claude" and not (copy / "projects" / "-person-repo").exists()
-    assert mounts[home / ".claude" / "settings.json"] == (copy / "settings.json", True)
-    assert mounts[home / ".claude" / "projects"] == (sessions / "claude" / "projects", False)
-    assert mounts[home / ".claude" / ".credentials.json"] == (home / ".claude" / ".credentials.json", False)
+    assert mounts[home / ".claude" / "settings.json"] == (copy / "settings.json", cliconfig.READ_ONLY)
+    assert mounts[home / ".claude" / "projects"] == (sessions / "claude" / "projects", cliconfig.WRITABLE)
+    assert mounts[home / ".claude" / ".credentials.json"] == (home / ".claude" / ".credentials.json",
+                                                             cliconfig.WRITABLE)
     assert not (copy / ".credentials.json").exists()
-    assert mounts[home / ".claude.json"] == (tmp_path / "run1" / "claude.json", True)  # its MCP servers
+    # ~/.claude.json, which Claude Code rewrites all along: a copy in the sandbox's own memory,
+    # read from the person's file as the sandbox starts (its writes end with the run).
+    assert mounts[home / ".claude.json"] == (home / ".claude.json", cliconfig.IN_MEMORY)
     # Plugins are only read by the CLI: the person's own, read-only, never copied.
-    assert mounts[home / ".claude" / "plugins"] == (home / ".claude" / "plugins", True)
+    assert mounts[home / ".claude" / "plugins"] == (home / ".claude" / "plugins", cliconfig.READ_ONLY)
     assert not (copy / "plugins").exists()
-    assert (tmp_path / "run1" / "claude.json").read_text() == '{"numStartups": 3}'
     # The agent's session of run 1 is there for run 2 (a resume); the person's files never moved.
     (sessions / "claude" / "projects" / "s2.jsonl").write_text("the agent's session")
     again = {t: s for s, t, _ in cliconfig.prepare("claude", home, {}, tmp_path / "run2", sessions)}
@@ -48,4 +50,4 @@ def test_the_places_follow_the_cli_environment_variables(tmp_path: Path) -> None
     assert cliconfig.places("command", home, env) == []
     # A CLI the person never set up still gets a folder of its own (it writes its first config there).
     overlays = cliconfig.prepare("gemini", home, env, tmp_path / "run", tmp_path / "sessions")
-    assert (tmp_path / "run" / "gemini", home / ".gemini", False) in overlays
+    assert (tmp_path / "run" / "gemini", home / ".gemini", cliconfig.WRITABLE) in overlays

@@ -143,3 +143,35 @@ def test_a_secret_inside_a_writable_folder_is_covered_and_a_cli_config_dir_is_th
     assert not (home / ".config" / "opencode" / "x").exists() and (folder / "mine.txt").exists()
     assert (home / ".config" / "opencode" / "opencode.json").read_text() == "{}"
     assert (folder / "state" / "config.json").exists()  # covered inside, untouched outside
+
+
+@pytest.mark.parametrize("start", ["launch", "call"])
+def test_claude_json_is_a_copy_in_the_sandboxs_memory_that_claude_code_can_replace(tmp_path, start):
+    """Claude Code saves ~/.claude.json by writing a temporary file and renaming it over the old
+    one, ~8 times a run. Bound read-only (a mount point: the rename fails with EBUSY, the write
+    with EROFS), it tried each save three ways (~16 ms of CPU a run, issue 30). Now the sandbox
+    starts with a copy of the person's file in its own memory: readable, replaceable by a rename,
+    gone with the run; the person's file is never written (real bwrap, no daemon; both ways a
+    plan starts its bwrap: with the daemon's own fds, and through a shell that opens them)."""
+    from predictorx.daemon import cliconfig, sandbox
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / ".claude.json").write_text('{"numStartups": 3}')
+    overlays = cliconfig.prepare("claude", home, {}, tmp_path / "run-copy", tmp_path / "sessions")
+    plan = sandbox.SandboxPlan(bwrap=sandbox.bwrap_executable(), provider="claude", writable=[work], home=home,
+                               chdir=work, seccomp=sandbox.write_filter(tmp_path), overlays=overlays)
+    script = ("cat ~/.claude.json; echo; printf '{\"numStartups\": 4}' > ~/.claude.json.tmp.1 && "
+              "mv ~/.claude.json.tmp.1 ~/.claude.json && cat ~/.claude.json")
+    env = {**os.environ, "HOME": str(home)}
+    argv, fds = plan.launch(["sh", "-c", script], env) if start == "launch" else (plan(["sh", "-c", script], env), ())
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, pass_fds=fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == '{"numStartups": 3}\n{"numStartups": 4}', out.stdout
+    assert (home / ".claude.json").read_text() == '{"numStartups": 3}'
+    assert [p.name for p in home.iterdir()] == [".claude.json"]  # (the save left nothing behind)

@@ -7,9 +7,12 @@ session would run. Now each sandboxed run gets, at the same paths:
 
 - a copy of the person's config, made for this run in its env root: what the agent writes
   there ends with the run. The person's own sessions, logs and caches are not copied;
-- on top of the copy, read-only: the files that hold hooks, MCP servers and settings
-  (`~/.claude.json` too: Claude Code starts with it read-only), and the
+- on top of the copy, read-only: the files that hold hooks, MCP servers and settings, and the
   person's own folders the CLI only reads (plugins, commands, skills), which are not copied;
+- a file the CLI rewrites all along (`~/.claude.json`: start counts, tips, per-folder state), a
+  copy in the sandbox's own memory (IN_MEMORY): writable there, gone with the run. Bound
+  read-only, Claude Code tried each of its ~8 saves three ways (a rename onto a mount point
+  fails, EBUSY; then two opens, EROFS): ~16 ms of CPU a run (issue 30);
 - the sessions the CLI keeps (Claude Code's `projects/`, Codex's `sessions/`, Gemini's `tmp/`,
   OpenCode's data dir) in a folder per agent in the daemon's own area (`<workspaces
   root>/.cli-sessions/<agent>/`), so a follow-up run of that agent resumes its session;
@@ -29,8 +32,11 @@ from pathlib import Path
 
 from .envroot import path_component
 
-#: (source outside, path inside, read-only?) — SandboxPlan.overlays.
-Overlay = tuple[Path, Path, bool]
+#: How an overlay is put in place (SandboxPlan.arguments): bound read-only, bound writable, or
+#: copied into the sandbox's own memory when it starts (bwrap --file: writable, gone with the run).
+READ_ONLY, WRITABLE, IN_MEMORY = "read-only", "writable", "in memory"
+#: (source outside, path inside, how) — SandboxPlan.overlays.
+Overlay = tuple[Path, Path, str]
 SESSIONS_DIR = ".cli-sessions"
 COPY_DIR = "cli-config"
 
@@ -43,8 +49,7 @@ class ConfigPlace:
     default: str                       # relative to $HOME
     variable: str | None = None        # an environment variable that moves it…
     under_variable: str = ""           # …to this path below the variable's value
-    is_file: bool = False
-    read_only: bool = False            # a file the CLI may read only (its copy, read-only)
+    is_file: bool = False              # a file, copied into the sandbox's memory (IN_MEMORY)
     kept: tuple[str, ...] = ()         # sessions: per agent, across runs
     skipped: tuple[str, ...] = ()      # the person's own history, logs, caches: not copied
     locked: tuple[str, ...] = ()       # hooks, MCP servers, settings: read-only on top of the copy
@@ -65,7 +70,7 @@ _CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("proje
                           locked=("settings.json", "settings.local.json"), login=(".credentials.json",),
                           shared=("plugins", "commands", "agents", "skills", "output-styles"))
 PLACES: dict[str, tuple[ConfigPlace, ...]] = {
-    "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True, read_only=True)),
+    "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True)),
     "codex": (ConfigPlace("codex", ".codex", "CODEX_HOME", kept=("sessions",),
                           skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp"),
                           locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
@@ -116,22 +121,19 @@ def prepare(provider: str, home: Path, env: dict[str, str], run_dir: Path, sessi
         target = place.where(home, env)
         if place.is_file:
             if target.is_file():
-                copy = run_dir / place.name
-                run_dir.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(target, copy)
-                overlays.append((copy, target, place.read_only))
+                overlays.append((target, target, IN_MEMORY))  # (read once, as the sandbox starts)
             continue
         if place.all_kept:
-            overlays.append((_made(sessions_dir / place.name), target, False))
+            overlays.append((_made(sessions_dir / place.name), target, WRITABLE))
         else:
             copy = run_dir / place.name
             # The login is bound from the person's own file, never left behind in a copy.
             _copy_tree(target, copy, ignored={*place.skipped, *place.kept, *place.shared, *place.login})
-            overlays.append((copy, target, False))
-            overlays += [(target / name, target / name, True) for name in place.shared if (target / name).is_dir()]
-            overlays += [(_made(sessions_dir / place.name / k), target / k, False) for k in place.kept]
-            overlays += [(copy / name, target / name, True) for name in place.locked if (copy / name).is_file()]
-        overlays += [(target / name, target / name, False) for name in place.login if (target / name).is_file()]
+            overlays.append((copy, target, WRITABLE))
+            overlays += [(target / name, target / name, READ_ONLY) for name in place.shared if (target / name).is_dir()]
+            overlays += [(_made(sessions_dir / place.name / k), target / k, WRITABLE) for k in place.kept]
+            overlays += [(copy / name, target / name, READ_ONLY) for name in place.locked if (copy / name).is_file()]
+        overlays += [(target / name, target / name, WRITABLE) for name in place.login if (target / name).is_file()]
     return overlays
 
 

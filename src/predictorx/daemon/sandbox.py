@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Iterable
 
 from .. import config
 from . import privatescan, seccomp
+from .cliconfig import IN_MEMORY, READ_ONLY
 from .gitdata import repository_dirs
 from .netpolicy import NetworkJail
 
@@ -54,6 +55,8 @@ CONFINEMENT = ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
 #: The fd bwrap reads the seccomp filter from when a /bin/sh opens it (`SandboxPlan.__call__`;
 #: `launch` passes the daemon's own fd instead).
 SECCOMP_FD = 9
+#: …and the first file copied into its memory (cliconfig.IN_MEMORY), the next one below it.
+COPY_FD = 8
 FILTER_NAME = "seccomp.bpf"
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
@@ -138,39 +141,65 @@ class SandboxPlan:
     network: NetworkJail | None = None
     #: The compiled seccomp filter (`write_filter`); bwrap reads it from fd SECCOMP_FD.
     seccomp: Path | None = None
-    #: Bound last, on top of everything: (source outside, path inside, read-only?) — the run's
-    #: own copy of its CLI's config (cliconfig.py).
-    overlays: list[tuple[Path, Path, bool]] = field(default_factory=list)
+    #: Put in place last, on top of everything: (source outside, path inside, how: READ_ONLY,
+    #: WRITABLE or IN_MEMORY) — the run's own copy of its CLI's config (cliconfig.py).
+    overlays: list[tuple[Path, Path, str]] = field(default_factory=list)
     #: Its bwrap gets `--die-with-parent` (arguments): the agent needs no setpriv to die with the
     #: daemon (agents/spec.py dies_with_parent).
     dies_with_parent: ClassVar[bool] = True
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        command = self._command(argv, env, SECCOMP_FD)
-        if self.seccomp is None:
+        copies = self._in_memory()
+        fds = [COPY_FD - i for i in range(len(copies))]
+        command = self._command(argv, env, SECCOMP_FD, list(zip(fds, (target for _, target in copies))))
+        opened = ([(SECCOMP_FD, self.seccomp)] if self.seccomp is not None else []) + \
+            [(fd, source) for fd, (source, _) in zip(fds, copies)]
+        if not opened:
             return command
-        # bwrap takes the filter as an open fd: a shell opens it and execs bwrap (same pid).
-        return ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}< "$0"', str(self.seccomp), *command]
+        # bwrap takes the filter and the copies as open fds: a shell opens them and execs bwrap
+        # (same pid); the files are its first arguments, shifted away before the command.
+        names = " ".join(f'{fd}< "$f{i}"' for i, (fd, _) in enumerate(opened))
+        keep = "; ".join(f'f{i}=${i}' for i in range(len(opened)))
+        script = f'{keep}; shift {len(opened) - 1}; exec "$@" {names}'
+        return ["/bin/sh", "-c", script, *(str(path) for _, path in opened), *command]
 
     def launch(self, argv: list[str], env: dict[str, str]) -> tuple[list[str], tuple[int, ...]]:
-        """(the bwrap command line, the fds its process is given): the seccomp filter opened here,
-        for the process start to pass (`pass_fds`) and then close — no /bin/sh started to open it
-        (~0.5 ms of CPU per run, issue 30). The same sandbox as `__call__`'s."""
-        if self.seccomp is None:
-            return self._command(argv, env, None), ()
-        fd = os.open(self.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+        """(the bwrap command line, the fds its process is given): the seccomp filter and the files
+        copied into its memory opened here, for the process start to pass (`pass_fds`) and then
+        close — no /bin/sh started to open them (~0.5 ms of CPU per run, issue 30). The same
+        sandbox as `__call__`'s. A copy whose source is gone by now is left out."""
+        opened: list[int] = []
         try:
-            return self._command(argv, env, fd), (fd,)
+            seccomp_fd = None
+            if self.seccomp is not None:
+                seccomp_fd = os.open(self.seccomp, os.O_RDONLY | os.O_CLOEXEC)
+                opened.append(seccomp_fd)
+            files: list[tuple[int, Path]] = []
+            for source, target in self._in_memory():
+                try:
+                    files.append((os.open(source, os.O_RDONLY | os.O_CLOEXEC), target))
+                except OSError:
+                    continue
+                opened.append(files[-1][0])
+            return self._command(argv, env, seccomp_fd, files), tuple(opened)
         except BaseException:
-            os.close(fd)
+            for fd in opened:
+                os.close(fd)
             raise
 
-    def _command(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None) -> list[str]:
-        inner, net_args = (self.network.wrap(argv), self.network.bwrap_args()) if self.network else (argv, [])
-        return [self.bwrap, *self.arguments(argv, env, seccomp_fd), *net_args, "--", *inner]
+    def _in_memory(self) -> list[tuple[Path, Path]]:
+        return [(source, target) for source, target, how in self.overlays if how == IN_MEMORY]
 
-    def arguments(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None = SECCOMP_FD) -> list[str]:
-        """bwrap's options; `seccomp_fd`: where bwrap reads the filter (when the plan has one)."""
+    def _command(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None,
+                 files: list[tuple[int, Path]]) -> list[str]:
+        inner, net_args = (self.network.wrap(argv), self.network.bwrap_args()) if self.network else (argv, [])
+        return [self.bwrap, *self.arguments(argv, env, seccomp_fd, files), *net_args, "--", *inner]
+
+    def arguments(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None = SECCOMP_FD,
+                  files: list[tuple[int, Path]] | None = None) -> list[str]:
+        """bwrap's options; `seccomp_fd`: where bwrap reads the filter (when the plan has one);
+        `files`: (fd, path inside) of the overlays copied into its memory (default: fd COPY_FD,
+        COPY_FD - 1, … in order)."""
         filtered = self.seccomp is not None and seccomp_fd is not None
         args = [*CONFINEMENT, *(["--seccomp", str(seccomp_fd)] if filtered else []),
                 "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -211,8 +240,13 @@ class SandboxPlan:
         for path in writable:
             if path not in outside and path.exists():
                 args += ["--bind", str(path), str(path)]
-        for source, target, read_only in self.overlays:
-            args += ["--ro-bind" if read_only else "--bind", str(source), str(target)]
+        for source, target, how in self.overlays:
+            if how != IN_MEMORY:
+                args += ["--ro-bind" if how == READ_ONLY else "--bind", str(source), str(target)]
+        if files is None:
+            files = [(COPY_FD - i, target) for i, (_, target) in enumerate(self._in_memory())]
+        for fd, target in files:
+            args += ["--file", str(fd), str(target)]
         if self.chdir is not None:
             args += ["--chdir", str(self.chdir)]
         return args

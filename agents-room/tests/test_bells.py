@@ -172,6 +172,30 @@ def test_reads_are_recorded_ungated_and_pre_tool_use_warns_as_before(tmp_path, r
     r.close()
 
 
+def test_a_run_in_its_own_checkout_records_no_reads_and_still_hears_of_leases(tmp_path, repos, db):
+    """`run-config --own-checkout`: the folder is the run's own, so only the agent changes its files
+    (Claude Code's own edit check catches that); no hook records what it reads or writes — no
+    Python start at a Read, Edit or Write (~19 ms of CPU each) — and its PreToolUse still warns of a
+    lease. A run in a shared folder (no flag) records them as before."""
+    cfg, hooks = _run(tmp_path, repos, "--platform-ends-session", "--own-checkout")
+    assert cfg["records_reads"] is False
+    assert [g["matcher"] for g in hooks["PostToolUse"]] == ["*"]
+    assert all("--reads-only" not in h["command"] for g in hooks["PostToolUse"] for h in g["hooks"])
+    shared, shared_hooks = _run(tmp_path / "shared", repos, "--platform-ends-session")
+    assert shared["records_reads"] is True and "--reads-only" in _commands(shared_hooks)["reads"]
+    f = repos["web"] / "src" / "a.py"
+    f.write_text("x = 1\n")
+    edit = {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"file_path": str(f)}}
+    pre = hooks["PreToolUse"][0]["hooks"][0]["command"]
+    res = _hook(pre, cfg, edit)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "")  # nothing read, no lease: no Python
+    r = Room.open(db)
+    person = r.join(cwd=str(repos["web"]), rooms=["project-shop"], label="person")["session"]
+    r.lease_acquire(person, ["src/**"], ttl=600)
+    assert "under an exclusive lease" in _context(_hook(pre, cfg, edit))
+    r.close()
+
+
 def test_a_platform_ended_session_is_anchored_to_the_platform(tmp_path, repos, db):
     cfg, hooks = _run(tmp_path, repos, "--platform-ends-session")
     sid = cfg["session"]

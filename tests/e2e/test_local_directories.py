@@ -242,3 +242,29 @@ def test_stopping_a_daemon_hands_back_waiting_work_and_fails_running_work(server
     assert server.api("GET", f"/api/tasks/{waiting}")["status"] == "queued"
     t = server.api("GET", f"/api/tasks/{running}")
     assert t["status"] == "failed" and "was stopped" in t["failure_reason"]
+
+
+def test_a_claude_run_in_its_own_checkout_gets_no_read_recorder_one_in_a_shared_folder_does(
+        server, start_daemon, tmp_path):
+    """Issue 30: agents-room records what an agent reads and writes (a Python start at every Read,
+    Edit and Write, ~19 ms of CPU) to tell it of another session's change. A run's own workdir is
+    written by nobody else, so its run is configured without that hook (`run-config
+    --own-checkout`); a run in a person's folder in place, which others may change, keeps it."""
+    records = tmp_path / "records"
+    records.mkdir()
+    daemon = start_daemon(FAKE_AGENT_RECORD=str(records))
+    folder = tmp_path / "shared-folder"
+    folder.mkdir()
+    project = _local_project(server, daemon, folder)
+    server.api("POST", "/api/agents", {**UNCONFINED, "name": "claude-1", "provider": "claude"})
+    own = server.api("POST", "/api/issues", {"title": "in its own workdir", "assignee": "claude-1"})
+    in_place = server.api("POST", "/api/issues", {"title": "in the folder", "project_id": project["id"],
+                                                  "assignee": "claude-1"})
+    seen = {}
+    for name, issue in (("own", own), ("in_place", in_place)):
+        task = server.wait_task(server.runs(issue["number"])[0]["id"])
+        assert task["status"] == "completed", task
+        seen[name] = json.loads((records / f"{task['id']}.json").read_text())
+    assert "--settings" in seen["own"]["argv"] and seen["own"]["post_tool_use"] == ["*"]
+    assert seen["in_place"]["cwd"] == str(folder)
+    assert seen["in_place"]["post_tool_use"] == ["*", "Read|Edit|Write|MultiEdit|NotebookEdit"]

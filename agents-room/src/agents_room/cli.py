@@ -179,6 +179,9 @@ def _run_config_parser(sub) -> None:
     rc.add_argument("--platform-ends-session", action="store_true", help="no SessionEnd hook: the platform ends it")
     rc.add_argument("--platform-forwards-mcp", action="store_true",
                     help="no MCP server in args: the platform's own MCP server offers ours (the `mcp` field)")
+    rc.add_argument("--own-checkout", action="store_true",
+                    help="the working directory is the run's own (nobody else writes it): no hook records what "
+                         "the agent reads for divergence (said back as records_reads)")
 
 
 def _parse_people(parser, argv: list[str]):
@@ -421,7 +424,7 @@ def _run_config(args) -> int:
             args.harness, config_dir=Path(args.config_dir), rooms=args.room, label=args.label,
             db_path=Path(args.db) if args.db else None, cwd=Path(args.cwd), autonomy=args.autonomy,
             interactive=args.interactive, platform_ends_session=args.platform_ends_session,
-            platform_forwards_mcp=args.platform_forwards_mcp,
+            platform_forwards_mcp=args.platform_forwards_mcp, own_checkout=args.own_checkout,
             # the platform that asked (this command's caller, or --serve's) ends the session
             platform_pid=liveness.harness_pid() if args.platform_ends_session else None,
         )

@@ -78,6 +78,8 @@ class AgentRunConfig:
     mcp: dict = field(default_factory=dict)
     #: ``args`` hold no MCP server: the platform offers our tools through its own (``mcp``)
     platform_forwards_mcp: bool = field(default=False)
+    #: a hook records what the agent reads and writes (divergence); not in a run's own checkout
+    records_reads: bool = field(default=True)
 
     def to_json(self) -> dict:
         """The shape ``agents-room run-config`` prints."""
@@ -87,6 +89,7 @@ class AgentRunConfig:
             "label": self.label, "marker": self.marker, "autonomy": self.autonomy,
             "session": self.session, "intro": self.intro, "platform_ends_session": self.platform_ends_session,
             "mcp": dict(self.mcp), "platform_forwards_mcp": self.platform_forwards_mcp,
+            "records_reads": self.records_reads,
         }
 
 
@@ -106,6 +109,7 @@ def prepare_agent_run(
     platform_ends_session: bool = False,
     platform_pid: int | None = None,
     platform_forwards_mcp: bool = False,
+    own_checkout: bool = False,
 ) -> AgentRunConfig:
     """Prepare one agent run to join ``rooms`` plus its repo room, without touching user config.
 
@@ -125,6 +129,7 @@ def prepare_agent_run(
     gives its caller's): ``who`` shows it live while that process is, and its hooks bind no pid of
     their own (one seen from inside a sandbox's PID namespace would mean nothing outside it).
     platform_forwards_mcp: ``args`` hold no MCP server; the platform's own offers our tools (``mcp``).
+    own_checkout: ``cwd`` is the run's own, written by nobody else: no hook records its reads (gate_hooks).
 
     A headless Claude Code run with a session joined ahead gets doorbell-gated hooks
     (:func:`~agents_room.harness_config.gate_hooks`, :mod:`agents_room.bells`): Python starts only
@@ -165,12 +170,12 @@ def prepare_agent_run(
                                session_start=session is None, fast=True, session_end=not platform_ends),
                     mcp_entry(harness, db, fast=True))
     if session and bells:
-        hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True)
+        hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True, record_reads=not own_checkout)
     args, files = _harness_files(harness, config_dir, hooks, None if platform_forwards_mcp else entry)
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
                           label=label, marker=marker, autonomy=level, session=session, intro=intro,
                           platform_ends_session=platform_ends, mcp=_published(entry),
-                          platform_forwards_mcp=platform_forwards_mcp)
+                          platform_forwards_mcp=platform_forwards_mcp, records_reads=not (session and bells and own_checkout))
 
 
 def _level(autonomy: str | None, interactive: bool) -> str:

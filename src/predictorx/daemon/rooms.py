@@ -197,14 +197,18 @@ _ENDED_HERE: set[str] = set()
 _PLATFORM_ENDS = "--platform-ends-session"
 #: run-config's flag for a run whose agents-room tools `predictorx mcp` offers and forwards
 _FORWARDS_MCP = "--platform-forwards-mcp"
+#: run-config's flag for a run in a folder of its own (RoomRun.own_checkout): no reads recorded
+_OWN_CHECKOUT = "--own-checkout"
 #: (flag, agents-room command) an older agents-room did not know: asked without it from then on
 _UNKNOWN_FLAGS: set[tuple[str, tuple[str, ...]]] = set()
 #: where room_setup leaves run-config's MCP entry for workflowhooks.mcp_setup (in the run's env root)
 FORWARD_FILE = "predictorx-mcp.agents-room.json"
 
 
-def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str) -> dict[str, Any]:
-    """Ask `agents-room run-config` for one headless run's MCP server and hooks (JSON)."""
+def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], label: str,
+               own_checkout: bool = False) -> dict[str, Any]:
+    """Ask `agents-room run-config` for one headless run's MCP server and hooks (JSON). `own_checkout`:
+    `cwd` is the run's own folder, which nobody else writes (RoomRun.own_checkout)."""
     cmd = agents_room_command()
     if cmd is None:
         raise RuntimeError("the agents-room command is not installed (pip install agents-room)")
@@ -213,7 +217,8 @@ def run_config(harness: str, *, config_dir: Path, cwd: Path, rooms: list[str], l
     # The daemon ends the session itself only through a server (a process of its own would cost more
     # than the hook): without one now, the run keeps its SessionEnd hook. A Claude Code run's
     # agents-room tools come through `predictorx mcp` (FORWARD_FILE): one MCP process less per run.
-    flags = [f for f, wanted in ((_PLATFORM_ENDS, SERVER.serving()), (_FORWARDS_MCP, harness == "claude"))
+    flags = [f for f, wanted in ((_PLATFORM_ENDS, SERVER.serving()), (_FORWARDS_MCP, harness == "claude"),
+                                 (_OWN_CHECKOUT, own_checkout))
              if wanted and (f, tuple(cmd)) not in _UNKNOWN_FLAGS]
     res = _ask(cmd, [*args, *flags])
     unknown = [f for f in flags if f in res.stderr]
@@ -257,6 +262,9 @@ class RoomRun:
     issue_number: int
     project_id: str | None = None
     project_title: str | None = None
+    #: The run works in a folder of its own (not a person's folder in place): agents-room records
+    #: no reads there (`run-config --own-checkout`: a Python start fewer at each Read, Edit, Write).
+    own_checkout: bool = False
 
 
 def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict[str, str], str]:
@@ -275,7 +283,7 @@ def room_setup(run: RoomRun, env_root: Path, cwd: Path) -> tuple[list[str], dict
         label += f" · {run.project_title}"
     try:
         cfg = run_config(_HARNESS_OF.get(run.provider, run.provider), config_dir=Path(env_root) / "agents-room", cwd=cwd,
-                         rooms=rooms, label=label)
+                         rooms=rooms, label=label, own_checkout=run.own_checkout)
     except Exception as e:  # noqa: BLE001 — coordination is a help, never a reason to fail
         log.warning("task %s runs without agents-room: %s", run.task_id, e)
         return [], {}, ""

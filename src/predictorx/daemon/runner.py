@@ -416,7 +416,7 @@ class TaskRun:
         # command line and folder need (run-config, the context); the report and the sweep come
         # while it starts (see _prompt_tail). Once the report is in, the push target is asked (issue 22).
         running = self.early_push.prefetch_after(asyncio.ensure_future(self.daemon.api.status(self.id, "running", branch_name=self.branch)))
-        rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self._room_run(), env.path, cwd))
+        rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self._room_run(env), env.path, cwd))
         sweep_ready = asyncio.ensure_future(workflowhooks.task_start(self.daemon.api, self.id, self.issue.number, cwd,
                                             tuple(self.borrowed_objects), None if self.waited else self.claim.sweep))
         uploader = self._uploader
@@ -515,9 +515,9 @@ class TaskRun:
                 await asyncio.to_thread(rooms.end_session, extra_env)
         self._leaving = asyncio.ensure_future(leave())
 
-    def _room_run(self) -> rooms.RoomRun:
-        ctx = self.claim.context
-        return rooms.RoomRun(task_id=self.id, provider=self.agent.provider, agent_name=self.agent.name,
+    def _room_run(self, env: envroot.EnvRoot) -> rooms.RoomRun:
+        ctx, own = self.claim.context, env.workdir_kind != "in_place"  # (in place: a folder others may change)
+        return rooms.RoomRun(task_id=self.id, provider=self.agent.provider, agent_name=self.agent.name, own_checkout=own,
                              issue_number=self.issue.number, project_id=ctx.project_id, project_title=ctx.project_title)
 
     @property

@@ -113,14 +113,22 @@ def test_codex_run_overrides(tmp_path, repos):
     assert ov["mcp_servers.agents-room.args"][-2:] == [str(Path(mcp_stdio.__file__)), "--serve"]  # issue 9: started as a file
     assert ov["mcp_servers.agents-room.env"]["AGENTS_ROOM_DB"] == str(db)
     assert ov["features.hooks"] is True and "features.codex_hooks" not in ov  # issue 9: Codex 0.169 reads [features].hooks
-    assert set(k for k in ov if k.startswith("hooks.")) == {"hooks.SessionStart", "hooks.PreToolUse", "hooks.PostToolUse", "hooks.Stop"}
-    start = ov["hooks.SessionStart"][0]["hooks"][0]["command"]
-    res = _run_hook(start, cfg, {"session_id": "codex-thread", "cwd": str(repos["web"]), "hook_event_name": "SessionStart",
-                                 "model": "m", "permission_mode": "default", "source": "startup", "transcript_path": None})
-    assert res.returncode == 0 and "shared:project-storefront" in res.stdout
+    # A headless Codex run's session is joined ahead, as Claude Code's (issue 30): no SessionStart
+    # hook, the platform puts `intro` in the prompt; its other hooks start Python only when their
+    # doorbell rings (Codex runs a hook's command with bash -c).
+    assert set(k for k in ov if k.startswith("hooks.")) == {"hooks.PreToolUse", "hooks.PostToolUse", "hooks.Stop"}
     s = Room.open(db).who()["sessions"][0]
-    assert s["harness"] == "codex" and s["rooms"] == ["repo:web", "shared:project-storefront"] and s["autonomy"] == "hold"
+    assert s["session"] == cfg.session and s["harness"] == "codex" and s["autonomy"] == "hold"
+    assert s["rooms"] == ["repo:web", "shared:project-storefront"] and f"you are session {cfg.session}" in cfg.intro
+    stop = ov["hooks.Stop"][0]["hooks"][0]["command"]
+    assert stop.startswith("[ -e ") and "|| exit 0; exec " in stop
+    post = ov["hooks.PostToolUse"][0]["hooks"][0]["command"]
+    assert "|| exit 0; exec " not in post  # it records what apply_patch wrote: ungated in a folder others share
     assert cfg.files[0].read_text().count("\n") == len(cfg.args[1:]) // 2
+    own = prepare_agent_run("codex", config_dir=tmp_path / "run3", rooms=[], label="own", db_path=db, cwd=repos["web"],
+                            own_checkout=True)
+    assert own.records_reads is False
+    assert "|| exit 0; exec " in _overrides(own.args[1:])["hooks.PostToolUse"][0]["hooks"][0]["command"]
 
 
 def test_two_repos_one_project_can_talk(tmp_path, repos):
@@ -129,12 +137,14 @@ def test_two_repos_one_project_can_talk(tmp_path, repos):
         name: prepare_agent_run(h, config_dir=tmp_path / name, rooms=["project-shop"], label=name, db_path=db, cwd=repos[name])
         for name, h in (("api", "claude"), ("web", "codex"))
     }
-    assert runs["api"].session  # Claude Code: joined by prepare_agent_run; Codex: by its SessionStart hook
-    cmd = _overrides(runs["web"].args[1:])["hooks.SessionStart"][0]["hooks"][0]["command"]
-    _run_hook(cmd, runs["web"], {"session_id": "chat-web", "cwd": str(repos["web"]), "hook_event_name": "SessionStart"})
+    assert runs["api"].session and runs["web"].session  # both joined by prepare_agent_run
     r = Room.open(db)
-    ids = {s["label"]: s["session"] for s in r.who()["sessions"]}
-    assert r.send(ids["api"], "*", "the /orders API now pages")["recipient_ids"] == [ids["web"]]
+    assert r.send(runs["api"].session, "*", "the /orders API now pages")["recipient_ids"] == [runs["web"].session]
+    # The Codex run's next tool call hears of it: its doorbell rang, so its gated hook starts Python.
+    post = _overrides(runs["web"].args[1:])["hooks.PostToolUse"][0]["hooks"][0]["command"]
+    res = _run_hook(post, runs["web"], {"session_id": "chat-web", "cwd": str(repos["web"]), "hook_event_name": "PostToolUse",
+                                        "tool_name": "shell", "tool_input": {"command": ["ls"]}, "turn_id": "t1"})
+    assert res.returncode == 0 and "1 unread" in res.stdout, res
 
 
 def test_rejects_unknown_harness_and_bad_rooms(tmp_path, repos):

@@ -62,15 +62,15 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
                        30, what="the agent's session to join")[0]
     assert room in agent["rooms"] and agent["repo"] == _room("who", "--session", person_id)["sessions"][0]["repo"]
     assert agent["repo"] == "repo:myrepo" and "repo:myrepo" in agent["rooms"]
-    # The model is told its session and rooms in its first request (Claude Code: in the prompt, the
-    # session joined by run-config before the CLI started; Codex: its SessionStart hook's context).
+    # The model is told its session and rooms in its first request: in the prompt, the session joined
+    # by run-config before the CLI started (Codex too since issue 30; before, its SessionStart hook's).
     assert f"you are session {agent['session']}" in first.text and room in first.text
     # Its MCP tools are offered to the model (Codex: in the tool_search output its search brought).
     offered = [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
 
     _room("send", "--session", person_id, "--room", room, "--to", "*", NOTE)
-    if provider == "claude":  # its hooks start Python only when its doorbell rings (agents-room's bells.py)
-        assert (Path(os.environ["AGENTS_ROOM_DB"]).parent / "bells" / agent["session"]).exists()
+    # its hooks start Python only when its doorbell rings (agents-room's bells.py; Codex's since issue 30)
+    assert (Path(os.environ["AGENTS_ROOM_DB"]).parent / "bells" / agent["session"]).exists()
     marker.touch()
     task = s.wait(run["id"])
     offered = offered or [r for r in s.model.conversation() if "msg_send" in r.text and "room_join" in r.text]
@@ -86,10 +86,10 @@ def test_a_real_run_joins_its_rooms_hears_the_room_and_ends_at_its_result(scenar
     result_at = s.stream_log(task["id"]).stat().st_mtime
     assert result_at >= answer.at
     assert finished - result_at < 2.0, f"the task ended {finished - result_at:.1f} s after the CLI's result"
-    if provider == "claude":  # its session ended with the run — by the daemon, which registered no
-        # SessionEnd hook (issue 30) — and keeps its rooms for a resume (Codex has no SessionEnd event)
-        assert agent["session"] not in {x["session"] for x in _room("who")["sessions"]}
-        assert room in _room("who", "--session", agent["session"])["sessions"][0]["rooms"]
+    # Its session ended with the run — by the daemon, which registered no SessionEnd hook (issue 30;
+    # Codex has no SessionEnd event: its session was left to go stale before) — and keeps its rooms.
+    assert agent["session"] not in {x["session"] for x in _room("who")["sessions"]}
+    assert room in _room("who", "--session", agent["session"])["sessions"][0]["rooms"]
 
 
 def test_a_real_claude_run_reaches_agents_rooms_tools_through_its_one_mcp_server(scenario):

@@ -32,9 +32,11 @@ def test_room_setup_asks_the_agents_room_program_for_a_headless_run(tmp_path, mo
     assert "SessionStart" not in settings["hooks"]
     sid = env["AGENTS_ROOM_SESSION"]
     assert f"you are session {sid}" in intro and "repo:shop" in intro and "shared:project-shop-01234567" in intro
-    cx_args, _, cx_intro = rooms.room_setup(_run("codex"), tmp_path / "cx", _repo(tmp_path / "c"))
-    assert "features.hooks=true" in cx_args and any(a.startswith("hooks.SessionStart=") for a in cx_args)
-    assert cx_intro == ""
+    # Codex too (issue 30): joined ahead, told in the prompt, its hooks gated by doorbells.
+    cx_args, cx_env, cx_intro = rooms.room_setup(_run("codex"), tmp_path / "cx", _repo(tmp_path / "c"))
+    assert "features.hooks=true" in cx_args and not any(a.startswith("hooks.SessionStart=") for a in cx_args)
+    assert f"you are session {cx_env['AGENTS_ROOM_SESSION']}" in cx_intro
+    assert any(a.startswith("hooks.Stop=") and "|| exit 0; exec " in a for a in cx_args)
     assert rooms.room_setup(_run("gemini"), tmp_path / "g", tmp_path) == ([], {}, "")
 
 

@@ -100,8 +100,8 @@ def hooks_spec(harness: str, *, autonomy: str | int | None = "wake", rooms: list
 
 
 def gate_hooks(spec: dict, bells_folder: str, session: str, *, db_path: Path | None, fast: bool,
-               record_reads: bool = True) -> dict:
-    """A headless Claude Code run's hooks, started as Python only when there may be something for
+               record_reads: bool = True, harness: str = "claude") -> dict:
+    """A headless run's hooks, started as Python only when there may be something for
     them to do (issue 30; agents_room.bells): PostToolUse (every tool) and Stop when the session's
     doorbell rings; PreToolUse (edits) when it has recorded a read or some lease may be live; and
     an ungated PostToolUse group for Read and the edit tools that records what they read or wrote
@@ -110,7 +110,12 @@ def gate_hooks(spec: dict, bells_folder: str, session: str, *, db_path: Path | N
     ``record_reads=False`` (a run in a folder of its own, ``run-config --own-checkout``): no such
     group. Only the agent itself changes files there, which Claude Code's own edit check catches;
     what divergence adds is a change by another session in a shared folder. It saves a Python
-    start per Read, Edit and Write (~19 ms of CPU each) and the PreToolUse a recorded read arms."""
+    start per Read, Edit and Write (~19 ms of CPU each) and the PreToolUse a recorded read arms.
+
+    Codex (which runs a hook's command with ``bash -c`` as Claude Code does with ``sh -c``): one
+    PostToolUse hook for every tool both nudges and records what ``apply_patch`` wrote, so it is
+    gated only where nothing is recorded (``record_reads=False``); its Stop and PreToolUse as
+    Claude Code's."""
     from .bells import LEASES, READ_SUFFIX
 
     bell = os.path.join(bells_folder, session)
@@ -119,11 +124,14 @@ def gate_hooks(spec: dict, bells_folder: str, session: str, *, db_path: Path | N
     def gated(groups: list, gate: list[str]) -> list:
         return [{**g, "hooks": [{**h, "command": _gated(h["command"], gate)} for h in g["hooks"]]} for g in groups]
 
-    out["PostToolUse"] = gated(spec["PostToolUse"], [bell]) + ([{
-        "matcher": "|".join(CLAUDE_READ_TOOLS + (CLAUDE_EDIT_MATCHER,)),
-        "hooks": [{"type": "command", "timeout": 10,
-                   "command": hook_command("PostToolUse", "claude", db_path=db_path, fast=fast, reads_only=True)}],
-    }] if record_reads else [])
+    if harness != "claude":
+        out["PostToolUse"] = spec["PostToolUse"] if record_reads else gated(spec["PostToolUse"], [bell])
+    else:
+        out["PostToolUse"] = gated(spec["PostToolUse"], [bell]) + ([{
+            "matcher": "|".join(CLAUDE_READ_TOOLS + (CLAUDE_EDIT_MATCHER,)),
+            "hooks": [{"type": "command", "timeout": 10,
+                       "command": hook_command("PostToolUse", "claude", db_path=db_path, fast=fast, reads_only=True)}],
+        }] if record_reads else [])
     out["Stop"] = gated(spec["Stop"], [bell])
     out["PreToolUse"] = gated(spec["PreToolUse"], [bell + READ_SUFFIX, os.path.join(bells_folder, LEASES)])
     return out

@@ -124,14 +124,14 @@ def prepare_agent_run(
     interactive: a person's chat (wake hook registered) rather than a headless platform run.
     platform_ends_session: the platform ends the session it is handed (``session``) once the run is
     over, so no SessionEnd hook is registered (a Python process less per run, issue 30); only for a
-    session joined ahead (headless Claude Code), and said back as ``platform_ends_session``. That session
+    session joined ahead (a headless run), and said back as ``platform_ends_session``. That session
     is then anchored to the platform's process, ``platform_pid`` (default: this one; ``run-config``
     gives its caller's): ``who`` shows it live while that process is, and its hooks bind no pid of
     their own (one seen from inside a sandbox's PID namespace would mean nothing outside it).
     platform_forwards_mcp: ``args`` hold no MCP server; the platform's own offers our tools (``mcp``).
     own_checkout: ``cwd`` is the run's own, written by nobody else: no hook records its reads (gate_hooks).
 
-    A headless Claude Code run with a session joined ahead gets doorbell-gated hooks
+    A headless run (Claude Code or Codex) with a session joined ahead gets doorbell-gated hooks
     (:func:`~agents_room.harness_config.gate_hooks`, :mod:`agents_room.bells`): Python starts only
     when there may be something for a hook to do.
 
@@ -156,12 +156,12 @@ def prepare_agent_run(
         env["AGENTS_ROOM_HEADLESS"] = "1"  # its session is tagged headless: doctor does not ask to wake it
     repo_room, _ = repo_of(str(Path(cwd).resolve()))
     session, intro, bells = None, "", None
-    if harness == "claude" and not interactive:
-        # Claude Code runs SessionStart hooks before its first model request: join here instead,
-        # while the platform prepares the run, and hand the session to the other hooks.
+    if not interactive:
+        # A harness runs SessionStart hooks before its first model request: join here instead,
+        # while the platform prepares the run, and hand the session to the other hooks (gated).
         anchor = (platform_pid or os.getpid()) if platform_ends_session else None
-        session, intro, bells = _join_ahead(db, cwd=Path(cwd).resolve(), rooms=norm, label=label, autonomy=level,
-                                            anchor=anchor)
+        session, intro, bells = _join_ahead(db, harness, cwd=Path(cwd).resolve(), rooms=norm, label=label,
+                                            autonomy=level, anchor=anchor)
         if session:
             env["AGENTS_ROOM_SESSION"] = session
     bytecode.ensure()  # the run's hooks and MCP front start from this package's bytecode
@@ -170,7 +170,7 @@ def prepare_agent_run(
                                session_start=session is None, fast=True, session_end=not platform_ends),
                     mcp_entry(harness, db, fast=True))
     if session and bells:
-        hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True, record_reads=not own_checkout)
+        hooks = gate_hooks(hooks, bells, session, db_path=db, fast=True, record_reads=not own_checkout, harness=harness)
     args, files = _harness_files(harness, config_dir, hooks, None if platform_forwards_mcp else entry)
     return AgentRunConfig(harness=harness, args=args, env=env, files=files, rooms=norm, repo_room=repo_room,
                           label=label, marker=marker, autonomy=level, session=session, intro=intro,
@@ -225,7 +225,7 @@ def _harness_files(harness: str, config_dir: Path, hooks: dict, entry: dict | No
     return args, files
 
 
-def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, autonomy: str,
+def _join_ahead(db: Path | None, harness: str, *, cwd: Path, rooms: list[str], label: str, autonomy: str,
                 anchor: int | None) -> tuple[str | None, str, str | None]:
     """Join a headless run's session (tagged headless). With ``anchor`` (the platform's process, which
     ends the session) it is that pid's; else none yet: its first hook call binds the harness's.
@@ -242,7 +242,7 @@ def _join_ahead(db: Path | None, *, cwd: Path, rooms: list[str], label: str, aut
     except Exception:  # noqa: BLE001 — the hook path still works
         return None, "", None
     try:
-        joined = room.join(harness="claude", cwd=str(cwd), rooms=rooms, label=label, autonomy=autonomy,
+        joined = room.join(harness=harness, cwd=str(cwd), rooms=rooms, label=label, autonomy=autonomy,
                            tags=[HEADLESS_TAG], raise_only=True)
         if anchor is not None:  # not through join(pid=…): that would take another run's row of this pid for its own
             with immediate(room.conn):

@@ -74,3 +74,41 @@ async def test_a_message_is_encoded_once_to_measure_it(monkeypatch) -> None:
     await up.add("tool_result", {"items": ["x" * 1000] * 2000})  # huge in structure: a preview
     assert up._pending[1]["content"]["truncated"] is True
     assert up._pending[1]["_bytes"] == size({k: v for k, v in up._pending[1].items() if k != "_bytes"})
+
+
+async def test_what_comes_while_a_batch_is_in_flight_waits_its_turn() -> None:
+    """A message that arrives while a batch is on its way waits for the next round (min_gap), with
+    whatever comes after it: it used to go in a request of its own the moment the first returned
+    (a Claude Code run's text and its tool call went up in two requests 40 ms apart, issue 30)."""
+    class Slow(_Api):
+        up: MessageUploader
+
+        async def upload(self, task_id: str, batch: MessageBatch) -> dict[str, Any]:
+            if not self.batches:
+                await self.up.add("tool_use", {"id": "t1", "name": "Bash", "input": {}})  # (mid-flight)
+            return await super().upload(task_id, batch)
+
+    api = Slow()
+    up = api.up = MessageUploader(api, "t-1", min_gap=60.0)  # type: ignore[arg-type]
+    await up.add("text", {"text": "Running the command."})
+    await up._send_some()
+    assert [[m.kind for m in b.messages] for b in api.batches] == [["text"]]
+    assert [m["kind"] for m in up._pending] == ["tool_use"]  # still here: the next round takes it
+    await up.add("tool_result", {"tool_use_id": "t1", "output": "", "is_error": False})
+    up.start()
+    await up.close()  # closing sends what waits, in one batch
+    assert [[m.kind for m in b.messages] for b in api.batches] == [["text"], ["tool_use", "tool_result"]]
+
+
+async def test_a_cli_announcing_its_session_opens_no_batch_of_its_own() -> None:
+    """Claude Code's `init` (its session id, model, folder) goes up with the first message that shows
+    what the agent does: one request fewer a run (issue 30)."""
+    api = _Api()
+    up = MessageUploader(api, "t-1", min_gap=0.0, interval=0.0)  # type: ignore[arg-type]
+    up.start()
+    await up.add("system", {"event": "init", "session_id": "s1", "model": "m"})
+    assert not up._arrived.is_set() and not api.batches  # the uploader was not woken for it
+    await up.add("text", {"text": "hi"})
+    assert up._arrived.is_set()
+    await up.close()
+    assert [[m.kind for m in b.messages] for b in api.batches] == [["system", "text"]]

@@ -39,6 +39,15 @@ def _size(message: dict[str, Any]) -> int:
     return len(json.dumps(message, ensure_ascii=False).encode("utf-8"))
 
 
+#: A CLI's session announcement (`init`, `session`: its id, model, folder) opens no batch of its own:
+#: it goes with the first message that shows what the agent does (issue 30: one request fewer a run).
+_RIDES_ALONG = ("init", "session")
+
+
+def _rides_along(kind: str, content: dict[str, Any]) -> bool:
+    return kind == "system" and content.get("event") in _RIDES_ALONG
+
+
 #: The run's last messages go with its finish (protocol.FINISH_CARRIES) when they are at most this
 #: (bytes, encoded): the finish's body stays far under any server's limit beside its result and review.
 HANDED_OVER_BYTES = 256 * 1024
@@ -165,7 +174,8 @@ class MessageUploader:
             size = _size(message)
         message["_bytes"] = size
         self._pending.append(message)
-        self._arrived.set()
+        if not _rides_along(kind, content):
+            self._arrived.set()
         if len(self._pending) >= self.max_batch:
             self._wake.set()
 
@@ -244,6 +254,8 @@ class MessageUploader:
                 self._usage_sent = usage or self._usage_sent
                 continue
             del self._pending[: len(batch)]
+            if not self._closed and len(self._pending) < self.max_batch:
+                return  # what came meanwhile waits its turn (min_gap): one request for a burst, not two
 
     async def _loop(self) -> None:
         while True:

@@ -37,12 +37,12 @@ def test_their_config_dirs_are_the_runs_copy_with_settings_read_only_and_session
     (home / ".config" / "gptme").mkdir(parents=True)
     (home / ".config" / "gptme" / "config.toml").write_text("[env]\n")
     vibe = cliconfig.prepare("vibe", home, {}, tmp_path / "run", tmp_path / "sessions")
-    read_only = {str(target.relative_to(home)) for _source, target, ro in vibe if ro}
+    read_only = {str(target.relative_to(home)) for _source, target, how in vibe if how == cliconfig.READ_ONLY}
     assert read_only == {".vibe/config.toml"}
     assert not (tmp_path / "run" / "vibe" / "vibehistory").exists()  # the person's history stays theirs
-    assert (tmp_path / "sessions" / "vibe" / "logs", home / ".vibe" / "logs", False) in vibe
+    assert (tmp_path / "sessions" / "vibe" / "logs", home / ".vibe" / "logs", cliconfig.WRITABLE) in vibe
     # VIBE_HOME moves it, as it moves Vibe.
     assert cliconfig.places("vibe", home, {"VIBE_HOME": str(tmp_path / "vh")}) == [tmp_path / "vh"]
     gptme = cliconfig.prepare("gptme", home, {}, tmp_path / "run2", tmp_path / "sessions2")
-    assert (tmp_path / "sessions2" / "gptme-data", home / ".local/share/gptme", False) in gptme
-    assert any(ro and target == home / ".config/gptme/config.toml" for _s, target, ro in gptme)
+    assert (tmp_path / "sessions2" / "gptme-data", home / ".local/share/gptme", cliconfig.WRITABLE) in gptme
+    assert any(how == cliconfig.READ_ONLY and target == home / ".config/gptme/config.toml" for _s, target, how in gptme)

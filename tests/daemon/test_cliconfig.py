@@ -51,3 +51,19 @@ def test_the_places_follow_the_cli_environment_variables(tmp_path: Path) -> None
     # A CLI the person never set up still gets a folder of its own (it writes its first config there).
     overlays = cliconfig.prepare("gemini", home, env, tmp_path / "run", tmp_path / "sessions")
     assert (tmp_path / "run" / "gemini", home / ".gemini", cliconfig.WRITABLE) in overlays
+
+
+def test_codex_databases_of_the_persons_threads_stay_out_of_the_runs_copy(tmp_path: Path) -> None:
+    """Codex 0.169 keeps the person's conversations in SQLite beside its config (thread_history_1,
+    logs_2, memories_1, state_5, goals_1 and their -wal/-shm): copied into every sandboxed run's
+    config, the agent could read the person's whole Codex history (as history.jsonl, which was
+    already left out). The run's Codex makes its own, from the agent's kept sessions."""
+    home = tmp_path / "home"
+    codex = home / ".codex"
+    codex.mkdir(parents=True)
+    (codex / "config.toml").write_text('model = "m"\n')
+    for name in ("thread_history_1.sqlite", "thread_history_1.sqlite-wal", "logs_2.sqlite", "logs_2.sqlite-shm",
+                 "memories_1.sqlite", "state_5.sqlite", "goals_1.sqlite"):
+        (codex / name).write_text("the person's threads")
+    cliconfig.prepare("codex", home, {}, tmp_path / "run", tmp_path / "sessions")
+    assert sorted(p.name for p in (tmp_path / "run" / "codex").iterdir()) == ["config.toml"]

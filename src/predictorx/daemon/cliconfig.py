@@ -6,7 +6,8 @@ write a `SessionStart` hook into `~/.claude/settings.json` that the person's nex
 session would run. Now each sandboxed run gets, at the same paths:
 
 - a copy of the person's config, made for this run in its env root: what the agent writes
-  there ends with the run. The person's own sessions, logs and caches are not copied;
+  there ends with the run. The person's own sessions, logs and caches are not copied (Codex's
+  databases among them: its thread history, logs, memories and goals);
 - on top of the copy, read-only: the files that hold hooks, MCP servers and settings, and the
   person's own folders the CLI only reads (plugins, commands, skills), which are not copied;
 - a file the CLI rewrites all along (`~/.claude.json`: start counts, tips, per-folder state), a
@@ -25,6 +26,7 @@ Without the sandbox the CLI uses the person's own dirs, as the person's own runs
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 from dataclasses import dataclass
@@ -51,7 +53,7 @@ class ConfigPlace:
     under_variable: str = ""           # …to this path below the variable's value
     is_file: bool = False              # a file, copied into the sandbox's memory (IN_MEMORY)
     kept: tuple[str, ...] = ()         # sessions: per agent, across runs
-    skipped: tuple[str, ...] = ()      # the person's own history, logs, caches: not copied
+    skipped: tuple[str, ...] = ()      # the person's own history, logs, caches: not copied (names or globs)
     locked: tuple[str, ...] = ()       # hooks, MCP servers, settings: read-only on top of the copy
     shared: tuple[str, ...] = ()       # what the CLI only reads (plugins): the person's, read-only, not copied
     login: tuple[str, ...] = ()        # the person's own file, writable (token refresh)
@@ -72,7 +74,8 @@ _CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("proje
 PLACES: dict[str, tuple[ConfigPlace, ...]] = {
     "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True)),
     "codex": (ConfigPlace("codex", ".codex", "CODEX_HOME", kept=("sessions",),
-                          skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp"),
+                          # its databases hold the person's threads, logs, memories and goals
+                          skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp", "*.sqlite*"),
                           locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
     "gemini": (ConfigPlace("gemini", ".gemini", kept=("tmp",), skipped=("history",),
                            locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
@@ -155,7 +158,7 @@ def _copy_tree(source: Path, copy: Path, *, ignored: set[str]) -> None:
         return
 
     def ignore(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n in ignored] if Path(folder) == source else []
+        return [n for n in names if any(fnmatch.fnmatchcase(n, i) for i in ignored)] if Path(folder) == source else []
     try:
         shutil.copytree(source, copy, symlinks=True, ignore=ignore, dirs_exist_ok=True, copy_function=shutil.copy)
     except shutil.Error:

@@ -14,6 +14,10 @@ def _claude_home(home: Path) -> None:
     (home / ".claude" / ".credentials.json").write_text('{"refresh": "r1"}')
     (home / ".claude.json").write_text('{"numStartups": 3}')
     (home / ".claude" / "plugins" / "tool").mkdir(parents=True)
+    (home / ".claude" / "plans").mkdir()  # the person's plan-mode plans, and copies of their ~/.claude.json
+    (home / ".claude" / "plans" / "quiet-river.md").write_text("the person's plan")
+    (home / ".claude" / "backups").mkdir()
+    (home / ".claude" / "backups" / ".claude.json.backup.1").write_text("{}")
 
 
 def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_agents(tmp_path: Path) -> None:
@@ -23,6 +27,7 @@ def test_the_copy_leaves_out_the_persons_sessions_locks_settings_and_keeps_the_a
     mounts = {target: (source, how) for source, target, how in overlays}
     copy, _ = mounts[home / ".claude"]
     assert copy == tmp_path / "run1" / "claude" and not (copy / "projects" / "-person-repo").exists()
+    assert not (copy / "plans").exists() and not (copy / "backups").exists()
     assert mounts[home / ".claude" / "settings.json"] == (copy / "settings.json", cliconfig.READ_ONLY)
     assert mounts[home / ".claude" / "projects"] == (sessions / "claude" / "projects", cliconfig.WRITABLE)
     assert mounts[home / ".claude" / ".credentials.json"] == (home / ".claude" / ".credentials.json",

@@ -68,7 +68,7 @@ class ConfigPlace:
 
 _CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("projects",),
                           skipped=("shell-snapshots", "todos", "statsig", "debug", "file-history", "logs", "ide",
-                                   "session-env", "telemetry", "history.jsonl", "paste-cache"),
+                                   "session-env", "telemetry", "history.jsonl", "paste-cache", "plans", "backups"),
                           locked=("settings.json", "settings.local.json"), login=(".credentials.json",),
                           shared=("plugins", "commands", "agents", "skills", "output-styles"))
 PLACES: dict[str, tuple[ConfigPlace, ...]] = {

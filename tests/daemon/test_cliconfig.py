@@ -72,3 +72,15 @@ def test_codex_databases_of_the_persons_threads_stay_out_of_the_runs_copy(tmp_pa
         (codex / name).write_text("the person's threads")
     cliconfig.prepare("codex", home, {}, tmp_path / "run", tmp_path / "sessions")
     assert sorted(p.name for p in (tmp_path / "run" / "codex").iterdir()) == ["config.toml"]
+
+
+def test_copilot_session_store_of_the_persons_turns_stays_out_of_the_runs_copy(tmp_path: Path) -> None:
+    """GitHub Copilot CLI 1.0.102 keeps the person's sessions and turns (with a full-text index) in
+    ~/.copilot/session-store.db: left out of the run's copy, as its logs are."""
+    home = tmp_path / "home"
+    (home / ".copilot").mkdir(parents=True)
+    (home / ".copilot" / "config.json").write_text("{}")
+    for name in ("session-store.db", "session-store.db-wal", "session-store.db-shm"):
+        (home / ".copilot" / name).write_text("the person's turns")
+    cliconfig.prepare("copilot", home, {}, tmp_path / "run", tmp_path / "sessions")
+    assert sorted(p.name for p in (tmp_path / "run" / "copilot").iterdir()) == ["config.json"]

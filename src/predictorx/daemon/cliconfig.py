@@ -89,7 +89,9 @@ PLACES: dict[str, tuple[ConfigPlace, ...]] = {
              ConfigPlace("kilo-data", ".local/share/kilo", "XDG_DATA_HOME", "kilo", all_kept=True, login=("auth.json",)),
              ConfigPlace("kilo-state", ".local/state/kilo", "XDG_STATE_HOME", "kilo")),
     # GitHub Copilot CLI: ~/.copilot (or $COPILOT_HOME); its sessions in session-state.
-    "copilot": (ConfigPlace("copilot", ".copilot", "COPILOT_HOME", kept=("session-state",), skipped=("logs",),
+    # (session-store.db*: the person's sessions and turns, with a search index of them)
+    "copilot": (ConfigPlace("copilot", ".copilot", "COPILOT_HOME", kept=("session-state",),
+                            skipped=("logs", "session-store.db*"),
                             locked=("config.json", "mcp-config.json"), shared=("pkg",)),),
     "opencode": (ConfigPlace("opencode-config", ".config/opencode", "XDG_CONFIG_HOME", "opencode",
                              locked=("opencode.json", "opencode.jsonc", "config.json"),

@@ -149,11 +149,10 @@ class SandboxPlan:
     dies_with_parent: ClassVar[bool] = True
 
     def __call__(self, argv: list[str], env: dict[str, str]) -> list[str]:
-        copies = self._in_memory()
-        fds = [COPY_FD - i for i in range(len(copies))]
-        command = self._command(argv, env, SECCOMP_FD, list(zip(fds, (target for _, target in copies))))
+        copies = self._numbered_copies()
+        command = self._command(argv, env, SECCOMP_FD, [(fd, target) for fd, _, target in copies])
         opened = ([(SECCOMP_FD, self.seccomp)] if self.seccomp is not None else []) + \
-            [(fd, source) for fd, (source, _) in zip(fds, copies)]
+            [(fd, source) for fd, source, _ in copies]
         if not opened:
             return command
         # bwrap takes the filter and the copies as open fds: a shell opens them and execs bwrap
@@ -177,10 +176,11 @@ class SandboxPlan:
             files: list[tuple[int, Path]] = []
             for source, target in self._in_memory():
                 try:
-                    files.append((os.open(source, os.O_RDONLY | os.O_CLOEXEC), target))
+                    fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
                 except OSError:
                     continue
-                opened.append(files[-1][0])
+                opened.append(fd)
+                files.append((fd, target))
             return self._command(argv, env, seccomp_fd, files), tuple(opened)
         except BaseException:
             for fd in opened:
@@ -189,6 +189,10 @@ class SandboxPlan:
 
     def _in_memory(self) -> list[tuple[Path, Path]]:
         return [(source, target) for source, target, how in self.overlays if how == IN_MEMORY]
+
+    def _numbered_copies(self) -> list[tuple[int, Path, Path]]:
+        """(fd, source, path inside) of the copies when a shell opens them: COPY_FD, COPY_FD - 1, …"""
+        return [(COPY_FD - i, source, target) for i, (source, target) in enumerate(self._in_memory())]
 
     def _command(self, argv: list[str], env: dict[str, str], seccomp_fd: int | None,
                  files: list[tuple[int, Path]]) -> list[str]:
@@ -244,7 +248,7 @@ class SandboxPlan:
             if how != IN_MEMORY:
                 args += ["--ro-bind" if how == READ_ONLY else "--bind", str(source), str(target)]
         if files is None:
-            files = [(COPY_FD - i, target) for i, (_, target) in enumerate(self._in_memory())]
+            files = [(fd, target) for fd, _, target in self._numbered_copies()]
         for fd, target in files:
             args += ["--file", str(fd), str(target)]
         if self.chdir is not None:

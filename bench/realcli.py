@@ -21,8 +21,9 @@ Two phases, so the figures compare like with like and the machine is not simply 
    both see the same load — the per-task overhead against the bare start (`ratio_p50` of this
    phase is against those paired bare runs), and the CPU seconds one task costs (daemons, their
    agents and helper processes, server; the bare run's CPU beside it). The bench asks the server
-   whether a task ended only once the model answered its last turn (every 2 s before): its own
-   requests are not the platform's cost;
+   whether a task ended only once the model answered its last turn (every 2 s before), and what
+   its asking cost the server is taken out: its own requests are not the platform's cost
+   (`bench_looks_cpu_s_per_task`); `cpu_s_per_task_split` says where the rest went;
 2. `load`: `--tasks` (default 50) assignments at `--rate` per second — by default the rate the
    machine can serve: half of its cores' CPU seconds per second over the CPU one task took in
    phase 1 (reported as `rate_per_s`, with how it was chosen). Its lower bound is measured the
@@ -146,6 +147,17 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _threads_cpu(pid: int) -> float:
+    """CPU seconds the threads of a process alive now have run (/proc/…/task/*/schedstat)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # (the thread ended meanwhile)
+            pass
+    return total / 1e9
+
+
 def _tree_cpu(pid: int) -> float:
     """CPU seconds of a process, of the children it has waited for (its agents, their hooks), and of
     its descendants still alive (the daemon's `agents-room run-config --serve`, an agent still
@@ -173,6 +185,7 @@ class Platform:
         self.root = root
         self.server = Server(root / "server", sqlite_url(root))
         self.daemons: list[Daemon] = []
+        self.own_requests_cpu = 0.0
         for i in range(daemons):
             self.daemons.append(Daemon(self.server, root / f"daemon-{i}", max_tasks=max_tasks, wait=False,
                                        PREDICTORX_WORKSPACES_ROOT=str(root / f"ws-{i}"), **env))
@@ -183,6 +196,23 @@ class Platform:
 
     def cpu(self) -> float:
         return self.server.cpu_seconds() + sum(_tree_cpu(d.proc.pid) for d in self.daemons)
+
+    def split(self) -> tuple[float, float]:
+        """The server's CPU seconds so far, and the daemons' own (not what they started)."""
+        import psutil
+
+        own = sum(sum(psutil.Process(d.proc.pid).cpu_times()[:2]) for d in self.daemons)
+        return self.server.cpu_seconds(), own
+
+    def look(self, number: int) -> list[dict]:
+        """The bench's one request per look (an issue's runs), and what it cost the server, kept in
+        `own_requests_cpu` to be taken out of the platform's CPU: the bench's asking is not the
+        platform's cost. Timed from the server's threads' own run times (schedstat, nanoseconds;
+        psutil's figures move in 10 ms ticks), over the moments the request took."""
+        before = _threads_cpu(self.server.proc.pid)
+        runs = self.server.api("GET", f"/api/issues/{number}/runs")
+        self.own_requests_cpu += max(0.0, _threads_cpu(self.server.proc.pid) - before)
+        return runs
 
     def stop(self) -> None:
         for d in self.daemons:
@@ -209,7 +239,7 @@ class Platform:
             if time.monotonic() < asked + (0.2 if answered else 2.0):
                 return None
             asked = time.monotonic()
-            runs = self.server.api("GET", f"/api/issues/{number}/runs")
+            runs = self.look(number)
             task = runs[0] if runs else None
             return task if task is not None and task["status"] in ("completed", "failed", "cancelled") else None
         return wait_until(ended, 600, 0.05, f"the task of issue #{number}")
@@ -219,14 +249,16 @@ class Platform:
         """`tasks` assignments, one at a time (rate None; `before_each()` runs before each) or `rate` per second."""
         log(f"{name}: {tasks} assignments " + ("one at a time" if rate is None else f"at {rate:.2f}/s"))
         seen = len(model.requests)
-        cpu0, t0 = self.cpu(), time.monotonic()
+        cpu0, t0, own0, (server0, daemons0) = self.cpu(), time.monotonic(), self.own_requests_cpu, self.split()
         assigned: dict[int, float] = {}
         done: dict[int, dict] = {}
         for i in range(tasks):
             if before_each is not None:
-                cpu_paused = self.cpu()
+                cpu_paused, (server_paused, daemons_paused) = self.cpu(), self.split()
                 before_each()
                 cpu0 += self.cpu() - cpu_paused  # (nothing of the platform's should run meanwhile)
+                server1, daemons1 = self.split()
+                server0, daemons0 = server0 + server1 - server_paused, daemons0 + daemons1 - daemons_paused
             due = time.monotonic() + (1 / rate if rate else 0)
             issue = self.server.api("POST", "/api/issues", {"title": f"bench {name} job {i}", "assignee": "claude-bench"})
             assigned[issue["number"]] = time.time()
@@ -238,7 +270,11 @@ class Platform:
             if number not in done:
                 done[number] = self._wait(model, number)
         wall = time.monotonic() - t0
-        cpu = self.cpu() - cpu0
+        asking = self.own_requests_cpu - own0
+        cpu = self.cpu() - cpu0 - asking
+        server1, daemons1 = self.split()
+        split = {"server": (server1 - server0 - asking) / max(1, tasks), "daemons": (daemons1 - daemons0) / max(1, tasks)}
+        split["their_processes"] = cpu / max(1, tasks) - split["server"] - split["daemons"]
         first_request: dict[int, float] = {}
         for r in model.requests[seen:]:
             m = _ISSUE.search(r.text) if r.turn == "tool" else None
@@ -257,6 +293,11 @@ class Platform:
                 "assignment_to_first_model_request": _ms(to_first),
                 "cli_result_to_task_completed": _ms(result_to_done),
                 "cpu_s_per_task": round(cpu / max(1, tasks), 3), "wall_s": round(wall, 1),
+                # where it went: the server, the daemons' own processes, and everything they
+                # started (the agent CLI in its sandbox, its MCP front and hooks, git, agents-room);
+                # the bench's own looks at the task are not in it (`bench_looks_cpu_s_per_task`)
+                "cpu_s_per_task_split": {k: round(v, 3) for k, v in split.items()},
+                "bench_looks_cpu_s_per_task": round(asking / max(1, tasks), 4),
                 "cpu_busy_fraction_of_cores": round(cpu / wall / (os.cpu_count() or 1), 2),
                 "loadavg_1_5_15": _loadavg(), "_to_first": to_first}
 

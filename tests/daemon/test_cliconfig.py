@@ -84,3 +84,48 @@ def test_copilot_session_store_of_the_persons_turns_stays_out_of_the_runs_copy(t
         (home / ".copilot" / name).write_text("the person's turns")
     cliconfig.prepare("copilot", home, {}, tmp_path / "run", tmp_path / "sessions")
     assert sorted(p.name for p in (tmp_path / "run" / "copilot").iterdir()) == ["config.json"]
+
+
+def test_what_the_person_typed_into_copilot_opencode_and_kilo_stays_out_of_the_runs_copy(tmp_path: Path) -> None:
+    """Copilot CLI keeps every prompt the person typed in ~/.copilot/command-history-state.json;
+    OpenCode and Kilo keep their TUI's prompt history, stashed drafts and the files the person opened
+    in their state dir (prompt-history.jsonl, prompt-stash.jsonl, frecency.jsonl — read off both
+    pinned binaries). Copied into a sandboxed run, the agent could read them, as it could Claude
+    Code's and Codex's history.jsonl before those were left out."""
+    home = tmp_path / "home"
+    (home / ".copilot").mkdir(parents=True)
+    (home / ".copilot" / "config.json").write_text("{}")
+    (home / ".copilot" / "command-history-state.json").write_text('{"commandHistory": ["deploy with key sk-1"]}')
+    for cli in ("opencode", "kilo"):
+        state = home / ".local" / "state" / cli
+        state.mkdir(parents=True)
+        (state / "model.json").write_text("{}")
+        for name in ("prompt-history.jsonl", "prompt-stash.jsonl", "frecency.jsonl"):
+            (state / name).write_text("what the person typed")
+    cliconfig.prepare("copilot", home, {}, tmp_path / "run", tmp_path / "sessions")
+    assert sorted(p.name for p in (tmp_path / "run" / "copilot").iterdir()) == ["config.json"]
+    for cli in ("opencode", "kilo"):
+        overlays = cliconfig.prepare(cli, home, {}, tmp_path / cli, tmp_path / "sessions")
+        copy = next(source for source, target, _ in overlays if target == home / ".local" / "state" / cli)
+        assert sorted(p.name for p in copy.iterdir()) == ["model.json"], cli
+
+
+def test_gemini_browser_profile_and_qwen_edit_history_stay_out_of_the_runs_copy(tmp_path: Path) -> None:
+    """Gemini CLI's browser agent keeps its browser profile (the person's cookies and logins) in
+    ~/.gemini/cli-browser-profile; Qwen Code keeps copies of the files the person's sessions edited
+    (file-history), their worktrees, chat channels with credentials and a usage record in ~/.qwen."""
+    home = tmp_path / "home"
+    (home / ".gemini" / "cli-browser-profile" / "Default").mkdir(parents=True)
+    (home / ".gemini" / "cli-browser-profile" / "Default" / "Cookies").write_text("the person's cookies")
+    (home / ".gemini" / "settings.json").write_text("{}")
+    qwen = home / ".qwen"
+    for folder in ("file-history/s1", "worktrees/w1", "channels", "arena", "artifacts"):
+        (qwen / folder).mkdir(parents=True)
+    (qwen / "file-history" / "s1" / "main.py").write_text("the person's code")
+    (qwen / "channels" / "weixin-credentials.json").write_text('{"token": "t1"}')
+    (qwen / "usage_record.jsonl").write_text("{}")
+    (qwen / "settings.json").write_text("{}")
+    cliconfig.prepare("gemini", home, {}, tmp_path / "run", tmp_path / "sessions")
+    assert sorted(p.name for p in (tmp_path / "run" / "gemini").iterdir()) == ["settings.json"]
+    cliconfig.prepare("qwen", home, {}, tmp_path / "run", tmp_path / "sessions")
+    assert sorted(p.name for p in (tmp_path / "run" / "qwen").iterdir()) == ["settings.json"]

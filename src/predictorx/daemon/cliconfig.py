@@ -71,34 +71,44 @@ _CLAUDE_DIR = ConfigPlace("claude", ".claude", "CLAUDE_CONFIG_DIR", kept=("proje
                                    "session-env", "telemetry", "history.jsonl", "paste-cache", "plans", "backups"),
                           locked=("settings.json", "settings.local.json"), login=(".credentials.json",),
                           shared=("plugins", "commands", "agents", "skills", "output-styles"))
+#: OpenCode's and Kilo's state: what the person typed (their prompt history and stashed drafts)
+#: and the files they opened (frecency), all from their TUI.
+_TUI_HISTORY = ("prompt-history.jsonl", "prompt-stash.jsonl", "frecency.jsonl")
 PLACES: dict[str, tuple[ConfigPlace, ...]] = {
     "claude": (_CLAUDE_DIR, ConfigPlace("claude.json", ".claude.json", is_file=True)),
     "codex": (ConfigPlace("codex", ".codex", "CODEX_HOME", kept=("sessions",),
                           # its databases hold the person's threads, logs, memories and goals
                           skipped=("archived_sessions", "log", "history.jsonl", "tmp", ".tmp", "*.sqlite*"),
                           locked=("config.toml",), login=("auth.json",), shared=("skills", "prompts")),),
-    "gemini": (ConfigPlace("gemini", ".gemini", kept=("tmp",), skipped=("history",),
+    # (cli-browser-profile: the browser its browser agent drives, with the person's cookies and logins)
+    "gemini": (ConfigPlace("gemini", ".gemini", kept=("tmp",), skipped=("history", "cli-browser-profile"),
                            locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
-    # Qwen Code is a Gemini CLI fork: the same layout under ~/.qwen (an ACP-only agent here).
-    "qwen": (ConfigPlace("qwen", ".qwen", kept=("tmp", "projects"), skipped=("history", "logs"),
+    # Qwen Code is a Gemini CLI fork: the same layout under ~/.qwen (an ACP-only agent here). Left
+    # out: copies of the files the person's sessions edited (file-history), their worktrees, their
+    # chat channels' sessions and credentials, their usage record, arena runs and artifacts.
+    "qwen": (ConfigPlace("qwen", ".qwen", kept=("tmp", "projects"),
+                         skipped=("history", "logs", "file-history", "worktrees", "channels", "usage_record.jsonl",
+                                  "arena", "artifacts"),
                          locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
     # Kilo is an OpenCode fork: the same layout under its own name (an ACP-only agent here).
     "kilo": (ConfigPlace("kilo-config", ".config/kilo", "XDG_CONFIG_HOME", "kilo",
                          locked=("kilo.json", "kilo.jsonc", "opencode.json", "config.json"),
                          shared=("node_modules", "plugin", "agent", "command")),
              ConfigPlace("kilo-data", ".local/share/kilo", "XDG_DATA_HOME", "kilo", all_kept=True, login=("auth.json",)),
-             ConfigPlace("kilo-state", ".local/state/kilo", "XDG_STATE_HOME", "kilo")),
+             ConfigPlace("kilo-state", ".local/state/kilo", "XDG_STATE_HOME", "kilo", skipped=_TUI_HISTORY)),
     # GitHub Copilot CLI: ~/.copilot (or $COPILOT_HOME); its sessions in session-state.
-    # (session-store.db*: the person's sessions and turns, with a search index of them)
+    # (session-store.db*: the person's sessions and turns, with a search index of them;
+    # command-history-state.json: every prompt the person typed)
     "copilot": (ConfigPlace("copilot", ".copilot", "COPILOT_HOME", kept=("session-state",),
-                            skipped=("logs", "session-store.db*"),
+                            skipped=("logs", "session-store.db*", "command-history-state.json"),
                             locked=("config.json", "mcp-config.json"), shared=("pkg",)),),
     "opencode": (ConfigPlace("opencode-config", ".config/opencode", "XDG_CONFIG_HOME", "opencode",
                              locked=("opencode.json", "opencode.jsonc", "config.json"),
                              shared=("node_modules", "plugin", "agent", "command")),
                  ConfigPlace("opencode-data", ".local/share/opencode", "XDG_DATA_HOME", "opencode",
                              all_kept=True, login=("auth.json",)),
-                 ConfigPlace("opencode-state", ".local/state/opencode", "XDG_STATE_HOME", "opencode")),
+                 ConfigPlace("opencode-state", ".local/state/opencode", "XDG_STATE_HOME", "opencode",
+                             skipped=_TUI_HISTORY)),
 }
 
 # pi (an ACP agent through pi-acp): ~/.pi/agent (or $PI_CODING_AGENT_DIR) holds its settings, its

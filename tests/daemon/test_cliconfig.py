@@ -119,7 +119,8 @@ def test_gemini_browser_profile_and_qwen_edit_history_stay_out_of_the_runs_copy(
     (home / ".gemini" / "cli-browser-profile" / "Default" / "Cookies").write_text("the person's cookies")
     (home / ".gemini" / "settings.json").write_text("{}")
     qwen = home / ".qwen"
-    for folder in ("file-history/s1", "worktrees/w1", "channels", "arena", "artifacts"):
+    for folder in ("file-history/s1", "worktrees/w1", "channels", "arena", "artifacts", "sessions", "teams/t1",
+                   "tasks/t1", "boards"):
         (qwen / folder).mkdir(parents=True)
     (qwen / "file-history" / "s1" / "main.py").write_text("the person's code")
     (qwen / "channels" / "weixin-credentials.json").write_text('{"token": "t1"}')
@@ -129,3 +130,22 @@ def test_gemini_browser_profile_and_qwen_edit_history_stay_out_of_the_runs_copy(
     assert sorted(p.name for p in (tmp_path / "run" / "gemini").iterdir()) == ["settings.json"]
     cliconfig.prepare("qwen", home, {}, tmp_path / "run", tmp_path / "sessions")
     assert sorted(p.name for p in (tmp_path / "run" / "qwen").iterdir()) == ["settings.json"]
+
+
+def test_cline_reports_of_the_persons_scheduled_runs_and_its_connectors_stay_out_of_the_runs_copy(
+        tmp_path: Path) -> None:
+    """Cline (@cline/shared's storage paths) keeps the reports and events of the person's scheduled
+    runs under ~/.cline/cron, their agent teams' state under data/teams and their chat connectors'
+    data under data/connectors: none of it is the run's; its settings are."""
+    home = tmp_path / "home"
+    cline = home / ".cline"
+    for folder in ("cron/reports", "data/teams", "data/connectors/slack", "data/settings"):
+        (cline / folder).mkdir(parents=True)
+    (cline / "cron" / "reports" / "nightly.md").write_text("what the person's scheduled run did")
+    (cline / "data" / "connectors" / "slack" / "state.json").write_text('{"token": "xoxb-1"}')
+    (cline / "data" / "settings" / "providers.json").write_text("{}")
+    (cline / "config.json").write_text("{}")
+    overlays = cliconfig.prepare("cline", home, {}, tmp_path / "run", tmp_path / "sessions")
+    copies = {target: source for source, target, _ in overlays}
+    assert sorted(p.name for p in copies[cline].iterdir()) == ["config.json"]
+    assert sorted(p.name for p in copies[cline / "data"].iterdir()) == ["settings"]

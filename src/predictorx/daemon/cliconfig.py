@@ -85,10 +85,11 @@ PLACES: dict[str, tuple[ConfigPlace, ...]] = {
                            locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
     # Qwen Code is a Gemini CLI fork: the same layout under ~/.qwen (an ACP-only agent here). Left
     # out: copies of the files the person's sessions edited (file-history), their worktrees, their
-    # chat channels' sessions and credentials, their usage record, arena runs and artifacts.
+    # chat channels' sessions and credentials, their usage record, arena runs and artifacts, their
+    # sessions' registry and their agent teams' state (teams, their tasks and boards).
     "qwen": (ConfigPlace("qwen", ".qwen", kept=("tmp", "projects"),
                          skipped=("history", "logs", "file-history", "worktrees", "channels", "usage_record.jsonl",
-                                  "arena", "artifacts"),
+                                  "arena", "artifacts", "sessions", "teams", "tasks", "boards"),
                          locked=("settings.json",), login=("oauth_creds.json",), shared=("extensions", "commands")),),
     # Kilo is an OpenCode fork: the same layout under its own name (an ACP-only agent here).
     "kilo": (ConfigPlace("kilo-config", ".config/kilo", "XDG_CONFIG_HOME", "kilo",
@@ -120,9 +121,11 @@ PLACES["pi"] = (ConfigPlace("pi-agent", ".pi/agent", "PI_CODING_AGENT_DIR", kept
                 ConfigPlace("pi-acp", ".pi/pi-acp", all_kept=True))
 # Cline: ~/.cline (or $CLINE_DIR); its settings, provider config (settings/providers.json) and
 # sessions under data/ (or $CLINE_DATA_DIR): the sessions' files and their databases kept per agent.
-PLACES["cline"] = (ConfigPlace("cline", ".cline", "CLINE_DIR", skipped=("data",)),
+# Left out: the reports and events of the person's scheduled runs (cron/), their agent teams'
+# state (teams/) and their chat connectors' data (connectors/).
+PLACES["cline"] = (ConfigPlace("cline", ".cline", "CLINE_DIR", skipped=("data", "cron")),
                    ConfigPlace("cline-data", ".cline/data", "CLINE_DATA_DIR", kept=("sessions", "db"),
-                               skipped=("logs", "cache")))
+                               skipped=("logs", "cache", "teams", "connectors")))
 
 def places(provider: str, home: Path, env: dict[str, str]) -> list[Path]:
     """Where `provider` keeps its config on this machine (for what the sandbox must never bind)."""

@@ -149,3 +149,16 @@ def test_cline_reports_of_the_persons_scheduled_runs_and_its_connectors_stay_out
     copies = {target: source for source, target, _ in overlays}
     assert sorted(p.name for p in copies[cline].iterdir()) == ["config.json"]
     assert sorted(p.name for p in copies[cline / "data"].iterdir()) == ["settings"]
+
+
+def test_gptme_snapshots_of_the_persons_other_workspaces_stay_out_of_the_runs_copy(tmp_path: Path) -> None:
+    """gptme keeps git snapshots of the workspaces the person ran it in (their code) under its state
+    dir, workspace-snapshots/<fingerprint>.git; the run's copy of that dir leaves them out."""
+    home = tmp_path / "home"
+    state = home / ".local" / "state" / "gptme"
+    (state / "workspace-snapshots" / "abc.git").mkdir(parents=True)
+    (state / "workspace-snapshots" / "abc.git" / "HEAD").write_text("ref: refs/heads/main")
+    (state / "checkpoint.json").write_text("{}")
+    overlays = cliconfig.prepare("gptme", home, {}, tmp_path / "run", tmp_path / "sessions")
+    copy = next(source for source, target, _ in overlays if target == state)
+    assert sorted(p.name for p in copy.iterdir()) == ["checkpoint.json"]

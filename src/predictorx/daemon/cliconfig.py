@@ -184,7 +184,9 @@ def _copy_tree(source: Path, copy: Path, *, ignored: set[str]) -> None:
 PLACES["gptme"] = (ConfigPlace("gptme-config", ".config/gptme", "XDG_CONFIG_HOME", "gptme",
                                locked=("config.toml", "config.local.toml")),
                    ConfigPlace("gptme-data", ".local/share/gptme", "XDG_DATA_HOME", "gptme", all_kept=True),
-                   ConfigPlace("gptme-state", ".local/state/gptme", "XDG_STATE_HOME", "gptme"))
+                   # (workspace-snapshots: git copies of the person's other workspaces, their code)
+                   ConfigPlace("gptme-state", ".local/state/gptme", "XDG_STATE_HOME", "gptme",
+                               skipped=("workspace-snapshots",)))
 # Mistral Vibe (an ACP-only agent here): ~/.vibe (or $VIBE_HOME); its sessions in logs/.
 PLACES["vibe"] = (ConfigPlace("vibe", ".vibe", "VIBE_HOME", kept=("logs",), skipped=("vibehistory",),
                               locked=("config.toml",)),)

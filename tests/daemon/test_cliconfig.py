@@ -162,3 +162,20 @@ def test_gptme_snapshots_of_the_persons_other_workspaces_stay_out_of_the_runs_co
     overlays = cliconfig.prepare("gptme", home, {}, tmp_path / "run", tmp_path / "sessions")
     copy = next(source for source, target, _ in overlays if target == state)
     assert sorted(p.name for p in copy.iterdir()) == ["checkpoint.json"]
+
+
+def test_mistral_vibe_plans_and_worktrees_of_the_person_stay_out_and_its_hooks_are_locked(tmp_path: Path) -> None:
+    """Mistral Vibe keeps the person's plans and git worktrees of their repositories under ~/.vibe;
+    its hooks.toml, like its config.toml, is read-only on top of the run's copy."""
+    home = tmp_path / "home"
+    vibe = home / ".vibe"
+    (vibe / "plans").mkdir(parents=True)
+    (vibe / "plans" / "p.md").write_text("the person's plan")
+    (vibe / "worktrees" / "repo" / ".git").mkdir(parents=True)
+    (vibe / "config.toml").write_text("")
+    (vibe / "hooks.toml").write_text("")
+    overlays = cliconfig.prepare("vibe", home, {}, tmp_path / "run", tmp_path / "sessions")
+    mounts = {target: (source, how) for source, target, how in overlays}
+    copy, _ = mounts[vibe]
+    assert sorted(p.name for p in copy.iterdir()) == ["config.toml", "hooks.toml"]
+    assert mounts[vibe / "hooks.toml"] == (copy / "hooks.toml", cliconfig.READ_ONLY)

@@ -188,5 +188,6 @@ PLACES["gptme"] = (ConfigPlace("gptme-config", ".config/gptme", "XDG_CONFIG_HOME
                    ConfigPlace("gptme-state", ".local/state/gptme", "XDG_STATE_HOME", "gptme",
                                skipped=("workspace-snapshots",)))
 # Mistral Vibe (an ACP-only agent here): ~/.vibe (or $VIBE_HOME); its sessions in logs/.
-PLACES["vibe"] = (ConfigPlace("vibe", ".vibe", "VIBE_HOME", kept=("logs",), skipped=("vibehistory",),
-                              locked=("config.toml",)),)
+# (Left out: the person's prompt history, plans and git worktrees of their repositories.)
+PLACES["vibe"] = (ConfigPlace("vibe", ".vibe", "VIBE_HOME", kept=("logs",), skipped=("vibehistory", "plans", "worktrees"),
+                              locked=("config.toml", "hooks.toml")),)

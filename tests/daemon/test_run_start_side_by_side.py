@@ -75,10 +75,12 @@ async def test_the_running_report_the_rooms_and_the_sweep_go_side_by_side(tmp_pa
 
 #: A stand-in `claude`: notes when it started, then when its prompt arrived and what it said.
 _CLAUDE = """
-import json, sys, time
+import json, os, sys, time
 started = time.monotonic()
 prompt = sys.stdin.read()
-open(sys.argv[1], "w").write(json.dumps({"started": started, "read": time.monotonic(), "prompt": prompt}))
+# written whole or not at all: a refused run stops this process, maybe between an open and its write
+open(sys.argv[1] + ".part", "w").write(json.dumps({"started": started, "read": time.monotonic(), "prompt": prompt}))
+os.replace(sys.argv[1] + ".part", sys.argv[1])
 print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "ok", "session_id": "s-1"}))
 """
 

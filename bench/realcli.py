@@ -47,6 +47,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -185,7 +186,7 @@ class Platform:
         self.root = root
         self.server = Server(root / "server", sqlite_url(root))
         self.daemons: list[Daemon] = []
-        self.own_requests_cpu = 0.0
+        self.looks_cpu: list[float] = []
         for i in range(daemons):
             self.daemons.append(Daemon(self.server, root / f"daemon-{i}", max_tasks=max_tasks, wait=False,
                                        PREDICTORX_WORKSPACES_ROOT=str(root / f"ws-{i}"), **env))
@@ -206,13 +207,20 @@ class Platform:
 
     def look(self, number: int) -> list[dict]:
         """The bench's one request per look (an issue's runs), and what it cost the server, kept in
-        `own_requests_cpu` to be taken out of the platform's CPU: the bench's asking is not the
-        platform's cost. Timed from the server's threads' own run times (schedstat, nanoseconds;
-        psutil's figures move in 10 ms ticks), over the moments the request took."""
+        `looks_cpu` to be taken out of the platform's CPU: the bench's asking is not the platform's
+        cost. Timed from the server's threads' own run times (schedstat, nanoseconds; psutil's
+        figures move in 10 ms ticks), over the moments the request took."""
         before = _threads_cpu(self.server.proc.pid)
         runs = self.server.api("GET", f"/api/issues/{number}/runs")
-        self.own_requests_cpu += max(0.0, _threads_cpu(self.server.proc.pid) - before)
+        self.looks_cpu.append(max(0.0, _threads_cpu(self.server.proc.pid) - before))
         return runs
+
+    def looks_since(self, first: int) -> float:
+        """What the looks since the `first`-th cost the server: their median times their number —
+        a look that met a daemon's request in the server (a finish comes as the bench looks)
+        would take part of it out too."""
+        costs = self.looks_cpu[first:]
+        return statistics.median(costs) * len(costs) if costs else 0.0
 
     def stop(self) -> None:
         for d in self.daemons:
@@ -249,7 +257,7 @@ class Platform:
         """`tasks` assignments, one at a time (rate None; `before_each()` runs before each) or `rate` per second."""
         log(f"{name}: {tasks} assignments " + ("one at a time" if rate is None else f"at {rate:.2f}/s"))
         seen = len(model.requests)
-        cpu0, t0, own0, (server0, daemons0) = self.cpu(), time.monotonic(), self.own_requests_cpu, self.split()
+        cpu0, t0, looks0, (server0, daemons0) = self.cpu(), time.monotonic(), len(self.looks_cpu), self.split()
         assigned: dict[int, float] = {}
         done: dict[int, dict] = {}
         for i in range(tasks):
@@ -270,7 +278,7 @@ class Platform:
             if number not in done:
                 done[number] = self._wait(model, number)
         wall = time.monotonic() - t0
-        asking = self.own_requests_cpu - own0
+        asking = self.looks_since(looks0)
         cpu = self.cpu() - cpu0 - asking
         server1, daemons1 = self.split()
         split = {"server": (server1 - server0 - asking) / max(1, tasks), "daemons": (daemons1 - daemons0) / max(1, tasks)}

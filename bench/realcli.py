@@ -198,12 +198,13 @@ class Platform:
     def cpu(self) -> float:
         return self.server.cpu_seconds() + sum(_tree_cpu(d.proc.pid) for d in self.daemons)
 
-    def split(self) -> tuple[float, float]:
-        """The server's CPU seconds so far, and the daemons' own (not what they started)."""
+    def usage(self) -> tuple[float, float, float]:
+        """CPU seconds so far: everything the platform's (`cpu()`), the server's, the daemons' own
+        (not what they started)."""
         import psutil
 
         own = sum(sum(psutil.Process(d.proc.pid).cpu_times()[:2]) for d in self.daemons)
-        return self.server.cpu_seconds(), own
+        return self.cpu(), self.server.cpu_seconds(), own
 
     def look(self, number: int) -> list[dict]:
         """The bench's one request per look (an issue's runs), and what it cost the server, kept in
@@ -257,16 +258,15 @@ class Platform:
         """`tasks` assignments, one at a time (rate None; `before_each()` runs before each) or `rate` per second."""
         log(f"{name}: {tasks} assignments " + ("one at a time" if rate is None else f"at {rate:.2f}/s"))
         seen = len(model.requests)
-        cpu0, t0, looks0, (server0, daemons0) = self.cpu(), time.monotonic(), len(self.looks_cpu), self.split()
+        start, t0, looks0 = self.usage(), time.monotonic(), len(self.looks_cpu)
+        paused: tuple[float, ...] = (0.0, 0.0, 0.0)  # (what ran while `before_each()` did: nothing of the platform's should)
         assigned: dict[int, float] = {}
         done: dict[int, dict] = {}
         for i in range(tasks):
             if before_each is not None:
-                cpu_paused, (server_paused, daemons_paused) = self.cpu(), self.split()
+                before = self.usage()
                 before_each()
-                cpu0 += self.cpu() - cpu_paused  # (nothing of the platform's should run meanwhile)
-                server1, daemons1 = self.split()
-                server0, daemons0 = server0 + server1 - server_paused, daemons0 + daemons1 - daemons_paused
+                paused = tuple(p + now - b for p, now, b in zip(paused, self.usage(), before))
             due = time.monotonic() + (1 / rate if rate else 0)
             issue = self.server.api("POST", "/api/issues", {"title": f"bench {name} job {i}", "assignee": "claude-bench"})
             assigned[issue["number"]] = time.time()
@@ -279,9 +279,9 @@ class Platform:
                 done[number] = self._wait(model, number)
         wall = time.monotonic() - t0
         asking = self.looks_since(looks0)
-        cpu = self.cpu() - cpu0 - asking
-        server1, daemons1 = self.split()
-        split = {"server": (server1 - server0 - asking) / max(1, tasks), "daemons": (daemons1 - daemons0) / max(1, tasks)}
+        cpu, server, daemons = (now - s0 - p for now, s0, p in zip(self.usage(), start, paused))
+        cpu -= asking
+        split = {"server": (server - asking) / max(1, tasks), "daemons": daemons / max(1, tasks)}
         split["their_processes"] = cpu / max(1, tasks) - split["server"] - split["daemons"]
         first_request: dict[int, float] = {}
         for r in model.requests[seen:]:

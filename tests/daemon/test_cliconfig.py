@@ -7,6 +7,11 @@ from pathlib import Path
 from predictorx.daemon import cliconfig
 
 
+def _names(folder: Path) -> list[str]:
+    """What a run's copy holds, at its top."""
+    return sorted(p.name for p in folder.iterdir())
+
+
 def _claude_home(home: Path) -> None:
     (home / ".claude" / "projects" / "-person-repo").mkdir(parents=True)
     (home / ".claude" / "projects" / "-person-repo" / "s1.jsonl").write_text("the person's session")
@@ -71,7 +76,7 @@ def test_codex_databases_of_the_persons_threads_stay_out_of_the_runs_copy(tmp_pa
                  "memories_1.sqlite", "state_5.sqlite", "goals_1.sqlite"):
         (codex / name).write_text("the person's threads")
     cliconfig.prepare("codex", home, {}, tmp_path / "run", tmp_path / "sessions")
-    assert sorted(p.name for p in (tmp_path / "run" / "codex").iterdir()) == ["config.toml"]
+    assert _names(tmp_path / "run" / "codex") == ["config.toml"]
 
 
 def test_copilot_session_store_of_the_persons_turns_stays_out_of_the_runs_copy(tmp_path: Path) -> None:
@@ -83,7 +88,7 @@ def test_copilot_session_store_of_the_persons_turns_stays_out_of_the_runs_copy(t
     for name in ("session-store.db", "session-store.db-wal", "session-store.db-shm"):
         (home / ".copilot" / name).write_text("the person's turns")
     cliconfig.prepare("copilot", home, {}, tmp_path / "run", tmp_path / "sessions")
-    assert sorted(p.name for p in (tmp_path / "run" / "copilot").iterdir()) == ["config.json"]
+    assert _names(tmp_path / "run" / "copilot") == ["config.json"]
 
 
 def test_what_the_person_typed_into_copilot_opencode_and_kilo_stays_out_of_the_runs_copy(tmp_path: Path) -> None:
@@ -103,11 +108,11 @@ def test_what_the_person_typed_into_copilot_opencode_and_kilo_stays_out_of_the_r
         for name in ("prompt-history.jsonl", "prompt-stash.jsonl", "frecency.jsonl"):
             (state / name).write_text("what the person typed")
     cliconfig.prepare("copilot", home, {}, tmp_path / "run", tmp_path / "sessions")
-    assert sorted(p.name for p in (tmp_path / "run" / "copilot").iterdir()) == ["config.json"]
+    assert _names(tmp_path / "run" / "copilot") == ["config.json"]
     for cli in ("opencode", "kilo"):
         overlays = cliconfig.prepare(cli, home, {}, tmp_path / cli, tmp_path / "sessions")
         copy = next(source for source, target, _ in overlays if target == home / ".local" / "state" / cli)
-        assert sorted(p.name for p in copy.iterdir()) == ["model.json"], cli
+        assert _names(copy) == ["model.json"], cli
 
 
 def test_gemini_browser_profile_and_qwen_edit_history_stay_out_of_the_runs_copy(tmp_path: Path) -> None:
@@ -127,9 +132,9 @@ def test_gemini_browser_profile_and_qwen_edit_history_stay_out_of_the_runs_copy(
     (qwen / "usage_record.jsonl").write_text("{}")
     (qwen / "settings.json").write_text("{}")
     cliconfig.prepare("gemini", home, {}, tmp_path / "run", tmp_path / "sessions")
-    assert sorted(p.name for p in (tmp_path / "run" / "gemini").iterdir()) == ["settings.json"]
+    assert _names(tmp_path / "run" / "gemini") == ["settings.json"]
     cliconfig.prepare("qwen", home, {}, tmp_path / "run", tmp_path / "sessions")
-    assert sorted(p.name for p in (tmp_path / "run" / "qwen").iterdir()) == ["settings.json"]
+    assert _names(tmp_path / "run" / "qwen") == ["settings.json"]
 
 
 def test_cline_reports_of_the_persons_scheduled_runs_and_its_connectors_stay_out_of_the_runs_copy(
@@ -147,8 +152,8 @@ def test_cline_reports_of_the_persons_scheduled_runs_and_its_connectors_stay_out
     (cline / "config.json").write_text("{}")
     overlays = cliconfig.prepare("cline", home, {}, tmp_path / "run", tmp_path / "sessions")
     copies = {target: source for source, target, _ in overlays}
-    assert sorted(p.name for p in copies[cline].iterdir()) == ["config.json"]
-    assert sorted(p.name for p in copies[cline / "data"].iterdir()) == ["settings"]
+    assert _names(copies[cline]) == ["config.json"]
+    assert _names(copies[cline / "data"]) == ["settings"]
 
 
 def test_gptme_snapshots_of_the_persons_other_workspaces_stay_out_of_the_runs_copy(tmp_path: Path) -> None:
@@ -161,7 +166,7 @@ def test_gptme_snapshots_of_the_persons_other_workspaces_stay_out_of_the_runs_co
     (state / "checkpoint.json").write_text("{}")
     overlays = cliconfig.prepare("gptme", home, {}, tmp_path / "run", tmp_path / "sessions")
     copy = next(source for source, target, _ in overlays if target == state)
-    assert sorted(p.name for p in copy.iterdir()) == ["checkpoint.json"]
+    assert _names(copy) == ["checkpoint.json"]
 
 
 def test_mistral_vibe_plans_and_worktrees_of_the_person_stay_out_and_its_hooks_are_locked(tmp_path: Path) -> None:
@@ -177,5 +182,5 @@ def test_mistral_vibe_plans_and_worktrees_of_the_person_stay_out_and_its_hooks_a
     overlays = cliconfig.prepare("vibe", home, {}, tmp_path / "run", tmp_path / "sessions")
     mounts = {target: (source, how) for source, target, how in overlays}
     copy, _ = mounts[vibe]
-    assert sorted(p.name for p in copy.iterdir()) == ["config.toml", "hooks.toml"]
+    assert _names(copy) == ["config.toml", "hooks.toml"]
     assert mounts[vibe / "hooks.toml"] == (copy / "hooks.toml", cliconfig.READ_ONLY)

@@ -1,165 +1,21 @@
-"""`predictorx mcp`: the harness's tools for the agent of a task, over stdio (R-HAR-7, issue 12 §10).
-
-Authenticated by the task token in its environment (PREDICTORX_TOKEN, PREDICTORX_SERVER_URL,
-PREDICTORX_ISSUE, PREDICTORX_TASK_ID — the daemon sets them for every run): every tool is one
-HTTP call the server checks like any other; a refused step comes back as the server's sentence
-(which step is enabled, who may take it). Nothing here can do what the token cannot.
-"""
+"""`predictorx mcp`: the harness's tools (harness_tools.py) served by the MCP SDK over stdio
+(R-HAR-7, issue 12 §10). The daemon starts the fast front instead (mcp_stdio.py), which answers
+the handshake and the listing itself and calls the tools directly (direct_call.py); this server
+is what the listing is read from (mcp_tools.json) and what the front falls back on for a call it
+does not answer itself."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
-from urllib.parse import quote
-
-import httpx2 as httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-INSTRUCTIONS = """Predictor X harness: your issue's workflows, beans and handoff.
-Start with harness_state (the sweep: enabled steps, beans, suspended stack, last handoff, and any
-classification waiting for your judgement: answer it with classification_judge first).
-Take only enabled steps of your role: workflow_complete for a task, workflow_pass_gate for a gate
-(a decision gate takes the facts you assert, never the ones Predictor X computes; a judgement gate
-an outcome and a reason). Each reply says which bean you are on and what is next. Before you stop,
-call handoff_write. You never close the issue; a person does."""
-
-TIMEOUT_S = 30.0
-
-
-class _Api:
-    def __init__(self) -> None:
-        self.url = os.environ.get("PREDICTORX_SERVER_URL", "").rstrip("/")
-        self.token = os.environ.get("PREDICTORX_TOKEN", "")
-        self.issue = os.environ.get("PREDICTORX_ISSUE", "")
-        self.task = os.environ.get("PREDICTORX_TASK_ID", "")
-        self.http = httpx.Client(base_url=self.url or "http://127.0.0.1", timeout=TIMEOUT_S,
-                                 headers={"Authorization": f"Bearer {self.token}"})
-
-    def call(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
-        if not (self.url and self.token and self.issue):
-            raise ToolError("this MCP server runs inside a Predictor X task: PREDICTORX_SERVER_URL, PREDICTORX_TOKEN "
-                            "and PREDICTORX_ISSUE are not set")
-        try:
-            r = self.http.request(method, path, json=body, params=params)
-        except httpx.HTTPError as e:
-            raise ToolError(f"the Predictor X server did not answer ({type(e).__name__}); try again") from None
-        if r.status_code >= 400:
-            try:
-                detail = r.json().get("detail")
-            except ValueError:
-                detail = r.text[:300]
-            raise ToolError(str(detail))
-        return r.json() if r.content else None
-
-    def issue_path(self, tail: str = "") -> str:
-        return f"/api/issues/{quote(self.issue, safe='')}{tail}"
-
-
-def _classification_tools(app: MCPServer, api: _Api) -> None:
-    """The request's classification: try the table; see and answer what it left pending."""
-
-    @app.tool()
-    def classify(text: str) -> dict:
-        """Classify a request with the workspace's decision table (category, rule, workflow it selects;
-        or `pending` with the question to ask). Records nothing."""
-        return api.call("POST", "/api/classify", {"text": text})
-
-    @app.tool()
-    def classification_pending() -> list:
-        """The issue's classifications waiting for a judgement: each with its question, the categories
-        it chooses between and its id (no workflow was started for them)."""
-        rows = api.call("GET", api.issue_path("/classifications"))
-        return [{"id": r["id"], "question": r.get("question"), "candidates": r.get("candidates") or [],
-                 "category": r["category"], "reason": r["reason"]} for r in rows if r["method"] == "pending"]
-
-    @app.tool()
-    def classification_judge(category: str, reason: str, folio: str | None = None,
-                             classification: str | None = None) -> dict:
-        """Answer a pending classification by judgement (reason mandatory; content authoring also names
-        its folio, paper or document); starts the workflow its category selects. `classification`:
-        the id from classification_pending or the session start (default: the latest pending one)."""
-        body = ({"category": category, "reason": reason} | ({"folio": folio} if folio else {})
-                | ({"classification": classification} if classification else {}))
-        return api.call("POST", api.issue_path("/classifications"), body)
+from .harness_tools import INSTRUCTIONS, Api, functions
 
 
 def build_server() -> MCPServer:
     app = MCPServer("predictorx", instructions=INSTRUCTIONS, log_level="WARNING")
-    api = _Api()
-    q = lambda v: quote(str(v), safe="")
-
-    @app.tool()
-    def harness_state() -> dict:
-        """The sweep: workflow instances and enabled steps, interaction state and suspended stack, beans,
-        sibling branches and the previous task's handoff."""
-        return api.call("GET", f"/api/tasks/{q(api.task)}/harness/sweep")
-
-    @app.tool()
-    def workflow_enabled(process: str | None = None) -> list:
-        """Enabled steps (node, kind, role, skills, outcomes, what to produce) of one or all instances."""
-        rows = api.call("GET", api.issue_path("/workflows"))
-        return [{"process": r["process_id"], "status": r["status"], "version": r["version"], "enabled": r["enabled"]}
-                for r in rows if process in (None, r["process_id"])]
-
-    @app.tool()
-    def workflow_start(process: str) -> dict:
-        """Start a process on the issue (idempotent); it becomes your active workflow."""
-        return api.call("POST", api.issue_path("/workflows"), {"process": process})
-
-    @app.tool()
-    def workflow_complete(process: str, step: str, produced: dict[str, str] | None = None,
-                          facts: dict[str, Any] | None = None, note: str | None = None) -> dict:
-        """Complete an enabled step of your active workflow (idle: it becomes active). `produced`: bean, branch…"""
-        return api.call("POST", api.issue_path(f"/workflows/{q(process)}/steps"),
-                        {"step": step, "produced": produced or {}, "facts": facts or {}, "reason": note})
-
-    @app.tool()
-    def workflow_pass_gate(process: str, gate: str, facts: dict[str, Any] | None = None,
-                           outcome: str | None = None, reason: str | None = None) -> dict:
-        """Pass a gate: a decision gate computes its branch from facts Predictor X computes now (never pass those)
-        and the `facts` you assert with this pass (none carried over); a judgement takes `outcome` and `reason`."""
-        return api.call("POST", api.issue_path(f"/workflows/{q(process)}/steps"),
-                        {"step": gate, "facts": facts or {}, "outcome": outcome, "reason": reason})
-
-    @app.tool()
-    def workflow_suspend() -> dict:
-        """Suspend the active workflow (switching context); where it was is recorded on the stack."""
-        return api.call("POST", api.issue_path("/workflow-state/suspend"), {})
-
-    @app.tool()
-    def workflow_resume() -> dict:
-        """Resume the most recently suspended workflow."""
-        return api.call("POST", api.issue_path("/workflow-state/resume"), {})
-
-    _classification_tools(app, api)
-
-    @app.tool()
-    def bean_list() -> list:
-        """The issue's beans with status and etag."""
-        return api.call("GET", api.issue_path("/beans"))
-
-    @app.tool()
-    def bean_create(title: str, body: str = "") -> dict:
-        """Create a PR-sized bean (the same title returns the existing one)."""
-        return api.call("POST", api.issue_path("/beans"), {"title": title, "body": body})
-
-    @app.tool()
-    def bean_update(bean: str, op: str, text: str | None = None, etag: int | None = None) -> dict:
-        """op: claim | note | resolve | scrap (note and scrap take text). Pass the etag you read.
-        A bean your workflow's step named changes status only through that workflow's steps
-        (workflow_complete) while it runs; a note is always open."""
-        if op not in ("claim", "note", "resolve", "scrap"):
-            raise ToolError("op must be claim, note, resolve or scrap")
-        return api.call("POST", api.issue_path(f"/beans/{q(bean)}/{op}"), {"text": text, "if_version": etag})
-
-    @app.tool()
-    def handoff_write(done: str, next_step: str, open_questions: list[str] | None = None) -> dict:
-        """Leave the handoff for the next task on this issue: what you did, the next step, open questions.
-        Branch, commits, beans and the workflow position are added for you."""
-        return api.call("POST", f"/api/tasks/{q(api.task)}/harness/handoff",
-                        {"done": done, "next_step": next_step, "open_questions": open_questions or []})
-
+    for tool in functions(Api(ToolError)):
+        app.tool()(tool)
     return app
 
 

@@ -4,8 +4,10 @@ Claude Code waits for its MCP servers before its first model request, and import
 costs about a second of CPU per task. So the handshake (`initialize`, `ping`) and `tools/list` are
 answered here with the standard library, from mcp_tools.json — the SDK server's own listing,
 written by `python -m predictorx.workflowmcp.mcp_stdio --write` and checked against the live SDK by
-tests/test_harness_mcp_front.py — and the SDK is imported only when a tool is called, which then
-runs exactly as the SDK server runs it (`MCPServer.call_tool`). agents-room's `agents-room mcp`
+tests/test_harness_mcp_front.py. A tool call is answered here too, by the tool's own function
+(harness_tools.py, direct_call.py: ~0.6 s of CPU less at a run's first call, issue 30), when its
+arguments plainly fit the listed schema; any other call goes to the SDK, imported then, which runs
+it exactly as the SDK server does (`MCPServer.call_tool`). agents-room's `agents-room mcp`
 does the same (its own copy: it is a separate distribution that shares no code with this one).
 With `--agents-room F` (a Claude Code run whose agents-room allows it, daemon/rooms.py) it also lists
 agents-room's tools and forwards their calls to agents-room's own front (room_forward.py): one MCP
@@ -126,8 +128,12 @@ class Front:
     `forward`: agents-room's MCP entry whose tools `forwarded` names (room_forward.py), or None."""
 
     def __init__(self, listing: dict[str, Any], build: Callable[[], Any], forward: dict[str, Any] | None = None,
-                 forwarded: frozenset[str] = frozenset(), env: dict[str, str] | None = None) -> None:
+                 forwarded: frozenset[str] = frozenset(), env: dict[str, str] | None = None,
+                 direct: Callable[[], dict[str, Callable[..., Any]]] | None = None) -> None:
         self.listing = listing
+        #: makes {name: tool function} for calls answered here without the SDK (direct_call.py), or None
+        self.direct = direct
+        self._direct_tools: dict[str, Callable[..., Any]] | None = None
         #: PREDICTORX_* values (env_file_values) for the environment, put there before the first tool call
         self.env = env
         self.build = build
@@ -184,6 +190,9 @@ class Front:
     def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if name in self.forwarded and self.forward is not None:
             return self._forward(name, arguments)
+        answered = self._direct(name, arguments)
+        if answered is not None:
+            return answered
         with_site()
         import asyncio
 
@@ -202,6 +211,19 @@ class Front:
         out.pop("resultType", None)  # the 2026-07-28 envelope's; handshake revisions do not carry it
         return out
 
+
+    def _direct(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """The call answered without the SDK (direct_call.py), or None: the SDK answers it."""
+        tool = next((t for t in self.listing["tools"] if t.get("name") == name), None)
+        if self.direct is None or tool is None:
+            return None
+        with_site()
+        from predictorx.workflowmcp import direct_call
+
+        if self._direct_tools is None:
+            self._direct_tools = self.direct()
+        fn = self._direct_tools.get(name)
+        return None if fn is None else direct_call.call(tool, fn, arguments)
 
     def _forward(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """An agents-room tool: its own front answers (started on the first such call)."""
@@ -319,6 +341,11 @@ def run(forward_file: str | None = None, env: dict[str, str] | None = None) -> N
 
         return build_server()
 
+    def direct() -> dict[str, Callable[..., Any]]:
+        from predictorx.workflowmcp import direct_call, harness_tools
+
+        return {fn.__name__: fn for fn in harness_tools.functions(harness_tools.Api(direct_call.ToolFailed))}
+
     listing: dict[str, Any] = _read_json(TOOLS_FILE)
     forward: dict[str, Any] | None = None
     forwarded: frozenset[str] = frozenset()
@@ -327,7 +354,7 @@ def run(forward_file: str | None = None, env: dict[str, str] | None = None) -> N
             listing, forward, forwarded = with_forwarded(listing, forward_file)
         except (OSError, ValueError, KeyError, TypeError) as e:  # our own tools still work
             sys.stderr.write(f"predictorx mcp: agents-room's tools are not offered ({forward_file}: {e})\n")
-    front = Front(listing, build, forward, forwarded, env)
+    front = Front(listing, build, forward, forwarded, env, direct)
     try:
         serve(front)
     finally:

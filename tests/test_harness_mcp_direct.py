@@ -175,3 +175,85 @@ def test_the_daemons_front_calls_a_tool_without_the_sdk(server, tmp_path):
     assert json.loads(replies[1]["result"]["content"][0]["text"]) == {"ok": True, "path": "/api/tasks/t-1/harness/handoff"}
     assert server == [("POST", "/api/tasks/t-1/harness/handoff", {"done": "d", "next_step": "n", "open_questions": []},
                        "Bearer pxt_test")]
+
+
+def _both_apis() -> tuple[Any, Any]:
+    """(an Api calling over a socket, one calling through httpx) for the fixture's server."""
+    from predictorx.workflowmcp import direct_call, harness_tools
+
+    plain, through_httpx = harness_tools.Api(direct_call.ToolFailed), harness_tools.Api(direct_call.ToolFailed)
+    through_httpx.plain = False
+    assert plain.plain
+    return plain, through_httpx
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [
+    ("GET", "/api/tasks/t-1/harness/sweep", None), ("POST", "/api/classify", {"text": "é \u2028 \"q\""}),
+    ("POST", "/api/issues/7/workflow-state/suspend", {}), ("POST", "/api/issues/7/workflow-state/resume", {}),
+    ("GET", "/api/nothing%20here?x=1", None), ("POST", "/api/issues/7/beans/b%201/note", {"text": None, "if_version": 3}),
+])
+def test_a_call_over_a_socket_is_the_call_httpx_makes(server, method, path, body):
+    plain, through_httpx = _both_apis()
+
+    def outcome(api: Any) -> Any:
+        try:
+            return "answer", api.call(method, path, body)
+        except Exception as e:  # noqa: BLE001 — what the tool would raise, compared
+            return type(e).__name__, str(e)
+
+    expected = outcome(through_httpx)
+    by_httpx = list(server)
+    server.clear()
+    assert outcome(plain) == expected
+    assert server == by_httpx
+
+
+def test_a_server_not_reached_is_named_as_httpx_names_it(server, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("PREDICTORX_SERVER_URL", f"http://127.0.0.1:{port}")
+    for api in _both_apis():
+        with pytest.raises(Exception, match=r"did not answer \(ConnectError\)"):
+            api.call("GET", "/api/health")
+
+
+def test_a_chunked_or_unframed_answer_reads_whole():
+    from predictorx.workflowmcp.plain_call import CallFailed, _parse
+
+    assert _parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4;x=y\r\n\": 1\r\n1\r\n}\r\n0\r\n\r\n") \
+        == (200, b'{"a": 1}')
+    assert _parse(b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\n{}trailing") == (201, b"{}")
+    assert _parse(b"HTTP/1.0 404 Not Found\r\n\r\nno length") == (404, b"no length")
+    for bad in [b"garbage", b"HTTP/1.1 2xx OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]:
+        with pytest.raises(CallFailed, match="RemoteProtocolError"):
+            _parse(bad)
+
+
+@pytest.mark.parametrize(("env", "url", "direct"), [
+    ({}, "http://127.0.0.1:8000", True),
+    ({"HTTP_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8000", False),
+    ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "localhost, 127.0.0.1"}, "http://127.0.0.1:8000", True),
+    ({"all_proxy": "socks5://p:1", "no_proxy": "*"}, "http://px.internal", True),
+    ({"ALL_PROXY": "http://p:1", "NO_PROXY": ".internal"}, "http://px.internal", False),  # (httpx's suffix rules)
+    ({"HTTPS_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8000", True),  # (https only)
+    ({}, "https://px.example.com", False),
+    ({}, "http://user:pw@127.0.0.1:8000", False),
+])
+def test_a_socket_only_where_httpx_would_go_direct(monkeypatch, env, url, direct):
+    import httpx2 as httpx
+
+    from predictorx.workflowmcp.plain_call import direct_to
+
+    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY",
+                "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    assert direct_to(url) is direct
+    if direct:  # httpx agrees: no proxy for it
+        client = httpx.Client()
+        assert client._transport_for_url(httpx.URL(url)) is client._transport

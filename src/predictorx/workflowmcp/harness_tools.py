@@ -8,14 +8,17 @@ HTTP call the server checks like any other; a refused step comes back as the ser
 The SDK server registers them (mcp_server.py: their signatures and docstrings are the listing);
 the stdio front calls them itself (direct_call.py) without importing the SDK, which costs about
 half a second of CPU at a run's first tool call (issue 30). So this module imports neither the
-SDK nor an HTTP client at import: `Api` imports httpx2 when it is made.
+SDK nor httpx at import (`Api` imports httpx only for a server it cannot call over a socket).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Callable
 from urllib.parse import quote
+
+from . import plain_call
 
 INSTRUCTIONS = """Predictor X harness: your issue's workflows, beans and handoff.
 Start with harness_state (the sweep: enabled steps, beans, suspended stack, last handoff, and any
@@ -30,35 +33,53 @@ TIMEOUT_S = 30.0
 
 class Api:
     """The task's server, with its token. `failure`: what a tool raises to tell the agent why it failed
-    (the SDK's ToolError under the SDK server; direct_call's own exception in the front)."""
+    (the SDK's ToolError under the SDK server; direct_call's own exception in the front). A server
+    httpx would reach directly over plain http is called over a socket (plain_call.py: no httpx
+    import, ~70 ms of CPU, in the front's one process of a run); any other through httpx."""
 
     def __init__(self, failure: type[Exception]) -> None:
-        import httpx2 as httpx  # (here, not at import: the front imports this module before it is needed)
-
         self.failure = failure
-        self._transport_errors = httpx.HTTPError
         self.url = os.environ.get("PREDICTORX_SERVER_URL", "").rstrip("/")
         self.token = os.environ.get("PREDICTORX_TOKEN", "")
         self.issue = os.environ.get("PREDICTORX_ISSUE", "")
         self.task = os.environ.get("PREDICTORX_TASK_ID", "")
-        self.http = httpx.Client(base_url=self.url or "http://127.0.0.1", timeout=TIMEOUT_S,
-                                 headers={"Authorization": f"Bearer {self.token}"})
+        self.plain = bool(self.url) and plain_call.direct_to(self.url)
+        self._http: Any = None
 
     def call(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
         if not (self.url and self.token and self.issue):
             raise self.failure("this MCP server runs inside a Predictor X task: PREDICTORX_SERVER_URL, "
                                "PREDICTORX_TOKEN and PREDICTORX_ISSUE are not set")
-        try:
-            r = self.http.request(method, path, json=body, params=params)
-        except self._transport_errors as e:
-            raise self.failure(f"the Predictor X server did not answer ({type(e).__name__}); try again") from None
-        if r.status_code >= 400:
+        status, content = self._plain(method, path, body) if self.plain and not params else \
+            self._httpx(method, path, body, params)
+        if status >= 400:
             try:
-                detail = r.json().get("detail")
+                detail = json.loads(content).get("detail")
             except ValueError:
-                detail = r.text[:300]
+                detail = content.decode("utf-8", errors="replace")[:300]
             raise self.failure(str(detail))
-        return r.json() if r.content else None
+        return json.loads(content) if content else None
+
+    def _plain(self, method: str, path: str, body: Any) -> tuple[int, bytes]:
+        # (encoded as httpx encodes `json=`)
+        data = None if body is None else \
+            json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        try:
+            return plain_call.request(self.url, method, path, {"Authorization": f"Bearer {self.token}"}, data)
+        except plain_call.CallFailed as e:
+            raise self.failure(f"the Predictor X server did not answer ({e}); try again") from None
+
+    def _httpx(self, method: str, path: str, body: Any, params: dict | None) -> tuple[int, bytes]:
+        import httpx2 as httpx
+
+        if self._http is None:
+            self._http = httpx.Client(base_url=self.url, timeout=TIMEOUT_S,
+                                      headers={"Authorization": f"Bearer {self.token}"})
+        try:
+            r = self._http.request(method, path, json=body, params=params)
+        except httpx.HTTPError as e:
+            raise self.failure(f"the Predictor X server did not answer ({type(e).__name__}); try again") from None
+        return r.status_code, r.content
 
     def issue_path(self, tail: str = "") -> str:
         return f"/api/issues/{quote(self.issue, safe='')}{tail}"

@@ -37,7 +37,12 @@ a task's CPU ≤ 1.3× a bare run's (`cpu_task_over_bare`, issue 30: against all
 at a time; beside it `cpu_task_over_paired_bare`, against only those made right before each task,
 under the same load).
 
+With `--harness-call` a task's agent first calls the harness tool `harness_state`, as its prompt
+asks a real agent to (through `predictorx mcp`, the server's sweep): a bare run has no such tool
+and runs its shell command instead, so the task's figures then include a tool call of the platform.
+
 Usage: .venv/bin/python bench/realcli.py [--tasks 50] [--sequential 10] [--daemons 4] [--rate R] [--bare 10]
+                                         [--harness-call]
 """
 
 from __future__ import annotations
@@ -67,6 +72,20 @@ TARGET_RESULT_TO_DONE_P95_MS = 1000.0
 #: issue 30: a task's CPU (server, daemons and everything they started) over a bare run's
 TARGET_CPU_TASK_OVER_BARE = 1.3
 _ISSUE = re.compile(r"working on issue #(\d+)")
+#: `--harness-call`: the tool a task's agent calls first, as its prompt asks
+HARNESS_TOOL = "mcp__predictorx__harness_state"
+
+
+class _HarnessCalling(AnthropicServer):
+    """`--harness-call`: a conversation offered the harness's `harness_state` calls it first (loading
+    it through ToolSearch, as Claude Code defers MCP tools); one that is not (a bare run) runs its
+    shell command. (The choice is the server's one `call`, set
+    per request: no bare run overlaps a task here.)"""
+
+    def reply(self, req: Any) -> Any:
+        # (Claude Code defers MCP tools behind ToolSearch: their names are in the system prompt)
+        self.call = (HARNESS_TOOL, {}) if HARNESS_TOOL in req.text else None
+        return super().reply(req)
 
 
 def _p95(seconds: list[float]) -> float:
@@ -321,11 +340,16 @@ def main() -> None:
     ap.add_argument("--bare", type=int, default=10, help="bare `claude -p` runs for the lower bound")
     ap.add_argument("--bare-load", type=int, default=25,
                     help="bare `claude -p` runs at the load phase's rate, its lower bound")
+    ap.add_argument("--harness-call", action="store_true",
+                    help="a task's agent calls the harness tool harness_state first, as its prompt asks "
+                         "(a bare run, which has no such tool, runs its shell command)")
     args = ap.parse_args()
     if CLAUDE.path() is None:
         sys.exit("the pinned Claude Code is not installed: run `make test` once (npm ci in tests/realcli)")
 
-    with tempdir("pxbench-realcli-") as root, AnthropicServer(command="true", answer="ok") as model:
+    model_server = _HarnessCalling(command="true", answer="ok") if args.harness_call else \
+        AnthropicServer(command="true", answer="ok")
+    with tempdir("pxbench-realcli-") as root, model_server as model:
         env = CLAUDE.environment(root / "cli-home", model)
         # What a task's agent has (the daemons are started with this shell's environment; the
         # adapter leaves out what it scrubs): see the module doc.
@@ -381,6 +405,7 @@ def main() -> None:
         "bench": "realcli",
         "cli": f"claude {subprocess.run([str(CLAUDE.path()), '--version'], capture_output=True, text=True, timeout=30).stdout.strip()}",
         "database": "sqlite", "daemons": args.daemons, "max_tasks_per_daemon": args.max_tasks,
+        "task_calls_harness_state": args.harness_call,
         "bare_claude_start_to_first_model_request": {**_ms(bare), "cpu_s_per_run": round(bare_cpu, 3),
                                                       "loadavg_1_5_15": load_bare},
         "bare_paired_with_sequential": {**_ms(paired), "cpu_s_per_run": round(paired_bare_cpu, 3)},

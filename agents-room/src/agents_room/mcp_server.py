@@ -8,9 +8,6 @@ keeps the stored level).
 
 from __future__ import annotations
 
-import os
-import sqlite3
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,9 +16,7 @@ from pydantic import Field
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from . import liveness
-from .room import Room, RoomError
-from .store import StoreError
+from . import tool_calls
 
 INSTRUCTIONS = """agents-room connects you with agents in other repositories (and other chats in this one).
 Your session id is given at session start (it looks like s-1a2b3c4d); if you have none, call room_join.
@@ -39,27 +34,10 @@ Room_ = Annotated[str | None, Field(description="a room you are in, e.g. shared:
 
 def build_server(db_path: str | Path | None = None) -> MCPServer:
     app = MCPServer("agents-room", instructions=INSTRUCTIONS, log_level="WARNING")
-    state: dict[str, Room] = {}
-    # Tools are async and call the room inline: a call is one short SQLite transaction (~0.1 ms), far
-    # cheaper than the SDK's hop to a worker thread (msg_recv p95 19 -> 15 ms at load 10). The lock keeps
-    # one caller on the connection at a time should a caller ever come from another thread.
-    lock = threading.Lock()
-
-    def room() -> Room:
-        if "room" not in state:
-            state["room"] = Room.open(db_path)
-        return state["room"]
-
-    def call(method: str, *args, **kwargs) -> Any:
-        try:
-            with lock:
-                return getattr(room(), method)(*args, **kwargs)
-        except RoomError as exc:
-            raise ToolError(str(exc)) from None
-        except (StoreError, sqlite3.Error, ValueError, OSError) as exc:
-            # anticipated failures outside the room's own rules: say what happened and what to do,
-            # rather than the SDK's bare "Error executing tool" and a traceback on stderr
-            raise ToolError(f"{type(exc).__name__}: {exc}. Hint: {_hint(exc, db_path)}") from None
+    # Tools are async and call the room inline (tool_calls.Tools): a call is one short SQLite
+    # transaction (~0.1 ms), far cheaper than the SDK's hop to a worker thread (msg_recv p95 19 -> 15 ms
+    # at load 10). Each body is the tool's one call (tool_calls.py), which the stdio front also makes itself.
+    tools = tool_calls.Tools(db_path, ToolError)
 
     @app.tool()
     async def room_join(
@@ -73,22 +51,17 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Join your repo room (automatic, from the git repository of cwd) and any shared rooms.
         Returns your session id: pass it as `session` to every other tool."""
-        return call("join",
-            session=session, rooms=rooms, label=label, tags=tags, autonomy=autonomy,
-            harness=harness or os.environ.get("AGENTS_ROOM_HARNESS"),
-            cwd=cwd or (None if session else os.getcwd()),  # a rejoin keeps its repo unless cwd is given
-            pid=liveness.harness_pid(),
-        )
+        return tool_calls.room_join(tools, rooms, session, label, tags, autonomy, cwd, harness)
 
     @app.tool()
     async def room_leave(session: S, rooms: Annotated[list[str] | None, Field(description="rooms to leave; omit to end the session (leaves every room, releases every lease)")] = None) -> dict[str, Any]:
         """Leave the given rooms; with no rooms, end the session."""
-        return call("leave", session, rooms)
+        return tool_calls.room_leave(tools, session, rooms)
 
     @app.tool()
     async def room_who(session: S, room: Room_ = None) -> dict[str, Any]:
         """Sessions sharing a room with you (or in `room`): label, repo, state (live/gone/no-pid), autonomy, tags, last seen, leases."""
-        return call("who", session=session, room=room)
+        return tool_calls.room_who(tools, session, room)
 
     @app.tool()
     async def room_history(
@@ -97,7 +70,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         before: Annotated[int | None, Field(description="page back: only messages with an id below this")] = None,
     ) -> dict[str, Any]:
         """Messages in your rooms (or one of them), oldest first, with their thread ids."""
-        return call("history", session, room, limit, before)
+        return tool_calls.room_history(tools, session, room, limit, before)
 
     @app.tool()
     async def msg_send(
@@ -113,35 +86,34 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Send a message. Returns its id, thread and the recipient count; zero recipients is allowed and said,
         a selector that can match nobody is an error."""
-        return call("send", session, to, body, subject=subject, ttl=ttl_seconds, room=room, reply_to=reply_to,
-                    importance=importance, ack_required=ack_required)
+        return tool_calls.msg_send(tools, session, body, to, subject, ttl_seconds, room, reply_to, importance, ack_required)
 
     @app.tool()
     async def msg_recv(session: S, limit: Annotated[int, Field(description="at most this many messages (1-500); bodies are capped at 256 KiB per call")] = 50) -> dict[str, Any]:
         """Fetch and mark read your unread messages, oldest first. When there are none, `empty_because` says why;
         when more remain, `remaining` counts them up to 500 (`remaining_more: true`: more than that)."""
-        return call("recv", session, limit)
+        return tool_calls.msg_recv(tools, session, limit)
 
     @app.tool()
     async def msg_unread(session: S) -> dict[str, Any]:
         """Count (up to 500; `unread_more: true`: more than that) and preview (the oldest 200) unread messages
         without marking them read."""
-        return call("unread", session)
+        return tool_calls.msg_unread(tools, session)
 
     @app.tool()
     async def msg_sent(session: S, limit: Annotated[int, Field(description="at most this many of your latest messages (1-200)")] = 20) -> dict[str, Any]:
         """Messages you sent, each recipient's label and delivery state (stored/offered/read/expired) and who acknowledged."""
-        return call("sent", session, limit)
+        return tool_calls.msg_sent(tools, session, limit)
 
     @app.tool()
     async def msg_ack(session: S, message_ids: Annotated[list[int], Field(description="ids of messages addressed to you that you acknowledge")]) -> dict[str, Any]:
         """Acknowledge messages (those with ack_required ask for it); the sender sees it in msg_sent."""
-        return call("ack", session, message_ids)
+        return tool_calls.msg_ack(tools, session, message_ids)
 
     @app.tool()
     async def msg_thread(session: S, message_id: Annotated[int, Field(description="any message id of the thread")]) -> dict[str, Any]:
         """The whole thread of a message, oldest first, and its participants."""
-        return call("thread", session, message_id)
+        return tool_calls.msg_thread(tools, session, message_id)
 
     @app.tool()
     async def msg_search(
@@ -151,7 +123,7 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
         limit: Annotated[int, Field(description="at most this many results (1-200)")] = 20,
     ) -> dict[str, Any]:
         """Full-text search over the messages you may see (sent by you, addressed to you, or in your rooms), best match first."""
-        return call("search", session, query, limit, room)
+        return tool_calls.msg_search(tools, session, query, room, limit)
 
     @app.tool()
     async def lease_acquire(
@@ -161,50 +133,29 @@ def build_server(db_path: str | Path | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """Lease files or globs in your repo, all or nothing (default 15 minutes; renew with lease_renew).
         A conflict is an error whose first word is CONFLICT, naming the holder, its repo and expiry."""
-        res = call("lease_acquire", session, paths, mode, ttl_seconds)
-        if res.get("conflicts"):
-            import json
-
-            raise ToolError(f"CONFLICT: {res['message']}. Conflicts: {json.dumps(res['conflicts'])}")
-        return res
+        return tool_calls.lease_acquire(tools, session, paths, mode, ttl_seconds)
 
     @app.tool()
     async def lease_renew(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to renew; omit for all yours")] = None, ttl_seconds: Ttl = None) -> dict[str, Any]:
         """Extend your leases. An answer without renewals says whether a lease was lost, and to whom."""
-        return call("lease_renew", session, paths, ttl_seconds)
+        return tool_calls.lease_renew(tools, session, paths, ttl_seconds)
 
     @app.tool()
     async def lease_release(session: S, paths: Annotated[list[str] | None, Field(description="patterns or lease ids to release; omit for all yours")] = None) -> dict[str, Any]:
         """Release your leases."""
-        return call("lease_release", session, paths)
+        return tool_calls.lease_release(tools, session, paths)
 
     @app.tool()
     async def file_read(session: S, path: Annotated[str, Field(description="the file you read, relative to your session's cwd or absolute")], content_hash: Annotated[str | None, Field(description="its hash if you have it; otherwise it is hashed from disk")] = None) -> dict[str, Any]:
         """Record the content hash of a file you read, for divergence checks."""
-        return call("file_read", session, path, content_hash)
+        return tool_calls.file_read(tools, session, path, content_hash)
 
     @app.tool()
     async def file_check(session: S, paths: Annotated[list[str] | None, Field(description="files to check; omit for every file you recorded")] = None) -> dict[str, Any]:
         """Which files you read have changed since, and by which session/repo."""
-        return call("file_check", session, paths)
+        return tool_calls.file_check(tools, session, paths)
 
     return app
-
-
-def _hint(exc: BaseException, db_path: str | Path | None) -> str:
-    from .store import default_db_path
-
-    try:
-        store = str(db_path) if db_path is not None else str(default_db_path())
-    except Exception:  # noqa: BLE001 — a broken HOME must not hide the original error  # pragma: no cover
-        store = "$AGENTS_ROOM_DB or ~/.agents-room/room.db"
-    if isinstance(exc, StoreError):
-        return f"the store {store} cannot be used by this agents-room; run `agents-room doctor` in a shell"
-    if isinstance(exc, sqlite3.Error):
-        return f"the store {store} could not be read or written; retry, and run `agents-room doctor` if it persists"
-    if isinstance(exc, ValueError):
-        return "check this call's arguments (paths and cwd must be plain text, without NUL characters)"
-    return f"check that the path exists and is accessible, and that the store {store} is writable"
 
 
 def run(db_path: str | Path | None = None) -> None:

@@ -4,8 +4,10 @@ A harness waits for its MCP servers before its first model request (Claude Code 
 does), and importing the MCP SDK costs about a second of CPU. So the handshake (``initialize``,
 ``ping``) and ``tools/list`` are answered here with the standard library, from mcp_tools.json —
 the SDK server's own listing, written by ``python -m agents_room.mcp_stdio --write`` and checked
-against the live SDK by tests/test_mcp.py — and the SDK is imported only when a tool is called,
-which then runs exactly as the SDK server runs it (``MCPServer.call_tool``).
+against the live SDK by tests/test_mcp.py. A tool call is answered here too, by the tool's one call
+on the room (tool_calls.py, direct_call.py: ~0.5 s of CPU less at a session's first call, issue 30),
+when its arguments plainly fit the listed schema; any other call goes to the SDK, imported then,
+which runs it exactly as the SDK server does (``MCPServer.call_tool``).
 
 Newline-delimited JSON-RPC 2.0 over stdin/stdout, the MCP stdio transport, one request at a time.
 Before its first answer it imports only os, sys and json's C half (``_json``: not the json package,
@@ -104,9 +106,12 @@ def _json() -> Any:
 class Front:
     """One stdio session: `listing` is {"name", "instructions", "tools"}; `build` makes the SDK server."""
 
-    def __init__(self, listing: dict[str, Any], build: Callable[[], Any]) -> None:
+    def __init__(self, listing: dict[str, Any], build: Callable[[], Any], direct: Callable[[], Any] | None = None) -> None:
         self.listing = listing
         self.build = build
+        #: makes the tool_calls.Tools for calls answered here without the SDK (direct_call.py), or None
+        self.direct = direct
+        self._tools: Any = None
         self._app: Any = None
         self._loop: Any = None
 
@@ -146,6 +151,9 @@ class Front:
         return {"jsonrpc": "2.0", "id": mid, "result": result}
 
     def _call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        answered = self._direct(name, arguments)
+        if answered is not None:
+            return answered
         with_site()
         import asyncio
 
@@ -163,6 +171,22 @@ class Front:
         out = res.model_dump(by_alias=True, mode="json", exclude_none=True)
         out.pop("resultType", None)  # the 2026-07-28 envelope's; handshake revisions do not carry it
         return out
+
+
+    def _direct(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """The call answered without the SDK (direct_call.py), or None: the SDK answers it."""
+        tool = next((t for t in self.listing["tools"] if t.get("name") == name), None)
+        if self.direct is None or tool is None:
+            return None
+        with_site()  # (pydantic_core, for the answer's JSON as the SDK writes it)
+        from agents_room import direct_call, tool_calls
+
+        fn = tool_calls.BY_NAME.get(name)
+        if fn is None:
+            return None
+        if self._tools is None:
+            self._tools = self.direct()
+        return direct_call.call(tool, fn, self._tools, arguments)
 
 
 _SITE = {"loaded": False}
@@ -230,7 +254,12 @@ def run(db_path: str | None = None) -> None:
 
         return build_server(db_path)
 
-    serve(Front(_read_json(TOOLS_FILE), build))
+    def direct() -> Any:
+        from agents_room import direct_call, tool_calls
+
+        return tool_calls.Tools(db_path, direct_call.ToolFailed)
+
+    serve(Front(_read_json(TOOLS_FILE), build, direct))
 
 
 if __name__ == "__main__":

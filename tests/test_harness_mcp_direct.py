@@ -151,7 +151,9 @@ def test_only_plain_arguments_are_taken_here():
 def test_content_is_the_sdks_for_every_kind_of_value():
     from mcp.server.mcpserver.utilities.func_metadata import _convert_to_content
 
-    for value in [None, "text", {"a": 1.5, "b": [1, None], "c": "é\u2028"}, [], [{"x": 1}, "y", [2, 3]], 1e-7, True]:
+    for value in [None, "text", {"a": 1.5, "b": [1, None], "c": "é\u2028"}, [], [{"x": 1}, "y", [2, 3]], 1e-7, True,
+                  {"s": "q\"\\\n\r\t\b\f\x01\x1f\x7f\u2029😀</>", "n": [10 ** 30, -0, 0.1 + 0.2, 1e16, 1e15, 1e-4]},
+                  {"small": 1e-05, "inf": float("inf")}, {"t": (1, 2)}, {1: "int key"}, [{"deep": [[{"x": 2.5e-3}]]}]]:
         assert content_of(value) == [c.model_dump(mode="json", exclude_none=True) for c in _convert_to_content(value)]
 
 

@@ -156,6 +156,21 @@ def test_only_plain_arguments_are_taken_here():
         assert arguments_for(tools[name], arguments) is None, (name, arguments)
 
 
+def test_an_answer_is_written_as_the_sdk_writes_it():
+    """JSON through the json module where it writes what pydantic_core writes, else pydantic_core."""
+    import pydantic_core
+
+    from agents_room.direct_call import call
+
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object", "additionalProperties": True, "title": "tDictOutput"}}
+    for value in [{"a": "é\u2028\x01\"\\", "n": [1, None, True, 0.25, 1e16]}, {"small": 1e-05}, {"inf": float("inf")},
+                  {"t": (1, 2)}, {"k": {1: "int key"}}]:
+        got = call(tool, lambda tools, value=value: value, None, {})
+        assert got["content"][0]["text"] == pydantic_core.to_json(value, fallback=str, indent=2).decode()
+        assert got["structuredContent"] == pydantic_core.to_jsonable_python(value)
+
+
 def test_the_started_front_calls_a_tool_without_the_sdk(db, tmp_path):
     """As a run starts it (`python -S …/mcp_stdio.py --serve`), with the SDK unimportable."""
     from agents_room.harness_config import mcp_entry

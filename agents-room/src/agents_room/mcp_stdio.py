@@ -178,7 +178,7 @@ class Front:
         tool = next((t for t in self.listing["tools"] if t.get("name") == name), None)
         if self.direct is None or tool is None:
             return None
-        with_site()  # (pydantic_core, for the answer's JSON as the SDK writes it)
+        with_site()  # (pydantic_core, for an answer json would write otherwise than the SDK)
         from agents_room import direct_call, tool_calls
 
         fn = tool_calls.BY_NAME.get(name)

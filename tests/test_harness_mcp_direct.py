@@ -115,6 +115,10 @@ CALLS: list[tuple[str, dict[str, Any], bool]] = [
     ("workflow_start", {"process": "p", "extra": 1}, False),
     ("workflow_complete", {"process": "p", "step": "s", "produced": {"bean": 1}}, False),
     ("workflow_complete", {"process": "p", "step": "s", "facts": "{\"n\": 1}"}, False),
+    ("bean_update", {"bean": "b1", "op": "note", "text": "null"}, False),  # (the SDK reads it as JSON: None)
+    ("classification_judge", {"category": "c", "reason": "r", "folio": "{}"}, False),
+    ("classification_judge", {"category": "c", "reason": "r", "folio": "[1]"}, False),
+    ("bean_update", {"bean": "b1", "op": "note", "text": "12"}, True),  # (a number stays text)
 ]
 
 
@@ -155,6 +159,45 @@ def test_content_is_the_sdks_for_every_kind_of_value():
                   {"s": "q\"\\\n\r\t\b\f\x01\x1f\x7f\u2029😀</>", "n": [10 ** 30, -0, 0.1 + 0.2, 1e16, 1e15, 1e-4]},
                   {"small": 1e-05, "inf": float("inf")}, {"t": (1, 2)}, {1: "int key"}, [{"deep": [[{"x": 2.5e-3}]]}]]:
         assert content_of(value) == [c.model_dump(mode="json", exclude_none=True) for c in _convert_to_content(value)]
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value] if depth % 2 else {"k": value}
+    return value
+
+
+def test_an_answer_the_sdk_cannot_write_is_its_error(monkeypatch):
+    """A lone surrogate, or nesting past pydantic_core's limit: the SDK answers "Error executing
+    tool"; so does the front, and the session goes on."""
+    from mcp.server.mcpserver.utilities.func_metadata import _convert_to_content
+
+    from predictorx.workflowmcp.direct_call import call
+
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {}}}
+    for value in [{"x": "\ud800"}, {"\udfff": 1}, *(_nested(d) for d in range(250, 258))]:
+        try:
+            expected: Any = {"content": [c.model_dump(mode="json", exclude_none=True) for c in _convert_to_content(value)],
+                             "isError": False}
+        except Exception:  # noqa: BLE001 — what the SDK path answers for it
+            expected = {"content": [{"type": "text", "text": "Error executing tool t"}], "isError": True}
+        assert call(tool, lambda value=value: value, {}) == expected
+    replies = []
+
+    class _Out:
+        def write(self, data: bytes) -> None:
+            replies.append(json.loads(data))
+
+        def flush(self) -> None:
+            pass
+
+    class _Front:
+        def handle(self, msg: Any) -> Any:
+            return {"jsonrpc": "2.0", "id": msg["id"], "result": {"text": "\ud800" if msg["id"] == 1 else "ok"}}
+
+    mcp_stdio.serve(_Front(), [b'{"id": 1, "method": "x"}\n', b'{"id": 2, "method": "x"}\n'], _Out())  # type: ignore[arg-type]
+    assert [r["id"] for r in replies] == [1, 2] and "error" in replies[0] and replies[1]["result"] == {"text": "ok"}
 
 
 def test_the_daemons_front_calls_a_tool_without_the_sdk(server, tmp_path):
@@ -222,40 +265,114 @@ def test_a_server_not_reached_is_named_as_httpx_names_it(server, monkeypatch):
             api.call("GET", "/api/health")
 
 
-def test_a_chunked_or_unframed_answer_reads_whole():
-    from predictorx.workflowmcp.plain_call import CallFailed, _parse
+class _Conn:
+    """A connection whose answer arrives in `pieces`, then stays open (keep-alive) or closes."""
 
-    assert _parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4;x=y\r\n\": 1\r\n1\r\n}\r\n0\r\n\r\n") \
-        == (200, b'{"a": 1}')
-    assert _parse(b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\n{}trailing") == (201, b"{}")
-    assert _parse(b"HTTP/1.0 404 Not Found\r\n\r\nno length") == (404, b"no length")
+    def __init__(self, *pieces: bytes, closes: bool = True) -> None:
+        self.pieces, self.closes, self.reads = list(pieces), closes, 0
+
+    def recv(self, n: int) -> bytes:
+        self.reads += 1
+        if self.pieces:
+            return self.pieces.pop(0)
+        if self.closes:
+            return b""
+        raise AssertionError("read past the end of a complete answer")
+
+
+def _read(*pieces: bytes, closes: bool = True) -> tuple[int, bytes]:
+    from predictorx.workflowmcp.plain_call import _Answer
+
+    return _Answer(_Conn(*pieces, closes=closes)).read()
+
+
+def test_an_answer_is_read_by_its_framing_and_no_further():
+    from predictorx.workflowmcp.plain_call import CallFailed
+
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4;x=y\r\n\": 1\r\n1\r\n}\r\n0\r\n\r\n"
+    assert _read(chunked[:20], chunked[20:50], chunked[50:], closes=False) == (200, b'{"a": 1}')
+    assert _read(b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\n{}", closes=False) == (201, b"{}")
+    assert _read(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]",
+                 closes=False) == (200, b"[]")
+    assert _read(b"HTTP/1.0 404 Not Found\r\n\r\nno ", b"length") == (404, b"no length")
     for bad in [b"garbage", b"HTTP/1.1 2xx OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}",
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]:
+                b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\n{}\r\n0\r\n\r\n",
+                b"HTTP/1.1 101 Switching Protocols\r\n\r\n"]:
         with pytest.raises(CallFailed, match="RemoteProtocolError"):
-            _parse(bad)
+            _read(bad)
+
+
+def test_an_endless_head_is_refused_after_its_limit():
+    from predictorx.workflowmcp.plain_call import MAX_HEAD_BYTES, CallFailed, _Answer
+
+    conn = _Conn(b"HTTP/1.1 200 OK\r\n", *[b"X-Filler: " + b"x" * 65000 + b"\r\n"] * 1000)
+    with pytest.raises(CallFailed, match="RemoteProtocolError"):
+        _Answer(conn).read()
+    assert conn.reads * 65536 < 4 * MAX_HEAD_BYTES  # (refused at the limit, not at the end)
+
+
+def test_a_server_that_keeps_the_connection_answers_at_once():
+    """A kept-alive answer (Content-Length, connection left open) is read without waiting for a close."""
+    import socket
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        held.append(conn)
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"ok\": true}")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    from predictorx.workflowmcp.plain_call import request
+
+    started = time.monotonic()
+    try:
+        assert request(f"http://127.0.0.1:{listener.getsockname()[1]}", "GET", "/x", {}, None) == (200, b'{"ok": true}')
+        assert time.monotonic() - started < 10  # (not the 30 s read timeout)
+    finally:
+        for c in held:
+            c.close()
+        listener.close()
 
 
 @pytest.mark.parametrize(("env", "url", "direct"), [
     ({}, "http://127.0.0.1:8000", True),
-    ({"HTTP_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8000", False),
+    ({"HTTP_PROXY": "http://proxy:3128", "proxied_by_httpx": "1"}, "http://127.0.0.1:8000", False),
     ({"HTTP_PROXY": "http://proxy:3128", "NO_PROXY": "localhost, 127.0.0.1"}, "http://127.0.0.1:8000", True),
     ({"all_proxy": "socks5://p:1", "no_proxy": "*"}, "http://px.internal", True),
     ({"ALL_PROXY": "http://p:1", "NO_PROXY": ".internal"}, "http://px.internal", False),  # (httpx's suffix rules)
     ({"HTTPS_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8000", True),  # (https only)
     ({}, "https://px.example.com", False),
     ({}, "http://user:pw@127.0.0.1:8000", False),
+    ({}, "http://127.0.0.1:8000/a b", False),  # (httpx would percent-encode it)
+    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "127.0.0.1", "no_proxy": "example.com", "proxied_by_httpx": "1"},
+     "http://127.0.0.1:8000", False),
+    ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "127.0.0.1", "no_proxy": "", "proxied_by_httpx": "1"},
+     "http://127.0.0.1:8000", False),
+    ({"Http_Proxy": "http://p:1", "proxied_by_httpx": "1"}, "http://127.0.0.1:8000", False),
+    ({"Http_Proxy": "http://p:1", "http_proxy": ""}, "http://127.0.0.1:8000", True),
+    ({"HTTP_PROXY": "http://p:1", "REQUEST_METHOD": "GET"}, "http://127.0.0.1:8000", True),  # (CGI: urllib drops it)
 ])
 def test_a_socket_only_where_httpx_would_go_direct(monkeypatch, env, url, direct):
     import httpx2 as httpx
 
     from predictorx.workflowmcp.plain_call import direct_to
 
-    for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY",
-                "no_proxy"):
+    for var in [v for v in os.environ if v.lower().endswith("_proxy")] + ["REQUEST_METHOD"]:
         monkeypatch.delenv(var, raising=False)
     for var, value in env.items():
-        monkeypatch.setenv(var, value)
+        if var != "proxied_by_httpx":
+            monkeypatch.setenv(var, value)
     assert direct_to(url) is direct
+    client = httpx.Client()
     if direct:  # httpx agrees: no proxy for it
-        client = httpx.Client()
         assert client._transport_for_url(httpx.URL(url)) is client._transport
+    elif env.get("proxied_by_httpx"):  # (the environment's reading that must agree with urllib's)
+        assert client._transport_for_url(httpx.URL(url)) is not client._transport
+    assert not direct_to("http://127.0.0.1:8000", token="pxt_a\r\nX-Evil: 1")

@@ -53,6 +53,9 @@ SCENARIO: list[tuple[str, dict[str, Any], bool]] = [
     ("room_who", {}, False),
     ("room_who", {"session": "$A", "extra": 1}, False),
     ("no_such_tool", {}, False),
+    ("msg_send", {"session": "$A", "to": "null", "body": "x"}, False),  # (the SDK reads it as JSON: None)
+    ("room_join", {"session": "$A", "label": "{}"}, False),
+    ("msg_send", {"session": "$A", "to": "*", "body": "x", "subject": "42"}, True),  # (a number stays text)
     ("room_leave", {"session": "$A"}, True),
 ]
 
@@ -171,6 +174,27 @@ def test_an_answer_is_written_as_the_sdk_writes_it():
         assert got["structuredContent"] == pydantic_core.to_jsonable_python(value)
 
 
+def test_an_answer_the_sdk_cannot_write_is_its_error():
+    """A lone surrogate, or nesting past pydantic_core's limit: the SDK answers "Error executing tool"."""
+    import pydantic_core
+
+    from agents_room.direct_call import call
+
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object", "additionalProperties": True, "title": "tDictOutput"}}
+    for depth in range(250, 258):
+        value: Any = 1
+        for _ in range(depth):
+            value = {"k": value}
+        try:
+            text = pydantic_core.to_json(value, fallback=str, indent=2).decode()
+            expected: Any = {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+        except ValueError:
+            expected = {"content": [{"type": "text", "text": "Error executing tool t"}], "isError": True}
+        assert call(tool, lambda tools, value=value: value, None, {}) == expected, depth
+    assert call(tool, lambda tools: {"x": "\ud800"}, None, {})["isError"] is True
+
+
 def test_the_started_front_calls_a_tool_without_the_sdk(db, tmp_path):
     """As a run starts it (`python -S …/mcp_stdio.py --serve`), with the SDK unimportable."""
     from agents_room.harness_config import mcp_entry
@@ -194,3 +218,21 @@ def test_the_started_front_calls_a_tool_without_the_sdk(db, tmp_path):
         assert [(x["session"], x["label"]) for x in room.who()["sessions"]] == [(joined, "t")]
     finally:
         room.close()
+
+
+def test_a_reply_that_cannot_be_written_is_an_error_and_the_session_goes_on():
+    replies: list[Any] = []
+
+    class _Out:
+        def write(self, data: bytes) -> None:
+            replies.append(json.loads(data))
+
+        def flush(self) -> None:
+            pass
+
+    class _Front:
+        def handle(self, msg: Any) -> Any:
+            return {"jsonrpc": "2.0", "id": msg["id"], "result": {"text": "\ud800" if msg["id"] == 1 else "ok"}}
+
+    mcp_stdio.serve(_Front(), [b'{"id": 1, "method": "x"}\n', b'{"id": 2, "method": "x"}\n'], _Out())  # type: ignore[arg-type]
+    assert [r["id"] for r in replies] == [1, 2] and "error" in replies[0] and replies[1]["result"] == {"text": "ok"}

@@ -38,7 +38,7 @@ def arguments_for(schema: Any, arguments: Any) -> dict[str, Any] | None:
     for name, prop in props.items():
         if name in arguments:
             value = _value(prop, arguments[name])
-            if value is _NO:
+            if value is _NO or (type(value) is str and "anyOf" in prop and sdk_reads_as_json(value)):
                 return None
             out[name] = value
         elif isinstance(prop, dict) and "default" in prop and name not in (schema.get("required") or []):
@@ -49,6 +49,19 @@ def arguments_for(schema: Any, arguments: Any) -> dict[str, Any] | None:
 
 
 _NO = object()
+
+
+def sdk_reads_as_json(text: str) -> bool:
+    """The SDK reads the text value of a parameter not typed `str` (`str | None`, say) as JSON first,
+    and a null, a list or an object found there replaces it (func_metadata's pre_parse_json): such
+    a value is the SDK's to answer."""
+    import json
+
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return not isinstance(parsed, (str, int, float))
 
 
 def _value(schema: Any, value: Any) -> Any:
@@ -109,25 +122,44 @@ def call(tool: dict[str, Any], fn: Callable[..., Any], tools: Any, arguments: di
         try:
             text = pydantic_core.to_json(result, fallback=str, indent=2).decode()
             structured = pydantic_core.to_jsonable_python(result)
-        except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        except (TypeError, ValueError, RecursionError):  # (pydantic_core's refusals are ValueErrors)
             return _failed(f"Error executing tool {name}")
     return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
 
 
-def _same_in_json(value: Any) -> bool:
+def _same_in_json(value: Any, depth: int = 0) -> bool:
     """json writes `value` as pydantic_core does (the SDK's `to_json(…, indent=2)`), and it is its own
-    JSON form: JSON's own types, text keys, no float json writes otherwise (1e-05 against 0.00001, NaN)."""
+    JSON form: JSON's own types, text keys, text it can write as UTF-8 (no lone surrogate), no float
+    json writes otherwise (1e-05 against 0.00001, NaN), nested no deeper than pydantic_core writes."""
     kind = type(value)
-    if value is None or kind in (str, int, bool):
+    if value is None or kind in (int, bool):
         return True
+    if kind is str:
+        return _utf8(value)
     if kind is float:
         text = repr(value)
         return "e" not in text and "n" not in text  # (exponent form, inf, nan)
+    if depth >= _DEPTH:
+        return False
     if kind is list:
-        return all(_same_in_json(v) for v in value)
+        return all(_same_in_json(v, depth + 1) for v in value)
     if kind is dict:
-        return all(type(k) is str and _same_in_json(v) for k, v in value.items())
+        return all(type(k) is str and _utf8(k) and _same_in_json(v, depth + 1) for k, v in value.items())
     return False
+
+
+#: Containers nested deeper than this pydantic_core refuses to write (and the SDK answers an error)
+_DEPTH = 253
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _failed(text: str) -> dict[str, Any]:

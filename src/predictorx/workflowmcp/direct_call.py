@@ -33,7 +33,22 @@ def fits(schema: Any, arguments: Any) -> bool:
         return False
     if any(name not in arguments for name in schema.get("required") or []):
         return False
-    return all(_value_fits(props[name], value) for name, value in arguments.items())
+    return all(_value_fits(props[name], value) and not (type(value) is str and "anyOf" in props[name]
+                                                        and sdk_reads_as_json(value))
+               for name, value in arguments.items())
+
+
+def sdk_reads_as_json(text: str) -> bool:
+    """The SDK reads the text value of a parameter not typed `str` (`str | None`, say) as JSON first,
+    and a null, a list or an object found there replaces it (func_metadata's pre_parse_json): such
+    a value is the SDK's to answer."""
+    import json
+
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return not isinstance(parsed, (str, int, float))
 
 
 def _value_fits(schema: Any, value: Any) -> bool:
@@ -71,7 +86,7 @@ def call(tool: dict[str, Any], fn: Callable[..., Any], arguments: dict[str, Any]
         return _failed(f"Error executing tool {name}")
     try:
         return {"content": content_of(result), "isError": False}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # (pydantic_core's refusals are ValueErrors)
         return _failed(f"Error executing tool {name}")
 
 
@@ -99,18 +114,37 @@ def json_text(value: Any) -> str:
     return pydantic_core.to_json(value, fallback=str, indent=2).decode()
 
 
-def _same_in_json(value: Any) -> bool:
+def _same_in_json(value: Any, depth: int = 0) -> bool:
+    """(Nested no deeper than pydantic_core writes; text it can write as UTF-8: no lone surrogate.)"""
     kind = type(value)
-    if value is None or kind in (str, int, bool):
+    if value is None or kind in (int, bool):
         return True
+    if kind is str:
+        return _utf8(value)
     if kind is float:
         text = repr(value)
         return "e" not in text and "n" not in text  # (exponent form, inf, nan)
+    if depth >= _DEPTH:
+        return False
     if kind is list:
-        return all(_same_in_json(v) for v in value)
+        return all(_same_in_json(v, depth + 1) for v in value)
     if kind is dict:
-        return all(type(k) is str and _same_in_json(v) for k, v in value.items())
+        return all(type(k) is str and _utf8(k) and _same_in_json(v, depth + 1) for k, v in value.items())
     return False
+
+
+#: Containers nested deeper than this pydantic_core refuses to write (and the SDK answers an error)
+_DEPTH = 253
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _failed(text: str) -> dict[str, Any]:

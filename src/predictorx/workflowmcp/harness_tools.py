@@ -43,7 +43,7 @@ class Api:
         self.token = os.environ.get("PREDICTORX_TOKEN", "")
         self.issue = os.environ.get("PREDICTORX_ISSUE", "")
         self.task = os.environ.get("PREDICTORX_TASK_ID", "")
-        self.plain = bool(self.url) and plain_call.direct_to(self.url)
+        self.plain = bool(self.url) and plain_call.direct_to(self.url, self.token)
         self._http: Any = None
 
     def call(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:

@@ -298,8 +298,17 @@ def serve(front: Front, stdin: Any = None, stdout: Any = None) -> None:
         else:
             reply = front.handle(msg)
         if reply is not None:
-            stdout.write(json_dumps(reply).encode("utf-8") + b"\n")
+            stdout.write(_encoded(reply) + b"\n")
             stdout.flush()
+
+
+def _encoded(reply: dict[str, Any]) -> bytes:
+    """The reply as one line of UTF-8 JSON; one that cannot be (a lone surrogate, say) is an error
+    reply to the same request: the session goes on."""
+    try:
+        return json_dumps(reply).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, TypeError, RecursionError):
+        return json_dumps(_error(reply.get("id"), INTERNAL_ERROR, "the answer could not be written as JSON")).encode()
 
 
 def _read_json(path: str | os.PathLike[str]) -> Any:

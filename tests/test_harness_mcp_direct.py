@@ -80,12 +80,7 @@ def _fronts() -> tuple[mcp_stdio.Front, mcp_stdio.Front]:
 
         return build_server()
 
-    def direct() -> dict[str, Any]:
-        from predictorx.workflowmcp import direct_call, harness_tools
-
-        return {fn.__name__: fn for fn in harness_tools.functions(harness_tools.Api(direct_call.ToolFailed))}
-
-    return mcp_stdio.Front(listing, build), mcp_stdio.Front(listing, build, direct=direct)
+    return mcp_stdio.Front(listing, build), mcp_stdio.Front(listing, build, direct=mcp_stdio.direct_tools)
 
 
 #: (tool, arguments, answered here rather than by the SDK)

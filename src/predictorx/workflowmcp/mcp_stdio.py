@@ -341,6 +341,13 @@ def load_env_file(path: str | os.PathLike[str]) -> None:
     os.environ.update(env_file_values(path))
 
 
+def direct_tools() -> dict[str, Callable[..., Any]]:
+    """The harness's tools by name, for the calls the front answers itself (Front.direct)."""
+    from predictorx.workflowmcp import direct_call, harness_tools
+
+    return {fn.__name__: fn for fn in harness_tools.functions(harness_tools.Api(direct_call.ToolFailed))}
+
+
 def run(forward_file: str | None = None, env: dict[str, str] | None = None) -> None:
     """Serve until end of input; `forward_file`: also agents-room's tools (with_forwarded); `env`:
     values put into the environment before the first tool call (Front.env)."""
@@ -348,11 +355,6 @@ def run(forward_file: str | None = None, env: dict[str, str] | None = None) -> N
         from predictorx.workflowmcp.mcp_server import build_server
 
         return build_server()
-
-    def direct() -> dict[str, Callable[..., Any]]:
-        from predictorx.workflowmcp import direct_call, harness_tools
-
-        return {fn.__name__: fn for fn in harness_tools.functions(harness_tools.Api(direct_call.ToolFailed))}
 
     listing: dict[str, Any] = _read_json(TOOLS_FILE)
     forward: dict[str, Any] | None = None
@@ -362,7 +364,7 @@ def run(forward_file: str | None = None, env: dict[str, str] | None = None) -> N
             listing, forward, forwarded = with_forwarded(listing, forward_file)
         except (OSError, ValueError, KeyError, TypeError) as e:  # our own tools still work
             sys.stderr.write(f"predictorx mcp: agents-room's tools are not offered ({forward_file}: {e})\n")
-    front = Front(listing, build, forward, forwarded, env, direct)
+    front = Front(listing, build, forward, forwarded, env, direct_tools)
     try:
         serve(front)
     finally:

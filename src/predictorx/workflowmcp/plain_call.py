@@ -19,6 +19,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..http1 import parse_head
+
 TIMEOUT_S = 30.0
 #: The most of a response's status line and headers read (h11's default limit, as httpx)
 MAX_HEAD_BYTES = 64 * 1024
@@ -138,7 +140,10 @@ class _Answer:
 
     def read(self) -> tuple[int, bytes]:
         while True:
-            code, fields = _head(self._take_until(b"\r\n\r\n", MAX_HEAD_BYTES))
+            parsed = parse_head(self._take_until(b"\r\n\r\n", MAX_HEAD_BYTES))
+            if parsed is None:
+                raise CallFailed("RemoteProtocolError")
+            _version, code, fields = parsed
             if code == 101:
                 raise CallFailed("RemoteProtocolError")
             if code >= 200:
@@ -169,18 +174,3 @@ class _Answer:
                 raise CallFailed("RemoteProtocolError")
             self._more()
         return self.buf
-
-
-def _head(head: bytes) -> tuple[int, dict[str, str]]:
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    version, _, tail = status_line.partition(" ")
-    code = tail[:3]
-    if not version.startswith("HTTP/1.") or not code.isdigit() or not code.isascii():
-        raise CallFailed("RemoteProtocolError")
-    fields = {}
-    for line in header_lines:
-        name, colon, value = line.partition(":")
-        if not colon:
-            raise CallFailed("RemoteProtocolError")
-        fields[name.strip().lower()] = value.strip()
-    return int(code), fields

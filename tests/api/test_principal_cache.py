@@ -119,3 +119,40 @@ def test_a_daemon_request_in_flight_when_its_owner_is_removed_changes_nothing(ap
     assert api.get(f"/api/daemons/{daemon_id}").json()["online"] is False
     runs = api.get(f"/api/issues/{issue['number']}/runs").json()
     assert [r["status"] for r in runs] == ["queued"]
+
+
+def test_this_processs_own_notice_coming_back_does_not_empty_its_cache_again(api, app):
+    """The process that changed a membership emptied its cache as it committed; on PostgreSQL its
+    own NOTIFY reaches its listener later, after requests have read principals again (a CI run's
+    statement count caught the extra read). A notice from another process still empties it, and
+    open streams are checked again either way."""
+    from predictorx.server.hub import PRINCIPALS_CHANGED
+
+    state = app.state.px
+    state.principals.ttl = 3600
+    checked = threading.Semaphore(0)
+    state.hub.on_notice(PRINCIPALS_CHANGED, checked.release)
+    assert _me(api, api.token) == 200 and len(state.principals) == 1
+    state.hub.publish([{"type": PRINCIPALS_CHANGED, "from": state.hub.origin}])  # (delivered on its loop)
+    assert checked.acquire(timeout=30)
+    assert len(state.principals) == 1
+    state.hub.publish([{"type": PRINCIPALS_CHANGED, "from": "another-process"}])
+    assert checked.acquire(timeout=30)
+    assert len(state.principals) == 0
+
+
+def test_a_membership_change_notifies_with_this_processs_origin(api, app, database_url):
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite has no NOTIFY: one process")
+    import json
+
+    import psycopg
+
+    from predictorx.server.hub import CHANNEL, PRINCIPALS_CHANGED
+
+    url = database_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(f"LISTEN {CHANNEL}")
+        assert api.post("/api/workspaces/default/members", json={"name": "Ann"}).status_code == 201
+        notices = [e for note in conn.notifies(timeout=30, stop_after=1) for e in json.loads(note.payload)]
+    assert {"type": PRINCIPALS_CHANGED, "from": app.state.px.hub.origin} in notices

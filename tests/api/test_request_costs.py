@@ -125,10 +125,11 @@ def test_an_agent_tasks_answers_are_encoded_in_the_routes_thread_as_fastapi_woul
         assert r.content == dumps(as_validated) and r.headers["content-type"] == "application/json"
 
 
-def test_a_new_issue_for_an_agent_is_made_in_eleven_statements_and_a_finish_tells_its_subscribers(api, db):
+def test_a_new_issue_for_an_agent_is_made_in_eleven_statements_and_a_finish_tells_its_subscribers(api, db, app):
     """A new issue has no task to look for, and its author's membership and subscription are read
     together; a finished run's review reaches the issue's subscribers who are members, read with
     their membership in one statement."""
+    app.state.px.principals.ttl = 3600  # (a loaded machine may take 2 s between two requests)
     daemon = api.register_daemon("claude")
     api.post("/api/agents", json={"name": "c1", "provider": "claude"})
     ws = api.get("/api/workspaces").json()[0]["id"]

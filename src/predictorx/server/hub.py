@@ -97,20 +97,26 @@ class Hub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[str, tuple[str, asyncio.Future]] = {}  # request id -> (daemon id, answer)
         self._ids = itertools.count()
-        self._notices: dict[str, list[Callable[[], None]]] = {}
+        self._notices: dict[str, list[tuple[Callable[[], None], bool]]] = {}
+        #: names this process in the notices it sends, so that a handler for other processes'
+        #: changes only (a cache this process emptied as it committed) skips its own coming back
+        self.origin = uuid.uuid4().hex
         self._wakes = itertools.count(1)
         self._others_later: dict[str, asyncio.TimerHandle] = {}  # task id -> the other daemons' wake-up
 
-    def on_notice(self, type_: str, handler: Callable[[], None]) -> None:
+    def on_notice(self, type_: str, handler: Callable[[], None], *, others_only: bool = False) -> None:
         """Call `handler` (on the event loop) when a server process sends a notice of this type,
-        and whenever LISTEN starts again (a notice may have been missed meanwhile)."""
-        self._notices.setdefault(type_, []).append(handler)
+        and whenever LISTEN starts again (a notice may have been missed meanwhile); with
+        `others_only`, not for a notice this process sent (one carrying its `origin`)."""
+        self._notices.setdefault(type_, []).append((handler, others_only))
 
-    def _notice(self, type_: str | None = None) -> None:
+    def _notice(self, type_: str | None = None, origin: str | None = None) -> None:
+        mine = origin == self.origin
         for t, handlers in self._notices.items():
             if type_ is None or t == type_:
-                for handler in handlers:
-                    handler()
+                for handler, others_only in handlers:
+                    if not (others_only and mine):
+                        handler()
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -135,7 +141,7 @@ class Hub:
         for event in events:
             type_ = event.get("type")
             if type_ in self._notices:
-                self._notice(event["type"])
+                self._notice(event["type"], event.get("from"))
                 continue
             if type_ == Event.TASK_CHANGED and event.get("status") != "queued" and event.get("task_id"):
                 later = self._others_later.pop(event["task_id"], None)

@@ -45,8 +45,10 @@ class AppState:
         self.hub = hub
         self.postgres = db.engine.dialect.name == "postgresql"
         self.principals = PrincipalCache()
-        hub.on_notice(PRINCIPALS_CHANGED, self.principals.forget)  # another process changed them
-        hub.on_notice(PRICES_CHANGED, price_cache.forget)  # (this process forgets as it commits)
+        # Another process changed them (this process forgets as it commits: its own notice coming
+        # back later would empty what was read since, for nothing).
+        hub.on_notice(PRINCIPALS_CHANGED, self.principals.forget, others_only=True)
+        hub.on_notice(PRICES_CHANGED, price_cache.forget, others_only=True)
 
     def read(self):
         return self.db.read()
@@ -63,9 +65,10 @@ class AppState:
             principals_changed = changes_principals(written)
             prices_changed = price_cache.changes_prices(written)
             if self.postgres:  # NOTIFY is delivered on commit, to every server process
-                notices = [{"type": PRINCIPALS_CHANGED}] if principals_changed else []
+                origin = self.hub.origin
+                notices = [{"type": PRINCIPALS_CHANGED, "from": origin}] if principals_changed else []
                 if prices_changed:
-                    notices.append({"type": PRICES_CHANGED})
+                    notices.append({"type": PRICES_CHANGED, "from": origin})
                 payloads = _notify_payloads(events + notices)
                 if payloads:
                     conn = session.connection()
@@ -76,6 +79,7 @@ class AppState:
         if principals_changed:  # this process at once, before the request is answered
             self.principals.forget()
             if not self.postgres:  # (PostgreSQL's NOTIFY above reaches this process's listener too)
-                self.hub.publish([{"type": PRINCIPALS_CHANGED}])  # open streams are checked again
+                # open streams are checked again (server/streamwatch.py)
+                self.hub.publish([{"type": PRINCIPALS_CHANGED, "from": self.hub.origin}])
         if events and not self.postgres:
             self.hub.publish(events)

@@ -7,7 +7,9 @@ token up, and forgotten the moment tokens or memberships change (R-SEC-1, R-SEC-
   role changed, removed) empties the cache of the process that made it as it commits
   (`store.db` records which tables a transaction wrote; `AppState.write` looks) and, on
   PostgreSQL, of every other server process: a `principals_changed` notice goes out with the
-  transaction's NOTIFY and each process's listener empties its own (server/hub.py). A process
+  transaction's NOTIFY and each other process's listener empties its own (server/hub.py; the
+  notice names its sender, whose listener skips it: emptying again what requests read since the
+  commit would only cost them a lookup each). A process
   whose LISTEN connection dropped empties it when it listens again (it may have missed one).
 - A lookup that began before the cache was emptied does not store what it read (a generation
   count), so a revocation that commits while a request is reading the token cannot be undone by

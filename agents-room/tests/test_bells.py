@@ -147,8 +147,14 @@ def test_reads_are_recorded_ungated_and_pre_tool_use_warns_as_before(tmp_path, r
     f.write_text("x = 1\n")
     read = {"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": str(f)}}
     edit = {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"file_path": str(f)}}
-    assert _hook(cmd["reads"], cfg, read).returncode == 0
+    assert _hook(cmd["reads"], cfg, read).returncode == 0  # (the first call binds the run's session too)
     assert (db.parent / "bells" / f"{sid}.read").exists()
+    # a Python start per Read: neither sqlite3's date adapters nor OpenSSL for a small file
+    res = _hook(cmd["reads"], cfg, read)
+    assert res.returncode == 0 and res.stdout == ""
+    imported = {line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
+    assert "agents_room.room" in imported, sorted(imported)
+    assert not imported & {"datetime", "sqlite3.dbapi2", "hashlib", "_hashlib"}, sorted(imported)
     res = _hook(cmd["pre"], cfg, edit)
     assert res.stdout == "" and _python_ran(res)
     f.write_text("x = 2\n")  # changed by someone else

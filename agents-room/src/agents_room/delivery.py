@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 
+from .sqlite_api import sqlite3
 from .jsonload import loads
 from .store import immediate
 from .queries import CODEX_HOLD_CAP, CODEX_HOLD_WINDOW, HOLD, RETRY_WINDOW, STOP_GUARD_TTL, UNREAD_COUNT_CAP, RoomBase

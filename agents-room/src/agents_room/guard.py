@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import shlex
-import sqlite3
 import subprocess
 import sys
 import time
 
+from .sqlite_api import sqlite3
 from .errors import AgentsRoomError
 
 MARK = "agents-room guard"

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 
+from .sqlite_api import sqlite3
 from . import liveness
 
 from .naming import (

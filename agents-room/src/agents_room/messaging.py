@@ -4,8 +4,8 @@ replies join a thread and bodies and receives are bounded (R-ROOM-16).
 
 from __future__ import annotations
 
-import sqlite3
 
+from .sqlite_api import sqlite3
 from .naming import (
     InvalidName,
     globs_overlap,

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import sqlite3
 import os
 
+from .sqlite_api import sqlite3
 from . import liveness
 
 from .naming import (

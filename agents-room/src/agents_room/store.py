@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 import time
 
+from .sqlite_api import sqlite3
 from .errors import AgentsRoomError
 
 TYPE_CHECKING = False  # pathlib and contextlib stay off the hooks' path (one hook process per tool call)

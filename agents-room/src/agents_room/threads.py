@@ -8,8 +8,8 @@ sender sees who did (``msg_sent``).
 
 from __future__ import annotations
 
-import sqlite3
 
+from .sqlite_api import sqlite3
 from .queries import RoomBase, RoomError
 from .store import immediate
 

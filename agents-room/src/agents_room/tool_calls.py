@@ -11,11 +11,11 @@ failure for an anticipated error; `tools.fail(text)` raises it for the tool's ow
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
+from .sqlite_api import sqlite3
 from .room import Room, RoomError
 from .store import StoreError
 

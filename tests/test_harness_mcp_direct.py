@@ -260,58 +260,10 @@ def test_a_server_not_reached_is_named_as_httpx_names_it(server, monkeypatch):
             api.call("GET", "/api/health")
 
 
-class _Conn:
-    """A connection whose answer arrives in `pieces`, then stays open (keep-alive) or closes."""
-
-    def __init__(self, *pieces: bytes, closes: bool = True) -> None:
-        self.pieces, self.closes, self.reads = list(pieces), closes, 0
-
-    def recv(self, n: int) -> bytes:
-        self.reads += 1
-        if self.pieces:
-            return self.pieces.pop(0)
-        if self.closes:
-            return b""
-        raise AssertionError("read past the end of a complete answer")
-
-
-def _read(*pieces: bytes, closes: bool = True) -> tuple[int, bytes]:
-    from predictorx.workflowmcp.plain_call import _Answer
-
-    return _Answer(_Conn(*pieces, closes=closes)).read()
-
-
-def test_an_answer_is_read_by_its_framing_and_no_further():
-    from predictorx.workflowmcp.plain_call import CallFailed
-
-    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4;x=y\r\n\": 1\r\n1\r\n}\r\n0\r\n\r\n"
-    assert _read(chunked[:20], chunked[20:50], chunked[50:], closes=False) == (200, b'{"a": 1}')
-    assert _read(b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\n{}", closes=False) == (201, b"{}")
-    assert _read(b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]",
-                 closes=False) == (200, b"[]")
-    assert _read(b"HTTP/1.0 404 Not Found\r\n\r\nno ", b"length") == (404, b"no length")
-    for bad in [b"garbage", b"HTTP/1.1 2xx OK\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}",
-                b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\n{}\r\n0\r\n\r\n",
-                b"HTTP/1.1 101 Switching Protocols\r\n\r\n"]:
-        with pytest.raises(CallFailed, match="RemoteProtocolError"):
-            _read(bad)
-
-
-def test_an_endless_head_is_refused_after_its_limit():
-    from predictorx.workflowmcp.plain_call import MAX_HEAD_BYTES, CallFailed, _Answer
-
-    conn = _Conn(b"HTTP/1.1 200 OK\r\n", *[b"X-Filler: " + b"x" * 65000 + b"\r\n"] * 1000)
-    with pytest.raises(CallFailed, match="RemoteProtocolError"):
-        _Answer(conn).read()
-    assert conn.reads * 65536 < 4 * MAX_HEAD_BYTES  # (refused at the limit, not at the end)
-
-
-def test_a_server_that_keeps_the_connection_answers_at_once():
-    """A kept-alive answer (Content-Length, connection left open) is read without waiting for a close."""
+def _answering(*pieces: bytes):
+    """A server that answers one request with `pieces` and keeps the connection open; its URL and
+    a function that closes it."""
     import socket
-    import time
 
     listener = socket.create_server(("127.0.0.1", 0))
     held: list[socket.socket] = []
@@ -320,20 +272,44 @@ def test_a_server_that_keeps_the_connection_answers_at_once():
         conn, _ = listener.accept()
         held.append(conn)
         conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"ok\": true}")
+        for piece in pieces:
+            conn.sendall(piece)
 
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
-    from predictorx.workflowmcp.plain_call import request
+    threading.Thread(target=answer, daemon=True).start()
 
-    started = time.monotonic()
-    try:
-        assert request(f"http://127.0.0.1:{listener.getsockname()[1]}", "GET", "/x", {}, None) == (200, b'{"ok": true}')
-        assert time.monotonic() - started < 10  # (not the 30 s read timeout)
-    finally:
+    def close() -> None:
         for c in held:
             c.close()
         listener.close()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", close
+
+
+def test_a_server_that_keeps_the_connection_answers_at_once():
+    """A kept-alive answer (Content-Length, connection left open) is read without waiting for a close
+    (the reading itself: tests/test_http1_read.py)."""
+    import time
+
+    from predictorx.workflowmcp.plain_call import request
+
+    url, close = _answering(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"ok\": true}")
+    started = time.monotonic()
+    try:
+        assert request(url, "GET", "/x", {}, None) == (200, b'{"ok": true}')
+        assert time.monotonic() - started < 10  # (not the 30 s read timeout)
+    finally:
+        close()
+
+
+def test_an_answer_that_is_not_http_is_httpxs_remote_protocol_error():
+    from predictorx.workflowmcp.plain_call import CallFailed, request
+
+    for pieces in [(b"HTTP/1.1 200 OK\r\n", b"X: " + b"x" * 70_000), (b"SSH-2.0-OpenSSH\r\n\r\n",)]:
+        url, close = _answering(*pieces)
+        try:
+            with pytest.raises(CallFailed, match="^RemoteProtocolError$"):
+                request(url, "GET", "/x", {}, None)
+        finally:
+            close()
 
 
 @pytest.mark.parametrize(("env", "url", "direct"), [

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlencode, urlsplit
 
 from . import config
-from .http1 import parse_head
+from .http1 import Malformed, read_response
 
 
 class CliError(Exception):
@@ -136,8 +136,8 @@ def _send_http_client(method: str, url: str, address: tuple[str, int], target: s
 
 def _send_plain(method: str, address: tuple[str, int], target: str, headers: dict[str, str], body: bytes | None,
                 timeout: float) -> Answer:
-    """HTTP/1.1 on a socket, one request per connection (`Connection: close`: the answer ends where
-    the server closes)."""
+    """HTTP/1.1 on a socket, one request per connection (`Connection: close`), the answer read by its
+    framing (http1.read_response)."""
     import socket
 
     try:
@@ -149,59 +149,13 @@ def _send_plain(method: str, address: tuple[str, int], target: str, headers: dic
     lines = [f"{method} {target} HTTP/1.1", *(f"{k}: {v}" for k, v in headers.items()), "Connection: close"]
     if body is not None or method in ("POST", "PUT", "PATCH"):
         lines.append(f"Content-Length: {len(body or b'')}")
-    received = bytearray()
     with sock:
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
-        while not _whole(received) and (chunk := sock.recv(65536)):
-            received += chunk
-    return _answer(bytes(received))
-
-
-def _whole(data: bytearray) -> bool:
-    """Whether `data` holds the whole answer by its Content-Length already (a server may keep the
-    connection open; chunks are read to the close that `Connection: close` asked for)."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        return False
-    head = data[:end].decode("latin-1").lower()
-    for line in head.split("\r\n")[1:]:
-        name, _, value = line.partition(":")
-        if name.strip() == "content-length" and value.strip().isdigit():
-            return len(data) - end - 4 >= int(value)
-    return False
-
-
-def _answer(data: bytes) -> Answer:
-    """A whole HTTP/1.1 answer read: status, then the body by Content-Length or chunks."""
-    head, blank, rest = data.partition(b"\r\n\r\n")
-    parsed = parse_head(head) if blank else None
-    if parsed is None:
-        raise BadAnswer("the server's answer is not HTTP" if data else "the server closed the connection")
-    _version, status, fields = parsed
-    if "chunked" in fields.get("transfer-encoding", "").lower():
-        rest = _dechunk(rest)
-    elif fields.get("content-length", "").isdigit():
-        length = int(fields["content-length"])
-        if len(rest) < length:
-            raise BadAnswer(f"the answer was cut short ({len(rest)} of {length} bytes)")
-        rest = rest[:length]
-    return Answer(status, rest)
-
-
-def _dechunk(data: bytes) -> bytes:
-    out, at = bytearray(), 0
-    while True:
-        end = data.find(b"\r\n", at)
         try:
-            size = int(data[at:end].split(b";", 1)[0], 16)
-        except ValueError:
-            raise BadAnswer("the answer's chunks are malformed") from None
-        if end < 0 or len(data) < end + 2 + size:
-            raise BadAnswer("the answer was cut short")
-        if size == 0:
-            return bytes(out)
-        out += data[end + 2:end + 2 + size]
-        at = end + 2 + size + 2
+            status, content = read_response(sock, method)
+        except Malformed as e:
+            raise BadAnswer(str(e)) from None
+    return Answer(status, content)
 
 
 class Client:

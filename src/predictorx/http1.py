@@ -1,13 +1,23 @@
-"""An HTTP/1 response's head, read the one way the three hand-written clients need it: the CLI's
-(apiclient.py, a blocking socket, for its start time) and the daemon's (daemon/plainhttp.py and
-daemon/smartpush.py, asyncio streams, for their CPU per call). Imports nothing at its start, so
-the CLI's start does not pay for it."""
+"""An HTTP/1 response, read the one way the hand-written clients need it: the CLI's (apiclient.py)
+and a harness tool's (workflowmcp/plain_call.py), each a blocking socket for its start time, and
+the daemon's (daemon/plainhttp.py and daemon/smartpush.py, asyncio streams, for their CPU per
+call). Imports nothing at its start, so the CLI's start does not pay for it."""
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
+    import socket
+
+#: The most of a response's status line and headers read (h11's default limit, as httpx's)
+MAX_HEAD_BYTES = 64 * 1024
+#: The most of a response's body read by `read_response` (the API's answers are far smaller)
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class Malformed(ValueError):
+    """The response is not HTTP/1 as its framing says, or passes a bound: the sentence says how."""
 
 
 def parse_head(head: bytes) -> tuple[str, int, dict[str, str]] | None:
@@ -39,3 +49,85 @@ async def read_head(reader: "asyncio.StreamReader") -> tuple[str, int, dict[str,
     if parsed is None:
         raise ValueError(f"not an HTTP/1 response: {raw[:80]!r}")
     return parsed
+
+
+def read_response(sock: "socket.socket", method: str) -> tuple[int, bytes]:
+    """(status, body) of the response to a `method` request, read from a blocking socket as far
+    as its framing goes and no further (Content-Length, chunks, or the connection's end): a
+    server that keeps the connection open is not waited on, an interim (1xx) answer is passed
+    over, and a head or body past its bound is refused as it arrives. `Malformed` for anything
+    else; the socket's own errors (a timeout too) go to the caller as they are."""
+    reader = _Reader(sock)
+    while True:
+        parsed = parse_head(reader.until(b"\r\n\r\n", MAX_HEAD_BYTES, "the answer's head"))
+        if parsed is None:
+            raise Malformed("the server's answer is not HTTP")
+        _version, code, fields = parsed
+        if code == 101:
+            raise Malformed("the server switched protocols")
+        if code >= 200:
+            no_body = method == "HEAD" or code in (204, 304)
+            return code, b"" if no_body else reader.body(fields)
+
+
+class _Reader:
+    def __init__(self, sock: "socket.socket") -> None:
+        self.sock, self.buf, self.closed = sock, bytearray(), False
+
+    def _more(self) -> None:
+        chunk = self.sock.recv(65536)
+        self.closed = not chunk
+        self.buf += chunk
+
+    def until(self, mark: bytes, limit: int, what: str) -> bytes:
+        while (at := self.buf.find(mark)) < 0:
+            if len(self.buf) > limit:
+                raise Malformed(f"{what} is larger than {limit // 1024} KiB")
+            if self.closed:
+                raise Malformed("the answer was cut short" if self.buf else "the server closed the connection")
+            self._more()
+        if at > limit:
+            raise Malformed(f"{what} is larger than {limit // 1024} KiB")
+        out = bytes(self.buf[:at])
+        del self.buf[:at + len(mark)]
+        return out
+
+    def take(self, size: int) -> bytes:
+        while len(self.buf) < size:
+            if self.closed:
+                raise Malformed(f"the answer was cut short ({len(self.buf)} of {size} bytes)")
+            self._more()
+        out = bytes(self.buf[:size])
+        del self.buf[:size]
+        return out
+
+    def body(self, fields: dict[str, str]) -> bytes:
+        if "chunked" in fields.get("transfer-encoding", "").lower():
+            return self._chunks()
+        if "content-length" in fields:
+            text = fields["content-length"]
+            if not text.isdigit():
+                raise Malformed("the answer's Content-Length is not a number")
+            if int(text) > MAX_BODY_BYTES:
+                raise Malformed(f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB")
+            return self.take(int(text))
+        while not self.closed:  # (framed by the connection's end)
+            if len(self.buf) > MAX_BODY_BYTES:
+                raise Malformed(f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB")
+            self._more()
+        return bytes(self.buf)
+
+    def _chunks(self) -> bytes:
+        out = bytearray()
+        while True:
+            size_text = self.until(b"\r\n", 1024, "a chunk's size line").split(b";")[0].strip()
+            if not size_text or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
+                raise Malformed("the answer's chunks are malformed")
+            size = int(size_text, 16)
+            if size == 0:
+                return bytes(out)  # (trailers, if any, are left unread: the connection closes)
+            if len(out) + size > MAX_BODY_BYTES:
+                raise Malformed(f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB")
+            out += self.take(size)
+            if self.take(2) != b"\r\n":
+                raise Malformed("the answer's chunks are malformed")

@@ -4,9 +4,9 @@ Importing httpx costs ~70 ms of CPU, most of what is left of a run's first tool 
 not imported (direct_call.py); the tool makes one call. So where httpx would reach the server
 directly over plain HTTP — `direct_to` says when: the environment's proxy variables read as
 urllib reads them for httpx, and only the cases where that reading is plain — the call is one
-HTTP/1.1 request on its own connection (`Connection: close`), the answer read by its
-Content-Length, chunked, or to the connection's end, interim (1xx) answers skipped, a head over
-64 KiB or a body over MAX_BODY_BYTES refused. Anything else (https, a proxy that may apply, a URL
+HTTP/1.1 request on its own connection (`Connection: close`), the answer read as http1.read_response
+reads it (by its framing and no further, interim answers skipped, a head over 64 KiB or a body over
+64 MiB refused). Anything else (https, a proxy that may apply, a URL
 or token httpx would encode or refuse, query parameters, not Linux — where urllib also reads the
 system's proxy settings) goes through httpx (harness_tools.Api). A failure is `CallFailed`, named
 as httpx names it (ConnectError, ReadTimeout, …), so the agent reads the same sentence either way.
@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 from urllib.parse import urlsplit
 
-from ..http1 import parse_head
+from ..http1 import Malformed, read_response
 
 TIMEOUT_S = 30.0
-#: The most of a response's status line and headers read (h11's default limit, as httpx)
-MAX_HEAD_BYTES = 64 * 1024
-#: The most of a response's body read (a harness answer is a few KiB)
-MAX_BODY_BYTES = 64 * 1024 * 1024
 #: What a URL may hold to be sent as it is (httpx would percent-encode anything else)
 _URL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/[]@%!$&'()*+,;=")
 
@@ -98,79 +93,11 @@ def request(url: str, method: str, path: str, headers: dict[str, str], body: byt
             raise CallFailed("WriteTimeout") from None
         except OSError:
             raise CallFailed("WriteError") from None
-        return _Answer(conn).read()
-
-
-class _Answer:
-    """The response on `conn`, read as far as it goes and no further."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn, self.buf, self.closed = conn, b"", False
-
-    def _more(self) -> None:
-        import socket
-
         try:
-            chunk = self.conn.recv(65536)
+            return read_response(conn, method)
         except socket.timeout:
             raise CallFailed("ReadTimeout") from None
+        except Malformed:
+            raise CallFailed("RemoteProtocolError") from None
         except OSError:
             raise CallFailed("ReadError") from None
-        if not chunk:
-            self.closed = True
-        self.buf += chunk
-
-    def _take_until(self, mark: bytes, limit: int) -> bytes:
-        while (at := self.buf.find(mark)) < 0:
-            if len(self.buf) > limit or self.closed:
-                raise CallFailed("RemoteProtocolError")
-            self._more()
-        if at > limit:
-            raise CallFailed("RemoteProtocolError")
-        out, self.buf = self.buf[:at], self.buf[at + len(mark):]
-        return out
-
-    def _take(self, size: int) -> bytes:
-        while len(self.buf) < size:
-            if self.closed:
-                raise CallFailed("RemoteProtocolError")
-            self._more()
-        out, self.buf = self.buf[:size], self.buf[size:]
-        return out
-
-    def read(self) -> tuple[int, bytes]:
-        while True:
-            parsed = parse_head(self._take_until(b"\r\n\r\n", MAX_HEAD_BYTES))
-            if parsed is None:
-                raise CallFailed("RemoteProtocolError")
-            _version, code, fields = parsed
-            if code == 101:
-                raise CallFailed("RemoteProtocolError")
-            if code >= 200:
-                return code, self._body(fields)
-
-    def _body(self, fields: dict[str, str]) -> bytes:
-        if "chunked" in fields.get("transfer-encoding", "").lower():
-            out = b""
-            while True:
-                size_text = self._take_until(b"\r\n", 1024).split(b";")[0].strip()
-                if not size_text or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
-                    raise CallFailed("RemoteProtocolError")
-                size = int(size_text, 16)
-                if size == 0:
-                    return out
-                if len(out) + size > MAX_BODY_BYTES:
-                    raise CallFailed("RemoteProtocolError")
-                out += self._take(size)
-                if self._take(2) != b"\r\n":
-                    raise CallFailed("RemoteProtocolError")
-        if "content-length" in fields:
-            text = fields["content-length"]
-            if not text.isdigit() or int(text) > MAX_BODY_BYTES:
-                raise CallFailed("RemoteProtocolError")
-            return self._take(int(text))
-        while not self.closed:  # (framed by the connection's end)
-            if len(self.buf) > MAX_BODY_BYTES:
-                raise CallFailed("RemoteProtocolError")
-            self._more()
-        return self.buf

@@ -22,6 +22,9 @@ class _Conn:
     def __init__(self, *pieces: bytes, closes: bool = True) -> None:
         self.pieces, self.closes, self.reads = list(pieces), closes, 0
 
+    def settimeout(self, seconds: float) -> None:
+        pass
+
     def recv(self, n: int) -> bytes:
         self.reads += 1
         if self.pieces:
@@ -32,7 +35,7 @@ class _Conn:
 
 
 def _read(*pieces: bytes, closes: bool = True, method: str = "GET") -> tuple[int, bytes]:
-    return read_response(_Conn(*pieces, closes=closes), method)  # type: ignore[arg-type]
+    return read_response(_Conn(*pieces, closes=closes), method, 30)  # type: ignore[arg-type]
 
 
 def test_an_answer_is_read_by_its_framing_and_no_further() -> None:
@@ -58,16 +61,43 @@ def test_an_answer_is_read_by_its_framing_and_no_further() -> None:
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\n{}\r\n0\r\n\r\n", "chunks are malformed"),
     (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX", "chunks are malformed"),
     (b"HTTP/1.1 101 Switching Protocols\r\n\r\n", "switched protocols"),
+    # what a review found escaping as a ValueError traceback, or read leniently
+    (b"HTTP/1.1 \xb200 OK\r\n\r\n", "not HTTP"),
+    (b"HTTP/1.1 099 Odd\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", "not HTTP"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n{}", "Content-Length is not a number"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n", "Content-Length is not a number"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 1\r\n\r\n{}", "Content-Length is not a number"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "transfer coding"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"f" * 40 + b"\r\n", "chunks are malformed"),
 ])
 def test_what_cannot_be_read_is_one_sentence(bad: bytes, sentence: str) -> None:
     with pytest.raises(Malformed, match=sentence):
         _read(bad)
 
 
+def test_interim_answers_share_one_head_budget() -> None:
+    """A server that sends `100 Continue` for ever is refused once 64 KiB of heads arrived."""
+    conn = _Conn(*[b"HTTP/1.1 100 Continue\r\n\r\n" * 1000] * 1000)
+    with pytest.raises(Malformed, match="head is larger than 64 KiB"):
+        read_response(conn, "GET", 30)  # type: ignore[arg-type]
+    assert conn.reads < 10
+
+
+def test_a_server_that_trickles_is_not_waited_on_past_the_timeout() -> None:
+    class Trickle(_Conn):
+        def recv(self, n: int) -> bytes:
+            time.sleep(0.05)
+            return b"x"
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        read_response(Trickle(), "GET", 0.5)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 5
+
+
 def test_an_endless_head_is_refused_at_its_limit_not_at_its_end() -> None:
     conn = _Conn(b"HTTP/1.1 200 OK\r\n", *[b"X-Filler: " + b"x" * 65000 + b"\r\n"] * 1000)
     with pytest.raises(Malformed, match="head is larger than 64 KiB"):
-        read_response(conn, "GET")  # type: ignore[arg-type]
+        read_response(conn, "GET", 30)  # type: ignore[arg-type]
     assert conn.reads * 65536 < 4 * MAX_HEAD_BYTES
 
 
@@ -109,6 +139,13 @@ def test_the_cli_passes_over_an_interim_answer(one_answer) -> None:
     url, answer = one_answer
     answer.append(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"b\":2}")
     assert Client(server_url=url, token="t", timeout=20).get("/api/x") == {"b": 2}
+
+
+def test_the_cli_says_when_a_200_is_not_json(one_answer) -> None:
+    url, answer = one_answer
+    answer.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 15\r\n\r\n<html>hi</html>")
+    with pytest.raises(CliError, match="not JSON: '<html>hi</html>'; is PREDICTORX_SERVER_URL"):
+        Client(server_url=url, token="t", timeout=20).get("/api/x")
 
 
 def test_the_cli_refuses_an_endless_head_with_a_sentence(one_answer) -> None:

@@ -152,7 +152,7 @@ def _send_plain(method: str, address: tuple[str, int], target: str, headers: dic
     with sock:
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b""))
         try:
-            status, content = read_response(sock, method)
+            status, content = read_response(sock, method, timeout)
         except Malformed as e:
             raise BadAnswer(str(e)) from None
     return Answer(status, content)
@@ -206,7 +206,11 @@ class Client:
             fail(detail if isinstance(detail, str) else f"the server answered {r.status_code}: {r.text[:300]}")
         if r.status_code == 204 or not r.content:
             return None
-        return r.json()
+        try:
+            return r.json()
+        except ValueError:  # (a proxy's or another program's page on that address)
+            fail(f"the server at {self.server_url} answered {r.status_code} with something that is not JSON: "
+                 f"{r.text[:120]!r}; is PREDICTORX_SERVER_URL a Predictor X server?")
 
     def get(self, path: str, **kw: Any) -> Any:
         return self.request("GET", path, **kw)

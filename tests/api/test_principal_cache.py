@@ -156,3 +156,33 @@ def test_a_membership_change_notifies_with_this_processs_origin(api, app, databa
         assert api.post("/api/workspaces/default/members", json={"name": "Ann"}).status_code == 201
         notices = [e for note in conn.notifies(timeout=30, stop_after=1) for e in json.loads(note.payload)]
     assert {"type": PRINCIPALS_CHANGED, "from": app.state.px.hub.origin} in notices
+
+
+def test_a_revocation_whose_commit_answer_was_lost_still_empties_the_cache(api, app, monkeypatch):
+    """The commit went through but its answer never came back (the connection dropped): the write
+    raises, yet the token may be revoked. This process skips its own notice, so it must forget by
+    itself — a review found the revoked principal kept for its 2 s lifetime."""
+    from contextlib import contextmanager
+
+    from sqlalchemy import update
+
+    from predictorx.store.schema import Token
+
+    state = app.state.px
+    state.principals.ttl = 3600
+    made = api.post("/api/tokens", json={"name": "laptop"}).json()
+    assert _me(api, made["token"]) == 200 and len(state.principals) >= 1
+    real = state.db.write
+
+    @contextmanager
+    def answer_lost():
+        with real() as session:
+            yield session
+        raise ConnectionError("server closed the connection unexpectedly")
+    monkeypatch.setattr(state.db, "write", answer_lost)
+    with pytest.raises(ConnectionError):
+        with state.write() as s:
+            s.execute(update(Token).where(Token.id == made["id"]).values(revoked=True))
+    monkeypatch.setattr(state.db, "write", real)
+    assert len(state.principals) == 0
+    assert _me(api, made["token"]) == 401

@@ -56,30 +56,40 @@ class AppState:
     @contextmanager
     def write(self) -> Iterator[Session]:
         events: list[dict] = []
-        with self.db.write() as session:
-            yield session
-            session.flush()
-            inbox_feed.derive(session)  # what this transaction puts in people's inboxes, committed with it
-            events = take(session)
-            written = session.info.get(WRITTEN, set())
-            principals_changed = changes_principals(written)
-            prices_changed = price_cache.changes_prices(written)
-            if self.postgres:  # NOTIFY is delivered on commit, to every server process
-                origin = self.hub.origin
-                notices = [{"type": PRINCIPALS_CHANGED, "from": origin}] if principals_changed else []
-                if prices_changed:
-                    notices.append({"type": PRICES_CHANGED, "from": origin})
-                payloads = _notify_payloads(events + notices)
-                if payloads:
-                    conn = session.connection()
-                    for payload in payloads:
-                        direct.rows(conn, _NOTIFY, {"c": CHANNEL, "p": payload})
-        if prices_changed:  # this process at once, as for principals; the others by the notice
-            price_cache.forget()
-        if principals_changed:  # this process at once, before the request is answered
-            self.principals.forget()
-            if not self.postgres:  # (PostgreSQL's NOTIFY above reaches this process's listener too)
-                # open streams are checked again (server/streamwatch.py)
-                self.hub.publish([{"type": PRINCIPALS_CHANGED, "from": self.hub.origin}])
+        principals_changed = prices_changed = False
+        try:
+            with self.db.write() as session:
+                yield session
+                session.flush()
+                inbox_feed.derive(session)  # what this transaction puts in people's inboxes, committed with it
+                events = take(session)
+                written = session.info.get(WRITTEN, set())
+                principals_changed = changes_principals(written)
+                prices_changed = price_cache.changes_prices(written)
+                if self.postgres:  # NOTIFY is delivered on commit, to every server process
+                    self._notify(session, events, principals_changed, prices_changed)
+        finally:
+            # This process at once, before the request is answered — also when the commit failed
+            # as far as we know (its answer lost: it may have committed, and this process skips
+            # its own notice); forgetting what still holds costs a lookup. The others by the notice.
+            if prices_changed:
+                price_cache.forget()
+            if principals_changed:
+                self.principals.forget()
+        if principals_changed and not self.postgres:  # (PostgreSQL's NOTIFY reaches the listeners)
+            # open streams are checked again (server/streamwatch.py)
+            self.hub.publish([{"type": PRINCIPALS_CHANGED, "from": self.hub.origin}])
         if events and not self.postgres:
             self.hub.publish(events)
+
+    def _notify(self, session: Session, events: list[dict], principals_changed: bool, prices_changed: bool) -> None:
+        """The transaction's events and notices as NOTIFYs, delivered with its commit."""
+        origin = self.hub.origin
+        notices = [{"type": PRINCIPALS_CHANGED, "from": origin}] if principals_changed else []
+        if prices_changed:
+            notices.append({"type": PRICES_CHANGED, "from": origin})
+        payloads = _notify_payloads(events + notices)
+        if payloads:
+            conn = session.connection()
+            for payload in payloads:
+                direct.rows(conn, _NOTIFY, {"c": CHANNEL, "p": payload})

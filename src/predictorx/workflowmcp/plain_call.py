@@ -94,7 +94,7 @@ def request(url: str, method: str, path: str, headers: dict[str, str], body: byt
         except OSError:
             raise CallFailed("WriteError") from None
         try:
-            return read_response(conn, method)
+            return read_response(conn, method, TIMEOUT_S)
         except socket.timeout:
             raise CallFailed("ReadTimeout") from None
         except Malformed:

@@ -18,6 +18,8 @@ from predictorx.daemon.workflowhooks import mcp_setup
 from predictorx.workflowmcp import mcp_stdio
 from predictorx.workflowmcp.direct_call import content_of, fits
 
+from tests.test_http1_read import answering
+
 #: path → (status, JSON body or None); anything else is a 404 with a detail
 ANSWERS: dict[str, tuple[int, Any]] = {
     "/api/tasks/t-1/harness/sweep": (200, {"state": "idle", "beans": [], "cost": 1e-7, "name": "é\u2028x"}),
@@ -260,30 +262,6 @@ def test_a_server_not_reached_is_named_as_httpx_names_it(server, monkeypatch):
             api.call("GET", "/api/health")
 
 
-def _answering(*pieces: bytes):
-    """A server that answers one request with `pieces` and keeps the connection open; its URL and
-    a function that closes it."""
-    import socket
-
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def answer() -> None:
-        conn, _ = listener.accept()
-        held.append(conn)
-        conn.recv(65536)
-        for piece in pieces:
-            conn.sendall(piece)
-
-    threading.Thread(target=answer, daemon=True).start()
-
-    def close() -> None:
-        for c in held:
-            c.close()
-        listener.close()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}", close
-
-
 def test_a_server_that_keeps_the_connection_answers_at_once():
     """A kept-alive answer (Content-Length, connection left open) is read without waiting for a close
     (the reading itself: tests/test_http1_read.py)."""
@@ -291,7 +269,7 @@ def test_a_server_that_keeps_the_connection_answers_at_once():
 
     from predictorx.workflowmcp.plain_call import request
 
-    url, close = _answering(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"ok\": true}")
+    url, close = answering(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"ok\": true}")
     started = time.monotonic()
     try:
         assert request(url, "GET", "/x", {}, None) == (200, b'{"ok": true}')
@@ -304,7 +282,7 @@ def test_an_answer_that_is_not_http_is_httpxs_remote_protocol_error():
     from predictorx.workflowmcp.plain_call import CallFailed, request
 
     for pieces in [(b"HTTP/1.1 200 OK\r\n", b"X: " + b"x" * 70_000), (b"SSH-2.0-OpenSSH\r\n\r\n",)]:
-        url, close = _answering(*pieces)
+        url, close = answering(*pieces)
         try:
             with pytest.raises(CallFailed, match="^RemoteProtocolError$"):
                 request(url, "GET", "/x", {}, None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -101,55 +101,61 @@ def test_an_endless_head_is_refused_at_its_limit_not_at_its_end() -> None:
     assert conn.reads * 65536 < 4 * MAX_HEAD_BYTES
 
 
-@pytest.fixture
-def one_answer() -> Iterator[tuple[str, list[bytes]]]:
-    """A server that answers one request with the bytes the test puts in the list, then keeps the
-    connection open (as a kept-alive server does) until the test ends."""
+def answering(*pieces: bytes) -> tuple[str, Callable[[], None]]:
+    """A server on loopback that answers one request with `pieces` and keeps the connection open
+    (as a kept-alive server does): its URL, and a function that closes it."""
     listener = socket.create_server(("127.0.0.1", 0))
-    answer: list[bytes] = []
     held: list[socket.socket] = []
 
-    def serve() -> None:
+    def answer() -> None:
         conn, _ = listener.accept()
         held.append(conn)
         conn.recv(65536)
-        for piece in answer:
+        for piece in pieces:
             conn.sendall(piece)
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}", answer
-    finally:
+    threading.Thread(target=answer, daemon=True).start()
+
+    def close() -> None:
         for conn in held:
             conn.close()
         listener.close()
-        thread.join(10)
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", close
+
+
+@pytest.fixture
+def one_answer() -> Iterator[Callable[..., str]]:
+    """`answering`, closed when the test ends."""
+    closers: list[Callable[[], None]] = []
+
+    def start(*pieces: bytes) -> str:
+        url, close = answering(*pieces)
+        closers.append(close)
+        return url
+    yield start
+    for close in closers:
+        close()
 
 
 def test_the_cli_reads_a_kept_alive_chunked_answer_at_once(one_answer) -> None:
-    url, answer = one_answer
-    answer.append(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"a\": 1}\r\n0\r\n\r\n")
+    url = one_answer(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"a\": 1}\r\n0\r\n\r\n")
     started = time.monotonic()
     assert Client(server_url=url, token="t", timeout=20).get("/api/x") == {"a": 1}
     assert time.monotonic() - started < 10  # (it waited for the connection's end: the timeout)
 
 
 def test_the_cli_passes_over_an_interim_answer(one_answer) -> None:
-    url, answer = one_answer
-    answer.append(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"b\":2}")
+    url = one_answer(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"b\":2}")
     assert Client(server_url=url, token="t", timeout=20).get("/api/x") == {"b": 2}
 
 
 def test_the_cli_says_when_a_200_is_not_json(one_answer) -> None:
-    url, answer = one_answer
-    answer.append(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 15\r\n\r\n<html>hi</html>")
+    url = one_answer(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 15\r\n\r\n<html>hi</html>")
     with pytest.raises(CliError, match="not JSON: '<html>hi</html>'; is PREDICTORX_SERVER_URL"):
         Client(server_url=url, token="t", timeout=20).get("/api/x")
 
 
 def test_the_cli_refuses_an_endless_head_with_a_sentence(one_answer) -> None:
-    url, answer = one_answer
-    answer.extend([b"HTTP/1.1 200 OK\r\n", *[b"X-Filler: " + b"x" * 8000 + b"\r\n"] * 20])
+    url = one_answer(b"HTTP/1.1 200 OK\r\n", *[b"X-Filler: " + b"x" * 8000 + b"\r\n"] * 20)
     with pytest.raises(CliError, match="head is larger than 64 KiB"):
         Client(server_url=url, token="t", timeout=20).get("/api/x")

@@ -59,6 +59,30 @@ def api(app, db):
 
 
 @pytest.fixture
+def listening(api, app, database_url) -> None:
+    """On PostgreSQL, the app LISTENs before the test goes on: starting to listen empties the
+    caches of principals and prices (a notice may have been missed meanwhile), which would race
+    a test that counts what is read or kept."""
+    if not database_url.startswith("postgresql"):
+        return
+    import json
+    import threading
+    import time
+
+    import psycopg
+
+    from predictorx.server.hub import CHANNEL
+
+    up = threading.Event()  # (set by LISTEN starting, or by the ping once it listens)
+    app.state.px.hub.on_notice("test-ping", up.set)
+    with psycopg.connect(database_url, autocommit=True, connect_timeout=10) as conn:
+        started = time.monotonic()
+        while not up.wait(0.2):
+            assert time.monotonic() - started < 30, "the server never started to LISTEN"
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps([{"type": "test-ping"}])))
+
+
+@pytest.fixture
 def published(monkeypatch) -> list[dict]:
     """Every event the server's transactions publish, in order (as each commits)."""
     import predictorx.server.state as state_module

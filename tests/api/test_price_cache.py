@@ -37,7 +37,7 @@ def _price_reads(app) -> list[str]:
     return seen
 
 
-def test_batches_of_a_run_read_the_prices_once(api, app):
+def test_batches_of_a_run_read_the_prices_once(api, app, listening):
     daemon = _daemon(api)
     task = _run(api, daemon)
     reads = _price_reads(app)

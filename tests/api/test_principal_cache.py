@@ -21,7 +21,7 @@ def _me(api, token):
     return api.as_(token).get("/api/me").status_code
 
 
-def test_a_revoked_token_is_refused_by_the_next_request(api, app):
+def test_a_revoked_token_is_refused_by_the_next_request(api, app, listening):
     app.state.px.principals.ttl = 3600  # only the revocation itself may make it forget
     made = api.post("/api/tokens", json={"name": "laptop"}).json()
     assert _me(api, made["token"]) == 200 and _me(api, made["token"]) == 200  # the second from the cache
@@ -121,7 +121,7 @@ def test_a_daemon_request_in_flight_when_its_owner_is_removed_changes_nothing(ap
     assert [r["status"] for r in runs] == ["queued"]
 
 
-def test_this_processs_own_notice_coming_back_does_not_empty_its_cache_again(api, app):
+def test_this_processs_own_notice_coming_back_does_not_empty_its_cache_again(api, app, listening):
     """The process that changed a membership emptied its cache as it committed; on PostgreSQL its
     own NOTIFY reaches its listener later, after requests have read principals again (a CI run's
     statement count caught the extra read). A notice from another process still empties it, and
@@ -158,7 +158,7 @@ def test_a_membership_change_notifies_with_this_processs_origin(api, app, databa
     assert {"type": PRINCIPALS_CHANGED, "from": app.state.px.hub.origin} in notices
 
 
-def test_a_revocation_whose_commit_answer_was_lost_still_empties_the_cache(api, app, monkeypatch):
+def test_a_revocation_whose_commit_answer_was_lost_still_empties_the_cache(api, app, monkeypatch, listening):
     """The commit went through but its answer never came back (the connection dropped): the write
     raises, yet the token may be revoked. This process skips its own notice, so it must forget by
     itself — a review found the revoked principal kept for its 2 s lifetime."""

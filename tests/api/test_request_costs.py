@@ -125,7 +125,8 @@ def test_an_agent_tasks_answers_are_encoded_in_the_routes_thread_as_fastapi_woul
         assert r.content == dumps(as_validated) and r.headers["content-type"] == "application/json"
 
 
-def test_a_new_issue_for_an_agent_is_made_in_eleven_statements_and_a_finish_tells_its_subscribers(api, db, app):
+def test_a_new_issue_for_an_agent_is_made_in_eleven_statements_and_a_finish_tells_its_subscribers(api, db, app,
+                                                                                                    listening):
     """A new issue has no task to look for, and its author's membership and subscription are read
     together; a finished run's review reaches the issue's subscribers who are members, read with
     their membership in one statement."""

@@ -172,7 +172,6 @@ class Front:
         out.pop("resultType", None)  # the 2026-07-28 envelope's; handshake revisions do not carry it
         return out
 
-
     def _direct(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """The call answered without the SDK (direct_call.py), or None: the SDK answers it."""
         tool = next((t for t in self.listing["tools"] if t.get("name") == name), None)

@@ -1,7 +1,7 @@
 """An HTTP/1 response, read the one way the hand-written clients need it: the CLI's (apiclient.py)
 and a harness tool's (workflowmcp/plain_call.py), each a blocking socket for its start time, and
 the daemon's (daemon/plainhttp.py and daemon/smartpush.py, asyncio streams, for their CPU per
-call). Imports nothing at its start, so the CLI's start does not pay for it."""
+call): one set of framing rules and bounds (`framing`, `chunk_size`) for all of them. Imports nothing at its start, so the CLI's start does not pay for it."""
 
 from __future__ import annotations
 
@@ -38,6 +38,42 @@ def parse_head(head: bytes) -> tuple[str, int, dict[str, str]] | None:
     return version, int(code), fields
 
 
+TOO_LARGE = f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB"
+CHUNKS_MALFORMED = "the answer's chunks are malformed"
+
+
+def framing(fields: dict[str, str], limit: float | None = None) -> tuple[str, int]:
+    """How a response's body ends, by its head: ("chunked", 0), ("length", n) or ("close", 0)
+    (to the connection's end). `Malformed` for a transfer coding other than chunked, a
+    Content-Length that is not one plain number (differing duplicates are joined, so they are
+    not), or one past `limit` (MAX_BODY_BYTES; a streaming reader bounds what it keeps itself) —
+    one rule for every hand-written client."""
+    if "transfer-encoding" in fields:
+        if fields["transfer-encoding"].lower() != "chunked":
+            raise Malformed(f"the answer's transfer coding {fields['transfer-encoding'][:40]!r} is not chunked")
+        return "chunked", 0
+    if "content-length" in fields:
+        text = fields["content-length"]
+        if not (text.isascii() and text.isdigit()) or len(text) > 18:
+            raise Malformed("the answer's Content-Length is not a number")
+        if int(text) > (MAX_BODY_BYTES if limit is None else limit):
+            raise Malformed(TOO_LARGE)
+        return "length", int(text)
+    return "close", 0
+
+
+def chunk_size(line: bytes, so_far: int, limit: int | None = None) -> int:
+    """A chunk's size from its size line (extensions dropped); `Malformed` when it is not hex or
+    the body would pass `limit` (MAX_BODY_BYTES) with it (`so_far` read already)."""
+    text = line.split(b";")[0].strip()
+    if not text or len(text) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in text):
+        raise Malformed(CHUNKS_MALFORMED)
+    size = int(text, 16)
+    if so_far + size > (MAX_BODY_BYTES if limit is None else limit):
+        raise Malformed(TOO_LARGE)
+    return size
+
+
 async def read_head(reader: "asyncio.StreamReader") -> tuple[str, int, dict[str, str]]:
     """One response head read from `reader` (to its blank line) and parsed; ValueError when it
     is larger than the reader's limit or not an HTTP/1 response."""
@@ -51,6 +87,56 @@ async def read_head(reader: "asyncio.StreamReader") -> tuple[str, int, dict[str,
     if parsed is None:
         raise ValueError(f"not an HTTP/1 response: {raw[:80]!r}")
     return parsed
+
+
+async def read_stream_response(reader: "asyncio.StreamReader", method: str) -> tuple[str, int, dict[str, str], bytes]:
+    """(HTTP version, status, header fields, body) of the response to a `method` request, read
+    from asyncio streams by the same rules as `read_response` (the caller bounds the time): the
+    interim answers' heads and the answer's within 64 KiB together, the body by its framing and
+    within MAX_BODY_BYTES, a chunked body's trailers read to their end (the connection stays
+    usable). `Malformed` for what is not HTTP/1 or passes a bound; the stream's own errors
+    (IncompleteReadError, OSError) go to the caller as they are."""
+    import asyncio
+
+    budget = MAX_HEAD_BYTES
+    try:
+        while True:
+            raw = await reader.readuntil(b"\r\n\r\n")
+            budget -= len(raw)
+            if budget < 0:
+                raise Malformed(f"the answer's head is larger than {MAX_HEAD_BYTES >> 10} KiB")
+            parsed = parse_head(raw[:-4])
+            if parsed is None:
+                raise Malformed(f"not an HTTP/1 response: {raw[:80]!r}")
+            version, code, fields = parsed
+            if code == 101:
+                raise Malformed("the server switched protocols")
+            if code >= 200:
+                break
+        if method == "HEAD" or code in (204, 304):
+            return version, code, fields, b""
+        kind, length = framing(fields)
+        if kind == "length":
+            return version, code, fields, await reader.readexactly(length)
+        if kind == "close":
+            body = bytearray()
+            while chunk := await reader.read(65536):
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise Malformed(TOO_LARGE)
+            return version, code, fields, bytes(body)
+        out = bytearray()
+        while size := chunk_size(await reader.readuntil(b"\r\n"), len(out)):
+            out += await reader.readexactly(size)
+            if await reader.readexactly(2) != b"\r\n":
+                raise Malformed(CHUNKS_MALFORMED)
+        while (line := await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, to the empty line
+            budget -= len(line)
+            if budget < 0:
+                raise Malformed(f"the answer's head is larger than {MAX_HEAD_BYTES >> 10} KiB")
+        return version, code, fields, bytes(out)
+    except asyncio.LimitOverrunError as e:  # (a line longer than the reader's limit)
+        raise Malformed("a line of the answer is longer than this client reads") from e
 
 
 def read_response(sock: "socket.socket", method: str, timeout: float) -> tuple[int, bytes]:
@@ -123,34 +209,23 @@ class _Reader:
         return out
 
     def body(self, fields: dict[str, str]) -> bytes:
-        if "transfer-encoding" in fields:
-            if fields["transfer-encoding"].lower() != "chunked":
-                raise Malformed(f"the answer's transfer coding {fields['transfer-encoding'][:40]!r} is not chunked")
+        kind, length = framing(fields)
+        if kind == "chunked":
             return self._chunks()
-        if "content-length" in fields:
-            text = fields["content-length"]
-            if not (text.isascii() and text.isdigit()) or len(text) > 18:
-                raise Malformed("the answer's Content-Length is not a number")
-            if int(text) > MAX_BODY_BYTES:
-                raise Malformed(f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB")
-            return self.take(int(text))
+        if kind == "length":
+            return self.take(length)
         while not self.closed:  # (framed by the connection's end)
             if len(self.buf) > MAX_BODY_BYTES:
-                raise Malformed(f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB")
+                raise Malformed(TOO_LARGE)
             self._more()
         return bytes(self.buf)
 
     def _chunks(self) -> bytes:
         out = bytearray()
         while True:
-            size_text = self.until(b"\r\n", 1024, "the answer's chunks are malformed").split(b";")[0].strip()
-            if not size_text or len(size_text) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
-                raise Malformed("the answer's chunks are malformed")
-            size = int(size_text, 16)
+            size = chunk_size(self.until(b"\r\n", 1024, CHUNKS_MALFORMED), len(out))
             if size == 0:
                 return bytes(out)  # (trailers, if any, are left unread: the connection closes)
-            if len(out) + size > MAX_BODY_BYTES:
-                raise Malformed(f"the answer is larger than {MAX_BODY_BYTES >> 20} MiB")
             out += self.take(size)
             if self.take(2) != b"\r\n":
-                raise Malformed("the answer's chunks are malformed")
+                raise Malformed(CHUNKS_MALFORMED)

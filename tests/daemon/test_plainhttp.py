@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from predictorx import http1
 from predictorx.daemon import plainhttp
 from predictorx.daemon.plainhttp import PlainHttp
 from predictorx.daemon.serverapi import ServerApi, ServerError
@@ -156,6 +157,45 @@ async def test_a_silent_server_is_a_timeout(serve: Callable[..., Any]) -> None:
     try:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(http.request("GET", url + "/a", None, {}), 30)
+    finally:
+        await http.aclose()
+
+
+_OK = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize("answer, why", [
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 1000000000000\r\n\r\n{}", "larger than"),
+    (b"HTTP/1.0 200 OK\r\n\r\n" + b"x" * 5000, "larger than"),  # (to the connection's end)
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n7d0\r\n" + b"x" * 2000 + b"\r\n0\r\n\r\n", "larger than"),
+    (b"HTTP/1.1 100 Continue\r\n\r\n" * 3000 + _OK, "head is larger"),
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", "not chunked"),
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", "chunks are malformed"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\n{}", "not a number"),
+    (b"HTTP/1.1 101 Switching Protocols\r\n\r\n", "switched protocols"),
+], ids=["length-past-bound", "to-the-end-past-bound", "chunks-past-bound", "interim-flood", "gzip-chunked",
+        "chunk-size-not-hex", "negative-length", "switching"])
+async def test_an_answer_past_a_bound_or_not_http_is_refused_as_it_arrives(
+        serve: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, answer: bytes, why: str) -> None:
+    """The daemon's client reads by http1's rules, as the CLI's does (a broken or hostile server,
+    or something else on its port): a body past the bound is refused before it is held, not read
+    to the end or waited for; interim answers count against one head budget."""
+    monkeypatch.setattr(http1, "MAX_BODY_BYTES", 1000)
+    _server, url = await serve(lambda _req: answer, close_after=answer.startswith(b"HTTP/1.0"))
+    http = PlainHttp(timeout=30)
+    try:
+        with pytest.raises(http1.Malformed, match=why):
+            await asyncio.wait_for(http.request("GET", url + "/a", None, {}), 60)
+    finally:
+        await http.aclose()
+
+
+async def test_an_answer_to_head_has_no_body_to_wait_for(serve: Callable[..., Any]) -> None:
+    _server, url = await serve(lambda _req: b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n")
+    http = PlainHttp(timeout=30)
+    try:
+        answer = await asyncio.wait_for(http.request("HEAD", url + "/a", None, {}), 60)
+        assert (answer.status_code, answer.content) == (200, b"")
     finally:
         await http.aclose()
 

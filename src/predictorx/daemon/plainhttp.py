@@ -10,7 +10,7 @@ connection's end). Anything else (https, a URL httpx would reach through a proxy
 environment) stays with httpx, and so does the push connection (a stream).
 
 Errors are `OSError`, `asyncio.IncompleteReadError`, `TimeoutError` or `ValueError` (a malformed
-response): the caller treats each as the server being unreachable. A request on a reused
+response, or one past http1's bounds: its head over 64 KiB, its body over 64 MiB): the caller treats each as the server being unreachable. A request on a reused
 connection that the server had closed meanwhile (its keep-alive timeout) is sent once more on a
 new connection, as httpx does.
 """
@@ -24,15 +24,13 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
-from ..http1 import read_head
+from ..http1 import MAX_HEAD_BYTES, read_stream_response
 
 #: A kept-alive connection idle this long is not reused: the server closes its own after 5 s
 #: (server/connguard.py KEEP_ALIVE_SECONDS), and a request racing that close would be sent twice.
 IDLE_REUSE_S = 4.0
 #: Kept-alive connections per server at most (one per concurrent call).
 MAX_IDLE = 8
-#: The most of a response's status line and headers read (h11's default limit).
-MAX_HEAD_BYTES = 64 * 1024
 
 
 def eligible(url: str, client: httpx.AsyncClient) -> bool:
@@ -88,11 +86,11 @@ class PlainHttp:
             conn = self._take((host, port))
             if conn is not None:
                 try:
-                    return await self._exchange((host, port), conn, data)
+                    return await self._exchange((host, port), conn, method, data)
                 except (ConnectionError, asyncio.IncompleteReadError):
                     pass  # closed by the server while it was idle: once more, on a new connection
             reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD_BYTES)
-            return await self._exchange((host, port), _Conn(reader, writer), data)
+            return await self._exchange((host, port), _Conn(reader, writer), method, data)
 
     def _take(self, key: tuple[str, int]) -> _Conn | None:
         pool = self._idle.get(key, [])
@@ -103,11 +101,11 @@ class PlainHttp:
             conn.close()
         return None
 
-    async def _exchange(self, key: tuple[str, int], conn: _Conn, data: bytes) -> Response:
+    async def _exchange(self, key: tuple[str, int], conn: _Conn, method: str, data: bytes) -> Response:
         try:
             conn.writer.write(data)
             await conn.writer.drain()
-            status, keep, content = await _read_response(conn.reader)
+            status, keep, content = await _read_response(conn.reader, method)
         except BaseException:
             conn.close()
             raise
@@ -125,30 +123,9 @@ class PlainHttp:
         self._idle.clear()
 
 
-async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool, bytes]:
+async def _read_response(reader: asyncio.StreamReader, method: str) -> tuple[int, bool, bytes]:
     """(status, whether the connection may be reused, body) of one response."""
-    while True:
-        version, status, headers = await read_head(reader)
-        if status >= 200:  # (a 1xx interim response is followed by the real one)
-            break
-    keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        return status, keep, await _read_chunked(reader)
-    if "content-length" in headers:
-        return status, keep, await reader.readexactly(int(headers["content-length"]))
-    if status in (204, 304):
-        return status, keep, b""
-    return status, False, await reader.read()  # to the connection's end
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    body = bytearray()
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip(), 16)
-        if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers, to the empty line
-                pass
-            return bytes(body)
-        body += await reader.readexactly(size)
-        if await reader.readexactly(2) != b"\r\n":
-            raise ValueError("malformed chunked body")
+    version, status, headers, body = await read_stream_response(reader, method)
+    framed = "transfer-encoding" in headers or "content-length" in headers or status in (204, 304) or method == "HEAD"
+    keep = framed and version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
+    return status, keep, body

@@ -35,7 +35,7 @@ from typing import Any, Union
 from urllib.parse import urlsplit
 
 from ..forges.base import PushTarget
-from ..http1 import read_head
+from ..http1 import chunk_size, framing, read_head
 from .forgepush import CHANGED, PushError, Pushed, check_target, scrub
 from .gitcmd import git_env, sealed_env
 from .gitobjects import present
@@ -489,19 +489,16 @@ async def _request(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], meth
 
 async def _body(reader: asyncio.StreamReader, headers: dict[str, str]) -> AsyncIterator[bytes]:
     """An answer's body as it arrives (chunked, by its length, or to the connection's end)."""
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        while True:
-            size = int((await _line(reader)).split(b";", 1)[0].strip(), 16)
-            if size == 0:
-                while (await _line(reader)) != b"\r\n":  # trailers, to the empty line
-                    pass
-                return
-            if size > MAX_CHUNK:
-                raise ValueError("a chunk larger than this client reads")
+    kind, length = framing(headers, limit=float("inf"))  # (what is kept is bounded by its reader)
+    if kind == "chunked":
+        while size := chunk_size(await _line(reader), 0, limit=MAX_CHUNK):
             yield await reader.readexactly(size)
             if await reader.readexactly(2) != b"\r\n":
                 raise ValueError("malformed chunked body")
-    left = int(headers["content-length"]) if "content-length" in headers else None
+        while (await _line(reader)) != b"\r\n":  # trailers, to the empty line
+            pass
+        return
+    left = length if kind == "length" else None
     while left is None or left > 0:
         data = await reader.read(65536 if left is None else min(left, 65536))
         if not data:

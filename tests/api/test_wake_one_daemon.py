@@ -173,6 +173,57 @@ def test_an_agent_bound_to_a_runtime_wakes_that_runtime_s_daemon_first() -> None
     asyncio.run(main())
 
 
+def test_a_daemon_known_to_be_full_is_not_woken_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its last claim or finish here left it no free slot: another is woken alone even on its
+    turn (it would only cost the task WAKE_OTHERS_S); every one full: all at once, as before; the
+    hint expires (a run may end without a word to this process)."""
+    async def main() -> None:
+        hub = _hub()
+        d0, d1, d2 = (hub.subscribe("ws", f"d{i}", "alice") for i in range(3))
+        d1.woken, d2.woken = 10**9, 10**9 + 1  # d0's turn, then d1's
+        hub.slots_free("d0", 0)
+        hub.publish([_queued("t1")])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [0, 1, 0]
+        hub.slots_free("d0", 2)  # a finish or claim said it has room again: its turn still
+        hub.publish([_queued("t2")])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [1, 0, 0]
+        for d in ("d0", "d1", "d2"):
+            hub.slots_free(d, 0)
+        hub.publish([_queued("t3")])
+        assert [len(_got(d)) for d in (d0, d1, d2)] == [1, 1, 1] and "t3" not in hub._others_later
+        monkeypatch.setattr(hub_module, "FREE_SLOTS_TRUST_S", 0.0)  # believed no longer
+        hub.publish([_queued("t4")])
+        assert sum(len(_got(d)) for d in (d0, d1, d2)) == 1 and "t4" in hub._others_later
+        hub.unsubscribe(d0)  # (what is known of a daemon goes with its last stream)
+        assert "d0" not in hub._free and "d1" in hub._free
+
+    asyncio.run(main())
+
+
+def test_a_claim_that_fills_a_daemon_and_its_finish_tell_the_hub(api, monkeypatch) -> None:
+    """Through the server: a daemon whose claim took as many tasks as it asked for is full; the
+    next task wakes the other daemon alone, on the full one's turn; its finish with room again
+    (`claim_next`, nothing queued) makes it one to wake again."""
+    monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 600.0)  # (only a daemon woken alone hears of it)
+    with _two_daemons(api, "command", "command") as ((full, other), (lines_full, lines_other), hub):
+        first = _next_event(lines_full)
+        assert first["type"] == "task_queued"
+        taken = full.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]
+        assert [c["task"]["id"] for c in taken] == [first["task_id"]]
+        sub_full = next(sub for sub in hub.subscribers() if _is(sub, full))
+        sub_full.woken = 0  # its turn again
+        assert api.patch("/api/agents/cmd", json={"max_concurrent_tasks": 2}).status_code == 200
+        api.post("/api/issues", json={"title": "y", "assignee": "cmd"})
+        second = _next_event(lines_other)
+        assert second["type"] == "task_queued" and second["task_id"] in hub._others_later  # woken alone
+        assert [c["task"]["id"] for c in other.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"]] \
+            == [second["task_id"]]
+        assert hub._known_full(sub_full)
+        done = full.post(f"/api/daemon/tasks/{first['task_id']}/finish", json={"status": "completed", "claim_next": 1})
+        assert done.status_code == 200 and done.json()["claimed"] == []
+        assert not hub._known_full(sub_full)
+
+
 def _is(sub, daemon_api) -> bool:
     from predictorx.service.auth import hash_token
 

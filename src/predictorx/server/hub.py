@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -39,6 +40,10 @@ STREAM_CLOSED = "stream_closed"
 #: that cannot or does not take it (full, stopping, without the agent's CLI, another task taken
 #: first) costs the task this delay, never the task: the others are woken then, as before.
 WAKE_OTHERS_S = 1.0
+#: How long a daemon's free slots, as its last claim or finish here left them, are believed when
+#: choosing whom to wake alone: a hint (a run may end meanwhile without a word to the server, or
+#: a request go to another server process), so it only steers the choice and expires.
+FREE_SLOTS_TRUST_S = 30.0
 
 
 @dataclass(eq=False)
@@ -103,6 +108,8 @@ class Hub:
         self.origin = uuid.uuid4().hex
         self._wakes = itertools.count(1)
         self._others_later: dict[str, asyncio.TimerHandle] = {}  # task id -> the other daemons' wake-up
+        #: daemon id -> (its free slots after its last claim or finish here, when: time.monotonic())
+        self._free: dict[str, tuple[int, float]] = {}
 
     def on_notice(self, type_: str, handler: Callable[[], None], *, others_only: bool = False) -> None:
         """Call `handler` (on the event loop) when a server process sends a notice of this type,
@@ -132,6 +139,18 @@ class Hub:
 
     def unsubscribe(self, sub: Subscriber) -> None:
         self._subs.discard(sub)
+        if sub.daemon_id is not None and not self.daemon_connected(sub.daemon_id):
+            self._free.pop(sub.daemon_id, None)
+
+    def slots_free(self, daemon_id: str | None, free: int) -> None:
+        """A daemon's claim or finish says how many of its slots are free after it (the routes, in
+        the thread pool: one dict item set). A daemon known to be full is not woken alone."""
+        if daemon_id is not None:
+            self._free[daemon_id] = (free, time.monotonic())
+
+    def _known_full(self, sub: Subscriber) -> bool:
+        hint = self._free.get(sub.daemon_id or "")
+        return hint is not None and hint[0] <= 0 and time.monotonic() - hint[1] < FREE_SLOTS_TRUST_S
 
     def daemon_connected(self, daemon_id: str) -> bool:
         return any(s.daemon_id == daemon_id for s in self._subs)
@@ -161,11 +180,12 @@ class Hub:
             log.warning("dropping event for a slow subscriber")
 
     def _wake_one(self, event: dict[str, Any], wanting: list[Subscriber]) -> list[Subscriber]:
-        """Of the daemons that want this queued task and may take it (Subscriber.may_take), the
-        one woken alone least recently, and people's pages; the other daemons WAKE_OTHERS_S later
-        unless it leaves the queue. None that may take it: all of them at once, as before."""
+        """Of the daemons that want this queued task and may take it (Subscriber.may_take) and
+        are not known to be full (`slots_free`: a full one would only delay it), the one woken
+        alone least recently, and people's pages; the other daemons WAKE_OTHERS_S later unless it
+        leaves the queue. None such: all of them at once, as before."""
         daemons = [sub for sub in wanting if sub.daemon_id is not None]
-        able = [sub for sub in daemons if sub.may_take(event)]
+        able = [sub for sub in daemons if sub.may_take(event) and not self._known_full(sub)]
         if len(daemons) < 2 or not able or self._loop is None:
             return wanting
         chosen = min(able, key=lambda sub: sub.woken)

@@ -106,12 +106,16 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
     with _daemon_write(state, caller) as s:
         # Nothing queued (the other daemons woken for a task one took): one statement (issue 30).
         if claim_precheck.nothing_to_claim(s, caller.principal.daemon_id, caller.workspace_id, body.task_id):
+            state.hub.slots_free(caller.principal.daemon_id, body.limit)
             return SafeJSONResponse({"tasks": []})
         claimed = tasks.claim_as(s, caller.principal.daemon_id, caller.workspace_id, limit=body.limit,
                                  task_id=body.task_id)
         if not claimed:
             _me(s, caller)  # a daemon no longer registered is told so (a claim for it finds nothing)
-        return SafeJSONResponse({"tasks": _claimed(s, claimed, caller.principal.daemon_id)})
+        answer = SafeJSONResponse({"tasks": _claimed(s, claimed, caller.principal.daemon_id)})
+    # (its limit is its free slots: what it took fills them; the hub wakes a full daemon alone no more)
+    state.hub.slots_free(caller.principal.daemon_id, body.limit - len(claimed))
+    return answer
 
 
 @router.post("/daemon/tasks/{task_id}/status", response_model=None)
@@ -165,7 +169,10 @@ def finish(task_id: str, body: TaskFinish, caller: Caller = Depends(daemon_calle
             empty = claim_precheck.nothing_to_claim(s, caller.principal.daemon_id, caller.workspace_id, None)
             out["claimed"] = [] if empty else _claimed(s, tasks.claim_as(
                 s, caller.principal.daemon_id, caller.workspace_id, limit=body.claim_next), caller.principal.daemon_id)
-        return SafeJSONResponse(out)
+        answer = SafeJSONResponse(out)
+    if "claim_next" in body.model_fields_set:  # (its free slots; an older daemon does not say)
+        state.hub.slots_free(caller.principal.daemon_id, body.claim_next - len(out.get("claimed", ())))
+    return answer
 
 
 @router.post("/daemon/requests/{request_id}")

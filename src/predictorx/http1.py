@@ -20,6 +20,12 @@ class Malformed(ValueError):
     """The response is not HTTP/1 as its framing says, or passes a bound: the sentence says how."""
 
 
+class NothingBack(ConnectionError):
+    """The connection ended before any byte of the answer came (`read_stream_response`): on a
+    kept-alive connection, the server had closed it while idle — the one case where a request may
+    be sent again without having been handled twice."""
+
+
 def parse_head(head: bytes) -> tuple[str, int, dict[str, str]] | None:
     """(HTTP version, status, header fields lower-cased) of a response head without its blank
     line, or None when it is not an HTTP/1 status line. A field given twice is one value, the
@@ -89,19 +95,35 @@ async def read_head(reader: "asyncio.StreamReader") -> tuple[str, int, dict[str,
     return parsed
 
 
+def unread(reader: "asyncio.StreamReader") -> bool:
+    """Whether a stream holds bytes no answer has read: past an answer, or come while the
+    connection was idle, they would be read as the next request's answer, so the connection is
+    not used again. (StreamReader has no public peek: its buffer, or, on a Python that keeps it
+    elsewhere, assume some.)"""
+    return bool(getattr(reader, "_buffer", True))
+
+
 async def read_stream_response(reader: "asyncio.StreamReader", method: str) -> tuple[str, int, dict[str, str], bytes]:
     """(HTTP version, status, header fields, body) of the response to a `method` request, read
     from asyncio streams by the same rules as `read_response` (the caller bounds the time): the
     interim answers' heads and the answer's within 64 KiB together, the body by its framing and
     within MAX_BODY_BYTES, a chunked body's trailers read to their end (the connection stays
-    usable). `Malformed` for what is not HTTP/1 or passes a bound; the stream's own errors
+    usable). `Malformed` for what is not HTTP/1 or passes a bound; `NothingBack` when the
+    connection ended before any of the answer came; the stream's other errors
     (IncompleteReadError, OSError) go to the caller as they are."""
     import asyncio
 
     budget = MAX_HEAD_BYTES
     try:
-        while True:
+        try:
             raw = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError as e:
+            if e.partial:
+                raise
+            raise NothingBack("the server closed the connection without answering") from e
+        except ConnectionResetError as e:
+            raise NothingBack("the server reset the connection without answering") from e
+        while True:
             budget -= len(raw)
             if budget < 0:
                 raise Malformed(f"the answer's head is larger than {MAX_HEAD_BYTES >> 10} KiB")
@@ -113,6 +135,7 @@ async def read_stream_response(reader: "asyncio.StreamReader", method: str) -> t
                 raise Malformed("the server switched protocols")
             if code >= 200:
                 break
+            raw = await reader.readuntil(b"\r\n\r\n")
         if method == "HEAD" or code in (204, 304):
             return version, code, fields, b""
         kind, length = framing(fields)

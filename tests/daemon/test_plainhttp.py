@@ -18,6 +18,8 @@ from predictorx.daemon import plainhttp
 from predictorx.daemon.plainhttp import PlainHttp
 from predictorx.daemon.serverapi import ServerApi, ServerError
 
+WAIT_S = 30.0  # generous: a loaded 2-core machine
+
 #: the request's bytes → the raw response (b"": close at once; None: say nothing)
 Reply = Callable[[bytes], bytes | None]
 
@@ -196,6 +198,78 @@ async def test_an_answer_to_head_has_no_body_to_wait_for(serve: Callable[..., An
     try:
         answer = await asyncio.wait_for(http.request("HEAD", url + "/a", None, {}), 60)
         assert (answer.status_code, answer.content) == (200, b"")
+    finally:
+        await http.aclose()
+
+
+def _ok(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@pytest.mark.parametrize("close_after", [False, True], ids=["kept-open", "then-closed"])
+async def test_bytes_past_an_answer_are_never_read_as_the_next_one(serve: Callable[..., Any], close_after: bool) -> None:
+    """A server that writes more than its framing says (a bug, a header injected upstream): the
+    connection is not kept, so the next call gets its own answer, not the leftovers (every later
+    call would be one answer behind, and a claim or finish believed answered never sent)."""
+    answers = iter([_ok(b'{"n": 1}') + _ok(b'{"n": "INJECTED"}'), _ok(b'{"n": 2}')])
+    server, url = await serve(lambda _req: next(answers), close_after=close_after)
+    http = PlainHttp(timeout=30)
+    try:
+        assert json.loads((await http.request("GET", url + "/1", None, {})).content) == {"n": 1}
+        second = await http.request("POST", url + "/2", b"{}", {})
+        assert json.loads(second.content) == {"n": 2} and len(server.requests) == 2
+    finally:
+        await http.aclose()
+
+
+async def test_bytes_that_come_while_a_connection_is_idle_make_it_unusable(serve: Callable[..., Any]) -> None:
+    server, url = await serve(lambda _req: _ok(b"{}"))
+    http = PlainHttp(timeout=30)
+    try:
+        await http.request("GET", url + "/1", None, {})
+        server.writers[0].write(_ok(b'{"n": "UNASKED"}'))
+        await server.writers[0].drain()
+        conn = http._idle[next(iter(http._idle))][0]
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while not conn.reader._buffer:  # (until it arrived)
+            assert asyncio.get_running_loop().time() < deadline, "the unasked bytes never arrived"
+            await asyncio.sleep(0.01)
+        assert json.loads((await http.request("GET", url + "/2", None, {})).content) == {}
+        assert server.connections == 2
+    finally:
+        await http.aclose()
+
+
+@pytest.mark.parametrize("first", [
+    b"HTTP/1.1 204 No Content\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+], ids=["204-with-a-body", "chunked-and-a-length"])
+async def test_an_answer_whose_framing_is_uncertain_ends_its_connection(serve: Callable[..., Any], first: bytes) -> None:
+    """A 204 that says it has a body, or an answer with both a length and chunks (RFC 9112 §6.3):
+    read as well as it can be, and the connection not kept for the next call."""
+    answers = iter([first, _ok(b'{"n": 2}')])
+    server, url = await serve(lambda _req: next(answers))
+    http = PlainHttp(timeout=30)
+    try:
+        await http.request("POST", url + "/1", b"{}", {})
+        assert json.loads((await http.request("GET", url + "/2", None, {})).content) == {"n": 2}
+        assert server.connections == 2
+    finally:
+        await http.aclose()
+
+
+async def test_a_request_whose_answer_was_cut_short_is_not_sent_again(serve: Callable[..., Any]) -> None:
+    """On a reused connection: once any of the answer came, the server had handled the request
+    (a claim, a finish): it is an error for the caller, never sent a second time."""
+    answers = iter([_ok(b"{}"), b'HTTP/1.1 200 OK\r\ncontent-length: 20\r\n\r\n{"tasks": ['])
+    server, url = await serve(lambda _req: next(answers))
+    http = PlainHttp(timeout=30)
+    try:
+        await http.request("GET", url + "/a", None, {})
+        server.close_after = True
+        with pytest.raises(asyncio.IncompleteReadError):
+            await http.request("POST", url + "/api/daemon/claim", b'{"limit":1}', {})
+        assert [r.split(b" ")[1] for r in server.requests] == [b"/a", b"/api/daemon/claim"]
     finally:
         await http.aclose()
 

@@ -67,6 +67,46 @@ def test_an_out_of_bounds_chunk_is_unsupported_not_a_crash(body: bytes) -> None:
     assert "tok-hostile" not in str(error)
 
 
+def _advertisement() -> bytes:
+    pkt = smartpush._pkt
+    zero = "0" * 40
+    return (pkt(b"# service=git-receive-pack\n") + b"0000"
+            + pkt(f"{zero} capabilities^{{}}\0report-status side-band-64k\n".encode()) + b"0000")
+
+
+@pytest.mark.parametrize("head, after", [
+    (b"Content-Length: %d\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),  # bytes past the answer
+    (b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n", b""),  # a length beside chunks
+], ids=["bytes-past-it", "length-and-chunks"])
+def test_a_discovery_whose_answer_was_not_certain_leaves_its_connection(head: bytes, after: bytes) -> None:
+    """The push is not sent on the discovery's connection when that answer's end was uncertain:
+    what came past it would be read as the push's report."""
+    body = _advertisement()
+    chunked = b"Transfer-Encoding" in head
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/x-git-receive-pack-advertisement\r\n"
+              + (head % len(body)) + b"\r\n" + (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if chunked else body)
+              + after)
+
+    async def go() -> smartpush.Session:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(answer)
+            await writer.drain()
+            await asyncio.sleep(3600)  # (kept open: only the client ends it)
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        try:
+            session = await smartpush.discover(_target(server.sockets[0].getsockname()[1]))
+            await asyncio.sleep(0)  # (what came past the answer is buffered by now, or soon)
+            return session
+        finally:
+            server.close()
+
+    session = asyncio.run(asyncio.wait_for(go(), 60))
+    assert session.advertised.caps >= {"report-status"}
+    assert session._conn is None, "the push would have read the discovery's leftovers as its report"
+
+
 def test_an_endless_advertisement_is_cut_off(monkeypatch) -> None:
     monkeypatch.setattr(smartpush, "MAX_ADVERTISEMENT", 64 * 1024)  # (the bound, small enough to send here)
     chunk = b"x" * 8192

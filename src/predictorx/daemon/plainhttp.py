@@ -10,9 +10,11 @@ connection's end). Anything else (https, a URL httpx would reach through a proxy
 environment) stays with httpx, and so does the push connection (a stream).
 
 Errors are `OSError`, `asyncio.IncompleteReadError`, `TimeoutError` or `ValueError` (a malformed
-response, or one past http1's bounds: its head over 64 KiB, its body over 64 MiB): the caller treats each as the server being unreachable. A request on a reused
-connection that the server had closed meanwhile (its keep-alive timeout) is sent once more on a
-new connection, as httpx does.
+response, or one past http1's bounds: its head over 64 KiB, its body over 64 MiB): the caller
+treats each as the server being unreachable. A request on a reused connection that the server had
+closed meanwhile (its keep-alive timeout) is sent once more on a new connection, as httpx does —
+only when nothing of its answer came back (the server had not handled it then). A connection is
+kept only when its answer's framing is certain and nothing is left unread in it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from urllib.parse import urlsplit
 
 import httpx2 as httpx
 
-from ..http1 import MAX_HEAD_BYTES, read_stream_response
+from ..http1 import MAX_HEAD_BYTES, NothingBack, read_stream_response, unread
 
 #: A kept-alive connection idle this long is not reused: the server closes its own after 5 s
 #: (server/connguard.py KEEP_ALIVE_SECONDS), and a request racing that close would be sent twice.
@@ -44,6 +46,10 @@ def eligible(url: str, client: httpx.AsyncClient) -> bool:
         return False
 
 
+class _NotSent(ConnectionError):
+    """The request could not be written: the connection was closed (by the server, while idle)."""
+
+
 @dataclass
 class Response:
     status_code: int
@@ -57,7 +63,9 @@ class _Conn:
     idle_since: float = 0.0
 
     def usable(self) -> bool:
-        return (not self.reader.at_eof() and not self.writer.is_closing()
+        """Open, not idle too long, and nothing in it unread: bytes that came while it was idle
+        were asked for by nobody, and would be read as the next request's answer."""
+        return (not self.reader.at_eof() and not self.writer.is_closing() and not unread(self.reader)
                 and time.monotonic() - self.idle_since < IDLE_REUSE_S)
 
     def close(self) -> None:
@@ -87,8 +95,9 @@ class PlainHttp:
             if conn is not None:
                 try:
                     return await self._exchange((host, port), conn, method, data)
-                except (ConnectionError, asyncio.IncompleteReadError):
+                except (_NotSent, NothingBack):
                     pass  # closed by the server while it was idle: once more, on a new connection
+                    # (never once any of the answer came: the server had handled it)
             reader, writer = await asyncio.open_connection(host, port, limit=MAX_HEAD_BYTES)
             return await self._exchange((host, port), _Conn(reader, writer), method, data)
 
@@ -103,13 +112,16 @@ class PlainHttp:
 
     async def _exchange(self, key: tuple[str, int], conn: _Conn, method: str, data: bytes) -> Response:
         try:
-            conn.writer.write(data)
-            await conn.writer.drain()
+            try:
+                conn.writer.write(data)
+                await conn.writer.drain()
+            except ConnectionError as e:
+                raise _NotSent(str(e)) from e
             status, keep, content = await _read_response(conn.reader, method)
         except BaseException:
             conn.close()
             raise
-        if keep and len(self._idle.setdefault(key, [])) < MAX_IDLE:
+        if keep and not unread(conn.reader) and len(self._idle.setdefault(key, [])) < MAX_IDLE:
             conn.idle_since = time.monotonic()
             self._idle[key].append(conn)
         else:
@@ -126,6 +138,12 @@ class PlainHttp:
 async def _read_response(reader: asyncio.StreamReader, method: str) -> tuple[int, bool, bytes]:
     """(status, whether the connection may be reused, body) of one response."""
     version, status, headers, body = await read_stream_response(reader, method)
-    framed = "transfer-encoding" in headers or "content-length" in headers or status in (204, 304) or method == "HEAD"
+    chunked, length = "transfer-encoding" in headers, headers.get("content-length")
+    if chunked and length is not None:  # (RFC 9112 §6.3: read as chunked, then the connection closes)
+        framed = False
+    elif status == 204:  # (a broken server's 204 with a body would leave it unread)
+        framed = not chunked and length in (None, "0")
+    else:  # (304 and HEAD's answers name the length they would have; no body follows)
+        framed = chunked or length is not None or status == 304 or method == "HEAD"
     keep = framed and version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
     return status, keep, body

@@ -35,7 +35,7 @@ from typing import Any, Union
 from urllib.parse import urlsplit
 
 from ..forges.base import PushTarget
-from ..http1 import chunk_size, framing, read_head
+from ..http1 import chunk_size, framing, read_head, unread
 from .forgepush import CHANGED, PushError, Pushed, check_target, scrub
 from .gitcmd import git_env, sealed_env
 from .gitobjects import present
@@ -163,8 +163,9 @@ async def discover(target: PushTarget) -> Session:
         if conn is not None:
             conn[1].close()
         raise
-    if "close" in headers.get("connection", "").lower():
-        session.close()  # the push opens its own
+    if ("close" in headers.get("connection", "").lower() or unread(conn[0])
+            or ("transfer-encoding" in headers and "content-length" in headers)):
+        session.close()  # the push opens its own (nothing past an answer is read as the next one)
     return session
 
 
@@ -250,6 +251,8 @@ async def _post(session: Session, target: PushTarget, body: tuple[bytes, ...], s
              "Accept": "application/x-git-receive-pack-result"}
     try:
         async with asyncio.timeout(STEP_TIMEOUT):
+            if session._conn is not None and unread(session._conn[0]):
+                session.close()  # (bytes came that nobody asked for: they would be read as the report)
             if session._conn is not None:
                 try:  # the discovery's connection; one the server closed meanwhile is opened anew
                     status, headers = await _request(session._conn, "POST", path, target, body, extra)

@@ -224,6 +224,70 @@ def test_a_claim_that_fills_a_daemon_and_its_finish_tell_the_hub(api, monkeypatc
         assert not hub._known_full(sub_full)
 
 
+def test_a_claim_whose_task_could_not_be_handed_over_leaves_the_daemon_free(api, monkeypatch) -> None:
+    """What fills a daemon is what its claim handed it: a task refused in the claim (its agent's
+    variables could not be opened, service/agentenv.py) leaves its slot free, and it is woken."""
+    from predictorx.service import agentenv, secretbox
+
+    def cannot_open(*_a: Any, **_kw: Any) -> Any:
+        raise secretbox.SecretError("the key is gone")
+
+    monkeypatch.setattr(hub_module, "WAKE_OTHERS_S", 600.0)
+    monkeypatch.setattr(agentenv, "for_claim", cannot_open)
+    with _two_daemons(api, "command", "command") as ((one, _), (lines_one, _), hub):
+        assert _next_event(lines_one)["type"] == "task_queued"
+        assert one.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"] == []
+        assert not hub._known_full(next(sub for sub in hub.subscribers() if _is(sub, one)))
+
+
+def test_what_is_known_of_daemons_without_a_stream_here_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Daemons whose requests come here and whose streams are elsewhere (several server
+    processes): their expired hints go first, and past the bound no new one is kept."""
+    async def main() -> None:
+        hub = _hub()
+        monkeypatch.setattr(hub_module, "MAX_FREE_HINTS", 100)
+        for i in range(150):
+            hub.slots_free(f"d{i}", 0)
+        assert len(hub._free) == 100
+        monkeypatch.setattr(hub_module, "FREE_SLOTS_TRUST_S", 0.0)  # every one expired
+        hub.slots_free("late", 1)
+        assert list(hub._free) == ["late"]
+
+    asyncio.run(main())
+
+
+def test_asking_whether_a_daemon_is_connected_from_a_route_s_thread_never_fails() -> None:
+    """(The daemon routes ask from the thread pool while the event loop subscribes and
+    unsubscribes: iterating the set itself then raised "Set changed size during iteration".)"""
+    import threading
+
+    hub = Hub()
+    subs = [hub.subscribe("ws", f"d{i}") for i in range(1000)]
+    failed: list[BaseException] = []
+    stop = threading.Event()
+
+    def ask() -> None:
+        try:
+            while not stop.is_set():
+                hub.daemon_connected("none")
+        except RuntimeError as e:
+            failed.append(e)
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    try:
+        for _ in range(100):
+            if failed:
+                break
+            for sub in subs[:50]:
+                hub.unsubscribe(sub)
+            subs[:50] = [hub.subscribe("ws", f"n{i}") for i in range(50)]
+    finally:
+        stop.set()
+        asker.join(WAIT_S)
+    assert not failed, failed
+
+
 def _is(sub, daemon_api) -> bool:
     from predictorx.service.auth import hash_token
 

@@ -42,8 +42,11 @@ STREAM_CLOSED = "stream_closed"
 WAKE_OTHERS_S = 1.0
 #: How long a daemon's free slots, as its last claim or finish here left them, are believed when
 #: choosing whom to wake alone: a hint (a run may end meanwhile without a word to the server, or
-#: a request go to another server process), so it only steers the choice and expires.
+#: a request go to another server process, whose hub keeps its own), so it only steers the choice
+#: and expires — a wrong one costs a task WAKE_OTHERS_S at most, as choosing a full daemon did.
 FREE_SLOTS_TRUST_S = 30.0
+#: Daemons whose free slots are kept at most (expired ones are dropped first, then none added)
+MAX_FREE_HINTS = 10_000
 
 
 @dataclass(eq=False)
@@ -145,15 +148,24 @@ class Hub:
     def slots_free(self, daemon_id: str | None, free: int) -> None:
         """A daemon's claim or finish says how many of its slots are free after it (the routes, in
         the thread pool: one dict item set). A daemon known to be full is not woken alone."""
-        if daemon_id is not None:
-            self._free[daemon_id] = (free, time.monotonic())
+        if daemon_id is None:
+            return
+        now = time.monotonic()
+        if len(self._free) >= MAX_FREE_HINTS:  # (daemons whose stream is on another process, say)
+            for key, (_, at) in list(self._free.items()):
+                if now - at >= FREE_SLOTS_TRUST_S:
+                    self._free.pop(key, None)
+        if len(self._free) < MAX_FREE_HINTS or daemon_id in self._free:
+            self._free[daemon_id] = (free, now)
 
     def _known_full(self, sub: Subscriber) -> bool:
         hint = self._free.get(sub.daemon_id or "")
         return hint is not None and hint[0] <= 0 and time.monotonic() - hint[1] < FREE_SLOTS_TRUST_S
 
     def daemon_connected(self, daemon_id: str) -> bool:
-        return any(s.daemon_id == daemon_id for s in self._subs)
+        """(Also asked from a route's thread: the set is copied in one step, never iterated while
+        the event loop changes it.)"""
+        return any(s.daemon_id == daemon_id for s in list(self._subs))
 
     def _deliver(self, events: list[dict[str, Any]]) -> None:
         """On the event loop."""

@@ -112,9 +112,10 @@ def claim(body: Claim, caller: Caller = Depends(daemon_caller), state: AppState 
                                  task_id=body.task_id)
         if not claimed:
             _me(s, caller)  # a daemon no longer registered is told so (a claim for it finds nothing)
-        answer = SafeJSONResponse({"tasks": _claimed(s, claimed, caller.principal.daemon_id)})
-    # (its limit is its free slots: what it took fills them; the hub wakes a full daemon alone no more)
-    state.hub.slots_free(caller.principal.daemon_id, body.limit - len(claimed))
+        handed = _claimed(s, claimed, caller.principal.daemon_id)
+        answer = SafeJSONResponse({"tasks": handed})
+    # (its limit is its free slots: what it was handed fills them; the hub wakes a full daemon alone no more)
+    state.hub.slots_free(caller.principal.daemon_id, body.limit - len(handed))
     return answer
 
 

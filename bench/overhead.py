@@ -6,7 +6,9 @@ For each N in `--concurrency` (default 1 4 8): N bare `claude -p` runs at once, 
 once through the server and one daemon (its `--max-tasks` is the largest N). The model (the
 scripted Messages API of tests/realcli) has the CLI run `true` with its Bash tool, then streams
 its answer as one small text delta every `--delta-interval` s (default 0.1) for
-`--stream-seconds` (default 30): the CLI waits on its model most of the run, as a real one does.
+`--stream-seconds` (default 60, the one-minute run of the issue's own measurement): the CLI waits
+on its model most of the run, as a real one does. A run's fixed costs (its claim, set-up and
+finish) weigh twice as much per run-minute in a 30-s run (`--stream-seconds 30`).
 
 CPU per process: the kernel's process accounting (acct(2), as root: each process's CPU as it
 exits, so the short-lived hooks, the Bash tool's commands and the daemon's git calls count),
@@ -33,7 +35,7 @@ them): a fresh server builds each router's routes on its first request. The benc
 whether its tasks ended only once the model has streamed every answer (and every 20 s before, in
 case one failed): its own requests are not the platform's cost.
 
-Usage: .venv/bin/python bench/overhead.py [--concurrency 1 4 8] [--stream-seconds 30]
+Usage: .venv/bin/python bench/overhead.py [--concurrency 1 4 8] [--stream-seconds 60]
 """
 
 from __future__ import annotations
@@ -562,7 +564,7 @@ def _loadavg() -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 8], help="runs at once, each N in turn")
-    ap.add_argument("--stream-seconds", type=float, default=30.0, help="how long the model streams its answer")
+    ap.add_argument("--stream-seconds", type=float, default=60.0, help="how long the model streams its answer")
     ap.add_argument("--delta-interval", type=float, default=0.1, help="seconds between the answer's deltas")
     ap.add_argument("--idle-seconds", type=float, default=10.0, help="the idle daemon and server measured this long")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",

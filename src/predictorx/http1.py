@@ -1,7 +1,8 @@
 """An HTTP/1 response, read the one way the hand-written clients need it: the CLI's (apiclient.py)
 and a harness tool's (workflowmcp/plain_call.py), each a blocking socket for its start time, and
 the daemon's (daemon/plainhttp.py and daemon/smartpush.py, asyncio streams, for their CPU per
-call): one set of framing rules and bounds (`framing`, `chunk_size`) for all of them. Imports nothing at its start, so the CLI's start does not pay for it."""
+call): one set of framing rules and bounds (`framing`, `chunk_size`) for all of them. Imports
+nothing at its start, so the CLI's start does not pay for it."""
 
 from __future__ import annotations
 

@@ -29,9 +29,20 @@ def _register(api, daemon_id: str | None = None, providers=("command",)):
     return did, r
 
 
+def _prove_email(api, user_id: str) -> None:
+    from predictorx.store.schema import User
+
+    with api.client.app.state.px.write() as s:
+        user = s.get(User, user_id)
+        assert user is not None
+        user.email_proven = True
+
+
 def test_finding_01_account_takeover_by_email(api):
     # An admin of the owner's workspace, with an email.
-    _, admin = _add(api, "alice", role="admin", email="alice@example.com")
+    alice_id, admin = _add(api, "alice", role="admin", email="alice@example.com")
+    _prove_email(api, alice_id)  # (she signed in through the provider: an e-mail typed by an adder
+    # is not attached elsewhere at all, tests/api/test_email_takeover.py)
     # A plain member makes their own workspace and "adds" alice by her email there.
     _, mallory = _add(api, "mallory")
     ws2 = mallory.post("/api/workspaces", json={"name": "Mallory's"}).json()["id"]

@@ -30,7 +30,7 @@ from .errors import Forbidden, Invalid
 #: What is recorded, one name per audited action (docs/security.md lists them).
 ACTIONS = frozenset({
     "sign_in", "token.create", "token.revoke",
-    "member.add", "member.role", "member.remove",
+    "member.add", "member.role", "member.remove", "member.email_proven",
     "forge.add", "forge.update", "forge.remove", "forge.webhook_secret",
     "secret.set", "secret.unset", "secret.grant", "secret.revoke",
     "agent.sandbox", "merge", "oidc.configure", "budget.set", "budget.remove", "audit.retention", "issue.delete",

@@ -35,12 +35,22 @@ def list_members(session: Session, workspace_id: str) -> list[tuple[Member, User
                                 .where(Member.workspace_id == workspace_id).order_by(Member.created_at)).all())
 
 
+#: An account whose e-mail someone typed when adding it (its first token went to them) is not
+#: attached by that e-mail again: whoever holds it would get this workspace (R-SEC-4).
+UNPROVEN_EMAIL = ("an account with the e-mail {email} exists, but nobody has proven that address (it was typed "
+                  "when someone added it, and its first token went to them), so adding it here could hand this "
+                  "workspace to someone else: have the person sign in once through the workspace's OpenID "
+                  "provider (which proves the address), or add them without an e-mail (a new account and "
+                  "token for them)")
+
+
 def add_member(session: Session, workspace_id: str, actor_id: str | None, *, name: str, email: str | None,
                role: str, address: str | None = None) -> tuple[User, str | None]:
     """Add a person. A new person gets a token for this workspace, shown once. A person who already
     has an account (known by email) is attached without a token (R-SEC-4): a token is minted only
     for whoever asked for it or for an account this call creates — otherwise adding someone's
-    email would hand the adder that person's keys. They sign in with their own token."""
+    email would hand the adder that person's keys. They sign in with their own token. Only an
+    account whose e-mail was proven is attached so (`UNPROVEN_EMAIL`)."""
     actor_role = _require_admin(session, workspace_id, actor_id)
     if role not in ROLES:
         raise Invalid(f"role must be one of {', '.join(ROLES)}")
@@ -50,6 +60,8 @@ def add_member(session: Session, workspace_id: str, actor_id: str | None, *, nam
     if user is not None:
         if role_of(session, workspace_id, user.id) is not None:
             raise Conflict(f"{user.name} is already a member of this workspace")
+        if not user.email_proven:
+            raise Conflict(UNPROVEN_EMAIL.format(email=email))
         session.add(Member(workspace_id=workspace_id, user_id=user.id, role=role))
         _audit_member(session, workspace_id, actor_id, "member.add", user, {"role": role, "new_account": False}, address)
         return user, None

@@ -6,17 +6,21 @@ provider says the e-mail is verified (`email_verified` true) and an account has 
 otherwise a new account is made. An unverified e-mail is never used to link, and never stored: an
 account holding it could later be attached by that e-mail (adding a member by e-mail attaches the
 existing account), so whoever typed someone else's address at the provider would get their access.
+An account made by adding a member by e-mail holds an address nobody proved (its first token went
+to whoever added it): the first sign-in that proves that address takes it over, every earlier
+token revoked (`_take_over`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from ..store.oidc_schema import OidcIdentity, OidcProvider
-from ..store.schema import User, utcnow
+from ..store.schema import Member, Token, User, utcnow
+from . import audit
 
 
 def email_verified(claims: dict[str, Any]) -> bool:
@@ -45,10 +49,30 @@ def person_for(session: Session, provider: OidcProvider, claims: dict[str, Any])
     user = None
     if email and email_verified(claims):
         user = session.scalar(select(User).where(func.lower(User.email) == email.strip().lower()))
+        if user is not None and not user.email_proven:
+            _take_over(session, user)
     if user is None:
-        user = User(name=_display_name(claims), email=email.strip()[:320] if email and email_verified(claims) else None)
+        proven = bool(email and email_verified(claims))
+        user = User(name=_display_name(claims), email=email.strip()[:320] if proven and email else None,
+                    email_proven=proven)
         session.add(user)
         session.flush()
     session.add(OidcIdentity(provider_id=provider.id, subject=subject, user_id=user.id))
     session.flush()
     return user
+
+
+def _take_over(session: Session, user: User) -> None:
+    """The person who proved the e-mail takes over the account someone made by typing it: every
+    token made before (the first went to whoever added it, who may have kept it) and its daemons'
+    tokens are revoked, so only this sign-in's session acts as it from now on."""
+    from .daemons import disconnect_owner  # (daemons imports tasks, which imports members)
+
+    session.execute(update(Token).where(Token.user_id == user.id, Token.kind.in_(("user", "login")))
+                    .values(revoked=True))
+    for workspace_id in session.scalars(select(Member.workspace_id).where(Member.user_id == user.id)):
+        disconnect_owner(session, workspace_id, user.id)
+        audit.record(session, workspace_id=workspace_id, actor_id=user.id, action="member.email_proven",
+                     target=f"member {user.name}", detail={"user_id": user.id, "tokens_revoked": True})
+    user.email_proven = True
+    session.flush()

@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     literal_column,
     true,
 )
@@ -90,6 +91,9 @@ class User(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(String(500))
     email: Mapped[str | None] = mapped_column(String(320), unique=True)
+    #: proven by the person holding the account (an OpenID provider said it is verified), not
+    #: typed by whoever added them: only a proven e-mail attaches the account elsewhere
+    email_proven: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(TS, default=utcnow)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -38,12 +38,79 @@ def _events(events: list[str] | None) -> list[str]:
     return [k for k in KINDS if k in events]
 
 
+WEBHOOK_EXAMPLE = "https://hooks.example.org/predictorx or http://[2001:db8::1]:8080/hook"
+APPRISE_EXAMPLE = "ntfy://topic, json://host:8080/path or mailto://user:pass@example.org?smtp=mail.example.org"
+
+
+def url_problem(kind: str, url: str) -> str | None:
+    """What is wrong with the form of a channel's URL, as a sentence saying what a valid one looks
+    like; None when its form is sound (an Apprise URL must still be one Apprise understands: see
+    `check_url`). No lookup, no import of Apprise: the notifier asks it of stored URLs too."""
+    if kind == "webhook":
+        if any(c.isspace() or not c.isprintable() for c in url):
+            return f"a webhook URL has no spaces or control characters (percent-encode them), like {WEBHOOK_EXAMPLE}"
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return ("a webhook URL's host is malformed (an IPv6 address goes between '[' and ']'), like "
+                    f"{WEBHOOK_EXAMPLE}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return f"a webhook URL is http:// or https:// with a host, like {WEBHOOK_EXAMPLE}"
+        if parts.username or parts.password:
+            return "a webhook URL carries no user or password; its signature authenticates it"
+        return _port_problem(parts.netloc, "a webhook URL's port", WEBHOOK_EXAMPLE, tokens=False)
+    if any(not c.isprintable() for c in url):
+        return f"an Apprise URL has no line breaks or control characters, like {APPRISE_EXAMPLE}"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ("the Apprise URL's host is malformed (an IPv6 address goes between '[' and ']'), like "
+                f"{APPRISE_EXAMPLE}")
+    # (Apprise's host part may be a token with a colon, Telegram's `tgram://123:ABC/…`: only a
+    # number there is a port)
+    problem = _port_problem(parts.netloc, "the Apprise URL's port", APPRISE_EXAMPLE, tokens=True)
+    if problem is not None:
+        return problem
+    for key, values in parse_qs(parts.query).items():
+        if key.lower() not in notify_guard.SERVER_OPTIONS:
+            continue
+        for value in values:
+            what = f"the Apprise URL's {key}= (the server it names)"
+            try:
+                server = urlsplit(value if "://" in value else f"//{value}")
+            except ValueError:
+                return (f"{what} is malformed: a host name or address, an IPv6 address between '[' and ']', "
+                        f"like {key}=mail.example.org or {key}=[2001:db8::1]:587")
+            problem = _port_problem(server.netloc, f"the port of {what}", f"{key}=mail.example.org:587",
+                                    tokens=False)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _port_problem(netloc: str, what: str, example: str, *, tokens: bool) -> str | None:
+    """A port that cannot be (not a number, or outside 1–65535); with `tokens`, a part after the
+    host's colon that is no number is not taken for a port."""
+    raw = netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+    if not raw or (tokens and not (raw.isascii() and raw.isdigit())):
+        return None
+    if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= 65535:
+        return None
+    return f"{what} is a number from 1 to 65535 (not {raw[:20]!r}), like {example}"
+
+
+def check_url(kind: str, url: str) -> str:
+    """The label a list shows for a channel's URL, or Invalid with a sentence: the one check of a
+    URL a channel takes (`add`, which the API route, `predictorx notify add` through it, and the
+    Notifications page call)."""
+    problem = url_problem(kind, url)
+    if problem is not None:
+        raise Invalid(problem)
+    return _webhook_label(url) if kind == "webhook" else _apprise_label(url)
+
+
 def _webhook_label(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Invalid("a webhook URL is http:// or https:// with a host")
-    if parts.username or parts.password:
-        raise Invalid("a webhook URL carries no user or password; its signature authenticates it")
+    parts = urlsplit(url)  # (its form checked by url_problem)
     return f"{parts.scheme}://{parts.netloc}/…"
 
 
@@ -78,7 +145,7 @@ def add(session: Session, workspace_id: str, user_id: str, role: str | None, *, 
         raise Invalid("a channel needs a name of 1 to 100 characters")
     if not url or len(url) > 4000:
         raise Invalid("a channel needs a URL of up to 4,000 characters")
-    label = _webhook_label(url) if kind == "webhook" else _apprise_label(url)
+    label = check_url(kind, url)
     owner = user_id if scope == "me" else None
     mine = NotifyChannel.user_id.is_(None) if owner is None else NotifyChannel.user_id == owner
     count = session.scalar(select(func.count()).select_from(NotifyChannel).where(

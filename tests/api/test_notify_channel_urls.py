@@ -2,18 +2,23 @@
 the API, `predictorx notify add` through it and the Notifications page): a URL that is no URL (an
 unclosed or stray bracket, a port that cannot exist, an Apprise server option that is no host)
 answers 422 with a sentence saying what is wrong and what a valid one looks like, and stores
-nothing — never a 500. Only loopback traffic: every other name lookup fails here."""
+nothing — never a 500. A row stored before that check cannot stop the notifier: its delivery fails
+at once with the sentence (not retried) and the other channels' deliveries go. Only loopback
+traffic: every other name lookup fails here."""
 
 from __future__ import annotations
 
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from starlette.testclient import TestClient
 
-from predictorx.service import notify_channels, notify_guard
+from predictorx.server.notifier import deliver_due
+from predictorx.service import notify_channels, notify_guard, secretbox
 from predictorx.service.errors import Invalid
-from predictorx.store.inbox_schema import NotifyChannel
+from predictorx.store.inbox_schema import NotifyChannel, NotifyDelivery
 
 BAD = [
     ("webhook", "http://[::1", "malformed"),
@@ -82,3 +87,56 @@ def test_a_sound_url_is_taken(kind, url):
 def test_the_one_check_raises_invalid():
     with pytest.raises(Invalid, match="1 to 65535"):
         notify_channels.check_url("webhook", "https://h:99999/")
+
+
+@pytest.fixture
+def receiver():
+    got: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            got.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], got
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("kind,url", [("webhook", "http://[::1"), ("webhook", "https://h:99999/"),
+                                      ("apprise", "mailto://u:p@example.com?smtp=[::1")])
+def test_a_stored_bad_url_fails_its_delivery_at_once_and_the_others_go(app, db, receiver, monkeypatch, kind, url):
+    """One round of the notifier (no server running: nothing else sends meanwhile)."""
+    from predictorx.service import notify_deliveries as q
+    from predictorx.service.auth import bootstrap_owner
+    from predictorx.store.schema import utcnow
+
+    monkeypatch.setenv(notify_guard.ALLOW_PRIVATE_ENV, "1")  # (the good channel's receiver is on loopback)
+    port, got = receiver
+    with db.write() as s:
+        _, ws, user = bootstrap_owner(s) or (None, None, None)
+        old, good = (notify_channels.add(s, ws.id, user.id, "owner", scope="me", kind="webhook", name=name,
+                                         url=f"http://127.0.0.1:{port}/{name}")[0] for name in ("old", "good"))
+        old.kind = kind  # a row saved before URLs were checked when added
+        secretbox.seal_into(old, "url_sealed", url, secretbox.load_keyring())
+        now = utcnow()
+        bad_delivery, good_delivery = (q.enqueue(s, c, "test", {"event": "test", "item": {"title": c.name}},
+                                                 now=now).id for c in (old, good))
+    assert deliver_due(app.state.px) == 2
+    assert len(got) == 1 and b'"title":"good"' in got[0]
+    with db.read() as s:
+        bad, fine = s.get(NotifyDelivery, bad_delivery), s.get(NotifyDelivery, good_delivery)
+        assert fine.status == "delivered"
+        assert bad.status == "failed" and bad.attempts == 1  # not retried: trying again changes nothing
+        assert bad.last_error.startswith("the channel's URL cannot be sent to: ") and "remove the channel" in bad.last_error
+    assert deliver_due(app.state.px) == 0

@@ -125,7 +125,7 @@ class Outcome:
     excerpt: str = ""
     error: str | None = None
     duration_ms: int = 0
-    #: Refused before sending (a private address): trying again changes nothing.
+    #: Refused before sending (a private address, a URL that cannot be one): trying again changes nothing.
     refused: bool = False
 
     @property

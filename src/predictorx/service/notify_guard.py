@@ -70,7 +70,11 @@ def named_hosts(url: str) -> list[str]:
         return []
     for key, values in parse_qs(parts.query).items():
         if key.lower() in SERVER_OPTIONS:
-            hosts += [urlsplit(v if "://" in v else f"//{v}").hostname or v for v in values]
+            for v in values:
+                try:
+                    hosts.append(urlsplit(v if "://" in v else f"//{v}").hostname or v)
+                except ValueError:  # (an unclosed bracket: no host; a channel's URL is checked when added)
+                    continue
     return [h for h in hosts if h]
 
 

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from . import notify_guard
+from .notify_channels import url_problem
 from .notify_deliveries import Claimed, Outcome
 
 TIMEOUT = 10.0
@@ -38,11 +39,21 @@ def body_of(claimed: Claimed) -> bytes:
 def send(claimed: Claimed) -> Outcome:
     began = time.monotonic()
     try:
-        outcome = _webhook(claimed) if claimed.kind == "webhook" else _apprise(claimed)
+        outcome = _unsendable(claimed) or (_webhook(claimed) if claimed.kind == "webhook" else _apprise(claimed))
     except Exception as e:  # noqa: BLE001 — a receiver's failure is the delivery's, never the server's
         outcome = Outcome(False, None, "", f"{type(e).__name__}: {e}"[:500])
     outcome.duration_ms = int((time.monotonic() - began) * 1000)
     return outcome
+
+
+def _unsendable(claimed: Claimed) -> Outcome | None:
+    """A URL that cannot be sent to (one stored before it was checked when added): failed at once,
+    not retried — trying again changes nothing."""
+    problem = url_problem(claimed.kind, claimed.url)
+    if problem is None:
+        return None
+    return Outcome(False, None, "", f"the channel's URL cannot be sent to: {problem}; remove the channel and add "
+                   "it again with a valid URL", refused=True)
 
 
 def private_address(url: str) -> str | None:

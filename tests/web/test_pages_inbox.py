@@ -108,3 +108,20 @@ def test_notifications_page_shows_a_made_secret_once_and_never_the_url(client, t
     r = client.post(f"/notifications/{channel['id']}/remove", headers={"HX-Request": "true"})
     assert r.status_code == 200 and 'id="no-channels"' in r.text
     assert {"notify.add", "notify.remove"} <= {e["action"] for e in client.get("/api/audit", headers=_bearer(token)).json()["events"]}
+
+
+def test_notifications_page_refuses_a_url_that_is_no_url_and_keeps_what_was_typed(client, token, web_db):
+    """The sentence of service/notify_channels.check_url, next to the form (422, never a 500); the
+    name, kind, digest and events stay as typed (the URL is write-only: never sent back); nothing is stored."""
+    for kind, url, said in (("webhook", "http://[::1", "malformed"), ("webhook", "https://h:99999/", "1 to 65535"),
+                            ("apprise", "mailto://u:p@example.com?smtp=[::1", "smtp=")):
+        r = client.post("/notifications", data={"name": "my hook", "kind": kind, "url": url, "digest": "daily",
+                                                "events": ["review", "mention"]}, headers={"HX-Request": "true"})
+        assert r.status_code == 422 and said in r.text, r.text
+        assert 'value="my hook"' in r.text and f'<option value="{kind}" selected>' in r.text
+        assert '<option value="daily" selected>' in r.text and url not in r.text
+        assert 'value="review" checked' in r.text and 'value="mention" checked' in r.text
+        assert 'value="run_failed" checked' not in r.text
+    assert client.get("/api/notifications/channels", headers=_bearer(token)).json() == []
+    page = client.get("/notifications").text
+    assert 'id="no-channels"' in page and 'value="run_failed" checked' in page  # a fresh form: every event

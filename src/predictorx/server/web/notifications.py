@@ -65,7 +65,9 @@ async def add(request: Request, form: Form = Depends(read_form), who: Viewer = D
     try:
         made = await in_page_thread(work)
     except FORM_ERRORS as e:
-        values = {k: v for k, v in form.values().items() if k not in ("url", "secret")}  # never sent back
+        # (the URL and the secret are never sent back)
+        values: dict[str, Any] = {k: v for k, v in form.values().items() if k not in ("url", "secret")}
+        values["events"] = form.getlist("events")
         return await _answer(request, who, status_of(e), error=message_of(e), error_for="new", values=values)
     return await _answer(request, who, shown_secret=made if made.get("secret") else None,
                          notice=f"Added {made['name']}.")

@@ -229,9 +229,13 @@ class EnvVar:
     name: str
     value: str
     secret: bool = False
+    #: "agent": its owner set it; "workspace": a workspace secret granted to it; None: an older
+    #: server did not say (envnames.for_run then takes no runtime setting from it).
+    scope: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "secret": self.secret}
+        return {"name": self.name, "value": self.value, "secret": self.secret,
+                **({"scope": self.scope} if self.scope else {})}
 
 
 @dataclass(frozen=True)
@@ -297,7 +301,8 @@ class Claim:
             value = e.get("value")
             if not isinstance(value, str):
                 raise ProtocolError(f"claim.env[{i}].value is not a string")
-            env.append(EnvVar(name=_str(e, "name", f"claim.env[{i}]"), value=value, secret=bool(e.get("secret"))))
+            env.append(EnvVar(name=_str(e, "name", f"claim.env[{i}]"), value=value, secret=bool(e.get("secret")),
+                              scope=_opt_str(e, "scope", f"claim.env[{i}]")))
         sweep = d.get("sweep")
         if sweep is not None:
             sweep = _obj(sweep, "claim.sweep")

@@ -32,13 +32,14 @@ def _wire(**over: Any) -> dict[str, Any]:
 
 
 def test_a_claim_is_read_into_frozen_types_and_its_context_round_trips() -> None:
-    wire = _wire(env=[{"name": "API_KEY", "value": "s3cret", "secret": True}],
+    wire = _wire(env=[{"name": "API_KEY", "value": "s3cret", "secret": True, "scope": "workspace"}],
                  continue_branch={"branch": "agent/bot/t-0", "remote_url": "https://git.example.com/shop"})
     claim = Claim.from_wire(json.loads(json.dumps(wire)))  # as it crosses HTTP
     assert (claim.task.id, claim.agent.command, claim.issue.number) == ("t-1", ("true",), 7)
     assert claim.context.to_wire() == wire["context"]
     assert claim.continue_branch is not None and claim.continue_branch.branch == "agent/bot/t-0"
     assert claim.env[0].secret and "s3cret" not in repr(claim)  # never in a log line
+    assert claim.env[0].scope == "workspace" and claim.env[0].to_wire() == wire["env"][0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         claim.task.id = "t-2"  # type: ignore[misc]
 
@@ -51,6 +52,7 @@ def test_a_claim_is_read_into_frozen_types_and_its_context_round_trips() -> None
     ({"context": {"resources": [{"id": "r", "resource_ref": {}}]}}, "context.resources[0].resource_type"),
     ({"context": {"workspace_repos": [3]}}, "context.workspace_repos[0]"),
     ({"env": [{"name": "A", "value": 1}]}, "claim.env[0].value"),
+    ({"env": [{"name": "A", "value": "v", "scope": 1}]}, "claim.env[0].scope"),
 ])
 def test_a_malformed_claim_is_refused_with_a_sentence(change: dict[str, Any], said: str) -> None:
     with pytest.raises(ProtocolError, match=said.replace("[", r"\[").replace("]", r"\]")):

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import agents, protocol, resources, secretmask, unconfined
+from .. import agents, envnames, protocol, resources, secretmask, unconfined
 from ..protocol import Finish, Outcome, Usage
 from ..agents import RunSpec
 from . import (cliconfig, delivery, earlypush, envroot, filegone, forgepush, forgework, inplace, netpolicy, permissionwait,
@@ -65,8 +65,8 @@ class TaskRun:
         self.continue_branch = claim.continue_branch
         self.continued_from: str | None = None  # the forge's head it started from (the push's lease)
         self.id: str = claim.task.id
-        #: The agent's variables (issue 28 §2): its environment only; secrets masked in all it uploads and logs.
-        self._agent_env, self.masker = secretmask.from_claim(claim.env, self.id)
+        #: The agent's variables (issue 28 §2; envnames.for_run): its environment only; secrets masked in all it sends.
+        self._agent_env, self.masker = secretmask.from_claim(envnames.for_run(claim.env, self.id), self.id)
         self.cancel_event = asyncio.Event()
         #: Stops the agent's process: a cancel, or a refused running report (which is no cancel).
         self.agent_stop = asyncio.Event()

@@ -132,7 +132,8 @@ def test_workspace_secrets_are_granted_by_admins_and_reach_only_granted_agents(a
     api.post("/api/issues", json={"title": "Granted", "assignee": "keeper"})
     api.post("/api/issues", json={"title": "Not granted", "assignee": "other"})
     claimed = {c["agent"]["name"]: c for c in daemon.post("/api/daemon/claim", json={"limit": 4}).json()["tasks"]}
-    assert claimed["keeper"]["env"] == [{"name": "DB_PASSWORD", "value": WS_SECRET, "secret": True}]
+    assert claimed["keeper"]["env"] == [{"name": "DB_PASSWORD", "value": WS_SECRET, "secret": True,
+                                         "scope": "workspace"}]
     assert "env" not in claimed["other"]
 
     assert api.delete("/api/secrets/DB_PASSWORD").status_code == 204  # the grants go with it

@@ -51,6 +51,19 @@ def test_secrets_from_stdin_or_a_variable_never_printed(px, monkeypatch):
     assert code == 0 and "secret.set" in out
 
 
+def test_a_runtime_setting_is_no_workspace_secret_and_is_not_granted(px):
+    """envnames.py: what an agent runs is its owner's to set, as its own variable; never a grant."""
+    assert px("agent", "create", "--name", "bot", "--provider", "command", "--command", "true")[0] == 0
+    evil = "--require=/tmp/evil-" + uuid.uuid4().hex + ".js"
+    code, out, err = px("secret", "set", "NODE_OPTIONS", "--value-stdin", stdin=evil + "\n")
+    assert code == 1 and "NODE_OPTIONS" in err and "only its owner" in err and evil not in out + err, err
+    code, _, err = px("agent", "secret", "grant", "bot", "ANTHROPIC_BASE_URL")
+    assert code == 1 and "ANTHROPIC_BASE_URL" in err and "only its owner" in err, err
+    assert px("agent", "env", "set", "bot", "ANTHROPIC_BASE_URL=https://gw.example")[0] == 0  # the owner's own
+    assert px("secret", "set", "ANTHROPIC_API_KEY", "--value-stdin", stdin=SECRET + "\n")[0] == 0  # a key is granted
+    assert px("agent", "secret", "grant", "bot", "ANTHROPIC_API_KEY")[0] == 0
+
+
 def test_the_retention_is_shown_and_set_from_the_cli(px):
     code, out, err = px("audit", "retention")
     assert code == 0 and "kept 365 days (the server's default" in out, err

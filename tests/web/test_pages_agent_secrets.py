@@ -46,3 +46,26 @@ def test_the_owner_sets_through_the_form_and_no_page_shows_the_value(client, tok
     assert audit.status_code == 200 and 'href="/audit"' in audit.text
     assert "secret.set" in audit.text and "secret.unset" in audit.text and "member.add" in audit.text
     assert 'data-action="secret.set"' in client.get("/audit", params={"action": "secret"}).text
+
+
+def test_the_grant_form_offers_and_takes_no_runtime_setting(client, token, web_db):
+    """envnames.py: a workspace secret named like a runtime setting (one stored before the check)
+    is not offered for a grant, a grant of one is refused with why, and the page says it is held back."""
+    from predictorx.service import agentenv
+    from predictorx.store.schema import EnvGrant
+
+    agent = client.post("/api/agents", headers=_bearer(token), json={
+        "name": "bot", "provider": "command", "command": ["true"]}).json()
+    page = f"/agents/{agent['id']}/env"
+    assert client.put("/api/secrets/ANTHROPIC_API_KEY", headers=_bearer(token), json={"value": SECRET}).status_code == 200
+    with web_db.write() as s:  # what the old code let an admin store and grant
+        old, _ = agentenv._store(s, agent["workspace_id"], agentenv.WORKSPACE, None, "NODE_OPTIONS", SECRET, True, None)
+        agentenv._store(s, agent["workspace_id"], agentenv.WORKSPACE, None, "ANTHROPIC_MODEL", SECRET, True, None)
+        s.add(EnvGrant(agent_id=agent["id"], env_var_id=old.id))
+        agentenv._recount(s, [agent["id"]])
+    form = client.get(page).text
+    assert "<option>ANTHROPIC_API_KEY</option>" in form and "<option>ANTHROPIC_MODEL</option>" not in form
+    assert "not given to its runs" in form  # the older grant of NODE_OPTIONS
+    refused = client.post(f"/agents/{agent['id']}/grants", data={"name": "ANTHROPIC_MODEL"})
+    assert refused.status_code == 422 and "only its owner" in refused.text and SECRET not in refused.text
+    assert client.post(f"/agents/{agent['id']}/grants", data={"name": "ANTHROPIC_API_KEY"}).status_code == 303

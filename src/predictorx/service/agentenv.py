@@ -12,6 +12,11 @@ agent, to a daemon of the agent's own owner (the claim hands an agent's tasks to
 this checks it again). The daemon puts them into the agent's environment and masks the secrets in
 all it uploads (daemon/secretmask.py). Setting, unsetting, granting and revoking are audited
 (service/audit.py), never with a value.
+
+A workspace secret never has the name of a runtime setting (envnames.py: NODE_OPTIONS,
+ANTHROPIC_BASE_URL, a model, a proxy …): an admin grants it, and what runs on a member's machine
+only the member decides. Only the agent's owner sets one, as the agent's own variable; a grant of
+one made before this check is left out of the claim.
 """
 
 from __future__ import annotations
@@ -22,17 +27,13 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from .. import envnames
 from ..store.schema import Agent, Daemon, EnvGrant, EnvVar, new_id
 from . import audit, secretbox, tasks
 from .errors import Forbidden, Invalid, NotFound
 
 WORKSPACE = "workspace"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-#: Names the daemon sets itself, or that change how the sandbox's own programs (bwrap, setpriv,
-#: /bin/sh) start: never an agent's variable.
-RESERVED = frozenset({"PATH", "HOME", "PWD", "USER", "LOGNAME", "SHELL", "TMPDIR", "IS_SANDBOX", "ENV", "BASH_ENV",
-                      "IFS", "GCONV_PATH", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "MALLOC_CHECK_"})
-RESERVED_PREFIXES = ("PREDICTORX_", "AGENTS_ROOM_", "LD_", "DYLD_")
 MAX_VALUE = 64 * 1024
 #: A secret shorter than this cannot be masked without wrecking the agent's output.
 MIN_SECRET = 4
@@ -43,8 +44,18 @@ SHOW_LAST4_FROM = 12
 def check_name(name: str) -> str:
     if not NAME_RE.fullmatch(name or ""):
         raise Invalid(f"{name!r} is not an environment variable name: letters, digits and _, not starting with a digit")
-    if name.upper() in RESERVED or name.upper().startswith(RESERVED_PREFIXES):
+    if envnames.reserved(name):
         raise Invalid(f"{name} is set by Predictor X itself (or changes how the sandbox starts); pick another name")
+    return name
+
+
+def check_grantable(name: str) -> str:
+    """A workspace secret's name: no runtime setting (envnames.py), which only an agent's owner sets."""
+    check_name(name)
+    if envnames.runtime_setting(name):
+        raise Invalid(f"{name} changes how an agent's runtime or CLI behaves (what it runs, which model, where its "
+                      "key goes), so it cannot be a workspace secret or be granted: it belongs in the agent's own "
+                      f"configuration, which only its owner changes (`predictorx agent env set AGENT {name}=…`)")
     return name
 
 
@@ -109,7 +120,8 @@ def list_for_agent(session: Session, agent: Agent, *, actor_id: str | None, role
     _require_owner_or_admin(agent, actor_id, role)
     own = session.scalars(select(EnvVar).where(EnvVar.scope == agent.id, EnvVar.workspace_id == agent.workspace_id)
                           .order_by(EnvVar.name))
-    return [describe(v) for v in own] + [describe(v, granted=True) for v in _granted(session, agent)]
+    return [describe(v) for v in own] + [{**describe(v, granted=True), "withheld": envnames.runtime_setting(v.name)}
+                                         for v in _granted(session, agent)]
 
 
 def _recount(session: Session, agent_ids: list[str]) -> None:
@@ -183,14 +195,15 @@ def list_workspace(session: Session, workspace_id: str, *, role: str | None) -> 
     for var in rows:
         agents = session.scalars(select(Agent.name).join(EnvGrant, EnvGrant.agent_id == Agent.id)
                                  .where(EnvGrant.env_var_id == var.id).order_by(Agent.name))
-        out.append({**describe(var), "agents": list(agents)})
+        # (not grantable: a runtime setting stored before `check_grantable`, left out of every claim)
+        out.append({**describe(var), "agents": list(agents), "grantable": not envnames.runtime_setting(var.name)})
     return out
 
 
 def set_workspace(session: Session, workspace_id: str, *, actor_id: str | None, role: str | None, name: str,
                   value: str, secret: bool = True, address: str | None = None) -> dict[str, Any]:
     _require_admin(role)
-    check_name(name)
+    check_grantable(name)
     var, created = _store(session, workspace_id, WORKSPACE, None, name, value, secret, actor_id)
     audit.record(session, workspace_id=workspace_id, actor_id=actor_id, action="secret.set",
                  target=f"workspace: {name}", detail={"name": name, "secret": secret, "new": created}, address=address)
@@ -213,6 +226,7 @@ def unset_workspace(session: Session, workspace_id: str, *, actor_id: str | None
 def grant(session: Session, agent: Agent, *, actor_id: str | None, role: str | None, name: str,
           address: str | None = None) -> None:
     _require_admin(role)
+    check_grantable(name)
     var = _workspace_var(session, agent.workspace_id, name)
     if _own(session, agent, name) is not None:
         raise Invalid(f"agent {agent.name} has a variable {name} of its own; unset it first")
@@ -273,8 +287,9 @@ def with_env(session: Session, daemon_id: str | None, claimed: list[dict[str, An
 
 
 def for_claim(session: Session, daemon_id: str | None, agent: Any) -> list[dict[str, Any]] | None:
-    """The variables of a run of `agent` claimed by `daemon_id`: [{name, value, secret}], or None
-    when it has none (the usual claim: no query at all). Only to a daemon of the agent's owner."""
+    """The variables of a run of `agent` claimed by `daemon_id`: [{name, value, secret, scope}], or
+    None when it has none (the usual claim: no query at all). Only to a daemon of the agent's owner;
+    a grant of a runtime setting (made before `check_grantable`) is left out."""
     if not getattr(agent, "env_count", 0):
         return None
     owner = session.scalar(select(Daemon.owner_id).where(Daemon.id == daemon_id))
@@ -284,6 +299,8 @@ def for_claim(session: Session, daemon_id: str | None, agent: Any) -> list[dict[
     granted = list(session.scalars(select(EnvVar).join(EnvGrant, EnvGrant.env_var_id == EnvVar.id)
                                    .where(EnvGrant.agent_id == agent.id, EnvVar.workspace_id == agent.workspace_id)))
     names = {v.name for v in own}
-    out = [{"name": v.name, "value": secretbox.unseal_from(v, "value_sealed"), "secret": bool(v.secret)}
-           for v in own + [g for g in granted if g.name not in names]]
+    out = [{"name": v.name, "value": secretbox.unseal_from(v, "value_sealed"), "secret": bool(v.secret),
+            "scope": "agent"} for v in own]
+    out += [{"name": g.name, "value": secretbox.unseal_from(g, "value_sealed"), "secret": bool(g.secret),
+             "scope": WORKSPACE} for g in granted if g.name not in names and not envnames.runtime_setting(g.name)]
     return out or None

@@ -31,7 +31,8 @@ def env_context(request: Request, who: Viewer, agent_id: str, **extra: Any) -> d
         agent = agent_svc.find_agent(s, who.workspace_id, agent_id)
         rows = agentenv.list_for_agent(s, agent, actor_id=who.caller.user_id, role=role)
         managing = role in ("owner", "admin")
-        workspace = [v["name"] for v in agentenv.list_workspace(s, who.workspace_id, role=role)] if managing else []
+        workspace = [v["name"] for v in agentenv.list_workspace(s, who.workspace_id, role=role)
+                     if v["grantable"]] if managing else []
         return {"viewer": who, "section": "agents", "agent": {"id": agent.id, "name": agent.name},
                 "rows": rows, "owns": agent.owner_id == who.caller.user_id, "managing": managing,
                 "grantable": [n for n in workspace if n not in {r["name"] for r in rows}],

@@ -118,3 +118,261 @@ def _small_text(path: Path) -> str | None:
         return None
     with os.fdopen(fd, "rb") as f:
         return f.read(4096).decode("utf-8", "replace")
+
+
+def nearest_dot_git(folder: Path) -> Path | None:
+    """The nearest `.git` entry at or above `folder` (resolved), as git finds it; None when there is
+    none or it is a symlink (a link an agent made to a repository it cannot see)."""
+    here = Path(os.path.realpath(folder))
+    for d in (here, *here.parents):
+        candidate = d / ".git"
+        if os.path.lexists(candidate):
+            return None if os.path.islink(candidate) else candidate
+    return None
+
+
+_REF_PART = re.compile(r"^[A-Za-z0-9._+@-][A-Za-z0-9._+@/-]*$")
+
+
+class RefNotWritten(RuntimeError):
+    """A ref could not be created or deleted as data (taken, locked, moved, or not a plain ref)."""
+
+
+def _dir_fd(base: Path, parts: list[str], *, create: bool) -> int:
+    """An fd for `base/parts…`, every component a real directory (made when `create`), never a symlink."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            if part in ("", ".", ".."):
+                raise RefNotWritten(f"not a plain ref component: {part!r}")
+            if create:
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError as e:
+        os.close(fd)
+        raise RefNotWritten(f"{'/'.join(parts)}: {e}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _packed_names(common: Path) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for line in (read_small(common, "packed-refs", limit=64 * 2**20) or "").splitlines():
+        sha, _, name = line.partition(" ")
+        if SHA.match(sha) and name.startswith("refs/"):
+            names[name] = sha
+    return names
+
+
+def _plain_ref(common: Path, ref: str) -> list[str]:
+    if not ref.startswith("refs/heads/") or not _REF_PART.match(ref) or ".." in ref or ref.endswith(".lock") \
+            or "//" in ref or ref.endswith("/"):
+        raise RefNotWritten(f"not a plain branch ref: {ref!r}")
+    if os.path.lexists(common / "reftable"):
+        raise RefNotWritten("the repository keeps its refs in a reftable")
+    return ref.split("/")
+
+
+def create_ref(common: Path, ref: str, sha: str) -> None:
+    """Create the loose ref `ref` at `sha` in the git dir `common` as data (git's own lock protocol:
+    `<ref>.lock` made exclusively, renamed into place) — only when no ref of that name, or one it
+    would clash with, exists. Raises RefNotWritten otherwise. No git runs, so nothing of the
+    repository's config, hooks or object store is read."""
+    parts = _plain_ref(common, ref)
+    if not SHA.match(sha):
+        raise RefNotWritten(f"not a commit id: {sha!r}")
+    packed = _packed_names(common)
+    prefixes = {"/".join(parts[:i]) for i in range(3, len(parts))}
+    if ref in packed or prefixes & packed.keys() or any(n.startswith(ref + "/") for n in packed):
+        raise RefNotWritten(f"{ref} exists or clashes with an existing ref")
+    fd = _dir_fd(common, parts[:-1], create=True)
+    name, lock = parts[-1], parts[-1] + ".lock"
+    try:
+        try:
+            lfd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd)
+        except OSError as e:
+            raise RefNotWritten(f"{ref} is locked: {e}") from None
+        try:
+            os.write(lfd, (sha + "\n").encode())
+            os.fsync(lfd)
+        finally:
+            os.close(lfd)
+        try:
+            os.lstat(name, dir_fd=fd)
+            taken = True
+        except FileNotFoundError:
+            taken = False
+        if taken:
+            os.unlink(lock, dir_fd=fd)
+            raise RefNotWritten(f"{ref} exists")
+        os.rename(lock, name, src_dir_fd=fd, dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def delete_ref(common: Path, ref: str, expected: str) -> None:
+    """Delete the branch `ref` from the git dir `common` as data, only while it points at
+    `expected` (its loose file and its `packed-refs` line, under git's locks). RefNotWritten otherwise."""
+    parts = _plain_ref(common, ref)
+    top = _dir_fd(common, [], create=False)
+    try:
+        try:
+            plock = os.open("packed-refs.lock", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            0o666, dir_fd=top)
+        except OSError as e:
+            raise RefNotWritten(f"packed-refs is locked: {e}") from None
+        try:
+            _delete_locked(common, ref, parts, expected, top, plock)
+        finally:
+            os.close(plock)
+            try:
+                os.unlink("packed-refs.lock", dir_fd=top)
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(top)
+
+
+def _delete_locked(common: Path, ref: str, parts: list[str], expected: str, top: int, plock: int) -> None:
+    loose = read_small(common, ref)
+    packed_text = read_small(common, "packed-refs", limit=64 * 2**20) or ""
+    packed = _packed_names(common)
+    now = loose.strip() if loose is not None else packed.get(ref)
+    if now != expected:
+        raise RefNotWritten(f"{ref} is not at {expected[:12]} (now {(now or 'gone')[:12]})")
+    if ref in packed:
+        lines, skip = [], False
+        for line in packed_text.splitlines(keepends=True):
+            if skip and line.startswith("^"):
+                continue
+            skip = line.rstrip("\n").partition(" ")[2] == ref and not line.startswith("^")
+            if not skip:
+                lines.append(line)
+        os.write(plock, "".join(lines).encode())
+        os.fsync(plock)
+        os.rename("packed-refs.lock", "packed-refs", src_dir_fd=top, dst_dir_fd=top)
+    if loose is not None:
+        fd = _dir_fd(common, parts[:-1], create=False)
+        try:
+            os.unlink(parts[-1], dir_fd=fd)
+        finally:
+            os.close(fd)
+    try:
+        fd = _dir_fd(common, ["logs", *parts[:-1]], create=False)
+    except RefNotWritten:
+        return
+    try:
+        if stat.S_ISREG(os.lstat(parts[-1], dir_fd=fd).st_mode):
+            os.unlink(parts[-1], dir_fd=fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def config_values(text: str, section: str, subsection: str | None, key: str) -> list[str]:
+    """Every value of `section.subsection.key` in git config `text`, parsed as text (git's syntax:
+    comments, quoting, escapes, continued lines, both header forms); `include.path` and the like
+    are not followed. No git runs: a config an agent wrote is never read as configuration."""
+    found: list[str] = []
+    cur: tuple[str, str | None] | None = None
+    want = (section.lower(), subsection)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n":
+            i += 1
+        elif c in "#;":
+            i = _line_end(text, i)
+        elif c == "[":
+            cur, i = _header(text, i + 1)
+        elif c.isalpha():
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "-"):
+                j += 1
+            name = text[i:j].lower()
+            while j < n and text[j] in " \t":
+                j += 1
+            if j < n and text[j] == "=":
+                value, i = _value(text, j + 1)
+            else:
+                value, i = "", j  # no `=`: a boolean true; git prints its raw value as ""
+            if cur == want and name == key.lower():
+                found.append(value)
+        else:
+            i = _line_end(text, i)  # not git's syntax: git would refuse the file; skip the line
+    return found
+
+
+def _line_end(text: str, i: int) -> int:
+    j = text.find("\n", i)
+    return len(text) if j < 0 else j + 1
+
+
+def _header(text: str, i: int) -> tuple[tuple[str, str | None] | None, int]:
+    n = len(text)
+    j = i
+    while j < n and (text[j].isalnum() or text[j] in "-."):
+        j += 1
+    name = text[i:j]
+    if j < n and text[j] == "]":
+        sec, _, sub = name.partition(".")
+        return (sec.lower(), sub.lower() if "." in name else None), j + 1
+    if j < n and text[j] in " \t":
+        while j < n and text[j] in " \t":
+            j += 1
+        if j < n and text[j] == '"':
+            j += 1
+            sub = []
+            while j < n and text[j] not in '"\n':
+                if text[j] == "\\" and j + 1 < n and text[j + 1] != "\n":
+                    j += 1
+                sub.append(text[j])
+                j += 1
+            if text[j:j + 2] == '"]':
+                return (name.lower(), "".join(sub)), j + 2
+    return None, _line_end(text, j)
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
+
+
+def _value(text: str, i: int) -> tuple[str, int]:
+    out: list[str] = []
+    quoted = False
+    pending = ""  # whitespace kept only if more value follows
+    n = len(text)
+    while i < n and text[i] in " \t":
+        i += 1
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            break
+        if c == "\\" and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt == "\n" or (nxt == "\r" and text[i + 2:i + 3] == "\n"):
+                i += 2 if nxt == "\n" else 3
+                continue
+            out.append(pending + _ESCAPES.get(nxt, nxt))
+            pending = ""
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif not quoted and c in "#;":
+            i = _line_end(text, i) - 1
+            break
+        elif not quoted and c in " \t\r":
+            pending += c
+        else:
+            out.append(pending + c)
+            pending = ""
+        i += 1
+    return "".join(out), i + 1

@@ -54,6 +54,9 @@ def sealed_view(tree: Path, borrowed: Iterable[Path] = ()) -> Iterator[dict[str,
             (shadow / "packed-refs").write_text("".join(
                 line + "\n" for line in packed.splitlines() if line.startswith("#") or _ref_line(line)))
         _copy_refs(common / "refs", shadow / "refs", [0])
+        shallow = read_small(common, "shallow", limit=16 * 2**20)
+        if shallow and all(SHA.match(line) for line in shallow.splitlines()):
+            (shadow / "shallow").write_text(shallow)  # commit ids only: where a shallow history stops
         (shadow / "objects" / "info").mkdir(parents=True)
         _link_objects(common / "objects", shadow / "objects")
         stores = [str(Path(b)) for b in borrowed if Path(b).is_dir()]

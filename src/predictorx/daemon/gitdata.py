@@ -330,14 +330,14 @@ def _header(text: str, i: int) -> tuple[tuple[str, str | None] | None, int]:
             j += 1
         if j < n and text[j] == '"':
             j += 1
-            sub = []
+            chars: list[str] = []
             while j < n and text[j] not in '"\n':
                 if text[j] == "\\" and j + 1 < n and text[j + 1] != "\n":
                     j += 1
-                sub.append(text[j])
+                chars.append(text[j])
                 j += 1
             if text[j:j + 2] == '"]':
-                return (name.lower(), "".join(sub)), j + 2
+                return (name.lower(), "".join(chars)), j + 2
     return None, _line_end(text, j)
 
 

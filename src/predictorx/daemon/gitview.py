@@ -53,6 +53,7 @@ def sealed_view(tree: Path, borrowed: Iterable[Path] = ()) -> Iterator[dict[str,
         if packed:
             (shadow / "packed-refs").write_text("".join(
                 line + "\n" for line in packed.splitlines() if line.startswith("#") or _ref_line(line)))
+        (shadow / "refs").mkdir()  # git needs it even when every ref is packed
         _copy_refs(common / "refs", shadow / "refs", [0])
         shallow = read_small(common, "shallow", limit=16 * 2**20)
         if shallow and all(SHA.match(line) for line in shallow.splitlines()):

@@ -157,12 +157,13 @@ async def _answer_local(daemon: RunHost, event: dict[str, Any]) -> None:
             raise ValueError(f"{branch!r} is not a task's branch")
         if event["op"] == "local_merge":
             out = await asyncio.to_thread(localmerge.merge, repo, branch, issue=str(event.get("issue", "")),
-                                          task_id=str(event.get("task_id", "")))
+                                          task_id=str(event.get("task_id", "")),
+                                          in_place=event.get("mode") == "in_place")
         else:
             kept = event.get("kept_folder")
             out = await asyncio.to_thread(localmerge.discard, repo, branch, expected=event.get("expected") or None,
                                           kept_folder=Path(kept) if kept else None, kept_root=daemon.workspaces_root,
-                                          start=event.get("start") or None)
+                                          start=event.get("start") or None, in_place=event.get("mode") == "in_place")
         ok, data = True, {"sha": out.sha, "how": out.how, "into": out.into, "message": out.message}
     except (localmerge.Refused, ValueError) as e:
         error = str(e)

@@ -17,7 +17,12 @@ that branch like worktree mode if the person has switched branches meanwhile), a
 that branch only — it never rewrites the person's branch; the answer says how to drop the commits
 (`git reset --keep <start>`) if they want to.
 
-Every git command runs in the person's repository with hooks off (gitcmd) and a timeout.
+Every git command runs in the person's repository with hooks off (gitcmd) and a timeout — except
+for an in-place task's folder (`in_place`), whose `.git` an agent could write (its config could name
+a filter, a merge driver or a promisor remote whose lazy fetch runs a program): there the daemon's
+git never reads it as a repository. Its questions are asked of the sealed view (`gitview`), a
+discard deletes the branch's ref as data (`gitdata.delete_ref`), and a merge that is not already on
+the person's branch is refused with a sentence — the person merges it with their own git.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import gitview
 from .gitcmd import GitError, git, git_text
+from .gitdata import RefNotWritten, delete_ref, nearest_dot_git, read_small, repository_dirs
 
 TIMEOUT = 120.0
 _IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
@@ -53,8 +60,9 @@ def _ident_env(repo: Path) -> dict[str, str]:
     return env
 
 
-def _rev(repo: Path, spec: str) -> str | None:
-    out = git(["rev-parse", "--verify", "-q", f"{spec}^{{commit}}"], cwd=repo, timeout=TIMEOUT, check=False)
+def _rev(repo: Path, spec: str, env: dict[str, str] | None = None) -> str | None:
+    out = git(["rev-parse", "--verify", "-q", f"{spec}^{{commit}}"], cwd=repo, env=env, timeout=TIMEOUT,
+              check=False)
     return out.stdout.decode().strip() or None if out.returncode == 0 else None
 
 
@@ -82,8 +90,53 @@ def _dirty(top: Path) -> tuple[list[str], list[str]]:
     return staged, changed
 
 
-def merge(repo: Path, branch: str, *, issue: str, task_id: str, start: str | None = None) -> Outcome:
-    """Merge `branch` into the branch checked out at `repo` when safe; raise Refused otherwise."""
+def _sealed_top(repo: Path) -> tuple[Path, Path, Path]:
+    """(top, git dir, common dir) of an in-place folder's repository, found as data (gitdata)."""
+    dot_git = nearest_dot_git(repo)
+    dirs = repository_dirs(dot_git) if dot_git is not None else None
+    if dot_git is None or dirs is None:
+        raise Refused(f"{repo} is not a git working copy the daemon can read (no plain `.git` there); "
+                      "nothing was changed")
+    return dot_git.parent, dirs[0], dirs[1]
+
+
+def _ancestor(top: Path, old: str, new: str, env: dict[str, str] | None = None) -> bool:
+    return git(["merge-base", "--is-ancestor", old, new], cwd=top, env=env, timeout=TIMEOUT,
+               check=False).returncode == 0
+
+
+def _in_place_merge(repo: Path, branch: str) -> Outcome:
+    """An in-place task's branch: already on the person's branch (the usual case: the agent
+    committed there), or refused — no git merge runs in a folder an agent could change."""
+    top, git_dir, _common = _sealed_top(repo)
+    head_ref = (read_small(git_dir, "HEAD") or "").strip().removeprefix("ref: ")
+    if not head_ref.startswith("refs/heads/"):
+        raise Refused(f"{top} has no branch checked out (a detached HEAD); check out the branch to merge into, "
+                      "then merge again")
+    into = head_ref.removeprefix("refs/heads/")
+    if into == branch:
+        raise Refused(f"the task's branch {branch} is the one checked out in {top}; check out the branch to "
+                      "merge it into, then merge again")
+    with gitview.sealed_view(top) as env:
+        if env is None:
+            raise Refused(f"{top} is not a git working copy the daemon can read; nothing was merged")
+        tip = _rev(top, f"refs/heads/{branch}", env)
+        if tip is None:
+            raise Refused(f"the task's branch {branch} is no longer in {top}; nothing was merged")
+        head = _rev(top, "HEAD", env)
+        if head is not None and _ancestor(top, tip, head, env):
+            return Outcome(head, "already-merged", into, f"The task's work ({branch}) is already on {into} in {top}.")
+    raise Refused(f"the task worked in place in {top}, whose .git its agent could change (a config there could "
+                  f"run a program), so Predictor X runs no git merge there; {branch} is not on {into}: check "
+                  f".git/config, then merge it yourself with `git merge {branch}` — nothing was merged")
+
+
+def merge(repo: Path, branch: str, *, issue: str, task_id: str, start: str | None = None,
+          in_place: bool = False) -> Outcome:
+    """Merge `branch` into the branch checked out at `repo` when safe; raise Refused otherwise.
+    `in_place`: the task ran in this folder (its `.git` is not the daemon's to read as a repository)."""
+    if in_place:
+        return _in_place_merge(repo, branch)
     top = _top(repo)
     tip = _rev(top, f"refs/heads/{branch}")
     if tip is None:
@@ -143,28 +196,48 @@ def merge(repo: Path, branch: str, *, issue: str, task_id: str, start: str | Non
 
 
 def discard(repo: Path, branch: str, *, expected: str | None = None, kept_folder: Path | None = None,
-            kept_root: Path | None = None, start: str | None = None) -> Outcome:
+            kept_root: Path | None = None, start: str | None = None, in_place: bool = False) -> Outcome:
     """Delete the task's branch (only while it still points at `expected`, when given) and the
-    folder the daemon kept for the task, if it is inside `kept_root`."""
-    top = _top(repo)
-    tip = _rev(top, f"refs/heads/{branch}")
+    folder the daemon kept for the task, if it is inside `kept_root`. `in_place`: the task ran in
+    this folder — its questions go to the sealed view and the ref is deleted as data."""
+    if not in_place:
+        return _discard(_top(repo), branch, expected, kept_folder, kept_root, start)
+    top, git_dir, common = _sealed_top(repo)
+    with gitview.sealed_view(top) as env:
+        if env is None:
+            raise Refused(f"{top} is not a git working copy the daemon can read; nothing was discarded")
+        return _discard(top, branch, expected, kept_folder, kept_root, start, env=env, dirs=(git_dir, common))
+
+
+def _discard(top: Path, branch: str, expected: str | None, kept_folder: Path | None, kept_root: Path | None,
+             start: str | None, *, env: dict[str, str] | None = None, dirs: tuple[Path, Path] | None = None) -> Outcome:
+    tip = _rev(top, f"refs/heads/{branch}", env)
     if tip is None:
         raise Refused(f"the task's branch {branch} is no longer in {top}; nothing to discard")
-    head_ref = git(["symbolic-ref", "-q", "HEAD"], cwd=top, timeout=TIMEOUT, check=False).stdout.decode().strip()
+    if dirs is not None:
+        head_ref = (read_small(dirs[0], "HEAD") or "").strip().removeprefix("ref: ")
+    else:
+        head_ref = git(["symbolic-ref", "-q", "HEAD"], cwd=top, timeout=TIMEOUT, check=False).stdout.decode().strip()
     if head_ref == f"refs/heads/{branch}":
         raise Refused(f"the task's branch {branch} is checked out in {top}; check out another branch, then "
                       "discard again")
     if expected and tip != expected:
         raise Refused(f"the task's branch {branch} in {top} has moved since the task ended (now {tip[:12]}); "
                       "it was kept — delete it yourself with `git branch -D` if you mean to")
-    git(["update-ref", "-d", f"refs/heads/{branch}", tip], cwd=top, timeout=TIMEOUT)
+    if dirs is None:
+        git(["update-ref", "-d", f"refs/heads/{branch}", tip], cwd=top, timeout=TIMEOUT)
+    else:
+        try:
+            delete_ref(dirs[1], f"refs/heads/{branch}", tip)
+        except (RefNotWritten, OSError) as e:
+            raise Refused(f"the task's branch {branch} could not be deleted from {top} ({e}); nothing was "
+                          "discarded") from None
     message = f"The task's branch {branch} ({tip[:12]}) was deleted from {top}."
     if kept_folder is not None and kept_root is not None and _inside(kept_folder, kept_root) and kept_folder.is_dir():
         shutil.rmtree(kept_folder, ignore_errors=True)
         message += f" Its kept folder {kept_folder} was removed."
-    head = _rev(top, "HEAD")
-    if start and head and git(["merge-base", "--is-ancestor", tip, head], cwd=top, timeout=TIMEOUT,
-                              check=False).returncode == 0:
+    head = _rev(top, "HEAD", env)
+    if start and head and _ancestor(top, tip, head, env):
         message += (f" Its commits are still on the branch checked out there (the agent worked in place); "
                     f"Predictor X never rewrites your branch — `git reset --keep {start[:12]}` drops them.")
     return Outcome(tip, "deleted", "", message)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from .. import resources
 from ..forges.base import PushTarget
 from ..protocol import PushReport
-from . import forgepush, localmerge, smartpush
+from . import forgepush, gitview, localmerge, smartpush
 from .branches import ref_component
 from .gitcmd import KEPT_REFS, GitError
 from .host import RunHost
@@ -120,7 +120,10 @@ async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
         repo = quarantine or checked_repository(workspaces_root, target.extra.get("repo_path", ""))
         # At a run's end the server names the commit this daemon reported as the branch's tip.
         local = target.extra.get("tip") or f"refs/heads/{target.extra.get('local_branch') or target.branch}"
-        done = await _push(task_id, repo, local, target, quarantine is not None, session)
+        if quarantine is None and target.extra.get("mode") == "in_place":
+            done = await _push_in_place(task_id, repo, local, target, session)
+        else:
+            done = await _push(task_id, repo, local, target, quarantine is not None, session)
         session = None
         ok, sha = True, done.sha
         log.info("task %s: pushed %s to the forge's branch %s", task_id, done.sha[:12], target.branch)
@@ -131,6 +134,17 @@ async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
         smartpush.discard(session)
         del target, session  # the credential lives no longer than the push
     return ok, sha, error
+
+
+async def _push_in_place(task_id: str, folder: Path, local: str, target: PushTarget,
+                         session: smartpush.SessionLike) -> forgepush.Pushed:
+    """An in-place task's branch, pushed from the folder's sealed view (`gitview`): its `.git` is
+    the agent's to write, and a push there would read its config (a promisor remote's lazy fetch,
+    `core.sshCommand`, …) as the daemon's."""
+    with gitview.sealed_view(folder) as env:
+        if env is None:
+            raise ValueError(f"{folder} is not a git working copy the daemon can read; nothing was pushed")
+        return await _push(task_id, Path(env["GIT_DIR"]), local, target, True, session)
 
 
 async def _push(task_id: str, repo: Path, local: str, target: PushTarget, is_git_dir: bool,

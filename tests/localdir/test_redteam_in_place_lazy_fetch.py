@@ -163,3 +163,31 @@ def test_config_values_read_as_text_agree_with_git(tmp_path: Path, text: str) ->
     theirs = subprocess.run(["git", "config", "--file", str(path), "--get-all", "remote.origin.url"],
                             capture_output=True, text=True).stdout.split("\n")[:-1]
     assert config_values(text, "remote", "origin", "url") == theirs
+
+
+def test_an_in_place_branch_is_pushed_from_the_sealed_view_not_the_folder(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+
+    from predictorx.daemon import forgepush, forgework
+
+    folder = make_repo(tmp_path / "mine", {"a.txt": "a\n"})
+    marker = tmp_path / "PWNED-outside-sandbox"
+    plant(folder, marker)
+    tip = missing_blob_commit(folder)
+    git(folder, "update-ref", "refs/heads/agent/bot/t4", tip)
+    seen: dict[str, object] = {}
+
+    async def push(task_id, repo, local, target, is_git_dir, session):
+        seen.update(repo=repo, is_git_dir=is_git_dir, config=(repo / "config").read_text(),
+                    tip=forgepush._commit_of(repo, "refs/heads/agent/bot/t4"))
+        return forgepush.Pushed(local)
+
+    monkeypatch.setattr(forgework, "_push", push)
+    monkeypatch.setattr(forgework, "checked_repository", lambda _root, path: Path(path))
+    answer = {"remote_url": "https://forge.example/o/r.git", "branch": "agent/bot/t4", "username": "u", "token": "t",
+              "extra": {"repo_path": str(folder), "tip": tip, "mode": "in_place"}}
+    ok, sha, error = asyncio.run(forgework.push_with(tmp_path, "t4", answer))
+    assert (ok, sha, error) == (True, tip, None)
+    assert seen["is_git_dir"] is True and seen["repo"] != folder / ".git" and seen["tip"] == tip
+    assert "promisor" not in str(seen["config"]) and "uploadpack" not in str(seen["config"])
+    assert not marker.exists()

@@ -191,3 +191,14 @@ def test_an_in_place_branch_is_pushed_from_the_sealed_view_not_the_folder(tmp_pa
     assert seen["is_git_dir"] is True and seen["repo"] != folder / ".git" and seen["tip"] == tip
     assert "promisor" not in str(seen["config"]) and "uploadpack" not in str(seen["config"])
     assert not marker.exists()
+
+
+def test_an_agent_named_in_any_script_gets_its_branch(tmp_path: Path) -> None:
+    folder = make_repo(tmp_path / "mine", {"a.txt": "a\n"})
+    begun = inplace.start(folder)
+    assert begun is not None
+    (folder / "a.txt").write_text("agent\n")
+    git(folder, "commit", "-qam", "the agent's commit")
+    branch = inplace.record(begun, "Émile", "t5")
+    assert branch == "agent/Émile/t5"
+    assert git(folder, "rev-parse", branch).strip() == git(folder, "rev-parse", "HEAD").strip()

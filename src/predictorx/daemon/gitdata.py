@@ -131,7 +131,7 @@ def nearest_dot_git(folder: Path) -> Path | None:
     return None
 
 
-_REF_PART = re.compile(r"^[A-Za-z0-9._+@-][A-Za-z0-9._+@/-]*$")
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|@\{")  # what check-ref-format refuses
 
 
 class RefNotWritten(RuntimeError):
@@ -172,12 +172,13 @@ def _packed_names(common: Path) -> dict[str, str]:
 
 
 def _plain_ref(common: Path, ref: str) -> list[str]:
-    if not ref.startswith("refs/heads/") or not _REF_PART.match(ref) or ".." in ref or ref.endswith(".lock") \
-            or "//" in ref or ref.endswith("/"):
+    parts = ref.split("/")
+    if not ref.startswith("refs/heads/") or _REF_BAD.search(ref) or ".." in ref or len(parts) < 3 \
+            or any(not p or p.startswith(".") or p.endswith(".lock") for p in parts):
         raise RefNotWritten(f"not a plain branch ref: {ref!r}")
     if os.path.lexists(common / "reftable"):
         raise RefNotWritten("the repository keeps its refs in a reftable")
-    return ref.split("/")
+    return parts
 
 
 def create_ref(common: Path, ref: str, sha: str) -> None:

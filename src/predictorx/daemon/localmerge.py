@@ -12,8 +12,8 @@ still points where the task left it) and the task's kept folder, if the daemon k
 
 In place (R-LD-7: the agent works on the person's checked-out branch; nothing is switched or
 committed for it) the agent's own commits are already on that branch, recorded at the run's end
-as the task's branch `agent/<agent>/<task>` at the commit it left: merge then says so (or merges
-that branch like worktree mode if the person has switched branches meanwhile), and discard deletes
+as the task's branch `agent/<agent>/<task>` at the commit it left: merge then says so (or refuses
+with a sentence if the person has switched branches meanwhile: see below), and discard deletes
 that branch only — it never rewrites the person's branch; the answer says how to drop the commits
 (`git reset --keep <start>`) if they want to.
 

@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from .files import write_atomic
+from .files import NotRegularFile, read_regular, unlink_regular, write_atomic
 from .types import BlockHandle
 
 log = logging.getLogger("predictorx.daemon.context")
@@ -45,7 +45,7 @@ def plan_block(path: Path, block: str, *, task_id: str | None = None) -> tuple[B
     (so the handle can be kept on disk before the person's file changes)."""
     target = Path(os.path.realpath(path))
     try:
-        data = target.read_bytes()
+        data = read_regular(target)  # a FIFO, a directory or a huge file: no block (never a hang)
         created = False
     except FileNotFoundError:
         data, created = b"", True
@@ -71,11 +71,16 @@ def remove_block(handle: BlockHandle) -> bool:
 
     Returns False (and changes nothing) if the block is gone or its end marker was deleted — then
     its extent is unknown and guessing could cut the person's text. A file we created is deleted
-    when nothing else is left in it.
+    when nothing else is left in it. The file must still be a regular file reached through real
+    directories (the agent may have put a symlink, a FIFO or a huge file there): otherwise it is
+    left as it is and the refusal logged.
     """
     try:
-        data = handle.path.read_bytes()
+        data = read_regular(handle.path)
     except FileNotFoundError:
+        return False
+    except NotRegularFile as exc:
+        log.warning("did not remove the predictorx block: %s", exc)
         return False
     at = data.rfind(handle.inserted)
     if at >= 0:
@@ -91,10 +96,14 @@ def remove_block(handle: BlockHandle) -> bool:
         if handle.separator and data[:start].endswith(handle.separator):
             start -= len(handle.separator)
         rest = data[:start] + data[stop:]
-    if handle.created and not rest:
-        handle.path.unlink(missing_ok=True)
-    else:
-        write_atomic(handle.path, rest)
+    try:
+        if handle.created and not rest:
+            unlink_regular(handle.path)
+        else:
+            write_atomic(handle.path, rest)
+    except NotRegularFile as exc:
+        log.warning("did not remove the predictorx block: %s", exc)
+        return False
     return True
 
 

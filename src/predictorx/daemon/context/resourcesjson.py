@@ -4,6 +4,7 @@ file of the person's (ours carry ``"generated_by": "predictorx"``), through no s
 from __future__ import annotations
 
 import json
+import os
 import logging
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,8 @@ def write_resources_json(workdir: Path, ctx: TaskContext, *, task_id: str | None
             if not directory.exists():
                 directory.mkdir()
                 result.dirs.append(directory)
-        write_atomic(target, (json.dumps(resources_document(ctx, task_id), indent=2, ensure_ascii=False) + "\n").encode())
+        real = Path(os.path.realpath(workdir)) / RESOURCES_JSON  # write_atomic takes a real path
+        write_atomic(real, (json.dumps(resources_document(ctx, task_id), indent=2, ensure_ascii=False) + "\n").encode())
         result.files.append(target)
     except BaseException:
         result.remove()

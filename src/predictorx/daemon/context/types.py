@@ -15,6 +15,7 @@ from predictorx import resources as resource_types
 
 from ...protocol import ClaimContext
 from ..repocache import normalize_url
+from .files import read_regular_file
 
 RESOURCES_JSON = Path(".predictorx") / "project" / "resources.json"
 GENERATED_BY = "predictorx"
@@ -157,7 +158,8 @@ class ContextFiles:
     def remove(self) -> None:
         """Remove our files (if still ours) and the directories we made (only if empty)."""
         for path in self.files:
-            if is_ours(path):
+            inside = list(path.parents)[:len(RESOURCES_JSON.parts) - 1]  # .predictorx/project: the agent's
+            if is_ours(path) and not any(p.is_symlink() for p in inside):
                 path.unlink(missing_ok=True)
         for directory in reversed(self.dirs):
             try:
@@ -168,10 +170,8 @@ class ContextFiles:
 
 
 def is_ours(path: Path) -> bool:
-    try:
-        if path.is_symlink():
-            return False
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file only, size-capped, never blocking (the agent may leave a FIFO there)
+        data = json.loads(read_regular_file(path).decode("utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("generated_by") == GENERATED_BY

@@ -428,7 +428,7 @@ class TaskRun:
             workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env)
         except BaseException:
             if prepared is not None:
-                prepared.cleanup()
+                await prepared.cleanup_off_loop()
             self._abandon_start(running, rooms_ready, sweep_ready)
             raise
         if prepared.error:
@@ -468,7 +468,7 @@ class TaskRun:
             if not tail.done():  # the run itself was cancelled (the daemon stops)
                 for pending in (tail, running, sweep_ready):
                     pending.cancel()
-            prepared.cleanup()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
+            await prepared.cleanup_off_loop()  # byte-exact removal of the block and resources.json (R-CTX-2, R-LD-6)
             if extra_env.get("AGENTS_ROOM_SESSION"):  # ended first: no lease kept through the delivery, no cancel skips it
                 await asyncio.shield(asyncio.to_thread(rooms.after_run, extra_env, ended_well))
             await asyncio.shield(netpolicy.close(network))

@@ -4,9 +4,11 @@ whatever was already written is undone, and the task runs without project contex
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,10 @@ from .resourcesjson import planned_resources_json, write_resources_json
 from .types import RESOURCES_JSON, BlockHandle, ContextFiles, TaskContext
 
 log = logging.getLogger("predictorx.daemon.context")
+
+#: How long the daemon's event loop waits for the context's files to be written or taken out (the
+#: work runs in a thread: whatever the agent left in its folder, the loop is never blocked).
+FILES_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -48,6 +54,17 @@ class PreparedContext:
             self.record.unlink(missing_ok=True)
             self.record = None
 
+    async def cleanup_off_loop(self, timeout: float | None = None) -> None:
+        """`cleanup()` in a thread, awaited at most `timeout` seconds (FILES_TIMEOUT_S): the agent's
+        folder can never block the daemon's event loop. Past the timeout it goes on in the
+        background, and the undo record stays for the next daemon start if it never ends."""
+        work = asyncio.ensure_future(asyncio.to_thread(self.cleanup))
+        try:
+            await asyncio.wait_for(asyncio.shield(work), FILES_TIMEOUT_S if timeout is None else timeout)
+        except asyncio.TimeoutError:
+            log.warning("taking the project context out of the folder did not end within %s s; it goes on "
+                        "in the background", FILES_TIMEOUT_S if timeout is None else timeout)
+
 
 ContextSource = TaskContext | Callable[[], "TaskContext | Awaitable[TaskContext]"]
 
@@ -69,7 +86,27 @@ async def prepare_context(workdir: Path, provider: str, task_id: str, load: Cont
         ctx = load() if callable(load) else load
         if inspect.isawaitable(ctx):
             ctx = await ctx
-        workdir = Path(workdir)
+    except Exception as exc:  # best effort by requirement: the task must still run
+        log.warning("task %s runs without project context: %s", task_id, exc, exc_info=True)
+        return PreparedContext(error=f"{type(exc).__name__}: {exc}")
+    # The files are written in a thread, so that nothing in the folder can block the event loop.
+    work = asyncio.ensure_future(asyncio.to_thread(_give_context, prepared, Path(workdir), provider, task_id, ctx,
+                                                   checkouts, record))
+    try:
+        return await asyncio.wait_for(asyncio.shield(work), FILES_TIMEOUT_S)
+    except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+        # still writing: once it ends, what it wrote is taken out again (in a thread, not on the loop)
+        work.add_done_callback(lambda _: threading.Thread(target=prepared.cleanup, daemon=True).start())
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        log.warning("task %s runs without project context: writing it took over %s s", task_id, FILES_TIMEOUT_S)
+        return PreparedContext(error=f"TimeoutError: writing the project context took over {FILES_TIMEOUT_S} s")
+
+
+def _give_context(prepared: PreparedContext, workdir: Path, provider: str, task_id: str, ctx: TaskContext,
+                  checkouts: Mapping[str, str | Path] | None, record: Path | None) -> PreparedContext:
+    """`prepare_context`'s file work (blocking; run in a thread)."""
+    try:
         if record is not None and ctx.has_project:
             contextrecord.save(record, task_id, workdir, resources=planned_resources_json(workdir))
         files = write_resources_json(workdir, ctx, task_id=task_id) if ctx.has_project else None
@@ -78,10 +115,10 @@ async def prepare_context(workdir: Path, provider: str, task_id: str, load: Cont
                                      resources_json_written=bool(files and files.files))
         if block:
             path = workdir / instruction_file_for(provider)
-            real, root = Path(os.path.realpath(path)), Path(os.path.realpath(workdir))
+            handle, data = plan_block(path, block, task_id=task_id)
+            real, root = handle.path, Path(os.path.realpath(workdir))
             if root != real and root not in real.parents:
                 raise OSError(f"{path.name} is a symlink to {real}, outside the working directory")
-            handle, data = plan_block(path, block, task_id=task_id)
             if record is not None:  # kept before the person's file changes (finding 13)
                 contextrecord.save(record, task_id, workdir, resources=files if files and files.files else None,
                                    block=handle)

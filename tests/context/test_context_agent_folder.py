@@ -253,3 +253,17 @@ def test_resources_json_that_is_not_a_regular_file_is_not_ours(tmp_path: Path, k
     files = ContextFiles(files=[target])
     assert _returns_promptly(files.remove, target)
     assert os.path.lexists(target) and real.exists()
+
+
+def test_a_symlink_in_place_of_the_predictorx_folder_is_not_followed(tmp_path: Path) -> None:
+    home, _, workdir = _layout(tmp_path)
+    prepared = _prepare(workdir)
+    (home / "kept" / "project").mkdir(parents=True)  # an empty folder of the person's, outside
+    (home / "kept" / "project" / "resources.json").write_text(json.dumps({"generated_by": "predictorx"}))
+    os.rename(workdir / ".predictorx", workdir / "moved")
+    (workdir / ".predictorx").symlink_to(home / "kept")
+
+    prepared.cleanup()
+
+    assert (home / "kept" / "project" / "resources.json").exists()
+    assert (workdir / ".predictorx").is_symlink()

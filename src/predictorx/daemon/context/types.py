@@ -162,6 +162,8 @@ class ContextFiles:
             if is_ours(path) and not any(p.is_symlink() for p in inside):
                 path.unlink(missing_ok=True)
         for directory in reversed(self.dirs):
+            if any(d.is_symlink() for d in self.dirs):
+                break  # the agent put a symlink in their place: nothing is removed through it
             try:
                 directory.rmdir()
             except OSError:

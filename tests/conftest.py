@@ -21,7 +21,7 @@ def _isolated_home_for_wider_fixtures(tmp_path_factory: pytest.TempPathFactory):
     names = ("PREDICTORX_HOME", "PREDICTORX_WORKSPACES_ROOT", "PREDICTORX_LOCK_DIR", "AGENTS_ROOM_DB")
     saved = {n: os.environ.get(n) for n in names}
     os.environ.update({"PREDICTORX_HOME": str(home / "state"), "PREDICTORX_WORKSPACES_ROOT": str(home / "workspaces"),
-                       "PREDICTORX_LOCK_DIR": str(home / "locks"), "AGENTS_ROOM_DB": str(home / "room.db")})
+                       "PREDICTORX_LOCK_DIR": str(home / "locks"), "AGENTS_ROOM_DB": str(home / "agents-room" / "room.db")})
     yield
     for n, v in saved.items():
         if v is None:
@@ -37,7 +37,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("PREDICTORX_HOME", str(home / "state"))
     monkeypatch.setenv("PREDICTORX_WORKSPACES_ROOT", str(home / "workspaces"))
     monkeypatch.setenv("PREDICTORX_LOCK_DIR", str(home / "locks"))
-    monkeypatch.setenv("AGENTS_ROOM_DB", str(home / "room.db"))
+    monkeypatch.setenv("AGENTS_ROOM_DB", str(home / "agents-room" / "room.db"))  # a folder of its own: mounted in sandboxed runs
     # The suite runs as root in a throwaway machine: Claude Code agents may bypass permissions
     # there (tests of the refusal remove it).
     monkeypatch.setenv("IS_SANDBOX", "1")

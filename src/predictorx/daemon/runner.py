@@ -443,9 +443,13 @@ class TaskRun:
         tail = asyncio.ensure_future(self._prompt_tail(running, sweep_ready, room_intro))
         network = await self._open_network()
         try:
-            plan = await asyncio.to_thread(self._sandbox_plan, ctx, env, cwd, local, network) if self.sandboxed else None
+            plan = (await asyncio.to_thread(self._sandbox_plan, ctx, env, cwd, local, network, bool(extra_env))
+                    if self.sandboxed else None)
         except BaseException:
             await netpolicy.close(network)
+            prepared.cleanup()
+            if extra_env.get("AGENTS_ROOM_SESSION"):  # refused before its agent started: it leaves its rooms
+                await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
             raise
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.prompt, bool(resume)) + "\n\n",
@@ -549,7 +553,7 @@ class TaskRun:
         return {"IS_SANDBOX": "1"} if self.sandboxed else {}
 
     def _sandbox_plan(self, ctx: TaskContext, env: envroot.EnvRoot, cwd: Path, local: Path | None,
-                      network: netpolicy.NetworkJail | None = None) -> sandbox.SandboxPlan:
+                      network: netpolicy.NetworkJail | None = None, rooms_joined: bool = False) -> sandbox.SandboxPlan:
         bwrap = sandbox.bwrap_executable()
         if bwrap is None:  # checked when the task started; gone since
             raise TaskFailed(f"bubblewrap (`bwrap`) disappeared from daemon {self.daemon.name}; not run unconfined")
@@ -577,7 +581,11 @@ class TaskRun:
         made = [] if env.workdir_kind == "in_place" else list(self.borrowed_objects)
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(ctx))]
-        writable += sandbox.agents_room_paths(home)
+        if rooms_joined:  # its store's folder, if it is agents-room's own: never $HOME, /tmp, the workspaces root
+            try:
+                writable += sandbox.agents_room_paths(home, Path(self.daemon.workspaces_root))
+            except sandbox.StoreRefused as e:
+                raise TaskFailed(str(e)) from None
         provider = agents.get(self.agent.provider).config_provider(list(self.agent.command or ()))
         overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
                                      cliconfig.sessions_dir(self.daemon.workspaces_root,

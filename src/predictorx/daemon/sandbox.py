@@ -437,11 +437,64 @@ def repo_cache_paths(cache: Any, urls: Iterable[str]) -> list[Path]:
     return paths
 
 
-def agents_room_paths(home: Path) -> list[Path]:
-    """agents-room's store, so sandboxed agents still meet in their rooms."""
+#: Folders a store's folder is never, nor contains: the host's shared temporary folders.
+SHARED_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+class StoreRefused(ValueError):
+    """agents-room's store is in a folder that is not its own: one sentence, naming the setting."""
+
+
+def agents_room_paths(home: Path, workspaces_root: Path | None = None) -> list[Path]:
+    """agents-room's store folder, writable, so sandboxed agents still meet in their rooms.
+
+    SQLite in WAL mode makes and deletes `-wal` and `-shm` files beside the store, and agents-room
+    rings its doorbells in `bells/` there: the folder is mounted, not the files (a file mounted
+    alone and then deleted and made again outside would leave the run writing a log nobody else
+    reads). So it must be agents-room's own: the default ~/.agents-room, or a folder holding
+    nothing but the store (`room.db*`, `bells/`). A folder that is $HOME, a shared /tmp, or holds
+    anything else — or is, contains or lies in the workspaces root, the state dir or a secret
+    path — raises StoreRefused instead (AGENTS_ROOM_DB=~/room.db made all of $HOME writable)."""
     db = os.environ.get("AGENTS_ROOM_DB")
-    folder = Path(db).expanduser().parent if db else home / ".agents-room"
-    return [folder] if folder.is_dir() else []
+    store = Path(db).expanduser() if db else home / ".agents-room" / "room.db"
+    folder = Path(os.path.realpath(store.parent))
+    if not folder.is_dir():
+        return []
+    setting = f"AGENTS_ROOM_DB={db}" if db else f"the default agents-room store {store}"
+    advice = ("; point AGENTS_ROOM_DB at a file in a folder of its own (e.g. ~/.agents-room/room.db, or a new "
+              "empty folder) and restart the daemon, or run without rooms (PREDICTORX_ROOMS=0)")
+    own = Path(os.path.realpath(home / ".agents-room"))
+    reserved = [("your home folder", home), *((f"the shared {d}", Path(d)) for d in SHARED_TMP_DIRS)]
+    for name, path in reserved:
+        real = Path(os.path.realpath(path))
+        if folder == real or folder in real.parents:
+            raise StoreRefused(f"{setting} puts the store in {folder}, which is or contains {name} ({path}): "
+                               f"a sandboxed run would get all of it writable{advice}")
+    kept = [("the workspaces root", workspaces_root)] if workspaces_root is not None else []
+    kept += [("a secret path", p) for p in secret_paths(home)]
+    for name, path in kept:
+        real = Path(os.path.realpath(path))
+        if folder == real or folder in real.parents or real in folder.parents:
+            raise StoreRefused(f"{setting} puts the store in {folder}, which is, contains or lies in {name} "
+                               f"({path}), never writable in a sandboxed run{advice}")
+    if folder != own:
+        others = sorted(n for n in os.listdir(folder) if not _store_entry(folder, n, store.name))
+        if others:
+            shown = ", ".join(others[:3]) + (", …" if len(others) > 3 else "")
+            raise StoreRefused(f"{setting} puts the store in {folder}, which holds more than the store ({shown}): "
+                               f"a sandboxed run would get all of it writable{advice}")
+    return [folder]
+
+
+def _store_entry(folder: Path, name: str, db_name: str) -> bool:
+    """`name` in the store's folder is the store's: a file `room.db…` (-wal, -shm, -journal, a store
+    moved aside as `agents-room doctor` says) or the doorbells folder."""
+    path = folder / name
+    if path.is_symlink():
+        return False
+    if name == "bells":
+        return path.is_dir()
+    return name.startswith(db_name) and path.is_file()
 
 
 def _lstat_mode(path: str) -> int | None:

@@ -25,9 +25,11 @@ def _run(root: Path) -> runner.TaskRun:
 
 
 def _writable(root: Path, rooms_joined: bool = True) -> set[str]:
+    """What a run's plan binds writable, with the store as the run finds it (`TaskRun._execute`)."""
     run = _run(root)
     env = envroot.create_env_root(root, "w", "t1")
-    plan = run._sandbox_plan(TaskContext.of_claim(run.claim.context), env, env.workdir, None, rooms_joined=rooms_joined)
+    store = sandbox.agents_room_paths(Path.home(), root) if rooms_joined else []
+    plan = run._sandbox_plan(TaskContext.of_claim(run.claim.context), env, env.workdir, None, room_store=store)
     args = plan.arguments(["true"], {"PATH": "/usr/bin"})
     return {args[i + 2] for i, a in enumerate(args) if a == "--bind"}
 
@@ -44,9 +46,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_store_in_home_does_not_make_home_writable(tmp_path: Path, home: Path, monkeypatch) -> None:
     (home / "room.db").write_bytes(b"")
     monkeypatch.setenv("AGENTS_ROOM_DB", str(home / "room.db"))
-    with pytest.raises(sandbox.StoreRefused, match="AGENTS_ROOM_DB"):
-        sandbox.agents_room_paths(home)
-    with pytest.raises(runner.TaskFailed, match="AGENTS_ROOM_DB=.*a folder of its own"):
+    with pytest.raises(sandbox.StoreRefused, match="AGENTS_ROOM_DB=.*your home folder.*a folder of its own"):
         _writable(tmp_path / "ws")
 
 

@@ -162,7 +162,7 @@ class TaskRun:
                 outcome = await self._in_own_workdir(ctx, env, placement)
         except asyncio.CancelledError:
             outcome = Outcome("cancelled", "cancelled")
-        except TaskFailed as e:
+        except (TaskFailed, sandbox.StoreRefused) as e:
             outcome = Outcome("failed", str(e))
         except Exception as e:  # report every failure on the task, never lose it
             full = envroot.disk_full_reason(e, self.daemon.workspaces_root)
@@ -419,12 +419,12 @@ class TaskRun:
         rooms_ready = asyncio.ensure_future(asyncio.to_thread(self.daemon.room_setup, self._room_run(env), env.path, cwd))
         sweep_ready = asyncio.ensure_future(workflowhooks.task_start(self.daemon.api, self.id, self.issue.number, cwd,
                                             tuple(self.borrowed_objects), None if self.waited else self.claim.sweep))
-        uploader = self._uploader
-        prepared = None
+        uploader, prepared = self._uploader, None
         try:
             prepared = await prepare_context(cwd, adapter.config_provider(list(self.agent.command or ())), self.id, ctx,
                                              checkouts=self._checkouts, record=env.path / contextrecord.RECORD_NAME)
             extra_args, extra_env, room_intro = await rooms_ready
+            store = sandbox.agents_room_paths(Path.home(), Path(self.daemon.workspaces_root)) if self.sandboxed and extra_env else []
             workflow_mcp = workflowhooks.mcp_args(self.id, self.agent.provider, self.agent.mcp_servers, env.path, base_env)
         except BaseException:
             if prepared is not None:
@@ -443,13 +443,9 @@ class TaskRun:
         tail = asyncio.ensure_future(self._prompt_tail(running, sweep_ready, room_intro))
         network = await self._open_network()
         try:
-            plan = (await asyncio.to_thread(self._sandbox_plan, ctx, env, cwd, local, network, bool(extra_env))
-                    if self.sandboxed else None)
+            plan = await asyncio.to_thread(self._sandbox_plan, ctx, env, cwd, local, network, store) if self.sandboxed else None
         except BaseException:
             await netpolicy.close(network)
-            prepared.cleanup()
-            if extra_env.get("AGENTS_ROOM_SESSION"):  # refused before its agent started: it leaves its rooms
-                await asyncio.shield(asyncio.to_thread(rooms.end_session, extra_env))
             raise
         spec = RunSpec(
             prompt=build_prompt(self.issue, self.agent, self.task.prompt, bool(resume)) + "\n\n",
@@ -553,7 +549,7 @@ class TaskRun:
         return {"IS_SANDBOX": "1"} if self.sandboxed else {}
 
     def _sandbox_plan(self, ctx: TaskContext, env: envroot.EnvRoot, cwd: Path, local: Path | None,
-                      network: netpolicy.NetworkJail | None = None, rooms_joined: bool = False) -> sandbox.SandboxPlan:
+                      network: netpolicy.NetworkJail | None = None, room_store: list[Path] | None = None) -> sandbox.SandboxPlan:
         bwrap = sandbox.bwrap_executable()
         if bwrap is None:  # checked when the task started; gone since
             raise TaskFailed(f"bubblewrap (`bwrap`) disappeared from daemon {self.daemon.name}; not run unconfined")
@@ -581,11 +577,7 @@ class TaskRun:
         made = [] if env.workdir_kind == "in_place" else list(self.borrowed_objects)
         readable = [env.path, *sandbox.python_paths(), *made,
                     *sandbox.repo_cache_paths(self._repo_cache(), allowed_repo_urls(ctx))]
-        if rooms_joined:  # its store's folder, if it is agents-room's own: never $HOME, /tmp, the workspaces root
-            try:
-                writable += sandbox.agents_room_paths(home, Path(self.daemon.workspaces_root))
-            except sandbox.StoreRefused as e:
-                raise TaskFailed(str(e)) from None
+        writable += room_store or []  # agents-room's own folder, for a run in rooms (refused earlier when it is not)
         provider = agents.get(self.agent.provider).config_provider(list(self.agent.command or ()))
         overlays = cliconfig.prepare(provider, home, dict(os.environ), env.path / cliconfig.COPY_DIR,
                                      cliconfig.sessions_dir(self.daemon.workspaces_root,

@@ -12,7 +12,7 @@ and sees a filesystem made of:
   objects; no other repository's cache is there, and no cache is ever writable);
 - writable: the task's workdir (its checkouts are repositories of their own there) and env root
   scratch (`output/`, `home/`, `agents-room/`, `checkouts/`), the person's folder and its git dirs
-  for `in_place`, the agents-room store;
+  for `in_place`, the agents-room store's own folder (never $HOME or /tmp: such a store refuses the run);
 - the CLI's config dir in $HOME: a copy made for the run, its hook and settings files read-only,
   its sessions kept per agent by the daemon (cliconfig.py): nothing reaches the person's own;
 - an empty $HOME, an empty private /tmp, a /proc of its own pid namespace (so no

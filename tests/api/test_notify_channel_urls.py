@@ -9,8 +9,6 @@ traffic: every other name lookup fails here."""
 from __future__ import annotations
 
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from starlette.testclient import TestClient
@@ -19,6 +17,7 @@ from predictorx.server.notifier import deliver_due
 from predictorx.service import notify_channels, notify_guard, secretbox
 from predictorx.service.errors import Invalid
 from predictorx.store.inbox_schema import NotifyChannel, NotifyDelivery
+from service.test_notify_guard import receiver  # noqa: F401  (its loopback stand-in of a JSON service)
 
 BAD = [
     ("webhook", "http://[::1", "malformed"),
@@ -89,33 +88,9 @@ def test_the_one_check_raises_invalid():
         notify_channels.check_url("webhook", "https://h:99999/")
 
 
-@pytest.fixture
-def receiver():
-    got: list[bytes] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            got.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], got
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.mark.parametrize("kind,url", [("webhook", "http://[::1"), ("webhook", "https://h:99999/"),
                                       ("apprise", "mailto://u:p@example.com?smtp=[::1")])
-def test_a_stored_bad_url_fails_its_delivery_at_once_and_the_others_go(app, db, receiver, monkeypatch, kind, url):
+def test_a_stored_bad_url_fails_its_delivery_at_once_and_the_others_go(app, db, receiver, monkeypatch, kind, url):  # noqa: F811 (the fixture)
     """One round of the notifier (no server running: nothing else sends meanwhile)."""
     from predictorx.service import notify_deliveries as q
     from predictorx.service.auth import bootstrap_owner

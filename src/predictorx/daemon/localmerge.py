@@ -105,11 +105,9 @@ def _ancestor(top: Path, old: str, new: str, env: dict[str, str] | None = None) 
                check=False).returncode == 0
 
 
-def _in_place_merge(repo: Path, branch: str) -> Outcome:
-    """An in-place task's branch: already on the person's branch (the usual case: the agent
-    committed there), or refused — no git merge runs in a folder an agent could change."""
-    top, git_dir, _common = _sealed_top(repo)
-    head_ref = (read_small(git_dir, "HEAD") or "").strip().removeprefix("ref: ")
+def _merge_into(head_ref: str, top: Path, branch: str) -> str:
+    """The branch checked out at `top` (HEAD's ref), to merge `branch` into; Refused when there is
+    none (a detached HEAD) or it is `branch` itself."""
     if not head_ref.startswith("refs/heads/"):
         raise Refused(f"{top} has no branch checked out (a detached HEAD); check out the branch to merge into, "
                       "then merge again")
@@ -117,6 +115,14 @@ def _in_place_merge(repo: Path, branch: str) -> Outcome:
     if into == branch:
         raise Refused(f"the task's branch {branch} is the one checked out in {top}; check out the branch to "
                       "merge it into, then merge again")
+    return into
+
+
+def _in_place_merge(repo: Path, branch: str) -> Outcome:
+    """An in-place task's branch: already on the person's branch (the usual case: the agent
+    committed there), or refused — no git merge runs in a folder an agent could change."""
+    top, git_dir, _common = _sealed_top(repo)
+    into = _merge_into((read_small(git_dir, "HEAD") or "").strip().removeprefix("ref: "), top, branch)
     with gitview.sealed_view(top) as env:
         if env is None:
             raise Refused(f"{top} is not a git working copy the daemon can read; nothing was merged")
@@ -147,13 +153,7 @@ def merge(repo: Path, branch: str, *, issue: str, task_id: str, start: str | Non
         raise Refused(f"a merge, rebase or cherry-pick is under way in {top} ({busy[0]} exists); finish or "
                       "abort it, then merge again")
     head_ref = git(["symbolic-ref", "-q", "HEAD"], cwd=top, timeout=TIMEOUT, check=False).stdout.decode().strip()
-    if not head_ref.startswith("refs/heads/"):
-        raise Refused(f"{top} has no branch checked out (a detached HEAD); check out the branch to merge into, "
-                      "then merge again")
-    into = head_ref.removeprefix("refs/heads/")
-    if into == branch:
-        raise Refused(f"the task's branch {branch} is the one checked out in {top}; check out the branch to "
-                      "merge it into, then merge again")
+    into = _merge_into(head_ref, top, branch)
     head = _rev(top, "HEAD")
     if head is None:
         raise Refused(f"the branch {into} checked out in {top} has no commit yet; nothing was merged")

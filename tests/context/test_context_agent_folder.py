@@ -240,6 +240,17 @@ def test_insert_and_remove_keep_permissions_and_leave_no_temporary_file(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["AGENTS.md"]
 
 
+def test_the_daemon_writing_an_instruction_file_anew_keeps_no_set_id_bit(tmp_path: Path) -> None:
+    """An agent may set the set-user-id bit on a file it made (in its sandbox it owns it): the file
+    the daemon writes in its place keeps the permissions, never that bit."""
+    (tmp_path / "AGENTS.md").write_text("#!/bin/sh\n")
+    os.chmod(tmp_path / "AGENTS.md", 0o6755)
+    handle = insert_block(tmp_path / "AGENTS.md", "hello")
+    assert stat.S_IMODE((tmp_path / "AGENTS.md").stat().st_mode) == 0o755
+    assert remove_block(handle)
+    assert stat.S_IMODE((tmp_path / "AGENTS.md").stat().st_mode) == 0o755
+
+
 @pytest.mark.parametrize("kind", ["fifo", "symlink"])
 def test_resources_json_that_is_not_a_regular_file_is_not_ours(tmp_path: Path, kind: str) -> None:
     target = tmp_path / RESOURCES_JSON

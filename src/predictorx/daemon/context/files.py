@@ -115,7 +115,9 @@ def _write_in(dfd: int, path: Path, data: bytes) -> None:
             while view:
                 view = view[os.write(fd, view):]
             if st is not None:
-                os.fchmod(fd, stat.S_IMODE(st.st_mode))  # keep the person's permissions on their file
+                # the person's permissions on their file, never a set-id bit (a sandboxed agent may set
+                # one on a file it made; the daemon writing it anew must not keep it)
+                os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o777)
         finally:
             os.close(fd)
         os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)

@@ -42,7 +42,7 @@ from typing import Any, ClassVar, Iterable
 from .. import config
 from . import privatescan, seccomp
 from .cliconfig import IN_MEMORY, READ_ONLY
-from .gitdata import repository_dirs
+from .gitdata import nearest_dot_git, repository_dirs
 from .netpolicy import NetworkJail
 
 #: Overrides the bubblewrap executable (a path or a name on PATH).
@@ -408,18 +408,9 @@ def git_dirs(cwd: Path) -> list[Path]:
     that mounted writable. Taken are only the folder's own `.git` folder, or a linked worktree's
     git dir whose repository lists it as this folder's (its `gitdir` file, which no run of this
     folder can write unless it had that repository already) and that repository's common dir."""
-    dot_git = _dot_git(Path(os.path.realpath(cwd)))
+    dot_git = nearest_dot_git(cwd)  # (it resolves `cwd` itself)
     found = repository_dirs(dot_git) if dot_git is not None else None
     return list(dict.fromkeys(found)) if found else []
-
-
-def _dot_git(folder: Path) -> Path | None:
-    """The nearest `.git` entry at or above `folder`, as git finds it (a symlink counts, to be refused)."""
-    for here in (folder, *folder.parents):
-        candidate = here / ".git"
-        if os.path.lexists(candidate):
-            return None if os.path.islink(candidate) else candidate
-    return None
 
 
 def repo_cache_paths(cache: Any, urls: Iterable[str]) -> list[Path]:

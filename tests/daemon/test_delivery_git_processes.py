@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,31 @@ def test_an_object_add_wrote_beside_the_copy_is_not_a_failure(tmp_path: Path) ->
     delivery._copy_objects(tmp_path / "run", tmp_path / "quarantine")
     assert sorted(p.name for p in (tmp_path / "quarantine" / "ab").iterdir()) == [name, "d" * 38]
     assert (tmp_path / "quarantine" / "ab" / ("d" * 38)).read_bytes() == b"another"
+
+
+def test_an_edit_in_the_second_the_runs_index_was_written_is_delivered(tmp_path: Path) -> None:
+    """Git trusts an index entry whose stat data match the file unless the file changed no earlier
+    than the index was written (its racy-entry check, to the second): the delivery's copy of the
+    run's index keeps the index's mtime, or an agent's edit (same size) made in that second is lost —
+    a run 'completed · no changes' in CI. Reproduced here a second in the past (mtimes set; the
+    ctime git also compares is the real one, so the steps are retried until they fall in one second)."""
+    person, run, start = person_and_run(tmp_path)
+    app, index = run / "app.py", run / ".git" / "index"
+    past = int(time.time()) - 100
+    for _ in range(50):
+        app.write_text("print('v1')\n")
+        os.utime(app, (past, past))
+        before = int(os.stat(app).st_ctime)
+        git(run, "add", "app.py")  # the entry: mtime `past`, this second's ctime, the size of v1
+        with app.open("r+") as f:  # the agent's edit: same inode, same size
+            f.write("print('v2')\n")
+        os.utime(app, (past, past))
+        os.utime(index, (past, past))  # the index written in the second the file last changed
+        if int(os.stat(app).st_ctime) == before:
+            break
+    else:
+        pytest.fail("could not make the edit within one second")
+    seen: list[tuple[str | None, bool]] = []
+    done = _deliver(person, run, start, tmp_path, seen)
+    assert done.leftovers
+    assert git(person, "show", f"{BRANCH}:app.py") == "print('v2')"

@@ -472,15 +472,19 @@ def _index_from_run(run_tree: Path, index: Path) -> bool:
     """Start from a copy of the run's own index (its stat data spares hashing every file again);
     if git cannot read it as a plain index, `add` fails and the caller starts from HEAD's tree.
     What the index says only decides which files are looked at again, and `add --all` makes it
-    match the files."""
+    match the files. The copy keeps the index's mtime: git looks again at every file changed in the
+    same second as the index was written (its racy-entry check), and a copy dated now would hide an
+    edit the agent made that second in a file of the same size."""
     fd = open_regular(run_tree / ".git" / "index")
     if fd is None:
         return False
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_INDEX_BYTES + 1)
+        written = os.fstat(f.fileno())
     if len(data) > MAX_INDEX_BYTES:
         return False
     index.write_bytes(data)
+    os.utime(index, ns=(written.st_atime_ns, written.st_mtime_ns))
     return True
 
 

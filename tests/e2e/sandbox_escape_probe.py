@@ -3,7 +3,8 @@
 `python3 sandbox_escape_probe.py <dir inside> <file handle hex> <dir handle hex>` prints one line per
 attempt: the effective capabilities; reading a file of a hidden dir by its handle
 (open_by_handle_at through the mount of `<dir inside>`, the shocker escape); creating a file in a
-directory outside every writable mount by its handle; a new user and mount namespace; a mount.
+directory outside every writable mount by its handle; a new user and mount namespace; a mount;
+a set-user-ID or set-group-ID file in `<dir inside>`, by chmod and by open.
 Each handle is `struct file_handle` in hex, made outside by `handle_of`."""
 
 from __future__ import annotations
@@ -59,6 +60,29 @@ def main(inside: str, file_handle: str, dir_handle: str) -> None:
     print("unshare-user", _errno_of(libc.unshare(CLONE_NEWUSER)))
     print("unshare-mount", _errno_of(libc.unshare(CLONE_NEWNS)))
     print("mount", _errno_of(libc.mount(b"none", inside.encode(), b"tmpfs", 0, None)))
+    _set_id(inside)
+
+
+def _set_id(inside: str) -> None:
+    """A set-id program left in the workdir runs as the daemon's user for whoever runs it there."""
+    plain = os.path.join(inside, "plain-by-agent")
+    os.close(os.open(plain, os.O_CREAT | os.O_WRONLY, 0o755))
+    os.chmod(plain, 0o700)
+    print("plain-mode allowed")
+    for name, bits in (("setuid", 0o4755), ("setgid", 0o2755)):
+        try:
+            os.chmod(plain, bits)
+            print(f"{name}-chmod ALLOWED")
+        except OSError as e:
+            print(f"{name}-chmod refused", e.strerror)
+        try:
+            os.close(os.open(os.path.join(inside, f"{name}-by-agent"), os.O_CREAT | os.O_WRONLY, bits))
+            print(f"{name}-create ALLOWED")
+        except OSError as e:
+            print(f"{name}-create refused", e.strerror)
+    print("set-id bits on disk", oct(os.stat(plain).st_mode & 0o6000))
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    print("io_uring", _errno_of(0 if libc.syscall(425, 4, params) >= 0 else -1))  # io_uring_setup: both ABIs
 
 
 if __name__ == "__main__":

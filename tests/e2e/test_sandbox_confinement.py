@@ -37,8 +37,10 @@ def _assert_confined(output: str) -> None:
     assert "CapEff 0000000000000000" in output, output
     assert "read-by-handle refused" in output and "LEAKED" not in output, output
     assert "create-by-handle refused" in output and "CREATED" not in output, output
-    for attempt in ("unshare-user", "unshare-mount", "mount"):
+    for attempt in ("unshare-user", "unshare-mount", "mount", "setuid-chmod", "setgid-chmod", "setuid-create",
+                    "setgid-create", "io_uring"):
         assert f"{attempt} refused" in output, output
+    assert "ALLOWED" not in output and "plain-mode allowed" in output and "set-id bits on disk 0o0" in output, output
 
 
 @pytest.mark.parametrize("arch", sorted(seccomp.SYSCALLS))

@@ -15,7 +15,14 @@ The program, for the machine it runs on (x86_64 or aarch64):
   process accounting, chroot, the kernel log;
 - `clone` and `unshare` with a namespace flag return EPERM (threads and forks go on);
 - `clone3` returns ENOSYS: its flags live in memory a filter cannot read, and glibc then falls
-  back to `clone`, which is checked;
+  back to `clone`, which is checked; `openat2` likewise (its mode is in memory): callers fall back
+  to `openat`;
+- a set-user-ID or set-group-ID bit is refused (EPERM) wherever a mode is given: chmod, fchmod,
+  fchmodat(2), mknod(at), and open, openat and creat when they create a file. Files an agent makes
+  belong to the daemon's user outside (root, under a root daemon): a set-id program left in the
+  workdir would run as that user for whoever runs it there. io_uring is refused with the rest
+  (its requests, an open with a mode among them, are read from memory no filter sees; callers
+  such as libuv fall back to plain system calls);
 - everything else is allowed.
 """
 
@@ -57,11 +64,21 @@ REFUSED = (
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "quotactl", "quotactl_fd", "swapon", "swapoff", "reboot", "acct", "syslog", "lookup_dcookie", "vhangup",
     "iopl", "ioperm",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
 )
 #: Allowed unless their flags (first argument) ask for a namespace.
 FLAG_CHECKED = ("clone", "unshare")
 #: Answered ENOSYS, so the C library falls back to a call the filter can check.
-NOT_IMPLEMENTED = ("clone3",)
+NOT_IMPLEMENTED = ("clone3", "openat2")
+#: The set-user-ID and set-group-ID bits (S_ISUID | S_ISGID): refused in any mode a call gives.
+SET_ID_BITS = 0o6000
+#: Calls that give a mode, and which argument holds it.
+MODE_CHECKED = {"chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "mknod": 1, "mknodat": 2, "creat": 1}
+#: Calls whose mode counts only when their flags (first index) create a file: (flags, mode).
+CREATE_CHECKED = {"open": (1, 2), "openat": (2, 3)}
+#: The flags under which open and openat read their mode: O_CREAT and __O_TMPFILE (the same on
+#: x86_64 and aarch64); without them the mode argument is whatever the register held.
+CREATE_FLAGS = 0o100 | 0o20000000
 
 SYSCALLS = {
     "x86_64": {
@@ -73,7 +90,10 @@ SYSCALLS = {
         "setns": 308, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
         "delete_module": 176, "quotactl": 179, "quotactl_fd": 443, "swapon": 167, "swapoff": 168,
         "reboot": 169, "acct": 163, "syslog": 103, "lookup_dcookie": 212, "vhangup": 153, "iopl": 172,
-        "ioperm": 173, "clone": 56, "unshare": 272, "clone3": 435,
+        "ioperm": 173, "clone": 56, "unshare": 272, "clone3": 435, "openat2": 437,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "mknod": 133, "mknodat": 259, "creat": 85,
+        "open": 2, "openat": 257,
     },
     "aarch64": {
         "open_by_handle_at": 265, "name_to_handle_at": 264, "mount": 40, "umount2": 39, "pivot_root": 41,
@@ -84,7 +104,9 @@ SYSCALLS = {
         "setns": 268, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
         "delete_module": 106, "quotactl": 60, "quotactl_fd": 443, "swapon": 224, "swapoff": 225,
         "reboot": 142, "acct": 89, "syslog": 116, "lookup_dcookie": 18, "vhangup": 58,
-        "clone": 220, "unshare": 97, "clone3": 435,
+        "clone": 220, "unshare": 97, "clone3": 435, "openat2": 437,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "mknodat": 33, "openat": 56,
     },
 }
 AUDIT_ARCH = {"x86_64": AUDIT_ARCH_X86_64, "aarch64": AUDIT_ARCH_AARCH64}
@@ -94,6 +116,11 @@ _MACHINE_NAMES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "
 def machine() -> str | None:
     """This machine's architecture as named here, or None when the filter has no table for it."""
     return _MACHINE_NAMES.get(platform.machine().lower())
+
+
+def _arg(index: int) -> int:
+    """Where argument `index`'s low word is in seccomp_data."""
+    return _ARG0_LOW + 8 * index
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -117,6 +144,15 @@ def program(arch: str) -> bytes:
         # nr matches: load the flags' low word; any namespace bit → EPERM, else allow.
         out += [_insn(_JEQ_K, table[name], jf=4), _insn(_LD_W_ABS, _ARG0_LOW),
                 _insn(_JSET_K, NAMESPACE_FLAGS, jf=1), _insn(_RET_K, eperm), _insn(_RET_K, RET_ALLOW)]
+    for name, mode in MODE_CHECKED.items():
+        if name in table:  # nr matches: a set-id bit in the mode → EPERM, else allow
+            out += [_insn(_JEQ_K, table[name], jf=4), _insn(_LD_W_ABS, _arg(mode)),
+                    _insn(_JSET_K, SET_ID_BITS, jf=1), _insn(_RET_K, eperm), _insn(_RET_K, RET_ALLOW)]
+    for name, (flags, mode) in CREATE_CHECKED.items():
+        if name in table:  # nr matches: not creating → allow; creating with a set-id bit → EPERM
+            out += [_insn(_JEQ_K, table[name], jf=6), _insn(_LD_W_ABS, _arg(flags)),
+                    _insn(_JSET_K, CREATE_FLAGS, jf=3), _insn(_LD_W_ABS, _arg(mode)),
+                    _insn(_JSET_K, SET_ID_BITS, jf=1), _insn(_RET_K, eperm), _insn(_RET_K, RET_ALLOW)]
     out.append(_insn(_RET_K, RET_ALLOW))
     return b"".join(out)
 

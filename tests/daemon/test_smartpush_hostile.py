@@ -203,3 +203,26 @@ def test_a_pack_objects_past_its_time_is_left_to_git_not_an_exception_that_loses
 
     error = asyncio.run(asyncio.wait_for(go(), 120))
     assert isinstance(error, smartpush.Unsupported) and "longer than" in str(error), repr(error)
+
+
+@pytest.mark.parametrize("interim", [b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n",
+                                     b"HTTP/1.1 100 Continue\r\n\r\n" * 2])
+def test_interim_answers_before_the_answer_are_skipped(interim: bytes) -> None:
+    """A forge (or a proxy before it) may send 1xx answers first: the answer is the one after them."""
+    body = _advertisement()
+    answer = interim + HEAD + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+
+    async def go() -> smartpush.Session:
+        server = await _serve(answer)
+        try:
+            return await smartpush.discover(_target(server.sockets[0].getsockname()[1]))
+        finally:
+            server.close()
+
+    session = asyncio.run(asyncio.wait_for(go(), 60))
+    assert session.advertised.caps >= {"report-status"}
+
+
+def test_endless_interim_answers_are_unsupported() -> None:
+    error = _discover_against(b"HTTP/1.1 103 Early Hints\r\n\r\n" * (smartpush.MAX_INTERIM + 2) + HEAD + b"0\r\n\r\n")
+    assert isinstance(error, smartpush.Unsupported), repr(error)

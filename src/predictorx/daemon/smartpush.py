@@ -51,6 +51,8 @@ PUSH_BUDGET = 50.0
 #: a push that large gains nothing from the few milliseconds this saves).
 MAX_PACK = 64 * 1024 * 1024
 MAX_HEAD = 64 * 1024
+#: The interim (1xx) answers read before an answer, at most (each within the reader's limit).
+MAX_INTERIM = 8
 #: What a forge may send: a ref advertisement, a report (with its side-band messages), one chunk.
 MAX_ADVERTISEMENT = 32 * 1024 * 1024
 MAX_REPORT = 1024 * 1024
@@ -485,6 +487,12 @@ async def _request(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], meth
     except ConnectionError as e:
         raise _NotSent(str(e)) from e
     _, status, headers = await read_head(reader)
+    for _ in range(MAX_INTERIM):  # 103 Early Hints, an unasked 100 Continue: the answer comes after them
+        if not 100 <= status < 200 or status == 101:
+            break
+        _, status, headers = await read_head(reader)
+    else:
+        raise ValueError("too many interim answers")
     if "chunked" not in headers.get("transfer-encoding", "").lower() and "content-length" not in headers:
         headers["connection"] = "close"  # read to its end: the connection is over then
     return status, headers

@@ -156,6 +156,8 @@ def _path(template: str, ids: dict[str, str], *, harmless: bool) -> str:
 
 
 def _allowed(rule, caller: str) -> bool:
+    if rule.relay:  # a task's relay pass (HTTP Basic), which none of these callers holds
+        return False
     if rule.public:
         return True
     if caller in ("daemon", "task"):
@@ -199,7 +201,10 @@ def test_route_obeys_the_matrix(world, route: str, caller: str):
         if caller == "outsider":
             assert SECRET not in r.text, f"{route} shows another workspace's project to an outsider"
         return
-    if caller == "anonymous":  # R-SEC-1: every call but the few PUBLIC ones (health, sign-in) needs a token
+    if rule.relay:  # no bearer token opens the forge relay, a daemon's own included: only a pass
+        assert r.status_code == 401 and r.headers.get("www-authenticate", "").startswith("Basic"), \
+            f"{caller} on {route}: {r.status_code} {r.text[:300]}"
+    elif caller == "anonymous":  # R-SEC-1: every call but the few PUBLIC ones (health, sign-in) needs a token
         assert r.status_code == 401, f"{route} without a token: {r.status_code}"
     elif caller == "outsider" and rule.people is not None:
         # Another workspace's things do not exist for them; their own workspace's pages may answer.

@@ -36,10 +36,14 @@ class Rule:
     daemon: bool = False
     task: bool = False
     public: bool = False
+    #: No token at all: the handler checks a task's relay pass (HTTP Basic, service/relaypass.py).
+    relay: bool = False
 
     def describe(self) -> str:
         if self.public:
             return "anyone (no token)"
+        if self.relay:
+            return "the task's relay pass (HTTP Basic; its daemon)"
         parts = []
         if self.people == "person":
             parts.append("any signed-in person")
@@ -60,6 +64,7 @@ OWNER = Rule("owner")
 DAEMON = Rule(None, daemon=True)
 MEMBER_OR_TASK = Rule("member", task=True)
 MEMBER_DAEMON_TASK = Rule("member", daemon=True, task=True)
+RELAY = Rule(None, relay=True)
 
 # fmt: off
 ACCESS: dict[str, Rule] = {
@@ -252,6 +257,10 @@ ACCESS: dict[str, Rule] = {
     "POST /api/daemon/tasks/{task_id}/forge-push":       DAEMON,
     "POST /api/daemon/tasks/{task_id}/push-target":      DAEMON,
     "POST /api/daemon/tasks/{task_id}/pushing":          DAEMON,
+    # the relay a daemon pushes through (routes/forge_relay.py): its task's relay pass, no token
+    "GET /api/daemon/tasks/{task_id}/git/info/refs":     RELAY,
+    "POST /api/daemon/tasks/{task_id}/git/git-receive-pack": RELAY,
+    "POST /api/daemon/tasks/{task_id}/git/git-upload-pack":  RELAY,
     "POST /api/tasks/{task_id}/push":                    MEMBER,
     "POST /api/tasks/{task_id}/local-merge":             MEMBER,   # the folder's daemon's owner only: forgeasks
     "POST /api/tasks/{task_id}/local-discard":           MEMBER,   # the folder's daemon's owner only: forgeasks
@@ -455,8 +464,8 @@ async def enforce(request: Request) -> None:
     rule = rule_for(request.method, path) if path else None
     if rule is None:
         raise Forbidden("this route has no access rule, so nobody may call it (deny by default)")
-    if rule.public:
-        return
+    if rule.public or rule.relay:
+        return  # (a relay route refuses whatever is not its task's pass: 401/404)
     from .deps import PRINCIPAL_KEY, get_principal, get_state  # deps imports this module's neighbours
 
     principal = await get_principal(request, await get_state(request))

@@ -29,7 +29,7 @@ from .jobstop import stop_jobs
 from .originguard import OriginGuard
 from .routes import agents, daemons, issues, members, projects, tasks as task_routes, workspaces
 from .routes import beans as bean_routes, classifications, workflow_tasks, roles as role_routes
-from .routes import daemon_forge, forges as forge_routes, sso as sso_routes, workflows as workflow_routes
+from .routes import daemon_forge, forge_relay, forges as forge_routes, sso as sso_routes, workflows as workflow_routes
 from .routes import forgehooks, pullrequests as pr_routes, usage as usage_routes
 from .routes import audit as audit_routes, secrets as secret_routes
 from .routes import autopilot_hooks, autopilots as autopilot_routes
@@ -191,7 +191,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
     # daemon turns over). No two routes share a path, so order is free.
     for module in (daemons, task_routes, issues, workspaces, members, projects, agents, workflow_routes,
                    bean_routes, classifications, role_routes, workflow_tasks, forge_routes, forgehooks,
-                   pr_routes, daemon_forge, sso_routes,
+                   pr_routes, daemon_forge, forge_relay, sso_routes,
                    secret_routes, audit_routes, usage_routes, autopilot_routes, autopilot_hooks, inbox_routes,
                    notification_routes, label_routes):
         app.include_router(module.router)

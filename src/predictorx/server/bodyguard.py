@@ -12,7 +12,9 @@ later module adds — gets it without asking:
   database or a response — after a commit. Such a body answers 400 and changes nothing.
 
 The body is read here (it is bounded) and handed on unchanged; bodies of requests that declare
-none pass straight through.
+none pass straight through. The one exception is a push or fetch through the forge relay
+(`streamed`): its pack streams on to the forge under the relay's own limit
+(service/forgerelay.py, `PREDICTORX_MAX_PUSH_BYTES`), never held here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 MIN_MAX_BODY_BYTES = 2 * 1024 * 1024
 ENV = "PREDICTORX_MAX_BODY_BYTES"
+
+#: The forge relay's git bodies (routes/forge_relay.py): streamed, bounded by the relay itself.
+_STREAMED = re.compile(r"^/api/daemon/tasks/[^/]+/git/git-(receive|upload)-pack$")
 
 # A JSON escape that may stand for a surrogate; only when one appears is the body parsed here.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -82,6 +87,11 @@ def text_problem(body: bytes) -> str | None:
         return ("the request contains text that is not valid Unicode (a lone surrogate such as \\ud800); "
                 "send the text as valid UTF-8")
     return None
+
+
+def streamed(scope: Scope) -> bool:
+    """A POST whose body streams past this guard: a git pack through the forge relay."""
+    return scope.get("method") == "POST" and _STREAMED.match(scope.get("path", "")) is not None
 
 
 def _is_json(scope: Scope) -> bool:
@@ -140,7 +150,7 @@ class BodyGuard:
                 f"at once (the limit is set by {ENV})")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _has_body(scope):
+        if scope["type"] != "http" or not _has_body(scope) or streamed(scope):
             await self.app(scope, receive, send)
             return
         declared = _content_length(scope)

@@ -20,6 +20,9 @@ What matters in it:
   sees all its connections come from the proxy, so its own per-address cap must be off
   (`PREDICTORX_MAX_CONNECTIONS_PER_CLIENT=0`, server/connguard.py) — the proxy's is the one that
   sees the clients.
+- the forge relay (`/api/daemon/tasks/<id>/git/…`, service/forgerelay.py) carries a task's git
+  pack both ways: streamed unbuffered, up to 1 GiB (the replica's own limit,
+  `PREDICTORX_MAX_PUSH_BYTES`, says the sentence), with time for a forge to check a large pack.
 """
 
 from __future__ import annotations
@@ -75,6 +78,20 @@ def render(upstreams: list[str], *, listen: str = "8080", prefix: str | None = N
             proxy_read_timeout 1h;
             proxy_connect_timeout 2s;
             proxy_next_upstream error timeout http_502 http_503;
+        }}
+
+        # A task's push and fetch through the forge relay: packs stream both ways, unbuffered.
+        location ~ ^/api/daemon/tasks/[^/]+/git/ {{
+            proxy_pass http://predictorx;
+{_STREAM_HEADERS}
+            client_max_body_size 1g;
+            client_body_timeout 120s;
+            proxy_request_buffering off;
+            proxy_buffering off;
+            proxy_read_timeout 600s;
+            proxy_send_timeout 600s;
+            proxy_connect_timeout 2s;
+            proxy_next_upstream error timeout;
         }}
 
         location / {{

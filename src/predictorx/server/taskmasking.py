@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..secretmask import Masker
 from ..service import agentenv, auth
 from ..service.errors import ClientError
-from .bodyguard import replay_body
+from .bodyguard import replay_body, streamed
 from .deps import PRINCIPAL_KEY
 
 _WRITES = frozenset({"POST", "PUT", "PATCH"})
@@ -60,7 +60,9 @@ class TaskSecretMasking:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in _WRITES:
+        # (a git pack through the forge relay is not read here: it is not bounded by BodyGuard,
+        # it is stored nowhere, and the relay takes no task token)
+        if scope["type"] != "http" or scope["method"] not in _WRITES or streamed(scope):
             await self.app(scope, receive, send)
             return
         raw = _bearer(scope)

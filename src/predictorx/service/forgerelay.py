@@ -1,0 +1,238 @@
+"""The server relays a task's push (and a follow-up's fetch) to its forge, so no forge credential
+reaches a daemon (docs/forges.md, "Where a credential lives").
+
+`forgepush.push_target` hands the task's daemon a relay URL on this server and a relay pass
+(service/relaypass.py) for that task, that daemon and that one forge branch. The daemon speaks git
+smart HTTP to the relay as it would to the forge; the relay checks the pass, that the task is
+still that daemon's, and — for a push — that every ref update names exactly that branch and none
+deletes it, before it forwards anything. It forwards to the forge's repository with the
+connection's credential (opened by `forges.connection_of`, here, in the server) and streams both
+ways: a pack is never held whole in memory. A fetch (upload-pack) is relayed only for a task that
+continues a branch (`Task.pull_request_id`).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2 as httpx
+from sqlalchemy.orm import Session
+
+from ..store.schema import ForgeConnection
+from ..forges.httpclient import USER_AGENT
+from . import relaypass
+from .errors import Forbidden, NotFound, ServiceError
+from .forgepush import _daemons_task
+
+SERVICES = ("git-receive-pack", "git-upload-pack")
+#: A push's command list (its ref updates, before the pack) is read whole, at most this.
+MAX_COMMANDS = 64 * 1024
+MAX_BODY_ENV = "PREDICTORX_MAX_PUSH_BYTES"
+DEFAULT_MAX_BODY = 1024 * 1024 * 1024
+ZERO = "0" * 40
+
+
+class RelayRefused(ServiceError):
+    """The relay will not forward this (a sentence; nothing of it reached the forge)."""
+
+
+def max_body_bytes() -> int:
+    raw = os.environ.get(MAX_BODY_ENV, "").strip()
+    try:
+        return int(raw) if raw else DEFAULT_MAX_BODY
+    except ValueError:
+        return DEFAULT_MAX_BODY
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where a relayed request goes: the forge's repository URL and the connection's credential."""
+
+    url: str
+    authorization: str
+    branch: str
+    fetch_allowed: bool
+
+    def __repr__(self) -> str:  # the credential never lands in a log or a traceback
+        return f"Upstream(url={self.url!r}, branch={self.branch!r})"
+
+
+def pass_from_basic(header: str | None) -> str:
+    """The relay pass out of an `Authorization: Basic` header (BadPass when there is none)."""
+    if not header or not header[:6].lower() == "basic ":
+        raise relaypass.BadPass("no relay pass (HTTP Basic) was sent")
+    try:
+        user, _, password = base64.b64decode(header[6:].strip(), validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        raise relaypass.BadPass("the relay pass is unreadable") from None
+    if user != relaypass.USERNAME:
+        raise relaypass.BadPass("not a relay pass")
+    return password
+
+
+def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str) -> Upstream:
+    """The forge behind the relay of `task_id` for a verified pass: NotFound unless the pass is
+    this task's and the task is still its daemon's; Forbidden for a fetch the task may not make."""
+    if given.task_id != task_id:
+        raise NotFound(f"task {task_id!r} not found")
+    task = _daemons_task(session, given.daemon_id, task_id)
+    row = session.get(ForgeConnection, given.connection_id)
+    if row is None or row.workspace_id != task.workspace_id:
+        raise NotFound(f"task {task_id!r} not found")
+    if service not in SERVICES:
+        raise RelayRefused("the relay speaks git smart HTTP only (git-receive-pack, git-upload-pack)", 403)
+    if service == "git-upload-pack" and not task.pull_request_id:
+        raise Forbidden(f"task {task_id} continues no branch, so the relay fetches nothing for it")
+    conn = importlib.import_module(".forges", __package__).connection_of(row)
+    basic = base64.b64encode(f"{conn.git_username}:{conn.token}".encode()).decode()
+    return Upstream(given.remote_url.rstrip("/"), f"Basic {basic}", given.branch,
+                    fetch_allowed=bool(task.pull_request_id))
+
+
+# -- a push's ref updates --------------------------------------------------------------------------
+
+def _pkt_lines(data: bytes) -> tuple[list[bytes], int] | None:
+    """The pkt-lines of `data` up to its flush-pkt and where that ends; None while it is incomplete."""
+    lines, at = [], 0
+    while True:
+        if len(data) < at + 4:
+            return None
+        try:
+            size = int(data[at:at + 4], 16)
+        except ValueError:
+            raise RelayRefused("the push's command list is not git's pkt-line format", 400) from None
+        if size == 0:
+            return lines, at + 4
+        if size < 4:
+            raise RelayRefused("the push's command list is not git's pkt-line format", 400)
+        if len(data) < at + size:
+            return None
+        lines.append(data[at + 4:at + size])
+        at += size
+
+
+def check_commands(lines: list[bytes], branch: str) -> None:
+    """Every ref update of a push must update the pass's branch and none may delete it."""
+    wanted = f"refs/heads/{branch}".encode()
+    if not lines:
+        raise RelayRefused("the push names no ref to update", 400)
+    for line in lines:
+        command = line.split(b"\0", 1)[0].rstrip(b"\n")
+        if command.startswith(b"shallow "):
+            continue
+        parts = command.split(b" ")
+        if len(parts) != 3 or len(parts[0]) != 40 or len(parts[1]) != 40:
+            raise RelayRefused("the push's command list is not git's receive-pack format", 400)
+        if parts[2] != wanted:
+            raise RelayRefused(f"this task may push only its branch {branch}; "
+                               f"{parts[2].decode(errors='replace')[:200]} was refused", 403)
+        if parts[1] == ZERO.encode():
+            raise RelayRefused(f"this task may not delete the forge's branch {branch}", 403)
+
+
+class TooLarge(Exception):
+    pass
+
+
+async def checked_push(body: AsyncIterator[bytes], branch: str, limit: int) -> AsyncIterator[bytes]:
+    """The push's body as it streams, its command list checked first (check_commands; RelayRefused
+    before anything is forwarded), at most `limit` bytes (TooLarge past it)."""
+    head = b""
+    async for chunk in body:
+        head += chunk
+        parsed = _pkt_lines(head)
+        if parsed is not None:
+            check_commands(parsed[0], branch)
+            break
+        if len(head) > MAX_COMMANDS:
+            raise RelayRefused(f"the push's command list is longer than {MAX_COMMANDS} bytes", 413)
+    else:
+        if _pkt_lines(head) is None:
+            raise RelayRefused("the push's command list ended before its flush-pkt", 400)
+    return _counted(head, body, limit)
+
+
+async def _counted(head: bytes, rest: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    sent = len(head)
+    if sent > limit:
+        raise TooLarge()
+    yield head
+    async for chunk in rest:
+        sent += len(chunk)
+        if sent > limit:
+            raise TooLarge()
+        yield chunk
+
+
+async def bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    sent = 0
+    async for chunk in body:
+        sent += len(chunk)
+        if sent > limit:
+            raise TooLarge()
+        yield chunk
+
+
+def forwarded_headers(headers: Any) -> dict[str, str]:
+    """What of the daemon's request the forge sees: git's own headers, never its Authorization."""
+    keep = ("content-type", "accept", "git-protocol", "content-encoding", "user-agent", "content-length")
+    return {k: headers[k] for k in keep if headers.get(k)}
+
+
+# -- to the forge and back ---------------------------------------------------------------------------
+
+#: Connect fast; a forge may take long to answer a large pack (its checks run after the last byte).
+TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+
+
+@dataclass
+class Relayed:
+    """The forge's answer: its status and content type, its body as it streams (then closed)."""
+
+    status: int
+    headers: dict[str, str]
+    body: AsyncIterator[bytes]
+
+
+async def forward(up: Upstream, method: str, suffix: str, *, params: dict[str, str] | None = None,
+                  headers: dict[str, str], content: AsyncIterator[bytes] | None = None) -> Relayed:
+    """One request to the forge's repository (`suffix`: /info/refs, /git-receive-pack, …) with the
+    connection's credential. Never follows a redirect; a forge that cannot be reached, redirects,
+    or refuses the connection's own credential is a 502 with a sentence (never the credential)."""
+    client = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, trust_env=True)
+    sent = {"User-Agent": USER_AGENT, **headers, "Authorization": up.authorization}
+    try:
+        request = client.build_request(method, up.url + suffix, params=params, headers=sent, content=content)
+        response = await client.send(request, stream=True)
+    except TooLarge:
+        await client.aclose()
+        raise RelayRefused(f"the push is larger than this server relays (set by {MAX_BODY_ENV})", 413) from None
+    except (httpx.HTTPError, httpx.InvalidURL, OSError) as e:
+        await client.aclose()
+        raise RelayRefused(f"the forge could not be reached ({type(e).__name__})", 502) from None
+    status = response.status_code
+    if 300 <= status < 400 or status == 401:
+        await response.aclose()
+        await client.aclose()
+        raise RelayRefused("the forge redirected the relay elsewhere; not followed" if status != 401 else
+                           "the forge refused the connection's credential (401); an owner or admin updates it "
+                           "(`predictorx forge update --token-stdin`)", 502)
+    kept = {k: response.headers[k] for k in ("content-type", "content-encoding", "cache-control")
+            if k in response.headers}
+    return Relayed(status, kept, _streamed(client, response))
+
+
+async def _streamed(client: httpx.AsyncClient, response: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.aiter_raw():
+            yield chunk
+    except httpx.HTTPError:
+        pass  # the status is sent: the answer ends short, and git says so
+    finally:
+        await response.aclose()
+        await client.aclose()

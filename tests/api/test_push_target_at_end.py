@@ -1,15 +1,18 @@
 """`POST /api/daemon/tasks/{id}/push-target` (issue 22, run ended → PR opened): when its agent ends
 well, the daemon running the task asks for the push target of the branch it is about to report,
-pushes while it still collects the review, and reports the push with its finish. The target (with
-the connection's credential) goes only to that daemon, only while the task runs, only for a
+pushes while it still collects the review, and reports the push with its finish. The target (the
+server's relay and a pass for it, never the connection's credential) goes only to that daemon, only while the task runs, only for a
 repository a connection maps and a project that pushes automatically; nothing is written. A push
 reported with the finish is recorded as a separate report would be."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
+
+from predictorx.service import relaypass
 
 from forge_testkit import GOOD_TOKEN, KIND, registered_kit_forge
 
@@ -60,8 +63,11 @@ def test_the_target_only_to_the_running_tasks_daemon_and_the_push_rides_on_the_f
     assert r.status_code == 200 and r.headers["cache-control"] == "no-store", r.text
     target = r.json()["forge_push"]
     assert 0 < r.json()["valid_for_s"] <= 300  # asked while the agent works: used only that long
-    assert target["token"] == GOOD_TOKEN and target["branch"] == BRANCH["branch"]
-    assert target["remote_url"] == "https://forge.test/octo/app.git"
+    # The server's relay and a pass for it, never the connection's credential (service/forgerelay.py).
+    assert GOOD_TOKEN not in r.text and base64.b64encode(f"x:{GOOD_TOKEN}".encode()).decode()[4:] not in r.text
+    assert target["branch"] == BRANCH["branch"] and target["username"] == "predictorx-relay"
+    assert target["remote_url"] == f"/api/daemon/tasks/{task_id}/git"
+    assert relaypass.verify(target["token"]).remote_url == "https://forge.test/octo/app.git"
     assert target["extra"]["repo_path"] == BRANCH["repo_path"] and target["extra"]["lease"] == ""
     assert not api.get(f"/api/tasks/{task_id}/review").json().get("branch")  # nothing was written
 

@@ -25,6 +25,8 @@ def target(token: str = "tok-1") -> dict[str, Any]:
 class Api:
     """The server as the early push sees it: answers to push-target, reports recorded."""
 
+    server_url = "http://127.0.0.1:9"  # what a relay target's path is joined to
+
     def __init__(self, *answers: dict[str, Any] | Exception):
         self.answers = list(answers)
         self.asked = 0

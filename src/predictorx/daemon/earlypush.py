@@ -124,7 +124,7 @@ class EarlyPush:
         if given is None:
             return None
         try:
-            return await smartpush.discover(forgework.target_from(given))
+            return await smartpush.discover(forgework.target_from(given, self.api.server_url))
         except smartpush.Unsupported as e:
             log.debug("task %s: no early ref discovery (%s)", self.task_id, e)
             return e
@@ -239,7 +239,8 @@ class EarlyPush:
         from . import forgework
 
         given = {**given, "extra": {**(given.get("extra") or {}), "tip": tip}}
-        return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine, session=session)
+        return await forgework.push_with(self.workspaces_root, self.task_id, given, quarantine, session=session,
+                                         server_url=self.api.server_url)
 
     def _plan_ahead(self) -> None:
         """Tell the server the push is under way (`POST …/pushing`, the branch and result its report

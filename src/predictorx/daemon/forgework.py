@@ -48,8 +48,15 @@ def checked_repository(workspaces_root: Path, path: str) -> Path:
         raise ValueError(f"{path} cannot be used: {e}") from None
 
 
-def target_from(answer: dict[str, Any]) -> PushTarget:
-    return PushTarget(remote_url=str(answer["remote_url"]), branch=str(answer["branch"]),
+def target_from(answer: dict[str, Any], server_url: str | None = None) -> PushTarget:
+    """The server's answer as a PushTarget. A `remote_url` that is a path is the server's relay
+    (service/forgerelay.py): joined to `server_url`, the server this daemon talks to now."""
+    remote = str(answer["remote_url"])
+    if remote.startswith("/"):
+        if not server_url:
+            raise ValueError("the push target names the server's relay, but no server URL was given")
+        remote = server_url.rstrip("/") + remote
+    return PushTarget(remote_url=remote, branch=str(answer["branch"]),
                       username=str(answer["username"]), token=str(answer["token"]),
                       extra={str(k): str(v) for k, v in (answer.get("extra") or {}).items()})
 
@@ -64,7 +71,7 @@ async def continuing_start(api: ServerApi, task_id: str, fetched: Callable[[str]
     environment only — readies the branch there (`forgepush.adopt`) and returns where the run
     starts; `fetched(sha)` hears what the forge held."""
     try:
-        target = target_from(await api.forge_target(task_id))
+        target = target_from(await api.forge_target(task_id), api.server_url)
     except (ServerError, KeyError, TypeError, ValueError) as e:
         raise NoTarget(str(e)) from None
     name = ref_component(task_id, "task")
@@ -92,7 +99,7 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
     except ServerError as e:
         log.warning("task %s: no push target (%s)", task_id, e.detail)
         return
-    ok, sha, error = await push_with(daemon.workspaces_root, task_id, answer)
+    ok, sha, error = await push_with(daemon.workspaces_root, task_id, answer, server_url=daemon.api.server_url)
     if ok is None:
         return
     try:
@@ -102,15 +109,16 @@ async def push_task(daemon: RunHost, task_id: str, given: dict[str, Any] | None 
 
 
 async def push_with(workspaces_root: Path, task_id: str, answer: dict[str, Any],
-                    quarantine: Path | None = None, *, session: smartpush.SessionLike = None
-                    ) -> tuple[bool | None, str | None, str | None]:
+                    quarantine: Path | None = None, *, session: smartpush.SessionLike = None,
+                    server_url: str | None = None) -> tuple[bool | None, str | None, str | None]:
     """Push the task's branch to the target the server answered: (ok, sha, error); ok None when
     the answer was unreadable (nothing was pushed, nothing to report). `quarantine`: push the
     answer's `tip` from the delivery's own repository (daemon/delivery.py), not from the
     repository the server names. `session`: the forge's refs discovered already, or being
-    discovered (smartpush.py; used when it is for this target, closed either way)."""
+    discovered (smartpush.py; used when it is for this target, closed either way). `server_url`:
+    the server the relay's path is joined to (target_from)."""
     try:
-        target = target_from(answer)
+        target = target_from(answer, server_url)
     except (KeyError, TypeError, ValueError):
         log.warning("task %s: the server's push target was unreadable", task_id)
         smartpush.discard(session)

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from ..forges.base import PushTarget
 from ..store.schema import Daemon, ForgeConnection, Issue, Project, PullRequest, Task, User, utcnow
-from . import audit
+from . import audit, relaypass
 from . import tasks as task_service
 from .errors import Conflict, Invalid, NotFound
 from ..protocol import Event
@@ -80,12 +80,6 @@ def connection_for_url(session: Session, workspace_id: str, url: str) -> tuple[F
     except ImportError:  # a server without forge connections (service/forges.py) maps nothing
         return None
     return forges.connection_for_url(session, workspace_id, url)
-
-
-def _connection_of(row: ForgeConnection) -> Any:
-    forges = _forges()
-    convert = getattr(forges, "connection_of", None) or forges.forge_connection
-    return convert(row)
 
 
 def _repository_url(review: dict[str, Any] | None) -> str | None:
@@ -221,23 +215,27 @@ def _daemons_task(session: Session, daemon_id: str, task_id: str) -> Task:
 
 
 def push_target(session: Session, daemon_id: str, task_id: str, review: dict[str, Any] | None = None) -> PushTarget:
-    """What the task's daemon pushes (or, continuing a branch, fetches) with. The token is in this
-    answer only, to that daemon only. `review`: the branch as the daemon names it before its
-    finish (target_at_end); default the task's reported review."""
+    """What the task's daemon pushes (or, continuing a branch, fetches) with: the relay's path on
+    this server and a relay pass for it, to that daemon only — never the forge's credential.
+    `review`: the branch as the daemon names it before its finish (target_at_end); default the
+    task's reported review."""
     task = _daemons_task(session, daemon_id, task_id)
     review = review if review is not None else task.review if isinstance(task.review, dict) else {}
     tracked = _tracked(session, task, review)
     if tracked is None:
         raise NotFound(f"task {task_id} has no branch on a forge")
     conn_row, repo_path, url, pr = tracked
-    conn = _connection_of(conn_row)
     branch = pr.branch if pr is not None else review.get("branch")
     if not branch:
         raise NotFound(f"task {task_id} has no branch on a forge")
     lease = _lease(review, pr)
     extra = {"repo_path": str(review.get("repo_path") or ""), "local_branch": str(review.get("branch") or branch),
              "lease": str(lease or ""), "mode": str(review.get("mode") or "")}
-    return PushTarget(remote_url=url, branch=branch, username=conn.git_username, token=conn.token, extra=extra)
+    # The server's relay, not the forge: the pass opens it for this task, daemon and branch only
+    # (service/forgerelay.py); the connection's credential stays here.
+    relay_pass = relaypass.sign(task_id, daemon_id, str(branch), conn_row.id, url)
+    return PushTarget(remote_url=relaypass.relay_path(task_id), branch=branch, username=relaypass.USERNAME,
+                      token=relay_pass, extra=extra)
 
 
 def _lease(review: dict[str, Any], pr: PullRequest | None) -> str:

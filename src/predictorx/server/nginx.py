@@ -37,6 +37,22 @@ _STREAM_HEADERS = """            proxy_http_version 1.1;
             proxy_set_header X-Forwarded-Proto $scheme;"""
 
 
+#: A task's push and fetch through the forge relay (service/forgerelay.py): packs stream both
+#: ways, unbuffered, with time for a forge to check a large one.
+_RELAY_LOCATION = f"""        location ~ ^/api/daemon/tasks/[^/]+/git/ {{
+            proxy_pass http://predictorx;
+{_STREAM_HEADERS}
+            client_max_body_size 1g;
+            client_body_timeout 120s;
+            proxy_request_buffering off;
+            proxy_buffering off;
+            proxy_read_timeout 600s;
+            proxy_send_timeout 600s;
+            proxy_connect_timeout 2s;
+            proxy_next_upstream error timeout;
+        }}
+"""
+
 #: Connections one client address may hold through the proxy: a browser opens about six plus one
 #: event stream per tab, a daemon two; an office behind one NAT address shares it.
 PER_CLIENT = 256
@@ -80,20 +96,7 @@ def render(upstreams: list[str], *, listen: str = "8080", prefix: str | None = N
             proxy_next_upstream error timeout http_502 http_503;
         }}
 
-        # A task's push and fetch through the forge relay: packs stream both ways, unbuffered.
-        location ~ ^/api/daemon/tasks/[^/]+/git/ {{
-            proxy_pass http://predictorx;
-{_STREAM_HEADERS}
-            client_max_body_size 1g;
-            client_body_timeout 120s;
-            proxy_request_buffering off;
-            proxy_buffering off;
-            proxy_read_timeout 600s;
-            proxy_send_timeout 600s;
-            proxy_connect_timeout 2s;
-            proxy_next_upstream error timeout;
-        }}
-
+{_RELAY_LOCATION}
         location / {{
             proxy_pass http://predictorx;
 {_STREAM_HEADERS}

@@ -98,7 +98,8 @@ def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str
 
 def _pkt_lines(data: bytes) -> tuple[list[bytes], int] | None:
     """The pkt-lines of `data` up to its flush-pkt and where that ends; None while it is incomplete."""
-    lines, at = [], 0
+    lines: list[bytes] = []
+    at = 0
     while True:
         if len(data) < at + 4:
             return None

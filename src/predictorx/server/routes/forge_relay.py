@@ -8,6 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
+from starlette.requests import ClientDisconnect
 
 from ...service import forgerelay, relaypass
 from ...service.errors import ServiceError
@@ -36,7 +37,8 @@ async def _relay(state: AppState, request: Request, task_id: str, service: str, 
         content = None
         if request.method == "POST":
             limit = forgerelay.max_body_bytes()
-            if int(headers.get("content-length") or 0) > limit:
+            declared = headers.get("content-length", "0")
+            if not declared.isdigit() or int(declared) > limit:
                 raise forgerelay.RelayRefused(f"the push is larger than this server relays ({limit} bytes, "
                                               f"{forgerelay.MAX_BODY_ENV})", 413)
             if service == "git-receive-pack":
@@ -52,6 +54,8 @@ async def _relay(state: AppState, request: Request, task_id: str, service: str, 
         return _refused(str(e), 401)
     except ServiceError as e:
         return _refused(e.message, e.status)
+    except ClientDisconnect:  # the daemon went away mid-body: nothing reached the forge whole
+        return _refused("the request ended before its body did", 400)
     return StreamingResponse(answer.body, status_code=answer.status,
                              headers={**answer.headers, "Cache-Control": "no-cache"})
 

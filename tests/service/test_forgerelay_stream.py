@@ -1,0 +1,64 @@
+"""A push's body through the relay (service/forgerelay.py), as it streams in chunks: its command list
+is read whole (across chunks, at most MAX_COMMANDS) and checked before a byte goes on, and the
+body is counted against the relay's limit as it flows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from predictorx.service import forgerelay
+
+BRANCH = "agent/bot/t-1"
+OLD, NEW = "0" * 40, "a" * 40
+
+
+def _pkt(line: str) -> bytes:
+    return f"{len(line) + 4:04x}".encode() + line.encode()
+
+
+async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i:i + size]
+
+
+def _relayed(body: bytes, size: int = 3, limit: int = 1 << 20) -> bytes:
+    async def run() -> bytes:
+        out = await forgerelay.checked_push(_chunks(body, size), BRANCH, limit)
+        return b"".join([chunk async for chunk in out])
+    return asyncio.run(run())
+
+
+def test_the_commands_are_read_across_chunks_and_the_body_goes_on_whole():
+    body = _pkt(f"{OLD} {NEW} refs/heads/{BRANCH}\0report-status\n") + b"0000" + b"PACK-and-more"
+    assert _relayed(body) == body
+
+
+@pytest.mark.parametrize("line, status", [
+    (f"{OLD} {NEW} refs/heads/main\n", 403),
+    (f"{NEW} {OLD} refs/heads/{BRANCH}\n", 403),  # a delete
+    (f"{OLD} {NEW} refs/heads/{BRANCH}-other\n", 403),
+    (f"{OLD} {NEW}\n", 400),
+])
+def test_other_refs_deletes_and_garbage_are_refused(line: str, status: int):
+    with pytest.raises(forgerelay.RelayRefused) as refused:
+        _relayed(_pkt(line) + b"0000PACK")
+    assert refused.value.status == status
+
+
+def test_a_command_list_without_end_or_past_its_bound_is_refused():
+    with pytest.raises(forgerelay.RelayRefused) as refused:
+        _relayed(_pkt(f"{OLD} {NEW} refs/heads/{BRANCH}\n"))
+    assert refused.value.status == 400
+    endless = b"".join(_pkt(f"shallow {NEW}\n") for _ in range(forgerelay.MAX_COMMANDS // 40))
+    with pytest.raises(forgerelay.RelayRefused) as refused:
+        _relayed(endless, size=4096)
+    assert refused.value.status == 413
+
+
+def test_a_body_past_the_limit_stops_as_it_streams():
+    body = _pkt(f"{OLD} {NEW} refs/heads/{BRANCH}\n") + b"0000" + b"x" * 5000
+    with pytest.raises(forgerelay.TooLarge):
+        _relayed(body, size=512, limit=4096)

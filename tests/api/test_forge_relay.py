@@ -221,3 +221,20 @@ def test_a_pack_streams_past_the_body_limit_under_the_relays_own(world, monkeypa
     r = _push(api, tasks["ran"], target["token"], body)
     assert r.status_code == 200 and b"ok refs/heads/" in r.content, r.content[:300]
     assert standin.branch_head(REPO, target["branch"]) == sha
+
+
+def test_a_pass_made_before_its_connection_moved_host_sends_nothing(world):
+    """An owner moves the connection to another host (with its new token): a pass made before names
+    the old host's repository, and the new token must not go there."""
+    api, standin, daemons, tasks = world
+    mine = _target(api, daemons["ran"], tasks["ran"], standin)["token"]
+    conn = api.get("/api/forges").json()
+    conn = (conn.get("connections") if isinstance(conn, dict) else conn)[0]
+    r = api.patch(f"/api/forges/{conn['id']}", json={"base_url": "http://127.0.0.2:9", "api_url": "http://127.0.0.2:9/api",
+                                                      "credential": "moved-token-0000"})
+    assert r.status_code == 200, r.text
+    before = len(standin.git_requests)
+    r = api.client.get(f"/api/daemon/tasks/{tasks['ran']}/git/info/refs", params={"service": "git-receive-pack"},
+                       headers=_basic(mine))
+    assert r.status_code == 409 and "no longer belongs" in r.text, r.text
+    assert len(standin.git_requests) == before

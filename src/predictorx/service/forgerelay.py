@@ -84,11 +84,18 @@ def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str
     row = session.get(ForgeConnection, given.connection_id)
     if row is None or row.workspace_id != task.workspace_id:
         raise NotFound(f"task {task_id!r} not found")
+    # The repository must still be this connection's: an owner who moved the connection to
+    # another host since the pass was made must not have its new token sent to the old one.
+    forges = importlib.import_module(".forges", __package__)
+    mapped = forges.connection_for_url(session, task.workspace_id, given.remote_url)
+    if mapped is None or mapped[0].id != row.id:
+        raise RelayRefused(f"the repository of task {task_id} no longer belongs to its forge connection; "
+                           "the daemon asks for a new push target", 409)
     if service not in SERVICES:
         raise RelayRefused("the relay speaks git smart HTTP only (git-receive-pack, git-upload-pack)", 403)
     if service == "git-upload-pack" and not task.pull_request_id:
         raise Forbidden(f"task {task_id} continues no branch, so the relay fetches nothing for it")
-    conn = importlib.import_module(".forges", __package__).connection_of(row)
+    conn = forges.connection_of(row)
     basic = base64.b64encode(f"{conn.git_username}:{conn.token}".encode()).decode()
     return Upstream(given.remote_url.rstrip("/"), f"Basic {basic}", given.branch,
                     fetch_allowed=bool(task.pull_request_id))

@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..errors import ClientError
-from ..service import audit, classification, forgeevents, inbox_feed, prflow, pricing, tasks
+from ..service import audit, classification, forgeevents, forgerelay, inbox_feed, prflow, pricing, tasks
 from ..service.daemons import daemon_timeout
 from ..store.db import Database
 from .access import enforce
@@ -164,6 +164,7 @@ def create_app(db: Database | None = None, *, migrate: bool = True, web: bool = 
             yield
         finally:
             await stop_jobs(jobs)  # (cancelled again while any is left: server/jobstop.py)
+            await forgerelay.close_clients()
 
     # Every route passes the role matrix first (server/access.py, R-SEC-4).
     app = FastAPI(title="Predictor X", version=__version__, lifespan=lifespan, dependencies=[Depends(enforce)],

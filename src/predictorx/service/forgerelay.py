@@ -13,9 +13,11 @@ continues a branch (`Task.pull_request_id`).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import importlib
 import os
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -196,6 +198,27 @@ def forwarded_headers(headers: Any) -> dict[str, str]:
 
 #: Connect fast; a forge may take long to answer a large pack (its checks run after the last byte).
 TIMEOUT = httpx.Timeout(300.0, connect=10.0)
+#: One client per event loop, kept: making one costs 40-90 ms of CPU (its TLS context), which a
+#: new one per request put on every push twice (discovery, then the pack); kept, a push's two
+#: requests also share one connection to the forge.
+_clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]" = weakref.WeakKeyDictionary()
+
+
+def _client() -> httpx.AsyncClient:
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False,
+                                   limits=httpx.Limits(max_connections=64, max_keepalive_connections=8))
+        _clients[loop] = client
+    return client
+
+
+async def close_clients() -> None:
+    """At the server's stop: the relay's kept client of this loop closed (its connections)."""
+    client = _clients.pop(asyncio.get_running_loop(), None)
+    if client is not None:
+        await client.aclose()
 
 
 @dataclass
@@ -212,30 +235,27 @@ async def forward(up: Upstream, method: str, suffix: str, *, params: dict[str, s
     """One request to the forge's repository (`suffix`: /info/refs, /git-receive-pack, …) with the
     connection's credential. Never follows a redirect; a forge that cannot be reached, redirects,
     or refuses the connection's own credential is a 502 with a sentence (never the credential)."""
-    client = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, trust_env=True)
+    client = _client()
     sent = {"User-Agent": USER_AGENT, **headers, "Authorization": up.authorization}
     try:
         request = client.build_request(method, up.url + suffix, params=params, headers=sent, content=content)
         response = await client.send(request, stream=True)
     except TooLarge:
-        await client.aclose()
         raise RelayRefused(f"the push is larger than this server relays (set by {MAX_BODY_ENV})", 413) from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as e:
-        await client.aclose()
         raise RelayRefused(f"the forge could not be reached ({type(e).__name__})", 502) from None
     status = response.status_code
     if 300 <= status < 400 or status == 401:
         await response.aclose()
-        await client.aclose()
         raise RelayRefused("the forge redirected the relay elsewhere; not followed" if status != 401 else
                            "the forge refused the connection's credential (401); an owner or admin updates it "
                            "(`predictorx forge update --token-stdin`)", 502)
     kept = {k: response.headers[k] for k in ("content-type", "content-encoding", "cache-control")
             if k in response.headers}
-    return Relayed(status, kept, _streamed(client, response))
+    return Relayed(status, kept, _streamed(response))
 
 
-async def _streamed(client: httpx.AsyncClient, response: httpx.Response) -> AsyncIterator[bytes]:
+async def _streamed(response: httpx.Response) -> AsyncIterator[bytes]:
     try:
         async for chunk in response.aiter_raw():
             yield chunk
@@ -243,4 +263,3 @@ async def _streamed(client: httpx.AsyncClient, response: httpx.Response) -> Asyn
         pass  # the status is sent: the answer ends short, and git says so
     finally:
         await response.aclose()
-        await client.aclose()

@@ -238,3 +238,38 @@ def test_a_pass_made_before_its_connection_moved_host_sends_nothing(world):
                        headers=_basic(mine))
     assert r.status_code == 409 and "no longer belongs" in r.text, r.text
     assert len(standin.git_requests) == before
+
+
+def test_a_pass_closes_when_its_daemon_is_revoked(world):
+    """A member is removed: their daemons' tokens are revoked (R-SEC-5), and a relay pass one of those
+    daemons was handed — for a task it finished, which keeps its daemon — must not push with the
+    workspace's forge credential for the rest of its ten minutes."""
+    api, standin, _, _ = world
+    ws = api.get("/api/workspaces").json()[0]["id"]
+    r = api.post(f"/api/workspaces/{ws}/members", json={"name": "Ann", "role": "member"})
+    assert r.status_code == 201, r.text
+    ann_id, ann = r.json()["user_id"], api.as_(r.json()["token"])
+    daemon = api.as_(_daemon(ann, "ann-laptop"))
+    assert ann.post("/api/agents", json={"name": "bot-ann", "provider": "command", "command": ["true"],
+                                         "runtime": "ann-laptop"}).status_code == 201
+    assert ann.post("/api/issues", json={"title": "ann's", "assignee": "bot-ann"}).status_code == 201
+    task_id = daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
+    assert daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"}).status_code == 200
+    done = daemon.post(f"/api/daemon/tasks/{task_id}/finish", json={
+        "status": "completed", "review": {**_branch(task_id, standin), "tip": "c" * 40}})
+    assert done.status_code == 200, done.text
+    pass_ = done.json()["forge_push"]["token"]
+    path = f"/api/daemon/tasks/{task_id}/git/info/refs"
+    params = {"service": "git-receive-pack"}
+    assert api.client.get(path, params=params, headers=_basic(pass_)).status_code == 200  # (it opened)
+
+    assert api.delete(f"/api/workspaces/{ws}/members/{ann_id}").status_code == 204
+    assert daemon.post("/api/daemon/heartbeat", json={"task_ids": []}).status_code == 401
+    before = len(standin.git_requests)
+    r = api.client.get(path, params=params, headers=_basic(pass_))
+    assert r.status_code in (401, 404), (r.status_code, r.text[:200])
+    side = standin.commit_on_server(REPO, "side", {"app.py": "print('side')\n"})
+    branch = done.json()["forge_push"]["branch"]
+    r = _push(api, task_id, pass_, _commands((ZERO, side, f"refs/heads/{branch}")) + EMPTY_PACK)
+    assert r.status_code in (401, 404), (r.status_code, r.text[:200])
+    assert len(standin.git_requests) == before and standin.branch_head(REPO, branch) is None

@@ -62,3 +62,17 @@ def test_a_body_past_the_limit_stops_as_it_streams():
     body = _pkt(f"{OLD} {NEW} refs/heads/{BRANCH}\n") + b"0000" + b"x" * 5000
     with pytest.raises(forgerelay.TooLarge):
         _relayed(body, size=512, limit=4096)
+
+
+def test_a_command_list_trickled_a_byte_at_a_time_is_read_in_linear_time():
+    """A pass holder sends the command list one byte per chunk (a TCP segment each): the relay must
+    not parse everything read so far again on every chunk — on the event loop, 16 KiB of empty
+    pkt-lines took ~30 s (32 KiB ~2 min), and the whole server stalled with it."""
+    import time
+
+    body = b"0004" * (16 * 1024 // 4)  # empty pkt-lines, no flush: refused when the body ends
+    started = time.monotonic()
+    with pytest.raises(forgerelay.RelayRefused) as refused:
+        _relayed(body, size=1)
+    assert refused.value.status == 400
+    assert time.monotonic() - started < 3.0

@@ -108,21 +108,27 @@ def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str
 def _pkt_lines(data: bytes) -> tuple[list[bytes], int] | None:
     """The pkt-lines of `data` up to its flush-pkt and where that ends; None while it is incomplete."""
     lines: list[bytes] = []
-    at = 0
+    at, done = _more_pkt_lines(data, 0, lines)
+    return (lines, at) if done else None
+
+
+def _more_pkt_lines(data: bytes | bytearray, at: int, lines: list[bytes]) -> tuple[int, bool]:
+    """Read on from `at` (where the lines already in `lines` end): (where reading stopped, whether
+    it stopped at the flush-pkt). Each byte is read once however the body is chunked."""
     while True:
         if len(data) < at + 4:
-            return None
+            return at, False
         try:
             size = int(data[at:at + 4], 16)
         except ValueError:
             raise RelayRefused("the push's command list is not git's pkt-line format", 400) from None
         if size == 0:
-            return lines, at + 4
+            return at + 4, True
         if size < 4:
             raise RelayRefused("the push's command list is not git's pkt-line format", 400)
         if len(data) < at + size:
-            return None
-        lines.append(data[at + 4:at + size])
+            return at, False
+        lines.append(bytes(data[at + 4:at + size]))
         at += size
 
 
@@ -152,19 +158,22 @@ class TooLarge(Exception):
 async def checked_push(body: AsyncIterator[bytes], branch: str, limit: int) -> AsyncIterator[bytes]:
     """The push's body as it streams, its command list checked first (check_commands; RelayRefused
     before anything is forwarded), at most `limit` bytes (TooLarge past it)."""
-    head = b""
+    # Read on where the last chunk's lines ended: a list trickled a byte per chunk is not parsed
+    # again from its start each time (on the event loop, that stalled the whole server).
+    head = bytearray()
+    lines: list[bytes] = []
+    at = 0
     async for chunk in body:
         head += chunk
-        parsed = _pkt_lines(head)
-        if parsed is not None:
-            check_commands(parsed[0], branch)
+        at, done = _more_pkt_lines(head, at, lines)
+        if done:
+            check_commands(lines, branch)
             break
         if len(head) > MAX_COMMANDS:
             raise RelayRefused(f"the push's command list is longer than {MAX_COMMANDS} bytes", 413)
     else:
-        if _pkt_lines(head) is None:
-            raise RelayRefused("the push's command list ended before its flush-pkt", 400)
-    return _counted(head, body, limit)
+        raise RelayRefused("the push's command list ended before its flush-pkt", 400)
+    return _counted(bytes(head), body, limit)
 
 
 async def _counted(head: bytes, rest: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:

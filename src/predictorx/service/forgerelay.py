@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2 as httpx
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
-from ..store.schema import ForgeConnection
+from ..store.schema import Daemon, ForgeConnection, Member, Token, utcnow
 from ..forges.httpclient import USER_AGENT
 from . import relaypass
 from .errors import Forbidden, NotFound, ServiceError
@@ -83,6 +84,8 @@ def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str
     if given.task_id != task_id:
         raise NotFound(f"task {task_id!r} not found")
     task = _daemons_task(session, given.daemon_id, task_id)
+    if not _daemon_live(session, given.daemon_id):
+        raise relaypass.BadPass("the daemon this relay pass was made for is revoked (or its owner left the workspace)")
     row = session.get(ForgeConnection, given.connection_id)
     if row is None or row.workspace_id != task.workspace_id:
         raise NotFound(f"task {task_id!r} not found")
@@ -101,6 +104,23 @@ def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str
     basic = base64.b64encode(f"{conn.git_username}:{conn.token}".encode()).decode()
     return Upstream(given.remote_url.rstrip("/"), f"Basic {basic}", given.branch,
                     fetch_allowed=bool(task.pull_request_id))
+
+
+def _daemon_live(session: Session, daemon_id: str) -> bool:
+    """The daemon still acts here: a daemon token of it is live (a member's removal revokes them,
+    service/daemons.disconnect_owner) and its owner is still a member. A pass is stateless, so its
+    ten minutes must not outlive the daemon it was made for."""
+    daemon = session.get(Daemon, daemon_id)
+    if daemon is None:
+        return False
+    live = session.scalar(select(Token.id).where(
+        Token.kind == "daemon", Token.daemon_id == daemon_id, Token.revoked.is_(False),
+        or_(Token.expires_at.is_(None), Token.expires_at > utcnow())).limit(1))
+    if live is None:
+        return False
+    if daemon.owner_id is not None and session.get(Member, (daemon.workspace_id, daemon.owner_id)) is None:
+        return False
+    return True
 
 
 # -- a push's ref updates --------------------------------------------------------------------------

@@ -273,3 +273,17 @@ def test_a_pass_closes_when_its_daemon_is_revoked(world):
     r = _push(api, task_id, pass_, _commands((ZERO, side, f"refs/heads/{branch}")) + EMPTY_PACK)
     assert r.status_code in (401, 404), (r.status_code, r.text[:200])
     assert len(standin.git_requests) == before and standin.branch_head(REPO, branch) is None
+
+
+def test_a_forwarded_header_the_forge_request_cannot_carry_is_a_sentence_not_a_500(world):
+    """HTTP header values arrive as Latin-1; the relay forwards git's own headers (Git-Protocol,
+    User-Agent, …) and a byte past ASCII in one made building the forge's request raise: a 500."""
+    api, standin, daemons, tasks = world
+    target = _target(api, daemons["ran"], tasks["ran"], standin)
+    before = len(standin.git_requests)
+    for name in ("Git-Protocol", "User-Agent", "Accept"):
+        r = api.client.get(f"/api/daemon/tasks/{tasks['ran']}/git/info/refs", params={"service": "git-receive-pack"},
+                           headers={**_basic(target["token"]), name: b"version=2\xe9"})
+        assert r.status_code == 400, (name, r.status_code, r.text[:200])
+        assert all(s not in r.text for s in _secrets(standin))
+    assert len(standin.git_requests) == before

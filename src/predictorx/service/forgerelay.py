@@ -220,7 +220,12 @@ async def bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes
 def forwarded_headers(headers: Any) -> dict[str, str]:
     """What of the daemon's request the forge sees: git's own headers, never its Authorization."""
     keep = ("content-type", "accept", "git-protocol", "content-encoding", "user-agent", "content-length")
-    return {k: headers[k] for k in keep if headers.get(k)}
+    kept = {k: headers[k] for k in keep if headers.get(k)}
+    # (values arrive as Latin-1; the forge's request carries ASCII only — building it raised: a 500)
+    for k, v in kept.items():
+        if not v.isascii() or not v.isprintable():
+            raise RelayRefused(f"the request's {k} header is not printable ASCII; git sends it so", 400)
+    return kept
 
 
 # -- to the forge and back ---------------------------------------------------------------------------

@@ -287,3 +287,23 @@ def test_a_forwarded_header_the_forge_request_cannot_carry_is_a_sentence_not_a_5
         assert r.status_code == 400, (name, r.status_code, r.text[:200])
         assert all(s not in r.text for s in _secrets(standin))
     assert len(standin.git_requests) == before
+
+
+def test_a_daemon_naming_the_default_branch_gets_no_pass_for_it(world):
+    """The pass's branch is the one the daemon names in its push target (no PR yet): naming `main`
+    got a pass for refs/heads/main, and the relay force-updated the repository's default branch
+    with the workspace's credential. A task's branch is an `agent/...` one (docs/forges.md)."""
+    api, standin, daemons, tasks = world
+    task_id = tasks["ran"]
+    main = standin.branch_head(REPO, "main")
+    side = standin.commit_on_server(REPO, "side", {"app.py": "print('side')\n"})
+    r = api.as_(daemons["ran"]).post(f"/api/daemon/tasks/{task_id}/push-target",
+                                     json={**_branch(task_id, standin), "branch": "main"})
+    if r.status_code == 200 and r.json().get("forge_push"):  # (none: nothing to push with)
+        target = r.json()["forge_push"]
+        pushed = _push(api, task_id, target["token"], _commands((main, side, "refs/heads/main")) + EMPTY_PACK)
+        assert standin.branch_head(REPO, "main") == main, f"the relay moved main ({pushed.status_code})"
+        assert target["branch"] != "main" and pushed.status_code == 403, pushed.text
+    else:
+        assert r.status_code in (200, 400, 404, 422), r.text
+    assert standin.branch_head(REPO, "main") == main

@@ -22,7 +22,7 @@ import pytest
 from forgestand.fixtures import forge_standin_factory, github_standin  # noqa: F401  (fixtures)
 
 REPO = "octo/app"
-BRANCH = "px/issue-1-fix"
+BRANCH = "agent/bot/issue-1-fix"  # a task's branch is agent/... (daemon/branches.task_branch)
 
 
 def _git(cwd: Path, *args: str) -> str:

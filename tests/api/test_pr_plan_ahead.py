@@ -13,7 +13,7 @@ import pytest
 from forgestand.fixtures import forge_standin_factory, github_standin  # noqa: F401  (fixtures)
 from test_forge_loop import REPO, World, _push_branch
 
-BRANCH = "px/issue-1-fix"
+BRANCH = "agent/bot/issue-1-fix"  # a task's branch is agent/... (daemon/branches.task_branch)
 
 
 @pytest.fixture

@@ -103,11 +103,18 @@ def remote_url(url: str, base_url: str, repo_path: str) -> str:
     return f"{base_url.rstrip('/')}/{repo_path.strip('/')}.git"
 
 
+def _task_branch(branch: str) -> bool:
+    """A task's own branch (daemon/branches.task_branch): agent/<agent>/<task>."""
+    return branch.startswith("agent/") and len(branch) > len("agent/")
+
+
 def _pushable(task: Task, review: dict[str, Any] | None = None) -> str | None:
     """Why the task's branch (as `review` says, default the task's) cannot be pushed, or None."""
     review = review if review is not None else task.review if isinstance(task.review, dict) else {}
     if not review.get("branch"):
         return f"task {task.id} left no branch to push"
+    if not task.pull_request_id and not _task_branch(str(review.get("branch"))):
+        return f"task {task.id}'s branch {review.get('branch')!r} is not a task's branch (agent/...)"
     if review.get("mode") not in ("checkout", "worktree", "in_place"):
         return f"task {task.id}'s branch is not in a repository its daemon can push from"
     if not task.daemon_id:
@@ -228,6 +235,10 @@ def push_target(session: Session, daemon_id: str, task_id: str, review: dict[str
     branch = pr.branch if pr is not None else review.get("branch")
     if not branch:
         raise NotFound(f"task {task_id} has no branch on a forge")
+    if pr is None and not _task_branch(str(branch)):
+        # The pass's branch is the one the relay lets the daemon update: never one the daemon
+        # merely names (`main`), only a task's own agent/... branch or the PR's it continues.
+        raise NotFound(f"task {task_id} has no branch on a forge ({str(branch)[:200]!r} is not a task's branch)")
     lease = _lease(review, pr)
     extra = {"repo_path": str(review.get("repo_path") or ""), "local_branch": str(review.get("branch") or branch),
              "lease": str(lease or ""), "mode": str(review.get("mode") or "")}

@@ -76,3 +76,43 @@ def test_a_command_list_trickled_a_byte_at_a_time_is_read_in_linear_time():
         _relayed(body, size=1)
     assert refused.value.status == 400
     assert time.monotonic() - started < 3.0
+
+
+def test_a_daemon_that_goes_away_mid_body_closes_the_forges_connection(monkeypatch):
+    """The body's iterator raises (ClientDisconnect: the daemon went away mid-pack) while the relay
+    sends to the forge: its client to the forge must be closed then, not left to the collector."""
+    import socket
+    import threading
+
+    import httpx2 as httpx
+    from starlette.requests import ClientDisconnect
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
+    closed: list[int] = []
+    real_aclose = httpx.AsyncClient.aclose
+
+    async def aclose(self):
+        closed.append(1)
+        await real_aclose(self)
+
+    monkeypatch.setattr(httpx.AsyncClient, "aclose", aclose)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b"x" * 100
+        raise ClientDisconnect()
+
+    async def run() -> None:
+        up = forgerelay.Upstream(f"http://127.0.0.1:{listener.getsockname()[1]}/r", "Basic eDp5", BRANCH, False)
+        with pytest.raises(ClientDisconnect):
+            await forgerelay.forward(up, "POST", "/git-receive-pack", headers={}, content=body())
+
+    try:
+        asyncio.run(run())
+        assert closed, "the relay's client to the forge was left open"
+    finally:
+        for s in held + [listener]:
+            s.close()

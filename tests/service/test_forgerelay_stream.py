@@ -116,3 +116,28 @@ def test_a_daemon_that_goes_away_mid_body_closes_the_forges_connection(monkeypat
     finally:
         for s in held + [listener]:
             s.close()
+
+
+def test_a_body_that_stops_arriving_is_ended_by_the_relay(monkeypatch):
+    """A pass holder opens a push and sends part of its command list, then nothing: uvicorn has no
+    body timeout and connguard's header timeout never cuts a request being answered, so the relay
+    waited for good (behind nginx, `client_body_timeout 120s` ended it; without, nothing did)."""
+    monkeypatch.setattr(forgerelay, "BODY_IDLE_S", 0.2, raising=False)
+
+    async def stalled() -> AsyncIterator[bytes]:
+        yield _pkt(f"{OLD} {NEW} refs/heads/")
+        await asyncio.sleep(3600)
+        yield b""
+
+    async def run() -> None:
+        stream = getattr(forgerelay, "idle_bounded", lambda body: body)(stalled())  # (what the route reads)
+        await forgerelay.checked_push(stream, BRANCH, 1 << 20)
+
+    try:
+        asyncio.run(asyncio.wait_for(run(), 5))
+    except forgerelay.RelayRefused as refused:
+        assert refused.status == 408
+    except (asyncio.TimeoutError, TimeoutError):
+        pytest.fail("the relay still waited for the body after 5 s (its idle limit was 0.2 s)")
+    else:
+        pytest.fail("a stalled body was relayed")

@@ -208,6 +208,24 @@ async def _counted(head: bytes, rest: AsyncIterator[bytes], limit: int) -> Async
         yield chunk
 
 
+#: The longest a relayed body may send nothing (nginx's `client_body_timeout` in front, said here
+#: too: uvicorn has no body timeout, and server/connguard.py never cuts a request being answered).
+BODY_IDLE_S = 120.0
+
+
+async def idle_bounded(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`body` as it arrives, ended (RelayRefused 408) when nothing came for BODY_IDLE_S."""
+    chunks = body.__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(chunks.__anext__(), BODY_IDLE_S)
+        except StopAsyncIteration:
+            return
+        except asyncio.TimeoutError:
+            raise RelayRefused(f"the request's body sent nothing for {BODY_IDLE_S:g} s", 408) from None
+        yield chunk
+
+
 async def bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
     sent = 0
     async for chunk in body:

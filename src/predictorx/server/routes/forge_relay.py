@@ -45,9 +45,9 @@ async def _relay(state: AppState, request: Request, task_id: str, service: str, 
                 if headers.get("content-encoding", "identity") != "identity":
                     raise forgerelay.RelayRefused("the relay reads a push's commands: send it without "
                                                   "Content-Encoding", 415)
-                content = await forgerelay.checked_push(request.stream(), up.branch, limit)
+                content = await forgerelay.checked_push(forgerelay.idle_bounded(request.stream()), up.branch, limit)
             else:
-                content = forgerelay.bounded(request.stream(), limit)
+                content = forgerelay.bounded(forgerelay.idle_bounded(request.stream()), limit)
         params = {"service": service} if request.method == "GET" else None
         answer = await forgerelay.forward(up, request.method, suffix, params=params, headers=headers, content=content)
     except relaypass.BadPass as e:

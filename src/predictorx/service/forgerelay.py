@@ -296,9 +296,6 @@ async def forward(up: Upstream, method: str, suffix: str, *, params: dict[str, s
         raise RelayRefused(f"the push is larger than this server relays (set by {MAX_BODY_ENV})", 413) from None
     except (httpx.HTTPError, httpx.InvalidURL, OSError) as e:
         raise RelayRefused(f"the forge could not be reached ({type(e).__name__})", 502) from None
-    except BaseException:  # the body's own end (ClientDisconnect), a cancellation: the client closes too
-        await client.aclose()
-        raise
     status = response.status_code
     if 300 <= status < 400 or status == 401:
         await response.aclose()

@@ -22,7 +22,7 @@ import pytest
 from forgestand.fixtures import forge_standin_factory, github_standin  # noqa: F401  (fixtures)
 
 REPO = "octo/app"
-BRANCH = "agent/bot/issue-1-fix"  # a task's branch is agent/... (daemon/branches.task_branch)
+BRANCH = "agent/bot/issue-1-fix"  # a branch reported pushed (the report paths); a push target needs branch_of
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -81,12 +81,17 @@ class World:
         self.finish(task["id"], "first fix")
         return issue, task["id"]
 
+    def branch_of(self, task_id: str) -> str:
+        """The task's branch as a daemon names it (daemon/branches.task_branch), or its PR's."""
+        return self.pr_of(task_id).get("branch") or f"agent/bot/{task_id}"
+
     def finish(self, task_id: str, content: str, *, report_push: bool = True) -> str:
         self.daemon.post(f"/api/daemon/tasks/{task_id}/status", json={"status": "running"})
-        sha = _push_branch(self.s, self.tmp, BRANCH, content)
-        review = {"mode": "checkout", "branch": BRANCH, "origin_url": self.repo.clone_url, "tip": sha}
+        branch = self.branch_of(task_id)
+        sha = _push_branch(self.s, self.tmp, branch, content)
+        review = {"mode": "checkout", "branch": branch, "origin_url": self.repo.clone_url, "tip": sha}
         r = self.daemon.post(f"/api/daemon/tasks/{task_id}/finish",
-                             json={"status": "completed", "result": f"I did: {content}", "branch_name": BRANCH,
+                             json={"status": "completed", "result": f"I did: {content}", "branch_name": branch,
                                    "review": review, "session_id": "sess-1"})
         assert r.status_code == 200, r.text
         if report_push:
@@ -125,7 +130,7 @@ def world(api, github_standin, tmp_path):  # noqa: F811
 def test_the_pr_opens_once_on_push_and_opening_again_returns_the_same(world):
     issue, task_id = world.run()
     pr = world.opened(task_id)
-    assert pr["state"] == "draft" and pr["branch"] == BRANCH and pr["base_branch"] == "main"
+    assert pr["state"] == "draft" and pr["branch"] == f"agent/bot/{task_id}" and pr["base_branch"] == "main"
     again = [world.api.post(f"/api/tasks/{task_id}/pr").json() for _ in range(2)]
     assert {a["number"] for a in again} == {pr["number"]} and {a["id"] for a in again} == {pr["id"]}
     on_forge = world.s.prs(REPO)
@@ -236,7 +241,7 @@ def test_a_pr_opened_elsewhere_for_the_branch_is_adopted(world):
     world.policy(auto_pr=False)
     issue, task_id = world.run()
     assert world.pr_of(task_id)["state"] == "pushed"
-    theirs = world.s.open_pr(REPO, BRANCH, "main", title="Opened by a person")
+    theirs = world.s.open_pr(REPO, world.branch_of(task_id), "main", title="Opened by a person")
     mine = world.api.post(f"/api/tasks/{task_id}/pr").json()
     assert mine["number"] == theirs.number and len(world.s.prs(REPO)) == 1
 
@@ -264,7 +269,7 @@ def test_a_pr_opened_on_the_forge_while_the_new_branch_was_pushed_is_adopted(wor
     world.api.post("/api/issues", json={"title": "Raced", "project_id": world.project["id"], "assignee": "bot"})
     task_id = world.daemon.post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]["id"]
     sha = world.finish(task_id, "raced", report_push=False)
-    theirs = world.s.open_pr(REPO, BRANCH, "main", title="Opened by a person meanwhile")
+    theirs = world.s.open_pr(REPO, world.branch_of(task_id), "main", title="Opened by a person meanwhile")
     world.report_push(task_id, sha)
     pr = world.opened(task_id)
     assert pr["number"] == theirs.number and len(world.s.prs(REPO)) == 1
@@ -446,7 +451,7 @@ def test_discard_closes_the_pr_and_deletes_the_branch(world):
     r = world.api.post(f"/api/tasks/{task_id}/discard")
     assert r.status_code == 200, r.text
     assert r.json()["state"] == "discarded"
-    assert world.s.pr(REPO, pr["number"]).state == "closed" and world.s.branch_head(REPO, BRANCH) is None
+    assert world.s.pr(REPO, pr["number"]).state == "closed" and world.s.branch_head(REPO, pr["branch"]) is None
     assert world.issue(issue["number"])["status"] == "todo"
 
 

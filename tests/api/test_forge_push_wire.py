@@ -19,7 +19,8 @@ def test_only_the_daemon_that_ran_the_task(api):
     api.post("/api/agents", json={"name": "bot", "provider": "command", "command": ["true"]})
     api.post("/api/issues", json={"title": "t", "assignee": "bot"})
     task = api.as_(ran).post("/api/daemon/claim", json={"limit": 1}).json()["tasks"][0]["task"]
-    review = {"mode": "worktree", "branch": "agent/bot/x", "repo_path": "/nowhere", "origin_url": "https://h/o/r.git"}
+    review = {"mode": "worktree", "branch": f"agent/bot/{task['id']}", "repo_path": "/nowhere",
+              "origin_url": "https://h/o/r.git"}
     done = api.as_(ran).post(f"/api/daemon/tasks/{task['id']}/finish", json={"status": "completed", "review": review})
     assert done.status_code == 200, done.text  # a repository no connection maps: no push asked, no error
     for path, body in (("forge-target", None), ("forge-push", {"ok": True, "sha": "a" * 40})):

@@ -84,7 +84,7 @@ def world(api, github_standin):
 
 
 def _branch(task_id: str, standin) -> dict[str, str]:
-    return {"mode": "worktree", "branch": f"agent/bot/{task_id[:8]}", "repo_path": "/somewhere/shop",
+    return {"mode": "worktree", "branch": f"agent/bot/{task_id}", "repo_path": "/somewhere/shop",
             "origin_url": standin.repo(REPO).clone_url}
 
 

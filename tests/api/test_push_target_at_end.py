@@ -46,43 +46,47 @@ def _running(api, ran: str) -> str:
 def test_the_target_only_to_the_running_tasks_daemon_and_the_push_rides_on_the_finish(api):
     ran, other = _daemon(api, "ran"), _daemon(api, "other")
     task_id = _running(api, ran)
+    branch = {**BRANCH, "branch": f"agent/bot/{task_id}"}  # its own (daemon/branches.task_branch)
     url = f"/api/daemon/tasks/{task_id}/push-target"
-    unmapped = api.as_(ran).post(url, json={**BRANCH, "origin_url": "https://elsewhere.test/o/r.git"})
+    unmapped = api.as_(ran).post(url, json={**branch, "origin_url": "https://elsewhere.test/o/r.git"})
     assert unmapped.status_code == 200 and unmapped.json()["forge_push"] is None
 
     conn = api.post("/api/forges", json={"kind": KIND, "name": "gh", "base_url": "https://forge.test",
                                          "credential": GOOD_TOKEN})
     assert conn.status_code == 201, conn.text
-    r = api.as_(other).post(url, json=BRANCH)
+    # A branch that is not this task's own (another task's, `main`): no target, so no relay pass.
+    for name in ("agent/bot/x", f"agent/bot/{'0' * 8}-0000-4000-8000-{'0' * 12}", "main", f"main-{task_id}"):
+        assert api.as_(ran).post(url, json={**branch, "branch": name}).json()["forge_push"] is None, name
+    r = api.as_(other).post(url, json=branch)
     assert r.status_code == 404 and task_id in r.json()["detail"] and GOOD_TOKEN not in r.text
-    r = api.post(url, json=BRANCH)
+    r = api.post(url, json=branch)
     assert r.status_code == 403 and GOOD_TOKEN not in r.text
-    assert api.as_(ran).post(url, json={**BRANCH, "branch": "-x", "continued_from": "nope"}).status_code == 422
+    assert api.as_(ran).post(url, json={**branch, "branch": "-x", "continued_from": "nope"}).status_code == 422
 
-    r = api.as_(ran).post(url, json=BRANCH)
+    r = api.as_(ran).post(url, json=branch)
     assert r.status_code == 200 and r.headers["cache-control"] == "no-store", r.text
     target = r.json()["forge_push"]
     assert 0 < r.json()["valid_for_s"] <= 300  # asked while the agent works: used only that long
     # The server's relay and a pass for it, never the connection's credential (service/forgerelay.py).
     assert GOOD_TOKEN not in r.text and base64.b64encode(f"x:{GOOD_TOKEN}".encode()).decode()[4:] not in r.text
-    assert target["branch"] == BRANCH["branch"] and target["username"] == "predictorx-relay"
+    assert target["branch"] == branch["branch"] and target["username"] == "predictorx-relay"
     assert target["remote_url"] == f"/api/daemon/tasks/{task_id}/git"
     assert relaypass.verify(target["token"]).remote_url == "https://forge.test/octo/app.git"
-    assert target["extra"]["repo_path"] == BRANCH["repo_path"] and target["extra"]["lease"] == ""
+    assert target["extra"]["repo_path"] == branch["repo_path"] and target["extra"]["lease"] == ""
     assert not api.get(f"/api/tasks/{task_id}/review").json().get("branch")  # nothing was written
 
     sha = "b" * 40
     done = api.as_(ran).post(f"/api/daemon/tasks/{task_id}/finish", json={
-        "status": "completed", "review": {**BRANCH, "tip": sha}, "forge_pushed": {"ok": True, "sha": sha}})
+        "status": "completed", "review": {**branch, "tip": sha}, "forge_pushed": {"ok": True, "sha": sha}})
     assert done.status_code == 200, done.text
     assert "forge_push" not in done.json()  # pushed already: no target in the answer
     review = api.get(f"/api/tasks/{task_id}/review").json()
     assert review["pushed"]["sha"] == sha and review["pushed"]["created"] is True
     pr = api.get(f"/api/tasks/{task_id}/pr").json()
-    assert pr["branch"] == BRANCH["branch"] and pr["head_sha"] == sha
+    assert pr["branch"] == branch["branch"] and pr["head_sha"] == sha
 
     # The task ended: no target any more (a person's push goes through the task's own route).
-    assert api.as_(ran).post(url, json=BRANCH).json()["forge_push"] is None
+    assert api.as_(ran).post(url, json=branch).json()["forge_push"] is None
 
 
 def test_a_finish_whose_push_maps_nowhere_is_still_recorded(api):

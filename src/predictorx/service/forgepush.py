@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from typing import Any, Callable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -103,9 +104,11 @@ def remote_url(url: str, base_url: str, repo_path: str) -> str:
     return f"{base_url.rstrip('/')}/{repo_path.strip('/')}.git"
 
 
-def _task_branch(branch: str) -> bool:
-    """A task's own branch (daemon/branches.task_branch): agent/<agent>/<task>."""
-    return branch.startswith("agent/") and len(branch) > len("agent/")
+def _task_branch(branch: str, task_id: str) -> bool:
+    """`task_id`'s own branch as daemon/branches makes it: agent/<agent>/<task>, or by its collision
+    rule <that>-N, agent-<agent>-<task>, <that>-N. Another task's branch is not this task's to push:
+    a member's daemon naming one would overwrite that task's work (its PR) through the relay."""
+    return re.fullmatch(rf"agent[/-].+[/-]{re.escape(task_id)}(?:-[0-9]{{1,2}})?", branch) is not None
 
 
 def _pushable(task: Task, review: dict[str, Any] | None = None) -> str | None:
@@ -113,7 +116,7 @@ def _pushable(task: Task, review: dict[str, Any] | None = None) -> str | None:
     review = review if review is not None else task.review if isinstance(task.review, dict) else {}
     if not review.get("branch"):
         return f"task {task.id} left no branch to push"
-    if not task.pull_request_id and not _task_branch(str(review.get("branch"))):
+    if not task.pull_request_id and not _task_branch(str(review.get("branch")), task.id):
         return f"task {task.id}'s branch {review.get('branch')!r} is not a task's branch (agent/...)"
     if review.get("mode") not in ("checkout", "worktree", "in_place"):
         return f"task {task.id}'s branch is not in a repository its daemon can push from"
@@ -235,7 +238,7 @@ def push_target(session: Session, daemon_id: str, task_id: str, review: dict[str
     branch = pr.branch if pr is not None else review.get("branch")
     if not branch:
         raise NotFound(f"task {task_id} has no branch on a forge")
-    if pr is None and not _task_branch(str(branch)):
+    if pr is None and not _task_branch(str(branch), task_id):
         # The pass's branch is the one the relay lets the daemon update: never one the daemon
         # merely names (`main`), only a task's own agent/... branch or the PR's it continues.
         raise NotFound(f"task {task_id} has no branch on a forge ({str(branch)[:200]!r} is not a task's branch)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib
 import os
 import weakref
 from collections.abc import AsyncIterator
@@ -30,7 +29,7 @@ from ..store.schema import Daemon, ForgeConnection, Member, Token, utcnow
 from ..forges.httpclient import USER_AGENT
 from . import relaypass
 from .errors import Forbidden, NotFound, ServiceError
-from .forgepush import _daemons_task
+from .forgepush import _daemons_task, _forges
 
 SERVICES = ("git-receive-pack", "git-upload-pack")
 #: A push's command list (its ref updates, before the pack) is read whole, at most this.
@@ -91,7 +90,7 @@ def upstream(session: Session, task_id: str, given: relaypass.Pass, service: str
         raise NotFound(f"task {task_id!r} not found")
     # The repository must still be this connection's: an owner who moved the connection to
     # another host since the pass was made must not have its new token sent to the old one.
-    forges = importlib.import_module(".forges", __package__)
+    forges = _forges()
     mapped = forges.connection_for_url(session, task.workspace_id, given.remote_url)
     if mapped is None or mapped[0].id != row.id:
         raise RelayRefused(f"the repository of task {task_id} no longer belongs to its forge connection; "

@@ -91,7 +91,8 @@ def test_a_daemon_that_goes_away_mid_body_closes_the_forges_connection():
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     held: list[socket.socket] = []
-    threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
+    accepted = threading.Event()
+    threading.Thread(target=lambda: (held.append(listener.accept()[0]), accepted.set()), daemon=True).start()
 
     async def body() -> AsyncIterator[bytes]:
         yield b"x" * 100
@@ -103,7 +104,8 @@ def test_a_daemon_that_goes_away_mid_body_closes_the_forges_connection():
             with pytest.raises(ClientDisconnect):
                 await forgerelay.forward(up, "POST", "/git-receive-pack", headers={}, content=body())
             assert not forgerelay._client().is_closed  # (shared: other pushes use it)
-            assert held, "the relay never reached the forge"
+            # (the accepting thread may not have kept the connection yet: waited for, not assumed)
+            assert await asyncio.to_thread(accepted.wait, 30), "the relay never reached the forge"
             await asyncio.to_thread(read_to_its_end, held[0])  # before the kept client is closed
         finally:
             await forgerelay.close_clients()
